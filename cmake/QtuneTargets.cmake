@@ -1,0 +1,73 @@
+# Compile settings shared by every qtune target. Third-party code is never built with these flags.
+
+set(QTUNE_WARNING_FLAGS -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor -Wimplicit-fallthrough)
+if(QTUNE_WERROR)
+  list(APPEND QTUNE_WARNING_FLAGS -Werror)
+endif()
+
+if(QTUNE_SANITIZE)
+  # -fno-sanitize-recover makes UBSan findings fail the test instead of printing and carrying on.
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+  add_compile_definitions(QTUNE_SANITIZE=1)
+endif()
+
+# qtune_defaults(target): warnings (as errors), include root, version macro.
+function(qtune_defaults target)
+  target_compile_options(${target} PRIVATE ${QTUNE_WARNING_FLAGS})
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_compile_definitions(${target} PRIVATE QTUNE_VERSION="${PROJECT_VERSION}")
+endfunction()
+
+# qtune_library(name SOURCES ... [DEPS ...]): a static library of ours.
+function(qtune_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  qtune_defaults(${name})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# qtune_executable(name SOURCES ... [DEPS ...]): a command-line tool, placed in <build>/bin.
+function(qtune_executable name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  qtune_defaults(${name})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+endfunction()
+
+# qtune_test(name LABELS l1 [l2 ...] SOURCES ... [DEPS ...] [TIMEOUT s])
+# One Catch2 executable; every TEST_CASE becomes its own CTest test carrying the labels, so
+# `ctest -L formats` or `ctest -LE slow` select by area and cost.
+function(qtune_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 600)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  qtune_defaults(${name})
+  target_link_libraries(${name} PRIVATE qtune_catch_main ${ARG_DEPS})
+  target_compile_definitions(${name} PRIVATE
+    QTUNE_SOURCE_DIR="${PROJECT_SOURCE_DIR}" QTUNE_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  catch_discover_tests(${name}
+    TEST_PREFIX "${name}: "
+    WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
+    PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+  # The sanitized CI pass builds only the targets its tests need.
+  if("sanitize" IN_LIST ARG_LABELS)
+    add_dependencies(sanitize_tests ${name})
+  endif()
+endfunction()
+
+# qtune_add_subdirectories(): add every immediate sub-folder that has a CMakeLists.txt, in name order, so
+# a new component is one folder and needs no edit of its parent.
+function(qtune_add_subdirectories)
+  file(GLOB children LIST_DIRECTORIES true RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  list(SORT children)
+  foreach(child IN LISTS children)
+    if(IS_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/${child} AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${child}/CMakeLists.txt)
+      add_subdirectory(${child})
+    endif()
+  endforeach()
+endfunction()

@@ -1,0 +1,61 @@
+#pragma once
+// A small, strict command-line parser shared by the tools: long (--name) and short (-n) options, values
+// as the next argument or --name=value, positionals, generated --help. Unknown flags, missing values and
+// malformed numbers are qt::Error (exit code 2) naming the flag, never silently ignored.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qt {
+
+class CliArgs {
+ public:
+  CliArgs(std::string program, std::string summary);
+
+  // Declare an option. `names` is "--long" or "-s,--long". A flag takes no value.
+  CliArgs& option(const std::string& names, const std::string& value_name, const std::string& help,
+                  std::optional<std::string> default_value = std::nullopt);
+  CliArgs& flag(const std::string& names, const std::string& help);
+  // Declare that positional arguments are accepted (for help text); at most `max` (-1 = unlimited).
+  CliArgs& positionals(const std::string& name, const std::string& help, int max = -1);
+
+  // Parses argv[first..argc). Returns false if --help was given (help already printed to stdout).
+  bool parse(int argc, char** argv, int first = 1);
+  bool parse(const std::vector<std::string>& args);
+
+  bool has(const std::string& long_name) const;  // given on the command line, or has a default
+  bool given(const std::string& long_name) const;  // given on the command line
+  std::string get(const std::string& long_name) const;  // throws if absent without default
+  std::optional<std::string> get_optional(const std::string& long_name) const;
+  int64_t get_int(const std::string& long_name) const;
+  double get_double(const std::string& long_name) const;
+  bool get_flag(const std::string& long_name) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+  std::string help() const;
+
+ private:
+  struct Spec {
+    std::string long_name, short_name, value_name, help;
+    bool is_flag = false;
+    std::optional<std::string> default_value;
+  };
+  const Spec* find(const std::string& token) const;
+  const Spec& spec_for(const std::string& long_name) const;
+
+  std::string program_, summary_;
+  std::vector<Spec> specs_;
+  std::string positional_name_, positional_help_;
+  int max_positionals_ = 0;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+// Parse helpers that throw qt::Error naming `what` on malformed input.
+int64_t parse_int(const std::string& text, const std::string& what);
+double parse_double(const std::string& text, const std::string& what);
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what);  // "1,2,3"
+
+}  // namespace qt

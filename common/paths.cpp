@@ -1,0 +1,28 @@
+#include "common/paths.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+namespace qt {
+
+std::string source_root() {
+  if (const char* home = std::getenv("QTUNE_HOME"); home && *home) return home;
+  return QTUNE_SOURCE_DIR;
+}
+
+std::string binary_root() {
+  if (const char* b = std::getenv("QTUNE_BUILD"); b && *b) return b;
+  return QTUNE_BINARY_DIR;
+}
+
+std::string default_hf_tokenizer_path() { return source_root() + "/models/tokenizers/qwen3/tokenizer.json"; }
+
+std::string default_model_path() { return binary_root() + "/default-model/qwen3-default.bin"; }
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace qt

@@ -1,0 +1,18 @@
+#pragma once
+// Where the tools find the files that ship with qtune (the Qwen3 tokenizer, the default model). The
+// source tree's location is compiled in; QTUNE_HOME overrides it for installed or relocated copies.
+#include <string>
+
+namespace qt {
+
+std::string source_root();  // $QTUNE_HOME or the configured source directory
+std::string binary_root();  // $QTUNE_BUILD or the configured build directory
+
+// The real Qwen3 tokenizer.json shipped in models/tokenizers/qwen3/.
+std::string default_hf_tokenizer_path();
+// The small synthetic default model that scripts/setup.sh creates (in the build directory).
+std::string default_model_path();
+
+bool file_exists(const std::string& path);
+
+}  // namespace qt

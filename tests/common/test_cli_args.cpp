@@ -1,0 +1,48 @@
+#include <catch2/catch.hpp>
+
+#include "common/cli_args.h"
+#include "common/error.h"
+
+using namespace qt;
+
+static CliArgs make_parser() {
+  CliArgs a("tool", "test tool");
+  a.option("-n,--count", "N", "how many", "4").option("--name", "S", "a name").flag("-v,--verbose", "chatty");
+  return a;
+}
+
+TEST_CASE("cli: values, defaults, flags and positionals are parsed", "[cli]") {
+  auto a = make_parser();
+  a.positionals("FILE", "input", 2);
+  REQUIRE(a.parse({"-n", "7", "--name=abc", "-v", "in.bin"}));
+  CHECK(a.get_int("--count") == 7);
+  CHECK(a.get("--name") == "abc");
+  CHECK(a.get_flag("--verbose"));
+  REQUIRE(a.positional().size() == 1);
+  CHECK(a.positional()[0] == "in.bin");
+  auto b = make_parser();
+  REQUIRE(b.parse(std::vector<std::string>{}));
+  CHECK(b.get_int("--count") == 4);
+  CHECK_FALSE(b.given("--count"));
+  CHECK_FALSE(b.get_optional("--name").has_value());
+}
+
+TEST_CASE("cli: unknown flags, missing values and bad numbers are errors naming the flag", "[cli]") {
+  auto a = make_parser();
+  CHECK_THROWS_WITH(a.parse({"--bogus"}), Catch::Contains("--bogus"));
+  auto b = make_parser();
+  CHECK_THROWS_WITH(b.parse({"--name"}), Catch::Contains("--name"));
+  auto c = make_parser();
+  c.parse({"-n", "7x"});
+  CHECK_THROWS_WITH(c.get_int("--count"), Catch::Contains("7x"));
+  auto d = make_parser();
+  CHECK_THROWS_WITH(d.parse({"extra"}), Catch::Contains("extra"));
+  CHECK_THROWS_AS(parse_int_list("1,,2", "--ids"), Error);
+  CHECK(parse_int_list("1,2,3", "--ids") == std::vector<int64_t>{1, 2, 3});
+}
+
+TEST_CASE("cli: negative numbers are values, not flags", "[cli]") {
+  auto a = make_parser();
+  REQUIRE(a.parse({"-n", "-3"}));
+  CHECK(a.get_int("--count") == -3);
+}
