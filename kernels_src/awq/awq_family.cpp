@@ -1,0 +1,305 @@
+#include "kernels_src/awq/awq_family.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "common/half.h"
+#include "kernels_src/awq/awq_reference.h"
+
+namespace qt::kernels::awq {
+namespace {
+
+using Role = BufferSpec::Role;
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+std::string tmpl(const std::string& name, std::initializer_list<int64_t> args) {
+  std::string s = name + "<";
+  bool first = true;
+  for (int64_t a : args) s += (first ? "" : ", ") + std::to_string(a), first = false;
+  return s + ">";
+}
+
+const char* kReduce = "awq_splitk_reduce_kernel<256>";
+
+template <class T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+template <class T>
+std::vector<T> from_bytes(const std::vector<uint8_t>& b) {
+  std::vector<T> v(b.size() / sizeof(T));
+  if (!b.empty()) std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
+  return v;
+}
+
+std::string common_shape_check(const ProblemShape& s) {
+  if (s.m < 1 || s.n < 1 || s.k < 1 || s.group < 1) return "M, N, K and G must be positive";
+  if (s.n % 8) return "N must be a multiple of 8 (packed words)";
+  if (s.group % 16) return "group size must be a multiple of 16";
+  if (s.k % s.group) return "K must be a multiple of the group size";
+  return "";
+}
+
+HostBuffers awq_inputs(const ProblemShape& s, uint64_t seed) {
+  const AwqData d = make_awq_data(s.m, s.n, s.k, s.group, seed);
+  return {{"x", bytes_of(d.x)}, {"qweight", bytes_of(d.qweight)}, {"qzeros", bytes_of(d.qzeros)},
+          {"scales", bytes_of(d.scales)}};
+}
+
+AwqData data_from(const ProblemShape& s, const HostBuffers& in) {
+  AwqData d;
+  d.m = s.m, d.n = s.n, d.k = s.k, d.group = s.group;
+  d.x = from_bytes<uint16_t>(in.at("x"));
+  d.qweight = from_bytes<int32_t>(in.at("qweight"));
+  d.qzeros = from_bytes<int32_t>(in.at("qzeros"));
+  d.scales = from_bytes<uint16_t>(in.at("scales"));
+  return d;
+}
+
+// GEMM-type expectation: fp32 accumulation in any order stays within a few sqrt(K) roundings of the
+// largest partial sum (bounded by sum |x*w|); the fp16 output adds at most half an ulp (rel 2^-11).
+std::vector<Expected> gemm_expected(const ProblemShape& s, const HostBuffers& in) {
+  const AwqData d = data_from(s, in);
+  std::vector<double> abs_sum;
+  const std::vector<double> y = reference_gemm(d, &abs_sum);
+  double bound = 0;
+  for (double a : abs_sum) bound = std::max(bound, a);
+  Expected e;
+  e.buffer = "y";
+  e.values.assign(y.begin(), y.end());
+  e.abs_tol = 16.0 * std::sqrt(double(s.k)) * std::ldexp(1.0, -24) * bound + 1e-6;
+  e.rel_tol = std::ldexp(1.0, -10);
+  return {e};
+}
+
+std::vector<BufferSpec> awq_buffers(const ProblemShape& s) {
+  return {{"x", DType::F16, s.m * s.k, Role::Input},
+          {"qweight", DType::I32, s.k * s.n / 8, Role::Input},
+          {"qzeros", DType::I32, s.k / s.group * s.n / 8, Role::Input},
+          {"scales", DType::F16, s.k / s.group * s.n, Role::Input},
+          {"y", DType::F16, s.m * s.n, Role::Output}};
+}
+
+// Appends the workspace and, for split > 1, the reduction launch after the main kernel.
+void add_split(LaunchPlan& plan, const ProblemShape& s, int64_t split) {
+  plan.buffers.push_back({"ws", DType::F32, split > 1 ? split * s.m * s.n : 1, Role::Workspace});
+  if (split > 1) {
+    Launch r;
+    r.kernel = kReduce;
+    r.grid.x = static_cast<uint32_t>(cdiv(s.m * s.n, 256));
+    r.block.x = 256;
+    r.args = {KernelArg::buf("ws"), KernelArg::buf("y"), KernelArg::i32(s.m * s.n), KernelArg::i32(split)};
+    plan.launches.push_back(r);
+  }
+}
+
+std::vector<KernelArg> main_args(const ProblemShape& s) {
+  return {KernelArg::buf("x"),      KernelArg::buf("qweight"), KernelArg::buf("qzeros"), KernelArg::buf("scales"),
+          KernelArg::buf("y"),      KernelArg::buf("ws"),      KernelArg::i32(s.m),      KernelArg::i32(s.n),
+          KernelArg::i32(s.k),      KernelArg::i32(s.group)};
+}
+
+KernelFamily make_dequant() {
+  KernelFamily f;
+  f.name = "awq_dequant";
+  f.source = "awq/awq_dequant.cuh";
+  f.summary = "AWQ INT4 -> fp16 W[K][N] (cuBLAS path, pre-dequantized weights)";
+  f.min_sm = 75;
+  f.params = {{"threads", {64, 128, 256, 512}, 256, "threads per block"},
+              {"words", {1, 2, 4}, 2, "packed words (8 weights each) per thread"}};
+  f.point_constraint = [](const Point&) { return std::string(); };
+  f.shape_constraint = [](const Point& p, const ProblemShape& s) {
+    std::string e = common_shape_check(s);
+    if (e.empty() && (s.n / 8) % p.at("words")) e = "N/8 must be a multiple of words";
+    return e;
+  };
+  f.kernels = [](const Point& p) {
+    return std::vector<std::string>{tmpl("awq_dequant_kernel", {p.at("threads"), p.at("words")})};
+  };
+  f.plan = [](const Point& p, const ProblemShape& s) {
+    LaunchPlan plan;
+    plan.buffers = {{"qweight", DType::I32, s.k * s.n / 8, Role::Input},
+                    {"qzeros", DType::I32, s.k / s.group * s.n / 8, Role::Input},
+                    {"scales", DType::F16, s.k / s.group * s.n, Role::Input},
+                    {"w", DType::F16, s.k * s.n, Role::Output}};
+    Launch l;
+    l.kernel = tmpl("awq_dequant_kernel", {p.at("threads"), p.at("words")});
+    l.grid.x = static_cast<uint32_t>(cdiv(s.k * s.n / 8, p.at("threads") * p.at("words")));
+    l.block.x = static_cast<uint32_t>(p.at("threads"));
+    l.args = {KernelArg::buf("qweight"), KernelArg::buf("qzeros"), KernelArg::buf("scales"), KernelArg::buf("w"),
+              KernelArg::i32(s.k),       KernelArg::i32(s.n),      KernelArg::i32(s.group)};
+    plan.launches.push_back(l);
+    return plan;
+  };
+  f.make_inputs = awq_inputs;
+  f.probe_shape = ProblemShape{8, 1024, 1024, 128, "probe"};
+  f.reference = [](const ProblemShape& s, const HostBuffers& in) {
+    Expected e;
+    e.buffer = "w";
+    e.values = reference_dequant(data_from(s, in));
+    return std::vector<Expected>{e};  // bit-exact: (q - z) * s is exact in fp32, one fp16 rounding
+  };
+  f.model_shapes = [](const ModelConfig& c) { return awq_layer_shapes(c, 1); };
+  return f;
+}
+
+KernelFamily make_gemv() {
+  KernelFamily f;
+  f.name = "awq_gemv";
+  f.source = "awq/awq_gemv.cuh";
+  f.summary = "decode GEMV, M = 1..8: warps split K, lanes own packed columns, split-k over blocks";
+  f.min_sm = 75;
+  f.params = {{"warps", {2, 4, 8}, 4, "warps per block, each takes every warps-th row of K"},
+              {"vec", {1, 2, 4}, 1, "packed words per lane and row (vector width of the weight load)"},
+              {"mt", {1, 2, 4, 8}, 1, "rows of M per block"},
+              {"split_k", {1, 2, 4, 8}, 1, "blocks along K (fp32 workspace + reduction when > 1)"}};
+  f.defaults = {{{"warps", 4}, {"vec", 1}, {"mt", 1}, {"split_k", 1}},
+                {{"warps", 4}, {"vec", 2}, {"mt", 4}, {"split_k", 4}},
+                {{"warps", 8}, {"vec", 1}, {"mt", 8}, {"split_k", 2}}};
+  f.point_constraint = [](const Point& p) {
+    if (p.at("mt") * p.at("vec") * 8 > 128) return std::string("more than 128 fp32 accumulators per thread");
+    return std::string();
+  };
+  f.shape_constraint = [](const Point& p, const ProblemShape& s) {
+    std::string e = common_shape_check(s);
+    if (!e.empty()) return e;
+    if (s.m > 8) return std::string("GEMV serves M <= 8");
+    if ((s.n / 8) % p.at("vec")) return std::string("N/8 must be a multiple of vec");
+    if (p.at("split_k") > s.k / s.group) return std::string("split_k exceeds the number of groups along K");
+    return std::string();
+  };
+  f.kernels = [](const Point& p) {
+    std::vector<std::string> k = {tmpl("awq_gemv_kernel", {p.at("warps"), p.at("vec"), p.at("mt")})};
+    if (p.at("split_k") > 1) k.push_back(kReduce);
+    return k;
+  };
+  f.plan = [](const Point& p, const ProblemShape& s) {
+    LaunchPlan plan;
+    plan.buffers = awq_buffers(s);
+    Launch l;
+    l.kernel = tmpl("awq_gemv_kernel", {p.at("warps"), p.at("vec"), p.at("mt")});
+    l.grid.x = static_cast<uint32_t>(cdiv(s.n / 8, 32 * p.at("vec")));
+    l.grid.y = static_cast<uint32_t>(cdiv(s.m, p.at("mt")));
+    l.grid.z = static_cast<uint32_t>(p.at("split_k"));
+    l.block.x = static_cast<uint32_t>(32 * p.at("warps"));
+    l.args = main_args(s);
+    plan.launches.push_back(l);
+    add_split(plan, s, p.at("split_k"));
+    return plan;
+  };
+  f.make_inputs = awq_inputs;
+  f.probe_shape = ProblemShape{8, 1024, 1024, 128, "probe"};
+  f.reference = gemm_expected;
+  f.model_shapes = [](const ModelConfig& c) { return awq_layer_shapes(c, 1); };
+  return f;
+}
+
+KernelFamily make_gemm() {
+  KernelFamily f;
+  f.name = "awq_gemm";
+  f.source = "awq/awq_gemm.cuh";
+  f.summary = "prefill tensor-core GEMM: cp.async pipeline, LOP3 INT4->FP16, ldmatrix + mma.m16n8k16 (f32)";
+  f.min_sm = 80;
+  f.params = {{"bm", {16, 32, 64}, 32, "tile rows (M)"},
+              {"bn", {64, 128}, 64, "tile columns (N)"},
+              {"bk", {32, 64}, 32, "tile depth (K)"},
+              {"warps", {2, 4, 8}, 4, "warps per block, side by side along N"},
+              {"stages", {2, 3, 4}, 3, "cp.async pipeline stages"},
+              {"split_k", {1, 2, 4, 8}, 1, "blocks along K (fp32 workspace + reduction when > 1)"}};
+  f.defaults = {{{"bm", 16}, {"bn", 64}, {"bk", 32}, {"warps", 2}, {"stages", 2}, {"split_k", 1}},
+                {{"bm", 32}, {"bn", 64}, {"bk", 32}, {"warps", 4}, {"stages", 3}, {"split_k", 2}},
+                {{"bm", 64}, {"bn", 128}, {"bk", 64}, {"warps", 4}, {"stages", 4}, {"split_k", 1}}};
+  f.point_constraint = [](const Point& p) {
+    const int64_t nf = p.at("bn") / (8 * p.at("warps"));
+    if (nf < 1) return std::string("fewer than 8 columns per warp");
+    if (p.at("bm") / 16 * nf * 4 > 128) return std::string("more than 128 fp32 accumulators per thread");
+    return std::string();
+  };
+  f.shape_constraint = [](const Point& p, const ProblemShape& s) {
+    std::string e = common_shape_check(s);
+    if (!e.empty()) return e;
+    if (s.n % p.at("bn")) return "N must be a multiple of bn=" + std::to_string(p.at("bn"));
+    if (s.group % p.at("bk")) return "the group size must be a multiple of bk=" + std::to_string(p.at("bk"));
+    if (p.at("split_k") > s.k / p.at("bk")) return std::string("split_k exceeds the number of K tiles");
+    return std::string();
+  };
+  f.kernels = [](const Point& p) {
+    std::vector<std::string> k = {
+        tmpl("awq_gemm_kernel", {p.at("bm"), p.at("bn"), p.at("bk"), p.at("warps"), p.at("stages")})};
+    if (p.at("split_k") > 1) k.push_back(kReduce);
+    return k;
+  };
+  f.plan = [](const Point& p, const ProblemShape& s) {
+    LaunchPlan plan;
+    plan.buffers = awq_buffers(s);
+    Launch l;
+    l.kernel = tmpl("awq_gemm_kernel", {p.at("bm"), p.at("bn"), p.at("bk"), p.at("warps"), p.at("stages")});
+    l.grid.x = static_cast<uint32_t>(s.n / p.at("bn"));
+    l.grid.y = static_cast<uint32_t>(cdiv(s.m, p.at("bm")));
+    l.grid.z = static_cast<uint32_t>(p.at("split_k"));
+    l.block.x = static_cast<uint32_t>(32 * p.at("warps"));
+    l.dynamic_smem = gemm_smem_bytes(p);
+    l.args = main_args(s);
+    plan.launches.push_back(l);
+    add_split(plan, s, p.at("split_k"));
+    return plan;
+  };
+  f.make_inputs = awq_inputs;
+  f.probe_shape = ProblemShape{8, 1024, 1024, 128, "probe"};
+  f.reference = gemm_expected;
+  f.model_shapes = [](const ModelConfig& c) { return awq_layer_shapes(c, 256); };
+  return f;
+}
+
+}  // namespace
+
+int64_t gemm_smem_bytes(const Point& p) {
+  const int64_t bm = p.at("bm"), bn = p.at("bn"), bk = p.at("bk"), stages = p.at("stages");
+  // Per stage: A tile (rows padded by 8 halves against ldmatrix bank conflicts), packed B, one row of
+  // scales and of packed zeros. Plus one dequantized fp16 B tile shared by all stages.
+  const int64_t stage = bm * (bk + 8) * 2 + bk * bn / 2 + bn * 2 + bn / 2;
+  return stages * stage + bk * (bn + 8) * 2;
+}
+
+std::vector<ProblemShape> awq_layer_shapes(const ModelConfig& c, int64_t m) {
+  std::map<std::pair<int64_t, int64_t>, std::string> seen;  // (N, K) -> labels
+  std::vector<std::pair<int64_t, int64_t>> order;
+  auto add = [&](const char* label, int64_t n, int64_t k) {
+    auto key = std::make_pair(n, k);
+    if (!seen.count(key)) order.push_back(key);
+    seen[key] += (seen[key].empty() ? "" : "+") + std::string(label);
+  };
+  add("wq", c.q_dim(), c.dim);
+  add("wk", c.kv_dim(), c.dim);
+  add("wv", c.kv_dim(), c.dim);
+  add("wo", c.dim, c.q_dim());
+  add(c.is_moe() ? "expert.w1" : "w1", c.hidden_dim, c.dim);
+  add(c.is_moe() ? "expert.w3" : "w3", c.hidden_dim, c.dim);
+  add(c.is_moe() ? "expert.w2" : "w2", c.dim, c.hidden_dim);
+  std::vector<ProblemShape> out;
+  for (const auto& key : order) {
+    ProblemShape s;
+    s.m = m, s.n = key.first, s.k = key.second, s.group = c.group_size > 0 ? c.group_size : 128;
+    s.label = seen[key];
+    out.push_back(s);
+  }
+  return out;
+}
+
+const KernelFamily& dequant_family() {
+  static const KernelFamily f = make_dequant();
+  return f;
+}
+const KernelFamily& gemv_family() {
+  static const KernelFamily f = make_gemv();
+  return f;
+}
+const KernelFamily& gemm_family() {
+  static const KernelFamily f = make_gemm();
+  return f;
+}
+
+}  // namespace qt::kernels::awq

@@ -1,0 +1,69 @@
+#pragma once
+// Host-only ABI between a JIT-compiled kernel module (built from qt_cuda.h with QT_EMU) and the executor in
+// runtime/emu. The module never links against the executor: the executor hands it an Api table at load time
+// (qt_emu_bind) and every per-thread built-in is found from the fiber's stack address, so a module works in
+// any process that loads it. Change kAbiVersion with any layout change; the JIT cache key includes it.
+#include <cstdint>
+
+namespace qt::emu {
+
+constexpr uint32_t kAbiVersion = 3;
+// Every fiber's stack lives in its own region of this size, aligned to it; the FiberCtx sits at a fixed
+// offset above the region's guard page, so masking any stack address yields the running thread's context.
+constexpr uintptr_t kFiberRegionBytes = uintptr_t{256} * 1024;
+constexpr uintptr_t kFiberGuardBytes = 4096;
+constexpr uintptr_t kFiberCtxOffset = kFiberGuardBytes;
+
+struct Site {
+  const char* file;
+  const char* function;
+  uint32_t line;
+  uint32_t column;
+};
+
+struct Uint3 {
+  uint32_t x, y, z;
+};
+
+struct FiberCtx {
+  Uint3 thread_idx, block_idx, block_dim, grid_dim;
+  uintptr_t smem_lo;    // host address of the block's shared window
+  uintptr_t smem_span;  // bytes in the window (static area + dynamic area)
+  void* fiber;          // executor-private
+};
+
+enum class ShflMode : int { kUp = 0, kDown = 1, kBfly = 2, kIdx = 3 };
+enum class VoteKind : int { kBallot = 0, kAny = 1, kAll = 2 };
+enum class BarrierKind : int { kPlain = 0, kCount = 1, kAnd = 2, kOr = 3 };
+enum class MmaKind : int { kF16F32 = 0, kBf16F32 = 1 };
+enum class AtomicOp : int { kAdd, kSub, kMin, kMax, kExch, kCas, kAnd, kOr, kXor };
+enum class AtomicType : int { kI32, kU32, kU64, kF32, kF64 };
+
+// Access flags passed to Api::access.
+constexpr uint32_t kAccessWrite = 1;
+constexpr uint32_t kAccessAligned = 2;  // the compiler assumed natural alignment (a vector/scalar type access)
+
+struct Api {
+  uint32_t abi_version;
+  uintptr_t arena_lo;    // global (device) memory arena: every allocation lies inside
+  uintptr_t arena_span;
+  void (*access)(FiberCtx*, const void* p, uint32_t bytes, uint32_t flags, const void* code_addr);
+  int (*barrier)(FiberCtx*, BarrierKind, int pred, const Site*);
+  void (*syncwarp)(FiberCtx*, uint32_t mask, const Site*);
+  uint64_t (*shfl)(FiberCtx*, ShflMode, uint32_t mask, uint64_t value, uint32_t b, uint32_t c, uint32_t bytes,
+                   const Site*);
+  uint32_t (*vote)(FiberCtx*, VoteKind, uint32_t mask, int pred, const Site*);
+  void (*ldmatrix)(FiberCtx*, uint32_t num, bool trans, uint32_t smem_addr, uint32_t* out, const Site*);
+  void (*mma)(FiberCtx*, MmaKind, float* d, const uint32_t* a, const uint32_t* b, const float* c, const Site*);
+  void (*cp_async)(FiberCtx*, uint32_t smem_addr, const void* src, uint32_t cp_size, uint32_t src_size,
+                   const Site*);
+  void (*cp_async_commit)(FiberCtx*);
+  void (*cp_async_wait)(FiberCtx*, uint32_t pending_allowed, const Site*);
+  uint64_t (*atomic)(FiberCtx*, AtomicOp, AtomicType, void* p, uint64_t value, uint64_t compare, const Site*);
+  void* (*static_shared)(FiberCtx*, const void* tag, uint32_t bytes, uint32_t align, const Site*);
+  void* (*dynamic_shared)(FiberCtx*);
+  uint32_t (*cvta_shared)(FiberCtx*, const void* p, const Site*);
+  void (*trap)(FiberCtx*, const char* message, const Site*);
+};
+
+}  // namespace qt::emu

@@ -1,0 +1,127 @@
+#include "models/convert/converter.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <vector>
+
+#include "common/error.h"
+#include "common/progress.h"
+#include "models/convert/tensor_source.h"
+#include "models/formats/model_writer.h"
+#include "models/hf/checkpoint.h"
+#include "models/hf/hf_config.h"
+
+namespace qt::convert {
+
+namespace fs = std::filesystem;
+
+WeightType parse_expert_type(const std::string& name) {
+  if (name == "q8_0") return WeightType::Q8_0;
+  if (name == "int8-sym") return WeightType::INT8_GW_SYM;
+  if (name == "int8-asym") return WeightType::INT8_GW_ASYM;
+  if (name == "awq") return WeightType::AWQ_INT4;
+  throw Error("--expert-type: unknown type '" + name + "' (expected q8_0, int8-sym, int8-asym or awq)");
+}
+
+namespace {
+
+// The writer options implied by the checkpoint and the user's choices.
+WriterOptions writer_options(const ConvertOptions& o, const hf::HfModelConfig& hc, const TensorSource& src,
+                             const std::string& dir) {
+  WriterOptions w;
+  w.format = o.format;
+  w.config = hc.config;
+  const bool moe = hc.config.is_moe();
+  if (o.format == FileFormat::MOE3 && !moe)
+    fail_file(dir, "a dense Qwen3 checkpoint cannot be written as moe3; use --format ajc1 or ak48");
+  if (o.format != FileFormat::MOE3 && moe)
+    fail_file(dir, std::string("a Qwen3-MoE checkpoint can only be written as moe3, not ") + file_format_name(o.format));
+  if (o.expert_type && o.format != FileFormat::MOE3) throw Error("--expert-type only applies to --format moe3");
+  if (o.expert_group_size && o.format != FileFormat::MOE3) throw Error("--expert-group-size only applies to --format moe3");
+
+  if (o.format == FileFormat::AK48) w.config.group_size = o.group_size ? o.group_size : hc.awq_group_size.value_or(0);
+  else w.config.group_size = o.group_size;
+  if (moe) {
+    w.expert_type = o.expert_type.value_or(WeightType::Q8_0);
+    w.expert_group_size = o.expert_group_size;
+    if (!w.expert_group_size && w.expert_type == WeightType::AWQ_INT4 && hc.awq_group_size)
+      w.expert_group_size = *hc.awq_group_size;
+  }
+
+  // qwen3.c marks the classifier shared when lm_head equals the embedding (torch.equal), which covers tied
+  // checkpoints with or without a stored lm_head.weight.
+  if (!hc.tie_word_embeddings) {
+    if (!src.has("lm_head.weight"))
+      fail_file(dir, "tensor 'lm_head.weight' not found and config.json has tie_word_embeddings = false");
+    w.config.shared_classifier = src.same_values("lm_head.weight", "model.embed_tokens.weight");
+  } else {
+    w.config.shared_classifier = true;
+  }
+  return w;
+}
+
+void copy_tokenizer_files(const std::string& hf_dir, const std::string& out_path, ConvertResult& result) {
+  std::error_code ec;
+  fs::path out_dir = fs::absolute(out_path, ec).parent_path();
+  if (fs::equivalent(fs::path(hf_dir), out_dir, ec)) return;
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json"}) {
+    fs::path from = fs::path(hf_dir) / name;
+    if (!fs::is_regular_file(from, ec)) continue;
+    fs::path to = out_dir / name;
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    if (ec) fail_file(to.string(), "cannot copy " + from.string() + ": " + ec.message(), kExitFailure);
+    result.copied_files.push_back(to.string());
+  }
+}
+
+}  // namespace
+
+ConvertResult convert_checkpoint(const ConvertOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  hf::HfCheckpoint ckpt(o.hf_dir);
+  const hf::HfModelConfig hc = hf::load_hf_config(ckpt.config_path());
+  TensorSource src(ckpt, hc);
+  const WriterOptions wopt = writer_options(o, hc, src, o.hf_dir);
+
+  auto writer = ModelWriter::create(o.out_path, wopt);
+  const auto& plan = writer->plan();
+  ConvertResult result;
+  result.slots = static_cast<int64_t>(plan.size());
+
+  uint64_t total_elems = 0;
+  for (const auto& s : plan) total_elems += static_cast<uint64_t>(s.rows * s.cols);
+  Progress progress("qconvert", static_cast<double>(total_elems) / 1e6, "M weights", o.quiet);
+  uint64_t done_elems = 0;
+
+  std::vector<float> buffer;
+  for (const TensorSlot& slot : plan) {
+    const uint64_t n = static_cast<uint64_t>(slot.rows * slot.cols);
+    AwqPacked packed;
+    if (slot.type == WeightType::AWQ_INT4 && src.read_awq(slot.hf_name, slot.rows, slot.cols, slot.group_size, packed)) {
+      writer->write_awq(slot, packed.qweight.data(), packed.qzeros.data(), packed.scales.data());
+      ++result.awq_passthrough;
+    } else {
+      if (buffer.size() < n) {
+        buffer.clear();
+        buffer.shrink_to_fit();
+        buffer.resize(n);
+      }
+      src.read_float(slot.hf_name, slot.rows, slot.cols, buffer.data());
+      writer->write_float(slot, buffer.data());
+    }
+    done_elems += n;
+    progress.update(static_cast<double>(done_elems) / 1e6, slot.hf_name);
+  }
+  writer->finish();
+  progress.finish();
+
+  if (o.copy_tokenizer) copy_tokenizer_files(o.hf_dir, o.out_path, result);
+  std::error_code ec;
+  result.output_bytes = fs::file_size(o.out_path, ec);
+  result.input_bytes = src.bytes_read();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace qt::convert

@@ -1,0 +1,341 @@
+#include "runtime/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "common/error.h"
+#include "runtime/core/routing.h"
+#include "runtime/cpu/dequant.h"
+
+namespace qt::rt {
+namespace {
+
+class HostBuffer final : public DeviceBuffer {
+ public:
+  explicit HostBuffer(size_t n) : data_(new (std::align_val_t(64)) float[std::max<size_t>(n, 1)]()), n_(n) {}
+  ~HostBuffer() override { ::operator delete[](data_, std::align_val_t(64)); }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  float* data() override { return data_; }
+  size_t size() const override { return n_; }
+
+ private:
+  float* data_;
+  size_t n_;
+};
+
+// Activations of one row quantized to int8 per group of the weight's quantization: scale amax/127,
+// round half to even. The per-group sums feed the zero-point (AWQ) and additive-offset (ASYM) terms.
+struct QuantizedRows {
+  int64_t k = 0, group = 0;
+  std::vector<int8_t> q;        // [m][k]
+  std::vector<float> scale;     // [m][k/group]
+  std::vector<int32_t> qsum;    // [m][k/group]
+  std::vector<float> sum;       // [m][k/group], of the fp32 activations
+};
+
+void quantize_rows(const float* x, int64_t m, int64_t k, int64_t group, QuantizedRows& out) {
+  const int64_t ng = k / group;
+  out.k = k;
+  out.group = group;
+  out.q.resize(size_t(m * k));
+  out.scale.resize(size_t(m * ng));
+  out.qsum.resize(size_t(m * ng));
+  out.sum.resize(size_t(m * ng));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t g = 0; g < ng; ++g) {
+      const float* xg = x + i * k + g * group;
+      int8_t* qg = out.q.data() + i * k + g * group;
+      float amax = 0.0f, sum = 0.0f;
+      for (int64_t j = 0; j < group; ++j) {
+        amax = std::max(amax, std::fabs(xg[j]));
+        sum += xg[j];
+      }
+      const float s = amax / 127.0f;
+      const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+      int32_t qs = 0;
+      for (int64_t j = 0; j < group; ++j) {
+        const int32_t v = std::clamp(static_cast<int32_t>(std::nearbyint(xg[j] * inv)), -127, 127);
+        qg[j] = static_cast<int8_t>(v);
+        qs += v;
+      }
+      out.scale[i * ng + g] = s;
+      out.qsum[i * ng + g] = qs;
+      out.sum[i * ng + g] = sum;
+    }
+  }
+}
+
+thread_local std::vector<float> tls_row;
+thread_local std::vector<float> tls_scores;
+
+float* scratch(std::vector<float>& v, int64_t n) {
+  if (v.size() < size_t(n)) v.resize(size_t(n));
+  return v.data();
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(const CpuOptions& options)
+    : options_(options),
+      kernels_(&kernels_for(options.isa.value_or(detect_isa()))),
+      pool_(options.threads > 0 ? options.threads : default_thread_count()) {}
+
+CpuBackend::~CpuBackend() = default;
+
+std::string CpuBackend::name() const {
+  return std::string("cpu-") + (options_.reference ? "reference" : "fast") + "-" + isa_name(kernels_->isa) + "-" +
+         std::to_string(pool_.threads()) + "t";
+}
+
+void CpuBackend::prepare(const ModelWeights& weights) {
+  if (options_.reference) return;
+  auto add = [&](const QTensor& t) {
+    if (!t.empty()) packed(t);
+  };
+  add(weights.classifier);
+  for (const auto& l : weights.layers) {
+    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) add(*t);
+    for (const auto* list : {&l.expert_w1, &l.expert_w2, &l.expert_w3})
+      for (const auto& t : *list) add(t);
+  }
+}
+
+const PackedMatrix& CpuBackend::packed(const QTensor& w) {
+  std::lock_guard<std::mutex> lock(packed_mutex_);
+  auto it = packed_.find(w.data);
+  if (it != packed_.end() && it->second->rows == w.rows && it->second->cols == w.cols) return *it->second;
+  auto p = std::make_unique<PackedMatrix>(pack_for_cpu(w, &pool_));
+  const PackedMatrix& ref = *p;
+  packed_[w.data] = std::move(p);
+  return ref;
+}
+
+std::unique_ptr<DeviceBuffer> CpuBackend::alloc(size_t floats) { return std::make_unique<HostBuffer>(floats); }
+void CpuBackend::upload(const float* host, size_t n, float* dst) { std::memcpy(dst, host, n * sizeof(float)); }
+void CpuBackend::download(const float* src, size_t n, float* host) { std::memcpy(host, src, n * sizeof(float)); }
+void CpuBackend::copy(const float* src, size_t n, float* dst) { std::memmove(dst, src, n * sizeof(float)); }
+
+void CpuBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m, float* out) {
+  for (int64_t i = 0; i < m; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= table.rows)
+      throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary [0, " +
+                  std::to_string(table.rows) + ")");
+  }
+  pool_.parallel_for(m, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) dequant_row(table, tokens[i], out + i * table.cols);
+  });
+}
+
+int64_t CpuBackend::rows_per_task(int64_t n_rows) const {
+  if (options_.rows_per_task > 0) return options_.rows_per_task;
+  // About 8 work items per thread balances load while each item still streams a few KB of weights.
+  const int64_t per = n_rows / (int64_t(pool_.threads()) * 8);
+  return std::clamp<int64_t>(per, 4, 256);
+}
+
+void CpuBackend::matmul(const QTensor& w, const float* x, int64_t m, float* y, MatmulMode mode) {
+  if (m <= 0) return;
+  if (options_.reference) return matmul_reference(w, x, m, y);
+  const bool float_type = w.type == WeightType::F32 || w.type == WeightType::F16 || w.type == WeightType::BF16;
+  if (float_type || mode == MatmulMode::kExact) return matmul_float(w, x, m, y);
+  const PackedMatrix& p = packed(w);
+  if (p.kind == PackedMatrix::Kind::kUnpacked) return matmul_float(w, x, m, y);
+  matmul_quantized(p, x, m, y);
+}
+
+void CpuBackend::matmul_reference(const QTensor& w, const float* x, int64_t m, float* y) {
+  const int64_t N = w.rows, K = w.cols;
+  pool_.parallel_for(N, rows_per_task(N), [&](int64_t n0, int64_t n1) {
+    float* row = scratch(tls_row, K);
+    for (int64_t n = n0; n < n1; ++n) {
+      dequant_row(w, n, row);
+      for (int64_t i = 0; i < m; ++i) {
+        const float* xi = x + i * K;
+        double acc = 0.0;
+        for (int64_t k = 0; k < K; ++k) acc += double(row[k]) * double(xi[k]);
+        y[i * N + n] = float(acc);
+      }
+    }
+  });
+}
+
+void CpuBackend::matmul_float(const QTensor& w, const float* x, int64_t m, float* y) {
+  const int64_t N = w.rows, K = w.cols;
+  const CpuKernels& kr = *kernels_;
+  pool_.parallel_for(N, rows_per_task(N), [&](int64_t n0, int64_t n1) {
+    for (int64_t i = 0; i < m; ++i) {
+      const float* xi = x + i * K;
+      float* yi = y + i * N;
+      switch (w.type) {
+        case WeightType::F32:
+          for (int64_t n = n0; n < n1; ++n) yi[n] = kr.dot_f32(static_cast<const float*>(w.data) + n * K, xi, K);
+          break;
+        case WeightType::F16:
+          for (int64_t n = n0; n < n1; ++n) yi[n] = kr.dot_f16(static_cast<const uint16_t*>(w.data) + n * K, xi, K);
+          break;
+        case WeightType::BF16:
+          for (int64_t n = n0; n < n1; ++n) yi[n] = kr.dot_bf16(static_cast<const uint16_t*>(w.data) + n * K, xi, K);
+          break;
+        default: {
+          float* row = scratch(tls_row, K);
+          for (int64_t n = n0; n < n1; ++n) {
+            dequant_row(w, n, row);
+            yi[n] = kr.dot_f32(row, xi, K);
+          }
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::matmul_quantized(const PackedMatrix& p, const float* x, int64_t m, float* y) {
+  const int64_t N = p.rows, K = p.cols, G = p.group, ng = K / G;
+  thread_local QuantizedRows xq;
+  quantize_rows(x, m, K, G, xq);
+  const QuantizedRows& xr = xq;
+  const CpuKernels& kr = *kernels_;
+  pool_.parallel_for(N, rows_per_task(N), [&](int64_t n0, int64_t n1) {
+    for (int64_t i = 0; i < m; ++i) {
+      const int8_t* xi = xr.q.data() + i * K;
+      const float* xs = xr.scale.data() + i * ng;
+      float* yi = y + i * N;
+      if (p.kind == PackedMatrix::Kind::kInt8) {
+        for (int64_t n = n0; n < n1; ++n) {
+          float v = kr.dot_i8(p.i8 + n * K, xi, p.scale + n * ng, xs, K, G);
+          if (p.zero) {
+            const float* z = p.zero + n * ng;
+            const float* xsum = xr.sum.data() + i * ng;
+            for (int64_t g = 0; g < ng; ++g) v += z[g] * xsum[g];
+          }
+          yi[n] = v;
+        }
+      } else {
+        const int32_t* qsum = xr.qsum.data() + i * ng;
+        for (int64_t n = n0; n < n1; ++n) {
+          yi[n] = kr.dot_u4(p.u4 + n * K / 2, xi, p.scale + n * ng, p.zero + n * ng, xs, qsum, K, G);
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::rmsnorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* y) {
+  auto body = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * n;
+      float* yr = y + r * n;
+      double ss = 0.0;
+      for (int64_t i = 0; i < n; ++i) ss += double(xr[i]) * double(xr[i]);
+      const float inv = 1.0f / std::sqrt(float(ss / double(n)) + eps);
+      for (int64_t i = 0; i < n; ++i) yr[i] = weight[i] * (xr[i] * inv);
+    }
+  };
+  if (rows * n < 65536) {
+    body(0, rows);
+  } else {
+    pool_.parallel_for(rows, 16, body);
+  }
+}
+
+void CpuBackend::rope(float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta) {
+  const int64_t half = head_dim / 2;
+  std::vector<float> inv_freq(static_cast<size_t>(half));
+  std::vector<float> cs(static_cast<size_t>(m * half)), sn(static_cast<size_t>(m * half));
+  for (int64_t i = 0; i < half; ++i) {
+    inv_freq[i] = 1.0f / std::pow(theta, float(2 * i) / float(head_dim));
+  }
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = float(pos0 + r) * inv_freq[i];
+      cs[r * half + i] = std::cos(angle);
+      sn[r * half + i] = std::sin(angle);
+    }
+  }
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* v = x + (r * n_heads + h) * head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = v[i], b = v[i + half], c = cs[r * half + i], s = sn[r * half + i];
+        v[i] = a * c - b * s;
+        v[i + half] = b * c + a * s;
+      }
+    }
+  }
+}
+
+void CpuBackend::attention(const float* q, const float* k_cache, const float* v_cache, int64_t pos0, int64_t m,
+                           int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out) {
+  const int64_t q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim, rep = n_heads / n_kv_heads;
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  const bool ref = options_.reference;
+  const CpuKernels& kr = *kernels_;
+  pool_.parallel_for(m * n_heads, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i = t / n_heads, h = t % n_heads, kvh = h / rep, len = pos0 + i + 1;
+      const float* qh = q + i * q_dim + h * head_dim;
+      float* scores = scratch(tls_scores, len);
+      float mx = -INFINITY;
+      for (int64_t p = 0; p < len; ++p) {
+        const float* kp = k_cache + p * kv_dim + kvh * head_dim;
+        float s;
+        if (ref) {
+          double acc = 0.0;
+          for (int64_t d = 0; d < head_dim; ++d) acc += double(qh[d]) * double(kp[d]);
+          s = float(acc);
+        } else {
+          s = kr.dot_f32(kp, qh, head_dim);
+        }
+        scores[p] = s * scale;
+        mx = std::max(mx, scores[p]);
+      }
+      float sum = 0.0f;
+      for (int64_t p = 0; p < len; ++p) {
+        scores[p] = std::exp(scores[p] - mx);
+        sum += scores[p];
+      }
+      const float inv = 1.0f / sum;
+      float* oh = out + i * q_dim + h * head_dim;
+      std::fill(oh, oh + head_dim, 0.0f);
+      for (int64_t p = 0; p < len; ++p) {
+        const float w = scores[p] * inv;
+        const float* vp = v_cache + p * kv_dim + kvh * head_dim;
+        for (int64_t d = 0; d < head_dim; ++d) oh[d] += w * vp[d];
+      }
+    }
+  });
+}
+
+void CpuBackend::silu_mul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void CpuBackend::add(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void CpuBackend::route(const float* logits, int64_t m, int64_t n_experts, int64_t top_k, bool renormalize,
+                       int32_t* experts, float* weights) {
+  route_topk(logits, m, n_experts, top_k, renormalize, experts, weights);
+}
+
+void CpuBackend::gather_rows(const float* src, int64_t cols, const int32_t* rows, int64_t count, float* dst) {
+  for (int64_t j = 0; j < count; ++j) std::memcpy(dst + j * cols, src + rows[j] * cols, sizeof(float) * size_t(cols));
+}
+
+void CpuBackend::scatter_add_rows(const float* src, int64_t cols, const int32_t* rows, const float* scale,
+                                  int64_t count, float* dst) {
+  for (int64_t j = 0; j < count; ++j) {
+    float* d = dst + rows[j] * cols;
+    const float* s = src + j * cols;
+    for (int64_t c = 0; c < cols; ++c) d[c] += scale[j] * s[c];
+  }
+}
+
+}  // namespace qt::rt

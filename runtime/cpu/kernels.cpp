@@ -1,0 +1,50 @@
+#include "runtime/cpu/kernels.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "common/error.h"
+
+namespace qt::rt {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512Vnni: return "avx512-vnni";
+  }
+  return "?";
+}
+
+namespace {
+bool cpu_supports(Isa isa) {
+  __builtin_cpu_init();
+  switch (isa) {
+    case Isa::kScalar: return true;
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case Isa::kAvx512Vnni:
+      return cpu_supports(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+}
+}  // namespace
+
+Isa detect_isa() {
+  if (cpu_supports(Isa::kAvx512Vnni)) return Isa::kAvx512Vnni;
+  if (cpu_supports(Isa::kAvx2)) return Isa::kAvx2;
+  return Isa::kScalar;
+}
+
+const CpuKernels& kernels_for(Isa isa) {
+  if (!cpu_supports(isa)) throw Error(std::string("this CPU cannot run the ") + isa_name(isa) + " kernels");
+  switch (isa) {
+    case Isa::kAvx512Vnni: return kAvx512Kernels;
+    case Isa::kAvx2: return kAvx2Kernels;
+    case Isa::kScalar: break;
+  }
+  return kScalarKernels;
+}
+
+}  // namespace qt::rt

@@ -1,0 +1,44 @@
+#pragma once
+// The inner loops of the fast CPU path, one implementation per instruction set, chosen at run time.
+// This header is included by translation units compiled with -mavx2 / -mavx512*: it must declare only
+// plain functions and POD types, so no inline code compiled for a wider ISA can leak into generic code.
+#include <cstdint>
+
+namespace qt::rt {
+
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512Vnni = 2 };
+
+const char* isa_name(Isa isa);
+Isa detect_isa();  // best ISA this CPU supports (and that this build has kernels for)
+
+struct CpuKernels {
+  Isa isa;
+  // Integer dot product of int8 rows split in groups of `group` (k % group == 0):
+  //   sum_g (sum_{i in g} w[i] * x[i]) * w_scale[g] * x_scale[g]. x must be in [-127, 127]; w may be -128.
+  float (*dot_i8)(const int8_t* w, const int8_t* x, const float* w_scale, const float* x_scale, int64_t k,
+                  int64_t group);
+  // Unsigned 4-bit row (packing of packed_weights.h: each 32 elements take 16 bytes, low nibbles the first
+  // 16, high nibbles the next 16); w = (q - zero) * scale per group:
+  //   sum_g w_scale[g] * x_scale[g] * (sum_{i in g} q[i] * x[i] - w_zero[g] * x_qsum[g]).
+  // group % 32 == 0 and k % group == 0.
+  float (*dot_u4)(const uint8_t* w, const int8_t* x, const float* w_scale, const float* w_zero,
+                  const float* x_scale, const int32_t* x_qsum, int64_t k, int64_t group);
+  float (*dot_f32)(const float* w, const float* x, int64_t k);
+  float (*dot_f16)(const uint16_t* w, const float* x, int64_t k);
+  float (*dot_bf16)(const uint16_t* w, const float* x, int64_t k);
+};
+
+const CpuKernels& kernels_for(Isa isa);  // throws qt::Error if this CPU cannot run `isa`
+
+// Per-ISA tables (defined in kernels_<isa>.cpp).
+extern const CpuKernels kScalarKernels;
+extern const CpuKernels kAvx2Kernels;
+extern const CpuKernels kAvx512Kernels;
+
+// Scalar versions, also used by the SIMD ones for group sizes their vectors do not fit.
+float dot_i8_scalar(const int8_t* w, const int8_t* x, const float* w_scale, const float* x_scale, int64_t k,
+                    int64_t group);
+float dot_u4_scalar(const uint8_t* w, const int8_t* x, const float* w_scale, const float* w_zero,
+                    const float* x_scale, const int32_t* x_qsum, int64_t k, int64_t group);
+
+}  // namespace qt::rt

@@ -1,0 +1,108 @@
+#include "runtime/emu/fiber.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+
+#if !defined(__x86_64__)
+#error "runtime/emu/fiber.cpp: the context switch is written for x86-64"
+#endif
+
+// qt_emu_switch(void** save_sp, void* new_sp): push the callee-saved state, store rsp, load the other stack,
+// pop its state and return into it. qt_emu_fiber_start runs a fresh context: entry in r12, arg in r13.
+asm(R"(
+  .text
+  .globl qt_emu_switch
+  .type qt_emu_switch, @function
+qt_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size qt_emu_switch, .-qt_emu_switch
+
+  .globl qt_emu_fiber_start
+  .type qt_emu_fiber_start, @function
+qt_emu_fiber_start:
+  movq %r13, %rdi
+  callq *%r12
+  ud2
+  .size qt_emu_fiber_start, .-qt_emu_fiber_start
+)");
+
+extern "C" void qt_emu_switch(void** save_sp, void* new_sp);
+extern "C" void qt_emu_fiber_start();
+
+namespace qt::emu {
+
+void switch_context(Context* from, Context to) { qt_emu_switch(&from->sp, to.sp); }
+
+void make_context(Context* ctx, void* /*stack_lo*/, void* stack_hi, FiberEntry entry, void* arg) {
+  // After the initial "ret" into qt_emu_fiber_start, rsp must be 16-byte aligned so that the call inside
+  // it enters `entry` with the ABI's alignment.
+  uintptr_t top = reinterpret_cast<uintptr_t>(stack_hi) & ~uintptr_t{15};
+  top -= 16;
+  auto* frame = reinterpret_cast<uint64_t*>(top - 64);
+  frame[0] = 0x1F80 | (uint64_t{0x037F} << 32);  // default MXCSR; x87 control word
+  frame[1] = 0;                                  // r15
+  frame[2] = 0;                                  // r14
+  frame[3] = reinterpret_cast<uint64_t>(arg);    // r13
+  frame[4] = reinterpret_cast<uint64_t>(entry);  // r12
+  frame[5] = 0;                                  // rbx
+  frame[6] = 0;                                  // rbp
+  frame[7] = reinterpret_cast<uint64_t>(&qt_emu_fiber_start);
+  ctx->sp = frame;
+}
+
+StackPool::StackPool(size_t count) : count_(count) {
+  mapping_bytes_ = (count + 1) * kFiberRegionBytes;
+  mapping_ = ::mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                    -1, 0);
+  if (mapping_ == MAP_FAILED) {
+    mapping_ = nullptr;
+    throw qt::Error("emu: cannot reserve fiber stacks: " + std::string(std::strerror(errno)), kExitFailure);
+  }
+  const uintptr_t raw = reinterpret_cast<uintptr_t>(mapping_);
+  base_ = (raw + kFiberRegionBytes - 1) & ~(kFiberRegionBytes - 1);
+  for (size_t i = 0; i < count; ++i) {
+    ::mprotect(reinterpret_cast<void*>(region(i)), kFiberGuardBytes, PROT_NONE);
+    ::mprotect(reinterpret_cast<void*>(region(i) + 2 * kFiberGuardBytes), kFiberGuardBytes, PROT_NONE);
+  }
+}
+
+StackPool::~StackPool() {
+  if (mapping_) ::munmap(mapping_, mapping_bytes_);
+}
+
+FiberCtx* StackPool::ctx(size_t i) const { return reinterpret_cast<FiberCtx*>(region(i) + kFiberCtxOffset); }
+void* StackPool::stack_lo(size_t i) const { return reinterpret_cast<void*>(region(i) + 3 * kFiberGuardBytes); }
+void* StackPool::stack_hi(size_t i) const { return reinterpret_cast<void*>(region(i) + kFiberRegionBytes); }
+
+bool StackPool::is_guard(uintptr_t addr) const {
+  if (addr < base_ || addr >= base_ + count_ * kFiberRegionBytes) return false;
+  const uintptr_t off = (addr - base_) % kFiberRegionBytes;
+  return off < kFiberGuardBytes || (off >= 2 * kFiberGuardBytes && off < 3 * kFiberGuardBytes);
+}
+
+}  // namespace qt::emu

@@ -1,0 +1,57 @@
+#pragma once
+// The Qwen3 / Qwen3-MoE forward pass (transformers modeling_qwen3 / modeling_qwen3_moe), written once
+// against the Backend op interface. Holds the KV cache of one sequence: each forward() call appends its
+// tokens after those already cached, so a prompt can be prefilled as one matrix and then decoded token
+// by token, and a chat keeps its history across turns.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "models/core/weights.h"
+#include "runtime/core/backend.h"
+
+namespace qt::rt {
+
+enum class LogitsRows { kLast, kAll, kNone };
+
+class Qwen3Model {
+ public:
+  // `context`: KV-cache capacity in tokens (0 = the model's max_seq_len). `max_batch`: tokens per prefill
+  // chunk (longer inputs are processed in chunks of this many rows).
+  Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t context, int64_t max_batch = 256);
+  ~Qwen3Model();
+
+  const ModelConfig& config() const { return w_.config; }
+  int64_t context() const { return context_; }
+  int64_t position() const { return pos_; }  // tokens in the KV cache
+  void reset() { pos_ = 0; }
+  // Drops cached tokens after `pos` (pos <= position()).
+  void truncate(int64_t pos);
+
+  // Runs `tokens` at positions position()..position()+n-1 and appends them to the cache. Returns the logits
+  // of the last token ([vocab]), of every token ([n][vocab]) or nothing. Throws qt::Error if the cache
+  // cannot hold them or a token id is outside the vocabulary.
+  std::vector<float> forward(const int32_t* tokens, int64_t n, LogitsRows rows = LogitsRows::kLast);
+  std::vector<float> forward(const std::vector<int32_t>& tokens, LogitsRows rows = LogitsRows::kLast) {
+    return forward(tokens.data(), int64_t(tokens.size()), rows);
+  }
+
+  // Weight bytes one decode step reads (dense weights, the router, top-k experts' worth of expert weights,
+  // the classifier and one embedding row): the numerator of the memory-bandwidth roofline.
+  uint64_t decode_weight_bytes() const;
+
+ private:
+  void run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, float* logits_out);
+  void attention_block(int64_t layer, int64_t m);
+  void dense_mlp(const LayerWeights& l, int64_t m);
+  void moe_mlp(const LayerWeights& l, int64_t m);
+
+  const ModelWeights& w_;
+  Backend& be_;
+  int64_t context_, max_batch_, pos_ = 0;
+  std::unique_ptr<DeviceBuffer> k_cache_, v_cache_;
+  // Activations for one chunk of up to max_batch_ tokens.
+  std::unique_ptr<DeviceBuffer> x_, xn_, q_, k_, v_, att_, o_, h1_, h3_, logits_, router_, ex_in_, ex_out_;
+};
+
+}  // namespace qt::rt

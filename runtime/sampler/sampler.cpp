@@ -1,0 +1,117 @@
+#include "runtime/sampler/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <unordered_set>
+
+#include "common/error.h"
+
+namespace qt::rt {
+
+void validate_sampler_config(const SamplerConfig& c) {
+  if (!(c.temperature >= 0.0f) || !std::isfinite(c.temperature))
+    throw Error("temperature must be >= 0, got " + std::to_string(c.temperature));
+  if (c.top_k < 0) throw Error("top-k must be >= 0, got " + std::to_string(c.top_k));
+  if (!(c.top_p > 0.0f && c.top_p <= 1.0f)) throw Error("top-p must be in (0, 1], got " + std::to_string(c.top_p));
+  if (!(c.min_p >= 0.0f && c.min_p <= 1.0f)) throw Error("min-p must be in [0, 1], got " + std::to_string(c.min_p));
+  if (!(c.repetition_penalty > 0.0f) || !std::isfinite(c.repetition_penalty))
+    throw Error("repetition penalty must be > 0, got " + std::to_string(c.repetition_penalty));
+  if (c.repeat_last_n < 0) throw Error("repeat-last-n must be >= 0, got " + std::to_string(c.repeat_last_n));
+}
+
+Rng::Rng(uint64_t seed) {
+  // splitmix64 spreads any seed (0 included) into a non-zero xorshift state.
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  state_ = (z ^ (z >> 31)) | 1ull;
+}
+
+uint64_t Rng::next_u64() {
+  state_ ^= state_ >> 12;
+  state_ ^= state_ << 25;
+  state_ ^= state_ >> 27;
+  return state_ * 0x2545F4914F6CDD1Dull;
+}
+
+double Rng::uniform() { return double(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
+
+Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.seed) {
+  validate_sampler_config(config_);
+}
+
+std::vector<Candidate> Sampler::distribution(const float* logits, int64_t vocab,
+                                             const std::vector<int32_t>& history) const {
+  std::vector<double> score(logits, logits + vocab);
+  if (config_.repetition_penalty != 1.0f) {
+    const size_t from = config_.repeat_last_n > 0 && history.size() > size_t(config_.repeat_last_n)
+                            ? history.size() - size_t(config_.repeat_last_n)
+                            : 0;
+    std::unordered_set<int32_t> seen(history.begin() + ptrdiff_t(from), history.end());
+    const double p = config_.repetition_penalty;
+    for (int32_t t : seen) {
+      if (t >= 0 && t < vocab) score[size_t(t)] = score[size_t(t)] < 0 ? score[size_t(t)] * p : score[size_t(t)] / p;
+    }
+  }
+  std::vector<int32_t> order(static_cast<size_t>(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  auto by_score = [&](int32_t a, int32_t b) { return score[size_t(a)] > score[size_t(b)] || (score[size_t(a)] == score[size_t(b)] && a < b); };
+  if (config_.temperature == 0.0f) {
+    return {Candidate{*std::min_element(order.begin(), order.end(), by_score), 1.0}};
+  }
+  for (double& s : score) s /= config_.temperature;
+
+  // top-k: everything scoring at least the k-th largest.
+  size_t keep = order.size();
+  if (config_.top_k > 0 && size_t(config_.top_k) < order.size()) {
+    std::nth_element(order.begin(), order.begin() + (config_.top_k - 1), order.end(), by_score);
+    const double kth = score[size_t(order[size_t(config_.top_k - 1)])];
+    keep = size_t(std::partition(order.begin(), order.end(), [&](int32_t t) { return score[size_t(t)] >= kth; }) -
+                  order.begin());
+  }
+  order.resize(keep);
+  std::sort(order.begin(), order.end(), by_score);
+
+  auto probs_of = [&](const std::vector<int32_t>& toks) {
+    std::vector<double> p(toks.size());
+    const double mx = score[size_t(toks[0])];
+    double sum = 0.0;
+    for (size_t i = 0; i < toks.size(); ++i) sum += (p[i] = std::exp(score[size_t(toks[i])] - mx));
+    for (double& v : p) v /= sum;
+    return p;
+  };
+  std::vector<double> prob = probs_of(order);
+  if (config_.top_p < 1.0f) {
+    double above = 0.0;
+    size_t n = 0;
+    while (n < order.size() && (n == 0 || above < double(config_.top_p))) above += prob[n++];
+    order.resize(n);
+    prob = probs_of(order);
+  }
+  if (config_.min_p > 0.0f) {
+    const double cut = double(config_.min_p) * prob[0];
+    size_t n = 1;
+    while (n < order.size() && prob[n] >= cut) ++n;
+    order.resize(n);
+    prob = probs_of(order);
+  }
+  std::vector<Candidate> out(order.size());
+  for (size_t i = 0; i < order.size(); ++i) out[i] = Candidate{order[i], prob[i]};
+  return out;
+}
+
+int32_t Sampler::sample(const float* logits, int64_t vocab, const std::vector<int32_t>& history) {
+  const std::vector<Candidate> cands = distribution(logits, vocab, history);
+  if (cands.size() == 1) return cands[0].token;
+  const double u = rng_.uniform();
+  double cum = 0.0;
+  for (const Candidate& c : cands) {
+    cum += c.prob;
+    if (u < cum) return c.token;
+  }
+  return cands.back().token;
+}
+
+}  // namespace qt::rt

@@ -1,0 +1,30 @@
+#pragma once
+// PCRE2 wrapper (internal) for the pre-tokenizer Split regex: compiled once with UTF + UCP (so \s, \p{L},
+// \p{N} and case-insensitive groups follow Unicode, as HF's Oniguruma does) and JIT-compiled when the
+// platform supports it. Matching is thread-safe; each thread keeps its own match data.
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace qt::tok {
+
+class Regex {
+ public:
+  explicit Regex(const std::string& pattern);
+  ~Regex();
+  Regex(const Regex&) = delete;
+  Regex& operator=(const Regex&) = delete;
+
+  // Finds the first match in subject[start..); returns false when there is none. subject must be valid
+  // UTF-8 (the caller validated it, so PCRE2's own check is skipped).
+  bool find(std::string_view subject, size_t start, size_t* match_begin, size_t* match_end) const;
+  bool jit() const { return jit_; }
+  const std::string& pattern() const { return pattern_; }
+
+ private:
+  std::string pattern_;
+  void* code_ = nullptr;  // pcre2_code_8*
+  bool jit_ = false;
+};
+
+}  // namespace qt::tok

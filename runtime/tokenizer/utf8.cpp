@@ -1,0 +1,177 @@
+#include "runtime/tokenizer/utf8.h"
+
+#include <utf8proc.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "common/error.h"
+
+namespace qt::tok::utf8 {
+namespace {
+
+bool is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+// Allowed range of the second byte for a lead byte (Unicode Table 3-7); {1, 0} for an invalid lead.
+struct Range {
+  unsigned char lo, hi;
+};
+Range second_byte_range(unsigned char lead) {
+  if (lead >= 0xC2 && lead <= 0xDF) return {0x80, 0xBF};
+  if (lead == 0xE0) return {0xA0, 0xBF};
+  if ((lead >= 0xE1 && lead <= 0xEC) || lead == 0xEE || lead == 0xEF) return {0x80, 0xBF};
+  if (lead == 0xED) return {0x80, 0x9F};
+  if (lead == 0xF0) return {0x90, 0xBF};
+  if (lead >= 0xF1 && lead <= 0xF3) return {0x80, 0xBF};
+  if (lead == 0xF4) return {0x80, 0x8F};
+  return {1, 0};
+}
+
+size_t expected_length(unsigned char lead) {
+  if (lead < 0x80) return 1;
+  if (lead >= 0xC2 && lead <= 0xDF) return 2;
+  if (lead >= 0xE0 && lead <= 0xEF) return 3;
+  if (lead >= 0xF0 && lead <= 0xF4) return 4;
+  return 0;
+}
+
+// Number of bytes from s[i] that are a valid prefix of a sequence (stops at n).
+size_t valid_prefix(const unsigned char* s, size_t n, size_t i, size_t* need) {
+  unsigned char lead = s[i];
+  *need = expected_length(lead);
+  if (*need <= 1) return *need;
+  size_t k = 1;
+  if (i + 1 >= n) return 1;
+  Range r = second_byte_range(lead);
+  if (s[i + 1] < r.lo || s[i + 1] > r.hi) return 1;
+  k = 2;
+  while (k < *need && i + k < n && is_cont(s[i + k])) ++k;
+  return k;
+}
+
+}  // namespace
+
+size_t sequence_length(const unsigned char* s, size_t n, size_t i) {
+  size_t need = 0;
+  size_t k = valid_prefix(s, n, i, &need);
+  return (need != 0 && k == need) ? need : 0;
+}
+
+size_t invalid_subpart_length(const unsigned char* s, size_t n, size_t i) {
+  size_t need = 0;
+  size_t k = valid_prefix(s, n, i, &need);
+  return k == 0 ? 1 : k;
+}
+
+size_t first_invalid(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  size_t n = text.size(), i = 0;
+  while (i < n) {
+    // ASCII runs are the common case: test 8 bytes at a time.
+    while (i + 8 <= n) {
+      uint64_t w;
+      std::memcpy(&w, s + i, 8);
+      if (w & 0x8080808080808080ull) break;
+      i += 8;
+    }
+    if (i >= n) break;
+    if (s[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = sequence_length(s, n, i);
+    if (len == 0) return i;
+    i += len;
+  }
+  return n;
+}
+
+size_t incomplete_tail(std::string_view bytes) {
+  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
+  size_t n = bytes.size();
+  for (size_t back = 1; back <= 3 && back <= n; ++back) {
+    size_t i = n - back;
+    if (is_cont(s[i])) continue;
+    size_t need = 0;
+    size_t k = valid_prefix(s, n, i, &need);
+    return (need > 1 && k == back && back < need) ? back : 0;
+  }
+  return 0;
+}
+
+void append_repaired(std::string_view bytes, std::string& out) {
+  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
+  size_t n = bytes.size(), i = 0, run = 0;
+  while (i < n) {
+    if (s[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = sequence_length(s, n, i);
+    if (len) {
+      i += len;
+      continue;
+    }
+    out.append(bytes.data() + run, i - run);
+    out.append("\xEF\xBF\xBD");
+    i += invalid_subpart_length(s, n, i);
+    run = i;
+  }
+  out.append(bytes.data() + run, n - run);
+}
+
+size_t count_code_points(std::string_view text) {
+  size_t count = 0;
+  for (unsigned char c : text) count += !is_cont(c);
+  return count;
+}
+
+bool nfc_quick_yes(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  size_t n = text.size(), i = 0;
+  while (i < n) {
+    unsigned char c = s[i];
+    // Everything below U+0300 (lead bytes up to 0xCB) is a starter with no canonical decomposition that
+    // nothing before it can absorb; only what can combine, reorder or decompose needs a closer look.
+    if (c < 0xCC) {
+      i += c < 0x80 ? 1 : 2;
+      continue;
+    }
+    utf8proc_int32_t cp = 0;
+    utf8proc_ssize_t len = utf8proc_iterate(s + i, static_cast<utf8proc_ssize_t>(n - i), &cp);
+    if (len <= 0) return false;
+    i += static_cast<size_t>(len);
+    if (cp >= 0x1100 && cp <= 0x11FF) return false;  // conjoining jamo compose into Hangul syllables
+    if (cp >= 0xAC00 && cp <= 0xD7A3) continue;      // precomposed syllables are NFC (only LV+T can change)
+    const utf8proc_property_t* p = utf8proc_get_property(cp);
+    if (p->combining_class != 0 || p->decomp_seqindex != UINT16_MAX) return false;
+    // Marks with combining class 0 can still be the second half of a composition (e.g. U+0BBE).
+    if (p->category == UTF8PROC_CATEGORY_MN || p->category == UTF8PROC_CATEGORY_MC ||
+        p->category == UTF8PROC_CATEGORY_ME)
+      return false;
+  }
+  return true;
+}
+
+std::string nfc_reference(std::string_view text) {
+  utf8proc_uint8_t* result = nullptr;
+  utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                                      static_cast<utf8proc_ssize_t>(text.size()), &result,
+                                      static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  if (len < 0) {
+    throw Error(std::string("NFC normalization failed: ") + utf8proc_errmsg(len));
+  }
+  std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> holder(result, &std::free);
+  return std::string(reinterpret_cast<const char*>(result), static_cast<size_t>(len));
+}
+
+void append_nfc(std::string_view text, std::string& out) {
+  if (nfc_quick_yes(text)) {
+    out.append(text);
+    return;
+  }
+  out.append(nfc_reference(text));
+}
+
+}  // namespace qt::tok::utf8

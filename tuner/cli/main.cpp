@@ -1,0 +1,36 @@
+// qtune: tunes qtune's kernels (the cpu device measured here; cuda when a GPU exists), replays recorded
+// GPU spaces to compare search strategies, and manages the results store.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "tuner/cli/commands.h"
+
+namespace {
+const char* kUsage =
+    "usage:\n"
+    "  qtune --device cpu (--model X.bin | --shape N,K,G --type q8_0) [--cache FILE] [--strategy S] [--budget B]\n"
+    "  qtune --model X.bin --gpu sm86      (tune on the GPU; without one: static compile-and-prune only)\n"
+    "  qtune replay --space FILE --strategy S --budget B --seeds N [--json]\n"
+    "  qtune store (export|import|import-kt|lookup|regret|check) ...\n"
+    "  qtune static ...                    (NVRTC compile-and-prune report)\n"
+    "  qtune <command> --help              (options of a command)\n";
+}
+
+int main(int argc, char** argv) {
+  return qt::run_tool("qtune", [&] {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty()) throw qt::Error(std::string("no command given\n") + kUsage);
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (args[0] == "replay") return qt::tune::replay_command(rest);
+    if (args[0] == "store") return qt::tune::store_command(rest);
+    if (args[0] == "static") return qt::tune::static_command(rest);
+    if (args[0] == "help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (args[0].rfind("-", 0) != 0) throw qt::Error("unknown command '" + args[0] + "'\n" + kUsage);
+    return qt::tune::tune_command(args);
+  });
+}

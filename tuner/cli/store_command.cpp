@@ -1,0 +1,105 @@
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/cli_args.h"
+#include "common/error.h"
+#include "tuner/cli/commands.h"
+#include "tuner/store/store.h"
+
+namespace qt::tune {
+
+namespace {
+
+std::vector<int64_t> parse_shape(const std::string& s) {
+  std::string t = s;
+  for (char& c : t)
+    if (c == 'x') c = ',';
+  auto v = parse_int_list(t, "--shape");
+  if (v.empty()) throw Error("--shape must list dimensions, e.g. 1024,1024,64");
+  return v;
+}
+
+DeviceFingerprint device_from(const CliArgs& cli, const Store& st) {
+  std::string name = cli.get("--device-name");
+  for (const ResultRow& r : st.rows())
+    if (r.device.name == name) return r.device;
+  throw Error("no results for a device named '" + name + "' in " + st.path());
+}
+
+}  // namespace
+
+int store_command(const std::vector<std::string>& args) {
+  if (args.empty()) throw Error("qtune store needs a subcommand: export, import, import-kt, lookup, regret, check");
+  std::string sub = args[0];
+  CliArgs cli("qtune store " + sub, "Results store (SQLite, WAL) operations.");
+  cli.option("--cache", "FILE", "the store", "qtune-cache.sqlite");
+  if (sub == "export") {
+    cli.option("--out", "FILE", "JSON output (- = stdout)", "-").option("--family", "F", "only this kernel family", "");
+  } else if (sub == "import" || sub == "import-kt") {
+    cli.positionals("FILE", "JSON export (import) or Kernel Tuner cache .json/.json.gz (import-kt)");
+  } else if (sub == "lookup" || sub == "regret") {
+    cli.option("--device-name", "NAME", "device name as stored").option("--family", "F", "kernel family");
+    cli.option("--dtypes", "D", "dtypes as stored", "").option("--source-hash", "H", "restrict to this source hash", "");
+    if (sub == "lookup") cli.option("--shape", "DIMS", "e.g. 4096,4096 or 4096x4096");
+  } else if (sub != "check") {
+    throw Error("unknown store subcommand '" + sub + "'");
+  }
+  if (!cli.parse(std::vector<std::string>(args.begin() + 1, args.end()))) return 0;
+  Store st(cli.get("--cache"));
+  if (sub == "check") {
+    std::string ic = st.integrity_check();
+    std::printf("%s: %lld results, integrity %s\n", st.path().c_str(), (long long)st.count(), ic.c_str());
+    return ic == "ok" ? 0 : 1;
+  }
+  if (sub == "export") {
+    std::string text = st.export_json(cli.get("--family")).dump(1);
+    if (cli.get("--out") == "-") {
+      std::printf("%s\n", text.c_str());
+    } else {
+      std::ofstream f(cli.get("--out"));
+      if (!(f << text << '\n')) fail_file(cli.get("--out"), "cannot write");
+    }
+    return 0;
+  }
+  if (sub == "import" || sub == "import-kt") {
+    if (cli.positional().empty()) throw Error("qtune store " + sub + " needs a FILE");
+    for (const std::string& f : cli.positional()) {
+      size_t n;
+      if (sub == "import-kt") {
+        n = st.import_kt_cache(f);
+      } else {
+        std::ifstream in(f);
+        if (!in) fail_file(f, "cannot open");
+        nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+        if (j.is_discarded()) fail_file(f, "not valid JSON");
+        n = st.import_json(j);
+      }
+      std::printf("%s: %zu new results\n", f.c_str(), n);
+    }
+    return 0;
+  }
+  DeviceFingerprint dev = device_from(cli, st);
+  if (sub == "lookup") {
+    auto w = st.lookup(dev, cli.get("--family"), cli.get("--dtypes"), parse_shape(cli.get("--shape")),
+                       cli.get("--source-hash"));
+    if (!w) {
+      std::printf("{\"found\": false}\n");
+      return 1;
+    }
+    nlohmann::json j = {{"found", true},        {"point", w->point},       {"median_s", w->median_s},
+                        {"shape", w->shape},    {"exact", w->exact},       {"distance_log2", w->distance},
+                        {"fallback_regret", w->fallback_regret ? nlohmann::json(*w->fallback_regret) : nlohmann::json()}};
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const ShapeRegret& r : st.regrets(dev, cli.get("--family"), cli.get("--dtypes"), cli.get("--source-hash")))
+    out.push_back({{"shape", r.shape}, {"neighbour", r.neighbour},
+                   {"regret", r.regret ? nlohmann::json(*r.regret) : nlohmann::json()}});
+  std::printf("%s\n", out.dump(1).c_str());
+  return 0;
+}
+
+}  // namespace qt::tune

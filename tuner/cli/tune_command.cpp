@@ -1,0 +1,183 @@
+// `qtune --device cpu --model X.bin`: derives the matvec shapes the model needs, tunes each on this
+// machine's CPU in a crash-isolated worker, writes every measured candidate to the store, and prints the
+// winners. `qtune --model X.bin --gpu sm86`: the same shapes for a GPU; without one, says so and runs the
+// static compile-and-prune step only.
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "common/cli_args.h"
+#include "common/error.h"
+#include "common/progress.h"
+#include "models/formats/model_file.h"
+#include "tuner/cli/commands.h"
+#include "tuner/cpu/cpu_matvec.h"
+#include "tuner/device/cuda_probe.h"
+#include "tuner/family/candidate.h"
+#include "tuner/replay/replay.h"
+#include "tuner/search/strategies.h"
+#include "tuner/store/store.h"
+
+namespace qt::tune {
+
+namespace {
+
+WeightType parse_type(const std::string& s) {
+  if (s == "q8_0") return WeightType::Q8_0;
+  if (s == "int8_sym") return WeightType::INT8_GW_SYM;
+  if (s == "int8_asym") return WeightType::INT8_GW_ASYM;
+  if (s == "awq_int4") return WeightType::AWQ_INT4;
+  throw Error("unknown --type '" + s + "' (q8_0, int8_sym, int8_asym, awq_int4)");
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t;
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? "x" : "") + std::to_string(s[i]);
+  return t;
+}
+
+std::string run_id() { return "qtune-" + utc_timestamp(); }
+
+}  // namespace
+
+int tune_command(const std::vector<std::string>& args) {
+  CliArgs cli("qtune", "Tunes the kernels a model needs and writes the winners to the results store.");
+  cli.option("--device", "D", "cpu (measured here), cuda (needs a GPU), emu (correctness only)", "cpu")
+      .option("--model", "FILE", "model file (ajc1, moe3, ak48): tune every matvec shape it needs")
+      .option("--shape", "N,K,G", "tune one matvec shape instead of a model's")
+      .option("--type", "T", "weight type for --shape: q8_0, int8_sym, int8_asym, awq_int4", "q8_0")
+      .option("--gpu", "smXX", "target GPU architecture (e.g. sm86)")
+      .option("--cache", "FILE", "results store (SQLite); qrun --tuned-cache reads it", "qtune-cache.sqlite")
+      .option("--strategy", "S", "search strategy (exhaustive, random, genetic, annealing, ils, bandit, best)", "best")
+      .option("--budget", "B", "evaluations per shape, or a share of each space (25%)", "24")
+      .option("--seed", "N", "search seed", "1")
+      .option("--timeout", "SECONDS", "per-candidate limit; the worker is killed past it", "20")
+      .option("--min-reps", "N", "timed repetitions at least", "5")
+      .option("--min-time", "SECONDS", "timed time at least per candidate", "0.01")
+      .flag("--flush", "overwrite twice the last-level cache before every timed repetition")
+      .flag("--no-racing", "time every candidate fully even when clearly slower than the best")
+      .flag("--quiet", "no progress line");
+  if (!cli.parse(args)) return 0;
+
+  std::string device = cli.get("--device");
+  if (cli.given("--gpu")) {
+    std::string arch = cli.get("--gpu");
+    if (!cli.given("--model")) throw Error("--gpu needs --model X.bin");
+    auto mf = ModelFile::open(cli.get("--model"));
+    auto shapes = model_matvec_shapes(mf->weights());
+    std::printf("model %s needs %zu matvec shapes:\n", cli.get("--model").c_str(), shapes.size());
+    for (const auto& s : shapes)
+      std::printf("  %-18s %-10s %s\n", shape_text(s.shape).c_str(), weight_type_name(s.type), s.what.c_str());
+    CudaProbe probe = probe_cuda();
+    if (!probe.available) {
+      std::printf("no GPU: %s; running the static compile-and-prune step for %s only\n", probe.reason.c_str(),
+                  arch.c_str());
+      std::fflush(stdout);
+      return static_command({"--gpu", arch, "--model", cli.get("--model")});
+    }
+    std::printf("GPU found: %s; running the static compile-and-prune step for %s (timing on the GPU is done by the "
+                "cuda device of the runtime, not in this build)\n",
+                probe.reason.c_str(), arch.c_str());
+    std::fflush(stdout);
+    return static_command({"--gpu", arch, "--model", cli.get("--model")});
+  }
+  if (device == "cuda") {
+    CudaProbe probe = probe_cuda();
+    if (!probe.available) throw Error("cuda device unavailable: " + probe.reason, kExitUnavailable);
+    throw Error("cuda device: GPU '" + probe.reason + "' found, but CUDA timing of kernel families is not part of "
+                "this build; use --gpu smXX for the static step", kExitUnavailable);
+  }
+  if (device == "emu")
+    throw Error("emu device: correctness-only runs of the GPU families are not part of this build", kExitUnavailable);
+  if (device == "replay") throw Error("the replay device is `qtune replay --space FILE ...`");
+  if (device != "cpu") throw Error("unknown --device '" + device + "' (cpu, cuda, emu)");
+
+  register_cpu_families();
+  std::vector<MatvecShape> shapes;
+  if (cli.given("--model")) {
+    auto mf = ModelFile::open(cli.get("--model"));
+    shapes = model_matvec_shapes(mf->weights());
+    if (shapes.empty()) throw Error(cli.get("--model") + ": no quantized matvec weights to tune");
+  } else if (cli.given("--shape")) {
+    auto s = parse_int_list(cli.get("--shape"), "--shape");
+    if (s.size() != 3) throw Error("--shape must be N,K,G");
+    shapes.push_back({parse_type(cli.get("--type")), s, "--shape"});
+  } else {
+    throw Error("give --model X.bin or --shape N,K,G");
+  }
+
+  TuneOptions opt;
+  opt.strategy = cli.get("--strategy");
+  make_strategy(opt.strategy);
+  opt.seed = uint64_t(cli.get_int("--seed"));
+  opt.timeout_s = cli.get_double("--timeout");
+  if (!(opt.timeout_s > 0)) throw Error("--timeout must be positive");
+  opt.measure.min_reps = int(cli.get_int("--min-reps"));
+  if (opt.measure.min_reps < 1 || opt.measure.min_reps > 100000) throw Error("--min-reps must be in 1..100000");
+  opt.measure.max_reps = std::max(opt.measure.max_reps, opt.measure.min_reps);
+  opt.measure.min_seconds = cli.get_double("--min-time");
+  opt.measure.racing = !cli.get_flag("--no-racing");
+  opt.flush = cli.get_flag("--flush");
+  std::string budget_text = cli.get("--budget");
+
+  Store store(cli.get("--cache"));
+  DeviceFingerprint dev = cpu_fingerprint();
+  std::string run = run_id();
+  Worker worker(handle_candidate_request);
+
+  int64_t total_evals = 0;
+  std::vector<int64_t> budgets;
+  for (const auto& s : shapes) {
+    auto fam = find_family(cpu_matvec_family_name(s.type));
+    size_t n = fam->space(s.shape).size();
+    int64_t b = std::min<int64_t>(parse_eval_budget(budget_text, n), int64_t(n));
+    budgets.push_back(b);
+    total_evals += b;
+  }
+  std::fprintf(stderr, "qtune: %zu shapes on %s, %lld candidate evaluations, store %s\n", shapes.size(),
+               dev.name.c_str(), (long long)total_evals, store.path().c_str());
+  Progress progress("tuning", double(total_evals), "candidates", cli.get_flag("--quiet"));
+  int64_t done = 0;
+  std::vector<TuneReport> reports;
+  std::map<std::string, int> totals;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto& s = shapes[i];
+    auto fam = find_family(cpu_matvec_family_name(s.type));
+    opt.budget = Budget{budgets[i], -1};
+    std::string label = fam->name() + " " + shape_text(s.shape);
+    TuneReport rep = tune_shape(*fam, s.shape, worker, opt, [&](const nlohmann::json& point, const CandidateOutcome& o) {
+      ResultRow row;
+      row.device = dev;
+      row.family = fam->name();
+      row.source_hash = fam->source_hash();
+      row.shape = s.shape;
+      row.dtypes = fam->dtypes();
+      row.point = point;
+      row.status = o.status;
+      row.stats = o.stats;
+      row.detail = o.detail;
+      row.run_id = run;
+      store.put(row);
+      progress.update(double(++done), label);
+    });
+    for (const auto& [k, v] : rep.status_counts) totals[k] += v;
+    reports.push_back(std::move(rep));
+  }
+  progress.finish();
+  std::printf("%-22s %-16s %8s %6s  %-55s %s\n", "family", "shape", "space", "evals", "best point", "median");
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const TuneReport& r = reports[i];
+    std::printf("%-22s %-16s %8zu %6lld  %-55s %s\n", cpu_matvec_family_name(shapes[i].type).c_str(),
+                shape_text(r.shape).c_str(), r.space_size, (long long)r.evaluations,
+                r.best_point ? r.best_point->dump().c_str() : "(none valid)",
+                r.best_point ? (std::to_string(r.best_stats.median * 1e6) + " us").c_str() : "-");
+  }
+  std::string counts;
+  for (const auto& [k, v] : totals) counts += (counts.empty() ? "" : ", ") + k + " " + std::to_string(v);
+  std::printf("summary: %lld candidates (%s), worker processes started %d, %.1f s; winners in %s\n",
+              (long long)done, counts.c_str(), worker.spawned(), progress.elapsed_seconds(), store.path().c_str());
+  return 0;
+}
+
+}  // namespace qt::tune

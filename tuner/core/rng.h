@@ -1,0 +1,39 @@
+#pragma once
+// A seeded generator whose streams are identical on every platform and standard library: the
+// <random> distributions are implementation-defined, and a strategy must replay exactly for a seed.
+#include <cstdint>
+#include <vector>
+
+namespace qt::tune {
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {}
+
+  uint64_t next() {  // splitmix64
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, n) without modulo bias.
+  uint64_t below(uint64_t n) {
+    if (n <= 1) return 0;
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t x;
+    do x = next(); while (x >= limit);
+    return x % n;
+  }
+  double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }  // [0, 1)
+  bool chance(double p) { return uniform() < p; }
+
+  template <class T>
+  void shuffle(std::vector<T>& v) {
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[below(i)]);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+}  // namespace qt::tune

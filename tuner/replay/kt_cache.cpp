@@ -1,0 +1,153 @@
+#include "tuner/replay/kt_cache.h"
+
+#include <zlib.h>
+
+#include <cmath>
+#include <map>
+
+#include "common/error.h"
+
+namespace qt::tune {
+
+std::string read_maybe_gzip(const std::string& path) {
+  // gzread passes plain files through unchanged, so one reader serves .json and .json.gz.
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) fail_file(path, "cannot open");
+  std::string out;
+  char buf[1 << 16];
+  while (true) {
+    int n = gzread(f, buf, sizeof buf);
+    if (n < 0) {
+      int err = 0;
+      std::string msg = gzerror(f, &err);
+      gzclose(f);
+      fail_file(path, "cannot read (" + msg + ")");
+    }
+    if (n == 0) break;
+    out.append(buf, size_t(n));
+    if (out.size() > (size_t(4) << 30)) {
+      gzclose(f);
+      fail_file(path, "larger than 4 GiB uncompressed");
+    }
+  }
+  gzclose(f);
+  return out;
+}
+
+Status kt_failure_status(const std::string& failure) {
+  if (failure == "CompilationFailedConfig") return Status::CompileFailed;
+  // Kernel Tuner files launch refusals ("too many resources requested") under RuntimeFailedConfig.
+  if (failure == "RuntimeFailedConfig") return Status::ResourceFailed;
+  if (failure == "InvalidConfig") return Status::Invalid;
+  return Status::RuntimeError;
+}
+
+namespace {
+
+nlohmann::json parse_repairing(const std::string& text, const std::string& source) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_discarded()) return j;
+  // An interrupted Kernel Tuner run leaves "...}," or "...}" without the closing braces.
+  std::string t = text;
+  while (!t.empty() && (std::isspace(static_cast<unsigned char>(t.back())) || t.back() == ',')) t.pop_back();
+  for (const char* tail : {"}}", "}", "}}}"}) {
+    j = nlohmann::json::parse(t + tail, nullptr, false);
+    if (!j.is_discarded()) return j;
+  }
+  fail_file(source, "not valid JSON (nor a Kernel Tuner cache cut short)");
+}
+
+double ms_field(const nlohmann::json& e, const char* name) {
+  auto it = e.find(name);
+  if (it == e.end() || !it->is_number()) return 0;
+  double v = it->get<double>();
+  return std::isfinite(v) && v > 0 ? v : 0;
+}
+
+}  // namespace
+
+RecordedSpace parse_kt_cache(const std::string& text, const std::string& source) {
+  nlohmann::json j = parse_repairing(text, source);
+  if (!j.is_object()) fail_file(source, "a Kernel Tuner cache must be a JSON object");
+  for (const char* f : {"tune_params_keys", "tune_params", "cache"})
+    if (!j.contains(f)) fail_file(source, std::string("missing field '") + f + "'");
+  const auto& keys = j["tune_params_keys"];
+  const auto& tp = j["tune_params"];
+  if (!keys.is_array() || keys.empty()) fail_file(source, "'tune_params_keys' must be a non-empty array");
+  if (!tp.is_object()) fail_file(source, "'tune_params' must be an object");
+  if (!j["cache"].is_object()) fail_file(source, "'cache' must be an object");
+
+  std::vector<Param> params;
+  std::vector<std::map<std::string, uint16_t>> lookup;
+  for (const auto& k : keys) {
+    if (!k.is_string()) fail_file(source, "'tune_params_keys' must hold strings");
+    std::string name = k.get<std::string>();
+    auto vals = tp.find(name);
+    if (vals == tp.end() || !vals->is_array() || vals->empty())
+      fail_file(source, "tune_params has no value list for '" + name + "'");
+    Param p;
+    p.name = name;
+    std::map<std::string, uint16_t> m;
+    for (const auto& v : *vals) {
+      std::string t = v.dump();
+      if (m.count(t)) continue;
+      m[t] = uint16_t(p.text.size());
+      p.text.push_back(t);
+      p.numeric.push_back(v.is_number() ? v.get<double>() : v.is_boolean() ? double(v.get<bool>()) : double(p.text.size() - 1));
+    }
+    params.push_back(std::move(p));
+    lookup.push_back(std::move(m));
+  }
+
+  RecordedSpace rs;
+  rs.device_name = j.value("device_name", "");
+  rs.kernel_name = j.value("kernel_name", "");
+  rs.problem_size = j.value("problem_size", nlohmann::json());
+  rs.space = Space(params);
+  bool have_opt = false;
+  for (const auto& [key, e] : j["cache"].items()) {
+    if (!e.is_object()) fail_file(source, "cache entry '" + key + "' is not an object");
+    Indices idx(params.size());
+    for (size_t d = 0; d < params.size(); ++d) {
+      auto v = e.find(params[d].name);
+      if (v == e.end()) fail_file(source, "cache entry '" + key + "' lacks parameter '" + params[d].name + "'");
+      auto it = lookup[d].find(v->dump());
+      if (it == lookup[d].end())
+        fail_file(source, "cache entry '" + key + "' has " + params[d].name + "=" + v->dump() + ", not in tune_params");
+      idx[d] = it->second;
+    }
+    PointId id = rs.space.add(idx);
+    if (id < rs.points.size()) continue;  // duplicate key spelling of a known point
+    RecordedPoint rp;
+    auto t = e.find("time");
+    if (t == e.end()) fail_file(source, "cache entry '" + key + "' has no 'time'");
+    if (t->is_string()) {
+      rp.failure = t->get<std::string>();
+      rp.status = kt_failure_status(rp.failure);
+      ++rs.failures;
+    } else if (t->is_number() && std::isfinite(t->get<double>()) && t->get<double>() > 0) {
+      rp.time_ms = t->get<double>();
+    } else {
+      fail_file(source, "cache entry '" + key + "' has an invalid 'time'");
+    }
+    if (auto ts = e.find("times"); ts != e.end() && ts->is_array())
+      for (const auto& x : *ts)
+        if (x.is_number()) rp.times_ms.push_back(x.get<double>());
+    rp.compile_ms = ms_field(e, "compile_time");
+    rp.verification_ms = ms_field(e, "verification_time");
+    rp.benchmark_ms = ms_field(e, "benchmark_time");
+    rp.framework_ms = ms_field(e, "framework_time");
+    if (rp.status == Status::Ok && (!have_opt || rp.time_ms < rs.optimum_ms)) {
+      have_opt = true;
+      rs.optimum = id;
+      rs.optimum_ms = rp.time_ms;
+    }
+    rs.points.push_back(std::move(rp));
+  }
+  if (!have_opt) fail_file(source, "no cache entry has a measured time");
+  return rs;
+}
+
+RecordedSpace load_kt_cache(const std::string& path) { return parse_kt_cache(read_maybe_gzip(path), path); }
+
+}  // namespace qt::tune

@@ -1,0 +1,90 @@
+#include "tuner/replay/replay.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/cli_args.h"
+#include "common/error.h"
+#include "tuner/search/strategies.h"
+
+namespace qt::tune {
+
+Observation ReplayObjective::evaluate(PointId id) {
+  const RecordedPoint& p = rs_->points.at(id);
+  Observation o;
+  o.status = p.status;
+  o.time = p.time_ms;
+  o.cost_s = (p.compile_ms + p.verification_ms + p.benchmark_ms) / 1000.0;
+  o.detail = p.failure;
+  return o;
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = q * double(v.size() - 1);
+  size_t lo = size_t(std::floor(pos));
+  size_t hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
+}
+
+double median(std::vector<double> v) { return quantile(std::move(v), 0.5); }
+
+int64_t parse_eval_budget(const std::string& text, size_t space_size) {
+  if (text.empty()) throw Error("empty --budget");
+  if (text.back() == '%') {
+    double pct = parse_double(text.substr(0, text.size() - 1), "--budget percentage");
+    if (!(pct > 0 && pct <= 100)) throw Error("--budget percentage must be in (0, 100]: " + text);
+    return std::max<int64_t>(1, int64_t(std::llround(pct / 100.0 * double(space_size))));
+  }
+  int64_t n = parse_int(text, "--budget");
+  if (n <= 0) throw Error("--budget must be positive: " + text);
+  return n;
+}
+
+SweepResult sweep(const RecordedSpace& rs, const SweepOptions& opt) {
+  if (opt.seeds <= 0) throw Error("--seeds must be positive");
+  SweepResult out;
+  out.strategy = opt.strategy == "best" ? default_strategy_name() : opt.strategy;
+  std::vector<SearchResult> runs;
+  std::vector<double> evals, secs;
+  int64_t max_evals = 0;
+  int hits = 0;
+  for (int s = 0; s < opt.seeds; ++s) {
+    auto strat = make_strategy(out.strategy);
+    ReplayObjective obj(rs);
+    SearchResult r = run_search(rs.space, *strat, obj, opt.budget, opt.first_seed + uint64_t(s));
+    double f = std::isfinite(r.best_score) ? rs.optimum_ms / r.best_score : 0.0;
+    out.fractions.push_back(f);
+    hits += (r.best_score <= rs.optimum_ms);
+    evals.push_back(double(r.evaluations));
+    secs.push_back(r.seconds);
+    max_evals = std::max(max_evals, r.evaluations);
+    runs.push_back(std::move(r));
+  }
+  out.median_fraction = median(out.fractions);
+  out.p25_fraction = quantile(out.fractions, 0.25);
+  out.p75_fraction = quantile(out.fractions, 0.75);
+  out.median_evals = median(evals);
+  out.median_seconds = median(secs);
+  out.hit_rate = double(hits) / opt.seeds;
+  int64_t top = opt.budget.max_evals > 0 ? opt.budget.max_evals : max_evals;
+  int npts = std::max(1, opt.curve_points);
+  std::vector<int64_t> marks;
+  for (int i = 1; i <= npts; ++i) {
+    int64_t m = std::max<int64_t>(1, int64_t(std::llround(double(top) * i / npts)));
+    if (marks.empty() || m > marks.back()) marks.push_back(m);
+  }
+  for (int64_t m : marks) {
+    std::vector<double> f;
+    for (const auto& r : runs) {
+      double best = INFINITY;
+      if (!r.trace.empty()) best = r.trace[size_t(std::min<int64_t>(m, int64_t(r.trace.size())) - 1)].best;
+      f.push_back(std::isfinite(best) ? rs.optimum_ms / best : 0.0);
+    }
+    out.curve.emplace_back(m, median(f));
+  }
+  return out;
+}
+
+}  // namespace qt::tune

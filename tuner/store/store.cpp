@@ -1,0 +1,476 @@
+#include "tuner/store/store.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <map>
+
+#include "common/error.h"
+#include "tuner/replay/kt_cache.h"
+
+namespace qt::tune {
+
+namespace {
+
+constexpr const char* kSchema = R"SQL(
+CREATE TABLE IF NOT EXISTS device(
+  id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL UNIQUE, name TEXT NOT NULL, arch TEXT, sm_count INTEGER,
+  memory_bytes INTEGER, clock_mhz INTEGER, mem_clock_mhz INTEGER, l2_bytes INTEGER, driver TEXT,
+  cuda_version TEXT, nvrtc_version TEXT, qtune_version TEXT);
+CREATE TABLE IF NOT EXISTS kernel(
+  id INTEGER PRIMARY KEY, family TEXT NOT NULL, source_hash TEXT NOT NULL, UNIQUE(family, source_hash));
+CREATE TABLE IF NOT EXISTS result(
+  id INTEGER PRIMARY KEY, device_id INTEGER NOT NULL REFERENCES device(id),
+  kernel_id INTEGER NOT NULL REFERENCES kernel(id), shape TEXT NOT NULL, dtypes TEXT NOT NULL,
+  point TEXT NOT NULL, status TEXT NOT NULL, median_s REAL, mad_s REAL, p20_s REAL, p80_s REAL,
+  ci_low_s REAL, ci_high_s REAL, n_samples INTEGER, samples TEXT, detail TEXT, run_id TEXT,
+  created_at TEXT NOT NULL,
+  UNIQUE(device_id, kernel_id, shape, dtypes, point, run_id, created_at));
+CREATE INDEX IF NOT EXISTS result_key ON result(device_id, kernel_id, dtypes, shape, status);
+)SQL";
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const std::string& sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK)
+      throw Error(std::string("store: ") + sqlite3_errmsg(db), kExitFailure);
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt& bind(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.c_str(), int(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& bind(int i, int64_t v) {
+    sqlite3_bind_int64(s_, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, double v) {
+    sqlite3_bind_double(s_, i, v);
+    return *this;
+  }
+  bool step() {
+    int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw Error(std::string("store: ") + sqlite3_errmsg(db_), kExitFailure);
+  }
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  std::string text(int c) const {
+    auto p = sqlite3_column_text(s_, c);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+  int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
+  double f64(int c) const { return sqlite3_column_double(s_, c); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+nlohmann::json shape_json(const std::vector<int64_t>& s) { return nlohmann::json(s); }
+
+int64_t device_id(sqlite3* db, const DeviceFingerprint& d) {
+  Stmt ins(db,
+           "INSERT OR IGNORE INTO device(fingerprint,name,arch,sm_count,memory_bytes,clock_mhz,mem_clock_mhz,"
+           "l2_bytes,driver,cuda_version,nvrtc_version,qtune_version) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+  ins.bind(1, d.key()).bind(2, d.name).bind(3, d.arch).bind(4, int64_t(d.sm_count)).bind(5, int64_t(d.memory_bytes));
+  ins.bind(6, int64_t(d.clock_mhz)).bind(7, int64_t(d.mem_clock_mhz)).bind(8, int64_t(d.l2_bytes)).bind(9, d.driver);
+  ins.bind(10, d.cuda_version).bind(11, d.nvrtc_version).bind(12, d.qtune_version);
+  ins.step();
+  Stmt q(db, "SELECT id FROM device WHERE fingerprint=?");
+  q.bind(1, d.key());
+  if (!q.step()) throw Error("store: device row vanished", kExitFailure);
+  return q.i64(0);
+}
+
+int64_t kernel_id(sqlite3* db, const std::string& family, const std::string& hash) {
+  Stmt ins(db, "INSERT OR IGNORE INTO kernel(family, source_hash) VALUES(?,?)");
+  ins.bind(1, family).bind(2, hash);
+  ins.step();
+  Stmt q(db, "SELECT id FROM kernel WHERE family=? AND source_hash=?");
+  q.bind(1, family).bind(2, hash);
+  if (!q.step()) throw Error("store: kernel row vanished", kExitFailure);
+  return q.i64(0);
+}
+
+// Rows of one (device, family, dtypes[, hash]) as shape -> list of (point, median, status).
+struct Measured {
+  std::string point;
+  double median;
+};
+using ByShape = std::map<std::vector<int64_t>, std::vector<Measured>>;
+
+ByShape measured_by_shape(sqlite3* db, const DeviceFingerprint& dev, const std::string& family,
+                          const std::string& dtypes, const std::string& hash) {
+  std::string sql =
+      "SELECT r.shape, r.point, r.median_s FROM result r JOIN device d ON r.device_id=d.id "
+      "JOIN kernel k ON r.kernel_id=k.id WHERE d.fingerprint=? AND k.family=? AND r.dtypes=? AND r.status='ok'";
+  if (!hash.empty()) sql += " AND k.source_hash=?";
+  Stmt q(db, sql);
+  q.bind(1, dev.key()).bind(2, family).bind(3, dtypes);
+  if (!hash.empty()) q.bind(4, hash);
+  ByShape out;
+  while (q.step()) {
+    auto shape = nlohmann::json::parse(q.text(0)).get<std::vector<int64_t>>();
+    out[shape].push_back({q.text(1), q.f64(2)});
+  }
+  return out;
+}
+
+const Measured* best_of(const std::vector<Measured>& v) {
+  const Measured* b = nullptr;
+  for (const auto& m : v)
+    if (!b || m.median < b->median) b = &m;
+  return b;
+}
+
+// The tuned shape nearest to `want` among `shapes` (excluding `exclude`), by the documented rule.
+std::optional<std::vector<int64_t>> nearest(const ByShape& shapes, const std::vector<int64_t>& want,
+                                            const std::vector<int64_t>* exclude) {
+  std::optional<std::vector<int64_t>> best;
+  double best_d = 0, best_size = 0;
+  for (const auto& [s, rows] : shapes) {
+    if (s.size() != want.size() || (exclude && s == *exclude)) continue;
+    double d = shape_distance(s, want);
+    double size = 0;
+    for (int64_t x : s) size += std::log2(double(std::max<int64_t>(1, x)));
+    bool better = !best || d < best_d - 1e-12 ||
+                  (std::fabs(d - best_d) <= 1e-12 && (size > best_size + 1e-12 ||
+                                                      (std::fabs(size - best_size) <= 1e-12 && s < *best)));
+    if (better) best = s, best_d = d, best_size = size;
+  }
+  return best;
+}
+
+std::optional<double> loo_regret(const ByShape& shapes, const std::vector<int64_t>& donor,
+                                 std::vector<int64_t>* neighbour_out) {
+  auto nb = nearest(shapes, donor, &donor);
+  if (!nb) return std::nullopt;
+  if (neighbour_out) *neighbour_out = *nb;
+  const Measured* own = best_of(shapes.at(donor));
+  const Measured* theirs = best_of(shapes.at(*nb));
+  std::optional<double> t;
+  for (const auto& m : shapes.at(donor))
+    if (m.point == theirs->point && (!t || m.median < *t)) t = m.median;
+  if (!t || own->median <= 0) return std::nullopt;
+  return *t / own->median - 1.0;
+}
+
+std::string canonical_point(const nlohmann::json& p) { return p.dump(); }  // nlohmann sorts object keys
+
+}  // namespace
+
+std::string DeviceFingerprint::key() const { return to_json().dump(); }
+
+nlohmann::json DeviceFingerprint::to_json() const {
+  return {{"name", name},
+          {"arch", arch},
+          {"sm_count", sm_count},
+          {"memory_bytes", memory_bytes},
+          {"clock_mhz", clock_mhz},
+          {"mem_clock_mhz", mem_clock_mhz},
+          {"l2_bytes", l2_bytes},
+          {"driver", driver},
+          {"cuda_version", cuda_version},
+          {"nvrtc_version", nvrtc_version},
+          {"qtune_version", qtune_version}};
+}
+
+DeviceFingerprint DeviceFingerprint::from_json(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("name")) throw Error("device fingerprint needs at least a 'name'");
+  DeviceFingerprint d;
+  d.name = j.value("name", "");
+  d.arch = j.value("arch", "");
+  d.sm_count = j.value("sm_count", 0);
+  d.memory_bytes = j.value("memory_bytes", uint64_t(0));
+  d.clock_mhz = j.value("clock_mhz", 0);
+  d.mem_clock_mhz = j.value("mem_clock_mhz", 0);
+  d.l2_bytes = j.value("l2_bytes", uint64_t(0));
+  d.driver = j.value("driver", "");
+  d.cuda_version = j.value("cuda_version", "");
+  d.nvrtc_version = j.value("nvrtc_version", "");
+  d.qtune_version = j.value("qtune_version", "");
+  return d;
+}
+
+std::string utc_timestamp() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03lldZ", buf, (long long)ms);
+  return out;
+}
+
+double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    d += std::fabs(std::log2(double(std::max<int64_t>(1, a[i]))) - std::log2(double(std::max<int64_t>(1, b[i]))));
+  return d;
+}
+
+Store::Store(const std::string& path) : path_(path) {
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    fail_file(path, "cannot open the results store: " + msg);
+  }
+  sqlite3_busy_timeout(db_, 60000);
+  try {
+    // Switching to WAL needs a brief exclusive lock; several tuners starting together retry it.
+    for (int attempt = 0;; ++attempt) {
+      char* err = nullptr;
+      int rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, &err);
+      sqlite3_free(err);
+      if (rc == SQLITE_OK) break;
+      if (rc != SQLITE_BUSY || attempt > 200) fail_file(path, std::string("not a usable SQLite store: ") + sqlite3_errmsg(db_));
+      usleep(10000);
+    }
+    exec("PRAGMA synchronous=NORMAL");
+    exec("PRAGMA foreign_keys=ON");
+    exec("BEGIN IMMEDIATE");
+    try {
+      exec(kSchema);
+      exec("COMMIT");
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+Store::~Store() {
+  if (db_) sqlite3_close(db_);
+}
+
+void Store::exec(const std::string& sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    fail_file(path_, "store: " + msg, kExitFailure);
+  }
+}
+
+void Store::put(const ResultRow& row) { put_many({row}); }
+
+void Store::put_many(const std::vector<ResultRow>& rows) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    Stmt ins(db_,
+             "INSERT OR IGNORE INTO result(device_id,kernel_id,shape,dtypes,point,status,median_s,mad_s,p20_s,p80_s,"
+             "ci_low_s,ci_high_s,n_samples,samples,detail,run_id,created_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    std::string now = utc_timestamp();
+    for (const ResultRow& r : rows) {
+      ins.reset();
+      ins.bind(1, device_id(db_, r.device)).bind(2, kernel_id(db_, r.family, r.source_hash));
+      ins.bind(3, shape_json(r.shape).dump()).bind(4, r.dtypes).bind(5, canonical_point(r.point));
+      ins.bind(6, std::string(status_name(r.status))).bind(7, r.stats.median).bind(8, r.stats.mad);
+      ins.bind(9, r.stats.p20).bind(10, r.stats.p80).bind(11, r.stats.ci_low).bind(12, r.stats.ci_high);
+      ins.bind(13, int64_t(r.stats.n)).bind(14, nlohmann::json(r.stats.samples).dump()).bind(15, r.detail);
+      ins.bind(16, r.run_id).bind(17, r.created_at.empty() ? now : r.created_at);
+      ins.step();
+    }
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+int64_t Store::count() const {
+  Stmt q(db_, "SELECT COUNT(*) FROM result");
+  q.step();
+  return q.i64(0);
+}
+
+std::vector<ResultRow> Store::rows(const std::string& family) const {
+  std::string sql =
+      "SELECT d.name,d.arch,d.sm_count,d.memory_bytes,d.clock_mhz,d.mem_clock_mhz,d.l2_bytes,d.driver,"
+      "d.cuda_version,d.nvrtc_version,d.qtune_version,k.family,k.source_hash,r.shape,r.dtypes,r.point,r.status,"
+      "r.samples,r.median_s,r.n_samples,r.detail,r.run_id,r.created_at FROM result r "
+      "JOIN device d ON r.device_id=d.id JOIN kernel k ON r.kernel_id=k.id";
+  if (!family.empty()) sql += " WHERE k.family=?";
+  sql += " ORDER BY r.id";
+  Stmt q(db_, sql);
+  if (!family.empty()) q.bind(1, family);
+  std::vector<ResultRow> out;
+  while (q.step()) {
+    ResultRow r;
+    r.device.name = q.text(0);
+    r.device.arch = q.text(1);
+    r.device.sm_count = int(q.i64(2));
+    r.device.memory_bytes = uint64_t(q.i64(3));
+    r.device.clock_mhz = int(q.i64(4));
+    r.device.mem_clock_mhz = int(q.i64(5));
+    r.device.l2_bytes = uint64_t(q.i64(6));
+    r.device.driver = q.text(7);
+    r.device.cuda_version = q.text(8);
+    r.device.nvrtc_version = q.text(9);
+    r.device.qtune_version = q.text(10);
+    r.family = q.text(11);
+    r.source_hash = q.text(12);
+    r.shape = nlohmann::json::parse(q.text(13)).get<std::vector<int64_t>>();
+    r.dtypes = q.text(14);
+    r.point = nlohmann::json::parse(q.text(15));
+    r.status = parse_status(q.text(16));
+    auto samples = nlohmann::json::parse(q.text(17)).get<std::vector<double>>();
+    if (!samples.empty()) {
+      r.stats = summarize(samples);
+    } else {
+      r.stats.median = q.f64(18);
+      r.stats.n = int(q.i64(19));
+    }
+    r.detail = q.text(20);
+    r.run_id = q.text(21);
+    r.created_at = q.text(22);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::optional<Winner> Store::lookup(const DeviceFingerprint& dev, const std::string& family, const std::string& dtypes,
+                                    const std::vector<int64_t>& shape, const std::string& hash) const {
+  ByShape shapes = measured_by_shape(db_, dev, family, dtypes, hash);
+  Winner w;
+  std::vector<int64_t> donor = shape;
+  if (!shapes.count(shape)) {
+    auto nb = nearest(shapes, shape, nullptr);
+    if (!nb) return std::nullopt;
+    donor = *nb;
+    w.exact = false;
+    w.distance = shape_distance(shape, donor);
+    w.fallback_regret = loo_regret(shapes, donor, nullptr);
+  }
+  const Measured* b = best_of(shapes.at(donor));
+  w.point = nlohmann::json::parse(b->point);
+  w.median_s = b->median;
+  w.shape = donor;
+  return w;
+}
+
+std::vector<ShapeRegret> Store::regrets(const DeviceFingerprint& dev, const std::string& family,
+                                        const std::string& dtypes, const std::string& hash) const {
+  ByShape shapes = measured_by_shape(db_, dev, family, dtypes, hash);
+  std::vector<ShapeRegret> out;
+  for (const auto& [s, rows] : shapes) {
+    ShapeRegret r;
+    r.shape = s;
+    r.regret = loo_regret(shapes, s, &r.neighbour);
+    out.push_back(r);
+  }
+  return out;
+}
+
+nlohmann::json Store::export_json(const std::string& family) const {
+  nlohmann::json rows_j = nlohmann::json::array();
+  for (const ResultRow& r : rows(family)) {
+    rows_j.push_back({{"device", r.device.to_json()},
+                      {"family", r.family},
+                      {"source_hash", r.source_hash},
+                      {"shape", r.shape},
+                      {"dtypes", r.dtypes},
+                      {"point", r.point},
+                      {"status", status_name(r.status)},
+                      {"stats", stats_to_json(r.stats)},
+                      {"detail", r.detail},
+                      {"run_id", r.run_id},
+                      {"created_at", r.created_at}});
+  }
+  return {{"format", "qtune-store"}, {"version", 1}, {"results", rows_j}};
+}
+
+size_t Store::import_json(const nlohmann::json& j) {
+  if (!j.is_object() || j.value("format", "") != "qtune-store" || !j.contains("results") || !j["results"].is_array())
+    throw Error("not a qtune store export (expected {\"format\": \"qtune-store\", \"results\": [...]})");
+  std::vector<ResultRow> rows_in;
+  size_t i = 0;
+  for (const auto& e : j["results"]) {
+    try {
+      ResultRow r;
+      r.device = DeviceFingerprint::from_json(e.at("device"));
+      r.family = e.at("family").get<std::string>();
+      r.source_hash = e.value("source_hash", "");
+      r.shape = e.at("shape").get<std::vector<int64_t>>();
+      r.dtypes = e.value("dtypes", "");
+      r.point = e.at("point");
+      r.status = parse_status(e.at("status").get<std::string>());
+      r.stats = stats_from_json(e.value("stats", nlohmann::json::object()));
+      r.detail = e.value("detail", "");
+      r.run_id = e.value("run_id", "");
+      r.created_at = e.value("created_at", "");
+      if (r.created_at.empty()) throw Error("missing created_at");
+      rows_in.push_back(std::move(r));
+    } catch (const std::exception& ex) {
+      throw Error("store import: result " + std::to_string(i) + ": " + ex.what());
+    }
+    ++i;
+  }
+  int64_t before = count();
+  put_many(rows_in);
+  return size_t(count() - before);
+}
+
+size_t Store::import_kt_cache(const std::string& path) {
+  RecordedSpace rs = load_kt_cache(path);
+  std::vector<ResultRow> rows_in;
+  DeviceFingerprint dev;
+  dev.name = rs.device_name;
+  std::vector<int64_t> shape;
+  if (rs.problem_size.is_array())
+    for (const auto& x : rs.problem_size)
+      if (x.is_number()) shape.push_back(x.get<int64_t>());
+  if (rs.problem_size.is_number()) shape.push_back(rs.problem_size.get<int64_t>());
+  std::string stamp = utc_timestamp();
+  for (PointId id = 0; id < rs.space.size(); ++id) {
+    const RecordedPoint& p = rs.points[id];
+    ResultRow r;
+    r.device = dev;
+    r.family = rs.kernel_name;
+    r.source_hash = "kernel_tuner";
+    r.shape = shape;
+    r.point = nlohmann::json::parse(rs.space.point_json(id));
+    r.status = p.status;
+    std::vector<double> s;
+    for (double t : p.times_ms) s.push_back(t / 1000.0);
+    if (p.status == Status::Ok) {
+      if (s.empty()) s.push_back(p.time_ms / 1000.0);
+      r.stats = summarize(s);
+      // Kernel Tuner's "time" is the mean it optimised; keep it as the ranking figure it was recorded with.
+      r.stats.median = summarize(s).median;
+    }
+    r.detail = p.failure;
+    r.run_id = "kt:" + path;
+    r.created_at = stamp;
+    rows_in.push_back(std::move(r));
+  }
+  int64_t before = count();
+  put_many(rows_in);
+  return size_t(count() - before);
+}
+
+std::string Store::integrity_check() const {
+  Stmt q(db_, "PRAGMA integrity_check");
+  std::string out;
+  while (q.step()) out += (out.empty() ? "" : "; ") + q.text(0);
+  return out;
+}
+
+}  // namespace qt::tune

@@ -1,0 +1,191 @@
+#include "tuner/worker/worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+
+#include "common/error.h"
+
+namespace qt::tune {
+
+namespace {
+
+bool write_all(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= size_t(w);
+  }
+  return true;
+}
+
+bool write_frame(int fd, const std::string& s) {
+  uint8_t len[4] = {uint8_t(s.size()), uint8_t(s.size() >> 8), uint8_t(s.size() >> 16), uint8_t(s.size() >> 24)};
+  return write_all(fd, len, 4) && write_all(fd, s.data(), s.size());
+}
+
+// Reads exactly n bytes, waiting at most until `deadline` (steady clock, seconds; <0 = forever).
+// Returns 1 on success, 0 on EOF/error, -1 on timeout.
+int read_exact(int fd, char* p, size_t n, double deadline) {
+  using clock = std::chrono::steady_clock;
+  while (n > 0) {
+    int wait_ms = -1;
+    if (deadline >= 0) {
+      double now = std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+      if (now >= deadline) return -1;
+      wait_ms = int((deadline - now) * 1000) + 1;
+    }
+    pollfd pfd{fd, POLLIN, 0};
+    int pr = ::poll(&pfd, 1, wait_ms);
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr == 0) return -1;
+    if (pr < 0) return 0;
+    ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return 0;
+    p += r;
+    n -= size_t(r);
+  }
+  return 1;
+}
+
+int read_frame(int fd, std::string& out, double deadline) {
+  char len[4];
+  int r = read_exact(fd, len, 4, deadline);
+  if (r != 1) return r;
+  uint32_t n = uint32_t(uint8_t(len[0])) | uint32_t(uint8_t(len[1])) << 8 | uint32_t(uint8_t(len[2])) << 16 |
+               uint32_t(uint8_t(len[3])) << 24;
+  if (n > (1u << 30)) return 0;
+  out.assign(n, '\0');
+  return n ? read_exact(fd, out.data(), n, deadline) : 1;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    default: return "a signal";
+  }
+}
+
+Worker::Worker(Handler handler) : handler_(std::move(handler)) {
+  // A dead worker must show up as EOF / EPIPE, not kill the tuner with SIGPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+Worker::~Worker() {
+  if (pid_ > 0) {
+    WorkerReply ignored;
+    reap(true, ignored);
+  }
+}
+
+void Worker::spawn() {
+  int down[2], up[2];
+  if (::pipe2(down, O_CLOEXEC) != 0 || ::pipe2(up, O_CLOEXEC) != 0)
+    throw Error(std::string("cannot create worker pipes: ") + std::strerror(errno), kExitFailure);
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw Error(std::string("cannot fork a worker: ") + std::strerror(errno), kExitFailure);
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the tuner
+    if (::getppid() != parent) ::_exit(0);
+    ::close(down[1]);
+    ::close(up[0]);
+    std::string req;
+    while (read_frame(down[0], req, -1) == 1) {
+      std::string reply;
+      try {
+        reply = "O" + handler_(req);
+      } catch (const std::exception& e) {
+        reply = std::string("E") + e.what();
+      } catch (...) {
+        reply = "Eunknown exception";
+      }
+      if (!write_frame(up[1], reply)) break;
+    }
+    ::_exit(0);  // skip static destructors and atexit handlers that belong to the parent
+  }
+  ::close(down[0]);
+  ::close(up[1]);
+  pid_ = pid;
+  to_child_ = down[1];
+  from_child_ = up[0];
+  ++spawned_;
+}
+
+void Worker::reap(bool kill_first, WorkerReply& r) {
+  if (to_child_ >= 0) ::close(to_child_);
+  if (from_child_ >= 0) ::close(from_child_);
+  to_child_ = from_child_ = -1;
+  if (pid_ <= 0) return;
+  if (kill_first) ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!kill_first) {
+    if (WIFSIGNALED(status)) {
+      r.reason = std::string("killed by ") + signal_name(WTERMSIG(status)) + " (" + std::to_string(WTERMSIG(status)) + ")";
+    } else if (WIFEXITED(status)) {
+      r.reason = "exited with status " + std::to_string(WEXITSTATUS(status));
+    }
+  }
+  pid_ = -1;
+}
+
+WorkerReply Worker::call(const std::string& request, double timeout_s) {
+  WorkerReply r;
+  double start = now_s();
+  if (pid_ <= 0) spawn();
+  if (!write_frame(to_child_, request)) {
+    r.kind = WorkerReply::Crashed;
+    reap(false, r);
+    r.seconds = now_s() - start;
+    return r;
+  }
+  std::string reply;
+  int got = read_frame(from_child_, reply, timeout_s > 0 ? start + timeout_s : -1);
+  r.seconds = now_s() - start;
+  if (got == -1) {
+    r.kind = WorkerReply::TimedOut;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "no answer within %.3g s; worker killed", timeout_s);
+    r.reason = buf;
+    reap(true, r);
+    return r;
+  }
+  if (got == 0 || reply.empty()) {
+    r.kind = WorkerReply::Crashed;
+    reap(false, r);
+    if (r.reason.empty()) r.reason = "worker closed its pipe";
+    return r;
+  }
+  r.kind = reply[0] == 'O' ? WorkerReply::Ok : WorkerReply::HandlerError;
+  r.payload = reply.substr(1);
+  return r;
+}
+
+}  // namespace qt::tune
