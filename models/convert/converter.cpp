@@ -69,7 +69,10 @@ void copy_tokenizer_files(const std::string& hf_dir, const std::string& out_path
     fs::path from = fs::path(hf_dir) / name;
     if (!fs::is_regular_file(from, ec)) continue;
     fs::path to = out_dir / name;
-    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    // A read-only source (a packaged tokenizer) must not leave a read-only copy that the next run cannot replace.
+    fs::remove(to, ec);
+    fs::copy_file(from, to, ec);
+    if (!ec) fs::permissions(to, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add, ec);
     if (ec) fail_file(to.string(), "cannot copy " + from.string() + ": " + ec.message(), kExitFailure);
     result.copied_files.push_back(to.string());
   }

@@ -42,8 +42,8 @@ class CpuBackend final : public Backend {
   void copy(const float* src, size_t n, float* dst) override;
 
   void embed(const QTensor& table, const int32_t* tokens, int64_t m, float* out) override;
-  void matmul(const QTensor& w, const float* x, int64_t m, float* y, MatmulMode mode) override;
-  using Backend::matmul;
+  void matmul(const QTensor& w, const float* x, int64_t m, float* y,
+              MatmulMode mode = MatmulMode::kDefault) override;
   void rmsnorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* y) override;
   void rope(float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta) override;
   void attention(const float* q, const float* k_cache, const float* v_cache, int64_t pos0, int64_t m,

@@ -104,6 +104,7 @@ class Tokenizer {
   const std::string& source() const;  // the path (or origin) it was loaded from
 
   struct Impl;  // defined in tokenizer_impl.h (internal)
+  const Impl& internals() const { return *impl_; }  // for white-box tests and the fuzzer
 
  private:
   explicit Tokenizer(std::unique_ptr<Impl> impl);

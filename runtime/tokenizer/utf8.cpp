@@ -2,7 +2,9 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <cstring>
 #include <memory>
 
@@ -166,12 +168,45 @@ std::string nfc_reference(std::string_view text) {
   return std::string(reinterpret_cast<const char*>(result), static_cast<size_t>(len));
 }
 
+namespace {
+
+constexpr uint32_t kHfInert[] = {
+#include "runtime/tokenizer/hf_nfc_inert.inc"
+};
+
+bool hf_inert(uint32_t cp) { return std::binary_search(std::begin(kHfInert), std::end(kHfInert), cp); }
+
+}  // namespace
+
+void append_nfc_slow(std::string_view text, std::string& out) {
+  // HF's NFC treats the marks in kHfInert as unknown starters: nothing reorders or composes across them
+  // and they stay as they are, so NFC applies to the stretches between them independently.
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  size_t n = text.size(), i = 0, run = 0;
+  while (i < n) {
+    if (s[i] < 0xDF) {
+      i += s[i] < 0x80 ? 1 : 2;
+      continue;
+    }
+    utf8proc_int32_t cp = 0;
+    utf8proc_ssize_t len = utf8proc_iterate(s + i, static_cast<utf8proc_ssize_t>(n - i), &cp);
+    if (len <= 0) throw Error("NFC normalization: invalid UTF-8");
+    if (hf_inert(static_cast<uint32_t>(cp))) {
+      if (i > run) out.append(nfc_reference(text.substr(run, i - run)));
+      out.append(text.substr(i, static_cast<size_t>(len)));
+      run = i + static_cast<size_t>(len);
+    }
+    i += static_cast<size_t>(len);
+  }
+  if (run < n) out.append(nfc_reference(text.substr(run)));
+}
+
 void append_nfc(std::string_view text, std::string& out) {
   if (nfc_quick_yes(text)) {
     out.append(text);
     return;
   }
-  out.append(nfc_reference(text));
+  append_nfc_slow(text, out);
 }
 
 }  // namespace qt::tok::utf8

@@ -22,11 +22,14 @@ void append_repaired(std::string_view bytes, std::string& out);
 // Code point count (text must be valid UTF-8).
 size_t count_code_points(std::string_view text);
 
-// Appends NFC(text) to out; text must be valid UTF-8.
+// Appends NFC(text) to out as Hugging Face tokenizers computes it (current Unicode data, except the marks
+// HF's older tables do not know, listed in hf_nfc_inert.inc); text must be valid UTF-8.
 void append_nfc(std::string_view text, std::string& out);
 // True when NFC(text) == text is guaranteed without running the full algorithm.
 bool nfc_quick_yes(std::string_view text);
-// The full utf8proc path (no fast path), for cross-checking the fast path in tests and the fuzzer.
+// The same without the fast path, for cross-checking it in tests and the fuzzer.
+void append_nfc_slow(std::string_view text, std::string& out);
+// Plain utf8proc NFC (current Unicode), the building block of the two above.
 std::string nfc_reference(std::string_view text);
 
 }  // namespace qt::tok::utf8

@@ -31,6 +31,7 @@ import tiny_models as tm  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 COMMAND = ".venv-golden/bin/python scripts/golden/make_goldens.py"
+QCONVERT = "qconvert convert --no-tokenizer --out FILE"  # the run that should reproduce a file byte for byte
 
 
 def versions():
@@ -188,9 +189,9 @@ def main():
                                "norms, embedding and lm_head (absent when tied) fp16",
             }
             write_file(out, manifest, f"{name}.ajc1", writer.ajc1_bytes(cfg, w), name, "ajc1", "ajc1-q8_0",
-                       f"qconvert from models/{name} to ajc1")
+                       f"{QCONVERT} --hf tests/golden/models/{name} --format ajc1")
             write_file(out, manifest, f"{name}.ak48", writer.ak48_bytes(awq_cfg, awq_sd), name, "ak48",
-                       "ak48-awq", f"qconvert from models/{name}-awq (AutoAWQ checkpoint) to ak48")
+                       "ak48-awq", f"{QCONVERT} --hf tests/golden/models/{name}-awq --format ak48")
         else:
             # moe-norm (header group 64, expert group 32) carries every expert type; moe-nonorm only Q8_0,
             # to keep the committed data small (qconvert makes the others from models/moe-nonorm).
@@ -199,8 +200,8 @@ def main():
                 eg = None if kind == "q8_0" else schemes.EXPERT_GROUP
                 write_file(out, manifest, f"{name}.{kind}.moe3", writer.moe3_bytes(cfg, w, kind, eg), name,
                            "moe3", f"moe3-{kind}",
-                           f"qconvert from models/{name} to moe3 with experts {kind}"
-                           + ("" if eg is None else f", expert group {eg}"))
+                           f"{QCONVERT} --hf tests/golden/models/{name} --format moe3"
+                           + ("" if eg is None else f" --expert-type {kind} --expert-group-size {eg}"))
 
     manifest["awq_packing"] = awq_packing.write(os.path.join(out, "awq_packing"))
     manifest["observed"] = summarize(stats)

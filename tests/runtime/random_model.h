@@ -3,11 +3,13 @@
 // model without going through a file.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "models/core/weights.h"
 #include "models/quant/quantized_tensor.h"
+#include "runtime/cpu/cpu_backend.h"
 
 namespace qt::test {
 
@@ -29,6 +31,14 @@ std::unique_ptr<RandomModel> make_random_model(const RandomModelSpec& spec);
 
 // A dense or MoE config with the given sizes; head_dim 16, theta 1e4 so rotations vary within short prompts.
 ModelConfig small_config(bool moe, int32_t n_layers = 2);
+
+inline rt::CpuOptions cpu_options(bool reference, int threads, std::optional<rt::Isa> isa = std::nullopt) {
+  rt::CpuOptions o;
+  o.reference = reference;
+  o.threads = threads;
+  o.isa = isa;
+  return o;
+}
 
 // Uniform values in [-a, a].
 std::vector<float> random_values(std::mt19937_64& rng, size_t n, float a);

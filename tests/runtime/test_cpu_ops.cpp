@@ -65,7 +65,7 @@ TEST_CASE("dequant_row reproduces the models/core dequantization of every weight
 
 TEST_CASE("reference matmul equals dequantized weights times fp32 activations", "[runtime][ops]") {
   std::mt19937_64 rng(2);
-  CpuBackend be(CpuOptions{.reference = true, .threads = 2});
+  CpuBackend be(test::cpu_options(true, 2));
   for (WeightType t : kAllTypes) {
     INFO(weight_type_name(t));
     const auto w = random_tensor(rng, t, 40, 96, 32);
@@ -90,7 +90,7 @@ TEST_CASE("fast matmul of every ISA stays within int8-activation error and is ro
       const std::vector<float> expect = plain_matmul(w.view(), x, m);
       for (Isa isa : isas) {
         INFO(weight_type_name(t) << " group " << group << " isa " << isa_name(isa));
-        CpuBackend be(CpuOptions{.reference = false, .threads = 2, .isa = isa});
+        CpuBackend be(test::cpu_options(false, 2, isa));
         std::vector<float> y(static_cast<size_t>(m * 72)), y1(72);
         be.matmul(w.view(), x.data(), m, y.data());
         // int8 activations: each group's rounding error is at most half a step of amax/127.
@@ -110,7 +110,7 @@ TEST_CASE("fast matmul of every ISA stays within int8-activation error and is ro
 
 TEST_CASE("rmsnorm matches weight * x / sqrt(mean(x^2) + eps), in place too", "[runtime][ops]") {
   std::mt19937_64 rng(4);
-  CpuBackend be(CpuOptions{.threads = 2});
+  CpuBackend be(test::cpu_options(false, 2));
   const int64_t rows = 5, n = 48;
   std::vector<float> x = test::random_values(rng, rows * n, 3.0f), w = test::random_values(rng, n, 1.0f), y(rows * n);
   be.rmsnorm(x.data(), w.data(), rows, n, 1e-6f, y.data());
@@ -126,7 +126,7 @@ TEST_CASE("rmsnorm matches weight * x / sqrt(mean(x^2) + eps), in place too", "[
 
 TEST_CASE("rope rotates element i with i + head_dim/2 by pos * theta^(-2i/d)", "[runtime][ops]") {
   std::mt19937_64 rng(5);
-  CpuBackend be(CpuOptions{.threads = 1});
+  CpuBackend be(test::cpu_options(false, 1));
   const int64_t m = 3, heads = 2, hd = 16, pos0 = 7;
   const float theta = 10000.0f;
   std::vector<float> x = test::random_values(rng, m * heads * hd, 1.0f), orig = x;
@@ -149,7 +149,7 @@ TEST_CASE("attention is causal softmax(QK^T/sqrt(d))V with kv head h / group", "
   const std::vector<float> q = test::random_values(rng, m * heads * hd, 1.0f);
   const std::vector<float> kc = test::random_values(rng, len * kv * hd, 1.0f), vc = test::random_values(rng, len * kv * hd, 1.0f);
   for (bool reference : {true, false}) {
-    CpuBackend be(CpuOptions{.reference = reference, .threads = 2});
+    CpuBackend be(test::cpu_options(reference, 2));
     std::vector<float> out(m * heads * hd);
     be.attention(q.data(), kc.data(), vc.data(), pos0, m, heads, kv, hd, out.data());
     for (int64_t i = 0; i < m; ++i)
@@ -175,7 +175,7 @@ TEST_CASE("attention is causal softmax(QK^T/sqrt(d))V with kv head h / group", "
 
 TEST_CASE("silu_mul, add, gather and scatter-add do what they say", "[runtime][ops]") {
   std::mt19937_64 rng(7);
-  CpuBackend be(CpuOptions{.threads = 1});
+  CpuBackend be(test::cpu_options(false, 1));
   std::vector<float> g = test::random_values(rng, 20, 4.0f), u = test::random_values(rng, 20, 2.0f), g0 = g;
   be.silu_mul(g.data(), u.data(), 20);
   for (int i = 0; i < 20; ++i) REQUIRE(g[i] == Approx(g0[i] / (1 + std::exp(-double(g0[i]))) * u[i]).margin(1e-6));

@@ -150,7 +150,7 @@ TEST_CASE("reference forward matches a naive double-precision Qwen3 (dense, tied
   for (const Case& cs : cases) {
     INFO(cs.name);
     auto m = test::make_random_model(cs.s);
-    CpuBackend be(CpuOptions{.reference = true, .threads = 2});
+    CpuBackend be(test::cpu_options(true, 2));
     Qwen3Model model(m->weights, be, 64);
     const auto tokens = prompt(9, cs.s.config.vocab_size);
     const std::vector<float> got = model.forward(tokens, LogitsRows::kAll);
@@ -166,7 +166,7 @@ TEST_CASE("decoding with the KV cache gives the logits of a full prefill", "[run
     for (bool reference : {true, false}) {
       INFO((moe ? "moe" : "dense") << (reference ? " reference" : " fast"));
       auto m = test::make_random_model(spec(moe, WeightType::Q8_0));
-      CpuBackend be(CpuOptions{.reference = reference, .threads = 2});
+      CpuBackend be(test::cpu_options(reference, 2));
       const int64_t vocab = m->weights.config.vocab_size;
       const auto tokens = prompt(12, int(vocab));
       Qwen3Model full(m->weights, be, 32);
@@ -187,7 +187,7 @@ TEST_CASE("MoE prefill grouped by expert equals running tokens one by one; chunk
   for (WeightType t : {WeightType::Q8_0, WeightType::INT8_GW_SYM, WeightType::AWQ_INT4}) {
     INFO(weight_type_name(t));
     auto m = test::make_random_model(spec(true, t));
-    CpuBackend be(CpuOptions{.threads = 2});
+    CpuBackend be(test::cpu_options(false, 2));
     const int64_t vocab = m->weights.config.vocab_size;
     const auto tokens = prompt(10, int(vocab));
     Qwen3Model grouped(m->weights, be, 32);
@@ -207,26 +207,31 @@ TEST_CASE("the fast path agrees with the reference path on the top token", "[run
   for (WeightType t : {WeightType::Q8_0, WeightType::INT8_GW_ASYM, WeightType::AWQ_INT4}) {
     INFO(weight_type_name(t));
     auto m = test::make_random_model(spec(true, t));
-    CpuBackend ref(CpuOptions{.reference = true, .threads = 2}), fast(CpuOptions{.threads = 2});
+    CpuBackend ref(test::cpu_options(true, 2)), fast(test::cpu_options(false, 2));
     const int64_t vocab = m->weights.config.vocab_size;
     const auto tokens = prompt(16, int(vocab));
     Qwen3Model a(m->weights, ref, 32), b(m->weights, fast, 32);
     const std::vector<float> la = a.forward(tokens, LogitsRows::kAll), lb = b.forward(tokens, LogitsRows::kAll);
     int same = 0;
-    float worst = 0;
+    float worst = 0, scale = 0;
     for (size_t i = 0; i < tokens.size(); ++i) {
       const auto ra = la.begin() + i * vocab, rb = lb.begin() + i * vocab;
       same += std::max_element(ra, ra + vocab) - ra == std::max_element(rb, rb + vocab) - rb;
-      for (int64_t v = 0; v < vocab; ++v) worst = std::max(worst, std::fabs(ra[v] - rb[v]));
+      for (int64_t v = 0; v < vocab; ++v) {
+        worst = std::max(worst, std::fabs(ra[v] - rb[v]));
+        scale = std::max(scale, std::fabs(ra[v]));
+      }
     }
+    INFO("worst logit difference " << worst << " of logits up to " << scale);
     CHECK(same >= 15);
-    CHECK(worst < 0.1f);
+    // int8 activations cost about 1% of the logit range on this random model (documented tolerance).
+    CHECK(worst < 0.03f * scale);
   }
 }
 
 TEST_CASE("inputs that do not fit are errors, not crashes", "[runtime][model]") {
   auto m = test::make_random_model(spec(false, WeightType::F32));
-  CpuBackend be(CpuOptions{.threads = 1});
+  CpuBackend be(test::cpu_options(false, 1));
   Qwen3Model model(m->weights, be, 8);
   const auto tokens = prompt(9, 256);
   CHECK_THROWS_AS(model.forward(tokens), Error);

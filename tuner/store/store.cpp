@@ -453,8 +453,6 @@ size_t Store::import_kt_cache(const std::string& path) {
     if (p.status == Status::Ok) {
       if (s.empty()) s.push_back(p.time_ms / 1000.0);
       r.stats = summarize(s);
-      // Kernel Tuner's "time" is the mean it optimised; keep it as the ranking figure it was recorded with.
-      r.stats.median = summarize(s).median;
     }
     r.detail = p.failure;
     r.run_id = "kt:" + path;

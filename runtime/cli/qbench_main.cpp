@@ -1,0 +1,151 @@
+// qbench: prefill and decode speed of the CPU runtime on a model file (or a synthetic model of a real
+// Qwen3 shape it creates), and decode speed as a fraction of the memory-bandwidth roofline measured in the
+// same process: roofline tok/s = measured read bandwidth / weight bytes one decode step reads.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/cli_args.h"
+#include "common/error.h"
+#include "common/progress.h"
+#include "models/formats/model_file.h"
+#include "models/synthetic/presets.h"
+#include "models/synthetic/synthetic.h"
+#include "runtime/cli/bandwidth.h"
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/model/qwen3_model.h"
+
+namespace {
+
+using namespace qt;
+using namespace qt::rt;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+WeightType expert_type_of(const std::string& s) {
+  if (s == "q8_0") return WeightType::Q8_0;
+  if (s == "int8-sym") return WeightType::INT8_GW_SYM;
+  if (s == "int8-asym") return WeightType::INT8_GW_ASYM;
+  if (s == "awq") return WeightType::AWQ_INT4;
+  throw Error("--expert-type: unknown type '" + s + "' (q8_0, int8-sym, int8-asym, awq)");
+}
+
+// Creates the synthetic model file the flags describe, unless it is already there.
+std::string synthetic_model(const CliArgs& cli) {
+  ModelConfig c = synthetic::preset_config(cli.get("--preset"));
+  if (cli.given("--layers")) c.n_layers = int32_t(cli.get_int("--layers"));
+  if (c.n_layers <= 0) throw Error("--layers must be positive");
+  WriterOptions o;
+  o.config = c;
+  o.format = c.is_moe() ? FileFormat::MOE3 : FileFormat::AJC1;
+  if (cli.given("--format")) o.format = parse_file_format(cli.get("--format"));
+  if (cli.given("--expert-type")) o.expert_type = expert_type_of(cli.get("--expert-type"));
+  const std::string dir = cli.get("--work-dir");
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/" + cli.get("--preset") + "-L" + std::to_string(c.n_layers) + "-" +
+                           file_format_name(o.format) + "-" + weight_type_name(o.expert_type) + ".bin";
+  if (std::filesystem::exists(path)) return path;
+  std::fprintf(stderr, "qbench: creating %s (synthetic, seed 1)\n", path.c_str());
+  synthetic::write_model_file(path + ".tmp", o, 1, false);
+  std::filesystem::rename(path + ".tmp", path);
+  return path;
+}
+
+int run(int argc, char** argv) {
+  CliArgs cli("qbench", "Measures prefill/decode tok/s of the CPU runtime and the decode memory-bandwidth roofline.");
+  cli.option("-m,--model", "PATH", "model file to benchmark (else a synthetic --preset model is created)")
+      .option("--preset", "NAME", "synthetic shape: qwen3-0.6b, qwen3-30b-a3b, ...", "qwen3-0.6b")
+      .option("--layers", "N", "override the preset's layer count")
+      .option("--format", "F", "ajc1, moe3 or ak48 (default: ajc1 dense, moe3 MoE)")
+      .option("--expert-type", "T", "moe3 experts: q8_0, int8-sym, int8-asym, awq", "q8_0")
+      .option("--work-dir", "DIR", "where synthetic models are created and kept", "/tmp/qbench-models")
+      .option("--prompt", "N", "prompt tokens for the prefill measurement", "128")
+      .option("--gen", "N", "decode steps measured after the prefill", "32")
+      .option("--repeat", "R", "repetitions (best is reported)", "3")
+      .option("--threads", "N", "threads (default: all)")
+      .flag("--reference", "benchmark the reference path instead of the fast one")
+      .option("--bandwidth-mb", "MB", "buffer for the bandwidth measurement", "1024")
+      .flag("--json", "print one JSON object instead of text");
+  if (!cli.parse(argc, argv)) return 0;
+  const int64_t prompt = cli.get_int("--prompt"), gen = cli.get_int("--gen"), repeat = cli.get_int("--repeat");
+  if (prompt <= 0 || gen <= 0 || repeat <= 0) throw Error("--prompt, --gen and --repeat must be positive");
+
+  const std::string path = cli.given("--model") ? cli.get("--model") : synthetic_model(cli);
+  const auto file = ModelFile::open(path);
+  const ModelConfig& c = file->config();
+  CpuOptions opts;
+  opts.reference = cli.get_flag("--reference");
+  if (cli.given("--threads")) opts.threads = int(cli.get_int("--threads"));
+  CpuBackend backend(opts);
+
+  ThreadPool pool(backend.threads());
+  const BandwidthResult bw = measure_bandwidth(pool, uint64_t(cli.get_int("--bandwidth-mb")) << 20, 5);
+
+  const auto t_load = Clock::now();
+  Qwen3Model model(file->weights(), backend, std::min<int64_t>(c.max_seq_len, prompt + gen + 1));
+  const double prepare_s = since(t_load);
+  std::vector<int32_t> tokens(static_cast<size_t>(prompt));
+  for (int64_t i = 0; i < prompt; ++i) tokens[size_t(i)] = int32_t((i * 7919 + 13) % c.vocab_size);
+
+  double best_prefill = 0, best_decode = 0;
+  for (int64_t r = 0; r < repeat; ++r) {
+    model.reset();
+    auto t0 = Clock::now();
+    model.forward(tokens, LogitsRows::kLast);
+    best_prefill = std::max(best_prefill, double(prompt) / since(t0));
+    t0 = Clock::now();
+    for (int64_t i = 0; i < gen; ++i) {
+      const int32_t tok = int32_t((i * 104729 + 7) % c.vocab_size);
+      model.forward(&tok, 1, LogitsRows::kLast);
+    }
+    best_decode = std::max(best_decode, double(gen) / since(t0));
+  }
+  const uint64_t bytes = model.decode_weight_bytes();
+  const double roofline = bw.read_gbps * 1e9 / double(bytes);
+  nlohmann::json j = {{"model", path},
+                      {"arch", c.is_moe() ? "qwen3-moe" : "qwen3"},
+                      {"layers", c.n_layers},
+                      {"file_bytes", file->file_size()},
+                      {"backend", backend.name()},
+                      {"prepare_s", prepare_s},
+                      {"prompt_tokens", prompt},
+                      {"gen_tokens", gen},
+                      {"prefill_tok_s", best_prefill},
+                      {"decode_tok_s", best_decode},
+                      {"decode_weight_bytes_per_token", bytes},
+                      {"read_bandwidth_gbps", bw.read_gbps},
+                      {"copy_bandwidth_gbps", bw.copy_gbps},
+                      {"roofline_decode_tok_s", roofline},
+                      {"decode_fraction_of_roofline", best_decode / roofline},
+                      {"peak_rss_mb", double(peak_rss_bytes()) / 1e6}};
+  if (cli.get_flag("--json")) {
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("model        %s (%s, %d layers, %.1f MB)\n", path.c_str(), j["arch"].get<std::string>().c_str(),
+              c.n_layers, double(file->file_size()) / 1e6);
+  std::printf("backend      %s (prepare %.2f s)\n", backend.name().c_str(), prepare_s);
+  std::printf("bandwidth    read %.2f GB/s, copy %.2f GB/s (%llu MB buffer, best of 5)\n", bw.read_gbps, bw.copy_gbps,
+              static_cast<unsigned long long>(bw.buffer_bytes >> 20));
+  std::printf("prefill      %.1f tok/s (%lld-token prompt, best of %lld)\n", best_prefill,
+              static_cast<long long>(prompt), static_cast<long long>(repeat));
+  std::printf("decode       %.2f tok/s (%lld steps after the prompt, best of %lld)\n", best_decode,
+              static_cast<long long>(gen), static_cast<long long>(repeat));
+  std::printf("roofline     %.1f MB of weights per decode step -> %.2f tok/s at the read bandwidth; decode reaches "
+              "%.0f%% of it\n",
+              double(bytes) / 1e6, roofline, 100.0 * best_decode / roofline);
+  std::printf("peak memory  %.1f MB\n", double(peak_rss_bytes()) / 1e6);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return qt::run_tool("qbench", [&] { return run(argc, argv); }); }

@@ -1,0 +1,245 @@
+// qrun: run a Qwen3 / Qwen3-MoE model file on the CPU — one prompt, an interactive chat, or (for scripts)
+// raw token ids in and logits out.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/cli_args.h"
+#include "common/error.h"
+#include "common/paths.h"
+#include "common/progress.h"
+#include "models/formats/model_file.h"
+#include "runtime/cli/generation.h"
+#include "runtime/cli/tokenizer_session.h"
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/model/qwen3_model.h"
+#include "runtime/sampler/sampler.h"
+
+namespace {
+
+using namespace qt;
+using namespace qt::rt;
+
+CliArgs make_cli() {
+  CliArgs cli("qrun", "Runs a Qwen3 / Qwen3-MoE model file (ajc1, moe3, ak48) on the CPU.");
+  cli.option("-m,--model", "PATH", "model file (default: the synthetic default model scripts/setup.sh creates)")
+      .option("--tokenizer", "PATH", "tokenizer.json (default: beside the model, else the shipped Qwen3 one)")
+      .option("-p,--prompt", "TEXT", "the user message (or raw text with --raw)")
+      .option("-n,--n-predict", "N", "tokens to generate per turn", "256")
+      .option("--temp", "T", "temperature; 0 = greedy (default: 0.6 thinking, 0.7 non-thinking)")
+      .option("--top-k", "K", "keep the K most likely tokens; 0 = off (default 20)")
+      .option("--top-p", "P", "nucleus sampling mass (default: 0.95 thinking, 0.8 non-thinking)")
+      .option("--min-p", "P", "drop tokens below P x the top probability (default 0)")
+      .option("--repeat-penalty", "R", "repetition penalty on tokens already seen; 1 = off", "1")
+      .option("--repeat-last-n", "N", "history window of the repetition penalty; 0 = all", "0")
+      .option("--seed", "S", "random seed (default: from the clock, printed in the statistics line)")
+      .option("--system", "TEXT", "system message of the chat")
+      .flag("--think", "thinking mode (Qwen3's default)")
+      .flag("--no-think", "non-thinking mode: the template's empty <think></think> block")
+      .flag("--raw", "no chat template: the prompt is encoded as plain text")
+      .flag("-i,--interactive", "chat on stdin, keeping the KV cache across turns (/reset, /exit)")
+      .option("--device", "NAME", "cpu (emu and cuda are not available in qrun yet)", "cpu")
+      .flag("--reference", "reference path: dequantized weights, fp32 activations (slow, exact)")
+      .option("--threads", "N", "CPU threads (default: all)")
+      .option("-c,--context", "N", "context length in tokens (default: min(4096, model maximum))")
+      .option("--tuned-cache", "PATH", "tuning cache written by `qtune --device cpu`")
+      .option("--prompt-ids", "IDS", "comma-separated token ids instead of text (needs no tokenizer)")
+      .option("--logits-out", "FILE", "write float32 logits of every prompt position ([tokens, vocab], little-endian)")
+      .flag("--no-stats", "do not print the statistics line");
+  return cli;
+}
+
+struct Settings {
+  std::string model_path, tokenizer_path;
+  bool default_model = false, think = true;
+  int64_t n_predict = 256, context = 0;
+  SamplerConfig sampling;
+};
+
+SamplerConfig sampling_from(const CliArgs& cli, bool think) {
+  SamplerConfig s;
+  s.temperature = think ? 0.6f : 0.7f;
+  s.top_p = think ? 0.95f : 0.8f;
+  s.top_k = 20;
+  s.min_p = 0.0f;
+  if (cli.given("--temp")) s.temperature = float(cli.get_double("--temp"));
+  if (cli.given("--top-k")) s.top_k = int32_t(cli.get_int("--top-k"));
+  if (cli.given("--top-p")) s.top_p = float(cli.get_double("--top-p"));
+  if (cli.given("--min-p")) s.min_p = float(cli.get_double("--min-p"));
+  s.repetition_penalty = float(cli.get_double("--repeat-penalty"));
+  s.repeat_last_n = int32_t(cli.get_int("--repeat-last-n"));
+  s.seed = cli.given("--seed") ? uint64_t(cli.get_int("--seed")) : uint64_t(std::random_device{}()) << 16 ^
+                                                                        uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  validate_sampler_config(s);
+  return s;
+}
+
+void check_device(const std::string& device) {
+  if (device == "cpu") return;
+  if (device == "emu")
+    throw Error("--device emu: the emulator backend is not available in qrun yet; use --device cpu", kExitUnavailable);
+  if (device == "cuda")
+    throw Error("--device cuda: the CUDA backend is not available in qrun yet (and this machine has no GPU); "
+                "use --device cpu",
+                kExitUnavailable);
+  throw Error("--device: unknown device '" + device + "' (cpu, emu, cuda)");
+}
+
+void write_logits(const std::string& path, const std::vector<float>& logits) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(path + ": cannot open for writing");
+  out.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
+  if (!out) throw Error(path + ": write failed");
+}
+
+std::string rate(double tokens, double seconds) {
+  if (tokens <= 0 || seconds <= 0) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f tok/s", tokens / seconds);
+  return buf;
+}
+
+void print_stats(const TurnStats& s, uint64_t seed) {
+  std::fprintf(stderr,
+               "qrun: prompt %lld tok, %s | generated %lld tok, %s | time to first token %.3f s | peak memory %.1f MB"
+               " | seed %llu\n",
+               static_cast<long long>(s.prompt_tokens), rate(double(s.prompt_tokens), s.prefill_s).c_str(),
+               static_cast<long long>(s.generated), rate(double(s.generated - 1), s.decode_s).c_str(),
+               s.first_token_s, double(peak_rss_bytes()) / 1e6, static_cast<unsigned long long>(seed));
+}
+
+int run(int argc, char** argv) {
+  CliArgs cli = make_cli();
+  if (!cli.parse(argc, argv)) return 0;
+  check_device(cli.get("--device"));
+  if (cli.get_flag("--think") && cli.get_flag("--no-think")) throw Error("--think and --no-think exclude each other");
+  const bool think = !cli.get_flag("--no-think");
+  const bool ids_mode = cli.given("--prompt-ids");
+  if (ids_mode && (cli.given("--prompt") || cli.get_flag("--interactive")))
+    throw Error("--prompt-ids cannot be combined with --prompt or --interactive");
+  if (cli.given("--logits-out") && !ids_mode) throw Error("--logits-out needs --prompt-ids");
+  if (!ids_mode && !cli.given("--prompt") && !cli.get_flag("--interactive"))
+    throw Error("nothing to do: give -p/--prompt, -i/--interactive or --prompt-ids (see qrun --help)");
+  const int64_t n_predict = cli.get_int("--n-predict");
+  if (n_predict < 0) throw Error("-n/--n-predict must be >= 0, got " + std::to_string(n_predict));
+
+  if (cli.given("--tuned-cache")) {
+    const std::string cache = cli.get("--tuned-cache");
+    if (!file_exists(cache)) throw Error("--tuned-cache: " + cache + ": no such file");
+    std::fprintf(stderr, "qrun: note: --tuned-cache %s accepted; the CPU backend does not read tuned parameters "
+                         "yet and uses its built-in choices\n", cache.c_str());
+  }
+
+  const bool default_model = !cli.given("--model");
+  const std::string model_path = default_model ? default_model_path() : cli.get("--model");
+  if (!file_exists(model_path)) {
+    if (default_model)
+      throw Error("the default model " + model_path + " does not exist; create it with `bash scripts/setup.sh` "
+                  "or pass --model");
+    throw Error("--model: " + model_path + ": no such file");
+  }
+  const auto file = ModelFile::open(model_path);
+  const ModelConfig& cfg = file->config();
+  if (default_model)
+    std::fprintf(stderr, "qrun: note: the default model is synthetic (random weights, real Qwen3 tokenizer): its "
+                         "output is gibberish by design; pass --model for a real model\n");
+
+  int64_t context = cli.given("--context") ? cli.get_int("--context") : std::min<int64_t>(4096, cfg.max_seq_len);
+  if (context <= 0) throw Error("-c/--context must be positive, got " + std::to_string(context));
+  if (context > cfg.max_seq_len)
+    throw Error("-c/--context " + std::to_string(context) + " exceeds the model's maximum of " +
+                std::to_string(cfg.max_seq_len) + " tokens");
+
+  CpuOptions opts;
+  opts.reference = cli.get_flag("--reference");
+  if (cli.given("--threads")) {
+    opts.threads = int(cli.get_int("--threads"));
+    if (opts.threads <= 0 || opts.threads > 1024) throw Error("--threads must be in 1..1024");
+  }
+  const SamplerConfig sampling = sampling_from(cli, think);
+
+  if (ids_mode) {
+    std::vector<int32_t> ids;
+    for (int64_t v : parse_int_list(cli.get("--prompt-ids"), "--prompt-ids")) {
+      if (v < 0 || v >= cfg.vocab_size)
+        throw Error("--prompt-ids: token id " + std::to_string(v) + " is outside the vocabulary [0, " +
+                    std::to_string(cfg.vocab_size) + ")");
+      ids.push_back(int32_t(v));
+    }
+    if (ids.empty()) throw Error("--prompt-ids: no token ids given");
+    if (int64_t(ids.size()) > context)
+      throw Error("the prompt (" + std::to_string(ids.size()) + " tokens) is longer than the context (" +
+                  std::to_string(context) + " tokens)");
+    CpuBackend backend(opts);
+    Qwen3Model model(file->weights(), backend, context);
+    if (cli.given("--logits-out")) {
+      write_logits(cli.get("--logits-out"), model.forward(ids, LogitsRows::kAll));
+      if (n_predict == 0) return 0;
+      model.reset();
+    }
+    Sampler sampler(sampling);
+    std::vector<int32_t> history;
+    const TurnResult r = generate_turn(model, sampler, ids, n_predict, {}, history, [](int32_t tok) {
+      std::printf("%d\n", tok);
+      std::fflush(stdout);
+    });
+    if (!cli.get_flag("--no-stats")) print_stats(r.stats, sampling.seed);
+    return 0;
+  }
+
+  TokenizerSession session(cli.given("--tokenizer") ? cli.get("--tokenizer") : "", model_path, cfg.vocab_size);
+  CpuBackend backend(opts);
+  Qwen3Model model(file->weights(), backend, context);
+  Sampler sampler(sampling);
+  ChatState chat;
+  chat.system = cli.given("--system") ? cli.get("--system") : "";
+  chat.think = think;
+  chat.raw = cli.get_flag("--raw");
+  const bool stats = !cli.get_flag("--no-stats");
+
+  auto turn = [&](const std::string& message) {
+    std::vector<int32_t> prompt = session.turn_tokens(chat, message);
+    if (int64_t(prompt.size()) + model.position() > context) {
+      if (model.position() == 0 || !cli.get_flag("--interactive"))
+        throw Error("the prompt (" + std::to_string(prompt.size()) + " tokens) is longer than the context (" +
+                    std::to_string(context) + " tokens)");
+      std::fprintf(stderr, "qrun: the conversation no longer fits the context of %lld tokens; starting over\n",
+                   static_cast<long long>(context));
+      model.reset();
+      chat.reset();
+      prompt = session.turn_tokens(chat, message);
+      if (int64_t(prompt.size()) > context) throw Error("the message is longer than the context");
+    }
+    StreamPrinter printer(session);
+    const TurnResult r = generate_turn(model, sampler, prompt, n_predict, session.end_tokens(), chat.history, [&](int32_t t) { printer.push(t); });
+    printer.finish();
+    chat.after_turn(r.tokens, session.end_tokens());
+    if (stats) print_stats(r.stats, sampling.seed);
+  };
+
+  if (cli.given("--prompt")) turn(cli.get("--prompt"));
+  if (cli.get_flag("--interactive")) {
+    std::string line;
+    for (;;) {
+      std::fputs("> ", stderr);
+      if (!std::getline(std::cin, line) || line == "/exit") break;
+      if (line == "/reset") {
+        model.reset();
+        chat.reset();
+        continue;
+      }
+      if (line.empty()) continue;
+      turn(line);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return qt::run_tool("qrun", [&] { return run(argc, argv); }); }

@@ -1,0 +1,52 @@
+#pragma once
+// The CUDA driver API, loaded lazily: libcuda.so.1 is dlopen'ed on first use, never linked, so every qtune
+// binary starts on machines without a GPU. cuInit is resolved with dlsym; everything else through
+// cuGetProcAddress_v2 (ABI-versioned). "No driver", "stub library" (the toolkit's lib64/stubs/libcuda.so,
+// cuInit = CUDA_ERROR_STUB_LIBRARY) and "no device" all make the driver unavailable with a reason.
+#include <cuda.h>
+
+#include <string>
+
+namespace qt::cuda {
+
+struct DriverApi {
+  bool available = false;
+  std::string unavailable_reason;  // one line, set when !available
+  int driver_version = 0;          // cuDriverGetVersion, e.g. 13000
+
+  CUresult (*cuInit)(unsigned int) = nullptr;
+  CUresult (*cuDriverGetVersion)(int*) = nullptr;
+  CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;
+  CUresult (*cuDeviceGetCount)(int*) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetUuid)(CUuuid*, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxSynchronize)() = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t) = nullptr;
+  CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
+  CUresult (*cuModuleUnload)(CUmodule) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void**, void**) = nullptr;
+
+  // Throws qt::Error (exit code 1) "<what>: <driver error text>" unless r == CUDA_SUCCESS.
+  void check(CUresult r, const char* what) const;
+};
+
+// Loaded once, thread-safe. The library path is $QTUNE_LIBCUDA if set (tests point it at the stub or at a
+// missing file), else libcuda.so.1 from the loader's search path.
+const DriverApi& driver();
+
+// Loads a driver from an explicit path, uncached (for tests and diagnostics).
+DriverApi load_driver(const std::string& library);
+
+}  // namespace qt::cuda

@@ -1,0 +1,30 @@
+// Exhaustive: every point of every AWQ parameter space on the emulator (label `slow`).
+#include <catch2/catch.hpp>
+
+#include "kernels_src/registry/registry.h"
+#include "runtime/emu/emu_device.h"
+#include "tests/nvrtc/awq_emu_shapes.h"
+#include "tuner/compile/verify_point.h"
+
+namespace {
+
+void verify_all(const std::string& family_name) {
+  const auto& f = qt::kernels::find_family(family_name);
+  qt::emu::EmuDevice dev;
+  const auto shapes = qt::test::awq_emu_shapes(family_name);
+  for (const auto& point : qt::kernels::enumerate_points(f)) {
+    // The smallest shapes keep the sweep tractable; the default-point test covers the big ones.
+    for (size_t i = 1; i < shapes.size(); ++i) {
+      if (!f.shape_constraint(point, shapes[i]).empty()) continue;
+      INFO(f.name << " " << qt::kernels::point_key(point) << " on " << qt::kernels::shape_key(shapes[i]));
+      const auto r = qt::compile::verify_point(dev, f, point, shapes[i], 11);
+      CHECK(r.message == "");
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every awq_dequant point matches the reference on the emulator") { verify_all("awq_dequant"); }
+TEST_CASE("every awq_gemv point matches the reference on the emulator") { verify_all("awq_gemv"); }
+TEST_CASE("every awq_gemm point matches the reference on the emulator") { verify_all("awq_gemm"); }

@@ -1,0 +1,115 @@
+// Input hardening (also run under ASan+UBSan): invalid UTF-8, malformed tokenizer files and malformed
+// qwen3.c files are clear qt::Errors, never crashes; the documented replacement mode matches Python.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "common/error.h"
+#include "runtime/tokenizer/qwen3c.h"
+#include "runtime/tokenizer/stream_decoder.h"
+#include "runtime/tokenizer/tokenizer_impl.h"
+#include "tests/tokenizer/golden_data.h"
+
+using namespace qt::tok;
+using namespace qt::tok::test;
+
+TEST_CASE("invalid UTF-8 is an error naming the byte; replace mode matches Python's errors='replace'",
+          "[tokenizer]") {
+  auto cases = load_json("utf8_cases.json");
+  size_t invalid = 0;
+  for (const auto& c : cases) {
+    auto raw = from_hex(c["hex"].get<std::string>());
+    std::string_view text(reinterpret_cast<const char*>(raw.data()), raw.size());
+    INFO("bytes " << c["hex"].get<std::string>());
+    REQUIRE(is_valid_utf8(text) == c["valid"].get<bool>());
+    REQUIRE(repair_utf8(text) == c["repaired"].get<std::string>());
+    std::vector<int32_t> expected;
+    for (const auto& x : c["ids"]) expected.push_back(x.get<int32_t>());
+    EncodeOptions replace;
+    replace.invalid_utf8 = InvalidUtf8::kReplace;
+    REQUIRE(qwen3().encode(text, replace) == expected);
+    if (!c["valid"].get<bool>()) {
+      ++invalid;
+      REQUIRE_THROWS_WITH(qwen3().encode(text), Catch::Contains("not valid UTF-8") && Catch::Contains("byte"));
+    }
+  }
+  CHECK(invalid >= 17);
+}
+
+TEST_CASE("the stream decoder never emits broken UTF-8 for random id sequences", "[tokenizer]") {
+  std::mt19937 rng(7);
+  // Ids 0..255 are mostly lone bytes (partial characters); mix in ordinary and added tokens.
+  std::uniform_int_distribution<int32_t> low(0, 400), any(0, qwen3().vocab_size() - 1);
+  for (int round = 0; round < 300; ++round) {
+    std::vector<int32_t> ids;
+    for (int k = 0; k < 50; ++k) ids.push_back(k % 3 ? low(rng) : any(rng));
+    StreamDecoder sd(qwen3());
+    std::string all;
+    for (int32_t id : ids) {
+      std::string piece = sd.push(id);
+      REQUIRE(is_valid_utf8(piece));
+      all += piece;
+    }
+    all += sd.flush();
+    REQUIRE(all == qwen3().decode(ids));
+  }
+}
+
+TEST_CASE("malformed tokenizer.json content is rejected with a message naming the problem", "[tokenizer]") {
+  auto expect = [](const std::string& json, const std::string& fragment) {
+    INFO(json);
+    REQUIRE_THROWS_WITH(Tokenizer::from_json(json, "", "t.json"), Catch::Contains("t.json") && Catch::Contains(fragment));
+  };
+  expect("{", "not valid JSON");
+  expect("{}", "unexpected structure");
+  expect(R"({"normalizer": {"type": "NFKC"}, "model": {}})", "unsupported normalizer");
+  expect(R"({"normalizer": null, "pre_tokenizer": {"type": "Whitespace"}, "model": {}})", "unsupported pre-tokenizer");
+  expect(R"({"normalizer": null, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "("}, "behavior": "Isolated"}, "model": {}})",
+         "regex");
+  expect(R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel", "use_regex": false}, "model": {"type": "WordPiece"}})",
+         "BPE");
+  expect(R"({"normalizer": null, "pre_tokenizer": {"type": "ByteLevel", "use_regex": false}, "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})",
+         "byte");
+  REQUIRE_THROWS_WITH(Tokenizer::load("/nonexistent/dir/tokenizer.json"), Catch::Contains("/nonexistent/dir/tokenizer.json"));
+}
+
+TEST_CASE("a BPE tokenizer built from JSON follows merges by rank and leftmost on ties", "[tokenizer]") {
+  // Byte-level alphabet: all 256 byte tokens are needed; build them from the GPT-2 mapping via Qwen3 itself.
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int b = 0; b < 256; ++b) vocab[*qwen3().id_to_token(qwen3().internals().byte_ids[static_cast<size_t>(b)])] = b;
+  vocab["aa"] = 256;
+  vocab["ab"] = 257;
+  vocab["aab"] = 258;
+  nlohmann::json j = {{"normalizer", nullptr},
+                      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}},
+                      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b", "a a", "aa b"}}}},
+                      {"added_tokens", nlohmann::json::array()}};
+  Tokenizer t = Tokenizer::from_json(j.dump());
+  // "aab": rank 0 (a,b) beats (a,a) -> a + ab; "aaa": leftmost (a,a) first -> aa + a.
+  REQUIRE(t.encode("aab") == std::vector<int32_t>{97, 257});
+  REQUIRE(t.encode("aaa") == std::vector<int32_t>{256, 97});
+}
+
+TEST_CASE("malformed qwen3.c tokenizer files are rejected with the entry named", "[tokenizer]") {
+  Qwen3cTokenizer small;
+  small.max_token_length = 3;
+  small.bos_id = 0;
+  small.eos_id = 1;
+  small.tokens = {"a", "bc", "def"};
+  small.scores = {-1e6f, -1.0f, -2.0f};
+  auto bytes = serialize_qwen3c_tokenizer(small);
+  auto back = parse_qwen3c_tokenizer(bytes.data(), bytes.size(), "mem");
+  REQUIRE(back.tokens == small.tokens);
+  REQUIRE(back.scores == small.scores);
+  REQUIRE_THROWS_WITH(parse_qwen3c_tokenizer(bytes.data(), 5, "mem"), Catch::Contains("header"));
+  for (size_t cut = 13; cut < bytes.size(); ++cut) {
+    REQUIRE_THROWS_AS(parse_qwen3c_tokenizer(bytes.data(), cut, "mem"), qt::Error);
+  }
+  auto huge = bytes;
+  huge[12 + 4 + 3] = 0x7F;  // entry 0 length field -> ~2 GB
+  REQUIRE_THROWS_WITH(parse_qwen3c_tokenizer(huge.data(), huge.size(), "mem"), Catch::Contains("entry 0"));
+  REQUIRE_THROWS_WITH(parse_qwen3c_tokenizer(bytes.data(), bytes.size(), "mem", 4), Catch::Contains("expected 4"));
+  auto bad_eos = bytes;
+  bad_eos[8] = 9;
+  REQUIRE_THROWS_WITH(parse_qwen3c_tokenizer(bad_eos.data(), bad_eos.size(), "mem"), Catch::Contains("bos/eos"));
+}

@@ -1,0 +1,89 @@
+// The qtune command line: replay JSON shape, errors on bad input, the cpu tuning loop into a store.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+
+namespace {
+struct Run {
+  int rc;
+  std::string out;
+};
+Run run(const std::string& args) {
+  std::string cmd = std::string(QTUNE_BINARY_DIR) + "/bin/qtune " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+const std::string kSlice = std::string(QTUNE_SOURCE_DIR) + "/tests/tuner/data/convolution_A4000_slice.json.gz";
+}  // namespace
+
+TEST_CASE("qtune replay --json prints one object with the documented fields", "[tuner][cli]") {
+  Run r = run("replay --space " + kSlice + " --strategy best --budget 5% --seeds 7 --json");
+  REQUIRE(r.rc == 0);
+  json j = json::parse(r.out);
+  REQUIRE(j["strategy"] == "genetic");
+  REQUIRE(j["space_size"] == 400);
+  REQUIRE(j["budget_evals"] == 20);
+  REQUIRE(j["seeds"] == 7);
+  double f = j["median_fraction_of_optimum"];
+  REQUIRE(f > 0);
+  REQUIRE(f <= 1);
+  REQUIRE(j["curve"].is_array());
+  REQUIRE(j["curve"].back()[0] == 20);
+  REQUIRE(j["curve"].back()[1] == f);
+  REQUIRE(j["random"]["curve"].size() == j["curve"].size());
+  REQUIRE(j["random"].contains("median_fraction_of_optimum"));
+}
+
+TEST_CASE("qtune rejects bad input with one line and exit code 2", "[tuner][cli]") {
+  Run missing = run("replay --space /nonexistent.json.gz --json");
+  REQUIRE(missing.rc == 2);
+  REQUIRE(missing.out.find("/nonexistent.json.gz") != std::string::npos);
+  Run strat = run("replay --space " + kSlice + " --strategy nope");
+  REQUIRE(strat.rc == 2);
+  REQUIRE(strat.out.find("unknown strategy 'nope'") != std::string::npos);
+  Run budget = run("replay --space " + kSlice + " --budget 0%");
+  REQUIRE(budget.rc == 2);
+  Run dev = run("--device quantum --shape 8,64,64");
+  REQUIRE(dev.rc == 2);
+  REQUIRE(std::count(dev.out.begin(), dev.out.end(), '\n') == 1);
+}
+
+TEST_CASE("qtune --device cpu tunes a shape into the store and lookup finds the winner", "[tuner][cli]") {
+  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
+  std::filesystem::create_directories(dir);
+  std::string db = dir + "/cli-" + std::to_string(getpid()) + ".sqlite";
+  std::filesystem::remove(db);
+  Run t = run("--device cpu --shape 128,256,64 --type q8_0 --budget 5 --min-time 0.001 --quiet --cache " + db);
+  REQUIRE(t.rc == 0);
+  REQUIRE(t.out.find("summary: 5 candidates") != std::string::npos);
+  Run check = run("store check --cache " + db);
+  REQUIRE(check.rc == 0);
+  REQUIRE(check.out.find("5 results, integrity ok") != std::string::npos);
+  Run exp = run("store export --cache " + db);
+  REQUIRE(exp.rc == 0);
+  json j = json::parse(exp.out);
+  REQUIRE(j["results"].size() == 5);
+  std::string dev = j["results"][0]["device"]["name"];
+  Run look = run("store lookup --cache " + db + " --device-name '" + dev +
+                 "' --family cpu.matvec.q8_0 --dtypes 'q8_0xf32->f32' --shape 128,256,64");
+  REQUIRE(look.rc == 0);
+  json w = json::parse(look.out);
+  REQUIRE(w["found"] == true);
+  REQUIRE(w["exact"] == true);
+}

@@ -1,0 +1,199 @@
+// The SQLite store: concurrent writer processes, a writer killed mid-transaction, winner lookup with the
+// nearest-shape rule and its measured regret, JSON export/import, Kernel Tuner cache import.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "tuner/store/store.h"
+
+using namespace qt::tune;
+
+namespace {
+
+std::string fresh_db(const std::string& name) {
+  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/" + name + "-" + std::to_string(getpid()) + ".sqlite";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  return path;
+}
+
+DeviceFingerprint gpu() {
+  DeviceFingerprint d;
+  d.name = "NVIDIA RTX A4000";
+  d.arch = "sm_86";
+  d.sm_count = 48;
+  d.memory_bytes = 16ull << 30;
+  d.clock_mhz = 1560;
+  d.driver = "550.54";
+  d.cuda_version = "13.0";
+  d.nvrtc_version = "13.0";
+  d.qtune_version = "0.1.0";
+  return d;
+}
+
+ResultRow row(std::vector<int64_t> shape, int bx, double median_s, Status st = Status::Ok) {
+  ResultRow r;
+  r.device = gpu();
+  r.family = "awq.gemv";
+  r.source_hash = "abc123";
+  r.shape = std::move(shape);
+  r.dtypes = "awq_int4xf16->f16";
+  r.point = {{"block_x", bx}, {"unroll", 2}};
+  r.status = st;
+  if (has_time(st)) r.stats = summarize({median_s * 0.99, median_s, median_s * 1.02});
+  r.run_id = "test";
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("several processes writing to one store at once lose no row", "[tuner][store]") {
+  std::string path = fresh_db("concurrent");
+  { Store init(path); }
+  const int writers = 4, per = 40;
+  std::vector<pid_t> kids;
+  for (int w = 0; w < writers; ++w) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int rc = 0;
+      try {
+        Store st(path);
+        for (int i = 0; i < per; ++i) st.put(row({w + 1, i + 1}, i, 1e-3 * (i + 1)));
+      } catch (...) {
+        rc = 1;
+      }
+      _exit(rc);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t k : kids) {
+    int status = 0;
+    waitpid(k, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+  }
+  Store st(path);
+  REQUIRE(st.count() == writers * per);
+  REQUIRE(st.integrity_check() == "ok");
+}
+
+TEST_CASE("a writer killed with SIGKILL in the middle of a transaction leaves a consistent store", "[tuner][store]") {
+  std::string path = fresh_db("kill9");
+  int sync[2];
+  REQUIRE(pipe(sync) == 0);
+  const int big = 60000;
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(sync[0]);
+    Store st(path);
+    st.put(row({1, 1}, 1, 1e-3));  // committed before the kill
+    std::vector<ResultRow> many;
+    for (int i = 0; i < big; ++i) many.push_back(row({2, i + 1}, i, 1e-3));
+    char go = 'g';
+    (void)!write(sync[1], &go, 1);
+    st.put_many(many);  // one long transaction, killed partway
+    _exit(0);
+  }
+  close(sync[1]);
+  char go = 0;
+  REQUIRE(read(sync[0], &go, 1) == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(sync[0]);
+  REQUIRE(WIFSIGNALED(status));  // it really was killed, not finished
+
+  Store st(path);
+  REQUIRE(st.integrity_check() == "ok");
+  REQUIRE(st.count() == 1);  // the committed row, none of the interrupted transaction
+  st.put(row({3, 3}, 3, 1e-3));  // and the store takes new writes
+  REQUIRE(st.count() == 2);
+}
+
+TEST_CASE("winner lookup: exact shape, nearest-shape fallback and its measured regret", "[tuner][store]") {
+  Store st(fresh_db("lookup"));
+  // Shape 1024x1024: best bx=64. Shape 4096x4096: best bx=128; bx=64 measured there too (10% slower).
+  st.put_many({row({1024, 1024}, 64, 1.0e-5), row({1024, 1024}, 128, 1.3e-5), row({1024, 1024}, 32, 0, Status::Crashed),
+               row({4096, 4096}, 128, 1.0e-4), row({4096, 4096}, 64, 1.1e-4),
+               row({4096, 4096}, 256, 0.5e-4, Status::WrongResult)});
+  auto exact = st.lookup(gpu(), "awq.gemv", "awq_int4xf16->f16", {4096, 4096});
+  REQUIRE(exact);
+  REQUIRE(exact->exact);
+  REQUIRE(exact->point.at("block_x") == 128);  // the faster wrong result is never a winner
+  REQUIRE(exact->median_s == Approx(1.0e-4));
+
+  // 3000x3000 is nearer (in log2) to 4096x4096; donor 4096's own nearest neighbour is 1024, whose winner
+  // (bx=64) measured at 4096 is 10% slower: that is the fallback's measured regret.
+  auto fb = st.lookup(gpu(), "awq.gemv", "awq_int4xf16->f16", {3000, 3000});
+  REQUIRE(fb);
+  REQUIRE_FALSE(fb->exact);
+  REQUIRE(fb->shape == std::vector<int64_t>{4096, 4096});
+  REQUIRE(fb->point.at("block_x") == 128);
+  REQUIRE(fb->fallback_regret);
+  REQUIRE(*fb->fallback_regret == Approx(0.1));
+  // Nearer to 1024: donor 1024, whose neighbour's winner (bx=128) was measured there: 30% regret.
+  auto fb2 = st.lookup(gpu(), "awq.gemv", "awq_int4xf16->f16", {1500, 900});
+  REQUIRE(fb2->shape == std::vector<int64_t>{1024, 1024});
+  REQUIRE(*fb2->fallback_regret == Approx(0.3));
+  // Equidistant in log2 (2048 between 1024 and 4096): the larger shape wins the tie.
+  REQUIRE(st.lookup(gpu(), "awq.gemv", "awq_int4xf16->f16", {2048, 2048})->shape == std::vector<int64_t>{4096, 4096});
+
+  // Another device, family, dtype or rank finds nothing.
+  DeviceFingerprint other = gpu();
+  other.driver = "560.1";
+  REQUIRE_FALSE(st.lookup(other, "awq.gemv", "awq_int4xf16->f16", {4096, 4096}));
+  REQUIRE_FALSE(st.lookup(gpu(), "awq.gemm", "awq_int4xf16->f16", {4096, 4096}));
+  REQUIRE_FALSE(st.lookup(gpu(), "awq.gemv", "awq_int4xf16->f16", {4096, 4096, 1}));
+  REQUIRE_FALSE(st.lookup(gpu(), "awq.gemv", "awq_int4xf16->f16", {4096, 4096}, "other-hash"));
+
+  auto regrets = st.regrets(gpu(), "awq.gemv", "awq_int4xf16->f16");
+  REQUIRE(regrets.size() == 2);
+  REQUIRE(*regrets[0].regret == Approx(0.3));
+  REQUIRE(*regrets[1].regret == Approx(0.1));
+}
+
+TEST_CASE("export to JSON and import into another store round-trips every field; import is idempotent", "[tuner][store]") {
+  Store a(fresh_db("export"));
+  a.put_many({row({64, 64}, 1, 2e-6), row({64, 64}, 2, 0, Status::Timeout)});
+  nlohmann::json j = a.export_json();
+  REQUIRE(j["results"].size() == 2);
+  Store b(fresh_db("import"));
+  REQUIRE(b.import_json(j) == 2);
+  REQUIRE(b.import_json(j) == 0);
+  auto rows = b.rows();
+  REQUIRE(rows.size() == 2);
+  REQUIRE(rows[0].device.key() == gpu().key());
+  REQUIRE(rows[0].stats.samples.size() == 3);
+  REQUIRE(rows[0].stats.median == Approx(2e-6));
+  REQUIRE(rows[1].status == Status::Timeout);
+  REQUIRE(rows[0].point == nlohmann::json{{"block_x", 1}, {"unroll", 2}});
+  REQUIRE_THROWS_WITH(b.import_json(nlohmann::json{{"results", 1}}), Catch::Contains("not a qtune store export"));
+}
+
+TEST_CASE("a Kernel Tuner cache imports with statuses, samples in seconds and a winner", "[tuner][store]") {
+  Store st(fresh_db("kt"));
+  std::string slice = std::string(QTUNE_SOURCE_DIR) + "/tests/tuner/data/convolution_A4000_slice.json.gz";
+  REQUIRE(st.import_kt_cache(slice) == 400);
+  auto rows = st.rows();
+  size_t failed = 0;
+  for (const auto& r : rows) failed += r.status == Status::ResourceFailed;
+  REQUIRE(failed == 4);
+  DeviceFingerprint dev;
+  dev.name = "NVIDIA RTX A4000";
+  auto w = st.lookup(dev, "convolution_kernel", "", {4096, 4096});
+  REQUIRE(w);
+  REQUIRE(w->exact);
+  REQUIRE(w->median_s < 2.0e-3);  // recorded optimum 1.72 ms (the median of its raw samples here)
+  REQUIRE(w->median_s > 1.6e-3);
+}

@@ -1,0 +1,134 @@
+// Crash isolation: candidates that segfault, abort, exit or hang kill only their worker; the tuning run
+// records them and goes on to find the best correct point.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "tuner/family/candidate.h"
+#include "tuner/worker/worker.h"
+
+using namespace qt::tune;
+
+TEST_CASE("a worker answers requests, survives handler exceptions, and is replaced after a crash", "[tuner][worker]") {
+  Worker w([](const std::string& req) -> std::string {
+    if (req == "segv") raise(SIGSEGV);
+    if (req == "abort") std::abort();
+    if (req == "exit") _exit(3);
+    if (req == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
+    if (req == "throw") throw std::runtime_error("bad parameter");
+    if (req == "pid") return std::to_string(getpid());
+    return "echo:" + req;
+  });
+  WorkerReply a = w.call("hello", 5);
+  REQUIRE(a.kind == WorkerReply::Ok);
+  REQUIRE(a.payload == "echo:hello");
+  std::string pid1 = w.call("pid", 5).payload;
+  REQUIRE(pid1 != std::to_string(getpid()));  // the handler ran in another process
+
+  WorkerReply t = w.call("throw", 5);
+  REQUIRE(t.kind == WorkerReply::HandlerError);
+  REQUIRE(t.payload == "bad parameter");
+  REQUIRE(w.call("pid", 5).payload == pid1);  // an exception does not cost the worker
+
+  WorkerReply s = w.call("segv", 5);
+  REQUIRE(s.kind == WorkerReply::Crashed);
+  REQUIRE(s.reason.find("SIGSEGV") != std::string::npos);
+  WorkerReply ab = w.call("abort", 5);
+  REQUIRE(ab.kind == WorkerReply::Crashed);
+  REQUIRE(ab.reason.find("SIGABRT") != std::string::npos);
+  WorkerReply ex = w.call("exit", 5);
+  REQUIRE(ex.kind == WorkerReply::Crashed);
+  REQUIRE(ex.reason.find("status 3") != std::string::npos);
+
+  auto t0 = std::chrono::steady_clock::now();
+  WorkerReply h = w.call("hang", 0.3);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(h.kind == WorkerReply::TimedOut);
+  REQUIRE(waited < 3.0);
+  REQUIRE(waited >= 0.3);
+
+  WorkerReply after = w.call("still there?", 5);
+  REQUIRE(after.kind == WorkerReply::Ok);
+  REQUIRE(after.payload == "echo:still there?");
+  REQUIRE(w.spawned() == 5);  // first + one per crash/hang
+  pid_t last = w.pid();
+  REQUIRE(kill(last, 0) == 0);
+}
+
+namespace {
+
+// A family whose point decides what the candidate does, to drive the real tuning loop.
+class MisbehavingInstance : public KernelInstance {
+ public:
+  void prepare(const nlohmann::json& p) override { v_ = p.at("v").get<int>(); }
+  double run() override {
+    switch (v_) {
+      case 0: raise(SIGSEGV); break;
+      case 1: std::abort();
+      case 2: std::this_thread::sleep_for(std::chrono::hours(1)); break;
+      case 3: out_[0] = 99; return 1e-3;  // wrong result
+      case 4: throw CandidateError(Status::CompileFailed, "ptxas: too many registers");
+      default: break;
+    }
+    out_ = ref_;
+    return 1e-3 * (1 + std::abs(v_ - 7));  // 7 is the fastest correct point
+  }
+  const float* output() const override { return out_.data(); }
+  const std::vector<float>& reference() override { return ref_; }
+  Tolerance tolerance(double rms) const override { return default_tolerance(DType::F32, 8, rms); }
+
+ private:
+  int v_ = 0;
+  std::vector<float> ref_ = std::vector<float>(8, 1.0f), out_ = ref_;
+};
+
+class MisbehavingFamily : public KernelFamily {
+ public:
+  std::string name() const override { return "test.misbehaving"; }
+  std::string dtypes() const override { return "f32"; }
+  std::string source_hash() const override { return "test"; }
+  std::vector<Param> params(const std::vector<int64_t>&) const override {
+    return {numeric_param("v", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})};
+  }
+  bool valid(const std::vector<int64_t>&, const std::vector<double>&) const override { return true; }
+  std::unique_ptr<KernelInstance> instantiate(const std::vector<int64_t>&) const override {
+    return std::make_unique<MisbehavingInstance>();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a tuning run records crashes, hangs, wrong results and compile errors and still finds the best point",
+          "[tuner][worker]") {
+  auto fam = std::make_shared<MisbehavingFamily>();
+  register_family(fam);
+  Worker worker(handle_candidate_request);
+  TuneOptions opt;
+  opt.strategy = "exhaustive";
+  opt.budget = {};
+  opt.timeout_s = 0.5;
+  opt.measure.min_seconds = 0;
+  opt.measure.racing = false;
+  std::map<int, Status> seen;
+  TuneReport rep = tune_shape(*fam, {1}, worker, opt, [&](const nlohmann::json& p, const CandidateOutcome& o) {
+    seen[p.at("v").get<int>()] = o.status;
+  });
+  REQUIRE(rep.evaluations == 10);
+  REQUIRE(seen.at(0) == Status::Crashed);
+  REQUIRE(seen.at(1) == Status::Crashed);
+  REQUIRE(seen.at(2) == Status::Timeout);
+  REQUIRE(seen.at(3) == Status::WrongResult);
+  REQUIRE(seen.at(4) == Status::CompileFailed);
+  for (int v = 5; v <= 9; ++v) REQUIRE(seen.at(v) == Status::Ok);
+  REQUIRE(rep.best_point);
+  REQUIRE(rep.best_point->at("v") == 7);
+  REQUIRE(rep.best_stats.median == Approx(1e-3));
+  REQUIRE(rep.status_counts.at("crashed") == 2);
+  REQUIRE(rep.status_counts.at("timeout") == 1);
+  REQUIRE(worker.spawned() == 4);
+}

@@ -1,0 +1,70 @@
+#include "tuner/compile/verify_point.h"
+
+#include <chrono>
+#include <map>
+
+#include "common/error.h"
+#include "kernels_src/registry/registry.h"
+
+namespace qt::compile {
+
+VerifyResult verify_point(dev::Device& device, const kernels::KernelFamily& family, const kernels::Point& point,
+                          const kernels::ProblemShape& shape, uint64_t seed) {
+  kernels::validate_point(family, point);
+  if (std::string why = family.shape_constraint(point, shape); !why.empty())
+    throw Error(family.name + " " + kernels::point_key(point) + " cannot run " + kernels::shape_key(shape) + ": " + why);
+
+  dev::ModuleSource src;
+  src.name = family.source;
+  src.source = kernels::read_family_source(family);
+  src.kernels = family.kernels(point);
+  auto module = device.load_module(src);
+
+  const kernels::LaunchPlan plan = family.plan(point, shape);
+  const kernels::HostBuffers inputs = family.make_inputs(shape, seed);
+  std::map<std::string, dev::Buffer> buffers;
+  for (const auto& spec : plan.buffers) {
+    dev::Buffer b(device, static_cast<size_t>(spec.bytes()));
+    if (spec.role == kernels::BufferSpec::Role::Input) {
+      const auto it = inputs.find(spec.name);
+      if (it == inputs.end() || int64_t(it->second.size()) != spec.bytes())
+        throw Error(family.name + ": generated input '" + spec.name + "' does not match the plan's size", kExitFailure);
+      device.copy_to_device(b.ptr(), it->second.data(), it->second.size());
+    } else {
+      device.memset(b.ptr(), 0xFF, b.bytes());  // NaN garbage: outputs must be fully written
+    }
+    buffers.emplace(spec.name, std::move(b));
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& l : plan.launches) {
+    dev::KernelArgs args;
+    for (const auto& a : l.args) {
+      if (a.kind == kernels::KernelArg::Kind::Buffer) args.add(buffers.at(a.buffer).ptr());
+      else args.add(a.value);
+    }
+    dev::LaunchConfig cfg;
+    cfg.grid = {l.grid.x, l.grid.y, l.grid.z};
+    cfg.block = {l.block.x, l.block.y, l.block.z};
+    cfg.dynamic_smem_bytes = static_cast<uint32_t>(l.dynamic_smem);
+    device.launch(module->kernel(l.kernel), cfg, args);
+  }
+  device.synchronize();
+  VerifyResult r;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  for (const auto& want : family.reference(shape, inputs)) {
+    const kernels::BufferSpec& spec = plan.buffer(want.buffer);
+    std::vector<uint8_t> got(static_cast<size_t>(spec.bytes()));
+    device.copy_to_host(got.data(), buffers.at(spec.name).ptr(), got.size());
+    std::string msg = kernels::compare_output(spec, got, want);
+    if (!msg.empty()) {
+      r.message = family.name + " " + kernels::point_key(point) + " on " + kernels::shape_key(shape) + ": " + msg;
+      return r;
+    }
+  }
+  r.passed = true;
+  return r;
+}
+
+}  // namespace qt::compile
