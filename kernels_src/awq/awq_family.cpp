@@ -135,7 +135,7 @@ KernelFamily make_dequant() {
     return plan;
   };
   f.make_inputs = awq_inputs;
-  f.probe_shape = ProblemShape{8, 1024, 1024, 128, "probe"};
+  f.probe_shape = ProblemShape{8, 1024, 4096, 128, "probe"};
   f.reference = [](const ProblemShape& s, const HostBuffers& in) {
     Expected e;
     e.buffer = "w";
@@ -155,7 +155,7 @@ KernelFamily make_gemv() {
   f.params = {{"warps", {2, 4, 8}, 4, "warps per block, each takes every warps-th row of K"},
               {"vec", {1, 2, 4}, 1, "packed words per lane and row (vector width of the weight load)"},
               {"mt", {1, 2, 4, 8}, 1, "rows of M per block"},
-              {"split_k", {1, 2, 4, 8}, 1, "blocks along K (fp32 workspace + reduction when > 1)"}};
+              {"split_k", {1, 2, 4, 8, 16}, 1, "blocks along K (fp32 workspace + reduction when > 1)"}};
   f.defaults = {{{"warps", 4}, {"vec", 1}, {"mt", 1}, {"split_k", 1}},
                 {{"warps", 4}, {"vec", 2}, {"mt", 4}, {"split_k", 4}},
                 {{"warps", 8}, {"vec", 1}, {"mt", 8}, {"split_k", 2}}};
@@ -191,7 +191,7 @@ KernelFamily make_gemv() {
     return plan;
   };
   f.make_inputs = awq_inputs;
-  f.probe_shape = ProblemShape{8, 1024, 1024, 128, "probe"};
+  f.probe_shape = ProblemShape{8, 1024, 4096, 128, "probe"};
   f.reference = gemm_expected;
   f.model_shapes = [](const ModelConfig& c) { return awq_layer_shapes(c, 1); };
   return f;
@@ -248,7 +248,7 @@ KernelFamily make_gemm() {
     return plan;
   };
   f.make_inputs = awq_inputs;
-  f.probe_shape = ProblemShape{8, 1024, 1024, 128, "probe"};
+  f.probe_shape = ProblemShape{8, 1024, 4096, 128, "probe"};
   f.reference = gemm_expected;
   f.model_shapes = [](const ModelConfig& c) { return awq_layer_shapes(c, 256); };
   return f;

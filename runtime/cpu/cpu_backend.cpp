@@ -130,8 +130,13 @@ void CpuBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m, f
   });
 }
 
-int64_t CpuBackend::rows_per_task(int64_t n_rows) const {
+int64_t CpuBackend::rows_per_task(const QTensor& w) const {
+  if (!options_.rows_per_task_by_shape.empty()) {
+    const auto it = options_.rows_per_task_by_shape.find(MatvecShapeKey{w.type, w.rows, w.cols, w.group_size});
+    if (it != options_.rows_per_task_by_shape.end() && it->second > 0) return it->second;
+  }
   if (options_.rows_per_task > 0) return options_.rows_per_task;
+  const int64_t n_rows = w.rows;
   // About 8 work items per thread balances load while each item still streams a few KB of weights.
   const int64_t per = n_rows / (int64_t(pool_.threads()) * 8);
   return std::clamp<int64_t>(per, 4, 256);
@@ -144,12 +149,12 @@ void CpuBackend::matmul(const QTensor& w, const float* x, int64_t m, float* y, M
   if (float_type || mode == MatmulMode::kExact) return matmul_float(w, x, m, y);
   const PackedMatrix& p = packed(w);
   if (p.kind == PackedMatrix::Kind::kUnpacked) return matmul_float(w, x, m, y);
-  matmul_quantized(p, x, m, y);
+  matmul_quantized(w, p, x, m, y);
 }
 
 void CpuBackend::matmul_reference(const QTensor& w, const float* x, int64_t m, float* y) {
   const int64_t N = w.rows, K = w.cols;
-  pool_.parallel_for(N, rows_per_task(N), [&](int64_t n0, int64_t n1) {
+  pool_.parallel_for(N, rows_per_task(w), [&](int64_t n0, int64_t n1) {
     float* row = scratch(tls_row, K);
     for (int64_t n = n0; n < n1; ++n) {
       dequant_row(w, n, row);
@@ -166,7 +171,7 @@ void CpuBackend::matmul_reference(const QTensor& w, const float* x, int64_t m, f
 void CpuBackend::matmul_float(const QTensor& w, const float* x, int64_t m, float* y) {
   const int64_t N = w.rows, K = w.cols;
   const CpuKernels& kr = *kernels_;
-  pool_.parallel_for(N, rows_per_task(N), [&](int64_t n0, int64_t n1) {
+  pool_.parallel_for(N, rows_per_task(w), [&](int64_t n0, int64_t n1) {
     for (int64_t i = 0; i < m; ++i) {
       const float* xi = x + i * K;
       float* yi = y + i * N;
@@ -192,13 +197,13 @@ void CpuBackend::matmul_float(const QTensor& w, const float* x, int64_t m, float
   });
 }
 
-void CpuBackend::matmul_quantized(const PackedMatrix& p, const float* x, int64_t m, float* y) {
+void CpuBackend::matmul_quantized(const QTensor& w, const PackedMatrix& p, const float* x, int64_t m, float* y) {
   const int64_t N = p.rows, K = p.cols, G = p.group, ng = K / G;
   thread_local QuantizedRows xq;
   quantize_rows(x, m, K, G, xq);
   const QuantizedRows& xr = xq;
   const CpuKernels& kr = *kernels_;
-  pool_.parallel_for(N, rows_per_task(N), [&](int64_t n0, int64_t n1) {
+  pool_.parallel_for(N, rows_per_task(w), [&](int64_t n0, int64_t n1) {
     for (int64_t i = 0; i < m; ++i) {
       const int8_t* xi = xr.q.data() + i * K;
       const float* xs = xr.scale.data() + i * ng;

@@ -6,8 +6,10 @@
 //              weights multiply int8-quantized activations (per weight group, scale amax/127, like
 //              qwen3.c and llama.cpp); fp16/bf16/fp32 weights keep fp32 activations.
 // Non-matmul ops (norms, RoPE, attention, SiLU) are fp32 in both.
+#include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <optional>
 #include <unordered_map>
 
@@ -18,11 +20,16 @@
 
 namespace qt::rt {
 
+// A matmul shape as the tuner keys it: weight type, N (rows), K (cols), group size.
+using MatvecShapeKey = std::tuple<WeightType, int64_t, int64_t, int64_t>;
+
 struct CpuOptions {
   bool reference = false;
   int threads = 0;              // 0 = all available
   std::optional<Isa> isa;       // default: the best this CPU supports
   int64_t rows_per_task = 0;    // matmul output rows per work item; 0 = chosen from the shape (tunable)
+  // Tuned rows per work item for particular shapes (from a `qtune --device cpu` cache); wins over the above.
+  std::map<MatvecShapeKey, int64_t> rows_per_task_by_shape;
 };
 
 class CpuBackend final : public Backend {
@@ -60,8 +67,8 @@ class CpuBackend final : public Backend {
   const PackedMatrix& packed(const QTensor& w);
   void matmul_reference(const QTensor& w, const float* x, int64_t m, float* y);
   void matmul_float(const QTensor& w, const float* x, int64_t m, float* y);
-  void matmul_quantized(const PackedMatrix& p, const float* x, int64_t m, float* y);
-  int64_t rows_per_task(int64_t n_rows) const;
+  void matmul_quantized(const QTensor& w, const PackedMatrix& p, const float* x, int64_t m, float* y);
+  int64_t rows_per_task(const QTensor& w) const;
 
   CpuOptions options_;
   const CpuKernels* kernels_;

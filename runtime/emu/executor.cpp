@@ -1,6 +1,7 @@
 #include "runtime/emu/executor.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -205,37 +206,54 @@ struct Worker {
 Fiber* fiber_of(FiberCtx* c) { return static_cast<Fiber*>(c->fiber); }
 
 // ---- context switches ---------------------------------------------------------------------------------
-void resume(Worker& w, Fiber* f) {
-  ++w.switches;
-#if QT_EMU_ASAN
-  const size_t i = f->tid;
-  __sanitizer_start_switch_fiber(&w.sched_fake_stack, w.stacks.stack_lo(i),
-                                 static_cast<char*>(w.stacks.stack_hi(i)) - static_cast<char*>(w.stacks.stack_lo(i)));
-#endif
-  switch_context(&w.sched, f->context);
-#if QT_EMU_ASAN
-  __sanitizer_finish_switch_fiber(w.sched_fake_stack, nullptr, nullptr);
-#endif
+// The next thread to run, in seeded random order; null when none is runnable or the block was aborted.
+Fiber* pick(Worker& w) {
+  if (w.aborted || w.runq.empty()) return nullptr;
+  const size_t i = w.next_random() % w.runq.size();
+  Fiber* f = w.runq[i];
+  w.runq[i] = w.runq.back();
+  w.runq.pop_back();
+  return f;
 }
 
-void to_scheduler(Fiber* f, bool final_switch) {
-  Worker& w = *f->w;
+// Saves the running context into `from` and continues `to` (the scheduler when null). Blocked threads hand
+// over directly to the next runnable one, so a barrier costs one switch per thread, not two.
+void jump(Worker& w, Context* from, void** fake_stack_save, Fiber* to) {
   ++w.switches;
 #if QT_EMU_ASAN
-  __sanitizer_start_switch_fiber(final_switch ? nullptr : &f->fake_stack, w.sched_bottom, w.sched_size);
+  const void* bottom = w.sched_bottom;
+  size_t size = w.sched_size;
+  if (to) {
+    bottom = w.stacks.stack_lo(to->tid);
+    size = static_cast<size_t>(static_cast<char*>(w.stacks.stack_hi(to->tid)) - static_cast<const char*>(bottom));
+  }
+  __sanitizer_start_switch_fiber(fake_stack_save, bottom, size);
 #else
-  (void)final_switch;
+  (void)fake_stack_save;
 #endif
-  switch_context(&f->context, w.sched);
+  switch_context(from, to ? to->context : w.sched);
 #if QT_EMU_ASAN
-  __sanitizer_finish_switch_fiber(f->fake_stack, &w.sched_bottom, &w.sched_size);
+  __sanitizer_finish_switch_fiber(fake_stack_save ? *fake_stack_save : nullptr, nullptr, nullptr);
 #endif
 }
 
-// Suspends the running fiber until the scheduler resumes it; unwinds it if the launch was aborted meanwhile.
+void resume(Worker& w, Fiber* f) {
+#if QT_EMU_ASAN
+  jump(w, &w.sched, &w.sched_fake_stack, f);
+#else
+  jump(w, &w.sched, nullptr, f);
+#endif
+}
+
+// Suspends the running fiber until it is picked again; unwinds it if the launch was aborted meanwhile.
 void yield(Fiber* f) {
-  to_scheduler(f, false);
-  if (f->w->aborted) throw FiberAbort{};
+  Worker& w = *f->w;
+#if QT_EMU_ASAN
+  jump(w, &f->context, &f->fake_stack, pick(w));
+#else
+  jump(w, &f->context, nullptr, pick(w));
+#endif
+  if (w.aborted) throw FiberAbort{};
 }
 
 void make_runnable(Worker& w, Fiber* f) {
@@ -814,7 +832,7 @@ void fiber_main(void* arg) {
   Fiber* f = static_cast<Fiber*>(arg);
   Worker& w = *f->w;
 #if QT_EMU_ASAN
-  __sanitizer_finish_switch_fiber(nullptr, &w.sched_bottom, &w.sched_size);
+  __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
 #endif
   f->started = true;
   try {
@@ -824,7 +842,7 @@ void fiber_main(void* arg) {
   }
   f->state = State::kDone;
   ++w.done_count;
-  to_scheduler(f, true);
+  jump(w, &f->context, nullptr, pick(w));  // never resumed: a finished fiber is not runnable again
   __builtin_unreachable();
 }
 
@@ -911,13 +929,7 @@ void run_block(Worker& w, uint64_t b) {
     w.runq.push_back(&f);
   }
   while (true) {
-    while (!w.runq.empty() && !w.aborted) {
-      const size_t i = w.next_random() % w.runq.size();
-      Fiber* f = w.runq[i];
-      w.runq[i] = w.runq.back();
-      w.runq.pop_back();
-      resume(w, f);
-    }
+    while (Fiber* f = pick(w)) resume(w, f);
     if (w.aborted || w.done_count == w.nthreads) break;
     record_error(w, deadlock_report(w));
   }
@@ -968,6 +980,16 @@ void Executor::run(const LaunchRequest& req) {
   while (impl_->workers.size() < nw) impl_->workers.push_back(std::make_unique<Worker>());
   auto work = [&L](Worker* w) {
     w->L = &L;
+#if QT_EMU_ASAN
+    pthread_attr_t attr;
+    void* stack_addr = nullptr;
+    size_t stack_size = 0;
+    pthread_getattr_np(pthread_self(), &attr);
+    pthread_attr_getstack(&attr, &stack_addr, &stack_size);
+    pthread_attr_destroy(&attr);
+    w->sched_bottom = stack_addr;
+    w->sched_size = stack_size;
+#endif
     w->alloc_hint = 0;
     while (!L.failed.load(std::memory_order_relaxed)) {
       const uint64_t b = L.next_block.fetch_add(1);

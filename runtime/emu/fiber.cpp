@@ -12,8 +12,9 @@
 #error "runtime/emu/fiber.cpp: the context switch is written for x86-64"
 #endif
 
-// qt_emu_switch(void** save_sp, void* new_sp): push the callee-saved state, store rsp, load the other stack,
-// pop its state and return into it. qt_emu_fiber_start runs a fresh context: entry in r12, arg in r13.
+// qt_emu_switch(void** save_sp, void* new_sp): push the callee-saved registers, store rsp, load the other
+// stack, pop its registers and return into it. MXCSR and the x87 control word are not switched: no fiber
+// changes the floating-point environment. qt_emu_fiber_start runs a fresh context: entry in r12, arg in r13.
 asm(R"(
   .text
   .globl qt_emu_switch
@@ -25,14 +26,8 @@ qt_emu_switch:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $8, %rsp
-  stmxcsr (%rsp)
-  fnstcw 4(%rsp)
   movq %rsp, (%rdi)
   movq %rsi, %rsp
-  ldmxcsr (%rsp)
-  fldcw 4(%rsp)
-  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -63,15 +58,14 @@ void make_context(Context* ctx, void* /*stack_lo*/, void* stack_hi, FiberEntry e
   // it enters `entry` with the ABI's alignment.
   uintptr_t top = reinterpret_cast<uintptr_t>(stack_hi) & ~uintptr_t{15};
   top -= 16;
-  auto* frame = reinterpret_cast<uint64_t*>(top - 64);
-  frame[0] = 0x1F80 | (uint64_t{0x037F} << 32);  // default MXCSR; x87 control word
-  frame[1] = 0;                                  // r15
-  frame[2] = 0;                                  // r14
-  frame[3] = reinterpret_cast<uint64_t>(arg);    // r13
-  frame[4] = reinterpret_cast<uint64_t>(entry);  // r12
-  frame[5] = 0;                                  // rbx
-  frame[6] = 0;                                  // rbp
-  frame[7] = reinterpret_cast<uint64_t>(&qt_emu_fiber_start);
+  auto* frame = reinterpret_cast<uint64_t*>(top - 56);
+  frame[0] = 0;                                  // r15
+  frame[1] = 0;                                  // r14
+  frame[2] = reinterpret_cast<uint64_t>(arg);    // r13
+  frame[3] = reinterpret_cast<uint64_t>(entry);  // r12
+  frame[4] = 0;                                  // rbx
+  frame[5] = 0;                                  // rbp
+  frame[6] = reinterpret_cast<uint64_t>(&qt_emu_fiber_start);
   ctx->sp = frame;
 }
 
@@ -97,7 +91,11 @@ StackPool::~StackPool() {
 
 FiberCtx* StackPool::ctx(size_t i) const { return reinterpret_cast<FiberCtx*>(region(i) + kFiberCtxOffset); }
 void* StackPool::stack_lo(size_t i) const { return reinterpret_cast<void*>(region(i) + 3 * kFiberGuardBytes); }
-void* StackPool::stack_hi(size_t i) const { return reinterpret_cast<void*>(region(i) + kFiberRegionBytes); }
+// Stack tops are staggered by a few cache lines: with every region aligned to 256 KiB, the hot top-of-stack
+// lines of all fibers would otherwise map to the same cache sets and evict each other on every switch.
+void* StackPool::stack_hi(size_t i) const {
+  return reinterpret_cast<void*>(region(i) + kFiberRegionBytes - (i % 61) * 64);
+}
 
 bool StackPool::is_guard(uintptr_t addr) const {
   if (addr < base_ || addr >= base_ + count_ * kFiberRegionBytes) return false;

@@ -1,6 +1,6 @@
 #pragma once
 // User-level fibers for the emulator: one per CUDA thread. A register-only context switch (callee-saved
-// registers, MXCSR and the x87 control word; no signal-mask syscall as in swapcontext) and stack regions
+// registers; no signal-mask syscall as in swapcontext) and stack regions
 // laid out as kernels_src/common/emu_abi.h requires: each region is kFiberRegionBytes, aligned to its size,
 // [guard page][FiberCtx page][guard page][stack ... top], so a kernel finds its FiberCtx from any stack address.
 #include <cstddef>

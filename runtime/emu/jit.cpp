@@ -232,6 +232,8 @@ JitResult jit_compile(const dev::ModuleSource& src, const JitOptions& opts) {
   if (opts.instrument) {
     flags.push_back("-fsanitize=thread");
     flags.push_back("--param=tsan-instrument-func-entry-exit=0");
+    // Keep aggregate loads whole: split into scalars, a misaligned float4/uint4 access would look aligned.
+    flags.push_back("-fno-tree-sra");
   }
   for (const auto& [k, v] : src.defines) flags.push_back("-D" + k + (v.empty() ? "" : "=" + v));
   std::vector<fs::path> roots = {fs::path(root)};

@@ -19,12 +19,48 @@ pcre2_match_data* thread_match_data() {
   return data.md;
 }
 
+// The Unicode White_Space property, which is what \s means to Oniguruma (HF's regex engine). PCRE2's UCP
+// \s also matches U+180E (a space until Unicode 6.3), which would split Mongolian text differently.
+constexpr const char* kWhiteSpace = "\\t\\n\\x{0B}\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
 }  // namespace
 
-Regex::Regex(const std::string& pattern) : pattern_(pattern) {
+std::string onig_compatible_pattern(const std::string& pattern) {
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      char e = pattern[i + 1];
+      ++i;
+      if (e == 's') {
+        out += in_class ? std::string(kWhiteSpace) : "[" + std::string(kWhiteSpace) + "]";
+      } else if (e == 'S' && !in_class) {
+        out += "[^" + std::string(kWhiteSpace) + "]";
+      } else {
+        out += c;
+        out += e;
+      }
+      continue;
+    }
+    if (c == '[' && !in_class) {
+      in_class = true;
+      out += c;
+      // A ']' (or '^]') right after the opening bracket is a literal, not the end of the class.
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out += pattern[++i];
+      if (i + 1 < pattern.size() && pattern[i + 1] == ']') out += pattern[++i];
+      continue;
+    }
+    if (c == ']' && in_class) in_class = false;
+    out += c;
+  }
+  return out;
+}
+
+Regex::Regex(const std::string& pattern, bool onig_classes) : pattern_(onig_classes ? onig_compatible_pattern(pattern) : pattern) {
   int err = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.data()), pattern_.size(),
                                    PCRE2_UTF | PCRE2_UCP, &err, &offset, nullptr);
   if (!code) {
     PCRE2_UCHAR msg[256];

@@ -8,9 +8,14 @@
 
 namespace qt::tok {
 
+// The pattern with \s / \S spelled as the explicit Unicode White_Space class, so PCRE2 splits where
+// Oniguruma does. Other constructs are copied unchanged.
+std::string onig_compatible_pattern(const std::string& pattern);
+
 class Regex {
  public:
-  explicit Regex(const std::string& pattern);
+  // onig_classes: rewrite \s and \S to Oniguruma's meaning first (see onig_compatible_pattern).
+  explicit Regex(const std::string& pattern, bool onig_classes = true);
   ~Regex();
   Regex(const Regex&) = delete;
   Regex& operator=(const Regex&) = delete;

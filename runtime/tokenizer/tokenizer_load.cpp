@@ -97,7 +97,11 @@ void check_pre_tokenizer(const json& pre, Tokenizer::Impl& impl, const std::stri
         bad(origin, "Split pre-tokenizer must have behavior Isolated and invert false");
       if (!s.contains("pattern") || !s["pattern"].contains("Regex"))
         bad(origin, "Split pre-tokenizer needs a Regex pattern");
-      impl.split_regex = std::make_unique<Regex>(s["pattern"]["Regex"].get<std::string>());
+      try {
+        impl.split_regex = std::make_unique<Regex>(s["pattern"]["Regex"].get<std::string>());
+      } catch (const Error& e) {
+        bad(origin, e.what());
+      }
     } else if (type == "ByteLevel") {
       if (s.value("add_prefix_space", false)) bad(origin, "ByteLevel add_prefix_space=true is not supported");
       if (s.value("use_regex", true)) bad(origin, "ByteLevel use_regex=true is not supported (use a Split step)");

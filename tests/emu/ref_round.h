@@ -8,25 +8,34 @@
 
 namespace qt::emu::test {
 
+__extension__ typedef __int128 i128;  // exact fp16 products and sums in units of 2^-48
+
 // Exact value of an fp16 in units of 2^-48 (every fp16 and every product of two is an integer there).
-inline __int128 half_scaled(uint16_t h) {
+inline i128 half_scaled(uint16_t h) {
   const double v = static_cast<double>(qt::half_bits_to_float(h)) * 281474976710656.0;  // 2^48, exact
-  return static_cast<__int128>(v);
+  return static_cast<i128>(v);
+}
+
+// Exact product of two fp16 values in units of 2^-48 (each factor is an integer multiple of 2^-24, below 2^40).
+inline i128 half_product_scaled(uint16_t a, uint16_t b) {
+  const double sa = static_cast<double>(qt::half_bits_to_float(a)) * 16777216.0;  // 2^24, exact
+  const double sb = static_cast<double>(qt::half_bits_to_float(b)) * 16777216.0;
+  return static_cast<i128>(sa) * static_cast<i128>(sb);
 }
 
 // Round-to-nearest-even of an exact value given in units of 2^-48 to fp16 bits (overflow -> inf).
-inline uint16_t round_scaled_to_half(__int128 v) {
+inline uint16_t round_scaled_to_half(i128 v) {
   const bool neg = v < 0;
-  const __int128 a = neg ? -v : v;
+  const i128 a = neg ? -v : v;
   // Candidates 0 .. 0x7C00; 0x7C00 stands for 65536 (the next binade), where ties to even overflow to inf.
-  auto val = [](uint16_t h) -> __int128 { return h == 0x7C00 ? (static_cast<__int128>(65536) << 48) : half_scaled(h); };
+  auto val = [](uint16_t h) -> i128 { return h == 0x7C00 ? (static_cast<i128>(65536) << 48) : half_scaled(h); };
   uint16_t lo = 0, hi = 0x7C00;
   if (a >= val(hi)) return static_cast<uint16_t>((neg ? 0x8000 : 0) | 0x7C00);
   while (hi - lo > 1) {  // invariant: val(lo) <= a < val(hi)
     const uint16_t mid = static_cast<uint16_t>((lo + hi) / 2);
     if (val(mid) <= a) lo = mid; else hi = mid;
   }
-  const __int128 dlo = a - val(lo), dhi = val(hi) - a;
+  const i128 dlo = a - val(lo), dhi = val(hi) - a;
   uint16_t r = (dlo < dhi) ? lo : (dhi < dlo ? hi : ((lo & 1) ? hi : lo));
   if (r == 0 && neg) return 0x8000;
   return static_cast<uint16_t>((neg ? 0x8000 : 0) | r);
@@ -45,6 +54,12 @@ inline uint16_t round_double_to_bf16(double v) {
   const double dlo = a - val(lo), dhi = val(hi) - a;
   const uint16_t r = (dlo < dhi) ? lo : (dhi < dlo ? hi : ((lo & 1) ? hi : lo));
   return static_cast<uint16_t>((neg ? 0x8000 : 0) | r);
+}
+
+// Equality of fp16 results where an exact zero may carry either sign (the references above do not track it).
+inline bool same_half(uint16_t got, uint16_t expect) {
+  if ((expect & 0x7FFF) == 0) return (got & 0x7FFF) == 0;
+  return got == expect;
 }
 
 }  // namespace qt::emu::test

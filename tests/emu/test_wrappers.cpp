@@ -130,28 +130,28 @@ TEST_CASE("packed half wrappers and __half operators round per operation") {
   dev.launch(wrappers()->kernel("k_half_ops"), {{n / 128}, {128}, 0},
              KernelArgs().add(ba.ptr()).add(bb.ptr()).add(bc.ptr()).add(bf.ptr()).add(out.ptr()).add(n));
   const auto r = out.download<uint32_t>(8 * n);
-  const __int128 unit = static_cast<__int128>(1) << 48;
   for (int i = 0; i < n; ++i) {
     for (int h = 0; h < 2; ++h) {
       auto part = [h](uint32_t v) { return static_cast<uint16_t>(v >> (16 * h)); };
-      const __int128 sa = emu::test::half_scaled(part(a[i])), sb = emu::test::half_scaled(part(b[i])),
-                     sc = emu::test::half_scaled(part(c[i]));
+      const emu::test::i128 sa = emu::test::half_scaled(part(a[i])), sb = emu::test::half_scaled(part(b[i]));
+      const emu::test::i128 sc = emu::test::half_scaled(part(c[i]));
+      const emu::test::i128 ab = emu::test::half_product_scaled(part(a[i]), part(b[i]));
       INFO("i=" << i << " half=" << h);
-      REQUIRE(part(r[8 * i + 0]) == emu::test::round_scaled_to_half(sa + sb));
-      REQUIRE(part(r[8 * i + 1]) == emu::test::round_scaled_to_half(sa - sb));
-      REQUIRE(part(r[8 * i + 2]) == emu::test::round_scaled_to_half(sa * sb / unit));
-      REQUIRE(part(r[8 * i + 3]) == emu::test::round_scaled_to_half(sa * sb / unit + sc));
+      REQUIRE(emu::test::same_half(part(r[8 * i + 0]), emu::test::round_scaled_to_half(sa + sb)));
+      REQUIRE(emu::test::same_half(part(r[8 * i + 1]), emu::test::round_scaled_to_half(sa - sb)));
+      REQUIRE(emu::test::same_half(part(r[8 * i + 2]), emu::test::round_scaled_to_half(ab)));
+      REQUIRE(emu::test::same_half(part(r[8 * i + 3]), emu::test::round_scaled_to_half(ab + sc)));
     }
     REQUIRE(static_cast<uint16_t>(r[8 * i + 5]) == qt::float_to_half_bits(f[2 * i]));
     REQUIRE(static_cast<uint16_t>(r[8 * i + 5] >> 16) == qt::float_to_half_bits(f[2 * i + 1]));
     REQUIRE(static_cast<uint16_t>(r[8 * i + 6]) == qt::float_to_bf16_bits(f[2 * i]));
     REQUIRE(static_cast<uint16_t>(r[8 * i + 6] >> 16) == qt::float_to_bf16_bits(f[2 * i + 1]));
-    const __int128 sa = emu::test::half_scaled(static_cast<uint16_t>(a[i])), sb = emu::test::half_scaled(static_cast<uint16_t>(b[i])),
-                   sc = emu::test::half_scaled(static_cast<uint16_t>(c[i]));
-    REQUIRE(static_cast<uint16_t>(r[8 * i + 7]) == emu::test::round_scaled_to_half(sa * sb / unit + sc));
-    const uint16_t prod = emu::test::round_scaled_to_half(sa * sb / unit);
+    const emu::test::i128 sc = emu::test::half_scaled(static_cast<uint16_t>(c[i]));
+    const emu::test::i128 ab0 = emu::test::half_product_scaled(static_cast<uint16_t>(a[i]), static_cast<uint16_t>(b[i]));
+    REQUIRE(emu::test::same_half(static_cast<uint16_t>(r[8 * i + 7]), emu::test::round_scaled_to_half(ab0 + sc)));
+    const uint16_t prod = emu::test::round_scaled_to_half(ab0);
     if ((prod & 0x7C00) != 0x7C00) {
-      REQUIRE(static_cast<uint16_t>(r[8 * i + 7] >> 16) == emu::test::round_scaled_to_half(emu::test::half_scaled(prod) + sc));
+      REQUIRE(emu::test::same_half(static_cast<uint16_t>(r[8 * i + 7] >> 16), emu::test::round_scaled_to_half(emu::test::half_scaled(prod) + sc)));
     }
   }
 }

@@ -8,11 +8,12 @@ using namespace qt::tok;
 using namespace qt::tok::test;
 
 TEST_CASE("render_chat reproduces apply_chat_template for every golden conversation", "[tokenizer]") {
-  auto cases = load_json("chat_cases.json");
+  // Ordered: tool JSON keys must keep their order, as Python dicts do.
+  auto cases = nlohmann::ordered_json::parse(read_file(data_path("chat_cases.json")));
   REQUIRE(cases.size() >= 20);
   for (const auto& c : cases) {
     INFO("conversation " << c["name"].get<std::string>());
-    nlohmann::json conv = {{"messages", c["messages"]}, {"tools", c["tools"]}};
+    nlohmann::ordered_json conv = {{"messages", c["messages"]}, {"tools", c["tools"]}};
     Conversation parsed = parse_conversation_json(conv.dump());
     ChatOptions opt;
     opt.add_generation_prompt = c["add_generation_prompt"].get<bool>();

@@ -65,22 +65,22 @@ TEST_CASE("racing stops a clearly slower candidate early and keeps timing a near
   o.max_reps = 200;
   o.batch = 5;
   int calls = 0;
-  Stats incumbent = measure(timer(1.0, 0.02, 2, &calls), nullptr, o, nullptr).stats;
+  Stats incumbent = measure(timer(1e-3, 0.02, 2, &calls), nullptr, o, nullptr).stats;
   REQUIRE(incumbent.n == 50);
 
   int slow_calls = 0;
-  Measurement slow = measure(timer(1.5, 0.02, 3, &slow_calls), nullptr, o, &incumbent);
+  Measurement slow = measure(timer(1.5e-3, 0.02, 3, &slow_calls), nullptr, o, &incumbent);
   REQUIRE(slow.raced_out);
   REQUIRE(slow.stats.n == 5);  // decided after the first batch
   REQUIRE(slow_calls == 6);
 
   int tie_calls = 0;
-  Measurement tie = measure(timer(1.005, 0.02, 4, &tie_calls), nullptr, o, &incumbent);
+  Measurement tie = measure(timer(1.005e-3, 0.02, 4, &tie_calls), nullptr, o, &incumbent);
   REQUIRE_FALSE(tie.raced_out);
   REQUIRE(tie.stats.n == 50);
 
   o.racing = false;
-  Measurement full = measure(timer(1.5, 0.02, 3, &slow_calls), nullptr, o, &incumbent);
+  Measurement full = measure(timer(1.5e-3, 0.02, 3, &slow_calls), nullptr, o, &incumbent);
   REQUIRE_FALSE(full.raced_out);
   REQUIRE(full.stats.n == 50);
 }

@@ -136,19 +136,22 @@ TEST_CASE("exhaustive search evaluates every point and finds the optimum", "[tun
 TEST_CASE("model-guided strategies beat random search on a structured space", "[tuner][search]") {
   Synthetic syn;
   double opt = optimum(syn.space);
-  auto median_fraction = [&](const std::string& name) {
+  // The mean over seeds: with few distinct costs near the optimum, medians of different strategies often tie.
+  auto mean_fraction = [&](const std::string& name) {
     std::vector<double> f;
     for (uint64_t seed = 1; seed <= 31; ++seed) {
       auto st = make_strategy(name);
       SyntheticObjective obj(syn.space);
-      f.push_back(opt / run_search(syn.space, *st, obj, {12, -1}, seed).best_score);
+      f.push_back(opt / run_search(syn.space, *st, obj, {40, -1}, seed).best_score);
     }
-    std::sort(f.begin(), f.end());
-    return f[f.size() / 2];
+    double sum = 0;
+    for (double x : f) sum += x;
+    return sum / double(f.size());
   };
-  double rnd = median_fraction("random");
-  REQUIRE(median_fraction("best") > rnd);
-  REQUIRE(median_fraction("ils") > rnd);
+  double rnd = mean_fraction("random");
+  CAPTURE(rnd, mean_fraction("best"), mean_fraction("ils"), mean_fraction("annealing"), mean_fraction("bandit"));
+  REQUIRE(mean_fraction("best") > rnd);
+  REQUIRE(mean_fraction("ils") > rnd);
 }
 
 TEST_CASE("unknown strategy names are rejected with the list of known ones", "[tuner][search]") {

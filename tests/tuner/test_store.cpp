@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -194,6 +195,10 @@ TEST_CASE("a Kernel Tuner cache imports with statuses, samples in seconds and a 
   auto w = st.lookup(dev, "convolution_kernel", "", {4096, 4096});
   REQUIRE(w);
   REQUIRE(w->exact);
-  REQUIRE(w->median_s < 2.0e-3);  // recorded optimum 1.72 ms (the median of its raw samples here)
-  REQUIRE(w->median_s > 1.6e-3);
+  double fastest = 1e9;  // the winner is the lowest median of the raw samples, in seconds
+  for (const auto& r : rows)
+    if (r.status == Status::Ok) fastest = std::min(fastest, r.stats.median);
+  REQUIRE(w->median_s == fastest);
+  REQUIRE(w->median_s > 1.0e-3);  // recorded times are ~1.7 ms: ms were converted to s
+  REQUIRE(w->median_s < 2.5e-3);
 }

@@ -76,10 +76,11 @@ std::vector<Point> select_points(const KernelFamily& f, const std::string& which
 struct ModelShapes {
   std::string description;
   ModelConfig config;
+  std::string no_shapes;  // why the model needs nothing from these families ("" = use config's shapes)
 };
 
 ModelShapes model_shapes(const std::string& path) {
-  if (path.empty()) return {"Qwen3-8B shapes (no --model given)", qwen3_8b()};
+  if (path.empty()) return {"Qwen3-8B shapes (no --model given)", qwen3_8b(), ""};
 #ifdef QTUNE_HAVE_FORMATS
   auto file = ModelFile::open(path);
   const ModelWeights& w = file->weights();
@@ -88,12 +89,13 @@ ModelShapes model_shapes(const std::string& path) {
   const QTensor& probe = l.wq;
   const bool awq = probe.type == WeightType::AWQ_INT4 ||
                    (!l.expert_w1.empty() && l.expert_w1.front().type == WeightType::AWQ_INT4);
-  if (!awq)
-    throw Error(path + ": " + file_format_name(file->format()) + " model with " + weight_type_name(probe.type) +
-                " weights; the registered kernel families serve AWQ INT4 (an ak48 model)");
   ModelConfig c = file->config();
+  if (!awq)
+    return {path + " (" + file_format_name(file->format()) + ")", c,
+            std::string(weight_type_name(probe.type)) +
+                " weights: no registered kernel family serves this model (the AWQ families need an ak48 model)"};
   if (c.group_size <= 0) c.group_size = probe.group_size;
-  return {path + " (" + file_format_name(file->format()) + ", " + std::to_string(c.n_layers) + " layers)", c};
+  return {path + " (" + file_format_name(file->format()) + ", " + std::to_string(c.n_layers) + " layers)", c, ""};
 #else
   throw Error("--model needs the model-format library (qt_formats), which this build does not have: " + path);
 #endif
@@ -137,6 +139,7 @@ int run_static_command(const std::vector<std::string>& args) {
             << " SMs), NVRTC " << nvrtc_version() << ", " << ms.description << "\n"
             << "cache: " << (opt.use_cache ? service.options().cache_dir : std::string("off")) << ", "
             << service.options().threads << " compile threads\n";
+  if (!ms.no_shapes.empty()) std::cout << "note: " << ms.no_shapes << "; showing the points only\n";
 
   nlohmann::json out_json = {{"gpu", arch_name(sm)}, {"nvrtc", nvrtc_version()}, {"families", nlohmann::json::array()}};
   size_t total_programs = 0, total_hits = 0, total_points = 0, total_pruned = 0;
@@ -203,6 +206,10 @@ int run_static_command(const std::vector<std::string>& args) {
     std::cout << "   " << results.size() << " points, compiled in " << fmt("%.2f s", family_wall) << " wall\n";
 
     // Which points can serve each shape the model needs, and how many waves their grid makes.
+    if (!ms.no_shapes.empty()) {
+      out_json["families"].push_back(fam);
+      continue;
+    }
     std::vector<ProblemShape> shapes = f->model_shapes(ms.config);
     if (m_override)
       for (auto& s : shapes) s.m = m_override;

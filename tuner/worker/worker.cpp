@@ -113,6 +113,8 @@ void Worker::spawn() {
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the tuner
     if (::getppid() != parent) ::_exit(0);
+    // A crash must kill the worker with its signal, whatever handlers the tuner process installed.
+    for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM}) ::signal(sig, SIG_DFL);
     ::close(down[1]);
     ::close(up[0]);
     std::string req;

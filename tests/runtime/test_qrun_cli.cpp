@@ -1,0 +1,119 @@
+// qrun as a user runs it: errors are one line with exit code 2 (3 for an unavailable device), and
+// --prompt-ids/--logits-out reproduce the golden logits.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace std::string_literals;
+
+namespace {
+
+const std::string kQrun = QTUNE_BINARY_DIR "/bin/qrun"s;
+const std::string kGolden = QTUNE_SOURCE_DIR "/tests/golden/"s;
+const std::string kTmp = QTUNE_BINARY_DIR "/tests/qrun-cli-"s;
+
+struct Result {
+  int code;
+  std::string err;
+};
+
+Result run_qrun(const std::string& args) {
+  const std::string err_file = kTmp + "stderr.txt";
+  const int status = std::system((kQrun + " " + args + " >/dev/null 2>" + err_file).c_str());
+  std::ifstream in(err_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+}
+
+size_t lines(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+std::vector<float> read_floats(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  REQUIRE(in.good());
+  const auto size = size_t(in.tellg());
+  std::vector<float> v(size / sizeof(float));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(v.data()), std::streamsize(size));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("qrun rejects bad command lines with one clear line and exit code 2", "[runtime][qrun]") {
+  const std::string model = "--model " + kGolden + "files/dense.ajc1";
+  struct Case {
+    std::string args, needle;
+  } cases[] = {
+      {"--bogus-flag -p hi", "unknown option"},
+      {"--model /nonexistent/model.bin -p hi", "no such file"},
+      {model + " --prompt-ids 1,2,3,4,5,6 -c 4 -n 0", "longer than the context"},
+      {model + " --prompt-ids 1,2,999 -n 0", "outside the vocabulary"},
+      {model + " --prompt-ids 1,2 -c 100000 -n 0", "exceeds the model's maximum"},
+      {model + " --prompt-ids 1,2 --tuned-cache /nonexistent.sqlite -n 0", "no such file"},
+      {model + " --prompt-ids 1,2 --temp -1 -n 1", "temperature"},
+      {model + " --prompt-ids 1,x -n 0", "--prompt-ids"},
+      {model, "nothing to do"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.args);
+    const Result r = run_qrun(c.args);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find(c.needle) != std::string::npos);
+  }
+}
+
+TEST_CASE("qrun says when a device is not available (exit code 3)", "[runtime][qrun]") {
+  for (const char* dev : {"cuda", "emu"}) {
+    const Result r = run_qrun("--device "s + dev + " --prompt-ids 1 -n 0");
+    CHECK(r.code == 3);
+    CHECK(r.err.find("not available") != std::string::npos);
+  }
+}
+
+TEST_CASE("qrun --prompt-ids --logits-out writes the golden logits of every position", "[runtime][qrun]") {
+  // dense.ak48 holds the ak48-awq scheme; its golden seq0 is [0, 361, 239, 262, 343, 221, 383].
+  const std::string out = kTmp + "logits.f32";
+  const std::vector<float> golden = read_floats(kGolden + "logits/dense/ak48-awq/seq0.f32");
+  for (bool reference : {true, false}) {
+    INFO((reference ? "reference" : "fast"));
+    std::remove(out.c_str());
+    const Result r = run_qrun("--model " + kGolden + "files/dense.ak48 --prompt-ids 0,361,239,262,343,221,383 -n 0 " +
+                              "--logits-out " + out + (reference ? " --reference" : ""));
+    REQUIRE(r.code == 0);
+    const std::vector<float> got = read_floats(out);
+    REQUIRE(got.size() == golden.size());
+    REQUIRE(got.size() == 7 * 384);
+    float worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - golden[i]));
+    CHECK(worst <= (reference ? 1e-3f : 0.3f));
+  }
+}
+
+TEST_CASE("qrun generates from token ids reproducibly for a seed", "[runtime][qrun]") {
+  const std::string base = QTUNE_BINARY_DIR "/bin/qrun --model "s + kGolden +
+                           "files/moe-norm.q8_0.moe3 --prompt-ids 5,6,7 -n 6 --seed 11 --temp 1 --no-stats";
+  auto capture = [&](const std::string& cmd) {
+    const std::string file = kTmp + "ids.txt";
+    REQUIRE(std::system((cmd + " >" + file).c_str()) == 0);
+    std::ifstream in(file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  const std::string a = capture(base), b = capture(base);
+  CHECK(a == b);
+  CHECK(lines(a) == 6);
+}
