@@ -34,10 +34,12 @@ fi
 input_bytes=$(du -cb "$hf"/*.safetensors | tail -1 | cut -f1)
 
 timer=()
-[[ -x /usr/bin/time ]] && timer=(/usr/bin/time -f "time: %e s wall, %M KB max RSS")
+[[ -x /usr/bin/time ]] && timer=(/usr/bin/time -f "time: %e s wall, %U s user, %S s sys, %M KB max RSS")
 
-echo "| format | input | output | wall s | input MB/s | peak RSS (qconvert VmHWM) | max RSS (/usr/bin/time) |"
-echo "|---|---|---|---|---|---|---|"
+# Wall time depends on what else the machine runs; CPU time (user + sys) is the steadier figure.
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores" >&2
+echo "| format | input | output | wall s | CPU s (user+sys) | input MB/s (wall) | input MB/s (CPU) | peak RSS (qconvert VmHWM) | max RSS (/usr/bin/time) |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for fmt in $formats; do
   out="$work/model.$fmt"
   extra=()
@@ -50,10 +52,13 @@ for fmt in $formats; do
   rate=$(awk -v n="$input_bytes" -v t="$wall" 'BEGIN { printf "%.0f", n / 1e6 / t }')
   rss=$(grep -o 'peak RSS [0-9.]* MB' "$log" | tail -1 | awk '{print $3 " MB"}')
   trss=$(grep -o '[0-9]* KB max RSS' "$log" | awk '{printf "%.1f MB", $1 * 1024 / 1e6}')
+  cpu=$(grep -o '[0-9.]* s user, [0-9.]* s sys' "$log" | awk '{printf "%.2f", $1 + $4}')
+  cpu_rate=$([[ -n "$cpu" ]] && awk -v n="$input_bytes" -v t="$cpu" 'BEGIN { printf "%.0f", n / 1e6 / t }')
   out_bytes=$(stat -c %s "$out")
-  printf "| %s | %.2f GB | %.2f GB | %s | %s | %s | %s |\n" "$fmt" "$(awk -v n="$input_bytes" 'BEGIN{print n/1e9}')" \
-    "$(awk -v n="$out_bytes" 'BEGIN{print n/1e9}')" "$wall" "$rate" "${rss:-?}" "${trss:-n/a}"
+  printf "| %s | %.2f GB | %.2f GB | %s | %s | %s | %s | %s | %s |\n" "$fmt" "$(awk -v n="$input_bytes" 'BEGIN{print n/1e9}')" \
+    "$(awk -v n="$out_bytes" 'BEGIN{print n/1e9}')" "$wall" "${cpu:-n/a}" "$rate" "${cpu_rate:-n/a}" "${rss:-?}" "${trss:-n/a}"
   grep '^qconvert: wrote' "$log" >&2
   "$qconvert" info "$out" > /dev/null  # the result must open and validate
   rm -f "$out"
 done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

@@ -12,7 +12,7 @@ build="${QTUNE_BUILD_DIR:-$root/build}"
 jobs="${QTUNE_JOBS:-$(nproc)}"
 
 packages=(build-essential cmake ninja-build pkg-config git python3
-          catch2 libbenchmark-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libutf8proc-dev libpcre2-dev)
+          catch2 libbenchmark-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libutf8proc-dev libpcre2-dev zlib1g-dev)
 
 missing=()
 for p in "${packages[@]}"; do

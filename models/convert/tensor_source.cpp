@@ -1,5 +1,6 @@
 #include "models/convert/tensor_source.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/error.h"
@@ -114,8 +115,11 @@ void TensorSource::read_float(const std::string& hf_name, int64_t rows, int64_t 
   const std::vector<int64_t> expect = rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{rows, cols};
   if (hf::TensorRef r = ckpt_.find(hf_name)) {
     check_shape(r, expect);
-    r.file->read_float(*r.info, 0, r.info->numel(), out);
-    done_with(r);
+    // In slices, each released right after it is widened, so the mapped source never holds more than one
+    // slice of resident pages on top of the fp32 buffer.
+    constexpr uint64_t kSlice = 4u << 20;
+    const uint64_t n = r.info->numel();
+    for (uint64_t first = 0; first < n; first += kSlice) read_range(r, first, std::min(kSlice, n - first), out + first);
     return;
   }
   if (read_fused_expert(hf_name, rows, cols, out)) return;

@@ -98,7 +98,7 @@ void SafetensorsWriter::write_float(const std::string& name, const float* values
     return;
   }
   const DType dt = tensors_[next_].dtype;
-  if (dt == DType::F32) {
+  if (dt == DType::F32 || count == 0) {
     write(name, values, count * 4);
     return;
   }

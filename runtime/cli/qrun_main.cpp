@@ -16,6 +16,7 @@
 #include "models/formats/model_file.h"
 #include "runtime/cli/generation.h"
 #include "runtime/cli/tokenizer_session.h"
+#include "runtime/cli/tuned_cache.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/model/qwen3_model.h"
 #include "runtime/sampler/sampler.h"
@@ -128,12 +129,8 @@ int run(int argc, char** argv) {
   const int64_t n_predict = cli.get_int("--n-predict");
   if (n_predict < 0) throw Error("-n/--n-predict must be >= 0, got " + std::to_string(n_predict));
 
-  if (cli.given("--tuned-cache")) {
-    const std::string cache = cli.get("--tuned-cache");
-    if (!file_exists(cache)) throw Error("--tuned-cache: " + cache + ": no such file");
-    std::fprintf(stderr, "qrun: note: --tuned-cache %s accepted; the CPU backend does not read tuned parameters "
-                         "yet and uses its built-in choices\n", cache.c_str());
-  }
+  if (cli.given("--tuned-cache") && !file_exists(cli.get("--tuned-cache")))
+    throw Error("--tuned-cache: " + cli.get("--tuned-cache") + ": no such file");
 
   const bool default_model = !cli.given("--model");
   const std::string model_path = default_model ? default_model_path() : cli.get("--model");
@@ -160,6 +157,11 @@ int run(int argc, char** argv) {
   if (cli.given("--threads")) {
     opts.threads = int(cli.get_int("--threads"));
     if (opts.threads <= 0 || opts.threads > 1024) throw Error("--threads must be in 1..1024");
+  }
+  if (cli.given("--tuned-cache")) {
+    if (opts.reference) throw Error("--tuned-cache tunes the fast path; it cannot be combined with --reference");
+    const std::string summary = apply_tuned_cache(cli.get("--tuned-cache"), file->weights(), opts, cli.given("--threads"));
+    std::fprintf(stderr, "qrun: %s\n", summary.c_str());
   }
   const SamplerConfig sampling = sampling_from(cli, think);
 

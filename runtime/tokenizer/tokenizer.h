@@ -61,8 +61,9 @@ class Tokenizer {
   void encode_into(std::string_view text, std::vector<int32_t>& out, const EncodeOptions& options = {}) const;
 
   // ids -> text like HF decode(ids, skip_special_tokens=...): the tokens' bytes concatenated, invalid UTF-8
-  // replaced by U+FFFD (maximal subparts, as Rust's from_utf8_lossy). Throws qt::Error for an id outside
-  // the vocabulary.
+  // replaced by U+FFFD (maximal subparts, as Rust's from_utf8_lossy). Ids >= vocab_size() (e.g. the unused
+  // embedding rows 151669..151935 a model may still sample) are skipped, as HF skips them; a negative id
+  // throws qt::Error.
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
   // The exact bytes, without UTF-8 repair (may end inside a character).
   std::string decode_bytes(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
@@ -114,7 +115,8 @@ class Tokenizer {
 // The tokenizer shipped with qtune (qt::default_hf_tokenizer_path()).
 Tokenizer load_default_tokenizer();
 
-// NFC-normalizes valid UTF-8 (utf8proc), as the Qwen3 normalizer does. Throws qt::Error on invalid UTF-8.
+// NFC-normalizes valid UTF-8 exactly as HF tokenizers' NFC normalizer does (utf8proc, except combining
+// marks newer than HF's Unicode tables, which HF leaves in place). Throws qt::Error on invalid UTF-8.
 std::string nfc(std::string_view utf8);
 // True when `text` is well-formed UTF-8 (no surrogates, no overlongs, max U+10FFFF).
 bool is_valid_utf8(std::string_view text);

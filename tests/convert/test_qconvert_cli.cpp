@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -93,4 +94,35 @@ TEST_CASE("qconvert cli: synthetic hf -> convert -> info round trip", "[cli]") {
   r = qconvert("--help", dir);
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("synthetic"));
+}
+
+TEST_CASE("qconvert cli: a checkpoint's tokenizer.json becomes <out>.tokenizer with config.json's bos/eos", "[cli]") {
+  const auto dir = qt::test::convert_scratch("cli-tokenizer");
+  const fs::path src = fs::path(QTUNE_SOURCE_DIR);
+  const fs::path hf = dir / "hf";
+  fs::create_directories(hf);
+  const fs::path golden = src / "tests" / "golden" / "models" / "dense";
+  if (!fs::exists(golden / "config.json")) {
+    WARN("tests/golden/models/dense not present; skipped");
+    return;
+  }
+  for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(golden / f, hf / f);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(src / "models" / "tokenizers" / "qwen3" / f, hf / f);
+  fs::create_directories(dir / "out");
+  const fs::path model = dir / "out" / "m.ajc1";
+  const Run r = qconvert("convert -q --hf " + hf.string() + " --format ajc1 --out " + model.string(), dir);
+  REQUIRE(r.code == 0);
+  CHECK(fs::exists(dir / "out" / "tokenizer.json"));
+  CHECK(fs::exists(dir / "out" / "tokenizer_config.json"));
+  const std::string tok = slurp(model.string() + ".tokenizer");
+  REQUIRE(tok.size() > 1000000);  // 151,669 entries of the real Qwen3 vocabulary
+  auto u32 = [&](size_t at) {
+    uint32_t v = 0;
+    std::memcpy(&v, tok.data() + at, 4);
+    return v;
+  };
+  // The golden config.json sets bos_token_id 0 and eos_token_id 1; qwen3.c's exporter copies them from there.
+  CHECK(u32(4) == 0);
+  CHECK(u32(8) == 1);
 }

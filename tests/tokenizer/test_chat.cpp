@@ -27,7 +27,7 @@ TEST_CASE("render_chat reproduces apply_chat_template for every golden conversat
   }
 }
 
-TEST_CASE("thinking off appends the empty think block; on (the default) does not", "[tokenizer]") {
+TEST_CASE("thinking off appends the empty think block, thinking on (the default) does not", "[tokenizer]") {
   std::vector<ChatMessage> msgs{{"user", "%s", std::nullopt, {}}};
   ChatOptions opt;
   opt.add_generation_prompt = true;

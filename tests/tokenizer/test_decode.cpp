@@ -27,7 +27,7 @@ TEST_CASE("decode matches HF decode on random id runs, with and without special 
   }
 }
 
-TEST_CASE("ids beyond the vocabulary decode to nothing, as HF drops them; negative ids are an error",
+TEST_CASE("ids beyond the vocabulary decode to nothing as HF drops them, and negative ids are an error",
           "[tokenizer]") {
   std::vector<int32_t> ids{9707, 151700, 151935, 1879};
   REQUIRE(qwen3().decode(ids) == "Hello world");

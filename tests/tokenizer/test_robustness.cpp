@@ -13,7 +13,7 @@
 using namespace qt::tok;
 using namespace qt::tok::test;
 
-TEST_CASE("invalid UTF-8 is an error naming the byte; replace mode matches Python's errors='replace'",
+TEST_CASE("invalid UTF-8 is an error naming the byte, and replace mode matches Python's errors='replace'",
           "[tokenizer]") {
   auto cases = load_json("utf8_cases.json");
   size_t invalid = 0;

@@ -30,6 +30,7 @@ SearchResult run_search(const Space& space, Strategy& strategy, Objective& objec
   Rng rng(seed);
   SearchState st(space);
   SearchResult res;
+  strategy.plan(budget, space.size());
   int stale = 0;
   const int stale_limit = 64;
   while (true) {

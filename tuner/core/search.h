@@ -67,6 +67,11 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual std::string name() const = 0;
+  // Called once before the search with the budget and the space size, so a strategy can size itself.
+  virtual void plan(const Budget& budget, size_t space_size) {
+    (void)budget;
+    (void)space_size;
+  }
   // Next point to evaluate; nullopt when the strategy has nothing more to try.
   virtual std::optional<PointId> propose(const SearchState& st, Rng& rng) = 0;
   // Result of a point this strategy proposed (also for points already evaluated earlier).

@@ -19,6 +19,9 @@ class BanditStrategy : public Strategy {
  public:
   BanditStrategy(std::vector<std::unique_ptr<Strategy>> arms, BanditOptions o = {});
   std::string name() const override { return "bandit"; }
+  void plan(const Budget& budget, size_t space_size) override {
+    for (auto& a : arms_) a->plan(budget, space_size);
+  }
   std::optional<PointId> propose(const SearchState& st, Rng& rng) override;
   void observe(PointId id, const Observation& o, const SearchState& st, Rng& rng) override;
   const std::vector<int>& uses() const { return uses_; }

@@ -6,6 +6,13 @@
 
 namespace qt::tune {
 
+void GeneticStrategy::plan(const Budget& budget, size_t) {
+  // A generation must be small enough that several fit in the budget, or the search is just random sampling.
+  if (budget.max_evals > 0)
+    opt_.population = int(std::clamp<int64_t>(budget.max_evals / 8, 6, opt_.population));
+  opt_.elite = std::min(opt_.elite, opt_.population / 3);
+}
+
 std::optional<PointId> GeneticStrategy::propose(const SearchState& st, Rng& rng) {
   if (population_.empty()) {
     for (int i = 0; i < opt_.population; ++i)
