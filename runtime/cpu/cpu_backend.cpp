@@ -203,19 +203,34 @@ void CpuBackend::matmul_quantized(const QTensor& w, const PackedMatrix& p, const
   quantize_rows(x, m, K, G, xq);
   const QuantizedRows& xr = xq;
   const CpuKernels& kr = *kernels_;
+  // The additive offset of INT8_GW_ASYM: sum over groups of z * (sum of the fp32 activations in the group).
+  auto zero_term = [&](int64_t n, int64_t i) {
+    const float* z = p.zero + n * ng;
+    const float* xsum = xr.sum.data() + i * ng;
+    float v = 0.0f;
+    for (int64_t g = 0; g < ng; ++g) v += z[g] * xsum[g];
+    return v;
+  };
   pool_.parallel_for(N, rows_per_task(w), [&](int64_t n0, int64_t n1) {
-    for (int64_t i = 0; i < m; ++i) {
+    int64_t i = 0;
+    if (p.kind == PackedMatrix::Kind::kInt8) {
+      // Prefill: four activation rows share each weight row while it is in L1.
+      for (; i + 4 <= m; i += 4) {
+        float out[4];
+        for (int64_t n = n0; n < n1; ++n) {
+          kr.dot_i8_x4(p.i8 + n * K, xr.q.data() + i * K, K, p.scale + n * ng, xr.scale.data() + i * ng, ng, K, G, out);
+          for (int64_t r = 0; r < 4; ++r) y[(i + r) * N + n] = p.zero ? out[r] + zero_term(n, i + r) : out[r];
+        }
+      }
+    }
+    for (; i < m; ++i) {
       const int8_t* xi = xr.q.data() + i * K;
       const float* xs = xr.scale.data() + i * ng;
       float* yi = y + i * N;
       if (p.kind == PackedMatrix::Kind::kInt8) {
         for (int64_t n = n0; n < n1; ++n) {
           float v = kr.dot_i8(p.i8 + n * K, xi, p.scale + n * ng, xs, K, G);
-          if (p.zero) {
-            const float* z = p.zero + n * ng;
-            const float* xsum = xr.sum.data() + i * ng;
-            for (int64_t g = 0; g < ng; ++g) v += z[g] * xsum[g];
-          }
+          if (p.zero) v += zero_term(n, i);
           yi[n] = v;
         }
       } else {

@@ -17,6 +17,10 @@ struct CpuKernels {
   //   sum_g (sum_{i in g} w[i] * x[i]) * w_scale[g] * x_scale[g]. x must be in [-127, 127]; w may be -128.
   float (*dot_i8)(const int8_t* w, const int8_t* x, const float* w_scale, const float* x_scale, int64_t k,
                   int64_t group);
+  // Four activation rows (x + r * x_stride, x_scale + r * xs_stride) against one weight row: out[r] is
+  // bit-identical to dot_i8 of that row, so batching rows never changes a result.
+  void (*dot_i8_x4)(const int8_t* w, const int8_t* x, int64_t x_stride, const float* w_scale, const float* x_scale,
+                    int64_t xs_stride, int64_t k, int64_t group, float* out);
   // Unsigned 4-bit row (packing of packed_weights.h: each 32 elements take 16 bytes, low nibbles the first
   // 16, high nibbles the next 16); w = (q - zero) * scale per group:
   //   sum_g w_scale[g] * x_scale[g] * (sum_{i in g} q[i] * x[i] - w_zero[g] * x_qsum[g]).
@@ -38,6 +42,8 @@ extern const CpuKernels kAvx512Kernels;
 // Scalar versions, also used by the SIMD ones for group sizes their vectors do not fit.
 float dot_i8_scalar(const int8_t* w, const int8_t* x, const float* w_scale, const float* x_scale, int64_t k,
                     int64_t group);
+void dot_i8_x4_scalar(const int8_t* w, const int8_t* x, int64_t x_stride, const float* w_scale,
+                      const float* x_scale, int64_t xs_stride, int64_t k, int64_t group, float* out);
 float dot_u4_scalar(const uint8_t* w, const int8_t* x, const float* w_scale, const float* w_zero,
                     const float* x_scale, const int32_t* x_qsum, int64_t k, int64_t group);
 

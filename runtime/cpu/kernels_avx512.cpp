@@ -58,6 +58,47 @@ float dot_i8_avx512(const int8_t* w, const int8_t* x, const float* w_scale, cons
   return hsum256(acc);
 }
 
+// Same lane partition and operation order as dot_i8_avx512, with each weight chunk's magnitude and sign
+// computed once for four activation rows.
+void dot_i8_x4_avx512(const int8_t* w, const int8_t* x, int64_t x_stride, const float* w_scale, const float* x_scale,
+                      int64_t xs_stride, int64_t k, int64_t group, float* out) {
+  if (group % 64 == 0) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t g = 0, base = 0; base < k; ++g, base += group) {
+      __m512i s[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+      for (int64_t i = base; i < base + group; i += 64) {
+        const __m512i wv = _mm512_loadu_si512(w + i);
+        const __mmask64 neg = _mm512_movepi8_mask(wv);
+        const __m512i wabs = _mm512_abs_epi8(wv);
+        for (int r = 0; r < 4; ++r) {
+          const __m512i xv = _mm512_loadu_si512(x + r * x_stride + i);
+          s[r] = _mm512_dpbusd_epi32(s[r], wabs, _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv));
+        }
+      }
+      for (int r = 0; r < 4; ++r)
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r]), _mm512_set1_ps(w_scale[g] * x_scale[r * xs_stride + g]), acc[r]);
+    }
+    for (int r = 0; r < 4; ++r) out[r] = hsum512(acc[r]);
+    return;
+  }
+  if (group % 32 != 0) return dot_i8_x4_scalar(w, x, x_stride, w_scale, x_scale, xs_stride, k, group, out);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t g = 0, base = 0; base < k; ++g, base += group) {
+    __m256i s[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int64_t i = base; i < base + group; i += 32) {
+      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i));
+      const __m256i wabs = _mm256_sign_epi8(wv, wv);
+      for (int r = 0; r < 4; ++r) {
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + r * x_stride + i));
+        s[r] = _mm256_dpbusd_epi32(s[r], wabs, _mm256_sign_epi8(xv, wv));
+      }
+    }
+    for (int r = 0; r < 4; ++r)
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[r]), _mm256_set1_ps(w_scale[g] * x_scale[r * xs_stride + g]), acc[r]);
+  }
+  for (int r = 0; r < 4; ++r) out[r] = hsum256(acc[r]);
+}
+
 float dot_u4_avx512(const uint8_t* w, const int8_t* x, const float* w_scale, const float* w_zero,
                     const float* x_scale, const int32_t* x_qsum, int64_t k, int64_t group) {
   const __m128i mask = _mm_set1_epi8(15);
@@ -122,7 +163,7 @@ float dot_bf16_avx512(const uint16_t* w, const float* x, int64_t k) {
 
 }  // namespace
 
-const CpuKernels kAvx512Kernels = {Isa::kAvx512Vnni, dot_i8_avx512, dot_u4_avx512,
+const CpuKernels kAvx512Kernels = {Isa::kAvx512Vnni, dot_i8_avx512, dot_i8_x4_avx512, dot_u4_avx512,
                                    dot_f32_avx512, dot_f16_avx512, dot_bf16_avx512};
 
 }  // namespace qt::rt

@@ -17,6 +17,11 @@ float dot_i8_scalar(const int8_t* w, const int8_t* x, const float* w_scale, cons
   return acc;
 }
 
+void dot_i8_x4_scalar(const int8_t* w, const int8_t* x, int64_t x_stride, const float* w_scale,
+                      const float* x_scale, int64_t xs_stride, int64_t k, int64_t group, float* out) {
+  for (int r = 0; r < 4; ++r) out[r] = dot_i8_scalar(w, x + r * x_stride, w_scale, x_scale + r * xs_stride, k, group);
+}
+
 float dot_u4_scalar(const uint8_t* w, const int8_t* x, const float* w_scale, const float* w_zero,
                     const float* x_scale, const int32_t* x_qsum, int64_t k, int64_t group) {
   float acc = 0.0f;
@@ -61,7 +66,7 @@ float dot_bf16_scalar(const uint16_t* w, const float* x, int64_t k) {
 
 }  // namespace
 
-const CpuKernels kScalarKernels = {Isa::kScalar, dot_i8_scalar, dot_u4_scalar,
+const CpuKernels kScalarKernels = {Isa::kScalar, dot_i8_scalar, dot_i8_x4_scalar, dot_u4_scalar,
                                    dot_f32_scalar, dot_f16_scalar, dot_bf16_scalar};
 
 }  // namespace qt::rt

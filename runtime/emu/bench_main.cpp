@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/paths.h"
 #include "runtime/emu/emu_device.h"
+#include "runtime/emu/fiber.h"
 
 namespace {
 
@@ -46,6 +47,24 @@ void row(const char* name, const char* unit, double ops, const Measurement& m) {
               m.threads / m.seconds, m.switches / m.seconds, m.seconds * 1e9 / ops, unit);
 }
 
+// Raw cost of the context switch alone: a fiber and the main context bounce control back and forth.
+struct PingPong {
+  qt::emu::Context main, fiber;
+};
+void ping_pong_entry(void* arg) {
+  auto* p = static_cast<PingPong*>(arg);
+  for (;;) qt::emu::switch_context(&p->fiber, p->main);
+}
+double raw_switch_ns() {
+  qt::emu::StackPool pool(1);
+  PingPong p;
+  qt::emu::make_context(&p.fiber, pool.stack_lo(0), pool.stack_hi(0), &ping_pong_entry, &p);
+  const int rounds = 2000000;
+  const double c0 = cpu_seconds();
+  for (int i = 0; i < rounds; ++i) qt::emu::switch_context(&p.main, p.fiber);
+  return (cpu_seconds() - c0) * 1e9 / (2.0 * rounds);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,6 +91,8 @@ int main(int argc, char** argv) {
     auto mod = dev.load_module(src);
     std::printf("device: %s\nmodule compile: %.2f s (%s)\n\n", dev.name().c_str(), dev.last_jit().seconds,
                 dev.last_jit().cache_hit ? "cache hit" : "compiled");
+    const double sw = raw_switch_ns();
+    std::printf("raw fiber context switch: %.1f ns (%.3g switches/s)\n", sw, 1e9 / sw);
     std::printf("Rates use process CPU time (all host threads), so they hold on a busy machine.\n\n");
     std::printf("| %-40s | %9s | %9s | %10s | %10s | %s |\n", "kernel (grid x block, per-thread work)", "cpu ms",
                 "wall ms", "threads/s", "switches/s", "CPU cost per op");

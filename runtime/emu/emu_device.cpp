@@ -52,7 +52,6 @@ class EmuModule : public dev::Module {
     if (!abi || !bind || abi() != kAbiVersion) {
       throw qt::Error("emu: " + so_path + " was built for another emulator ABI; clear the JIT cache", kExitFailure);
     }
-    bind(api);
     for (size_t i = 0; i < src.kernels.size(); ++i) {
       const std::string n = "qt_emu_kernel_" + std::to_string(i);
       KernelEntryInfo e;
@@ -64,6 +63,8 @@ class EmuModule : public dev::Module {
       e.arg_sizes.assign(sizes, sizes + std::min<uint32_t>(count, 256));
       entries_.push_back(std::move(e));
     }
+    // Bound last: before binding, the module's access hooks ignore every access (nothing runs in a fiber yet).
+    bind(api);
   }
   ~EmuModule() override {
     if (handle_) ::dlclose(handle_);

@@ -22,6 +22,7 @@
 #include "runtime/emu/symbolize.h"
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #define QT_EMU_ASAN 1
 #endif
@@ -923,6 +924,12 @@ void run_block(Worker& w, uint64_t b) {
     c->smem_span = kWindowBytes + 2 * kSmemGuardBytes;
     c->fiber = &f;
     make_context(&f.context, w.stacks.stack_lo(t), w.stacks.stack_hi(t), &fiber_main, &f);
+#if QT_EMU_ASAN
+    // A finished fiber leaves its last frames' redzones poisoned (it switches away instead of returning);
+    // the next thread on this stack must start from clean shadow memory.
+    __asan_unpoison_memory_region(w.stacks.stack_lo(t), static_cast<size_t>(static_cast<char*>(w.stacks.stack_hi(t)) -
+                                                                            static_cast<char*>(w.stacks.stack_lo(t))));
+#endif
     Warp& wp = w.warps[t / 32];
     wp.lanes[t % 32] = &f;
     wp.exists |= 1u << (t % 32);

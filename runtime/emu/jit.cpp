@@ -1,5 +1,7 @@
 #include "runtime/emu/jit.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,8 +40,9 @@ inline void invoke(void (*f)(A...), void** args) {
     f(*static_cast<std::remove_cvref_t<A>*>(args[I])...);
   }(std::index_sequence_for<A...>{});
 }
+// Runs on the loading thread, outside any fiber: it must not reach the access hooks (no FiberCtx there).
 template <class... A>
-inline uint32_t signature(void (*)(A...), uint32_t* sizes, uint32_t cap) {
+__attribute__((no_sanitize_thread)) inline uint32_t signature(void (*)(A...), uint32_t* sizes, uint32_t cap) {
   const uint32_t s[] = {static_cast<uint32_t>(sizeof(std::remove_cvref_t<A>))..., 0u};
   for (uint32_t i = 0; i < sizeof...(A) && i < cap; ++i) sizes[i] = s[i];
   return static_cast<uint32_t>(sizeof...(A));
@@ -58,9 +61,11 @@ __attribute__((always_inline, no_sanitize_thread)) inline void hook(const void* 
 }
 }  // namespace qt_emu_module
 #define QT_EMU_EXPORT extern "C" __attribute__((visibility("default")))
+// Entry points called by the loader outside fibers are not instrumented.
+#define QT_EMU_EXPORT_HOST extern "C" __attribute__((visibility("default"), no_sanitize_thread))
 #define QT_EMU_HOOK extern "C" __attribute__((visibility("hidden"), no_sanitize_thread, noinline))
-QT_EMU_EXPORT uint32_t qt_emu_abi_version() { return qt::emu::kAbiVersion; }
-QT_EMU_EXPORT void qt_emu_bind(const qt::emu::Api* api) { qt::emu::g_api = api; }
+QT_EMU_EXPORT_HOST uint32_t qt_emu_abi_version() { return qt::emu::kAbiVersion; }
+QT_EMU_EXPORT_HOST void qt_emu_bind(const qt::emu::Api* api) { qt::emu::g_api = api; }
 QT_EMU_HOOK void __tsan_init() {}
 QT_EMU_HOOK void __tsan_func_entry(void*) {}
 QT_EMU_HOOK void __tsan_func_exit() {}
@@ -215,7 +220,7 @@ std::string module_translation_unit(const dev::ModuleSource& src) {
     while (!expr.empty() && (expr.front() == '&' || expr.front() == ' ')) expr.erase(expr.begin());
     const std::string n = std::to_string(i);
     tu += "QT_EMU_EXPORT void qt_emu_kernel_" + n + "(void** args) { qt_emu_module::invoke(&" + expr + ", args); }\n";
-    tu += "QT_EMU_EXPORT uint32_t qt_emu_kernel_" + n + "_sig(uint32_t* s, uint32_t cap) { return " +
+    tu += "QT_EMU_EXPORT_HOST uint32_t qt_emu_kernel_" + n + "_sig(uint32_t* s, uint32_t cap) { return " +
           "qt_emu_module::signature(&" + expr + ", s, cap); }\n";
   }
   return tu;
@@ -274,6 +279,25 @@ JitResult jit_compile(const dev::ModuleSource& src, const JitOptions& opts) {
   }
   fs::create_directories(dir, ec);
   if (ec) throw qt::Error("emu: cannot create the JIT cache directory " + dir.string() + ": " + ec.message(), kExitFailure);
+  // One compile per key at a time across processes (parallel test runs load the same modules): the others
+  // wait on the lock and then find the finished module.
+  const std::string lock_path = (dir / (std::string(key) + ".lock")).string();
+  const int lock_fd = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  struct LockGuard {
+    int fd;
+    ~LockGuard() {
+      if (fd >= 0) {
+        ::flock(fd, LOCK_UN);
+        ::close(fd);
+      }
+    }
+  } guard{lock_fd};
+  if (lock_fd >= 0) ::flock(lock_fd, LOCK_EX);
+  if (fs::is_regular_file(so, ec)) {
+    res.cache_hit = true;
+    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return res;
+  }
 
   static std::atomic<uint64_t> counter{0};
   const std::string tmp = (dir / (std::string(key) + ".tmp" + std::to_string(::getpid()) + "_" +

@@ -79,7 +79,7 @@ void Tokenizer::Impl::encode_segment(std::string_view segment, std::vector<int32
   std::string normalized;
   std::string_view text = segment;
   if (nfc && !utf8::nfc_quick_yes(segment)) {
-    utf8::append_nfc_slow(segment, normalized);
+    utf8::append_nfc(segment, normalized);
     text = normalized;
   }
   if (norm_matcher.empty()) {

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <atomic>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -131,7 +132,10 @@ void load_model(const json& model, Tokenizer::Impl& impl, const std::string& ori
   impl.bytes.assign(static_cast<size_t>(max_id + 1), {});
   impl.kind.assign(static_cast<size_t>(max_id + 1), kNone);
   impl.bpe_by_bytes.reserve(vocab.size() * 2);
+  std::unordered_map<std::string, int32_t> by_name;  // vocab strings as spelled in the file, for the merges
+  by_name.reserve(vocab.size() * 2);
   for (const auto& [tok, idj] : vocab.items()) {
+    by_name.emplace(tok, idj.get<int32_t>());
     int32_t id = idj.get<int32_t>();
     if (id < 0) bad(origin, "negative id for vocabulary token '" + tok + "'");
     auto raw = alphabet_to_bytes(tok);
@@ -169,11 +173,11 @@ void load_model(const json& model, Tokenizer::Impl& impl, const std::string& ori
     } else {
       bad(origin, "merge " + std::to_string(r) + " is malformed");
     }
-    auto ia = vocab.find(a), ib = vocab.find(b), ic = vocab.find(a + b);
-    if (ia == vocab.end() || ib == vocab.end() || ic == vocab.end())
+    auto ia = by_name.find(a), ib = by_name.find(b), ic = by_name.find(a + b);
+    if (ia == by_name.end() || ib == by_name.end() || ic == by_name.end())
       bad(origin, "merge " + std::to_string(r) + " ('" + a + "', '" + b + "') uses a token missing from the vocabulary");
-    pairs.emplace_back(ia->get<int32_t>(), ib->get<int32_t>());
-    merged.push_back(ic->get<int32_t>());
+    pairs.emplace_back(ia->second, ib->second);
+    merged.push_back(ic->second);
     impl.merge_strings.emplace_back(std::move(a), std::move(b));
   }
   impl.merges.build(pairs, merged);

@@ -129,29 +129,50 @@ size_t count_code_points(std::string_view text) {
   return count;
 }
 
+namespace {
+
+// A code point NFC leaves as it is whatever surrounds it, and that nothing before it can absorb: a starter
+// (combining class 0) with no canonical decomposition that is not the second half of any composition.
+// Text splits into independently normalizable stretches right before such a character.
+bool is_stable_starter(utf8proc_int32_t cp) {
+  if (cp < 0x300) return true;
+  if (cp >= 0x1100 && cp <= 0x11FF) return false;  // conjoining jamo compose into Hangul syllables
+  // Precomposed syllables are NFC and nothing before them absorbs them (a following T jamo is unstable
+  // itself, and its stretch starts at the syllable).
+  if (cp >= 0xAC00 && cp <= 0xD7A3) return true;
+  const utf8proc_property_t* p = utf8proc_get_property(cp);
+  if (p->combining_class != 0 || p->decomp_seqindex != UINT16_MAX) return false;
+  // Marks with combining class 0 can still be the second half of a composition (e.g. U+0BBE).
+  return p->category != UTF8PROC_CATEGORY_MN && p->category != UTF8PROC_CATEGORY_MC &&
+         p->category != UTF8PROC_CATEGORY_ME;
+}
+
+// Decodes the code point at s[i] (valid UTF-8), returning its length.
+size_t decode_at(const unsigned char* s, size_t n, size_t i, utf8proc_int32_t* cp) {
+  if (s[i] < 0x80) {
+    *cp = s[i];
+    return 1;
+  }
+  utf8proc_ssize_t len = utf8proc_iterate(s + i, static_cast<utf8proc_ssize_t>(n - i), cp);
+  if (len <= 0) throw Error("NFC normalization: invalid UTF-8");
+  return static_cast<size_t>(len);
+}
+
+}  // namespace
+
 bool nfc_quick_yes(std::string_view text) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   size_t n = text.size(), i = 0;
   while (i < n) {
     unsigned char c = s[i];
-    // Everything below U+0300 (lead bytes up to 0xCB) is a starter with no canonical decomposition that
-    // nothing before it can absorb; only what can combine, reorder or decompose needs a closer look.
+    // Lead bytes up to 0xCB are code points below U+0300: always stable starters.
     if (c < 0xCC) {
       i += c < 0x80 ? 1 : 2;
       continue;
     }
     utf8proc_int32_t cp = 0;
-    utf8proc_ssize_t len = utf8proc_iterate(s + i, static_cast<utf8proc_ssize_t>(n - i), &cp);
-    if (len <= 0) return false;
-    i += static_cast<size_t>(len);
-    if (cp >= 0x1100 && cp <= 0x11FF) return false;  // conjoining jamo compose into Hangul syllables
-    if (cp >= 0xAC00 && cp <= 0xD7A3) continue;      // precomposed syllables are NFC (only LV+T can change)
-    const utf8proc_property_t* p = utf8proc_get_property(cp);
-    if (p->combining_class != 0 || p->decomp_seqindex != UINT16_MAX) return false;
-    // Marks with combining class 0 can still be the second half of a composition (e.g. U+0BBE).
-    if (p->category == UTF8PROC_CATEGORY_MN || p->category == UTF8PROC_CATEGORY_MC ||
-        p->category == UTF8PROC_CATEGORY_ME)
-      return false;
+    i += decode_at(s, n, i, &cp);
+    if (!is_stable_starter(cp)) return false;
   }
   return true;
 }
@@ -202,11 +223,40 @@ void append_nfc_slow(std::string_view text, std::string& out) {
 }
 
 void append_nfc(std::string_view text, std::string& out) {
-  if (nfc_quick_yes(text)) {
-    out.append(text);
-    return;
+  // Copy stable stretches as they are and run the full algorithm only from the stable starter before an
+  // unstable character up to the next stable starter; NFC never crosses such a boundary.
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  size_t n = text.size(), i = 0;
+  size_t copied = 0;      // text[0, copied) is already in out
+  size_t last_stable = 0;  // start of the last stable starter seen (a boundary)
+  while (i < n) {
+    unsigned char c = s[i];
+    if (c < 0xCC) {
+      last_stable = i;
+      i += c < 0x80 ? 1 : 2;
+      continue;
+    }
+    utf8proc_int32_t cp = 0;
+    size_t len = decode_at(s, n, i, &cp);
+    if (is_stable_starter(cp)) {
+      last_stable = i;
+      i += len;
+      continue;
+    }
+    size_t begin = std::max(last_stable, copied);
+    size_t end = i + len;
+    while (end < n) {
+      size_t l = decode_at(s, n, end, &cp);
+      if (is_stable_starter(cp)) break;
+      end += l;
+    }
+    out.append(text.substr(copied, begin - copied));
+    append_nfc_slow(text.substr(begin, end - begin), out);
+    copied = end;
+    last_stable = end;
+    i = end;
   }
-  append_nfc_slow(text, out);
+  out.append(text.substr(copied));
 }
 
 }  // namespace qt::tok::utf8

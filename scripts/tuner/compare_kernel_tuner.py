@@ -86,8 +86,16 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--kt-strategies", default=",".join(KT_STRATEGIES))
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "tuner-search-efficiency.md"))
+    ap.add_argument("--from-json", help="only rewrite the table from a JSON this script wrote")
     args = ap.parse_args()
     kt_strats = [s for s in args.kt_strategies.split(",") if s]
+    if args.from_json:
+        with open(args.from_json) as f:
+            saved = json.load(f)
+        for k, v in saved.get("args", {}).items():
+            setattr(args, k, v)
+        write_markdown(args, saved["results"], kt_strats)
+        return
 
     results = {}
     tmp = tempfile.mkdtemp(prefix="qtune-kt-")
@@ -129,7 +137,8 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
     with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
-        json.dump({"budget": args.budget, "results": results}, f, indent=1)
+        json.dump({"budget": args.budget, "args": {k: getattr(args, k) for k in ("seeds", "kt_seeds", "bo_seeds", "budget")},
+                   "results": results}, f, indent=1)
     write_markdown(args, results, kt_strats)
 
 
@@ -162,6 +171,15 @@ def write_markdown(args, results, kt_strats):
             e = results[n]["strategies"].get(s, {})
             row.append(fmt(e["median"]) if "median" in e else "error")
         lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "Goal (>= 0.95 of the optimum, median over >= 50 seeds, within 5% of the space):", ""]
+    for s in ["qtune:" + x for x in QTUNE_STRATEGIES]:
+        vals = [results[n]["strategies"].get(s, {}).get("median", 0.0) for n in results]
+        ok = all(v >= 0.95 for v in vals)
+        lines.append(f"* {s}: worst space {min(vals):.3f} -> {'met' if ok else 'not met'}")
+    best_kt = max(("kt:" + x for x in kt_strats),
+                  key=lambda s: min(results[n]["strategies"].get(s, {}).get("median", 0.0) for n in results))
+    lines.append(f"* best Kernel Tuner strategy by its worst space: {best_kt}, worst space "
+                 f"{min(results[n]['strategies'].get(best_kt, {}).get('median', 0.0) for n in results):.3f}")
     lines += ["", "## Curves (median fraction of the optimum after k evaluations)", ""]
     for n in results:
         marks = checkpoints(results[n]["budget_evals"])

@@ -110,3 +110,22 @@ TEST_CASE("the detected ISA is one this CPU can run", "[runtime][kernels]") {
   CHECK(kernels_for(best).isa == best);
   CHECK(std::string(isa_name(best)).size() > 0);
 }
+
+TEST_CASE("the four-row int8 kernel is bit-identical to four single-row calls", "[runtime][kernels]") {
+  std::mt19937_64 rng(10);
+  std::uniform_int_distribution<int> wq(-128, 127), xq(-127, 127);
+  for (int64_t group : {16, 32, 64, 128}) {
+    const int64_t k = group * 4, ng = 4;
+    std::vector<int8_t> w(static_cast<size_t>(k)), x(static_cast<size_t>(4 * k));
+    for (auto& v : w) v = int8_t(wq(rng));
+    for (auto& v : x) v = int8_t(xq(rng));
+    const std::vector<float> ws = test::random_values(rng, ng, 0.01f), xs = test::random_values(rng, 4 * ng, 0.02f);
+    for (Isa isa : available_isas()) {
+      INFO("isa " << isa_name(isa) << " group " << group);
+      const CpuKernels& kr = kernels_for(isa);
+      float out[4];
+      kr.dot_i8_x4(w.data(), x.data(), k, ws.data(), xs.data(), ng, k, group, out);
+      for (int r = 0; r < 4; ++r) CHECK(out[r] == kr.dot_i8(w.data(), x.data() + r * k, ws.data(), xs.data() + r * ng, k, group));
+    }
+  }
+}

@@ -20,7 +20,7 @@ const char* kGood = R"({"device_name":"GPU","kernel_name":"k","problem_size":[64
           "32,1":{"bx":32,"flag":1,"time":"CompilationFailedConfig","compile_time":50}}})";
 }
 
-TEST_CASE("a well-formed cache parses; a cache cut short by an interrupted run is repaired", "[tuner][inputs]") {
+TEST_CASE("a well-formed cache parses, and a cache cut short by an interrupted run is repaired", "[tuner][inputs]") {
   RecordedSpace rs = parse_kt_cache(kGood, "good.json");
   REQUIRE(rs.space.size() == 3);
   REQUIRE(rs.optimum_ms == 1.5);

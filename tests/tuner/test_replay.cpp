@@ -39,7 +39,7 @@ TEST_CASE("the replay device serves recorded times and charges compile + verific
     if (rs.points[id].status != Status::Ok) REQUIRE_FALSE(obj.evaluate(id).usable());
 }
 
-TEST_CASE("exhaustive replay reaches the optimum; budgets in % and seconds are honoured", "[tuner][replay]") {
+TEST_CASE("exhaustive replay reaches the optimum and budgets in % and seconds are honoured", "[tuner][replay]") {
   RecordedSpace rs = load_kt_cache(kSlice);
   SweepOptions o;
   o.strategy = "exhaustive";

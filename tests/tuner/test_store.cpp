@@ -164,7 +164,7 @@ TEST_CASE("winner lookup: exact shape, nearest-shape fallback and its measured r
   REQUIRE(*regrets[1].regret == Approx(0.1));
 }
 
-TEST_CASE("export to JSON and import into another store round-trips every field; import is idempotent", "[tuner][store]") {
+TEST_CASE("export to JSON and import into another store round-trips every field and import is idempotent", "[tuner][store]") {
   Store a(fresh_db("export"));
   a.put_many({row({64, 64}, 1, 2e-6), row({64, 64}, 2, 0, Status::Timeout)});
   nlohmann::json j = a.export_json();

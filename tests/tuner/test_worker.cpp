@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -131,4 +132,17 @@ TEST_CASE("a tuning run records crashes, hangs, wrong results and compile errors
   REQUIRE(rep.status_counts.at("crashed") == 2);
   REQUIRE(rep.status_counts.at("timeout") == 1);
   REQUIRE(worker.spawned() == 4);
+}
+
+TEST_CASE("a worker that died while idle is replaced without blaming the next request", "[tuner][worker]") {
+  Worker w([](const std::string& req) { return "ok:" + req; });
+  REQUIRE(w.call("a", 5).kind == WorkerReply::Ok);
+  pid_t first = w.pid();
+  kill(first, SIGKILL);
+  int status = 0;
+  waitpid(first, &status, 0);  // make sure it is gone before the next call
+  WorkerReply r = w.call("b", 5);
+  REQUIRE(r.kind == WorkerReply::Ok);
+  REQUIRE(r.payload == "ok:b");
+  REQUIRE(w.pid() != first);
 }

@@ -15,6 +15,7 @@
 #include "tuner/cpu/cpu_matvec.h"
 #include "tuner/device/cuda_probe.h"
 #include "tuner/family/candidate.h"
+#include "tuner/gpu/device_family.h"
 #include "tuner/replay/replay.h"
 #include "tuner/search/strategies.h"
 #include "tuner/store/store.h"
@@ -47,12 +48,13 @@ int tune_command(const std::vector<std::string>& args) {
       .option("--model", "FILE", "model file (ajc1, moe3, ak48): tune every matvec shape it needs")
       .option("--shape", "N,K,G", "tune one matvec shape instead of a model's")
       .option("--type", "T", "weight type for --shape: q8_0, int8_sym, int8_asym, awq_int4", "q8_0")
+      .option("--family", "F", "emu: GPU kernel family from kernels_src/registry (awq_gemv, ...)")
       .option("--gpu", "smXX", "target GPU architecture (e.g. sm86)")
       .option("--cache", "FILE", "results store (SQLite); qrun --tuned-cache reads it", "qtune-cache.sqlite")
       .option("--strategy", "S", "search strategy (exhaustive, random, genetic, annealing, ils, bandit, best)", "best")
       .option("--budget", "B", "evaluations per shape, or a share of each space (25%)", "24")
       .option("--seed", "N", "search seed", "1")
-      .option("--timeout", "SECONDS", "per-candidate limit; the worker is killed past it", "20")
+      .option("--timeout", "SECONDS", "per-candidate limit; the worker is killed past it (default 20, emu 300)")
       .option("--min-reps", "N", "timed repetitions at least", "5")
       .option("--min-time", "SECONDS", "timed time at least per candidate", "0.01")
       .flag("--flush", "overwrite twice the last-level cache before every timed repetition")
@@ -88,30 +90,54 @@ int tune_command(const std::vector<std::string>& args) {
     throw Error("cuda device: GPU '" + probe.reason + "' found, but CUDA timing of kernel families is not part of "
                 "this build; use --gpu smXX for the static step", kExitUnavailable);
   }
-  if (device == "emu")
-    throw Error("emu device: correctness-only runs of the GPU families are not part of this build", kExitUnavailable);
   if (device == "replay") throw Error("the replay device is `qtune replay --space FILE ...`");
-  if (device != "cpu") throw Error("unknown --device '" + device + "' (cpu, cuda, emu)");
+  if (device != "cpu" && device != "emu") throw Error("unknown --device '" + device + "' (cpu, cuda, emu)");
+  const bool emu = device == "emu";
 
-  register_cpu_families();
-  std::vector<MatvecShape> shapes;
-  if (cli.given("--model")) {
-    auto mf = ModelFile::open(cli.get("--model"));
-    shapes = model_matvec_shapes(mf->weights());
-    if (shapes.empty()) throw Error(cli.get("--model") + ": no quantized matvec weights to tune");
-  } else if (cli.given("--shape")) {
-    auto s = parse_int_list(cli.get("--shape"), "--shape");
-    if (s.size() != 3) throw Error("--shape must be N,K,G");
-    shapes.push_back({parse_type(cli.get("--type")), s, "--shape"});
+  // Jobs: (family, shape, what).
+  struct Job {
+    std::shared_ptr<KernelFamily> family;
+    std::vector<int64_t> shape;
+    std::string what;
+  };
+  std::vector<Job> jobs;
+  if (emu) {
+    register_emu_families();
+    if (!cli.given("--family")) throw Error("--device emu needs --family (GPU kernel family, e.g. awq_gemv)");
+    auto fam = find_family("emu." + cli.get("--family"));
+    if (cli.given("--model")) {
+      auto mf = ModelFile::open(cli.get("--model"));
+      for (auto& s : emu_model_shapes(cli.get("--family"), mf->config())) jobs.push_back({fam, s, "model"});
+      if (jobs.empty()) throw Error(cli.get("--model") + ": family " + cli.get("--family") + " serves no shape of it");
+    } else if (cli.given("--shape")) {
+      auto s = parse_int_list(cli.get("--shape"), "--shape");
+      if (s.size() != 4) throw Error("--shape for a GPU family must be M,N,K,G");
+      jobs.push_back({fam, s, "--shape"});
+    } else {
+      throw Error("give --model X.bin or --shape M,N,K,G");
+    }
   } else {
-    throw Error("give --model X.bin or --shape N,K,G");
+    register_cpu_families();
+    std::vector<MatvecShape> shapes;
+    if (cli.given("--model")) {
+      auto mf = ModelFile::open(cli.get("--model"));
+      shapes = model_matvec_shapes(mf->weights());
+      if (shapes.empty()) throw Error(cli.get("--model") + ": no quantized matvec weights to tune");
+    } else if (cli.given("--shape")) {
+      auto s = parse_int_list(cli.get("--shape"), "--shape");
+      if (s.size() != 3) throw Error("--shape must be N,K,G");
+      shapes.push_back({parse_type(cli.get("--type")), s, "--shape"});
+    } else {
+      throw Error("give --model X.bin or --shape N,K,G");
+    }
+    for (const auto& s : shapes) jobs.push_back({find_family(cpu_matvec_family_name(s.type)), s.shape, s.what});
   }
 
   TuneOptions opt;
   opt.strategy = cli.get("--strategy");
   make_strategy(opt.strategy);
   opt.seed = uint64_t(cli.get_int("--seed"));
-  opt.timeout_s = cli.get_double("--timeout");
+  opt.timeout_s = cli.given("--timeout") ? cli.get_double("--timeout") : emu ? 300.0 : 20.0;
   if (!(opt.timeout_s > 0)) throw Error("--timeout must be positive");
   opt.measure.min_reps = int(cli.get_int("--min-reps"));
   if (opt.measure.min_reps < 1 || opt.measure.min_reps > 100000) throw Error("--min-reps must be in 1..100000");
@@ -119,31 +145,43 @@ int tune_command(const std::vector<std::string>& args) {
   opt.measure.min_seconds = cli.get_double("--min-time");
   opt.measure.racing = !cli.get_flag("--no-racing");
   opt.flush = cli.get_flag("--flush");
+  if (emu) {  // correctness only: one verified run per point, emulator time means nothing
+    opt.measure.warmup = 0;
+    opt.measure.min_reps = opt.measure.max_reps = 1;
+    opt.measure.min_seconds = 0;
+    opt.measure.racing = false;
+  }
   std::string budget_text = cli.get("--budget");
 
   Store store(cli.get("--cache"));
   DeviceFingerprint dev = cpu_fingerprint();
+  if (emu) {
+    dev = DeviceFingerprint{};
+    dev.name = "emu";
+    dev.arch = "sm_80";
+    dev.qtune_version = cpu_fingerprint().qtune_version;
+  }
   std::string run = run_id();
   Worker worker(handle_candidate_request);
 
   int64_t total_evals = 0;
   std::vector<int64_t> budgets;
-  for (const auto& s : shapes) {
-    auto fam = find_family(cpu_matvec_family_name(s.type));
-    size_t n = fam->space(s.shape).size();
+  for (const auto& j : jobs) {
+    size_t n = j.family->space(j.shape).size();
+    if (n == 0) throw Error(j.family->name() + ": no valid point for shape " + shape_text(j.shape));
     int64_t b = std::min<int64_t>(parse_eval_budget(budget_text, n), int64_t(n));
     budgets.push_back(b);
     total_evals += b;
   }
-  std::fprintf(stderr, "qtune: %zu shapes on %s, %lld candidate evaluations, store %s\n", shapes.size(),
+  std::fprintf(stderr, "qtune: %zu shapes on %s, %lld candidate evaluations, store %s\n", jobs.size(),
                dev.name.c_str(), (long long)total_evals, store.path().c_str());
   Progress progress("tuning", double(total_evals), "candidates", cli.get_flag("--quiet"));
   int64_t done = 0;
   std::vector<TuneReport> reports;
   std::map<std::string, int> totals;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const auto& s = shapes[i];
-    auto fam = find_family(cpu_matvec_family_name(s.type));
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& s = jobs[i];
+    auto fam = s.family;
     opt.budget = Budget{budgets[i], -1};
     std::string label = fam->name() + " " + shape_text(s.shape);
     TuneReport rep = tune_shape(*fam, s.shape, worker, opt, [&](const nlohmann::json& point, const CandidateOutcome& o) {
@@ -166,12 +204,12 @@ int tune_command(const std::vector<std::string>& args) {
   }
   progress.finish();
   std::printf("%-22s %-16s %8s %6s  %-55s %s\n", "family", "shape", "space", "evals", "best point", "median");
-  for (size_t i = 0; i < shapes.size(); ++i) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
     const TuneReport& r = reports[i];
-    std::printf("%-22s %-16s %8zu %6lld  %-55s %s\n", cpu_matvec_family_name(shapes[i].type).c_str(),
+    std::printf("%-22s %-16s %8zu %6lld  %-55s %s\n", jobs[i].family->name().c_str(),
                 shape_text(r.shape).c_str(), r.space_size, (long long)r.evaluations,
                 r.best_point ? r.best_point->dump().c_str() : "(none valid)",
-                r.best_point ? (std::to_string(r.best_stats.median * 1e6) + " us").c_str() : "-");
+                !r.best_point ? "-" : emu ? "(emu: verified)" : (std::to_string(r.best_stats.median * 1e6) + " us").c_str());
   }
   std::string counts;
   for (const auto& [k, v] : totals) counts += (counts.empty() ? "" : ", ") + k + " " + std::to_string(v);

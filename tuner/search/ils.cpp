@@ -29,29 +29,28 @@ std::optional<PointId> IlsStrategy::propose(const SearchState& st, Rng& rng) {
   if (!current_) {
     jumping_ = true;
     score_at_kick_ = st.best_score();
-    return expected_ = st.random_unseen(rng);
+    return st.random_unseen(rng);
   }
   while (!candidates_.empty()) {
     PointId c = candidates_.back();
     candidates_.pop_back();
     const Observation* o = st.seen(c);
-    if (!o) return expected_ = c;
+    if (!o) return c;
     if (o->score() < current_score_) {  // a known better neighbour: move without spending an evaluation
       move_to(c, o->score(), st, rng);
     }
   }
-  return expected_ = restart(st, rng);  // local optimum
+  return restart(st, rng);  // local optimum
 }
 
 void IlsStrategy::observe(PointId id, const Observation& o, const SearchState& st, Rng& rng) {
   double s = o.score();
   if (jumping_) {
     jumping_ = false;
+    // A failed jump target leaves the search where it was; the next proposal jumps again.
     if (std::isfinite(s)) {
       if (s < score_at_kick_) failed_kicks_ = 0;
       move_to(id, s, st, rng);
-    } else if (!current_) {
-      current_.reset();
     }
     return;
   }

@@ -24,7 +24,6 @@ class IlsStrategy : public Strategy {
   std::optional<PointId> current_;
   double current_score_ = 0;
   std::vector<PointId> candidates_;  // unvisited neighbours of current_, shuffled
-  std::optional<PointId> expected_;  // the point we asked for
   bool jumping_ = false;             // the next observation is a kick or restart target
   double score_at_kick_ = 0;
   int failed_kicks_ = 0;

@@ -163,10 +163,16 @@ WorkerReply Worker::call(const std::string& request, double timeout_s) {
   double start = now_s();
   if (pid_ <= 0) spawn();
   if (!write_frame(to_child_, request)) {
-    r.kind = WorkerReply::Crashed;
-    reap(false, r);
-    r.seconds = now_s() - start;
-    return r;
+    // The idle worker died between calls (not this request's fault): replace it and send again.
+    WorkerReply ignored;
+    reap(false, ignored);
+    spawn();
+    if (!write_frame(to_child_, request)) {
+      r.kind = WorkerReply::Crashed;
+      reap(false, r);
+      r.seconds = now_s() - start;
+      return r;
+    }
   }
   std::string reply;
   int got = read_frame(from_child_, reply, timeout_s > 0 ? start + timeout_s : -1);

@@ -1,0 +1,45 @@
+// The emu device: GPU kernel families from kernels_src/registry compiled by the host JIT, run on the CPU
+// emulator in the worker, and verified against each family's reference (correctness only).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "tuner/family/candidate.h"
+#include "tuner/gpu/device_family.h"
+
+using namespace qt::tune;
+
+TEST_CASE("GPU family points run on the emulator in a worker and verify against the reference", "[tuner][emu]") {
+  register_emu_families();
+  auto names = emu_family_names();
+  REQUIRE(std::find(names.begin(), names.end(), "emu.awq_gemv") != names.end());
+  auto fam = find_family("emu.awq_gemv");
+  std::vector<int64_t> shape = {1, 256, 256, 128};
+  Space space = fam->space(shape);
+  REQUIRE(space.size() > 1);
+  Worker worker(handle_candidate_request);
+  TuneOptions opt;
+  opt.strategy = "random";
+  opt.budget = {2, -1};
+  opt.timeout_s = 300;
+  opt.measure.warmup = 0;
+  opt.measure.min_reps = opt.measure.max_reps = 1;
+  opt.measure.min_seconds = 0;
+  opt.measure.racing = false;
+  std::vector<CandidateOutcome> outcomes;
+  TuneReport rep = tune_shape(*fam, shape, worker, opt,
+                              [&](const nlohmann::json&, const CandidateOutcome& o) { outcomes.push_back(o); });
+  REQUIRE(rep.evaluations == 2);
+  for (const auto& o : outcomes) {
+    INFO(o.detail);
+    REQUIRE(o.status == Status::Ok);
+  }
+}
+
+TEST_CASE("emu shapes violating a family's shape constraint are not in its space", "[tuner][emu]") {
+  register_emu_families();
+  auto fam = find_family("emu.awq_gemv");
+  // The GEMV serves M <= 8: no point can run M = 9, and split_k is capped by the number of K groups.
+  REQUIRE(fam->space({9, 256, 256, 128}).size() == 0);
+  REQUIRE(fam->space({1, 256, 256, 128}).size() < fam->space({1, 256, 2048, 128}).size());
+}
