@@ -33,7 +33,8 @@ std::string apply_tuned_cache(const std::string& path, const ModelWeights& weigh
     }
   }
   std::string summary = "tuned cache " + path + ": " + std::to_string(found) + "/" + std::to_string(shapes.size()) +
-                        " matmul shapes tuned for this CPU (" + std::to_string(exact) + " exact)";
+                        " matmul shapes have a winner for this CPU (" + std::to_string(exact) + " exact, " +
+                        std::to_string(found - exact) + " from the nearest tuned shape)";
   if (!global) return summary + "; using the built-in choices";
   const std::string isa = global->value("isa", std::string());
   for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {

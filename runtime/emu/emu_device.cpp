@@ -131,8 +131,12 @@ std::shared_ptr<dev::Module> EmuDevice::load_module(const dev::ModuleSource& src
   jo.instrument = opts_.checks;
   jo.arch = opts_.arch;
   jo.cache_dir = opts_.cache_dir;
-  last_jit_ = jit_compile(src, jo);
-  return std::make_shared<EmuModule>(src, last_jit_.so_path, exec_.api());
+  const JitResult r = jit_compile(src, jo);
+  {
+    std::lock_guard<std::mutex> lock(jit_mu_);
+    last_jit_ = r;
+  }
+  return std::make_shared<EmuModule>(src, r.so_path, exec_.api());
 }
 
 void EmuDevice::launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg, const dev::KernelArgs& args) {

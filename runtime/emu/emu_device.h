@@ -3,6 +3,7 @@
 // (cached on disk) and run by the fiber executor with all of its bug checks.
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "runtime/device/device.h"
@@ -42,11 +43,15 @@ class EmuDevice : public dev::Device {
   const EmuOptions& options() const { return opts_; }
   ExecStats stats() const { return exec_.stats(); }
   // Compile statistics of the last load_module call.
-  const JitResult& last_jit() const { return last_jit_; }
+  JitResult last_jit() const {
+    std::lock_guard<std::mutex> lock(jit_mu_);
+    return last_jit_;
+  }
 
  private:
   EmuOptions opts_;
   Executor exec_;
+  mutable std::mutex jit_mu_;  // load_module may be called from several host threads
   JitResult last_jit_;
 };
 

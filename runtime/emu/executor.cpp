@@ -1,6 +1,8 @@
 #include "runtime/emu/executor.h"
 
 #include <dlfcn.h>
+#include <signal.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <sys/mman.h>
 
@@ -185,6 +187,8 @@ struct Worker {
   std::vector<std::pair<const void*, uint32_t>> static_map;
   uint32_t static_used = 0;
   bool aborted = false;
+  Fiber* current = nullptr;  // the running fiber (null while the scheduler runs)
+  std::vector<char> signal_stack = std::vector<char>(64 * 1024);
   size_t alloc_hint = 0;
   uint64_t switches = 0, threads_run = 0, blocks_run = 0;
 #if QT_EMU_ASAN
@@ -221,6 +225,7 @@ Fiber* pick(Worker& w) {
 // over directly to the next runnable one, so a barrier costs one switch per thread, not two.
 void jump(Worker& w, Context* from, void** fake_stack_save, Fiber* to) {
   ++w.switches;
+  w.current = to;
 #if QT_EMU_ASAN
   const void* bottom = w.sched_bottom;
   size_t size = w.sched_size;
@@ -952,6 +957,59 @@ void run_block(Worker& w, uint64_t b) {
   ++w.blocks_run;
 }
 
+// ---- crashes the access checks cannot see -----------------------------------------------------------------
+// A fiber stack overflow (the guard pages; modules are built with -fstack-clash-protection so a big frame
+// cannot jump over them) or a wild access outside the checked ranges kills the process; the handler first
+// names the kernel, block and thread, then passes the signal on. Not installed under ASan, which reports
+// these itself.
+thread_local Worker* tl_worker = nullptr;
+struct sigaction g_prev_segv {}, g_prev_bus {};
+
+[[maybe_unused]] void crash_handler(int sig, siginfo_t* info, void* uc) {
+  Worker* w = tl_worker;
+  if (w && w->L && w->current) {
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
+    const Fiber* f = w->current;
+    const Uint3 t = w->thread_idx(f->tid);
+    const Arena& arena = Arena::instance();
+    const char* what = w->stacks.is_guard(addr)
+                           ? "fiber stack overflow (the kernel needs more than ~240 KiB of stack per thread)"
+                           : (addr - arena.lo() < arena.span()
+                                  ? "access to unmapped device memory (out of bounds or freed) the access checks did not see"
+                                  : "invalid memory access");
+    char buf[768];
+    const int n = std::snprintf(buf, sizeof buf, "emu: kernel %s: block (%u,%u,%u) thread (%u,%u,%u): %s at address 0x%llx\n",
+                                w->L->req->kernel_name.c_str(), w->block_idx.x, w->block_idx.y, w->block_idx.z, t.x, t.y,
+                                t.z, what, static_cast<unsigned long long>(addr));
+    if (n > 0) {
+      const ssize_t written = ::write(2, buf, static_cast<size_t>(std::min<int>(n, static_cast<int>(sizeof buf) - 1)));
+      (void)written;
+    }
+  }
+  const struct sigaction& prev = sig == SIGBUS ? g_prev_bus : g_prev_segv;
+  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
+    prev.sa_sigaction(sig, info, uc);
+  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
+  } else {
+    ::signal(sig, SIG_DFL);  // returning re-executes the access, which now terminates the process
+  }
+}
+
+void install_crash_handler() {
+#if !QT_EMU_ASAN
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = &crash_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGSEGV, &sa, &g_prev_segv);
+    ::sigaction(SIGBUS, &sa, &g_prev_bus);
+  });
+#endif
+}
+
 }  // namespace
 
 struct Executor::Impl {
@@ -985,8 +1043,14 @@ void Executor::run(const LaunchRequest& req) {
   L.nblocks = req.cfg.grid.count();
   const uint32_t nw = static_cast<uint32_t>(std::min<uint64_t>(opts_.threads, L.nblocks));
   while (impl_->workers.size() < nw) impl_->workers.push_back(std::make_unique<Worker>());
+  install_crash_handler();
   auto work = [&L](Worker* w) {
     w->L = &L;
+    tl_worker = w;
+    stack_t alt{}, old_alt{};
+    alt.ss_sp = w->signal_stack.data();
+    alt.ss_size = w->signal_stack.size();
+    ::sigaltstack(&alt, &old_alt);
 #if QT_EMU_ASAN
     pthread_attr_t attr;
     void* stack_addr = nullptr;
@@ -1003,6 +1067,8 @@ void Executor::run(const LaunchRequest& req) {
       if (b >= L.nblocks) break;
       run_block(*w, b);
     }
+    ::sigaltstack(&old_alt, nullptr);
+    tl_worker = nullptr;
     w->L = nullptr;
   };
   if (nw == 1) {

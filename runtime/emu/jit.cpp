@@ -211,7 +211,11 @@ std::string default_cache_dir() {
 }
 
 std::string module_translation_unit(const dev::ModuleSource& src) {
-  std::string tu = "#line 1 \"" + (src.name.empty() ? std::string("kernel") : src.name) + "\"\n";
+  std::string name = src.name.empty() ? std::string("kernel") : src.name;
+  for (char& c : name) {
+    if (c == '"' || c == '\\' || c == '\n') c = '_';  // keep the #line directive well-formed
+  }
+  std::string tu = "#line 1 \"" + name + "\"\n";
   tu += src.source;
   tu += "\n";
   tu += kTrailerHead;
@@ -233,6 +237,7 @@ JitResult jit_compile(const dev::ModuleSource& src, const JitOptions& opts) {
   const std::string root = qt::source_root();
 
   std::vector<std::string> flags = {"-std=c++20", opts.opt_level, "-g1", "-fPIC", "-fno-strict-aliasing",
+                                    "-fstack-clash-protection",
                                     "-Wno-unknown-pragmas", "-DQT_EMU=1", "-DQT_ARCH=" + std::to_string(opts.arch)};
   if (opts.instrument) {
     flags.push_back("-fsanitize=thread");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <unordered_set>
@@ -44,41 +45,60 @@ Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.see
 
 std::vector<Candidate> Sampler::distribution(const float* logits, int64_t vocab,
                                              const std::vector<int32_t>& history) const {
-  std::vector<double> score(logits, logits + vocab);
+  // Only the penalized tokens are copied; everything else reads the logits in place, so a vocabulary of
+  // 150k costs one or two linear passes per token.
+  const float* base = logits;
+  std::vector<float> penalized;
   if (config_.repetition_penalty != 1.0f) {
+    penalized.assign(logits, logits + vocab);
     const size_t from = config_.repeat_last_n > 0 && history.size() > size_t(config_.repeat_last_n)
                             ? history.size() - size_t(config_.repeat_last_n)
                             : 0;
     std::unordered_set<int32_t> seen(history.begin() + ptrdiff_t(from), history.end());
-    const double p = config_.repetition_penalty;
+    const float p = config_.repetition_penalty;
     for (int32_t t : seen) {
-      if (t >= 0 && t < vocab) score[size_t(t)] = score[size_t(t)] < 0 ? score[size_t(t)] * p : score[size_t(t)] / p;
+      if (t >= 0 && t < vocab) penalized[size_t(t)] = penalized[size_t(t)] < 0 ? penalized[size_t(t)] * p : penalized[size_t(t)] / p;
     }
+    base = penalized.data();
   }
-  std::vector<int32_t> order(static_cast<size_t>(vocab));
-  std::iota(order.begin(), order.end(), 0);
-  auto by_score = [&](int32_t a, int32_t b) { return score[size_t(a)] > score[size_t(b)] || (score[size_t(a)] == score[size_t(b)] && a < b); };
+  auto better = [&](int32_t a, int32_t b) { return base[a] > base[b] || (base[a] == base[b] && a < b); };
   if (config_.temperature == 0.0f) {
-    return {Candidate{*std::min_element(order.begin(), order.end(), by_score), 1.0}};
+    int32_t best = 0;
+    for (int32_t t = 1; t < vocab; ++t)
+      if (base[t] > base[best]) best = t;
+    return {Candidate{best, 1.0}};
   }
-  for (double& s : score) s /= config_.temperature;
 
-  // top-k: everything scoring at least the k-th largest.
-  size_t keep = order.size();
-  if (config_.top_k > 0 && size_t(config_.top_k) < order.size()) {
-    std::nth_element(order.begin(), order.begin() + (config_.top_k - 1), order.end(), by_score);
-    const double kth = score[size_t(order[size_t(config_.top_k - 1)])];
-    keep = size_t(std::partition(order.begin(), order.end(), [&](int32_t t) { return score[size_t(t)] >= kth; }) -
-                  order.begin());
+  std::vector<int32_t> order;
+  if (config_.top_k > 0 && int64_t(config_.top_k) < vocab) {
+    // A min-heap of the k best so far gives the k-th largest logit; every token at least that large survives.
+    std::vector<float> heap;
+    heap.reserve(size_t(config_.top_k) + 1);
+    for (int64_t t = 0; t < vocab; ++t) {
+      if (heap.size() < size_t(config_.top_k)) {
+        heap.push_back(base[t]);
+        std::push_heap(heap.begin(), heap.end(), std::greater<float>());
+      } else if (base[t] > heap.front()) {
+        std::pop_heap(heap.begin(), heap.end(), std::greater<float>());
+        heap.back() = base[t];
+        std::push_heap(heap.begin(), heap.end(), std::greater<float>());
+      }
+    }
+    const float kth = heap.front();
+    for (int32_t t = 0; t < vocab; ++t)
+      if (base[t] >= kth) order.push_back(t);
+  } else {
+    order.resize(size_t(vocab));
+    std::iota(order.begin(), order.end(), 0);
   }
-  order.resize(keep);
-  std::sort(order.begin(), order.end(), by_score);
+  std::sort(order.begin(), order.end(), better);
+  auto scaled = [&](int32_t t) { return double(base[t]) / double(config_.temperature); };
 
   auto probs_of = [&](const std::vector<int32_t>& toks) {
     std::vector<double> p(toks.size());
-    const double mx = score[size_t(toks[0])];
+    const double mx = scaled(toks[0]);
     double sum = 0.0;
-    for (size_t i = 0; i < toks.size(); ++i) sum += (p[i] = std::exp(score[size_t(toks[i])] - mx));
+    for (size_t i = 0; i < toks.size(); ++i) sum += (p[i] = std::exp(scaled(toks[i]) - mx));
     for (double& v : p) v /= sum;
     return p;
   };

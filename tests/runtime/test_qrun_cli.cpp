@@ -11,6 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "tuner/cpu/cpu_matvec.h"
+#include "tuner/family/family.h"
+#include "tuner/measure/protocol.h"
+#include "tuner/store/store.h"
+
 using namespace std::string_literals;
 
 namespace {
@@ -65,7 +70,12 @@ TEST_CASE("qrun rejects bad command lines with one clear line and exit code 2", 
       {model + " --prompt-ids 1,2 --temp -1 -n 1", "temperature"},
       {model + " --prompt-ids 1,x -n 0", "--prompt-ids"},
       {model, "nothing to do"},
+      {model + " --prompt-ids 1,2 --tuned-cache " + kTmp + "junk.sqlite -n 0", "junk.sqlite"},
   };
+  {
+    std::ofstream junk(kTmp + "junk.sqlite");
+    junk << "not a database, just text that is long enough to have a header page........................";
+  }
   for (const auto& c : cases) {
     INFO(c.args);
     const Result r = run_qrun(c.args);
@@ -116,4 +126,35 @@ TEST_CASE("qrun generates from token ids reproducibly for a seed", "[runtime][qr
   const std::string a = capture(base), b = capture(base);
   CHECK(a == b);
   CHECK(lines(a) == 6);
+}
+
+TEST_CASE("qrun --tuned-cache applies the winners a qtune store holds for this CPU", "[runtime][qrun]") {
+  const std::string cache = kTmp + "tuned.sqlite";
+  std::remove(cache.c_str());
+  {
+    qt::tune::register_cpu_families();
+    qt::tune::Store store(cache);
+    const auto family = qt::tune::find_family(qt::tune::cpu_matvec_family_name(qt::WeightType::Q8_0));
+    qt::tune::ResultRow row;
+    row.device = qt::tune::cpu_fingerprint();
+    row.family = family->name();
+    row.source_hash = family->source_hash();
+    row.shape = {384, 96, 32};  // dense.ajc1's lm_head
+    row.dtypes = family->dtypes();
+    row.point = {{"isa", "scalar"}, {"threads", 1}, {"rows_per_task", 8}};
+    row.stats = qt::tune::summarize({1e-5, 1.1e-5, 0.9e-5});
+    store.put(row);
+  }
+  const std::string out = kTmp + "tuned-logits.f32", plain = kTmp + "plain-logits.f32";
+  const std::string args = "--model " + kGolden + "files/dense.ajc1 --prompt-ids 3,4,5 -n 0 --logits-out ";
+  const Result r = run_qrun(args + out + " --tuned-cache " + cache);
+  REQUIRE(r.code == 0);
+  // One exact winner; the store's nearest-shape rule lends it to the model's three other shapes.
+  CHECK(r.err.find("4/4 matmul shapes have a winner for this CPU (1 exact, 3 from the nearest tuned shape); "
+                   "isa scalar, 1 threads") != std::string::npos);
+  REQUIRE(run_qrun(args + plain).code == 0);
+  // The tuned choices change speed, not results: the integer dot products are exact on every ISA.
+  const std::vector<float> a = read_floats(out), b = read_floats(plain);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) REQUIRE(a[i] == Approx(b[i]).margin(1e-4));
 }

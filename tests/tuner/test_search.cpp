@@ -158,3 +158,29 @@ TEST_CASE("unknown strategy names are rejected with the list of known ones", "[t
   REQUIRE_THROWS_WITH(make_strategy("gradient"), Catch::Contains("unknown strategy 'gradient'") &&
                                                      Catch::Contains("genetic"));
 }
+
+TEST_CASE("different seeds give unrelated random streams, not shifted copies", "[tuner][search]") {
+  std::vector<std::vector<uint64_t>> streams;
+  for (uint64_t seed = 1; seed <= 32; ++seed) {
+    Rng r(seed);
+    std::vector<uint64_t> s;
+    for (int i = 0; i < 16; ++i) s.push_back(r.next());
+    streams.push_back(s);
+  }
+  std::set<uint64_t> all;
+  for (const auto& s : streams) all.insert(s.begin(), s.end());
+  REQUIRE(all.size() == 32 * 16);  // no draw of one seed reappears in another seed's stream
+  Rng a(5), b(5);
+  for (int i = 0; i < 100; ++i) REQUIRE(a.below(1000) == b.below(1000));
+}
+
+TEST_CASE("random search over many seeds spreads its results", "[tuner][search]") {
+  Synthetic syn;
+  std::set<double> bests;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    auto st = make_strategy("random");
+    SyntheticObjective obj(syn.space);
+    bests.insert(run_search(syn.space, *st, obj, {5, -1}, seed).best_score);
+  }
+  REQUIRE(bests.size() >= 8);
+}

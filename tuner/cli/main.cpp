@@ -15,22 +15,24 @@ const char* kUsage =
     "  qtune replay --space FILE --strategy S --budget B --seeds N [--json]\n"
     "  qtune store (export|import|import-kt|lookup|regret|check) ...\n"
     "  qtune static ...                    (NVRTC compile-and-prune report)\n"
-    "  qtune <command> --help              (options of a command)\n";
+    "  qtune --device cpu --help           (all tuning options)\n"
+    "  qtune <command> --help              (options of replay, store SUB, static)\n";
 }
 
 int main(int argc, char** argv) {
   return qt::run_tool("qtune", [&] {
     std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty()) throw qt::Error(std::string("no command given\n") + kUsage);
+    if (args.empty()) throw qt::Error("no command given (`qtune help` lists the commands)");
     std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "replay") return qt::tune::replay_command(rest);
     if (args[0] == "store") return qt::tune::store_command(rest);
     if (args[0] == "static") return qt::tune::static_command(rest);
-    if (args[0] == "help") {
+    if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (args[0].rfind("-", 0) != 0) throw qt::Error("unknown command '" + args[0] + "'\n" + kUsage);
+    if (args[0].rfind("-", 0) != 0)
+      throw qt::Error("unknown command '" + args[0] + "' (`qtune help` lists the commands)");
     return qt::tune::tune_command(args);
   });
 }

@@ -71,6 +71,14 @@ int tune_command(const std::vector<std::string>& args) {
     std::printf("model %s needs %zu matvec shapes:\n", cli.get("--model").c_str(), shapes.size());
     for (const auto& s : shapes)
       std::printf("  %-18s %-10s %s\n", shape_text(s.shape).c_str(), weight_type_name(s.type), s.what.c_str());
+    // The GPU kernel families' own shape lists (registry model_shapes: GEMV for decode, GEMM for prefill).
+    for (const std::string& fam : emu_family_names()) {
+      std::string reg = fam.substr(4);
+      auto gs = emu_model_shapes(reg, mf->config());
+      std::printf("GPU family %-14s %zu shapes%s", reg.c_str(), gs.size(), gs.empty() ? " (does not serve this model)\n" : ":");
+      for (const auto& s : gs) std::printf(" %s", shape_text(s).c_str());
+      if (!gs.empty()) std::printf("  (M x N x K x G)\n");
+    }
     CudaProbe probe = probe_cuda();
     if (!probe.available) {
       std::printf("no GPU: %s; running the static compile-and-prune step for %s only\n", probe.reason.c_str(),

@@ -8,14 +8,12 @@ namespace qt::tune {
 
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {}
+  // The seed is scrambled into the starting state: splitmix64 advances its state by a constant, so seeds
+  // used directly as states would give streams that are shifted copies of each other (seed s+1 = seed s
+  // one draw later), and "independent" runs would all see nearly the same points.
+  explicit Rng(uint64_t seed) : state_(mix(seed ^ 0x632BE59BD9B4E019ull) ^ mix(~seed)) {}
 
-  uint64_t next() {  // splitmix64
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return mix(state_ += 0x9E3779B97F4A7C15ull); }  // splitmix64
   // Uniform in [0, n) without modulo bias.
   uint64_t below(uint64_t n) {
     if (n <= 1) return 0;
@@ -33,6 +31,11 @@ class Rng {
   }
 
  private:
+  static uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
   uint64_t state_;
 };
 

@@ -95,7 +95,8 @@ struct SearchResult {
 
 // Runs `strategy` until the budget is spent, the space is exhausted, or the strategy stops. A strategy that
 // keeps proposing evaluated points is given a random unseen point after a while (stagnation guard), so
-// every run makes progress. An evaluation that would overrun a time budget is not started.
+// every run makes progress. An evaluation whose charged time would overrun a time budget is not recorded,
+// so the charged seconds never exceed the budget (as a replayed run that stops before it).
 SearchResult run_search(const Space& space, Strategy& strategy, Objective& objective, const Budget& budget,
                         uint64_t seed);
 

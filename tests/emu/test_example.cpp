@@ -1,3 +1,4 @@
+// The kernels_src/common/README.md example (tests/emu/kernels/block_sum.cu) runs on the emu device as documented.
 #include <catch2/catch.hpp>
 
 #include <numeric>

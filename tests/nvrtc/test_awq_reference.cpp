@@ -1,0 +1,84 @@
+// The AWQ family's CPU reference on hand-packed words: nibble order {0,4,1,5,2,6,3,7}, zero points, scales,
+// and the GEMM on values small enough to check by hand; and the family's shape rules.
+#include <catch2/catch.hpp>
+
+#include "common/half.h"
+#include "kernels_src/awq/awq_family.h"
+#include "kernels_src/awq/awq_reference.h"
+
+using namespace qt::kernels::awq;
+
+namespace {
+
+AwqData hand_data() {
+  AwqData d;
+  d.m = 1, d.n = 8, d.k = 2, d.group = 2;
+  // Nibble i holds i, so logical element e (at nibble {0,4,1,5,2,6,3,7}[e]) is that nibble index.
+  d.qweight = {0x76543210, 0x76543210};
+  d.qzeros = {0x11111111};  // zero point 1 for every column
+  d.scales.assign(8, qt::float_to_half_bits(0.5f));
+  d.x = {qt::float_to_half_bits(1.0f), qt::float_to_half_bits(-2.0f)};
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("the AWQ reference unpacks nibbles in AWQ order and applies zero and scale") {
+  const auto w = reference_dequant(hand_data());
+  REQUIRE(w.size() == 16);
+  const float expect[8] = {-0.5f, 1.5f, 0.0f, 2.0f, 0.5f, 2.5f, 1.0f, 3.0f};  // (q - 1) * 0.5
+  for (int k = 0; k < 2; ++k)
+    for (int n = 0; n < 8; ++n) CHECK(w[size_t(k * 8 + n)] == expect[n]);
+}
+
+TEST_CASE("the AWQ GEMM reference sums x * w over K") {
+  const auto y = reference_gemm(hand_data());
+  REQUIRE(y.size() == 8);
+  const double expect[8] = {0.5, -1.5, 0.0, -2.0, -0.5, -2.5, -1.0, -3.0};  // (1 - 2) * w
+  for (int n = 0; n < 8; ++n) CHECK(y[size_t(n)] == expect[n]);
+}
+
+TEST_CASE("generated AWQ problems are deterministic per seed and in range") {
+  const AwqData a = make_awq_data(3, 64, 256, 64, 5), b = make_awq_data(3, 64, 256, 64, 5);
+  const AwqData c = make_awq_data(3, 64, 256, 64, 6);
+  CHECK(a.qweight == b.qweight);
+  CHECK(a.x == b.x);
+  CHECK(a.qweight != c.qweight);
+  CHECK(a.qweight.size() == 256 * 8);
+  CHECK(a.qzeros.size() == 4 * 8);
+  CHECK(a.scales.size() == 4 * 64);
+  for (uint16_t s : a.scales) {
+    const float v = qt::half_bits_to_float(s);
+    CHECK(v >= 0.0009f);
+    CHECK(v <= 0.0101f);
+  }
+}
+
+TEST_CASE("AWQ shape rules: N multiple of the tile, G multiple of bk, M <= 8 for the GEMV") {
+  const auto& gemm = gemm_family();
+  auto p = gemm.default_point();
+  p["bn"] = 128, p["bk"] = 64;
+  CHECK(gemm.shape_constraint(p, {5, 128, 256, 64, ""}) == "");
+  CHECK(gemm.shape_constraint(p, {5, 192, 256, 64, ""}) != "");  // N % 128
+  CHECK(gemm.shape_constraint(p, {5, 128, 256, 32, ""}) != "");  // G % bk
+  CHECK(gemm.shape_constraint(p, {5, 128, 250, 64, ""}) != "");  // K % G
+  const auto& gemv = gemv_family();
+  CHECK(gemv.shape_constraint(gemv.default_point(), {8, 64, 128, 32, ""}) == "");
+  CHECK(gemv.shape_constraint(gemv.default_point(), {9, 64, 128, 32, ""}) != "");
+  CHECK(gemm_smem_bytes(p) == 3 * (32 * 72 * 2 + 64 * 128 / 2 + 128 * 2 + 16 * 4) + 64 * 136 * 2);
+}
+
+TEST_CASE("Qwen3-8B projections become four AWQ shapes") {
+  qt::ModelConfig c;
+  c.dim = 4096, c.hidden_dim = 12288, c.n_heads = 32, c.n_kv_heads = 8, c.head_dim = 128, c.group_size = 128;
+  const auto shapes = awq_layer_shapes(c, 1);
+  REQUIRE(shapes.size() == 4);
+  CHECK(shapes[0].n == 4096);
+  CHECK(shapes[0].k == 4096);
+  CHECK(shapes[0].label == "wq+wo");
+  CHECK(shapes[1].n == 1024);
+  CHECK(shapes[1].label == "wk+wv");
+  CHECK(shapes[2].n == 12288);
+  CHECK(shapes[3].k == 12288);
+  CHECK(shapes[3].label == "w2");
+}

@@ -1,0 +1,79 @@
+// The qtok command line: stdin/stdout contracts and exit codes (2 with one error line for bad input).
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "tests/tokenizer/golden_data.h"
+
+using namespace qt::tok::test;
+
+namespace {
+
+struct Result {
+  int status;
+  std::string out;
+};
+
+// Runs qtok with `input` on stdin (written to a file first, so no shell quoting of the data).
+Result run_qtok(const std::string& args, const std::string& input) {
+  std::string in_path = std::string(QTUNE_BINARY_DIR) + "/tests/qtok_cli_input.bin";
+  {
+    std::ofstream f(in_path, std::ios::binary);
+    f << input;
+  }
+  std::string cmd = std::string(QTUNE_BINARY_DIR) + "/bin/qtok " + args + " < " + in_path + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  std::remove(in_path.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+}  // namespace
+
+TEST_CASE("qtok encode, decode and chat print what the library computes", "[tokenizer]") {
+  auto enc = run_qtok("encode", "Hello world!<|im_end|>");
+  REQUIRE(enc.status == 0);
+  REQUIRE(enc.out == "[9707, 1879, 0, 151645]\n");
+  auto dec = run_qtok("decode", "[9707, 1879, 0, 151645]");
+  REQUIRE(dec.status == 0);
+  REQUIRE(dec.out == "Hello world!<|im_end|>");
+  auto skip = run_qtok("decode --skip-special", "[9707, 151645]");
+  REQUIRE(skip.out == "Hello");
+  auto chat = run_qtok("chat --add-generation-prompt --no-think", R"([{"role": "user", "content": "%s"}])");
+  REQUIRE(chat.status == 0);
+  REQUIRE(chat.out == "<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+}
+
+TEST_CASE("qtok rejects bad input with exit code 2 and one error line", "[tokenizer]") {
+  auto bad_utf8 = run_qtok("encode", "ok\xC3(");
+  REQUIRE(bad_utf8.status == 2);
+  REQUIRE_THAT(bad_utf8.out, Catch::Contains("not valid UTF-8") && Catch::Contains("byte 2"));
+  auto replaced = run_qtok("encode --replace-invalid", "ok\xC3(");
+  REQUIRE(replaced.status == 0);
+  auto bad_ids = run_qtok("decode", "[1, -5]");
+  REQUIRE(bad_ids.status == 2);
+  REQUIRE_THAT(bad_ids.out, Catch::Contains("element 1"));
+  auto bad_chat = run_qtok("chat", "{\"messages\": [{\"role\": \"user\"}]}");
+  REQUIRE(bad_chat.status == 2);
+  auto bad_tok = run_qtok("encode --tokenizer /nonexistent/tokenizer.json", "x");
+  REQUIRE(bad_tok.status == 2);
+  REQUIRE_THAT(bad_tok.out, Catch::Contains("/nonexistent/tokenizer.json"));
+}
+
+TEST_CASE("qtok export writes the qwen3.c file", "[tokenizer]") {
+  std::string path = std::string(QTUNE_BINARY_DIR) + "/tests/qtok_cli_export.tokenizer";
+  auto r = run_qtok("export --out " + path, "");
+  REQUIRE(r.status == 0);
+  auto expected = load_json("qwen3c_expected.json");
+  REQUIRE(read_file(path).size() == expected["size"].get<size_t>());
+  std::remove(path.c_str());
+}
