@@ -53,7 +53,15 @@ function(qtune_test name)
   catch_discover_tests(${name}
     TEST_PREFIX "${name}: "
     WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
-    PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT})
+  # Labels are applied by a CTest include that runs after the discovery include: passed through
+  # catch_discover_tests' PROPERTIES, a list of labels is split and all but the first are lost.
+  set(label_script ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
+  file(WRITE ${label_script}
+    "if(${name}_TESTS)\n"
+    "  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${ARG_LABELS}\")\n"
+    "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${label_script})
   # The sanitized CI pass builds only the targets its tests need.
   if("sanitize" IN_LIST ARG_LABELS)
     add_dependencies(sanitize_tests ${name})

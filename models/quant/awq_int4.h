@@ -6,15 +6,14 @@
 //            zero = clamp(rint(-mn / s), 0, 15); q = clamp(rint(w / s) + zero, 0, 15); w' = (q - zero) * s.
 #include <cstdint>
 
+#include "models/core/weights.h"
+
 namespace qt::quant {
 
 // Packs 8 logical 4-bit values (each 0..15) into one AWQ word.
 uint32_t awq_pack8(const uint8_t values[8]);
 // Logical element e (0..7) of an AWQ word.
-inline uint8_t awq_unpack(uint32_t word, int e) {
-  static constexpr int kOrder[8] = {0, 4, 1, 5, 2, 6, 3, 7};
-  return static_cast<uint8_t>((word >> (4 * kOrder[e])) & 0xFu);
-}
+inline uint8_t awq_unpack(uint32_t word, int e) { return static_cast<uint8_t>((word >> (4 * kAwqOrder[e])) & 0xFu); }
 
 // w: [N][K] floats. qweight: int32 [K][N/8]; qzeros: int32 [K/G][N/8]; scales: fp16 [K/G][N].
 // Needs N % 8 == 0 and K % G == 0.

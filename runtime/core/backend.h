@@ -26,6 +26,12 @@ namespace qt::rt {
 // cannot flip which experts run.
 enum class MatmulMode { kDefault, kExact };
 
+// One output of a matmul group that shares its input: y = x W^T.
+struct MatmulJob {
+  const QTensor* w;
+  float* y;
+};
+
 class DeviceBuffer {
  public:
   virtual ~DeviceBuffer() = default;
@@ -50,6 +56,11 @@ class Backend {
   // y[i][n] = sum_k x[i][k] * W[n][k] for i < m. x is [m][W.cols], y is [m][W.rows]; they do not alias.
   virtual void matmul(const QTensor& w, const float* x, int64_t m, float* y,
                       MatmulMode mode = MatmulMode::kDefault) = 0;
+  // Several matmuls of the same input (q/k/v projections, gate/up): one launch where a backend can fuse
+  // them. Results equal `count` separate matmul() calls.
+  virtual void matmul_group(const MatmulJob* jobs, int count, const float* x, int64_t m) {
+    for (int j = 0; j < count; ++j) matmul(*jobs[j].w, x, m, jobs[j].y);
+  }
   // Per row of length n: y = weight * x / sqrt(mean(x^2) + eps), statistics in fp32. y may equal x.
   virtual void rmsnorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* y) = 0;
   // In place NeoX-style rotary embedding (element i pairs with i + head_dim/2). x is [m][n_heads*head_dim];

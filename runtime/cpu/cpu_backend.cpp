@@ -27,6 +27,8 @@ class HostBuffer final : public DeviceBuffer {
   size_t n_;
 };
 
+}  // namespace
+
 // Activations of one row quantized to int8 per group of the weight's quantization: scale amax/127,
 // round half to even. The per-group sums feed the zero-point (AWQ) and additive-offset (ASYM) terms.
 struct QuantizedRows {
@@ -36,6 +38,8 @@ struct QuantizedRows {
   std::vector<int32_t> qsum;    // [m][k/group]
   std::vector<float> sum;       // [m][k/group], of the fp32 activations
 };
+
+namespace {
 
 void quantize_rows(const float* x, int64_t m, int64_t k, int64_t group, QuantizedRows& out) {
   const int64_t ng = k / group;
@@ -198,10 +202,51 @@ void CpuBackend::matmul_float(const QTensor& w, const float* x, int64_t m, float
 }
 
 void CpuBackend::matmul_quantized(const QTensor& w, const PackedMatrix& p, const float* x, int64_t m, float* y) {
-  const int64_t N = p.rows, K = p.cols, G = p.group, ng = K / G;
   thread_local QuantizedRows xq;
-  quantize_rows(x, m, K, G, xq);
-  const QuantizedRows& xr = xq;
+  quantize_rows(x, m, p.cols, p.group, xq);
+  pool_.parallel_for(p.rows, rows_per_task(w), [&](int64_t n0, int64_t n1) { quantized_rows(p, xq, m, n0, n1, y); });
+}
+
+void CpuBackend::matmul_group(const MatmulJob* jobs, int count, const float* x, int64_t m) {
+  // Fused only when every weight is packed and shares K and the group, so one quantized copy of x serves all.
+  std::vector<const PackedMatrix*> packs;
+  bool fuse = !options_.reference && count > 1;
+  for (int j = 0; fuse && j < count; ++j) {
+    const QTensor& w = *jobs[j].w;
+    const bool float_type = w.type == WeightType::F32 || w.type == WeightType::F16 || w.type == WeightType::BF16;
+    if (float_type) {
+      fuse = false;
+      break;
+    }
+    const PackedMatrix& p = packed(w);
+    fuse = p.kind != PackedMatrix::Kind::kUnpacked && p.cols == packed(*jobs[0].w).cols &&
+           p.group == packed(*jobs[0].w).group;
+    packs.push_back(&p);
+  }
+  if (!fuse) return Backend::matmul_group(jobs, count, x, m);
+  thread_local QuantizedRows xq;
+  quantize_rows(x, m, packs[0]->cols, packs[0]->group, xq);
+  struct Segment {
+    int job;
+    int64_t n0, n1;
+  };
+  std::vector<Segment> segments;
+  for (int j = 0; j < count; ++j) {
+    const int64_t step = rows_per_task(*jobs[j].w);
+    for (int64_t n = 0; n < packs[size_t(j)]->rows; n += step)
+      segments.push_back(Segment{j, n, std::min(packs[size_t(j)]->rows, n + step)});
+  }
+  pool_.parallel_for(int64_t(segments.size()), 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t s = s0; s < s1; ++s) {
+      const Segment& seg = segments[size_t(s)];
+      quantized_rows(*packs[size_t(seg.job)], xq, m, seg.n0, seg.n1, jobs[seg.job].y);
+    }
+  });
+}
+
+void CpuBackend::quantized_rows(const PackedMatrix& p, const QuantizedRows& xr, int64_t m, int64_t n0, int64_t n1,
+                                float* y) const {
+  const int64_t N = p.rows, K = p.cols, G = p.group, ng = K / G;
   const CpuKernels& kr = *kernels_;
   // The additive offset of INT8_GW_ASYM: sum over groups of z * (sum of the fp32 activations in the group).
   auto zero_term = [&](int64_t n, int64_t i) {
@@ -211,36 +256,34 @@ void CpuBackend::matmul_quantized(const QTensor& w, const PackedMatrix& p, const
     for (int64_t g = 0; g < ng; ++g) v += z[g] * xsum[g];
     return v;
   };
-  pool_.parallel_for(N, rows_per_task(w), [&](int64_t n0, int64_t n1) {
-    int64_t i = 0;
+  int64_t i = 0;
+  if (p.kind == PackedMatrix::Kind::kInt8) {
+    // Prefill: four activation rows share each weight row while it is in L1.
+    for (; i + 4 <= m; i += 4) {
+      float out[4];
+      for (int64_t n = n0; n < n1; ++n) {
+        kr.dot_i8_x4(p.i8 + n * K, xr.q.data() + i * K, K, p.scale + n * ng, xr.scale.data() + i * ng, ng, K, G, out);
+        for (int64_t r = 0; r < 4; ++r) y[(i + r) * N + n] = p.zero ? out[r] + zero_term(n, i + r) : out[r];
+      }
+    }
+  }
+  for (; i < m; ++i) {
+    const int8_t* xi = xr.q.data() + i * K;
+    const float* xs = xr.scale.data() + i * ng;
+    float* yi = y + i * N;
     if (p.kind == PackedMatrix::Kind::kInt8) {
-      // Prefill: four activation rows share each weight row while it is in L1.
-      for (; i + 4 <= m; i += 4) {
-        float out[4];
-        for (int64_t n = n0; n < n1; ++n) {
-          kr.dot_i8_x4(p.i8 + n * K, xr.q.data() + i * K, K, p.scale + n * ng, xr.scale.data() + i * ng, ng, K, G, out);
-          for (int64_t r = 0; r < 4; ++r) y[(i + r) * N + n] = p.zero ? out[r] + zero_term(n, i + r) : out[r];
-        }
+      for (int64_t n = n0; n < n1; ++n) {
+        float v = kr.dot_i8(p.i8 + n * K, xi, p.scale + n * ng, xs, K, G);
+        if (p.zero) v += zero_term(n, i);
+        yi[n] = v;
+      }
+    } else {
+      const int32_t* qsum = xr.qsum.data() + i * ng;
+      for (int64_t n = n0; n < n1; ++n) {
+        yi[n] = kr.dot_u4(p.u4 + n * K / 2, xi, p.scale + n * ng, p.zero + n * ng, xs, qsum, K, G);
       }
     }
-    for (; i < m; ++i) {
-      const int8_t* xi = xr.q.data() + i * K;
-      const float* xs = xr.scale.data() + i * ng;
-      float* yi = y + i * N;
-      if (p.kind == PackedMatrix::Kind::kInt8) {
-        for (int64_t n = n0; n < n1; ++n) {
-          float v = kr.dot_i8(p.i8 + n * K, xi, p.scale + n * ng, xs, K, G);
-          if (p.zero) v += zero_term(n, i);
-          yi[n] = v;
-        }
-      } else {
-        const int32_t* qsum = xr.qsum.data() + i * ng;
-        for (int64_t n = n0; n < n1; ++n) {
-          yi[n] = kr.dot_u4(p.u4 + n * K / 2, xi, p.scale + n * ng, p.zero + n * ng, xs, qsum, K, G);
-        }
-      }
-    }
-  });
+  }
 }
 
 void CpuBackend::rmsnorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* y) {

@@ -20,6 +20,8 @@
 
 namespace qt::rt {
 
+struct QuantizedRows;
+
 // A matmul shape as the tuner keys it: weight type, N (rows), K (cols), group size.
 using MatvecShapeKey = std::tuple<WeightType, int64_t, int64_t, int64_t>;
 
@@ -51,6 +53,7 @@ class CpuBackend final : public Backend {
   void embed(const QTensor& table, const int32_t* tokens, int64_t m, float* out) override;
   void matmul(const QTensor& w, const float* x, int64_t m, float* y,
               MatmulMode mode = MatmulMode::kDefault) override;
+  void matmul_group(const MatmulJob* jobs, int count, const float* x, int64_t m) override;
   void rmsnorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* y) override;
   void rope(float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta) override;
   void attention(const float* q, const float* k_cache, const float* v_cache, int64_t pos0, int64_t m,
@@ -68,6 +71,9 @@ class CpuBackend final : public Backend {
   void matmul_reference(const QTensor& w, const float* x, int64_t m, float* y);
   void matmul_float(const QTensor& w, const float* x, int64_t m, float* y);
   void matmul_quantized(const QTensor& w, const PackedMatrix& p, const float* x, int64_t m, float* y);
+  // Output rows [n0, n1) of y = x W^T for activations already quantized with W's group.
+  void quantized_rows(const PackedMatrix& p, const QuantizedRows& xr, int64_t m, int64_t n0, int64_t n1,
+                      float* y) const;
   int64_t rows_per_task(const QTensor& w) const;
 
   CpuOptions options_;

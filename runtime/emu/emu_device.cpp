@@ -163,7 +163,6 @@ void EmuDevice::launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg, 
   req.args = ptrs.data();
   req.cfg = cfg;
   req.kernel_name = kname;
-  req.module_path = mod->so_path();
   exec_.run(req);
 }
 

@@ -25,7 +25,6 @@ struct LaunchRequest {
   void** args = nullptr;
   dev::LaunchConfig cfg;
   std::string kernel_name;
-  std::string module_path;  // the .so, to turn code addresses into source lines in reports
 };
 
 struct ExecStats {

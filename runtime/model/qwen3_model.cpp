@@ -125,9 +125,8 @@ void Qwen3Model::attention_block(int64_t layer, int64_t m) {
   const LayerWeights& lw = w_.layers[size_t(layer)];
   const int64_t kvd = c.kv_dim();
   be_.rmsnorm(x_->data(), lw.attn_norm.data(), m, c.dim, c.rms_norm_eps, xn_->data());
-  be_.matmul(lw.wq, xn_->data(), m, q_->data());
-  be_.matmul(lw.wk, xn_->data(), m, k_->data());
-  be_.matmul(lw.wv, xn_->data(), m, v_->data());
+  const MatmulJob qkv[3] = {{&lw.wq, q_->data()}, {&lw.wk, k_->data()}, {&lw.wv, v_->data()}};
+  be_.matmul_group(qkv, 3, xn_->data(), m);
   be_.rmsnorm(q_->data(), lw.q_norm.data(), m * c.n_heads, c.head_dim, c.rms_norm_eps, q_->data());
   be_.rmsnorm(k_->data(), lw.k_norm.data(), m * c.n_kv_heads, c.head_dim, c.rms_norm_eps, k_->data());
   be_.rope(q_->data(), m, c.n_heads, c.head_dim, pos_, c.rope_theta);
@@ -143,8 +142,8 @@ void Qwen3Model::attention_block(int64_t layer, int64_t m) {
 
 void Qwen3Model::dense_mlp(const LayerWeights& lw, int64_t m) {
   const ModelConfig& c = w_.config;
-  be_.matmul(lw.w1, xn_->data(), m, h1_->data());
-  be_.matmul(lw.w3, xn_->data(), m, h3_->data());
+  const MatmulJob gate_up[2] = {{&lw.w1, h1_->data()}, {&lw.w3, h3_->data()}};
+  be_.matmul_group(gate_up, 2, xn_->data(), m);
   be_.silu_mul(h1_->data(), h3_->data(), m * lw.w1.rows);
   be_.matmul(lw.w2, h1_->data(), m, o_->data());
   be_.add(x_->data(), o_->data(), m * c.dim);
@@ -180,8 +179,8 @@ void Qwen3Model::moe_mlp(const LayerWeights& lw, int64_t m) {
     const int32_t begin = count[size_t(e)], n = count[size_t(e) + 1] - begin;
     if (n == 0) continue;
     be_.gather_rows(xn_->data(), c.dim, rows.data() + begin, n, ex_in_->data());
-    be_.matmul(lw.expert_w1[size_t(e)], ex_in_->data(), n, h1_->data());
-    be_.matmul(lw.expert_w3[size_t(e)], ex_in_->data(), n, h3_->data());
+    const MatmulJob gate_up[2] = {{&lw.expert_w1[size_t(e)], h1_->data()}, {&lw.expert_w3[size_t(e)], h3_->data()}};
+    be_.matmul_group(gate_up, 2, ex_in_->data(), n);
     be_.silu_mul(h1_->data(), h3_->data(), int64_t(n) * c.hidden_dim);
     be_.matmul(lw.expert_w2[size_t(e)], h1_->data(), n, ex_out_->data());
     be_.scatter_add_rows(ex_out_->data(), c.dim, rows.data() + begin, scale.data() + begin, n, o_->data());

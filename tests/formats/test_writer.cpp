@@ -179,3 +179,13 @@ TEST_CASE("describe() lists format, header fields and a tensor table", "[formats
   CHECK(t["bytes"] == 192 * 64 + 192 * 64 / 64 * 4);
   CHECK(d["tensors"][0]["shape"] == nlohmann::json::array({64}));
 }
+
+TEST_CASE("format names parse both ways and an unknown name is a bad-input error", "[formats]") {
+  for (FileFormat f : {FileFormat::AJC1, FileFormat::MOE3, FileFormat::AK48}) {
+    CHECK(parse_file_format(file_format_name(f)) == f);
+  }
+  int code = 0;
+  const std::string msg = error_of([] { parse_file_format("gguf"); }, &code);
+  CHECK(code == kExitBadInput);
+  CHECK(msg.find("'gguf'") != std::string::npos);
+}

@@ -12,12 +12,16 @@ void verify_all(const std::string& family_name) {
   const auto& f = qt::kernels::find_family(family_name);
   qt::emu::EmuDevice dev;
   const auto shapes = qt::test::awq_emu_shapes(family_name);
-  for (const auto& point : qt::kernels::enumerate_points(f)) {
+  const auto points = qt::kernels::enumerate_points(f);
+  // One JIT compile for the whole space instead of one per point.
+  const auto module = qt::compile::load_family_module(dev, f, points);
+  for (const auto& point : points) {
     // The smallest shapes keep the sweep tractable; the default-point test covers the big ones.
     for (size_t i = 1; i < shapes.size(); ++i) {
       if (!f.shape_constraint(point, shapes[i]).empty()) continue;
       INFO(f.name << " " << qt::kernels::point_key(point) << " on " << qt::kernels::shape_key(shapes[i]));
-      const auto r = qt::compile::verify_point(dev, f, point, shapes[i], 11);
+      const auto inputs = f.make_inputs(shapes[i], 11);
+      const auto r = qt::compile::verify_point_with(dev, f, point, shapes[i], inputs, f.reference(shapes[i], inputs), module);
       CHECK(r.message == "");
     }
   }

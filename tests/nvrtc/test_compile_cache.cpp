@@ -160,3 +160,13 @@ TEST_CASE("a compile error is reported with the compiler's message") {
     CHECK(std::string(e.what()).find("error") != std::string::npos);
   }
 }
+
+TEST_CASE("an unwritable cache directory does not fail the compile") {
+  ServiceOptions opt;
+  opt.cache_dir = "/proc/qtune-no-such-dir/cache";
+  CompileService service(opt);
+  bool hit = true;
+  const CompileOutput out = service.compile_cached(template_request(80), &hit);
+  CHECK_FALSE(hit);
+  CHECK_FALSE(out.cubin.empty());
+}

@@ -211,3 +211,27 @@ TEST_CASE("router takes fp32 softmax over all experts, top-k, renormalizes only 
   CHECK(w[0] == Approx(std::exp(2.0) / top));
   CHECK(w[0] + w[1] + w[2] == Approx(1.0));
 }
+
+TEST_CASE("a fused matmul group equals separate matmuls of the same input", "[runtime][ops]") {
+  std::mt19937_64 rng(11);
+  for (WeightType t : kAllTypes) {
+    INFO(weight_type_name(t));
+    const auto a = random_tensor(rng, t, 48, 128, 32), b = random_tensor(rng, t, 16, 128, 32),
+               c = random_tensor(rng, t, 16, 128, 32);
+    const QTensor va = a.view(), vb = b.view(), vc = c.view();
+    for (int64_t m : {1, 6}) {
+      const std::vector<float> x = test::random_values(rng, static_cast<size_t>(m * 128), 1.0f);
+      CpuBackend be(test::cpu_options(false, 2));
+      std::vector<float> ya(static_cast<size_t>(m * 48)), yb(static_cast<size_t>(m * 16)), yc(static_cast<size_t>(m * 16));
+      const MatmulJob jobs[3] = {{&va, ya.data()}, {&vb, yb.data()}, {&vc, yc.data()}};
+      be.matmul_group(jobs, 3, x.data(), m);
+      std::vector<float> sa(ya.size()), sb(yb.size()), sc(yc.size());
+      be.matmul(va, x.data(), m, sa.data());
+      be.matmul(vb, x.data(), m, sb.data());
+      be.matmul(vc, x.data(), m, sc.data());
+      CHECK(ya == sa);
+      CHECK(yb == sb);
+      CHECK(yc == sc);
+    }
+  }
+}

@@ -49,7 +49,7 @@ int tune_command(const std::vector<std::string>& args) {
       .option("--shape", "N,K,G", "tune one matvec shape instead of a model's")
       .option("--type", "T", "weight type for --shape: q8_0, int8_sym, int8_asym, awq_int4", "q8_0")
       .option("--family", "F", "emu: GPU kernel family from kernels_src/registry (awq_gemv, ...)")
-      .option("--gpu", "smXX", "target GPU architecture (e.g. sm86)")
+      .option("--gpu", "smXX", "target GPU architecture (e.g. sm86); with --device emu: prune points statically for it")
       .option("--cache", "FILE", "results store (SQLite); qrun --tuned-cache reads it", "qtune-cache.sqlite")
       .option("--strategy", "S", "search strategy (exhaustive, random, genetic, annealing, ils, bandit, best)", "best")
       .option("--budget", "B", "evaluations per shape, or a share of each space (25%)", "24")
@@ -63,7 +63,14 @@ int tune_command(const std::vector<std::string>& args) {
   if (!cli.parse(args)) return 0;
 
   std::string device = cli.get("--device");
-  if (cli.given("--gpu")) {
+  int target_sm = 0;
+  if (cli.given("--gpu") && device == "emu") {
+    std::string arch = cli.get("--gpu");
+    if (arch.rfind("sm", 0) == 0) arch = arch.substr(arch[2] == '_' ? 3 : 2);
+    target_sm = int(parse_int(arch, "--gpu"));
+    if (target_sm < 50 || target_sm > 200) throw Error("--gpu must name an architecture like sm86");
+  }
+  if (cli.given("--gpu") && device != "emu") {
     std::string arch = cli.get("--gpu");
     if (!cli.given("--model")) throw Error("--gpu needs --model X.bin");
     auto mf = ModelFile::open(cli.get("--model"));
@@ -110,7 +117,7 @@ int tune_command(const std::vector<std::string>& args) {
   };
   std::vector<Job> jobs;
   if (emu) {
-    register_emu_families();
+    register_emu_families(target_sm);
     if (!cli.given("--family")) throw Error("--device emu needs --family (GPU kernel family, e.g. awq_gemv)");
     auto fam = find_family("emu." + cli.get("--family"));
     if (cli.given("--model")) {

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -45,7 +46,13 @@ CompileOutput CompileService::compile_cached(const CompileRequest& req, bool* hi
     return *cached;
   }
   CompileOutput out = nvrtc_compile(req);
-  cache.store(key, out);
+  try {
+    cache.store(key, out);
+  } catch (const std::exception& e) {
+    // An unwritable cache costs time, not correctness: keep the result and say so once.
+    static std::once_flag warned;
+    std::call_once(warned, [&] { std::fprintf(stderr, "qtune: warning: compile cache not written: %s\n", e.what()); });
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 
 #include "common/error.h"
 #include "kernels_src/registry/registry.h"
@@ -10,18 +11,20 @@ namespace qt::compile {
 
 VerifyResult verify_point(dev::Device& device, const kernels::KernelFamily& family, const kernels::Point& point,
                           const kernels::ProblemShape& shape, uint64_t seed) {
+  const kernels::HostBuffers inputs = family.make_inputs(shape, seed);
+  return verify_point_with(device, family, point, shape, inputs, family.reference(shape, inputs));
+}
+
+VerifyResult verify_point_with(dev::Device& device, const kernels::KernelFamily& family, const kernels::Point& point,
+                               const kernels::ProblemShape& shape, const kernels::HostBuffers& inputs,
+                               const std::vector<kernels::Expected>& expected, std::shared_ptr<dev::Module> module) {
   kernels::validate_point(family, point);
   if (std::string why = family.shape_constraint(point, shape); !why.empty())
     throw Error(family.name + " " + kernels::point_key(point) + " cannot run " + kernels::shape_key(shape) + ": " + why);
 
-  dev::ModuleSource src;
-  src.name = family.source;
-  src.source = kernels::read_family_source(family);
-  src.kernels = family.kernels(point);
-  auto module = device.load_module(src);
+  if (!module) module = load_family_module(device, family, {point});
 
   const kernels::LaunchPlan plan = family.plan(point, shape);
-  const kernels::HostBuffers inputs = family.make_inputs(shape, seed);
   std::map<std::string, dev::Buffer> buffers;
   for (const auto& spec : plan.buffers) {
     dev::Buffer b(device, static_cast<size_t>(spec.bytes()));
@@ -53,7 +56,7 @@ VerifyResult verify_point(dev::Device& device, const kernels::KernelFamily& fami
   VerifyResult r;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  for (const auto& want : family.reference(shape, inputs)) {
+  for (const auto& want : expected) {
     const kernels::BufferSpec& spec = plan.buffer(want.buffer);
     std::vector<uint8_t> got(static_cast<size_t>(spec.bytes()));
     device.copy_to_host(got.data(), buffers.at(spec.name).ptr(), got.size());
@@ -65,6 +68,18 @@ VerifyResult verify_point(dev::Device& device, const kernels::KernelFamily& fami
   }
   r.passed = true;
   return r;
+}
+
+std::shared_ptr<dev::Module> load_family_module(dev::Device& device, const kernels::KernelFamily& family,
+                                                const std::vector<kernels::Point>& points) {
+  dev::ModuleSource src;
+  src.name = family.source;
+  src.source = kernels::read_family_source(family);
+  std::set<std::string> seen;
+  for (const auto& p : points)
+    for (const auto& k : family.kernels(p))
+      if (seen.insert(k).second) src.kernels.push_back(k);
+  return device.load_module(src);
 }
 
 }  // namespace qt::compile

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels_src/registry/family.h"
 #include "runtime/device/device.h"
@@ -21,5 +22,16 @@ struct VerifyResult {
 // A kernel error the device detects (race, out-of-bounds, ...) propagates as qt::Error.
 VerifyResult verify_point(dev::Device& device, const kernels::KernelFamily& family, const kernels::Point& point,
                           const kernels::ProblemShape& shape, uint64_t seed = 1);
+
+// The same with caller-supplied inputs and expectations (e.g. golden data produced outside qtune). `module`,
+// if given, must contain the point's kernels (sweeps load one module with every point's kernels once).
+VerifyResult verify_point_with(dev::Device& device, const kernels::KernelFamily& family, const kernels::Point& point,
+                               const kernels::ProblemShape& shape, const kernels::HostBuffers& inputs,
+                               const std::vector<kernels::Expected>& expected,
+                               std::shared_ptr<dev::Module> module = nullptr);
+
+// One module holding the kernels of all `points` (each name expression once).
+std::shared_ptr<dev::Module> load_family_module(dev::Device& device, const kernels::KernelFamily& family,
+                                                const std::vector<kernels::Point>& points);
 
 }  // namespace qt::compile

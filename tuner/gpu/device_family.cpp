@@ -9,6 +9,7 @@
 #include "common/half.h"
 #include "kernels_src/registry/registry.h"
 #include "runtime/emu/emu_device.h"
+#include "tuner/compile/compile_service.h"
 #include "tuner/family/family.h"
 
 namespace qt::tune {
@@ -40,7 +41,8 @@ dev::Device& worker_device() {
 
 class DeviceInstance : public KernelInstance {
  public:
-  DeviceInstance(const kernels::KernelFamily& f, const kernels::ProblemShape& s) : f_(f), shape_(s) {
+  DeviceInstance(const kernels::KernelFamily& f, const kernels::ProblemShape& s, int target_sm)
+      : f_(f), shape_(s), target_sm_(target_sm) {
     inputs_ = f.make_inputs(s, 1);
     expected_ = f.reference(s, inputs_);
     for (const auto& e : expected_) ref_.insert(ref_.end(), e.values.begin(), e.values.end());
@@ -56,6 +58,7 @@ class DeviceInstance : public KernelInstance {
       std::string why = f_.shape_constraint(p, shape_);
       if (!why.empty()) throw CandidateError(Status::Invalid, why);
     }
+    if (target_sm_ > 0) prune_statically(p);
     dev::Device& d = worker_device();
     dev::ModuleSource src;
     src.name = f_.name;
@@ -133,6 +136,22 @@ class DeviceInstance : public KernelInstance {
 
   const float* output() const override { return out_.data(); }
   const std::vector<float>& reference() override { return ref_; }
+
+  // Static screening on the target GPU: the compile service's ptxas report decides before any run.
+  void prune_statically(const kernels::Point& p) {
+    static compile::CompileService service;
+    std::vector<compile::PointResult> r;
+    try {
+      r = service.compile(f_, {p}, target_sm_);
+    } catch (const std::exception& e) {
+      throw CandidateError(Status::CompileFailed, std::string("sm_") + std::to_string(target_sm_) + ": " + e.what());
+    }
+    if (r.empty()) throw CandidateError(Status::CompileFailed, "the compile service returned nothing");
+    if (!r[0].ok()) throw CandidateError(Status::CompileFailed, "sm_" + std::to_string(target_sm_) + ": " + r[0].error);
+    if (!r[0].pruned.empty())
+      throw CandidateError(Status::ResourceFailed, "pruned on sm_" + std::to_string(target_sm_) + ": " + r[0].pruned);
+  }
+
   // The family states its tolerance with its reference (fp16 outputs, fp32 accumulation).
   Tolerance tolerance(double) const override {
     if (expected_.empty()) return {};
@@ -142,6 +161,7 @@ class DeviceInstance : public KernelInstance {
  private:
   const kernels::KernelFamily& f_;
   kernels::ProblemShape shape_;
+  int target_sm_ = 0;
   kernels::HostBuffers inputs_;
   std::vector<kernels::Expected> expected_;
   std::vector<float> ref_, out_;
@@ -152,7 +172,7 @@ class DeviceInstance : public KernelInstance {
 
 class EmuFamily : public KernelFamily {
  public:
-  explicit EmuFamily(const kernels::KernelFamily& f) : f_(f) {}
+  EmuFamily(const kernels::KernelFamily& f, int target_sm) : f_(f), target_sm_(target_sm) {}
   std::string name() const override { return "emu." + f_.name; }
   std::string dtypes() const override { return "awq_int4xf16->f16"; }
   std::string source_hash() const override {
@@ -174,17 +194,19 @@ class EmuFamily : public KernelFamily {
     return !f_.shape_constraint || f_.shape_constraint(p, to_problem(shape)).empty();
   }
   std::unique_ptr<KernelInstance> instantiate(const std::vector<int64_t>& shape) const override {
-    return std::make_unique<DeviceInstance>(f_, to_problem(shape));
+    return std::make_unique<DeviceInstance>(f_, to_problem(shape), target_sm_);
   }
 
  private:
   const kernels::KernelFamily& f_;
+  int target_sm_;
 };
 
 }  // namespace
 
-void register_emu_families() {
-  for (const kernels::KernelFamily* f : kernels::all_families()) register_family(std::make_shared<EmuFamily>(*f));
+void register_emu_families(int target_sm) {
+  for (const kernels::KernelFamily* f : kernels::all_families())
+    register_family(std::make_shared<EmuFamily>(*f, target_sm));
 }
 
 std::vector<std::string> emu_family_names() {

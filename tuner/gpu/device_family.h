@@ -10,8 +10,11 @@
 
 namespace qt::tune {
 
-// Registers "emu.<name>" for every registry family (idempotent).
-void register_emu_families();
+// Registers "emu.<name>" for every registry family (idempotent). With `target_sm` (e.g. 86) every point is
+// first compiled for that architecture by the NVRTC compile service (tuner/compile), in the worker: an NVRTC
+// error is compile_failed, and a point its static report prunes (spills, no block fits an SM) is
+// resource_failed without being run; only the rest run on the emulator.
+void register_emu_families(int target_sm = 0);
 std::vector<std::string> emu_family_names();
 // The [M, N, K, G] shapes a model needs from the registry family `name` (without the "emu." prefix).
 std::vector<std::vector<int64_t>> emu_model_shapes(const std::string& name, const ModelConfig& config);
