@@ -202,7 +202,9 @@ void CpuBackend::matmul_float(const QTensor& w, const float* x, int64_t m, float
 }
 
 void CpuBackend::matmul_quantized(const QTensor& w, const PackedMatrix& p, const float* x, int64_t m, float* y) {
-  thread_local QuantizedRows xq;
+  // Named through a reference: inside the lambda a thread_local would name each worker's own (empty) copy.
+  thread_local QuantizedRows scratch_rows;
+  QuantizedRows& xq = scratch_rows;
   quantize_rows(x, m, p.cols, p.group, xq);
   pool_.parallel_for(p.rows, rows_per_task(w), [&](int64_t n0, int64_t n1) { quantized_rows(p, xq, m, n0, n1, y); });
 }
@@ -224,7 +226,8 @@ void CpuBackend::matmul_group(const MatmulJob* jobs, int count, const float* x, 
     packs.push_back(&p);
   }
   if (!fuse) return Backend::matmul_group(jobs, count, x, m);
-  thread_local QuantizedRows xq;
+  thread_local QuantizedRows scratch_rows;
+  QuantizedRows& xq = scratch_rows;  // see matmul_quantized
   quantize_rows(x, m, packs[0]->cols, packs[0]->group, xq);
   struct Segment {
     int job;

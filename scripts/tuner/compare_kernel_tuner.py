@@ -88,21 +88,28 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--kt-strategies", default=",".join(KT_STRATEGIES))
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "tuner-search-efficiency.md"))
-    ap.add_argument("--from-json", help="only rewrite the table from a JSON this script wrote")
+    ap.add_argument("--spaces", default=",".join(SPACES), help="comma-separated subset of the recorded spaces")
+    ap.add_argument("--from-json", nargs="+", help="only rewrite the table from JSONs this script wrote (merged)")
     args = ap.parse_args()
     kt_strats = [s for s in args.kt_strategies.split(",") if s]
     if args.from_json:
-        with open(args.from_json) as f:
-            saved = json.load(f)
-        for k, v in saved.get("args", {}).items():
-            setattr(args, k, v)
-        write_markdown(args, saved["results"], kt_strats)
+        merged = {}
+        for path in args.from_json:
+            with open(path) as f:
+                saved = json.load(f)
+            for k, v in saved.get("args", {}).items():
+                setattr(args, k, v)
+            merged.update(saved["results"])
+        merged = {n: merged[n] for n in SPACES if n in merged}
+        save(args, merged, kt_strats)
         return
 
     results = {}
     tmp = tempfile.mkdtemp(prefix="qtune-kt-")
     try:
-        for name in SPACES:
+        for name in [x for x in args.spaces.split(",") if x]:
+            if name not in SPACES:
+                sys.exit(f"unknown space {name}; known: {', '.join(SPACES)}")
             src = os.path.join(ROOT, "tuner", "spaces", name + ".json.gz")
             doc = json.load(gzip.open(src))
             size = len(doc["cache"])

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -30,7 +31,8 @@ struct Result {
 };
 
 Result run_qrun(const std::string& args) {
-  const std::string err_file = kTmp + "stderr.txt";
+  // ctest runs test cases as parallel processes: the pid keeps their files apart.
+  const std::string err_file = kTmp + "stderr-" + std::to_string(::getpid()) + ".txt";
   const int status = std::system((kQrun + " " + args + " >/dev/null 2>" + err_file).c_str());
   std::ifstream in(err_file);
   std::stringstream ss;

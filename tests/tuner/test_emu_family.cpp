@@ -43,3 +43,28 @@ TEST_CASE("emu shapes violating a family's shape constraint are not in its space
   REQUIRE(fam->space({9, 256, 256, 128}).size() == 0);
   REQUIRE(fam->space({1, 256, 256, 128}).size() < fam->space({1, 256, 2048, 128}).size());
 }
+
+TEST_CASE("with a target GPU, points are compiled by NVRTC in the worker and screened before emulation",
+          "[tuner][emu]") {
+  register_emu_families(86);
+  auto fam = find_family("emu.awq_gemv");
+  Worker worker(handle_candidate_request);
+  TuneOptions opt;
+  opt.strategy = "random";
+  opt.seed = 3;
+  opt.budget = {2, -1};
+  opt.timeout_s = 300;
+  opt.measure.warmup = 0;
+  opt.measure.min_reps = opt.measure.max_reps = 1;
+  opt.measure.min_seconds = 0;
+  opt.measure.racing = false;
+  int screened = 0;
+  tune_shape(*fam, {1, 256, 256, 128}, worker, opt, [&](const nlohmann::json&, const CandidateOutcome& o) {
+    INFO(o.detail);
+    // A point either passes the sm_86 screen and verifies on the emulator, or is pruned with its reason.
+    REQUIRE((o.status == Status::Ok || (o.status == Status::ResourceFailed && o.detail.find("sm_86") != std::string::npos)));
+    ++screened;
+  });
+  REQUIRE(screened == 2);
+  register_emu_families(0);
+}
