@@ -27,8 +27,10 @@ struct Uint3 {
 
 struct FiberCtx {
   Uint3 thread_idx, block_idx, block_dim, grid_dim;
-  uintptr_t smem_lo;    // host address of the block's shared window
-  uintptr_t smem_span;  // bytes in the window (static area + dynamic area)
+  // The block's shared window widened by a guard band on each side, so that an access just outside the
+  // window still reaches the executor's bounds check instead of being taken for a stack access.
+  uintptr_t smem_lo;
+  uintptr_t smem_span;
   void* fiber;          // executor-private
 };
 

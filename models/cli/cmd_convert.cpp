@@ -30,7 +30,7 @@ int cmd_convert(const std::vector<std::string>& args) {
       .option("--format", "FMT", "ajc1 (dense Q8_0), moe3 (MoE) or ak48 (dense AWQ INT4)")
       .option("--out", "FILE", "output model file")
       .option("--expert-type", "TYPE", "moe3 experts: q8_0, int8-sym, int8-asym or awq (default q8_0)")
-      .option("--group-size", "G", "Q8_0 group (default: qwen3.c rule, 64 halved until it divides dim) or ak48 AWQ group (default: the checkpoint's, else 128)")
+      .option("--group-size", "G", "Q8_0 group (default: qwen3.c rule, 64 halved until it divides dim) or ak48 AWQ group (default: the checkpoint's, else 128 halved until it divides every in-dimension)")
       .option("--expert-group-size", "G", "moe3 expert group (default: the checkpoint's AWQ group for awq, else --group-size)")
       .flag("--no-tokenizer", "do not copy tokenizer.json / tokenizer_config.json next to the output nor write <out>.tokenizer")
       .flag("-q,--quiet", "no progress output");

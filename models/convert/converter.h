@@ -17,7 +17,7 @@ struct ConvertOptions {
   std::string out_path;
   FileFormat format = FileFormat::AJC1;
   std::optional<WeightType> expert_type;  // moe3 only; default Q8_0
-  int32_t group_size = 0;         // 0: Q8_0 qwen3.c rule (ajc1/moe3); ak48: the checkpoint's AWQ group or 128
+  int32_t group_size = 0;         // 0: Q8_0 qwen3.c rule (ajc1/moe3); ak48: the checkpoint's AWQ group, else the writer's rule
   int32_t expert_group_size = 0;  // moe3: 0 = the checkpoint's AWQ group for AWQ experts, else group_size
   bool copy_tokenizer = true;     // copy tokenizer.json / tokenizer_config.json next to the output
   bool quiet = false;             // no progress output

@@ -72,7 +72,7 @@ int run(int argc, char** argv) {
       .option("--repeat", "R", "repetitions (best is reported)", "3")
       .option("--threads", "N", "threads (default: all)")
       .flag("--reference", "benchmark the reference path instead of the fast one")
-      .option("--bandwidth-mb", "MB", "buffer for the bandwidth measurement", "1024")
+      .option("--bandwidth-mb", "MB", "buffer for the bandwidth measurement", "512")
       .flag("--json", "print one JSON object instead of text");
   if (!cli.parse(argc, argv)) return 0;
   const int64_t prompt = cli.get_int("--prompt"), gen = cli.get_int("--gen"), repeat = cli.get_int("--repeat");
@@ -87,7 +87,10 @@ int run(int argc, char** argv) {
   CpuBackend backend(opts);
 
   ThreadPool pool(backend.threads());
-  const BandwidthResult bw = measure_bandwidth(pool, uint64_t(cli.get_int("--bandwidth-mb")) << 20, 5);
+  const uint64_t bw_bytes = uint64_t(cli.get_int("--bandwidth-mb")) << 20;
+  // Bandwidth is re-measured before every repetition and the best value kept: on a shared machine it
+  // varies with the neighbours' load, and the best value gives the most conservative roofline fraction.
+  BandwidthResult bw = measure_bandwidth(pool, bw_bytes, 2);
 
   const auto t_load = Clock::now();
   Qwen3Model model(file->weights(), backend, std::min<int64_t>(c.max_seq_len, prompt + gen + 1));
@@ -97,6 +100,9 @@ int run(int argc, char** argv) {
 
   double best_prefill = 0, best_decode = 0;
   for (int64_t r = 0; r < repeat; ++r) {
+    const BandwidthResult again = measure_bandwidth(pool, bw_bytes, 2);
+    bw.read_gbps = std::max(bw.read_gbps, again.read_gbps);
+    bw.copy_gbps = std::max(bw.copy_gbps, again.copy_gbps);
     model.reset();
     auto t0 = Clock::now();
     model.forward(tokens, LogitsRows::kLast);
@@ -110,6 +116,9 @@ int run(int argc, char** argv) {
   }
   const uint64_t bytes = model.decode_weight_bytes();
   const double roofline = bw.read_gbps * 1e9 / double(bytes);
+  // A model whose decode bytes fit in the last-level cache is not bound by DRAM bandwidth.
+  const long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
+  const bool fits_in_cache = l3 > 0 && bytes < 2 * uint64_t(l3);
   nlohmann::json j = {{"model", path},
                       {"arch", c.is_moe() ? "qwen3-moe" : "qwen3"},
                       {"layers", c.n_layers},
@@ -125,6 +134,7 @@ int run(int argc, char** argv) {
                       {"copy_bandwidth_gbps", bw.copy_gbps},
                       {"roofline_decode_tok_s", roofline},
                       {"decode_fraction_of_roofline", best_decode / roofline},
+                      {"weights_fit_in_cache", fits_in_cache},
                       {"peak_rss_mb", double(peak_rss_bytes()) / 1e6}};
   if (cli.get_flag("--json")) {
     std::printf("%s\n", j.dump().c_str());
@@ -133,7 +143,7 @@ int run(int argc, char** argv) {
   std::printf("model        %s (%s, %d layers, %.1f MB)\n", path.c_str(), j["arch"].get<std::string>().c_str(),
               c.n_layers, double(file->file_size()) / 1e6);
   std::printf("backend      %s (prepare %.2f s)\n", backend.name().c_str(), prepare_s);
-  std::printf("bandwidth    read %.2f GB/s, copy %.2f GB/s (%llu MB buffer, best of 5)\n", bw.read_gbps, bw.copy_gbps,
+  std::printf("bandwidth    read %.2f GB/s, copy %.2f GB/s (%llu MB buffer, best of all repetitions)\n", bw.read_gbps, bw.copy_gbps,
               static_cast<unsigned long long>(bw.buffer_bytes >> 20));
   std::printf("prefill      %.1f tok/s (%lld-token prompt, best of %lld)\n", best_prefill,
               static_cast<long long>(prompt), static_cast<long long>(repeat));
@@ -142,6 +152,9 @@ int run(int argc, char** argv) {
   std::printf("roofline     %.1f MB of weights per decode step -> %.2f tok/s at the read bandwidth; decode reaches "
               "%.0f%% of it\n",
               double(bytes) / 1e6, roofline, 100.0 * best_decode / roofline);
+  if (fits_in_cache)
+    std::printf("note         the decode bytes fit in twice the last-level cache (%.1f MB): the DRAM roofline does "
+                "not bound this model\n", double(l3) / 1e6);
   std::printf("peak memory  %.1f MB\n", double(peak_rss_bytes()) / 1e6);
   return 0;
 }

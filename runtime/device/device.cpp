@@ -13,6 +13,15 @@ void Buffer::check_size(size_t n) const {
   }
 }
 
+void Buffer::check_count(size_t count, size_t elem_bytes) const {
+  if (!dev_) throw qt::Error("device buffer: use of an empty buffer", kExitFailure);
+  if (count > bytes_ / elem_bytes) {
+    throw qt::Error("device buffer: transfer of " + std::to_string(count) + " elements of " +
+                        std::to_string(elem_bytes) + " bytes exceeds the buffer's " + std::to_string(bytes_) + " bytes",
+                    kExitFailure);
+  }
+}
+
 std::string to_string(const Dim3& d) {
   return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
 }

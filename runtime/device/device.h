@@ -145,7 +145,7 @@ class Buffer {
   }
   template <class T>
   std::vector<T> download(size_t count) const {
-    check_size(count * sizeof(T));
+    check_count(count, sizeof(T));
     std::vector<T> v(count);
     dev_->copy_to_host(v.data(), ptr_, count * sizeof(T));
     return v;
@@ -153,6 +153,8 @@ class Buffer {
 
  private:
   void check_size(size_t n) const;
+  // Compares element counts: count * elem_bytes could wrap to a small size that passes check_size.
+  void check_count(size_t count, size_t elem_bytes) const;
   Device* dev_ = nullptr;
   DevPtr ptr_;
   size_t bytes_ = 0;

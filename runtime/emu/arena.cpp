@@ -37,6 +37,12 @@ Arena::Arena() {
 
 uintptr_t Arena::allocate(size_t bytes) {
   if (bytes == 0) bytes = 1;
+  // Checked before the rounding below, which would wrap for sizes near 2^64 and hand out one page.
+  if (bytes > span_ - 2 * kPage) {
+    throw qt::Error("emu: cannot allocate " + std::to_string(bytes) + " bytes of device memory: more than the " +
+                        std::to_string(span_ >> 30) + " GiB device address space",
+                    kExitFailure);
+  }
   const size_t rounded = (bytes + 15) & ~size_t{15};
   const size_t pages = (rounded + kPage - 1) & ~(kPage - 1);
   std::lock_guard<std::mutex> lock(mu_);
@@ -75,7 +81,8 @@ void Arena::check_range(uintptr_t p, size_t bytes, const char* what) const {
   if (it != live_.begin()) {
     --it;
     const Allocation& a = it->second;
-    if (p >= a.base && p + bytes <= a.base + a.bytes) return;
+    // Subtractions, not p + bytes: a huge byte count must not wrap around and pass.
+    if (p >= a.base && bytes <= a.bytes && p - a.base <= a.bytes - bytes) return;
   }
   throw qt::Error(std::string("emu: ") + what + " of " + std::to_string(bytes) + " bytes at " + hex(p) +
                       " is outside every live device allocation",

@@ -72,7 +72,6 @@ struct CpCopy {
   uint32_t dst_off;
   const uint8_t* src;
   uint32_t cp_size, src_size;
-  Site site;
 };
 
 struct Shadow {
@@ -379,17 +378,19 @@ void shadow_access(Fiber* f, uint32_t off, uint32_t n, bool write, const void* c
   }
 }
 
+// Written with subtractions: a wild pointer near 2^64 must not wrap a + n around into an allocation.
+bool inside(const Allocation& al, uintptr_t a, uint64_t n) {
+  return a >= al.base && n <= al.bytes && a - al.base <= al.bytes - n;
+}
+
 // Global memory: is [a, a + n) inside one live allocation?
 bool global_valid(Worker& w, uintptr_t a, uint64_t n) {
   const auto& v = w.L->allocs;
-  if (w.alloc_hint < v.size()) {
-    const Allocation& h = v[w.alloc_hint];
-    if (a >= h.base && a + n <= h.base + h.bytes) return true;
-  }
+  if (w.alloc_hint < v.size() && inside(v[w.alloc_hint], a, n)) return true;
   auto it = std::upper_bound(v.begin(), v.end(), a, [](uintptr_t x, const Allocation& al) { return x < al.base; });
   if (it == v.begin()) return false;
   --it;
-  if (a >= it->base && a + n <= it->base + it->bytes) {
+  if (inside(*it, a, n)) {
     w.alloc_hint = static_cast<size_t>(it - v.begin());
     return true;
   }
@@ -677,7 +678,7 @@ void api_cp_async(FiberCtx* c, uint32_t smem_addr, const void* src, uint32_t cp_
   std::memset(w.window + smem_addr, 0xFF, cp_size);
   for (uint32_t i = 0; i < cp_size; ++i) w.pending[smem_addr + i] = static_cast<uint16_t>(f->tid + 1);
   w.pending_dirty = true;
-  f->uncommitted.push_back(CpCopy{smem_addr, static_cast<const uint8_t*>(src), cp_size, src_size, *site});
+  f->uncommitted.push_back(CpCopy{smem_addr, static_cast<const uint8_t*>(src), cp_size, src_size});
 }
 
 void api_cp_async_commit(FiberCtx* c) {

@@ -192,6 +192,10 @@ def write_markdown(args, results, kt_strats):
                   key=lambda s: min(results[n]["strategies"].get(s, {}).get("median", 0.0) for n in results))
     lines.append(f"* best Kernel Tuner strategy by its worst space: {best_kt}, worst space "
                  f"{min(results[n]['strategies'].get(best_kt, {}).get('median', 0.0) for n in results):.3f}")
+    lines += ["", "Notes: Kernel Tuner's medians rest on fewer seeds than qtune's, so they are noisier: random sampling is",
+              "the same algorithm in both (compare qtune:random with kt:random_sample). The curves show where the",
+              "strategies differ most: before the budget is spent. Kernel Tuner's pyatf_strategies (the AUC bandit) could",
+              "not run (Kernel Tuner 1.5.0 and pyatf 0.0.13 disagree on pyatf's TP() signature)."]
     lines += ["", "## Curves (median fraction of the optimum after k evaluations)", ""]
     for n in results:
         marks = checkpoints(results[n]["budget_evals"])

@@ -28,13 +28,15 @@ __global__ void k_index(unsigned* out, unsigned* out_dims) {
 }
 // Reads one value (used after the buffer is freed).
 __global__ void k_read(const float* p, float* out) { out[0] = p[0] + SCALE; }
+// An atomic at an arbitrary address (a wild pointer just below 2^64, where addr + 4 wraps to 0).
+__global__ void k_atomic_at(unsigned long long addr) { atomicAdd(reinterpret_cast<int*>(addr), 1); }
 )";
 
 dev::ModuleSource index_module(const char* scale = "1.0f") {
   dev::ModuleSource s;
   s.name = "index_test.cu";
   s.source = kIndexSource;
-  s.kernels = {"k_index", "k_read"};
+  s.kernels = {"k_index", "k_read", "k_atomic_at"};
   s.defines = {{"SCALE", scale}};
   return s;
 }
@@ -78,6 +80,20 @@ TEST_CASE("fresh device memory is 0xFF garbage and host copies are bounds-checke
   std::vector<uint8_t> big(11, 0);
   CHECK_THROWS_WITH(dev.copy_to_device(b.ptr(), big.data(), 11), Contains("outside every live device allocation"));
   CHECK_THROWS_WITH(dev.free(b.ptr().offset(4)), Contains("not a live device allocation"));
+}
+
+TEST_CASE("sizes near 2^64 are refused, never wrapped into a small size that passes the checks") {
+  auto& dev = emu::test::device();
+  Buffer b(dev, 16);
+  std::vector<uint8_t> host(16, 0);
+  CHECK_THROWS_WITH(dev.copy_to_device(b.ptr().offset(8), host.data(), SIZE_MAX - 4),
+                    Contains("outside every live device allocation"));
+  CHECK_THROWS_WITH(dev.copy_to_host(host.data(), b.ptr(), SIZE_MAX), Contains("outside every live device allocation"));
+  CHECK_THROWS_WITH(b.download<uint32_t>(SIZE_MAX / 4 + 2), Contains("exceeds the buffer's 16 bytes"));
+  CHECK_THROWS_WITH(dev.allocate(SIZE_MAX - 7), Contains("device address space"));
+  auto mod = dev.load_module(index_module());
+  CHECK_THROWS_WITH(dev.launch(mod->kernel("k_atomic_at"), {{1}, {1}, 0}, KernelArgs().add(~uint64_t{0} - 3)),
+                    Contains("out-of-bounds global write of 4 byte(s) at 0xfffffffffffffffc"));
 }
 
 TEST_CASE("a kernel reading freed memory is reported") {

@@ -159,8 +159,8 @@ TEST_CASE("packed half wrappers and __half operators round per operation") {
 TEST_CASE("mma m16n8k16 gathers and scatters every lane and register per the fragment tables") {
   auto& dev = emu::test::device();
   for (const bool bf16 : {false, true}) {
-    // Small integers: the products and sums are exact, so D must equal the plain GEMM bit for bit; distinct
-    // values everywhere make any misplaced element visible.
+    // Small integers: the products and sums are exact, so D must equal the plain GEMM bit for bit. C is
+    // distinct per element and A, B are random, so a misplaced fragment element changes D.
     std::mt19937 rng(bf16 ? 7 : 6);
     std::vector<uint16_t> A(256), B(128);
     std::vector<float> C(128);

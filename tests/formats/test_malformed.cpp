@@ -188,8 +188,31 @@ TEST_CASE("ak48 header fields out of range are rejected naming the field and val
       {"theta inf", 45, -4, 1.0 / 0.0, "rope_theta = inf"},
       {"eps negative", 49, -4, -1e-6, "rms_norm_eps = -9.99999997e-07"},
       {"padding", 53, 1, 1, "header byte 53"},
-      {"hidden not multiple of 8 for AWQ", 12, 4, 196, "must divide hidden_dim = 196"},
+      {"hidden not divisible by the AWQ group", 12, 4, 196, "must divide hidden_dim = 196"},
   });
+}
+
+TEST_CASE("AWQ output dimensions that are not a multiple of 8 are rejected even when the group divides them",
+          "[formats]") {
+  // A group of 4 divides 196 and 132, so only the 8-columns-per-word packing rule can reject these headers.
+  struct Case {
+    FileFormat fmt;
+    WeightType expert;
+    size_t group_offset;
+    int32_t hidden;
+  };
+  for (const Case& c : {Case{FileFormat::AK48, WeightType::Q8_0, 41, 196},
+                        Case{FileFormat::MOE3, WeightType::AWQ_INT4, 0x4C, 132}}) {
+    const auto dir = scratch_dir(std::string("awq8_") + file_format_name(c.fmt));
+    const std::vector<uint8_t> good = valid_file(dir, c.fmt, c.expert);
+    const std::vector<uint8_t> bad = with_field<int32_t>(with_field<int32_t>(good, c.group_offset, 4), 12, c.hidden);
+    int code = 0;
+    const std::string msg = open_error(dir / "bad.bin", bad, &code);
+    INFO(msg);
+    CHECK(code == kExitBadInput);
+    CHECK(msg.find("hidden_dim = " + std::to_string(c.hidden) + ", but AWQ_INT4 packs 8 output columns") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("random header corruption is either accepted or rejected cleanly, never a crash", "[formats]") {

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <thread>
 
 #include "runtime/tokenizer/bpe.h"
 #include "runtime/tokenizer/tokenizer_impl.h"
@@ -114,4 +115,17 @@ TEST_CASE("token and id lookups and special ids match tokenizer.json and tokeniz
     REQUIRE(name);
     REQUIRE(t.token_to_id(*name) == std::optional<int32_t>(id));
   }
+}
+
+TEST_CASE("encoding from several threads at once gives the same ids (per-thread caches)", "[tokenizer]") {
+  const auto& docs = corpus();
+  std::vector<std::thread> threads;
+  std::vector<size_t> mismatches(4, 0);
+  for (size_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = t; i < docs.size(); i += 4) mismatches[t] += qwen3().encode(docs[i].text) != docs[i].ids;
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (size_t m : mismatches) REQUIRE(m == 0);
 }

@@ -2,6 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <cstdio>
 #include <fstream>
@@ -20,7 +23,11 @@ struct Result {
 
 // Runs qtok with `input` on stdin (written to a file first, so no shell quoting of the data).
 Result run_qtok(const std::string& args, const std::string& input) {
-  std::string in_path = std::string(QTUNE_BINARY_DIR) + "/tests/qtok_cli_input.bin";
+  // A unique file per call: CTest runs these test cases in parallel processes.
+  std::string in_path = std::string(QTUNE_BINARY_DIR) + "/tests/qtok_cli_input_XXXXXX";
+  int fd = mkstemp(in_path.data());
+  REQUIRE(fd >= 0);
+  close(fd);
   {
     std::ofstream f(in_path, std::ios::binary);
     f << input;
@@ -70,7 +77,7 @@ TEST_CASE("qtok rejects bad input with exit code 2 and one error line", "[tokeni
 }
 
 TEST_CASE("qtok export writes the qwen3.c file", "[tokenizer]") {
-  std::string path = std::string(QTUNE_BINARY_DIR) + "/tests/qtok_cli_export.tokenizer";
+  std::string path = std::string(QTUNE_BINARY_DIR) + "/tests/qtok_cli_export_" + std::to_string(getpid()) + ".tokenizer";
   auto r = run_qtok("export --out " + path, "");
   REQUIRE(r.status == 0);
   auto expected = load_json("qwen3c_expected.json");
