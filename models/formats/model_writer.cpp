@@ -1,5 +1,6 @@
 #include "models/formats/model_writer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@ using formats::PartRole;
 using formats::TensorEntry;
 
 constexpr int32_t kAwqDefaultGroup = 128;
+constexpr int64_t kAwqPack = 8;  // output rows per AWQ qweight/qzeros word
 
 // ak48's default group: AutoAWQ's 128, halved until it divides every K (tiny test models).
 int32_t awq_group_rule(const ModelConfig& c) {
@@ -62,30 +64,59 @@ class StreamingWriter final : public ModelWriter {
 
   const std::vector<TensorSlot>& plan() const override { return plan_; }
 
-  void write_float(const TensorSlot& slot, const float* values) override {
+  void write_float_rows(const TensorSlot& slot, int64_t first_row, int64_t row_count, const float* values) override {
     const TensorEntry& e = expect(slot);
-    const int64_t count = e.rows * e.cols;
-    for (int64_t i = 0; i < count; ++i) {
+    if (first_row != rows_done_ || row_count <= 0 || row_count > e.rows - first_row) {
+      fail_file(path_, "tensor " + slot.hf_name + ": rows [" + std::to_string(first_row) + ", " +
+                           std::to_string(first_row + row_count) + ") supplied where rows [" +
+                           std::to_string(rows_done_) + ", ...) of " + std::to_string(e.rows) + " are expected next");
+    }
+    const int64_t K = e.cols;
+    for (int64_t i = 0; i < row_count * K; ++i) {
       if (!std::isfinite(values[i])) {
-        fail_file(path_, "tensor " + slot.hf_name + " element " + std::to_string(i) + " is " +
+        fail_file(path_, "tensor " + slot.hf_name + " element " + std::to_string(first_row * K + i) + " is " +
                              (std::isnan(values[i]) ? "NaN" : "infinite") + "; model weights must be finite");
       }
     }
-    if (e.type == WeightType::F32) {
-      sink_->write_at(e.parts[0].offset, values, e.parts[0].bytes);
-    } else {
-      const quant::QuantizedTensor q = quant::quantize_tensor(values, e.rows, e.cols, e.type, e.group_size);
-      for (int i = 0; i < e.part_count; ++i) {
-        const formats::TensorPart& p = e.parts[static_cast<size_t>(i)];
-        sink_->write_at(p.offset, part_data(q, p.role), p.bytes);
+    int64_t row = first_row, left = row_count;
+    const float* v = values;
+    if (e.type == WeightType::AWQ_INT4) {
+      // One AWQ word packs 8 output rows, so rows are encoded in blocks of 8; a range that ends inside a
+      // block leaves its last rows (at most 7) in pending_ until the next range completes the block.
+      if (!pending_.empty()) {
+        const int64_t have = static_cast<int64_t>(pending_.size()) / K;
+        const int64_t take = std::min<int64_t>(kAwqPack - have, left);
+        pending_.insert(pending_.end(), v, v + take * K);
+        v += take * K;
+        row += take;
+        left -= take;
+        if (have + take == kAwqPack) {
+          encode_rows(e, row - kAwqPack, kAwqPack, pending_.data());
+          pending_.clear();
+        }
       }
+      if (left > 0) {
+        const int64_t whole = left / kAwqPack * kAwqPack;
+        if (whole > 0) encode_rows(e, row, whole, v);
+        pending_.assign(v + whole * K, v + left * K);
+      }
+    } else {
+      encode_rows(e, row, left, v);
     }
-    ++next_;
+    rows_done_ += row_count;
+    if (rows_done_ == e.rows) {
+      rows_done_ = 0;
+      ++next_;
+    }
   }
 
   void write_awq(const TensorSlot& slot, const int32_t* qweight, const int32_t* qzeros,
                  const uint16_t* scales_f16) override {
     const TensorEntry& e = expect(slot);
+    if (rows_done_ != 0) {
+      fail_file(path_, "tensor " + slot.hf_name + ": packed AWQ supplied after " + std::to_string(rows_done_) + " of " +
+                           std::to_string(e.rows) + " rows were written as floats");
+    }
     if (e.type != WeightType::AWQ_INT4) {
       fail_file(path_, "tensor " + slot.hf_name + " is stored as " + weight_type_name(e.type) +
                            ", not AWQ_INT4; supply it with write_float");
@@ -103,7 +134,10 @@ class StreamingWriter final : public ModelWriter {
   void finish() override {
     if (next_ != plan_.size()) {
       fail_file(path_, "finish() after " + std::to_string(next_) + " of " + std::to_string(plan_.size()) +
-                           " tensors; next expected " + plan_[next_].hf_name);
+                           " tensors; next expected " + plan_[next_].hf_name +
+                           (rows_done_ ? " (" + std::to_string(rows_done_) + " of its " +
+                                             std::to_string(plan_[next_].rows) + " rows written)"
+                                       : std::string()));
     }
     const auto header = formats::encode_header(header_);
     sink_->write_at(0, header.data(), header.size());
@@ -127,6 +161,46 @@ class StreamingWriter final : public ModelWriter {
     return entries_[next_];
   }
 
+  // Encodes rows [n0, n0 + count) (both multiples of 8 for AWQ_INT4) and writes each array's share at its
+  // offset. Row-major arrays ([N][...]: F32/F16/BF16 values, Q8_0 q and scales) take one contiguous run;
+  // in-major arrays ([lines][N]: INT8_GW q/scales/zeros, AWQ qweight/qzeros/scales) take one run per
+  // line, unless the range is the whole tensor.
+  void encode_rows(const TensorEntry& e, int64_t n0, int64_t count, const float* v) {
+    const uint64_t N = static_cast<uint64_t>(e.rows), K = static_cast<uint64_t>(e.cols);
+    const uint64_t first = static_cast<uint64_t>(n0), n = static_cast<uint64_t>(count);
+    if (e.type == WeightType::F32) {
+      const formats::TensorPart& p = e.parts[0];
+      sink_->write_at(p.offset + first * (p.bytes / N), v, n * (p.bytes / N));
+      return;
+    }
+    const quant::QuantizedTensor q = quant::quantize_tensor(v, count, e.cols, e.type, e.group_size);
+    const bool in_major = e.type == WeightType::INT8_GW_SYM || e.type == WeightType::INT8_GW_ASYM ||
+                          e.type == WeightType::AWQ_INT4;
+    for (int i = 0; i < e.part_count; ++i) {
+      const formats::TensorPart& p = e.parts[static_cast<size_t>(i)];
+      const uint8_t* src = static_cast<const uint8_t*>(part_data(q, p.role));
+      if (n == N) {
+        sink_->write_at(p.offset, src, p.bytes);
+        continue;
+      }
+      if (!in_major) {
+        const uint64_t row_bytes = p.bytes / N;
+        sink_->write_at(p.offset + row_bytes * first, src, row_bytes * n);
+        continue;
+      }
+      const uint64_t lines = (p.role == PartRole::Q || p.role == PartRole::QWeight)
+                                 ? K
+                                 : K / static_cast<uint64_t>(e.group_size);
+      // Bytes per line: of the whole tensor, of this range, and before it. AWQ words hold 8 rows in
+      // 4 bytes (n0 and count are multiples of 8 there); fp16 scales and zeros take 2 bytes a row, u8 q 1.
+      const bool packed = e.type == WeightType::AWQ_INT4 && p.role != PartRole::Scales;
+      const uint64_t line = p.bytes / lines;
+      const uint64_t piece = packed ? n / 8 * 4 : line / N * n;
+      const uint64_t skip = packed ? first / 8 * 4 : line / N * first;
+      for (uint64_t l = 0; l < lines; ++l) sink_->write_at(p.offset + l * line + skip, src + l * piece, piece);
+    }
+  }
+
   static const void* part_data(const quant::QuantizedTensor& q, PartRole role) {
     switch (role) {
       case PartRole::Values:
@@ -147,6 +221,8 @@ class StreamingWriter final : public ModelWriter {
   std::vector<TensorSlot> plan_;
   uint64_t total_size_ = 0;
   size_t next_ = 0;
+  int64_t rows_done_ = 0;       // rows of plan_[next_] supplied so far
+  std::vector<float> pending_;  // AWQ_INT4: rows of an incomplete 8-row block, [rows][cols]
   std::unique_ptr<formats::FileSink> sink_;
 };
 

@@ -42,8 +42,17 @@ class ModelWriter {
   static std::unique_ptr<ModelWriter> create(const std::string& path, const WriterOptions& options);
 
   virtual const std::vector<TensorSlot>& plan() const = 0;
-  // Supply the next slot's tensor as floats [rows][cols]; the writer encodes it as slot.type.
-  virtual void write_float(const TensorSlot& slot, const float* values) = 0;
+  // Supply rows [first_row, first_row + row_count) of the next slot's tensor as floats [row_count][cols];
+  // the writer encodes them as slot.type. Rows are output features and every quantization group lies
+  // within a row, so a tensor may arrive in any number of consecutive row ranges of any size: first_row
+  // must equal the rows already supplied for this slot, and the slot counts as written once all its rows
+  // have arrived. The file is byte-identical however the rows are split, and the writer holds at most the
+  // encoded form of one range (plus, for AWQ_INT4, up to 7 rows awaiting their 8-row word) — memory does
+  // not grow with the tensor. `values` need only live for the call.
+  virtual void write_float_rows(const TensorSlot& slot, int64_t first_row, int64_t row_count,
+                                const float* values) = 0;
+  // The whole tensor at once: write_float_rows(slot, 0, slot.rows, values).
+  void write_float(const TensorSlot& slot, const float* values) { write_float_rows(slot, 0, slot.rows, values); }
   // Supply an AWQ_INT4 slot already packed (AutoAWQ checkpoint pass-through, bit-exact).
   virtual void write_awq(const TensorSlot& slot, const int32_t* qweight, const int32_t* qzeros,
                          const uint16_t* scales_f16) = 0;
