@@ -45,7 +45,9 @@ struct __half {
   uint16_t __x;
   __half() = default;
   __half(float f) : __x(qt::float_to_half_bits(f)) {}  // NOLINT: CUDA's __half converts implicitly
-  __half(double f) : __x(qt::float_to_half_bits(static_cast<float>(f))) {}
+  // Through float rounded to odd: a plain double -> float -> half would round twice and miss values just
+  // past a half midpoint; CUDA's __double2half rounds once.
+  __half(double f) : __x(qt::float_to_half_bits(qt::emu::round_to_odd_float(f, 0.0))) {}
   __half(int i) : __x(qt::float_to_half_bits(static_cast<float>(i))) {}
   operator float() const { return qt::half_bits_to_float(__x); }
 };
@@ -54,7 +56,7 @@ struct __nv_bfloat16 {
   uint16_t __x;
   __nv_bfloat16() = default;
   __nv_bfloat16(float f) : __x(qt::float_to_bf16_bits(f)) {}  // NOLINT
-  __nv_bfloat16(double f) : __x(qt::float_to_bf16_bits(static_cast<float>(f))) {}
+  __nv_bfloat16(double f) : __x(qt::float_to_bf16_bits(qt::emu::round_to_odd_float(f, 0.0))) {}
   __nv_bfloat16(int i) : __x(qt::float_to_bf16_bits(static_cast<float>(i))) {}
   operator float() const { return qt::bf16_bits_to_float(__x); }
 };

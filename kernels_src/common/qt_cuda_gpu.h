@@ -45,31 +45,40 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// The "memory" clobbers keep the compiler from moving ordinary shared-memory loads above the wait (the copied
+// bytes become visible to this thread only there) and ordinary stores below an ldmatrix that reads them: the
+// asm operands carry only 32-bit shared addresses, so the compiler cannot see these accesses otherwise.
 __device__ __forceinline__ void ldmatrix_x1(uint32_t* r, uint32_t smem_addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(smem_addr));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(smem_addr)
+               : "memory");
 }
 __device__ __forceinline__ void ldmatrix_x2(uint32_t* r, uint32_t smem_addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1])
-               : "r"(smem_addr));
+               : "r"(smem_addr)
+               : "memory");
 }
 __device__ __forceinline__ void ldmatrix_x4(uint32_t* r, uint32_t smem_addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr));
+               : "r"(smem_addr)
+               : "memory");
 }
 __device__ __forceinline__ void ldmatrix_x1_trans(uint32_t* r, uint32_t smem_addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(smem_addr));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(smem_addr)
+               : "memory");
 }
 __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t* r, uint32_t smem_addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1])
-               : "r"(smem_addr));
+               : "r"(smem_addr)
+               : "memory");
 }
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t* r, uint32_t smem_addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr));
+               : "r"(smem_addr)
+               : "memory");
 }
 
 __device__ __forceinline__ void mma_m16n8k16_f16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
@@ -93,17 +102,19 @@ template <int kBytes>
 __device__ __forceinline__ void cp_async_ca(uint32_t smem_addr, const void* gmem, uint32_t src_bytes = kBytes) {
   static_assert(kBytes == 4 || kBytes == 8 || kBytes == 16, "cp.async.ca copies 4, 8 or 16 bytes");
   asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr), "l"(gmem), "n"(kBytes),
-               "r"(src_bytes));
+               "r"(src_bytes)
+               : "memory");
 }
 __device__ __forceinline__ void cp_async_cg16(uint32_t smem_addr, const void* gmem, uint32_t src_bytes = 16) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(gmem), "r"(src_bytes));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(gmem), "r"(src_bytes)
+               : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 __device__ __forceinline__ uint32_t add_f16x2(uint32_t a, uint32_t b) {
   uint32_t d;

@@ -97,24 +97,27 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
   Progress progress("qconvert", static_cast<double>(total_elems) / 1e6, "M weights", o.quiet);
   uint64_t done_elems = 0;
 
+  // One range of rows at a time (o.chunk_floats): the buffer and the writer's encoded copy stay a few
+  // tens of MB even for a 151936-row embedding.
   std::vector<float> buffer;
   for (const TensorSlot& slot : plan) {
-    const uint64_t n = static_cast<uint64_t>(slot.rows * slot.cols);
     AwqPacked packed;
     if (slot.type == WeightType::AWQ_INT4 && src.read_awq(slot.hf_name, slot.rows, slot.cols, slot.group_size, packed)) {
       writer->write_awq(slot, packed.qweight.data(), packed.qzeros.data(), packed.scales.data());
       ++result.awq_passthrough;
-    } else {
-      if (buffer.size() < n) {
-        buffer.clear();
-        buffer.shrink_to_fit();
-        buffer.resize(n);
-      }
-      src.read_float(slot.hf_name, slot.rows, slot.cols, buffer.data());
-      writer->write_float(slot, buffer.data());
+      done_elems += static_cast<uint64_t>(slot.rows * slot.cols);
+      progress.update(static_cast<double>(done_elems) / 1e6, slot.hf_name);
+      continue;
     }
-    done_elems += n;
-    progress.update(static_cast<double>(done_elems) / 1e6, slot.hf_name);
+    const int64_t step = chunk_rows(slot, o.chunk_floats);
+    buffer.resize(static_cast<size_t>(step * slot.cols));
+    for (int64_t row = 0; row < slot.rows; row += step) {
+      const int64_t count = std::min(step, slot.rows - row);
+      src.read_float_rows(slot.hf_name, slot.rows, slot.cols, row, count, buffer.data());
+      writer->write_float_rows(slot, row, count, buffer.data());
+      done_elems += static_cast<uint64_t>(count * slot.cols);
+      progress.update(static_cast<double>(done_elems) / 1e6, slot.hf_name);
+    }
   }
   writer->finish();
   progress.finish();

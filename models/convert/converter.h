@@ -9,6 +9,7 @@
 
 #include "models/core/weights.h"
 #include "models/formats/model_file.h"
+#include "models/formats/model_writer.h"
 
 namespace qt::convert {
 
@@ -21,6 +22,9 @@ struct ConvertOptions {
   int32_t expert_group_size = 0;  // moe3: 0 = the checkpoint's AWQ group for AWQ experts, else group_size
   bool copy_tokenizer = true;     // copy tokenizer.json / tokenizer_config.json next to the output
   bool quiet = false;             // no progress output
+  // Float tensors are read and encoded in row ranges of about this many floats (at least one row): the
+  // bound on the converter's working memory. The output does not depend on it.
+  int64_t chunk_floats = kWriterChunkFloats;
 };
 
 struct ConvertResult {

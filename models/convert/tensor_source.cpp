@@ -91,7 +91,8 @@ void TensorSource::done_with(const hf::TensorRef& r) const {
   bytes_read_ += r.info->nbytes;
 }
 
-bool TensorSource::read_fused_expert(const std::string& hf_name, int64_t rows, int64_t cols, float* out) const {
+bool TensorSource::read_fused_expert(const std::string& hf_name, int64_t rows, int64_t cols, int64_t first_row,
+                                     int64_t row_count, float* out) const {
   std::string prefix, proj;
   int64_t e = 0;
   if (!split_expert_name(hf_name, prefix, e, proj)) return false;
@@ -105,69 +106,92 @@ bool TensorSource::read_fused_expert(const std::string& hf_name, int64_t rows, i
   // gate_up_proj [E, 2I, H]: rows [0, I) of expert e are gate, [I, 2I) up. down_proj [E, H, I].
   check_shape(r, down ? std::vector<int64_t>{E, rows, cols} : std::vector<int64_t>{E, 2 * rows, cols});
   const uint64_t per_expert = static_cast<uint64_t>(rows * cols) * (down ? 1 : 2);
-  uint64_t first = static_cast<uint64_t>(e) * per_expert;
+  uint64_t first = static_cast<uint64_t>(e) * per_expert + static_cast<uint64_t>(first_row * cols);
   if (proj == "up_proj") first += static_cast<uint64_t>(rows * cols);
-  read_range(r, first, static_cast<uint64_t>(rows * cols), out);
+  read_range(r, first, static_cast<uint64_t>(row_count * cols), out);
   return true;
 }
 
-void TensorSource::read_float(const std::string& hf_name, int64_t rows, int64_t cols, float* out) const {
+void TensorSource::dequantize_awq_rows(const AwqRefs& refs, int64_t rows, int64_t cols, int64_t first_row,
+                                       int64_t row_count, float* out) const {
+  // w[n][k] = (q[k][n] - z[k/G][n]) * s[k/G][n], in fp32 (models/core/weights.h). The arrays are read
+  // straight from the mapping (memcpy: safetensors offsets need not be aligned).
+  const int64_t N = rows, K = cols, G = *config_.awq_group_size, words = N / 8;
+  const uint8_t* qweight = refs.qweight.file->data(*refs.qweight.info);
+  const uint8_t* qzeros = refs.qzeros.file->data(*refs.qzeros.info);
+  const uint8_t* scales = refs.scales.file->data(*refs.scales.info);
+  auto word = [](const uint8_t* base, int64_t i) {
+    uint32_t w = 0;
+    std::memcpy(&w, base + 4 * i, 4);
+    return w;
+  };
+  for (int64_t k = 0; k < K; ++k) {
+    const int64_t g = k / G;
+    for (int64_t n = first_row; n < first_row + row_count; ++n) {
+      const int shift = 4 * kAwqOrder[n % 8];
+      const int q = static_cast<int>((word(qweight, k * words + n / 8) >> shift) & 0xFu);
+      const int z = static_cast<int>((word(qzeros, g * words + n / 8) >> shift) & 0xFu);
+      uint16_t s = 0;
+      std::memcpy(&s, scales + 2 * (g * N + n), 2);
+      out[(n - first_row) * K + k] = static_cast<float>(q - z) * half_bits_to_float(s);
+    }
+  }
+  if (first_row + row_count == rows) {
+    done_with(refs.qweight);
+    done_with(refs.qzeros);
+    done_with(refs.scales);
+  }
+}
+
+void TensorSource::read_float_rows(const std::string& hf_name, int64_t rows, int64_t cols, int64_t first_row,
+                                   int64_t row_count, float* out) const {
   const std::vector<int64_t> expect = rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{rows, cols};
+  if (first_row < 0 || row_count < 0 || row_count > rows - first_row)
+    throw Error("read_float_rows: rows [" + std::to_string(first_row) + ", " + std::to_string(first_row + row_count) +
+                    ") outside " + hf_name + " with " + std::to_string(rows) + " rows", kExitFailure);
   if (hf::TensorRef r = ckpt_.find(hf_name)) {
     check_shape(r, expect);
     // In slices, each released right after it is widened, so the mapped source never holds more than one
-    // slice of resident pages on top of the fp32 buffer.
+    // slice of resident pages on top of the caller's fp32 buffer.
     constexpr uint64_t kSlice = 4u << 20;
-    const uint64_t n = r.info->numel();
-    for (uint64_t first = 0; first < n; first += kSlice) read_range(r, first, std::min(kSlice, n - first), out + first);
+    const uint64_t begin = static_cast<uint64_t>(first_row * cols), n = static_cast<uint64_t>(row_count * cols);
+    for (uint64_t i = 0; i < n; i += kSlice) read_range(r, begin + i, std::min(kSlice, n - i), out + i);
     return;
   }
-  if (read_fused_expert(hf_name, rows, cols, out)) return;
+  if (read_fused_expert(hf_name, rows, cols, first_row, row_count, out)) return;
   if (auto awq = find_awq(hf_name)) {
-    AwqPacked p;
-    read_awq(hf_name, rows, cols, *config_.awq_group_size, p);
-    // w[n][k] = (q[k][n] - z[k/G][n]) * s[k/G][n], in fp32 (models/core/weights.h).
-    const int64_t N = rows, K = cols, G = p.group_size, words = N / 8;
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t g = k / G;
-      for (int64_t j = 0; j < words; ++j) {
-        const uint32_t qw = static_cast<uint32_t>(p.qweight[k * words + j]);
-        const uint32_t zw = static_cast<uint32_t>(p.qzeros[g * words + j]);
-        for (int e = 0; e < 8; ++e) {
-          const int shift = 4 * kAwqOrder[e];
-          const int q = static_cast<int>((qw >> shift) & 0xFu);
-          const int z = static_cast<int>((zw >> shift) & 0xFu);
-          const int64_t n = 8 * j + e;
-          out[n * K + k] = static_cast<float>(q - z) * half_bits_to_float(p.scales[g * N + n]);
-        }
-      }
-    }
+    check_awq(*awq, rows, cols);
+    dequantize_awq_rows(*awq, rows, cols, first_row, row_count, out);
     return;
   }
   fail_file(ckpt_.dir(), "tensor '" + hf_name + "' not found in the checkpoint");
+}
+
+void TensorSource::check_awq(const AwqRefs& refs, int64_t rows, int64_t cols) const {
+  const int32_t G = *config_.awq_group_size;
+  const int64_t N = rows, K = cols;
+  if (N % 8 != 0 || K % G != 0)
+    fail_file(refs.qweight.file->path(), "AWQ tensor '" + refs.qweight.info->name + "' for a [" + std::to_string(N) +
+                                             ", " + std::to_string(K) + "] weight: needs out % 8 == 0 and group " +
+                                             std::to_string(G) + " dividing in");
+  check_shape(refs.qweight, {K, N / 8});
+  check_shape(refs.qzeros, {K / G, N / 8});
+  check_shape(refs.scales, {K / G, N});
+  for (const hf::TensorRef* r : {&refs.qweight, &refs.qzeros})
+    if (r->info->dtype != hf::DType::I32)
+      fail_file(r->file->path(), "AWQ tensor '" + r->info->name + "' has dtype " + hf::dtype_name(r->info->dtype) + ", expected I32");
+  if (refs.scales.info->dtype != hf::DType::F16)
+    fail_file(refs.scales.file->path(), "AWQ tensor '" + refs.scales.info->name + "' has dtype " +
+                                            hf::dtype_name(refs.scales.info->dtype) + ", expected F16");
 }
 
 bool TensorSource::read_awq(const std::string& hf_name, int64_t rows, int64_t cols, int32_t group_size,
                             AwqPacked& out) const {
   auto refs = find_awq(hf_name);
   if (!refs) return false;
-  const int32_t G = *config_.awq_group_size;
-  if (G != group_size) return false;
-  const int64_t N = rows, K = cols;
-  if (N % 8 != 0 || K % G != 0)
-    fail_file(refs->qweight.file->path(), "AWQ tensor '" + refs->qweight.info->name + "' for a [" + std::to_string(N) +
-                                              ", " + std::to_string(K) + "] weight: needs out % 8 == 0 and group " +
-                                              std::to_string(G) + " dividing in");
-  check_shape(refs->qweight, {K, N / 8});
-  check_shape(refs->qzeros, {K / G, N / 8});
-  check_shape(refs->scales, {K / G, N});
-  for (const hf::TensorRef* r : {&refs->qweight, &refs->qzeros})
-    if (r->info->dtype != hf::DType::I32)
-      fail_file(r->file->path(), "AWQ tensor '" + r->info->name + "' has dtype " + hf::dtype_name(r->info->dtype) + ", expected I32");
-  if (refs->scales.info->dtype != hf::DType::F16)
-    fail_file(refs->scales.file->path(), "AWQ tensor '" + refs->scales.info->name + "' has dtype " +
-                                             hf::dtype_name(refs->scales.info->dtype) + ", expected F16");
-  out.group_size = G;
+  if (*config_.awq_group_size != group_size) return false;
+  check_awq(*refs, rows, cols);
+  out.group_size = group_size;
   out.qweight.resize(refs->qweight.info->numel());
   out.qzeros.resize(refs->qzeros.info->numel());
   out.scales.resize(refs->scales.info->numel());

@@ -6,7 +6,8 @@
 //     mlp.experts.down_proj [E, H, I]) when the per-expert names are absent;
 //   - AutoAWQ INT4 layers (<module>.qweight/.qzeros/.scales) in place of <module>.weight, either passed
 //     through packed or dequantized to floats.
-// Pages of the mapped checkpoint are released after each read so resident memory stays about one tensor.
+// Tensors are read in row ranges and the pages of the mapped checkpoint are released as they are consumed,
+// so resident memory stays about one range, however large the tensor.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,9 +30,12 @@ class TensorSource {
 
   // True if the checkpoint holds the tensor under any of the supported layouts.
   bool has(const std::string& hf_name) const;
-  // Values of `hf_name` as fp32 [rows][cols] (rows = 1 for vectors). Throws qt::Error naming the tensor and
-  // file if it is missing, has another shape, or an unsupported dtype.
-  void read_float(const std::string& hf_name, int64_t rows, int64_t cols, float* out) const;
+  // Rows [first_row, first_row + row_count) of `hf_name`, a [rows][cols] tensor (rows = 1 for vectors), as
+  // fp32 [row_count][cols]. Throws qt::Error naming the tensor and file if it is missing, has another
+  // shape, or an unsupported dtype. Reading the rows in order releases the source as it goes; an AutoAWQ
+  // source (dequantized, its arrays being [K][N]) is released after its last row.
+  void read_float_rows(const std::string& hf_name, int64_t rows, int64_t cols, int64_t first_row, int64_t row_count,
+                       float* out) const;
   // If `hf_name` is stored as AutoAWQ INT4 with group `group_size` and fp16 scales, copies the packed arrays
   // (validated against [rows][cols]) and returns true; otherwise returns false.
   bool read_awq(const std::string& hf_name, int64_t rows, int64_t cols, int32_t group_size, AwqPacked& out) const;
@@ -46,7 +50,11 @@ class TensorSource {
   };
   std::optional<AwqRefs> find_awq(const std::string& hf_name) const;
   void check_shape(const hf::TensorRef& r, const std::vector<int64_t>& expect) const;
-  bool read_fused_expert(const std::string& hf_name, int64_t rows, int64_t cols, float* out) const;
+  void check_awq(const AwqRefs& refs, int64_t rows, int64_t cols) const;
+  bool read_fused_expert(const std::string& hf_name, int64_t rows, int64_t cols, int64_t first_row,
+                         int64_t row_count, float* out) const;
+  void dequantize_awq_rows(const AwqRefs& refs, int64_t rows, int64_t cols, int64_t first_row, int64_t row_count,
+                           float* out) const;
   void read_range(const hf::TensorRef& r, uint64_t first, uint64_t count, float* out) const;
   void done_with(const hf::TensorRef& r) const;
 

@@ -228,6 +228,13 @@ class StreamingWriter final : public ModelWriter {
 
 }  // namespace
 
+int64_t chunk_rows(const TensorSlot& slot, int64_t max_floats) {
+  const int64_t cols = std::max<int64_t>(slot.cols, 1);
+  int64_t rows = std::max<int64_t>(max_floats / cols, 1);
+  if (rows >= kAwqPack) rows = rows / kAwqPack * kAwqPack;
+  return std::min(rows, std::max<int64_t>(slot.rows, 1));
+}
+
 std::unique_ptr<ModelWriter> ModelWriter::create(const std::string& path, const WriterOptions& options) {
   return std::make_unique<StreamingWriter>(path, options);
 }

@@ -35,6 +35,15 @@ struct TensorSlot {
   int32_t group_size = 0;
 };
 
+// Producers feed tensors in row ranges of about this many floats (16 MB), so their buffers and the
+// writer's encoded copy stay a few tens of MB whatever the model (a 151936 x 4096 embedding is 2.5 GB).
+constexpr int64_t kWriterChunkFloats = int64_t{4} << 20;
+
+// Rows per write_float_rows call that keep a range within `max_floats` floats: a multiple of 8 where the
+// tensor is that large (AWQ packs 8 rows a word, and [K][N] arrays then take fewer, longer runs), at
+// least 1 and at most slot.rows.
+int64_t chunk_rows(const TensorSlot& slot, int64_t max_floats = kWriterChunkFloats);
+
 class ModelWriter {
  public:
   virtual ~ModelWriter() = default;

@@ -14,8 +14,10 @@
 
 namespace qt::synthetic {
 
-// Writes a model file; options.config is the shape (its group_size etc. as for any writer).
-void write_model_file(const std::string& path, const WriterOptions& options, uint64_t seed, bool quiet = true);
+// Writes a model file; options.config is the shape (its group_size etc. as for any writer). Tensors are
+// generated and written in row ranges of about `chunk_floats` floats; the file does not depend on it.
+void write_model_file(const std::string& path, const WriterOptions& options, uint64_t seed, bool quiet = true,
+                      int64_t chunk_floats = kWriterChunkFloats);
 
 enum class HfDType { F32, F16, BF16 };
 HfDType parse_hf_dtype(const std::string& name);  // "f32", "f16", "bf16"

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <vector>
 
 #include "common/progress.h"
@@ -6,20 +7,27 @@
 
 namespace qt::synthetic {
 
-void write_model_file(const std::string& path, const WriterOptions& options, uint64_t seed, bool quiet) {
+void write_model_file(const std::string& path, const WriterOptions& options, uint64_t seed, bool quiet,
+                      int64_t chunk_floats) {
   auto writer = ModelWriter::create(path, options);
   uint64_t total = 0;
   for (const auto& s : writer->plan()) total += static_cast<uint64_t>(s.rows * s.cols);
   Progress progress("synthetic", static_cast<double>(total) / 1e6, "M weights", quiet);
+  // Row ranges of chunk_floats: values depend only on (seed, name, index), so generating a range
+  // gives exactly the floats of the whole tensor, and memory stays one range.
   std::vector<float> values;
   uint64_t done = 0;
   for (const TensorSlot& slot : writer->plan()) {
-    const uint64_t n = static_cast<uint64_t>(slot.rows * slot.cols);
-    if (values.size() < n) values.resize(n);
-    generate_values(seed, slot.hf_name, 0, n, values.data());
-    writer->write_float(slot, values.data());
-    done += n;
-    progress.update(static_cast<double>(done) / 1e6, slot.hf_name);
+    const int64_t step = chunk_rows(slot, chunk_floats);
+    values.resize(static_cast<size_t>(step * slot.cols));
+    for (int64_t row = 0; row < slot.rows; row += step) {
+      const int64_t count = std::min(step, slot.rows - row);
+      const uint64_t n = static_cast<uint64_t>(count * slot.cols);
+      generate_values(seed, slot.hf_name, static_cast<uint64_t>(row * slot.cols), n, values.data());
+      writer->write_float_rows(slot, row, count, values.data());
+      done += n;
+      progress.update(static_cast<double>(done) / 1e6, slot.hf_name);
+    }
   }
   writer->finish();
   progress.finish();

@@ -103,49 +103,24 @@ int main(int argc, char** argv) {
     const uint32_t blocks = 8, threads = 256;
     Buffer out(dev, 256 * 256 * 4), x(dev, 4096 * 4);
     dev.memset(x.ptr(), 0, 4096 * 4);
-    {
-      const int iters = 200;
-      auto m = measure(dev, [&] {
-        dev.launch(mod->kernel("bench_barrier"), {{blocks}, {threads}, 0}, KernelArgs().add(iters).add(out.ptr()));
-      });
-      row("bench_barrier 8x256, 400 barriers", "ns/thread-barrier", 2.0 * iters * blocks * threads, m);
-    }
-    {
-      const int iters = 400;
-      auto m = measure(dev, [&] {
-        dev.launch(mod->kernel("bench_shfl"), {{blocks}, {threads}, 0}, KernelArgs().add(iters).add(out.ptr()));
-      });
-      row("bench_shfl 8x256, 400 shuffles", "ns/thread-shfl", 1.0 * iters * blocks * threads, m);
-    }
-    {
-      const int iters = 100000;
-      auto m = measure(dev, [&] {
-        dev.launch(mod->kernel("bench_alu"), {{blocks}, {threads}, 0}, KernelArgs().add(iters).add(out.ptr()));
-      });
-      row("bench_alu 8x256, 1e5 fma", "ns/thread-fma", 1.0 * iters * blocks * threads, m);
-    }
-    {
-      const int iters = 1;
-      auto m = measure(dev, [&] {
-        dev.launch(mod->kernel("bench_alu"), {{256}, {256}, 0}, KernelArgs().add(iters).add(out.ptr()));
-      });
-      row("bench_alu 256x256, 1 fma (launch)", "ns/thread", 256.0 * 256, m);
-    }
-    {
-      const int iters = 2000;
-      auto m = measure(dev, [&] {
-        dev.launch(mod->kernel("bench_memory"), {{blocks}, {threads}, 0},
-                   KernelArgs().add(x.ptr()).add(4096).add(iters).add(out.ptr()));
-      });
-      row("bench_memory 8x256, 2000x(ld+st+ld)", "ns/thread-access", 3.0 * iters * blocks * threads, m);
-    }
-    {
-      const int iters = 2000;
-      auto m = measure(dev, [&] {
-        dev.launch(mod->kernel("bench_mma"), {{blocks}, {32}, 0}, KernelArgs().add(iters).add(out.ptr()));
-      });
-      row("bench_mma 8x32, 2000x(ldm.x4+2ldm+2mma)", "ns/warp-mma", 2.0 * iters * blocks, m);
-    }
+    // Each row: the kernel's second launch (measure() warms up with the first), cost per `ops` operations.
+    auto bench = [&](const char* kernel, uint32_t grid, uint32_t block, const KernelArgs& args, const char* label,
+                     const char* unit, double ops) {
+      row(label, unit, ops, measure(dev, [&] { dev.launch(mod->kernel(kernel), {{grid}, {block}, 0}, args); }));
+    };
+    const double bt = 1.0 * blocks * threads;
+    bench("bench_barrier", blocks, threads, KernelArgs().add(200).add(out.ptr()), "bench_barrier 8x256, 400 barriers",
+          "ns/thread-barrier", 2.0 * 200 * bt);
+    bench("bench_shfl", blocks, threads, KernelArgs().add(400).add(out.ptr()), "bench_shfl 8x256, 400 shuffles",
+          "ns/thread-shfl", 400 * bt);
+    bench("bench_alu", blocks, threads, KernelArgs().add(100000).add(out.ptr()), "bench_alu 8x256, 1e5 fma",
+          "ns/thread-fma", 100000 * bt);
+    bench("bench_alu", 256, 256, KernelArgs().add(1).add(out.ptr()), "bench_alu 256x256, 1 fma (launch)", "ns/thread",
+          256.0 * 256);
+    bench("bench_memory", blocks, threads, KernelArgs().add(x.ptr()).add(4096).add(2000).add(out.ptr()),
+          "bench_memory 8x256, 2000x(ld+st+ld)", "ns/thread-access", 3.0 * 2000 * bt);
+    bench("bench_mma", blocks, 32, KernelArgs().add(2000).add(out.ptr()), "bench_mma 8x32, 2000x(ldm.x4+2ldm+2mma)",
+          "ns/warp-mma", 2.0 * 2000 * blocks);
     return 0;
   });
 }

@@ -224,6 +224,58 @@ TEST_CASE("convert: an fp32 checkpoint converts to the same bytes as the synthet
   }
 }
 
+TEST_CASE("convert and synthetic: row-range streaming in small odd chunks gives the same bytes as whole tensors",
+          "[convert]") {
+  // The default chunk (4 M floats) holds every tiny tensor whole; budgets of a few hundred floats force
+  // ranges of 1 to 7 rows through every source path: plain float (fp32, bf16), fused v5 experts, and
+  // AutoAWQ weights dequantized for Q8_0 / INT8 slots.
+  const auto root = convert_scratch("chunked");
+  struct Case {
+    const char* tag;
+    const char* preset;
+    synthetic::HfWriteOptions hf;
+    FileFormat format;
+    WeightType experts;
+  };
+  synthetic::HfWriteOptions bf16, fused, awq;
+  bf16.dtype = synthetic::HfDType::BF16;
+  fused.fused_experts = true;
+  awq.awq_group_size = 32;
+  const Case cases[] = {
+      {"f32-ajc1", "tiny", {}, FileFormat::AJC1, WeightType::Q8_0},
+      {"bf16-ak48", "tiny-untied", bf16, FileFormat::AK48, WeightType::Q8_0},
+      {"fused-int8", "tiny-moe", fused, FileFormat::MOE3, WeightType::INT8_GW_ASYM},
+      {"fused-awq", "tiny-moe", fused, FileFormat::MOE3, WeightType::AWQ_INT4},
+      {"awq-ajc1", "tiny-untied", awq, FileFormat::AJC1, WeightType::Q8_0},
+      {"awq-moe3-int8", "tiny-moe", awq, FileFormat::MOE3, WeightType::INT8_GW_SYM},
+  };
+  for (const Case& c : cases) {
+    INFO(c.tag);
+    const std::string hf = hf_dir(root, c.preset, c.hf, 5, c.tag);
+    auto tweak = [&](int64_t chunk) {
+      return [&c, chunk](convert::ConvertOptions& o) {
+        if (c.format == FileFormat::MOE3) o.expert_type = c.experts;
+        o.chunk_floats = chunk;
+      };
+    };
+    run(hf, root / "whole", c.format, tweak(kWriterChunkFloats));
+    const auto whole = file_bytes(root / "whole");
+    REQUIRE(whole.size() > 10000);
+    for (int64_t chunk : {int64_t{1}, int64_t{3 * 64 + 17}, int64_t{7 * 64 - 1}}) {
+      INFO("chunk_floats " << chunk);
+      run(hf, root / "chunked", c.format, tweak(chunk));
+      CHECK(file_bytes(root / "chunked") == whole);
+    }
+  }
+  WriterOptions w;
+  w.format = FileFormat::MOE3;
+  w.config = synthetic::preset_config("tiny-moe");
+  w.expert_type = WeightType::AWQ_INT4;
+  synthetic::write_model_file((root / "synthetic-whole").string(), w, 9);
+  synthetic::write_model_file((root / "synthetic-chunked").string(), w, 9, true, 5 * 64 - 3);
+  CHECK(file_bytes(root / "synthetic-chunked") == file_bytes(root / "synthetic-whole"));
+}
+
 TEST_CASE("convert: AutoAWQ checkpoints pass through bit-exact and match converting the float weights", "[convert]") {
   const auto root = convert_scratch("awq");
   synthetic::HfWriteOptions awq;

@@ -2,6 +2,8 @@
 // the PTX ISA: lop3 for all 256 LUTs, prmt, shfl lane selection, and per-operation fp16/bf16 rounding.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include "kernels_src/common/emu_ops.h"
@@ -105,4 +107,20 @@ TEST_CASE("bf16 fma rounds once to nearest even") {
     INFO("a=" << a << " b=" << b << " c=" << c);
     REQUIRE(lo16(bf16x2_fma(pack16(a, 0), pack16(b, 0), pack16(c, 0))) == test::round_double_to_bf16(exact));
   }
+}
+
+TEST_CASE("__half and __nv_bfloat16 built from a double round once, not twice through float") {
+  // Just above the midpoint between two neighbours: float rounding alone would land exactly on the midpoint
+  // and the second rounding would tie to even (down); a single rounding goes up.
+  const double above_half_mid = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
+  CHECK(__half_as_ushort(__half(above_half_mid)) == 0x3C01);
+  CHECK(__half_as_ushort(__half(-above_half_mid)) == 0xBC01);
+  const double above_bf16_mid = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40);
+  CHECK(__bfloat16_as_ushort(__nv_bfloat16(above_bf16_mid)) == test::round_double_to_bf16(above_bf16_mid));
+  CHECK(__bfloat16_as_ushort(__nv_bfloat16(above_bf16_mid)) == 0x3F81);
+  // Values a float holds exactly, infinities and overflow keep their plain conversions.
+  CHECK(__half_as_ushort(__half(0.5)) == 0x3800);
+  CHECK(__half_as_ushort(__half(1e10)) == 0x7C00);
+  CHECK(__half_as_ushort(__half(-std::numeric_limits<double>::infinity())) == 0xFC00);
+  CHECK(__bfloat16_as_ushort(__nv_bfloat16(1e300)) == 0x7F80);
 }
