@@ -1,5 +1,6 @@
 #include "kernels_src/awq/awq_family.h"
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -40,6 +41,9 @@ std::string common_shape_check(const ProblemShape& s) {
   if (s.n % 8) return "N must be a multiple of 8 (packed words)";
   if (s.group % 16) return "group size must be a multiple of 16";
   if (s.k % s.group) return "K must be a multiple of the group size";
+  // Kernel arguments are int32 and the split-k reduction indexes M*N elements with an int.
+  constexpr int64_t kMaxI32 = INT32_MAX;
+  if (s.m > kMaxI32 / s.n || s.k > kMaxI32) return "M*N and K must stay below 2^31 (32-bit kernel indexing)";
   return "";
 }
 
@@ -83,9 +87,23 @@ std::vector<BufferSpec> awq_buffers(const ProblemShape& s) {
           {"y", DType::F16, s.m * s.n, Role::Output}};
 }
 
-// Appends the workspace and, for split > 1, the reduction launch after the main kernel.
-void add_split(LaunchPlan& plan, const ProblemShape& s, int64_t split) {
+// The kernels of a GEMV/GEMM point: its own, plus the reduction when it splits K.
+std::vector<std::string> with_reduce(const std::string& kernel, int64_t split) {
+  std::vector<std::string> k = {kernel};
+  if (split > 1) k.push_back(kReduce);
+  return k;
+}
+
+// A GEMV/GEMM launch plan: `main` (kernel, grid, block, smem already set) over the AWQ buffers, an fp32
+// workspace, and for split > 1 the reduction of the per-split partials into y.
+LaunchPlan matmul_plan(const ProblemShape& s, Launch main, int64_t split) {
+  LaunchPlan plan;
+  plan.buffers = awq_buffers(s);
   plan.buffers.push_back({"ws", DType::F32, split > 1 ? split * s.m * s.n : 1, Role::Workspace});
+  main.args = {KernelArg::buf("x"),      KernelArg::buf("qweight"), KernelArg::buf("qzeros"), KernelArg::buf("scales"),
+               KernelArg::buf("y"),      KernelArg::buf("ws"),      KernelArg::i32(s.m),      KernelArg::i32(s.n),
+               KernelArg::i32(s.k),      KernelArg::i32(s.group)};
+  plan.launches.push_back(main);
   if (split > 1) {
     Launch r;
     r.kernel = kReduce;
@@ -94,12 +112,12 @@ void add_split(LaunchPlan& plan, const ProblemShape& s, int64_t split) {
     r.args = {KernelArg::buf("ws"), KernelArg::buf("y"), KernelArg::i32(s.m * s.n), KernelArg::i32(split)};
     plan.launches.push_back(r);
   }
+  return plan;
 }
 
-std::vector<KernelArg> main_args(const ProblemShape& s) {
-  return {KernelArg::buf("x"),      KernelArg::buf("qweight"), KernelArg::buf("qzeros"), KernelArg::buf("scales"),
-          KernelArg::buf("y"),      KernelArg::buf("ws"),      KernelArg::i32(s.m),      KernelArg::i32(s.n),
-          KernelArg::i32(s.k),      KernelArg::i32(s.group)};
+std::string gemv_kernel(const Point& p) { return tmpl("awq_gemv_kernel", {p.at("warps"), p.at("vec"), p.at("mt")}); }
+std::string gemm_kernel(const Point& p) {
+  return tmpl("awq_gemm_kernel", {p.at("bm"), p.at("bn"), p.at("bk"), p.at("warps"), p.at("stages")});
 }
 
 KernelFamily make_dequant() {
@@ -171,24 +189,15 @@ KernelFamily make_gemv() {
     if (p.at("split_k") > s.k / s.group) return std::string("split_k exceeds the number of groups along K");
     return std::string();
   };
-  f.kernels = [](const Point& p) {
-    std::vector<std::string> k = {tmpl("awq_gemv_kernel", {p.at("warps"), p.at("vec"), p.at("mt")})};
-    if (p.at("split_k") > 1) k.push_back(kReduce);
-    return k;
-  };
+  f.kernels = [](const Point& p) { return with_reduce(gemv_kernel(p), p.at("split_k")); };
   f.plan = [](const Point& p, const ProblemShape& s) {
-    LaunchPlan plan;
-    plan.buffers = awq_buffers(s);
     Launch l;
-    l.kernel = tmpl("awq_gemv_kernel", {p.at("warps"), p.at("vec"), p.at("mt")});
+    l.kernel = gemv_kernel(p);
     l.grid.x = static_cast<uint32_t>(cdiv(s.n / 8, 32 * p.at("vec")));
     l.grid.y = static_cast<uint32_t>(cdiv(s.m, p.at("mt")));
     l.grid.z = static_cast<uint32_t>(p.at("split_k"));
     l.block.x = static_cast<uint32_t>(32 * p.at("warps"));
-    l.args = main_args(s);
-    plan.launches.push_back(l);
-    add_split(plan, s, p.at("split_k"));
-    return plan;
+    return matmul_plan(s, l, p.at("split_k"));
   };
   f.make_inputs = awq_inputs;
   f.probe_shape = ProblemShape{8, 1024, 4096, 128, "probe"};
@@ -226,26 +235,16 @@ KernelFamily make_gemm() {
     if (p.at("split_k") > s.k / p.at("bk")) return std::string("split_k exceeds the number of K tiles");
     return std::string();
   };
-  f.kernels = [](const Point& p) {
-    std::vector<std::string> k = {
-        tmpl("awq_gemm_kernel", {p.at("bm"), p.at("bn"), p.at("bk"), p.at("warps"), p.at("stages")})};
-    if (p.at("split_k") > 1) k.push_back(kReduce);
-    return k;
-  };
+  f.kernels = [](const Point& p) { return with_reduce(gemm_kernel(p), p.at("split_k")); };
   f.plan = [](const Point& p, const ProblemShape& s) {
-    LaunchPlan plan;
-    plan.buffers = awq_buffers(s);
     Launch l;
-    l.kernel = tmpl("awq_gemm_kernel", {p.at("bm"), p.at("bn"), p.at("bk"), p.at("warps"), p.at("stages")});
+    l.kernel = gemm_kernel(p);
     l.grid.x = static_cast<uint32_t>(s.n / p.at("bn"));
     l.grid.y = static_cast<uint32_t>(cdiv(s.m, p.at("bm")));
     l.grid.z = static_cast<uint32_t>(p.at("split_k"));
     l.block.x = static_cast<uint32_t>(32 * p.at("warps"));
     l.dynamic_smem = gemm_smem_bytes(p);
-    l.args = main_args(s);
-    plan.launches.push_back(l);
-    add_split(plan, s, p.at("split_k"));
-    return plan;
+    return matmul_plan(s, l, p.at("split_k"));
   };
   f.make_inputs = awq_inputs;
   f.probe_shape = ProblemShape{8, 1024, 4096, 128, "probe"};

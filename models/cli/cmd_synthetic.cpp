@@ -1,6 +1,7 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "common/cli_args.h"
 #include "common/error.h"
@@ -34,7 +35,11 @@ uint64_t parse_byte_size(const std::string& text, const std::string& what) {
   else if (suffix == "GiB") unit = 1024ull * 1024 * 1024;
   if (digits == 0 || digits > 12 || unit == 0)
     throw Error(what + ": expected a size such as 500MB, 2GiB or 1048576, got '" + text + "'");
-  return std::stoull(text.substr(0, digits)) * unit;
+  const uint64_t count = std::stoull(text.substr(0, digits));
+  // Twelve digits times GiB can pass 2^64; a wrapped size would silently shrink the model.
+  if (count > std::numeric_limits<uint64_t>::max() / unit)
+    throw Error(what + ": size '" + text + "' does not fit in 64 bits");
+  return count * unit;
 }
 
 namespace {

@@ -118,9 +118,12 @@ HfModelConfig parse_hf_config(const json& j, const std::string& source) {
   c.n_layers = r.int_field("num_hidden_layers");
   c.n_heads = r.int_field("num_attention_heads");
   c.vocab_size = r.int_field("vocab_size");
-  c.n_kv_heads = r.int_field("num_key_value_heads", c.n_heads);
+  // transformers' own defaults: Qwen3Config has num_key_value_heads 32 and head_dim 128; Qwen3MoeConfig
+  // has num_key_value_heads 4 and no head_dim (its attention falls back to hidden_size / heads).
+  const bool moe = c.arch == ModelArch::Qwen3Moe;
+  c.n_kv_heads = r.int_field("num_key_value_heads", moe ? 4 : 32);
   if (c.n_heads <= 0) r.fail("num_attention_heads must be positive");
-  c.head_dim = r.int_field("head_dim", c.dim / c.n_heads);
+  c.head_dim = r.int_field("head_dim", moe ? c.dim / c.n_heads : 128);
   c.max_seq_len = r.int_field("max_position_embeddings", 32768);
   out.tie_word_embeddings = r.bool_field("tie_word_embeddings", false);
   c.shared_classifier = out.tie_word_embeddings;

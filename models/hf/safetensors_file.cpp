@@ -125,11 +125,13 @@ void SafetensorsFile::parse_header() {
   std::sort(by_offset.begin(), by_offset.end(), [](const TensorInfo* a, const TensorInfo* b) {
     return a->offset != b->offset ? a->offset < b->offset : a->nbytes < b->nbytes;
   });
-  for (size_t i = 1; i < by_offset.size(); ++i) {
-    const TensorInfo* prev = by_offset[i - 1];
-    const TensorInfo* cur = by_offset[i];
-    if (cur->nbytes > 0 && prev->offset + prev->nbytes > cur->offset)
-      fail_file(p, "tensors '" + prev->name + "' and '" + cur->name + "' overlap in the data area");
+  // Compare each tensor with the one reaching furthest so far, not just its neighbour: an empty tensor
+  // sorted between two overlapping ones would otherwise hide the overlap.
+  const TensorInfo* furthest = nullptr;
+  for (const TensorInfo* cur : by_offset) {
+    if (furthest && cur->nbytes > 0 && furthest->offset + furthest->nbytes > cur->offset)
+      fail_file(p, "tensors '" + furthest->name + "' and '" + cur->name + "' overlap in the data area");
+    if (!furthest || cur->offset + cur->nbytes > furthest->offset + furthest->nbytes) furthest = cur;
   }
 }
 

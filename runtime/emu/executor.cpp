@@ -771,6 +771,12 @@ void* api_static_shared(FiberCtx* c, const void* tag, uint32_t bytes, uint32_t a
   if (uint64_t{off} + bytes > kStaticSmemBytes) {
     fail_at(f, site, fmt("static shared memory exceeds 48 KiB: %u bytes in use, %u more requested", off, bytes));
   }
+  // A GPU launch fails when static plus dynamic shared memory exceed the per-block limit (227 KiB on sm_90,
+  // less on older parts), even though each part alone is allowed.
+  if (uint64_t{off} + bytes + w.dyn_bytes > kMaxDynamicSmemBytes) {
+    fail_at(f, site, fmt("static shared memory (%u bytes after this request) plus the launch's %u bytes of dynamic "
+                         "shared memory exceed 227 KiB per block", off + bytes, w.dyn_bytes));
+  }
   w.static_used = off + bytes;
   w.static_map.emplace_back(tag, off);
   return w.window + off;

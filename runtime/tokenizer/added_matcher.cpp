@@ -7,9 +7,10 @@ namespace qt::tok {
 namespace {
 
 // HF decides "word" and "space" for single_word / lstrip / rstrip with Rust-regex \w and \s (Unicode);
-// PCRE2 in UCP mode gives the same classes.
+// PCRE2 in UCP mode gives the same classes. Rust's $ is the end of the text only, so the anchors are \z:
+// PCRE's $ would also match before a final newline and reject a single_word token after "ab\n".
 const Regex& word_at_end() {
-  static const Regex r("\\w$");
+  static const Regex r("\\w\\z");
   return r;
 }
 const Regex& word_at_start() {
@@ -17,7 +18,7 @@ const Regex& word_at_start() {
   return r;
 }
 const Regex& spaces_at_end() {
-  static const Regex r("\\s*$");
+  static const Regex r("\\s*\\z");
   return r;
 }
 const Regex& spaces_at_start() {
@@ -31,10 +32,10 @@ void AddedMatcher::build(const std::vector<const AddedToken*>& tokens) {
   tokens_ = tokens;
   for (auto& v : by_first_byte_) v.clear();
   for (size_t i = 0; i < tokens_.size(); ++i) {
-    by_first_byte_[static_cast<unsigned char>(tokens_[i]->content[0])].push_back(static_cast<uint16_t>(i));
+    by_first_byte_[static_cast<unsigned char>(tokens_[i]->content[0])].push_back(static_cast<uint32_t>(i));
   }
   for (auto& v : by_first_byte_) {
-    std::stable_sort(v.begin(), v.end(), [&](uint16_t a, uint16_t b) {
+    std::stable_sort(v.begin(), v.end(), [&](uint32_t a, uint32_t b) {
       return tokens_[a]->content.size() > tokens_[b]->content.size();
     });
   }
@@ -47,7 +48,7 @@ void AddedMatcher::split(std::string_view text, std::vector<Split>& out) const {
   while (pos < n) {
     const auto& cands = by_first_byte_[static_cast<unsigned char>(text[pos])];
     const AddedToken* hit = nullptr;
-    for (uint16_t c : cands) {
+    for (uint32_t c : cands) {
       const std::string& s = tokens_[c]->content;
       if (s.size() <= n - pos && text.compare(pos, s.size(), s) == 0) {
         hit = tokens_[c];

@@ -100,7 +100,8 @@ Qwen3cTokenizer parse_qwen3c_tokenizer(const uint8_t* data, size_t size, const s
     pos += 8;
     if (len > kMaxTokenBytes) fail_file(origin, "entry " + std::to_string(index) + " claims " + std::to_string(len) + " bytes");
     if (len > size - pos) fail_file(origin, "entry " + std::to_string(index) + " is truncated (" + std::to_string(len) + " bytes, " + std::to_string(size - pos) + " left)");
-    if (len > t.max_token_length && len > 4 * static_cast<uint64_t>(t.max_token_length))
+    // max_token_length counts code points of the token as tokenizer.json spells it; each is at most 4 bytes.
+    if (len > 4 * static_cast<uint64_t>(t.max_token_length))
       fail_file(origin, "entry " + std::to_string(index) + " is longer than max_token_length allows");
     t.scores.push_back(score);
     t.tokens.emplace_back(reinterpret_cast<const char*>(data + pos), len);

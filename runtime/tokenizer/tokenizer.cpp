@@ -180,19 +180,9 @@ std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
   auto it = impl_->added_by_content.find(std::string(token));
   if (it != impl_->added_by_content.end()) return it->second;
-  std::string raw;
-  const auto* s = reinterpret_cast<const unsigned char*>(token.data());
-  size_t n = token.size(), i = 0;
-  while (i < n) {
-    size_t len = utf8::sequence_length(s, n, i);
-    if (len == 0 || len > 2) return std::nullopt;
-    uint32_t cp = len == 1 ? s[i] : (((s[i] & 0x1Fu) << 6) | (s[i + 1] & 0x3Fu));
-    int b = byte_of_code_point(cp);
-    if (b < 0) return std::nullopt;
-    raw.push_back(static_cast<char>(b));
-    i += len;
-  }
-  auto jt = impl_->bpe_by_bytes.find(raw);
+  auto raw = alphabet_to_bytes(token);
+  if (!raw) return std::nullopt;
+  auto jt = impl_->bpe_by_bytes.find(*raw);
   if (jt == impl_->bpe_by_bytes.end()) return std::nullopt;
   return jt->second;
 }

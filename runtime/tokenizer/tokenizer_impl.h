@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,7 +29,7 @@ class AddedMatcher {
 
  private:
   std::vector<const AddedToken*> tokens_;
-  std::array<std::vector<uint16_t>, 256> by_first_byte_;  // indices into tokens_, longest first
+  std::array<std::vector<uint32_t>, 256> by_first_byte_;  // indices into tokens_, longest first
 };
 
 enum TokenKind : uint8_t { kNone = 0, kBpe = 1, kAdded = 2, kSpecial = 3 };
@@ -65,5 +66,7 @@ struct Tokenizer::Impl {
 // GPT-2's byte <-> printable code point mapping used by byte-level BPE vocabularies.
 const std::array<uint32_t, 256>& byte_to_code_point();
 int byte_of_code_point(uint32_t cp);  // -1 when cp is not in the mapping
+// A token string of that alphabet as raw bytes; nullopt when a character lies outside the alphabet.
+std::optional<std::string> alphabet_to_bytes(std::string_view token);
 
 }  // namespace qt::tok

@@ -32,6 +32,18 @@ std::atomic<uint64_t> g_instances{1};
 
 [[noreturn]] void bad(const std::string& origin, const std::string& what) { fail_file(origin, what); }
 
+// Ids index dense per-id tables, so a corrupt id such as 2^31 must be an error, not a 64 GB allocation
+// (or an int overflow); real vocabularies stay far below 2^24.
+constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
+
+int32_t token_id(const json& v, const std::string& what, const std::string& origin) {
+  const bool ok = v.is_number_unsigned()  ? v.get<uint64_t>() <= static_cast<uint64_t>(kMaxTokenId)
+                  : v.is_number_integer() ? v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxTokenId
+                                          : false;
+  if (!ok) bad(origin, what + " has id " + v.dump() + "; ids must be integers in [0, " + std::to_string(kMaxTokenId) + "]");
+  return static_cast<int32_t>(v.get<int64_t>());
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail_file(path, "cannot open tokenizer file");
@@ -51,26 +63,6 @@ std::string dir_of(const std::string& path) {
   return pos == std::string::npos ? std::string(".") : path.substr(0, pos);
 }
 
-// Decodes a vocabulary string of the byte-level alphabet to raw bytes; nullopt if a character is outside it.
-std::optional<std::string> alphabet_to_bytes(const std::string& token) {
-  std::string out;
-  out.reserve(token.size());
-  const auto* s = reinterpret_cast<const unsigned char*>(token.data());
-  size_t n = token.size(), i = 0;
-  while (i < n) {
-    size_t len = utf8::sequence_length(s, n, i);
-    if (len == 0) return std::nullopt;
-    uint32_t cp = s[i];
-    if (len == 2) cp = ((s[i] & 0x1Fu) << 6) | (s[i + 1] & 0x3Fu);
-    if (len == 3) cp = ((s[i] & 0x0Fu) << 12) | ((s[i + 1] & 0x3Fu) << 6) | (s[i + 2] & 0x3Fu);
-    if (len == 4) return std::nullopt;
-    int b = byte_of_code_point(cp);
-    if (b < 0) return std::nullopt;
-    out.push_back(static_cast<char>(b));
-    i += len;
-  }
-  return out;
-}
 
 std::string json_string_field(const json& j, const char* key) {
   auto it = j.find(key);
@@ -128,16 +120,15 @@ void load_model(const json& model, Tokenizer::Impl& impl, const std::string& ori
   const json& vocab = model.at("vocab");
   if (!vocab.is_object()) bad(origin, "model.vocab must be an object");
   int32_t max_id = -1;
-  for (const auto& [tok, idj] : vocab.items()) max_id = std::max(max_id, idj.get<int32_t>());
+  for (const auto& [tok, idj] : vocab.items()) max_id = std::max(max_id, token_id(idj, "vocabulary token '" + tok + "'", origin));
   impl.bytes.assign(static_cast<size_t>(max_id + 1), {});
   impl.kind.assign(static_cast<size_t>(max_id + 1), kNone);
   impl.bpe_by_bytes.reserve(vocab.size() * 2);
   std::unordered_map<std::string, int32_t> by_name;  // vocab strings as spelled in the file, for the merges
   by_name.reserve(vocab.size() * 2);
   for (const auto& [tok, idj] : vocab.items()) {
-    by_name.emplace(tok, idj.get<int32_t>());
-    int32_t id = idj.get<int32_t>();
-    if (id < 0) bad(origin, "negative id for vocabulary token '" + tok + "'");
+    const int32_t id = idj.get<int32_t>();  // range-checked by token_id above
+    by_name.emplace(tok, id);
     auto raw = alphabet_to_bytes(tok);
     if (!raw) bad(origin, "vocabulary token '" + tok + "' is not in the byte-level alphabet");
     impl.bytes[static_cast<size_t>(id)] = *raw;
@@ -187,14 +178,13 @@ void load_added(const json& added, Tokenizer::Impl& impl, const std::string& ori
   if (added.is_null()) return;
   for (const auto& a : added) {
     AddedToken t;
-    t.id = a.at("id").get<int32_t>();
     t.content = a.at("content").get<std::string>();
+    t.id = token_id(a.at("id"), "added token '" + t.content + "'", origin);
     t.special = a.value("special", false);
     t.lstrip = a.value("lstrip", false);
     t.rstrip = a.value("rstrip", false);
     t.normalized = a.value("normalized", !t.special);
     t.single_word = a.value("single_word", false);
-    if (t.id < 0) bad(origin, "added token '" + t.content + "' has a negative id");
     if (t.content.empty() || utf8::first_invalid(t.content) != t.content.size()) bad(origin, "added token with id " + std::to_string(t.id) + " has empty or invalid content");
     impl.added.push_back(std::move(t));
   }
@@ -311,6 +301,24 @@ int byte_of_code_point(uint32_t cp) {
     return v;
   }();
   return cp < inverse.size() ? inverse[cp] : -1;
+}
+
+std::optional<std::string> alphabet_to_bytes(std::string_view token) {
+  std::string out;
+  out.reserve(token.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(token.data());
+  size_t n = token.size(), i = 0;
+  while (i < n) {
+    size_t len = utf8::sequence_length(s, n, i);
+    // The alphabet's code points all lie below U+0144, so a valid character of it takes one or two bytes.
+    if (len == 0 || len > 2) return std::nullopt;
+    const uint32_t cp = len == 1 ? s[i] : (((s[i] & 0x1Fu) << 6) | (s[i + 1] & 0x3Fu));
+    int b = byte_of_code_point(cp);
+    if (b < 0) return std::nullopt;
+    out.push_back(static_cast<char>(b));
+    i += len;
+  }
+  return out;
 }
 
 }  // namespace qt::tok

@@ -84,9 +84,11 @@ TEST_CASE("hf config: absent optional fields take transformers' defaults", "[hf_
   for (const char* k : {"head_dim", "num_key_value_heads", "max_position_embeddings", "tie_word_embeddings",
                         "rope_theta", "rms_norm_eps", "architectures"})
     j.erase(k);
+  j["num_attention_heads"] = 32;  // so that Qwen3Config's default of 32 KV heads is a valid grouping
   const auto d = hf::parse_hf_config(j, "cfg.json");  // model_type "qwen3" identifies the architecture
-  CHECK(d.config.head_dim == 1024 / 16);
-  CHECK(d.config.n_kv_heads == 16);
+  // Qwen3Config(hidden_size=1024, num_attention_heads=32) in transformers 5.23: head_dim 128, 32 KV heads.
+  CHECK(d.config.head_dim == 128);
+  CHECK(d.config.n_kv_heads == 32);
   CHECK(d.config.max_seq_len == 32768);
   CHECK_FALSE(d.config.shared_classifier);
   CHECK(d.config.rope_theta == 10000.0f);
@@ -99,8 +101,12 @@ TEST_CASE("hf config: absent optional fields take transformers' defaults", "[hf_
   CHECK(hf::parse_hf_config(v5, "cfg.json").config.rope_theta == 5e6f);
 
   json m = qwen3_30b_a3b();
-  for (const char* k : {"num_experts_per_tok", "norm_topk_prob", "decoder_sparse_step", "mlp_only_layers"}) m.erase(k);
+  for (const char* k : {"num_experts_per_tok", "norm_topk_prob", "decoder_sparse_step", "mlp_only_layers", "head_dim",
+                        "num_key_value_heads"})
+    m.erase(k);
   const auto moe = hf::parse_hf_config(m, "cfg.json");
+  CHECK(moe.config.head_dim == 2048 / 32);  // Qwen3MoeConfig has no head_dim; attention uses hidden / heads
+  CHECK(moe.config.n_kv_heads == 4);
   CHECK(moe.config.num_experts_per_tok == 8);
   CHECK_FALSE(moe.config.norm_topk_prob);  // Qwen3MoeConfig's class default
 }

@@ -116,6 +116,8 @@ TEST_CASE("safetensors: malformed headers are rejected with the file and tensor 
       {"huge-shape", raw_file(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,16]}})", 16), {"'w'", "more bytes than the file"}},
       {"bad-offsets", raw_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", 8), {"'w'", "two integers"}},
       {"overlap", raw_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12), {"'a'", "'b'", "overlap"}},
+      // An empty tensor between two overlapping ones must not hide the overlap.
+      {"overlap-past-empty", raw_file(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},"c":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", 16), {"'a'", "'c'", "overlap"}},
       {"bad-metadata", raw_file(R"({"__metadata__":{"format":3}})", 0), {"__metadata__"}},
   };
   for (const auto& c : cases) {

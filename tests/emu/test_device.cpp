@@ -28,6 +28,12 @@ __global__ void k_index(unsigned* out, unsigned* out_dims) {
 }
 // Reads one value (used after the buffer is freed).
 __global__ void k_read(const float* p, float* out) { out[0] = p[0] + SCALE; }
+// 40 KiB of static shared memory, to be combined with dynamic shared memory at launch.
+__global__ void k_big_shared(float* out) {
+  QT_SHARED(buf, float[10240]);
+  buf[threadIdx.x] = 1.0f;
+  out[threadIdx.x] = buf[threadIdx.x];
+}
 // An atomic at an arbitrary address (a wild pointer just below 2^64, where addr + 4 wraps to 0).
 __global__ void k_atomic_at(unsigned long long addr) { atomicAdd(reinterpret_cast<int*>(addr), 1); }
 )";
@@ -36,7 +42,7 @@ dev::ModuleSource index_module(const char* scale = "1.0f") {
   dev::ModuleSource s;
   s.name = "index_test.cu";
   s.source = kIndexSource;
-  s.kernels = {"k_index", "k_read", "k_atomic_at"};
+  s.kernels = {"k_index", "k_read", "k_atomic_at", "k_big_shared"};
   s.defines = {{"SCALE", scale}};
   return s;
 }
@@ -117,6 +123,17 @@ TEST_CASE("launches with wrong arguments or impossible configurations are refuse
   CHECK_THROWS_WITH(dev.launch(mod->kernel("k_index"), {{1}, {1025}, 0}, KernelArgs().add(out.ptr()).add(out.ptr())),
                     Contains("more than 1024 threads"));
   CHECK_THROWS_WITH(mod->kernel("k_nope"), Contains("has no kernel 'k_nope'"));
+}
+
+TEST_CASE("static plus dynamic shared memory above 227 KiB per block is refused, each part alone is not") {
+  auto& dev = emu::test::device();
+  auto mod = dev.load_module(index_module());
+  Buffer out(dev, 32 * 4);
+  dev.launch(mod->kernel("k_big_shared"), {{1}, {32}, 187 * 1024}, KernelArgs().add(out.ptr()));
+  CHECK(out.download<float>(32)[31] == 1.0f);
+  CHECK_THROWS_WITH(dev.launch(mod->kernel("k_big_shared"), {{1}, {32}, 188 * 1024}, KernelArgs().add(out.ptr())),
+                    Contains("static shared memory (40960 bytes after this request) plus the launch's 192512 bytes") &&
+                        Contains("exceed 227 KiB per block"));
 }
 
 TEST_CASE("compile errors and raw __shared__ are reported with the compiler's message") {

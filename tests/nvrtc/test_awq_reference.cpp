@@ -62,6 +62,10 @@ TEST_CASE("AWQ shape rules: N multiple of the tile, G multiple of bk, M <= 8 for
   CHECK(gemm.shape_constraint(p, {5, 192, 256, 64, ""}) != "");  // N % 128
   CHECK(gemm.shape_constraint(p, {5, 128, 256, 32, ""}) != "");  // G % bk
   CHECK(gemm.shape_constraint(p, {5, 128, 250, 64, ""}) != "");  // K % G
+  // int32 kernel arguments: M*N = 2^31 and K = 2^31 are refused with a reason, 2^31 - 128 is not.
+  CHECK(gemm.shape_constraint(p, {int64_t(1) << 24, 128, 256, 64, ""}) != "");
+  CHECK(gemm.shape_constraint(p, {5, 128, int64_t(1) << 31, 64, ""}) != "");
+  CHECK(gemm.shape_constraint(p, {(int64_t(1) << 24) - 1, 128, 256, 64, ""}) == "");
   const auto& gemv = gemv_family();
   CHECK(gemv.shape_constraint(gemv.default_point(), {8, 64, 128, 32, ""}) == "");
   CHECK(gemv.shape_constraint(gemv.default_point(), {9, 64, 128, 32, ""}) != "");

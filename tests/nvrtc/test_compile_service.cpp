@@ -2,6 +2,10 @@
 // zero spills, spilling points are pruned, identical code is merged, errors stay per point.
 #include <catch2/catch.hpp>
 
+#include <elf.h>
+
+#include <cstdint>
+#include <cstring>
 #include <set>
 
 #include "common/error.h"
@@ -98,6 +102,19 @@ template <int A> __global__ void uses_kernel(float* p) { p[threadIdx.x] = float(
   CHECK_THROWS_AS(code_digest(std::vector<uint8_t>(100, 0)), qt::Error);
   std::vector<uint8_t> truncated(s1.begin(), s1.begin() + 80);
   CHECK_THROWS_AS(code_digest(truncated), qt::Error);
+  // A section whose offset + size wraps past 2^64 back into the file is refused, not read out of bounds.
+  std::vector<uint8_t> wrapped = s1;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, wrapped.data(), sizeof eh);
+  REQUIRE(eh.e_shnum > 1);
+  Elf64_Shdr sh;
+  const size_t at = size_t(eh.e_shoff) + size_t(eh.e_shnum - 1) * sizeof sh;
+  std::memcpy(&sh, wrapped.data() + at, sizeof sh);
+  sh.sh_type = SHT_PROGBITS;
+  sh.sh_offset = UINT64_MAX - 15;
+  sh.sh_size = 32;
+  std::memcpy(wrapped.data() + at, &sh, sizeof sh);
+  CHECK_THROWS_AS(code_digest(wrapped), qt::Error);
 }
 
 TEST_CASE("a point whose kernel spills is pruned with the spill size") {

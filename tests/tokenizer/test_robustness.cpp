@@ -73,10 +73,35 @@ TEST_CASE("malformed tokenizer.json content is rejected with a message naming th
   REQUIRE_THROWS_WITH(Tokenizer::load("/nonexistent/dir/tokenizer.json"), Catch::Contains("/nonexistent/dir/tokenizer.json"));
 }
 
-TEST_CASE("a BPE tokenizer built from JSON follows merges by rank and leftmost on ties", "[tokenizer]") {
-  // Byte-level alphabet: all 256 byte tokens are needed; build them from the GPT-2 mapping via Qwen3 itself.
+namespace {
+// The 256 byte tokens every byte-level vocabulary needs (ids 0..255), spelled via Qwen3's alphabet.
+nlohmann::json byte_vocab() {
   nlohmann::json vocab = nlohmann::json::object();
   for (int b = 0; b < 256; ++b) vocab[*qwen3().id_to_token(qwen3().internals().byte_ids[static_cast<size_t>(b)])] = b;
+  return vocab;
+}
+}  // namespace
+
+TEST_CASE("token ids outside [0, 2^24) are rejected before any table is sized by them", "[tokenizer]") {
+  const nlohmann::json pre = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}};
+  for (const nlohmann::json& id : {nlohmann::json(2147483647), nlohmann::json(-1), nlohmann::json(4294967301u)}) {
+    INFO("id " << id.dump());
+    nlohmann::json vocab = byte_vocab();
+    vocab["zz"] = id;
+    nlohmann::json bad_vocab = {{"normalizer", nullptr}, {"pre_tokenizer", pre},
+                                {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+    REQUIRE_THROWS_WITH(Tokenizer::from_json(bad_vocab.dump(), "", "t.json"),
+                        Catch::Contains("t.json") && Catch::Contains("'zz'") && Catch::Contains("ids must be integers"));
+    nlohmann::json bad_added = {{"normalizer", nullptr}, {"pre_tokenizer", pre},
+                                {"model", {{"type", "BPE"}, {"vocab", byte_vocab()}, {"merges", nlohmann::json::array()}}},
+                                {"added_tokens", {{{"id", id}, {"content", "<x>"}, {"special", true}}}}};
+    REQUIRE_THROWS_WITH(Tokenizer::from_json(bad_added.dump(), "", "t.json"),
+                        Catch::Contains("'<x>'") && Catch::Contains("ids must be integers"));
+  }
+}
+
+TEST_CASE("a BPE tokenizer built from JSON follows merges by rank and leftmost on ties", "[tokenizer]") {
+  nlohmann::json vocab = byte_vocab();
   vocab["aa"] = 256;
   vocab["ab"] = 257;
   vocab["aab"] = 258;
@@ -113,4 +138,18 @@ TEST_CASE("malformed qwen3.c tokenizer files are rejected with the entry named",
   auto bad_eos = bytes;
   bad_eos[8] = 9;
   REQUIRE_THROWS_WITH(parse_qwen3c_tokenizer(bad_eos.data(), bad_eos.size(), "mem"), Catch::Contains("bos/eos"));
+}
+
+TEST_CASE("single_word added tokens treat a newline before them as a boundary, as HF does", "[tokenizer]") {
+  // HF tests the text around a single_word token with Rust-regex \w$ and ^\w, whose $ is the end of the
+  // text only; a PCRE $ would also match before a final newline and reject the token after "ab\n".
+  nlohmann::json j = nlohmann::json::parse(read_file(tokenizer_dir() + "/tokenizer.json"));
+  j["added_tokens"].push_back({{"id", 151669}, {"content", "<sw>"}, {"single_word", true}, {"lstrip", false},
+                               {"rstrip", false}, {"normalized", false}, {"special", false}});
+  Tokenizer t = Tokenizer::from_json(j.dump());
+  // Expected ids from tokenizers 0.23.3 with the same token added (AddedToken(single_word=True)).
+  REQUIRE(t.encode("ab\n<sw>") == std::vector<int32_t>{370, 198, 151669});
+  REQUIRE(t.encode("a\n<sw>\n") == std::vector<int32_t>{64, 198, 151669, 198});
+  REQUIRE(t.encode("x <sw>\ny") == std::vector<int32_t>{87, 220, 151669, 198, 88});
+  REQUIRE(t.encode("ab<sw>") == std::vector<int32_t>{370, 27, 2280, 29});
 }

@@ -110,6 +110,18 @@ TEST_CASE("verification tolerances follow the output dtype and catch NaN", "[tun
   REQUIRE(vn.non_finite == 1);
 }
 
+TEST_CASE("an infinity the reference also has matches, one of the other sign does not", "[tuner][measure]") {
+  std::vector<float> ref = {1.0f, INFINITY, -INFINITY, 2.0f}, out = ref;
+  VerifyResult same = verify_output(ref.data(), out.data(), ref.size(), DType::F32, 4);
+  REQUIRE(same.ok);
+  REQUIRE(same.max_abs_err == 0);
+  out[1] = -INFINITY;
+  VerifyResult flipped = verify_output(ref.data(), out.data(), ref.size(), DType::F32, 4);
+  REQUIRE_FALSE(flipped.ok);
+  REQUIRE(flipped.mismatches == 1);
+  REQUIRE(flipped.first_bad == 1);
+}
+
 namespace {
 // An instance whose behaviour is chosen by the point: correct, wrong, compile error, resource error.
 class ScriptedInstance : public KernelInstance {

@@ -23,8 +23,10 @@ std::string code_digest(const std::vector<uint8_t>& cubin) {
   std::vector<Elf64_Shdr> sh(eh.e_shnum);
   if (eh.e_shnum) std::memcpy(sh.data(), cubin.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
   if (eh.e_shstrndx >= eh.e_shnum) throw bad("no section name table");
+  // offset + size could wrap around in a damaged header, so compare without adding.
+  auto inside = [&](const Elf64_Shdr& s) { return s.sh_size <= cubin.size() && s.sh_offset <= cubin.size() - s.sh_size; };
   const Elf64_Shdr& names = sh[eh.e_shstrndx];
-  if (names.sh_offset + names.sh_size > cubin.size()) throw bad("section names outside the file");
+  if (!inside(names)) throw bad("section names outside the file");
   auto section_name = [&](const Elf64_Shdr& s) -> std::string {
     if (s.sh_name >= names.sh_size) throw bad("section name out of range");
     const char* p = reinterpret_cast<const char*>(cubin.data() + names.sh_offset + s.sh_name);
@@ -47,7 +49,7 @@ std::string code_digest(const std::vector<uint8_t>& cubin) {
     h.field(name);
     h.update(&s.sh_type, sizeof s.sh_type).update(&s.sh_flags, sizeof s.sh_flags).update(&s.sh_size, sizeof s.sh_size);
     if (s.sh_type != SHT_NOBITS && s.sh_size) {
-      if (s.sh_offset + s.sh_size > cubin.size()) throw bad("section " + name + " outside the file");
+      if (!inside(s)) throw bad("section " + name + " outside the file");
       h.update(cubin.data() + s.sh_offset, s.sh_size);
     }
   }

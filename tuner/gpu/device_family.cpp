@@ -10,6 +10,8 @@
 #include "kernels_src/registry/registry.h"
 #include "runtime/emu/emu_device.h"
 #include "tuner/compile/compile_service.h"
+#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/compile/sha256.h"
 #include "tuner/family/family.h"
 
 namespace qt::tune {
@@ -86,7 +88,8 @@ class DeviceInstance : public KernelInstance {
   double run() override {
     dev::Device& d = worker_device();
     for (const auto& b : plan_.buffers)
-      if (b.role != kernels::BufferSpec::Role::Input) d.memset(buffers_.at(b.name).ptr(), 0, size_t(b.bytes()));
+      // NaN garbage, as verify_point uses: an output element the kernel never writes cannot pass as a zero.
+      if (b.role != kernels::BufferSpec::Role::Input) d.memset(buffers_.at(b.name).ptr(), 0xFF, size_t(b.bytes()));
     auto t0 = std::chrono::steady_clock::now();
     try {
       for (const auto& l : plan_.launches) {
@@ -175,9 +178,14 @@ class EmuFamily : public KernelFamily {
   EmuFamily(const kernels::KernelFamily& f, int target_sm) : f_(f), target_sm_(target_sm) {}
   std::string name() const override { return "emu." + f_.name; }
   std::string dtypes() const override { return "awq_int4xf16->f16"; }
+  // Stored results must go stale when any header the kernels include changes, not only the family's own
+  // file, and the key must not depend on the standard library's std::hash.
   std::string source_hash() const override {
-    std::string s = kernels::read_family_source(f_);
-    return std::to_string(std::hash<std::string>{}(s));
+    compile::Sha256 h;
+    const std::string source = kernels::read_family_source(f_);
+    h.field(source);
+    for (const auto& [path, text] : compile::local_includes(source)) h.field(path).field(text);
+    return h.hex();
   }
   std::vector<Param> params(const std::vector<int64_t>&) const override {
     std::vector<Param> out;

@@ -271,7 +271,8 @@ void Store::exec(const std::string& sql) const {
 
 void Store::put(const ResultRow& row) { put_many({row}); }
 
-void Store::put_many(const std::vector<ResultRow>& rows) {
+size_t Store::put_many(const std::vector<ResultRow>& rows) {
+  size_t inserted = 0;
   exec("BEGIN IMMEDIATE");
   try {
     Stmt ins(db_,
@@ -287,12 +288,14 @@ void Store::put_many(const std::vector<ResultRow>& rows) {
       ins.bind(13, int64_t(r.stats.n)).bind(14, nlohmann::json(r.stats.samples).dump()).bind(15, r.detail);
       ins.bind(16, r.run_id).bind(17, r.created_at.empty() ? now : r.created_at);
       ins.step();
+      inserted += size_t(sqlite3_changes(db_));  // 0 when OR IGNORE skipped a duplicate
     }
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
+  return inserted;
 }
 
 int64_t Store::count() const {
@@ -423,9 +426,7 @@ size_t Store::import_json(const nlohmann::json& j) {
     }
     ++i;
   }
-  int64_t before = count();
-  put_many(rows_in);
-  return size_t(count() - before);
+  return put_many(rows_in);  // counted inside the transaction: other tuners may be writing meanwhile
 }
 
 size_t Store::import_kt_cache(const std::string& path) {
@@ -459,9 +460,7 @@ size_t Store::import_kt_cache(const std::string& path) {
     r.created_at = stamp;
     rows_in.push_back(std::move(r));
   }
-  int64_t before = count();
-  put_many(rows_in);
-  return size_t(count() - before);
+  return put_many(rows_in);
 }
 
 std::string Store::integrity_check() const {

@@ -75,7 +75,8 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   void put(const ResultRow& row);
-  void put_many(const std::vector<ResultRow>& rows);  // one transaction
+  // One transaction; returns how many rows were new (identical rows already stored are skipped).
+  size_t put_many(const std::vector<ResultRow>& rows);
   std::vector<ResultRow> rows(const std::string& family = "") const;
   int64_t count() const;
 
