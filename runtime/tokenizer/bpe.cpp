@@ -19,10 +19,10 @@ void MergeTable::build(const std::vector<std::pair<int32_t, int32_t>>& pairs, co
     uint64_t key = pack(pairs[r].first, pairs[r].second);
     size_t i = hash(key) & mask_;
     while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & mask_;
-    // A pair listed twice keeps its first (lowest) rank, as HF's merge map does when it is built.
-    if (slots_[i].key == key) continue;
+    // A pair listed twice takes its last rank: HF collects the merges into a HashMap, where a later entry
+    // replaces an earlier one.
+    if (slots_[i].key != key) ++count_;
     slots_[i] = Slot{key, static_cast<int32_t>(r), merged[r]};
-    ++count_;
   }
 }
 

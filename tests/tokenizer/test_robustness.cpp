@@ -115,6 +115,21 @@ TEST_CASE("a BPE tokenizer built from JSON follows merges by rank and leftmost o
   REQUIRE(t.encode("aaa") == std::vector<int32_t>{256, 97});
 }
 
+TEST_CASE("a merge listed twice takes its last rank, as HF's merge map does", "[tokenizer]") {
+  nlohmann::json vocab = byte_vocab();
+  vocab["ab"] = 256;
+  vocab["bc"] = 257;
+  auto make = [&](const nlohmann::json& merges) {
+    nlohmann::json j = {{"normalizer", nullptr},
+                        {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}},
+                        {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}}};
+    return Tokenizer::from_json(j.dump());
+  };
+  // tokenizers 0.23.3, models.BPE with the same merges, encodes "abc" as ['a', 'bc'] and ['ab', 'c'].
+  REQUIRE(make({"a b", "b c", "a b"}).encode("abc") == std::vector<int32_t>{97, 257});
+  REQUIRE(make({"b c", "a b", "b c"}).encode("abc") == std::vector<int32_t>{256, 99});
+}
+
 TEST_CASE("malformed qwen3.c tokenizer files are rejected with the entry named", "[tokenizer]") {
   Qwen3cTokenizer small;
   small.max_token_length = 3;
