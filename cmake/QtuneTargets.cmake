@@ -53,6 +53,8 @@ function(qtune_test name)
   catch_discover_tests(${name}
     TEST_PREFIX "${name}: "
     WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
+    # A test name Catch cannot select (e.g. one containing '[') must fail, not pass having run nothing.
+    EXTRA_ARGS --warn NoTests
     PROPERTIES TIMEOUT ${ARG_TIMEOUT})
   # Labels are applied by a CTest include that runs after the discovery include: passed through
   # catch_discover_tests' PROPERTIES, a list of labels is split and all but the first are lost.

@@ -2,6 +2,9 @@
 // and the GEMM on values small enough to check by hand; and the family's shape rules.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstring>
+
 #include "common/half.h"
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/awq/awq_reference.h"
@@ -85,4 +88,22 @@ TEST_CASE("Qwen3-8B projections become four AWQ shapes") {
   CHECK(shapes[2].n == 12288);
   CHECK(shapes[3].k == 12288);
   CHECK(shapes[3].label == "w2");
+}
+
+TEST_CASE("output comparison: an infinite expected value is met only by the same infinity") {
+  using qt::kernels::BufferSpec;
+  const BufferSpec spec{"y", qt::kernels::DType::F32, 3, BufferSpec::Role::Output};
+  qt::kernels::Expected want;
+  want.buffer = "y";
+  want.values = {1.0f, INFINITY, -INFINITY};
+  want.abs_tol = 1e-3, want.rel_tol = 1e-3;
+  auto bytes = [](std::vector<float> v) {
+    std::vector<uint8_t> b(v.size() * sizeof(float));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  CHECK(qt::kernels::compare_output(spec, bytes({1.0f, INFINITY, -INFINITY}), want) == "");
+  CHECK(qt::kernels::compare_output(spec, bytes({1.0f, 5.0f, -INFINITY}), want) != "");
+  CHECK(qt::kernels::compare_output(spec, bytes({1.0f, -INFINITY, -INFINITY}), want) != "");
+  CHECK(qt::kernels::compare_output(spec, bytes({1.0005f, INFINITY, -INFINITY}), want) == "");
 }

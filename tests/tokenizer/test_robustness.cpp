@@ -82,7 +82,7 @@ nlohmann::json byte_vocab() {
 }
 }  // namespace
 
-TEST_CASE("token ids outside [0, 2^24) are rejected before any table is sized by them", "[tokenizer]") {
+TEST_CASE("token ids beyond 2^24 - 1 or below 0 are rejected before any table is sized by them", "[tokenizer]") {
   const nlohmann::json pre = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}};
   for (const nlohmann::json& id : {nlohmann::json(2147483647), nlohmann::json(-1), nlohmann::json(4294967301u)}) {
     INFO("id " << id.dump());

@@ -9,6 +9,22 @@
 
 using namespace qt::tune;
 
+namespace {
+// Two random points, each run once: emulation is slow and its timing means nothing.
+TuneOptions two_points_once(uint64_t seed) {
+  TuneOptions opt;
+  opt.strategy = "random";
+  opt.seed = seed;
+  opt.budget = {2, -1};
+  opt.timeout_s = 300;
+  opt.measure.warmup = 0;
+  opt.measure.min_reps = opt.measure.max_reps = 1;
+  opt.measure.min_seconds = 0;
+  opt.measure.racing = false;
+  return opt;
+}
+}  // namespace
+
 TEST_CASE("GPU family points run on the emulator in a worker and verify against the reference", "[tuner][emu]") {
   register_emu_families();
   auto names = emu_family_names();
@@ -18,14 +34,7 @@ TEST_CASE("GPU family points run on the emulator in a worker and verify against 
   Space space = fam->space(shape);
   REQUIRE(space.size() > 1);
   Worker worker(handle_candidate_request);
-  TuneOptions opt;
-  opt.strategy = "random";
-  opt.budget = {2, -1};
-  opt.timeout_s = 300;
-  opt.measure.warmup = 0;
-  opt.measure.min_reps = opt.measure.max_reps = 1;
-  opt.measure.min_seconds = 0;
-  opt.measure.racing = false;
+  const TuneOptions opt = two_points_once(TuneOptions{}.seed);
   std::vector<CandidateOutcome> outcomes;
   TuneReport rep = tune_shape(*fam, shape, worker, opt,
                               [&](const nlohmann::json&, const CandidateOutcome& o) { outcomes.push_back(o); });
@@ -49,15 +58,7 @@ TEST_CASE("with a target GPU, points are compiled by NVRTC in the worker and scr
   register_emu_families(86);
   auto fam = find_family("emu.awq_gemv");
   Worker worker(handle_candidate_request);
-  TuneOptions opt;
-  opt.strategy = "random";
-  opt.seed = 3;
-  opt.budget = {2, -1};
-  opt.timeout_s = 300;
-  opt.measure.warmup = 0;
-  opt.measure.min_reps = opt.measure.max_reps = 1;
-  opt.measure.min_seconds = 0;
-  opt.measure.racing = false;
+  const TuneOptions opt = two_points_once(3);
   int screened = 0;
   tune_shape(*fam, {1, 256, 256, 128}, worker, opt, [&](const nlohmann::json&, const CandidateOutcome& o) {
     INFO(o.detail);

@@ -37,6 +37,16 @@ TEST_CASE("summary statistics: median, MAD, quantiles and a median CI from order
   Stats m = summarize(many);
   REQUIRE(m.ci_low == Approx(180).margin(2));  // 200 -+ 1.96 * sqrt(400) / 2
   REQUIRE(m.ci_high == Approx(219).margin(2));
+  // Exact ranks (Altman, Statistics with Confidence): 1-based round(180.4) = 180 and round(220.6) = 221,
+  // i.e. the values 179 and 220 of 0..399.
+  REQUIRE(m.ci_low == 179);
+  REQUIRE(m.ci_high == 220);
+  // n = 50: ranks round(18.07) = 18 and round(32.93) = 33.
+  std::vector<double> fifty;
+  for (int i = 0; i < 50; ++i) fifty.push_back(i);
+  Stats f = summarize(fifty);
+  REQUIRE(f.ci_low == 17);
+  REQUIRE(f.ci_high == 32);
 }
 
 TEST_CASE("warm-up runs are untimed and repetitions continue to the count and time minimums", "[tuner][measure]") {
@@ -120,6 +130,11 @@ TEST_CASE("an infinity the reference also has matches, one of the other sign doe
   REQUIRE_FALSE(flipped.ok);
   REQUIRE(flipped.mismatches == 1);
   REQUIRE(flipped.first_bad == 1);
+  out = ref;
+  out[2] = 5.0f;  // a finite value where the reference is -inf
+  VerifyResult finite = verify_output(ref.data(), out.data(), ref.size(), DType::F32, 4);
+  REQUIRE_FALSE(finite.ok);
+  REQUIRE(finite.first_bad == 2);
 }
 
 namespace {

@@ -49,6 +49,8 @@ TEST_CASE("exhaustive replay reaches the optimum and budgets in % and seconds ar
   REQUIRE(ex.median_evals == 400);
 
   REQUIRE(parse_eval_budget("5%", 400) == 20);
+  REQUIRE(parse_eval_budget("5%", 11130) == 556);  // 556.5 rounds down: never more than the share
+  REQUIRE(parse_eval_budget("0.1%", 400) == 1);    // at least one evaluation
   REQUIRE(parse_eval_budget("37", 400) == 37);
   REQUIRE_THROWS(parse_eval_budget("0%", 400));
   REQUIRE_THROWS(parse_eval_budget("-3", 400));

@@ -43,8 +43,9 @@ VerifyResult verify_output(const float* ref, const float* out, size_t n, const T
       double err = a == b ? 0 : std::fabs(a - b);
       if (std::isnan(err)) err = (std::isnan(a) && std::isnan(b)) ? 0 : INFINITY;
       r.max_abs_err = std::max(r.max_abs_err, err);
-      if (a != 0) r.max_rel_err = std::max(r.max_rel_err, err / std::fabs(a));
-      bad = err > tol.atol + tol.rtol * std::fabs(a);
+      if (a != 0 && std::isfinite(a)) r.max_rel_err = std::max(r.max_rel_err, err / std::fabs(a));
+      // A non-finite reference value must be matched exactly: its relative tolerance would be infinite.
+      bad = std::isfinite(a) ? err > tol.atol + tol.rtol * std::fabs(a) : err != 0;
     }
     if (bad) {
       if (r.mismatches == 0) r.first_bad = i;

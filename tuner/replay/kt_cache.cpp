@@ -85,6 +85,8 @@ RecordedSpace parse_kt_cache(const std::string& text, const std::string& source)
     auto vals = tp.find(name);
     if (vals == tp.end() || !vals->is_array() || vals->empty())
       fail_file(source, "tune_params has no value list for '" + name + "'");
+    // Points hold a 16-bit index per parameter.
+    if (vals->size() > 65535) fail_file(source, "tune_params '" + name + "' has more than 65535 values");
     Param p;
     p.name = name;
     std::map<std::string, uint16_t> m;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -45,12 +46,13 @@ int read_exact(int fd, char* p, size_t n, double deadline) {
     if (deadline >= 0) {
       double now = std::chrono::duration<double>(clock::now().time_since_epoch()).count();
       if (now >= deadline) return -1;
-      wait_ms = int((deadline - now) * 1000) + 1;
+      // Poll in slices of at most an hour: a huge --timeout must not overflow the int poll() takes.
+      wait_ms = int(std::min((deadline - now) * 1000.0, 3.6e6)) + 1;
     }
     pollfd pfd{fd, POLLIN, 0};
     int pr = ::poll(&pfd, 1, wait_ms);
     if (pr < 0 && errno == EINTR) continue;
-    if (pr == 0) return -1;
+    if (pr == 0) continue;  // a slice ran out: the deadline check above decides
     if (pr < 0) return 0;
     ssize_t r = ::read(fd, p, n);
     if (r < 0 && errno == EINTR) continue;
