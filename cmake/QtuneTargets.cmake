@@ -38,7 +38,8 @@ endfunction()
 
 # qtune_test(name LABELS l1 [l2 ...] SOURCES ... [DEPS ...] [TIMEOUT s])
 # One Catch2 executable; every TEST_CASE becomes its own CTest test carrying the labels, so
-# `ctest -L formats` or `ctest -LE slow` select by area and cost.
+# `ctest -L formats` or `ctest -LE slow` select by area and cost. A test name must not contain ';' (CMake's
+# list separator splits it into tests that select nothing, which --warn NoTests then fails).
 function(qtune_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT ARG_TIMEOUT)

@@ -214,7 +214,7 @@ TEST_CASE("ldmatrix x1/x2/x4 and .trans deliver each lane's rows and columns per
   }
 }
 
-TEST_CASE("shuffles follow CUDA semantics for every mode, width and delta; lanes out of range keep their value") {
+TEST_CASE("shuffles follow CUDA semantics for every mode, width and delta, and lanes out of range keep their value") {
   auto& dev = emu::test::device();
   const std::vector<int> deltas = {3, 17};
   Buffer bd = upload(deltas), out(dev, 4 * 6 * 2 * 64 * 4);

@@ -259,7 +259,7 @@ TEST_CASE("moe3 header: bytes 3eom, MoE fields at 0x30/0x34/0x38, expert type an
   CHECK(all_zero(b, 0x3C, 0x40));
 }
 
-TEST_CASE("moe3 body order: per layer wq, wk, wv, wo, router, experts w1, w2, w3; grouped arrays for INT8 experts", "[formats]") {
+TEST_CASE("moe3 body order: per layer wq, wk, wv, wo, router, experts w1, w2, w3, and grouped arrays for INT8 experts", "[formats]") {
   const auto dir = scratch_dir("facts_moe3_order");
   WriterOptions o;
   o.format = FileFormat::MOE3;

@@ -59,7 +59,7 @@ TEST_CASE("writer rejects a tensor out of plan order and removes the partial fil
   CHECK_FALSE(std::filesystem::exists(dir / "m.bin.partial"));
 }
 
-TEST_CASE("writer finish() before every tensor is written fails; an existing file is left untouched", "[formats]") {
+TEST_CASE("writer finish() before every tensor is written fails, and an existing file is left untouched", "[formats]") {
   const auto dir = scratch_dir("writer_early_finish");
   const auto path = dir / "m.bin";
   write_bytes(path, {1, 2, 3});

@@ -182,7 +182,7 @@ TEST_CASE("decoding with the KV cache gives the logits of a full prefill", "[run
   }
 }
 
-TEST_CASE("MoE prefill grouped by expert equals running tokens one by one; chunking changes nothing",
+TEST_CASE("MoE prefill grouped by expert equals running tokens one by one, and chunking changes nothing",
           "[runtime][model]") {
   for (WeightType t : {WeightType::Q8_0, WeightType::INT8_GW_SYM, WeightType::AWQ_INT4}) {
     INFO(weight_type_name(t));
