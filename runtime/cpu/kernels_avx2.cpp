@@ -2,6 +2,7 @@
 // Included headers are limited to intrinsics and kernels.h so no shared inline function is built for AVX2.
 #include <immintrin.h>
 
+#include "common/half.h"
 #include "runtime/cpu/kernels.h"
 
 namespace qt::rt {
@@ -117,12 +118,7 @@ float dot_bf16_avx2(const uint16_t* w, const float* x, int64_t k) {
     a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(wi), _mm256_loadu_ps(x + i), a0);
   }
   float s = hsum(a0);
-  for (; i < k; ++i) {
-    const uint32_t bits = uint32_t(w[i]) << 16;
-    float f;
-    __builtin_memcpy(&f, &bits, 4);
-    s += f * x[i];
-  }
+  for (; i < k; ++i) s += bf16_bits_to_float(w[i]) * x[i];
   return s;
 }
 

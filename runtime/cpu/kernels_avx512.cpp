@@ -2,6 +2,7 @@
 // Groups that are a multiple of 64 use 512-bit vectors; multiples of 32 use the 256-bit VNNI form.
 #include <immintrin.h>
 
+#include "common/half.h"
 #include "runtime/cpu/kernels.h"
 
 namespace qt::rt {
@@ -152,12 +153,7 @@ float dot_bf16_avx512(const uint16_t* w, const float* x, int64_t k) {
     a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(wi), _mm512_loadu_ps(x + i), a0);
   }
   float s = hsum512(a0);
-  for (; i < k; ++i) {
-    const uint32_t bits = uint32_t(w[i]) << 16;
-    float f;
-    __builtin_memcpy(&f, &bits, 4);
-    s += f * x[i];
-  }
+  for (; i < k; ++i) s += bf16_bits_to_float(w[i]) * x[i];
   return s;
 }
 
