@@ -8,8 +8,8 @@
 #include "common/paths.h"
 #include "models/convert/converter.h"
 #include "models/hf/hf_config.h"
-#include "runtime/tokenizer/qwen3c.h"
-#include "runtime/tokenizer/tokenizer.h"
+#include "models/tokenizer/qwen3c.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace qt::cli {
 

@@ -5,7 +5,7 @@
 
 #include "common/error.h"
 #include "common/paths.h"
-#include "runtime/tokenizer/chat.h"
+#include "models/tokenizer/chat.h"
 
 namespace qt::rt {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tokenizer/stream_decoder.h"
-#include "runtime/tokenizer/tokenizer.h"
+#include "models/tokenizer/stream_decoder.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace qt::rt {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates runtime/tokenizer/hf_nfc_inert.inc: the code points that Hugging Face tokenizers' NFC
+"""Generates models/tokenizer/hf_nfc_inert.inc: the code points that Hugging Face tokenizers' NFC
 normalizer leaves alone although current Unicode (utf8proc) would reorder or decompose them.
 
 Why: `tokenizers` normalizes with the `unicode-normalization-alignments` crate, whose Unicode data is

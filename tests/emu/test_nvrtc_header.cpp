@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/emu/emu_device.h"
+#include "device/emu/emu_device.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 
 #include "common/half.h"
 #include "kernels_src/registry/registry.h"
-#include "runtime/emu/emu_device.h"
+#include "device/emu/emu_device.h"
 #include "tests/nvrtc/awq_emu_shapes.h"
-#include "tuner/compile/verify_point.h"
+#include "device/plan/verify_point.h"
 
 using qt::kernels::KernelFamily;
 

@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include "kernels_src/registry/registry.h"
-#include "runtime/emu/emu_device.h"
+#include "device/emu/emu_device.h"
 #include "tests/nvrtc/awq_emu_shapes.h"
-#include "tuner/compile/verify_point.h"
+#include "device/plan/verify_point.h"
 
 namespace {
 

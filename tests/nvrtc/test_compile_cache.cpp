@@ -8,9 +8,9 @@
 
 #include "common/error.h"
 #include "tests/nvrtc/temp_dir.h"
-#include "tuner/compile/compile_cache.h"
-#include "tuner/compile/compile_service.h"
-#include "tuner/compile/sha256.h"
+#include "device/jit/compile_cache.h"
+#include "device/jit/compile_service.h"
+#include "common/sha256.h"
 
 using namespace qt::compile;
 

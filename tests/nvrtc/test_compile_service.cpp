@@ -11,8 +11,8 @@
 #include "common/error.h"
 #include "kernels_src/registry/registry.h"
 #include "tests/nvrtc/temp_dir.h"
-#include "tuner/compile/compile_service.h"
-#include "tuner/compile/cubin_identity.h"
+#include "device/jit/compile_service.h"
+#include "device/jit/cubin_identity.h"
 
 using namespace qt::compile;
 using qt::kernels::KernelFamily;

@@ -6,8 +6,8 @@
 
 #include "common/error.h"
 #include "common/paths.h"
-#include "runtime/cuda/cuda_device.h"
-#include "runtime/cuda/cuda_driver.h"
+#include "device/cuda/cuda_device.h"
+#include "device/cuda/cuda_driver.h"
 
 using namespace qt::cuda;
 

@@ -5,7 +5,7 @@
 #include <cuda_occupancy.h>
 
 #include "common/error.h"
-#include "tuner/compile/arch_limits.h"
+#include "device/arch/arch_limits.h"
 
 using namespace qt::compile;
 

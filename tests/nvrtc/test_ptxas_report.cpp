@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "tuner/compile/nvrtc_compiler.h"
-#include "tuner/compile/ptxas_report.h"
+#include "device/jit/nvrtc_compiler.h"
+#include "device/arch/ptxas_report.h"
 
 using namespace qt::compile;
 

@@ -12,7 +12,7 @@
 #include "common/error.h"
 #include "models/formats/model_writer.h"
 #include "tests/nvrtc/temp_dir.h"
-#include "tuner/compile/static_command.h"
+#include "tuner/static/static_command.h"
 
 using qt::compile::run_static_command;
 

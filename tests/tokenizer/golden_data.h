@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tokenizer/tokenizer.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace qt::tok::test {
 

@@ -1,7 +1,7 @@
 // Chat rendering parity with transformers' apply_chat_template (Qwen3 template) on the committed cases.
 #include <catch2/catch.hpp>
 
-#include "runtime/tokenizer/chat.h"
+#include "models/tokenizer/chat.h"
 #include "tests/tokenizer/golden_data.h"
 
 using namespace qt::tok;

@@ -2,8 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include "common/error.h"
-#include "runtime/tokenizer/stream_decoder.h"
-#include "runtime/tokenizer/tokenizer_impl.h"
+#include "models/tokenizer/stream_decoder.h"
+#include "models/tokenizer/tokenizer_impl.h"
 #include "tests/tokenizer/golden_data.h"
 
 using namespace qt::tok;

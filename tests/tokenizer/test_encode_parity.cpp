@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <thread>
 
-#include "runtime/tokenizer/bpe.h"
-#include "runtime/tokenizer/tokenizer_impl.h"
-#include "runtime/tokenizer/utf8.h"
+#include "models/tokenizer/bpe.h"
+#include "models/tokenizer/tokenizer_impl.h"
+#include "models/tokenizer/utf8.h"
 #include "tests/tokenizer/golden_data.h"
 
 using namespace qt::tok;

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "runtime/tokenizer/fuzz/fuzz_check.h"
+#include "models/tokenizer/fuzz/fuzz_check.h"
 #include "tests/tokenizer/golden_data.h"
 
 using namespace qt::tok;

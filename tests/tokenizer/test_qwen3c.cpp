@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "runtime/tokenizer/qwen3c.h"
+#include "models/tokenizer/qwen3c.h"
 #include "tests/tokenizer/golden_data.h"
 
 using namespace qt::tok;

@@ -5,9 +5,9 @@
 #include <random>
 
 #include "common/error.h"
-#include "runtime/tokenizer/qwen3c.h"
-#include "runtime/tokenizer/stream_decoder.h"
-#include "runtime/tokenizer/tokenizer_impl.h"
+#include "models/tokenizer/qwen3c.h"
+#include "models/tokenizer/stream_decoder.h"
+#include "models/tokenizer/tokenizer_impl.h"
 #include "tests/tokenizer/golden_data.h"
 
 using namespace qt::tok;

@@ -13,7 +13,7 @@
 #include "models/formats/model_file.h"
 #include "tuner/cli/commands.h"
 #include "tuner/cpu/cpu_matvec.h"
-#include "tuner/device/cuda_probe.h"
+#include "device/cuda/cuda_probe.h"
 #include "tuner/family/candidate.h"
 #include "tuner/gpu/device_family.h"
 #include "tuner/replay/replay.h"

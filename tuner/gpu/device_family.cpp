@@ -8,10 +8,10 @@
 #include "common/error.h"
 #include "common/half.h"
 #include "kernels_src/registry/registry.h"
-#include "runtime/emu/emu_device.h"
-#include "tuner/compile/compile_service.h"
-#include "tuner/compile/nvrtc_compiler.h"
-#include "tuner/compile/sha256.h"
+#include "device/emu/emu_device.h"
+#include "device/jit/compile_service.h"
+#include "device/jit/nvrtc_compiler.h"
+#include "common/sha256.h"
 #include "tuner/family/family.h"
 
 namespace qt::tune {

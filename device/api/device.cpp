@@ -1,0 +1,42 @@
+#include "device/api/device.h"
+
+#include "common/error.h"
+
+namespace qt::dev {
+
+void Buffer::check_size(size_t n) const {
+  if (!dev_) throw qt::Error("device buffer: use of an empty buffer", kExitFailure);
+  if (n > bytes_) {
+    throw qt::Error("device buffer: transfer of " + std::to_string(n) + " bytes exceeds the buffer's " +
+                        std::to_string(bytes_) + " bytes",
+                    kExitFailure);
+  }
+}
+
+void Buffer::check_count(size_t count, size_t elem_bytes) const {
+  if (!dev_) throw qt::Error("device buffer: use of an empty buffer", kExitFailure);
+  if (count > bytes_ / elem_bytes) {
+    throw qt::Error("device buffer: transfer of " + std::to_string(count) + " elements of " +
+                        std::to_string(elem_bytes) + " bytes exceeds the buffer's " + std::to_string(bytes_) + " bytes",
+                    kExitFailure);
+  }
+}
+
+std::string to_string(const Dim3& d) {
+  return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
+}
+
+void validate_launch(const LaunchConfig& cfg, std::string_view kernel_name) {
+  const std::string k(kernel_name);
+  auto bad = [&](const std::string& what) { throw qt::Error("launch of " + k + ": " + what, kExitFailure); };
+  if (cfg.grid.count() == 0) bad("empty grid " + to_string(cfg.grid));
+  if (cfg.block.count() == 0) bad("empty block " + to_string(cfg.block));
+  if (cfg.block.count() > 1024) bad("block " + to_string(cfg.block) + " has more than 1024 threads");
+  if (cfg.block.z > 64) bad("block.z " + std::to_string(cfg.block.z) + " exceeds 64");
+  if (cfg.grid.y > 65535 || cfg.grid.z > 65535) bad("grid " + to_string(cfg.grid) + " exceeds 65535 in y or z");
+  if (cfg.dynamic_smem_bytes > 227 * 1024) {
+    bad("dynamic shared memory of " + std::to_string(cfg.dynamic_smem_bytes) + " bytes exceeds 227 KiB");
+  }
+}
+
+}  // namespace qt::dev

@@ -1,0 +1,106 @@
+#include "device/cuda/cuda_driver.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <type_traits>
+
+#include "common/error.h"
+
+namespace qt::cuda {
+namespace {
+
+const char* result_name(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
+    case CUDA_ERROR_STUB_LIBRARY: return "CUDA_ERROR_STUB_LIBRARY";
+    case CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
+    default: return "CUresult";
+  }
+}
+
+}  // namespace
+
+void DriverApi::check(CUresult r, const char* what) const {
+  if (r == CUDA_SUCCESS) return;
+  const char* text = nullptr;
+  if (cuGetErrorString) cuGetErrorString(r, &text);
+  throw Error(std::string(what) + ": " + (text ? text : result_name(r)) + " (CUresult " + std::to_string(int(r)) + ")",
+              kExitFailure);
+}
+
+DriverApi load_driver(const std::string& library) {
+  DriverApi api;
+  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* err = dlerror();
+    api.unavailable_reason = "no CUDA driver: cannot load " + library + " (" + (err ? err : "dlopen failed") + ")";
+    return api;
+  }
+  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  auto get_proc = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+  api.cuInit = reinterpret_cast<decltype(api.cuInit)>(dlsym(lib, "cuInit"));
+  if (!get_proc || !api.cuInit) {
+    api.unavailable_reason = library + " lacks cuInit/cuGetProcAddress_v2: driver older than CUDA 12";
+    return api;
+  }
+  const CUresult init = api.cuInit(0);
+  if (init != CUDA_SUCCESS) {
+    api.unavailable_reason =
+        init == CUDA_ERROR_STUB_LIBRARY
+            ? library + " is the toolkit's stub library, not a driver (cuInit: CUDA_ERROR_STUB_LIBRARY)"
+            : "cuInit failed with " + std::string(result_name(init)) + " (" + std::to_string(int(init)) + ")";
+    return api;
+  }
+  std::string missing;
+  auto resolve = [&](const char* name, auto& fn) {
+    void* p = nullptr;
+    CUdriverProcAddressQueryResult status{};
+    if (get_proc(name, &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || !p)
+      missing += std::string(missing.empty() ? "" : ", ") + name;
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+  };
+  resolve("cuDriverGetVersion", api.cuDriverGetVersion);
+  resolve("cuGetErrorString", api.cuGetErrorString);
+  resolve("cuDeviceGetCount", api.cuDeviceGetCount);
+  resolve("cuDeviceGet", api.cuDeviceGet);
+  resolve("cuDeviceGetName", api.cuDeviceGetName);
+  resolve("cuDeviceGetAttribute", api.cuDeviceGetAttribute);
+  resolve("cuDeviceGetUuid", api.cuDeviceGetUuid);
+  resolve("cuDevicePrimaryCtxRetain", api.cuDevicePrimaryCtxRetain);
+  resolve("cuDevicePrimaryCtxRelease", api.cuDevicePrimaryCtxRelease);
+  resolve("cuCtxSetCurrent", api.cuCtxSetCurrent);
+  resolve("cuCtxSynchronize", api.cuCtxSynchronize);
+  resolve("cuMemAlloc", api.cuMemAlloc);
+  resolve("cuMemFree", api.cuMemFree);
+  resolve("cuMemcpyHtoD", api.cuMemcpyHtoD);
+  resolve("cuMemcpyDtoH", api.cuMemcpyDtoH);
+  resolve("cuMemsetD8", api.cuMemsetD8);
+  resolve("cuModuleLoadData", api.cuModuleLoadData);
+  resolve("cuModuleUnload", api.cuModuleUnload);
+  resolve("cuModuleGetFunction", api.cuModuleGetFunction);
+  resolve("cuFuncSetAttribute", api.cuFuncSetAttribute);
+  resolve("cuLaunchKernel", api.cuLaunchKernel);
+  if (!missing.empty()) {
+    api.unavailable_reason = library + " does not provide " + missing;
+    return api;
+  }
+  api.cuDriverGetVersion(&api.driver_version);
+  int count = 0;
+  if (api.cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+    api.unavailable_reason = "the CUDA driver reports no GPU";
+    return api;
+  }
+  api.available = true;
+  return api;  // the library stays loaded for the life of the process
+}
+
+const DriverApi& driver() {
+  static const DriverApi api = [] {
+    const char* override_path = std::getenv("QTUNE_LIBCUDA");
+    return load_driver(override_path && *override_path ? override_path : "libcuda.so.1");
+  }();
+  return api;
+}
+
+}  // namespace qt::cuda

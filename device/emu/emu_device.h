@@ -1,0 +1,61 @@
+#pragma once
+// The `emu` device: device/api/device.h on the CPU. Kernels are JIT-compiled with the host compiler
+// (cached on disk) and run by the fiber executor with all of its bug checks.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "device/api/device.h"
+#include "device/emu/executor.h"
+#include "device/emu/jit.h"
+
+namespace qt::emu {
+
+struct EmuOptions {
+  uint32_t threads = 0;    // host threads running blocks; 0 = $QTUNE_EMU_THREADS or the core count (max 8)
+  uint64_t seed = 0;       // scheduling seed; 0 = $QTUNE_EMU_SEED or 1
+  bool checks = true;      // race / bounds / alignment checks (instrumented modules); barrier and warp checks always
+  int arch = 80;           // QT_ARCH the kernels see
+  std::string cache_dir;   // empty: default_cache_dir()
+  std::string opt_level = "-O1";
+};
+
+class EmuDevice : public dev::Device {
+ public:
+  explicit EmuDevice(EmuOptions opts = {});
+  ~EmuDevice() override;
+
+  std::string name() const override;
+  std::string fingerprint() const override;
+  int arch() const override { return opts_.arch; }
+
+  dev::DevPtr allocate(size_t bytes) override;
+  void free(dev::DevPtr p) override;
+  void copy_to_device(dev::DevPtr dst, const void* src, size_t bytes) override;
+  void copy_to_host(void* dst, dev::DevPtr src, size_t bytes) override;
+  void memset(dev::DevPtr dst, int byte, size_t bytes) override;
+
+  std::shared_ptr<dev::Module> load_module(const dev::ModuleSource& src) override;
+  void launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg, const dev::KernelArgs& args) override;
+  void synchronize() override {}
+
+  const EmuOptions& options() const { return opts_; }
+  ExecStats stats() const { return exec_.stats(); }
+  // Compile statistics of the last load_module call.
+  JitResult last_jit() const {
+    std::lock_guard<std::mutex> lock(jit_mu_);
+    return last_jit_;
+  }
+
+ private:
+  EmuOptions opts_;
+  Executor exec_;
+  mutable std::mutex jit_mu_;  // load_module may be called from several host threads
+  JitResult last_jit_;
+};
+
+// Whole file as text; throws qt::Error naming the path.
+std::string read_text_file(const std::string& path);
+
+}  // namespace qt::emu

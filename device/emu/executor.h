@@ -1,0 +1,55 @@
+#pragma once
+// The SIMT executor: runs one kernel launch on the CPU. Every CUDA thread is a fiber; the fibers of a block
+// run on one host thread in a seeded random order between synchronisation points; blocks are spread over
+// several host threads. All checks of kernels_src/common/README.md ("What the emulator checks") live here.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels_src/common/emu_abi.h"
+#include "device/api/device.h"
+
+namespace qt::emu {
+
+using KernelEntry = void (*)(void** args);
+
+struct ExecOptions {
+  uint32_t threads = 0;  // host threads running blocks; 0 = hardware concurrency (at most 8)
+  uint64_t seed = 1;     // scheduling seed (same seed, same interleaving per block)
+  bool race_checks = true;
+};
+
+struct LaunchRequest {
+  KernelEntry entry = nullptr;
+  void** args = nullptr;
+  dev::LaunchConfig cfg;
+  std::string kernel_name;
+};
+
+struct ExecStats {
+  uint64_t fiber_switches = 0;
+  uint64_t threads_run = 0;
+  uint64_t blocks_run = 0;
+};
+
+class Executor {
+ public:
+  explicit Executor(ExecOptions opts);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs the launch to completion; throws qt::Error describing the first detected bug.
+  void run(const LaunchRequest& req);
+  const Api* api() const;
+  const ExecOptions& options() const { return opts_; }
+  ExecStats stats() const;  // totals since construction
+
+ private:
+  struct Impl;
+  ExecOptions opts_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qt::emu

@@ -1,0 +1,106 @@
+#include "device/emu/fiber.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+
+#if !defined(__x86_64__)
+#error "device/emu/fiber.cpp: the context switch is written for x86-64"
+#endif
+
+// qt_emu_switch(void** save_sp, void* new_sp): push the callee-saved registers, store rsp, load the other
+// stack, pop its registers and return into it. MXCSR and the x87 control word are not switched: no fiber
+// changes the floating-point environment. qt_emu_fiber_start runs a fresh context: entry in r12, arg in r13.
+asm(R"(
+  .text
+  .globl qt_emu_switch
+  .type qt_emu_switch, @function
+qt_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size qt_emu_switch, .-qt_emu_switch
+
+  .globl qt_emu_fiber_start
+  .type qt_emu_fiber_start, @function
+qt_emu_fiber_start:
+  movq %r13, %rdi
+  callq *%r12
+  ud2
+  .size qt_emu_fiber_start, .-qt_emu_fiber_start
+)");
+
+extern "C" void qt_emu_switch(void** save_sp, void* new_sp);
+extern "C" void qt_emu_fiber_start();
+
+namespace qt::emu {
+
+void switch_context(Context* from, Context to) { qt_emu_switch(&from->sp, to.sp); }
+
+void make_context(Context* ctx, void* /*stack_lo*/, void* stack_hi, FiberEntry entry, void* arg) {
+  // After the initial "ret" into qt_emu_fiber_start, rsp must be 16-byte aligned so that the call inside
+  // it enters `entry` with the ABI's alignment.
+  uintptr_t top = reinterpret_cast<uintptr_t>(stack_hi) & ~uintptr_t{15};
+  top -= 16;
+  auto* frame = reinterpret_cast<uint64_t*>(top - 56);
+  frame[0] = 0;                                  // r15
+  frame[1] = 0;                                  // r14
+  frame[2] = reinterpret_cast<uint64_t>(arg);    // r13
+  frame[3] = reinterpret_cast<uint64_t>(entry);  // r12
+  frame[4] = 0;                                  // rbx
+  frame[5] = 0;                                  // rbp
+  frame[6] = reinterpret_cast<uint64_t>(&qt_emu_fiber_start);
+  ctx->sp = frame;
+}
+
+StackPool::StackPool(size_t count) : count_(count) {
+  mapping_bytes_ = (count + 1) * kFiberRegionBytes;
+  mapping_ = ::mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                    -1, 0);
+  if (mapping_ == MAP_FAILED) {
+    mapping_ = nullptr;
+    throw qt::Error("emu: cannot reserve fiber stacks: " + std::string(std::strerror(errno)), kExitFailure);
+  }
+  const uintptr_t raw = reinterpret_cast<uintptr_t>(mapping_);
+  base_ = (raw + kFiberRegionBytes - 1) & ~(kFiberRegionBytes - 1);
+  for (size_t i = 0; i < count; ++i) {
+    ::mprotect(reinterpret_cast<void*>(region(i)), kFiberGuardBytes, PROT_NONE);
+    ::mprotect(reinterpret_cast<void*>(region(i) + 2 * kFiberGuardBytes), kFiberGuardBytes, PROT_NONE);
+  }
+}
+
+StackPool::~StackPool() {
+  if (mapping_) ::munmap(mapping_, mapping_bytes_);
+}
+
+FiberCtx* StackPool::ctx(size_t i) const { return reinterpret_cast<FiberCtx*>(region(i) + kFiberCtxOffset); }
+void* StackPool::stack_lo(size_t i) const { return reinterpret_cast<void*>(region(i) + 3 * kFiberGuardBytes); }
+// Stack tops are staggered by a few cache lines: with every region aligned to 256 KiB, the hot top-of-stack
+// lines of all fibers would otherwise map to the same cache sets and evict each other on every switch.
+void* StackPool::stack_hi(size_t i) const {
+  return reinterpret_cast<void*>(region(i) + kFiberRegionBytes - (i % 61) * 64);
+}
+
+bool StackPool::is_guard(uintptr_t addr) const {
+  if (addr < base_ || addr >= base_ + count_ * kFiberRegionBytes) return false;
+  const uintptr_t off = (addr - base_) % kFiberRegionBytes;
+  return off < kFiberGuardBytes || (off >= 2 * kFiberGuardBytes && off < 3 * kFiberGuardBytes);
+}
+
+}  // namespace qt::emu

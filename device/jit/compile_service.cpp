@@ -1,0 +1,143 @@
+#include "device/jit/compile_service.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/error.h"
+#include "kernels_src/registry/registry.h"
+#include "device/jit/compile_cache.h"
+#include "device/jit/cubin_identity.h"
+
+namespace qt::compile {
+
+const KernelReport& PointResult::kernel(const std::string& name_expression) const {
+  for (const auto& k : kernels)
+    if (k.name_expression == name_expression) return k;
+  throw Error("point " + kernels::point_key(point) + " has no kernel " + name_expression, kExitFailure);
+}
+
+CompileService::CompileService(ServiceOptions options) : options_(std::move(options)) {
+  if (options_.cache_dir.empty()) options_.cache_dir = default_cache_dir();
+  if (options_.threads <= 0) options_.threads = std::max(1u, std::thread::hardware_concurrency());
+}
+
+CompileRequest CompileService::request_for(const kernels::KernelFamily& family, const kernels::Point& point,
+                                           int sm) const {
+  CompileRequest req;
+  req.program_name = family.source;
+  req.source = kernels::read_family_source(family);
+  req.name_expressions = family.kernels(point);
+  req.sm = sm;
+  req.options = options_.extra_options;
+  return req;
+}
+
+CompileOutput CompileService::compile_cached(const CompileRequest& req, bool* hit) {
+  if (hit) *hit = false;
+  if (!options_.use_cache) return nvrtc_compile(req);
+  const CompileCache cache(options_.cache_dir);
+  const std::string key = cache_key(req);
+  if (auto cached = cache.load(key)) {
+    if (hit) *hit = true;
+    return *cached;
+  }
+  CompileOutput out = nvrtc_compile(req);
+  try {
+    cache.store(key, out);
+  } catch (const std::exception& e) {
+    // An unwritable cache costs time, not correctness: keep the result and say so once.
+    static std::once_flag warned;
+    std::call_once(warned, [&] { std::fprintf(stderr, "qtune: warning: compile cache not written: %s\n", e.what()); });
+  }
+  return out;
+}
+
+std::vector<PointResult> CompileService::compile(const kernels::KernelFamily& family,
+                                                 const std::vector<kernels::Point>& points, int sm) {
+  const ArchLimits& arch = arch_limits(sm);
+  if (sm < family.min_sm)
+    throw Error("kernel family " + family.name + " needs " + arch_name(family.min_sm) + " or newer, not " +
+                arch_name(sm));
+  for (const auto& p : points) kernels::validate_point(family, p);
+
+  // Points that instantiate the same kernels share one program (e.g. they differ only in split_k).
+  std::vector<CompileRequest> programs;
+  std::map<std::vector<std::string>, size_t> program_of_names;
+  std::vector<size_t> program_of_point;
+  for (const auto& p : points) {
+    CompileRequest req = request_for(family, p, sm);
+    auto [it, fresh] = program_of_names.emplace(req.name_expressions, programs.size());
+    if (fresh) programs.push_back(std::move(req));
+    program_of_point.push_back(it->second);
+  }
+
+  struct Outcome {
+    CompileOutput out;
+    std::string error;
+    bool hit = false;
+    double seconds = 0;
+  };
+  std::vector<Outcome> outcomes(programs.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < programs.size(); i = next++) {
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        outcomes[i].out = compile_cached(programs[i], &outcomes[i].hit);
+      } catch (const std::exception& e) {
+        outcomes[i].error = e.what();
+      }
+      outcomes[i].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  };
+  std::vector<std::thread> pool;
+  const int n = std::min<int>(options_.threads, static_cast<int>(programs.size()));
+  for (int t = 1; t < n; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+
+  std::vector<PointResult> results;
+  std::map<std::string, std::string> first_with_code;  // code digest -> point key
+  for (size_t i = 0; i < points.size(); ++i) {
+    const Outcome& o = outcomes[program_of_point[i]];
+    PointResult r;
+    r.point = points[i];
+    r.sm = sm;
+    r.cache_hit = o.hit;
+    r.seconds = o.seconds;
+    if (!o.error.empty()) {
+      r.error = o.error;
+      results.push_back(std::move(r));
+      continue;
+    }
+    r.cubin = std::make_shared<const std::vector<uint8_t>>(o.out.cubin);
+    r.cubin_sha256 = cubin_digest(o.out.cubin);
+    r.code_sha256 = code_digest(o.out.cubin);
+    const kernels::LaunchPlan plan = family.plan(points[i], family.probe_shape);
+    for (const auto& expr : programs[program_of_point[i]].name_expressions) {
+      KernelReport k;
+      k.name_expression = expr;
+      k.lowered_name = o.out.lowered_names.at(expr);
+      k.resources = find_kernel(o.out.resources, k.lowered_name);
+      for (const auto& l : plan.launches)
+        if (l.kernel == expr) k.block_threads = static_cast<int>(l.block.count()), k.dynamic_smem = l.dynamic_smem;
+      k.occupancy = occupancy(arch, k.resources.registers, k.block_threads, k.resources.static_smem + k.dynamic_smem);
+      if (r.pruned.empty() && k.resources.spills())
+        r.pruned = expr + " spills " + std::to_string(k.resources.spill_stores) + " B stores / " +
+                   std::to_string(k.resources.spill_loads) + " B loads";
+      if (r.pruned.empty() && k.block_threads > 0 && k.occupancy.blocks_per_sm == 0)
+        r.pruned = expr + ": " + k.occupancy.limiter;
+      r.kernels.push_back(std::move(k));
+    }
+    auto [it, fresh] = first_with_code.emplace(r.code_sha256, kernels::point_key(points[i]));
+    if (!fresh) r.same_code_as = it->second;
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+}  // namespace qt::compile

@@ -1,0 +1,147 @@
+#include "device/jit/nvrtc_compiler.h"
+
+#include <dlfcn.h>
+#include <nvrtc.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/paths.h"
+
+namespace qt::compile {
+namespace {
+
+void check(nvrtcResult r, const char* what, const std::string& program) {
+  if (r != NVRTC_SUCCESS)
+    throw Error(std::string("NVRTC ") + what + " failed for " + program + ": " + nvrtcGetErrorString(r), kExitFailure);
+}
+
+bool has_fp16_header(const std::string& dir) { return !dir.empty() && file_exists(dir + "/cuda_fp16.h"); }
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string parent_dir(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+}  // namespace
+
+std::string cuda_include_dir() {
+  static const std::string dir = [] {
+    for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+      if (const char* v = std::getenv(env); v && *v && has_fp16_header(std::string(v) + "/include"))
+        return std::string(v) + "/include";
+#ifdef QTUNE_CUDA_INCLUDE_DIR
+    if (has_fp16_header(QTUNE_CUDA_INCLUDE_DIR)) return std::string(QTUNE_CUDA_INCLUDE_DIR);
+#endif
+    // Relative to the NVRTC library actually loaded: <cuda>/lib64/libnvrtc.so -> <cuda>/include.
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) && info.dli_fname) {
+      std::string lib = parent_dir(info.dli_fname);
+      for (const std::string& cand : {lib + "/../include", lib + "/../targets/x86_64-linux/include"})
+        if (has_fp16_header(cand)) return cand;
+    }
+    return std::string();
+  }();
+  if (dir.empty())
+    throw Error("cannot find the CUDA headers (cuda_fp16.h): set CUDA_HOME to the CUDA toolkit", kExitUnavailable);
+  return dir;
+}
+
+std::vector<std::string> include_dirs() {
+  const std::string cuda = cuda_include_dir();
+  return {source_root(), cuda, cuda + "/cccl"};
+}
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::vector<std::pair<std::string, std::string>> local_includes(const std::string& source, const std::string& from_dir) {
+  const std::string root = source_root();
+  std::map<std::string, std::string> found;
+  std::function<void(const std::string&, const std::string&)> scan = [&](const std::string& text, const std::string& dir) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+      size_t p = line.find_first_not_of(" \t");
+      if (p == std::string::npos || line[p] != '#') continue;
+      p = line.find_first_not_of(" \t", p + 1);
+      if (p == std::string::npos || line.compare(p, 7, "include") != 0) continue;
+      size_t q = line.find('"', p);
+      if (q == std::string::npos) continue;  // <system> headers are covered by the NVRTC version
+      size_t e = line.find('"', q + 1);
+      if (e == std::string::npos) continue;
+      const std::string name = line.substr(q + 1, e - q - 1);
+      std::string rel;
+      if (!dir.empty() && file_exists(root + "/" + dir + "/" + name)) rel = dir + "/" + name;
+      else if (file_exists(root + "/" + name)) rel = name;
+      else continue;  // not ours; NVRTC will report it if it is really missing
+      if (found.count(rel)) continue;
+      found[rel] = read_text(root + "/" + rel);
+      scan(found[rel], parent_dir(rel));
+    }
+  };
+  scan(source, from_dir);
+  return {found.begin(), found.end()};
+}
+
+CompileOutput nvrtc_compile(const CompileRequest& req) {
+  const auto start = std::chrono::steady_clock::now();
+  nvrtcProgram prog = nullptr;
+  check(nvrtcCreateProgram(&prog, req.source.c_str(), req.program_name.c_str(), 0, nullptr, nullptr), "create",
+        req.program_name);
+  // Destroy the program whatever happens below.
+  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
+
+  for (const auto& e : req.name_expressions) check(nvrtcAddNameExpression(prog, e.c_str()), "add name expression", e);
+
+  std::vector<std::string> opts = {"--gpu-architecture=sm_" + std::to_string(req.sm), "-Xptxas=-v", "-std=c++17"};
+  for (const auto& d : include_dirs()) opts.push_back("-I" + d);
+  opts.insert(opts.end(), req.options.begin(), req.options.end());
+  std::vector<const char*> argv;
+  for (const auto& o : opts) argv.push_back(o.c_str());
+
+  const nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  CompileOutput out;
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  out.log.resize(log_size);
+  if (log_size) nvrtcGetProgramLog(prog, out.log.data());
+  while (!out.log.empty() && (out.log.back() == '\0' || out.log.back() == '\n')) out.log.pop_back();
+  if (r != NVRTC_SUCCESS)
+    throw Error("compiling " + req.program_name + " for sm_" + std::to_string(req.sm) + " failed (" +
+                    nvrtcGetErrorString(r) + "):\n" + out.log,
+                kExitFailure);
+
+  size_t cubin_size = 0;
+  check(nvrtcGetCUBINSize(prog, &cubin_size), "get CUBIN size", req.program_name);
+  if (cubin_size == 0) throw Error("NVRTC produced no CUBIN for " + req.program_name, kExitFailure);
+  out.cubin.resize(cubin_size);
+  check(nvrtcGetCUBIN(prog, reinterpret_cast<char*>(out.cubin.data())), "get CUBIN", req.program_name);
+  // The lowered names live in the program: copy them before it is destroyed.
+  for (const auto& e : req.name_expressions) {
+    const char* lowered = nullptr;
+    check(nvrtcGetLoweredName(prog, e.c_str(), &lowered), "get lowered name", e);
+    out.lowered_names[e] = lowered;
+  }
+  out.resources = parse_ptxas_log(out.log);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace qt::compile

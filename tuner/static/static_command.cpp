@@ -1,0 +1,262 @@
+#include "tuner/static/static_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/cli_args.h"
+#include "common/error.h"
+#include "kernels_src/registry/registry.h"
+#include "device/jit/compile_cache.h"
+#include "device/jit/compile_service.h"
+#include "models/formats/model_file.h"
+
+namespace qt::compile {
+namespace {
+
+using kernels::KernelFamily;
+using kernels::Point;
+using kernels::ProblemShape;
+
+// Qwen3-8B's projections (config.json of Qwen/Qwen3-8B; AWQ checkpoints use group size 128): the shapes
+// used when no model file is given.
+ModelConfig qwen3_8b() {
+  ModelConfig c;
+  c.dim = 4096, c.hidden_dim = 12288, c.n_layers = 36, c.n_heads = 32, c.n_kv_heads = 8, c.head_dim = 128;
+  c.vocab_size = 151936, c.max_seq_len = 40960, c.group_size = 128;
+  return c;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+
+struct Table {
+  std::vector<std::string> head;
+  std::vector<std::vector<std::string>> rows;
+  void print(std::ostream& os) const {
+    std::vector<size_t> w(head.size());
+    for (size_t i = 0; i < head.size(); ++i) w[i] = head[i].size();
+    for (const auto& r : rows)
+      for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+    auto line = [&](const std::vector<std::string>& r) {
+      std::string s;
+      for (size_t i = 0; i < r.size(); ++i) s += (i ? "  " : "") + (i + 1 == r.size() ? r[i] : pad(r[i], w[i]));
+      os << s << "\n";
+    };
+    line(head);
+    for (const auto& r : rows) line(r);
+  }
+};
+
+std::vector<Point> select_points(const KernelFamily& f, const std::string& which) {
+  if (which == "default") return f.default_points();
+  if (which == "all") return kernels::enumerate_points(f);
+  std::vector<Point> pts;  // "bm=16,bn=64;bm=32,..." (unspecified parameters take their defaults)
+  std::stringstream ss(which);
+  std::string item;
+  while (std::getline(ss, item, ';'))
+    if (!item.empty()) pts.push_back(kernels::parse_point(f, item));
+  if (pts.empty()) throw Error("--points: no point given");
+  return pts;
+}
+
+struct ModelShapes {
+  std::string description;
+  ModelConfig config;
+  std::string no_shapes;  // why the model needs nothing from these families ("" = use config's shapes)
+};
+
+ModelShapes model_shapes(const std::string& path) {
+  if (path.empty()) return {"Qwen3-8B shapes (no --model given)", qwen3_8b(), ""};
+  auto file = ModelFile::open(path);
+  const ModelWeights& w = file->weights();
+  if (w.layers.empty()) throw Error(path + ": model has no layers");
+  const LayerWeights& l = w.layers.front();
+  const QTensor& probe = l.wq;
+  const bool awq = probe.type == WeightType::AWQ_INT4 ||
+                   (!l.expert_w1.empty() && l.expert_w1.front().type == WeightType::AWQ_INT4);
+  ModelConfig c = file->config();
+  if (!awq)
+    return {path + " (" + file_format_name(file->format()) + ")", c,
+            std::string(weight_type_name(probe.type)) +
+                " weights: no registered kernel family serves this model (the AWQ families need an ak48 model)"};
+  if (c.group_size <= 0) c.group_size = probe.group_size;
+  return {path + " (" + file_format_name(file->format()) + ", " + std::to_string(c.n_layers) + " layers)", c, ""};
+}
+
+}  // namespace
+
+int run_static_command(const std::vector<std::string>& args) {
+  CliArgs cli("qtune static",
+              "Compile kernel-family points for a GPU architecture with NVRTC (no GPU needed) and print their "
+              "resources, the shapes each can serve, and compile times.");
+  cli.option("--gpu", "ARCH", "target architecture: sm75, sm80, sm86, sm89, sm90", "sm86")
+      .option("--kernel", "FAMILY", "one kernel family (default: all)")
+      .option("--model", "FILE", "model file whose shapes to analyse (default: Qwen3-8B shapes)")
+      .option("--points", "WHICH", "default | all | 'p=v,...;p=v,...'", "default")
+      .option("--m", "N", "rows of the activation matrix for GEMM-type families (default: family's own)")
+      .option("--cache-dir", "DIR", "compile cache directory (default: $QTUNE_CACHE_DIR or ~/.cache/qtune/nvrtc)")
+      .flag("--no-cache", "compile everything, do not read or write the cache")
+      .option("--threads", "N", "parallel compiles (default: hardware threads)", "0")
+      .option("--json", "FILE", "also write the results as JSON");
+  if (!cli.parse(args)) return kExitOk;
+  if (!cli.positional().empty()) throw Error("qtune static takes no positional argument: " + cli.positional()[0]);
+
+  const int sm = parse_arch(cli.get("--gpu"));
+  const ArchLimits& arch = arch_limits(sm);
+  std::vector<const KernelFamily*> families;
+  if (auto k = cli.get_optional("--kernel")) families.push_back(&kernels::find_family(*k));
+  else families = kernels::all_families();
+
+  const ModelShapes ms = model_shapes(cli.get_optional("--model").value_or(""));
+  const int64_t m_override = cli.given("--m") ? cli.get_int("--m") : 0;
+  if (cli.given("--m") && m_override < 1) throw Error("--m must be positive");
+
+  ServiceOptions opt;
+  opt.cache_dir = cli.get_optional("--cache-dir").value_or("");
+  opt.use_cache = !cli.get_flag("--no-cache");
+  opt.threads = static_cast<int>(cli.get_int("--threads"));
+  CompileService service(opt);
+
+  std::cout << "qtune static: " << arch_name(sm) << " (e.g. " << arch.example << ", " << arch.example_sms
+            << " SMs), NVRTC " << nvrtc_version() << ", " << ms.description << "\n"
+            << "cache: " << (opt.use_cache ? service.options().cache_dir : std::string("off")) << ", "
+            << service.options().threads << " compile threads\n";
+  if (!ms.no_shapes.empty()) std::cout << "note: " << ms.no_shapes << "; showing the points only\n";
+
+  nlohmann::json out_json = {{"gpu", arch_name(sm)}, {"nvrtc", nvrtc_version()}, {"families", nlohmann::json::array()}};
+  size_t total_programs = 0, total_hits = 0, total_points = 0, total_pruned = 0;
+  double cold_seconds = 0, hit_seconds = 0;
+  const auto wall_start = std::chrono::steady_clock::now();
+
+  for (const KernelFamily* f : families) {
+    std::cout << "\n== " << f->name << ": " << f->summary << "\n";
+    if (sm < f->min_sm) {
+      std::cout << "   skipped: needs " << arch_name(f->min_sm) << " or newer\n";
+      continue;
+    }
+    const std::vector<Point> points = select_points(*f, cli.get("--points"));
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<PointResult> results = service.compile(*f, points, sm);
+    const double family_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    Table t;
+    t.head = {"point", "kernel", "regs", "spill(st/ld)", "stack", "smem st+dyn", "thr", "blk/SM", "occ", "limiter",
+              "compile", "status"};
+    std::map<std::string, bool> counted;  // compile times are per program, count each once
+    nlohmann::json fam = {{"family", f->name}, {"points", nlohmann::json::array()}};
+    for (const auto& r : results) {
+      const std::string key = kernels::point_key(r.point);
+      nlohmann::json pj = {{"point", r.point}, {"error", r.error}, {"pruned", r.pruned}, {"cache_hit", r.cache_hit},
+                           {"seconds", r.seconds}, {"same_code_as", r.same_code_as}, {"kernels", nlohmann::json::array()}};
+      ++total_points;
+      if (!r.ok()) {
+        t.rows.push_back({key, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "COMPILE ERROR"});
+        std::cerr << "compile error for " << f->name << " " << key << ":\n" << r.error << "\n";
+        fam["points"].push_back(pj);
+        continue;
+      }
+      const std::string program = r.cubin_sha256;
+      if (!counted[program]) {
+        counted[program] = true;
+        ++total_programs;
+        if (r.cache_hit) ++total_hits, hit_seconds += r.seconds;
+        else cold_seconds += r.seconds;
+      }
+      if (!r.pruned.empty()) ++total_pruned;
+      std::string status = r.pruned.empty() ? "ok" : "PRUNED: " + r.pruned;
+      if (r.pruned.empty() && !r.same_code_as.empty()) status = "ok, same code as " + r.same_code_as;
+      bool first = true;
+      for (const auto& k : r.kernels) {
+        const auto& res = k.resources;
+        t.rows.push_back({first ? key : "", k.name_expression, std::to_string(res.registers),
+                          std::to_string(res.spill_stores) + "/" + std::to_string(res.spill_loads),
+                          std::to_string(res.stack_frame),
+                          std::to_string(res.static_smem) + "+" + std::to_string(k.dynamic_smem),
+                          std::to_string(k.block_threads), std::to_string(k.occupancy.blocks_per_sm),
+                          fmt("%.0f%%", 100.0 * k.occupancy.fraction), k.occupancy.limiter,
+                          first ? fmt("%.0f ms", 1000.0 * r.seconds) + (r.cache_hit ? " (hit)" : "") : "",
+                          first ? status : ""});
+        pj["kernels"].push_back({{"name", k.name_expression}, {"lowered", k.lowered_name}, {"resources", res},
+                                 {"threads", k.block_threads}, {"dynamic_smem", k.dynamic_smem},
+                                 {"blocks_per_sm", k.occupancy.blocks_per_sm},
+                                 {"occupancy", k.occupancy.fraction}, {"limiter", k.occupancy.limiter}});
+        first = false;
+      }
+      fam["points"].push_back(pj);
+    }
+    t.print(std::cout);
+    std::cout << "   " << results.size() << " points, compiled in " << fmt("%.2f s", family_wall) << " wall\n";
+
+    // Which points can serve each shape the model needs, and how many waves their grid makes.
+    if (!ms.no_shapes.empty()) {
+      out_json["families"].push_back(fam);
+      continue;
+    }
+    std::vector<ProblemShape> shapes = f->model_shapes(ms.config);
+    if (m_override)
+      for (auto& s : shapes) s.m = m_override;
+    Table st;
+    st.head = {"shape", "layers", "usable points", "grid (first usable)", "waves on " + std::string(arch.example)};
+    for (const auto& s : shapes) {
+      size_t usable = 0;
+      std::string grid = "-", waves = "-";
+      std::string why_not;
+      for (const auto& r : results) {
+        if (!r.ok() || !r.pruned.empty()) continue;
+        const std::string reason = f->shape_constraint(r.point, s);
+        if (!reason.empty()) {
+          if (why_not.empty()) why_not = reason;
+          continue;
+        }
+        if (usable++ == 0) {
+          const kernels::LaunchPlan plan = f->plan(r.point, s);
+          const auto& l = plan.launches.front();
+          grid = std::to_string(l.grid.x) + "x" + std::to_string(l.grid.y) + "x" + std::to_string(l.grid.z);
+          const int bps = r.kernel(l.kernel).occupancy.blocks_per_sm;
+          if (bps > 0)
+            waves = fmt("%.2f", double(l.grid.count()) / (double(bps) * arch.example_sms));
+        }
+      }
+      st.rows.push_back({kernels::shape_key(s), s.label,
+                         std::to_string(usable) + "/" + std::to_string(results.size()) +
+                             (usable == 0 && !why_not.empty() ? " (" + why_not + ")" : ""),
+                         grid, waves});
+      fam["shapes"].push_back({{"m", s.m}, {"n", s.n}, {"k", s.k}, {"group", s.group}, {"label", s.label},
+                               {"usable_points", usable}});
+    }
+    std::cout << "\n";
+    st.print(std::cout);
+    out_json["families"].push_back(fam);
+  }
+
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  const size_t cold = total_programs - total_hits;
+  std::cout << "\ncompile: " << total_points << " points, " << total_programs << " distinct CUBINs, " << cold
+            << " compiled (" << (cold ? fmt("%.0f ms", 1000.0 * cold_seconds / double(cold)) : std::string("-"))
+            << " per program), " << total_hits << " from cache ("
+            << (total_hits ? fmt("%.1f ms", 1000.0 * hit_seconds / double(total_hits)) : std::string("-"))
+            << " per hit), " << total_pruned << " pruned; " << fmt("%.2f s", wall) << " wall\n";
+  out_json["summary"] = {{"points", total_points}, {"programs", total_programs}, {"compiled", cold},
+                         {"cache_hits", total_hits}, {"cold_seconds", cold_seconds}, {"hit_seconds", hit_seconds},
+                         {"pruned", total_pruned}, {"wall_seconds", wall}};
+  if (auto path = cli.get_optional("--json")) {
+    std::ofstream jf(*path);
+    jf << out_json.dump(1) << "\n";
+    if (!jf) throw Error("cannot write " + *path, kExitFailure);
+  }
+  return kExitOk;
+}
+
+}  // namespace qt::compile
