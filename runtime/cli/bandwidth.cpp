@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/cpu/thread_pool.h"
+#include "kernels_src/cpu_matvec/thread_pool.h"
 
 namespace qt::rt {
 

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "runtime/core/routing.h"
 #include "runtime/cpu/dequant.h"
+#include "kernels_src/cpu_matvec/quantized_matvec.h"
 
 namespace qt::rt {
 namespace {
@@ -26,52 +27,6 @@ class HostBuffer final : public DeviceBuffer {
   float* data_;
   size_t n_;
 };
-
-}  // namespace
-
-// Activations of one row quantized to int8 per group of the weight's quantization: scale amax/127,
-// round half to even. The per-group sums feed the zero-point (AWQ) and additive-offset (ASYM) terms.
-struct QuantizedRows {
-  int64_t k = 0, group = 0;
-  std::vector<int8_t> q;        // [m][k]
-  std::vector<float> scale;     // [m][k/group]
-  std::vector<int32_t> qsum;    // [m][k/group]
-  std::vector<float> sum;       // [m][k/group], of the fp32 activations
-};
-
-namespace {
-
-void quantize_rows(const float* x, int64_t m, int64_t k, int64_t group, QuantizedRows& out) {
-  const int64_t ng = k / group;
-  out.k = k;
-  out.group = group;
-  out.q.resize(size_t(m * k));
-  out.scale.resize(size_t(m * ng));
-  out.qsum.resize(size_t(m * ng));
-  out.sum.resize(size_t(m * ng));
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t g = 0; g < ng; ++g) {
-      const float* xg = x + i * k + g * group;
-      int8_t* qg = out.q.data() + i * k + g * group;
-      float amax = 0.0f, sum = 0.0f;
-      for (int64_t j = 0; j < group; ++j) {
-        amax = std::max(amax, std::fabs(xg[j]));
-        sum += xg[j];
-      }
-      const float s = amax / 127.0f;
-      const float inv = s > 0.0f ? 1.0f / s : 0.0f;
-      int32_t qs = 0;
-      for (int64_t j = 0; j < group; ++j) {
-        const int32_t v = std::clamp(static_cast<int32_t>(std::nearbyint(xg[j] * inv)), -127, 127);
-        qg[j] = static_cast<int8_t>(v);
-        qs += v;
-      }
-      out.scale[i * ng + g] = s;
-      out.qsum[i * ng + g] = qs;
-      out.sum[i * ng + g] = sum;
-    }
-  }
-}
 
 thread_local std::vector<float> tls_row;
 thread_local std::vector<float> tls_scores;
@@ -202,11 +157,7 @@ void CpuBackend::matmul_float(const QTensor& w, const float* x, int64_t m, float
 }
 
 void CpuBackend::matmul_quantized(const QTensor& w, const PackedMatrix& p, const float* x, int64_t m, float* y) {
-  // Named through a reference: inside the lambda a thread_local would name each worker's own (empty) copy.
-  thread_local QuantizedRows scratch_rows;
-  QuantizedRows& xq = scratch_rows;
-  quantize_rows(x, m, p.cols, p.group, xq);
-  pool_.parallel_for(p.rows, rows_per_task(w), [&](int64_t n0, int64_t n1) { quantized_rows(p, xq, m, n0, n1, y); });
+  quantized_matvec(*kernels_, pool_, p, x, m, rows_per_task(w), y);
 }
 
 void CpuBackend::matmul_group(const MatmulJob* jobs, int count, const float* x, int64_t m) {
@@ -242,51 +193,9 @@ void CpuBackend::matmul_group(const MatmulJob* jobs, int count, const float* x, 
   pool_.parallel_for(int64_t(segments.size()), 1, [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; ++s) {
       const Segment& seg = segments[size_t(s)];
-      quantized_rows(*packs[size_t(seg.job)], xq, m, seg.n0, seg.n1, jobs[seg.job].y);
+      quantized_rows(*kernels_, *packs[size_t(seg.job)], xq, m, seg.n0, seg.n1, jobs[seg.job].y);
     }
   });
-}
-
-void CpuBackend::quantized_rows(const PackedMatrix& p, const QuantizedRows& xr, int64_t m, int64_t n0, int64_t n1,
-                                float* y) const {
-  const int64_t N = p.rows, K = p.cols, G = p.group, ng = K / G;
-  const CpuKernels& kr = *kernels_;
-  // The additive offset of INT8_GW_ASYM: sum over groups of z * (sum of the fp32 activations in the group).
-  auto zero_term = [&](int64_t n, int64_t i) {
-    const float* z = p.zero + n * ng;
-    const float* xsum = xr.sum.data() + i * ng;
-    float v = 0.0f;
-    for (int64_t g = 0; g < ng; ++g) v += z[g] * xsum[g];
-    return v;
-  };
-  int64_t i = 0;
-  if (p.kind == PackedMatrix::Kind::kInt8) {
-    // Prefill: four activation rows share each weight row while it is in L1.
-    for (; i + 4 <= m; i += 4) {
-      float out[4];
-      for (int64_t n = n0; n < n1; ++n) {
-        kr.dot_i8_x4(p.i8 + n * K, xr.q.data() + i * K, K, p.scale + n * ng, xr.scale.data() + i * ng, ng, K, G, out);
-        for (int64_t r = 0; r < 4; ++r) y[(i + r) * N + n] = p.zero ? out[r] + zero_term(n, i + r) : out[r];
-      }
-    }
-  }
-  for (; i < m; ++i) {
-    const int8_t* xi = xr.q.data() + i * K;
-    const float* xs = xr.scale.data() + i * ng;
-    float* yi = y + i * N;
-    if (p.kind == PackedMatrix::Kind::kInt8) {
-      for (int64_t n = n0; n < n1; ++n) {
-        float v = kr.dot_i8(p.i8 + n * K, xi, p.scale + n * ng, xs, K, G);
-        if (p.zero) v += zero_term(n, i);
-        yi[n] = v;
-      }
-    } else {
-      const int32_t* qsum = xr.qsum.data() + i * ng;
-      for (int64_t n = n0; n < n1; ++n) {
-        yi[n] = kr.dot_u4(p.u4 + n * K / 2, xi, p.scale + n * ng, p.zero + n * ng, xs, qsum, K, G);
-      }
-    }
-  }
 }
 
 void CpuBackend::rmsnorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* y) {

@@ -14,13 +14,11 @@
 #include <unordered_map>
 
 #include "runtime/core/backend.h"
-#include "runtime/cpu/kernels.h"
-#include "runtime/cpu/packed_weights.h"
-#include "runtime/cpu/thread_pool.h"
+#include "kernels_src/cpu_matvec/isa_kernels.h"
+#include "kernels_src/cpu_matvec/packed_weights.h"
+#include "kernels_src/cpu_matvec/thread_pool.h"
 
 namespace qt::rt {
-
-struct QuantizedRows;
 
 // A matmul shape as the tuner keys it: weight type, N (rows), K (cols), group size.
 using MatvecShapeKey = std::tuple<WeightType, int64_t, int64_t, int64_t>;
@@ -71,9 +69,6 @@ class CpuBackend final : public Backend {
   void matmul_reference(const QTensor& w, const float* x, int64_t m, float* y);
   void matmul_float(const QTensor& w, const float* x, int64_t m, float* y);
   void matmul_quantized(const QTensor& w, const PackedMatrix& p, const float* x, int64_t m, float* y);
-  // Output rows [n0, n1) of y = x W^T for activations already quantized with W's group.
-  void quantized_rows(const PackedMatrix& p, const QuantizedRows& xr, int64_t m, int64_t n0, int64_t n1,
-                      float* y) const;
   int64_t rows_per_task(const QTensor& w) const;
 
   CpuOptions options_;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/half.h"
-#include "runtime/cpu/kernels.h"
+#include "kernels_src/cpu_matvec/isa_kernels.h"
 #include "tests/runtime/random_model.h"
 
 using namespace qt;

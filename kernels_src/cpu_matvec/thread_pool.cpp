@@ -1,4 +1,4 @@
-#include "runtime/cpu/thread_pool.h"
+#include "kernels_src/cpu_matvec/thread_pool.h"
 
 #include <sched.h>
 

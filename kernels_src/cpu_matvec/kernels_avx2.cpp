@@ -3,7 +3,7 @@
 #include <immintrin.h>
 
 #include "common/half.h"
-#include "runtime/cpu/kernels.h"
+#include "kernels_src/cpu_matvec/isa_kernels.h"
 
 namespace qt::rt {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/cpu/kernels.h"
+#include "kernels_src/cpu_matvec/isa_kernels.h"
 
 #include <cstdlib>
 #include <string>

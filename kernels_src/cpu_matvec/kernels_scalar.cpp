@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "common/half.h"
-#include "runtime/cpu/kernels.h"
+#include "kernels_src/cpu_matvec/isa_kernels.h"
 
 namespace qt::rt {
 

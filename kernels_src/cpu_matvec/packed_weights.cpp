@@ -1,7 +1,7 @@
-#include "runtime/cpu/packed_weights.h"
+#include "kernels_src/cpu_matvec/packed_weights.h"
 
 #include "common/half.h"
-#include "runtime/cpu/thread_pool.h"
+#include "kernels_src/cpu_matvec/thread_pool.h"
 
 namespace qt::rt {
 namespace {
