@@ -82,3 +82,24 @@ function(qtune_add_subdirectories)
     endif()
   endforeach()
 endfunction()
+
+# qtune_kernel_family(name SOURCES ... [DEPS ...]): the library of one kernels_src/<folder>/ family. It gets a
+# generated header, family_source_hash.h, whose kFamilySourceHash covers every file in the folder and in
+# kernels_src/common (what the kernels are built from), recomputed whenever one of them changes. The library
+# is linked into the registry (kernels_src/registry) without any edit there.
+function(qtune_kernel_family name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  file(GLOB hashed CONFIGURE_DEPENDS LIST_DIRECTORIES false
+       ${CMAKE_CURRENT_SOURCE_DIR}/* ${PROJECT_SOURCE_DIR}/kernels_src/common/*)
+  set(header ${CMAKE_CURRENT_BINARY_DIR}/family_source_hash.h)
+  # '|' separates the files on the command line, where ';' would end the shell command.
+  string(REPLACE ";" "|" hashed_arg "${hashed}")
+  add_custom_command(OUTPUT ${header}
+    COMMAND ${CMAKE_COMMAND} -DOUT=${header} -DROOT=${PROJECT_SOURCE_DIR} "-DFILES=${hashed_arg}"
+            -P ${PROJECT_SOURCE_DIR}/cmake/HashSources.cmake
+    DEPENDS ${hashed} ${PROJECT_SOURCE_DIR}/cmake/HashSources.cmake
+    COMMENT "Hashing the sources of kernel family ${name}" VERBATIM)
+  qtune_library(${name} SOURCES ${ARG_SOURCES} ${header} DEPS qt_kernel_family ${ARG_DEPS})
+  target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_BINARY_DIR})
+  set_property(GLOBAL APPEND PROPERTY QTUNE_KERNEL_FAMILY_LIBRARIES ${name})
+endfunction()

@@ -58,6 +58,7 @@ CompileOutput CompileService::compile_cached(const CompileRequest& req, bool* hi
 
 std::vector<PointResult> CompileService::compile(const kernels::KernelFamily& family,
                                                  const std::vector<kernels::Point>& points, int sm) {
+  if (family.on_host()) throw Error("kernel family " + family.name + " runs on the host; NVRTC has nothing to compile");
   const ArchLimits& arch = arch_limits(sm);
   if (sm < family.min_sm)
     throw Error("kernel family " + family.name + " needs " + arch_name(family.min_sm) + " or newer, not " +

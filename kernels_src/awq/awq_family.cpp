@@ -7,6 +7,7 @@
 
 #include "common/half.h"
 #include "kernels_src/awq/awq_reference.h"
+#include "family_source_hash.h"
 
 namespace qt::kernels::awq {
 namespace {
@@ -14,6 +15,13 @@ namespace {
 using Role = BufferSpec::Role;
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The AWQ problem: y[M][N] = x[M][K] * W[K][N] with groups of G along K, read from the family's named dims.
+struct Mnkg {
+  int64_t m, n, k, group;
+};
+Mnkg mnkg(const Shape& s) { return {s["M"], s["N"], s["K"], s["G"]}; }
+const std::vector<std::string> kDims = {"M", "N", "K", "G"};
 std::string tmpl(const std::string& name, std::initializer_list<int64_t> args) {
   std::string s = name + "<";
   bool first = true;
@@ -36,7 +44,7 @@ std::vector<T> from_bytes(const std::vector<uint8_t>& b) {
   return v;
 }
 
-std::string common_shape_check(const ProblemShape& s) {
+std::string common_shape_check(const Mnkg& s) {
   if (s.m < 1 || s.n < 1 || s.k < 1 || s.group < 1) return "M, N, K and G must be positive";
   if (s.n % 8) return "N must be a multiple of 8 (packed words)";
   if (s.group % 16) return "group size must be a multiple of 16";
@@ -47,13 +55,14 @@ std::string common_shape_check(const ProblemShape& s) {
   return "";
 }
 
-HostBuffers awq_inputs(const ProblemShape& s, uint64_t seed) {
+HostBuffers awq_inputs(const Shape& shape, uint64_t seed) {
+  const Mnkg s = mnkg(shape);
   const AwqData d = make_awq_data(s.m, s.n, s.k, s.group, seed);
   return {{"x", bytes_of(d.x)}, {"qweight", bytes_of(d.qweight)}, {"qzeros", bytes_of(d.qzeros)},
           {"scales", bytes_of(d.scales)}};
 }
 
-AwqData data_from(const ProblemShape& s, const HostBuffers& in) {
+AwqData data_from(const Mnkg& s, const HostBuffers& in) {
   AwqData d;
   d.m = s.m, d.n = s.n, d.k = s.k, d.group = s.group;
   d.x = from_bytes<uint16_t>(in.at("x"));
@@ -65,7 +74,8 @@ AwqData data_from(const ProblemShape& s, const HostBuffers& in) {
 
 // GEMM-type expectation: fp32 accumulation in any order stays within a few sqrt(K) roundings of the
 // largest partial sum (bounded by sum |x*w|); the fp16 output adds at most half an ulp (rel 2^-11).
-std::vector<Expected> gemm_expected(const ProblemShape& s, const HostBuffers& in) {
+std::vector<Expected> gemm_expected(const Shape& shape, const HostBuffers& in) {
+  const Mnkg s = mnkg(shape);
   const AwqData d = data_from(s, in);
   std::vector<double> abs_sum;
   const std::vector<double> y = reference_gemm(d, &abs_sum);
@@ -79,7 +89,7 @@ std::vector<Expected> gemm_expected(const ProblemShape& s, const HostBuffers& in
   return {e};
 }
 
-std::vector<BufferSpec> awq_buffers(const ProblemShape& s) {
+std::vector<BufferSpec> awq_buffers(const Mnkg& s) {
   return {{"x", DType::F16, s.m * s.k, Role::Input},
           {"qweight", DType::I32, s.k * s.n / 8, Role::Input},
           {"qzeros", DType::I32, s.k / s.group * s.n / 8, Role::Input},
@@ -96,7 +106,7 @@ std::vector<std::string> with_reduce(const std::string& kernel, int64_t split) {
 
 // A GEMV/GEMM launch plan: `main` (kernel, grid, block, smem already set) over the AWQ buffers, an fp32
 // workspace, and for split > 1 the reduction of the per-split partials into y.
-LaunchPlan matmul_plan(const ProblemShape& s, Launch main, int64_t split) {
+LaunchPlan matmul_plan(const Mnkg& s, Launch main, int64_t split) {
   LaunchPlan plan;
   plan.buffers = awq_buffers(s);
   plan.buffers.push_back({"ws", DType::F32, split > 1 ? split * s.m * s.n : 1, Role::Workspace});
@@ -123,13 +133,19 @@ std::string gemm_kernel(const Point& p) {
 KernelFamily make_dequant() {
   KernelFamily f;
   f.name = "awq_dequant";
+  f.op = "dequant";
+  f.weight_types = {WeightType::AWQ_INT4};
+  f.dtypes = linear_dtypes(WeightType::AWQ_INT4, DType::F16, DType::F16);
+  f.dims = kDims;
+  f.source_hash = kFamilySourceHash;
   f.source = "awq/awq_dequant.cuh";
   f.summary = "AWQ INT4 -> fp16 W[K][N] (cuBLAS path, pre-dequantized weights)";
   f.min_sm = 75;
   f.params = {{"threads", {64, 128, 256, 512}, 256, "threads per block"},
               {"words", {1, 2, 4}, 2, "packed words (8 weights each) per thread"}};
   f.point_constraint = [](const Point&) { return std::string(); };
-  f.shape_constraint = [](const Point& p, const ProblemShape& s) {
+  f.shape_constraint = [](const Point& p, const Shape& shape) {
+    const Mnkg s = mnkg(shape);
     std::string e = common_shape_check(s);
     if (e.empty() && (s.n / 8) % p.at("words")) e = "N/8 must be a multiple of words";
     return e;
@@ -137,7 +153,8 @@ KernelFamily make_dequant() {
   f.kernels = [](const Point& p) {
     return std::vector<std::string>{tmpl("awq_dequant_kernel", {p.at("threads"), p.at("words")})};
   };
-  f.plan = [](const Point& p, const ProblemShape& s) {
+  f.plan = [](const Point& p, const Shape& shape) {
+    const Mnkg s = mnkg(shape);
     LaunchPlan plan;
     plan.buffers = {{"qweight", DType::I32, s.k * s.n / 8, Role::Input},
                     {"qzeros", DType::I32, s.k / s.group * s.n / 8, Role::Input},
@@ -153,20 +170,29 @@ KernelFamily make_dequant() {
     return plan;
   };
   f.make_inputs = awq_inputs;
-  f.probe_shape = ProblemShape{8, 1024, 4096, 128, "probe"};
-  f.reference = [](const ProblemShape& s, const HostBuffers& in) {
+  f.probe_shape = Shape{kDims, {8, 1024, 4096, 128}, "probe"};
+  f.test_shapes = {Shape{kDims, {1, 64, 4096, 128}, "Qwen3-8B wq, N cut to 64"},
+                   Shape{kDims, {1, 80, 96, 32}, "odd: 10 words per row, 3 groups"},
+                   Shape{kDims, {1, 1024, 128, 128}, "wk rows, K cut to one group"}};
+  f.reference = [](const Shape& shape, const HostBuffers& in) {
+    const Mnkg s = mnkg(shape);
     Expected e;
     e.buffer = "w";
     e.values = reference_dequant(data_from(s, in));
     return std::vector<Expected>{e};  // bit-exact: (q - z) * s is exact in fp32, one fp16 rounding
   };
-  f.model_shapes = [](const ModelConfig& c) { return awq_layer_shapes(c, 1); };
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights*) { return awq_layer_shapes(c, 1); };
   return f;
 }
 
 KernelFamily make_gemv() {
   KernelFamily f;
   f.name = "awq_gemv";
+  f.op = "linear";
+  f.weight_types = {WeightType::AWQ_INT4};
+  f.dtypes = linear_dtypes(WeightType::AWQ_INT4, DType::F16, DType::F16);
+  f.dims = kDims;
+  f.source_hash = kFamilySourceHash;
   f.source = "awq/awq_gemv.cuh";
   f.summary = "decode GEMV, M = 1..8: warps split K, lanes own packed columns, split-k over blocks";
   f.min_sm = 75;
@@ -181,7 +207,8 @@ KernelFamily make_gemv() {
     if (p.at("mt") * p.at("vec") * 8 > 128) return std::string("more than 128 fp32 accumulators per thread");
     return std::string();
   };
-  f.shape_constraint = [](const Point& p, const ProblemShape& s) {
+  f.shape_constraint = [](const Point& p, const Shape& shape) {
+    const Mnkg s = mnkg(shape);
     std::string e = common_shape_check(s);
     if (!e.empty()) return e;
     if (s.m > 8) return std::string("GEMV serves M <= 8");
@@ -190,7 +217,8 @@ KernelFamily make_gemv() {
     return std::string();
   };
   f.kernels = [](const Point& p) { return with_reduce(gemv_kernel(p), p.at("split_k")); };
-  f.plan = [](const Point& p, const ProblemShape& s) {
+  f.plan = [](const Point& p, const Shape& shape) {
+    const Mnkg s = mnkg(shape);
     Launch l;
     l.kernel = gemv_kernel(p);
     l.grid.x = static_cast<uint32_t>(cdiv(s.n / 8, 32 * p.at("vec")));
@@ -200,15 +228,24 @@ KernelFamily make_gemv() {
     return matmul_plan(s, l, p.at("split_k"));
   };
   f.make_inputs = awq_inputs;
-  f.probe_shape = ProblemShape{8, 1024, 4096, 128, "probe"};
+  f.probe_shape = Shape{kDims, {8, 1024, 4096, 128}, "probe"};
+  f.test_shapes = {Shape{kDims, {1, 64, 4096, 128}, "Qwen3-8B wq decode, N cut to 64"},
+                   Shape{kDims, {1, 64, 12288, 128}, "Qwen3-8B down_proj decode, N cut to 64"},
+                   Shape{kDims, {5, 208, 160, 32}, "odd: M=5, 26 words, 5 groups of 32"},
+                   Shape{kDims, {8, 576, 256, 64}, "M=8, N spans 3 blocks at vec=1"}};
   f.reference = gemm_expected;
-  f.model_shapes = [](const ModelConfig& c) { return awq_layer_shapes(c, 1); };
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights*) { return awq_layer_shapes(c, 1); };
   return f;
 }
 
 KernelFamily make_gemm() {
   KernelFamily f;
   f.name = "awq_gemm";
+  f.op = "linear";
+  f.weight_types = {WeightType::AWQ_INT4};
+  f.dtypes = linear_dtypes(WeightType::AWQ_INT4, DType::F16, DType::F16);
+  f.dims = kDims;
+  f.source_hash = kFamilySourceHash;
   f.source = "awq/awq_gemm.cuh";
   f.summary = "prefill tensor-core GEMM: cp.async pipeline, LOP3 INT4->FP16, ldmatrix + mma.m16n8k16 (f32)";
   f.min_sm = 80;
@@ -227,7 +264,8 @@ KernelFamily make_gemm() {
     if (p.at("bm") / 16 * nf * 4 > 128) return std::string("more than 128 fp32 accumulators per thread");
     return std::string();
   };
-  f.shape_constraint = [](const Point& p, const ProblemShape& s) {
+  f.shape_constraint = [](const Point& p, const Shape& shape) {
+    const Mnkg s = mnkg(shape);
     std::string e = common_shape_check(s);
     if (!e.empty()) return e;
     if (s.n % p.at("bn")) return "N must be a multiple of bn=" + std::to_string(p.at("bn"));
@@ -236,7 +274,8 @@ KernelFamily make_gemm() {
     return std::string();
   };
   f.kernels = [](const Point& p) { return with_reduce(gemm_kernel(p), p.at("split_k")); };
-  f.plan = [](const Point& p, const ProblemShape& s) {
+  f.plan = [](const Point& p, const Shape& shape) {
+    const Mnkg s = mnkg(shape);
     Launch l;
     l.kernel = gemm_kernel(p);
     l.grid.x = static_cast<uint32_t>(s.n / p.at("bn"));
@@ -247,9 +286,12 @@ KernelFamily make_gemm() {
     return matmul_plan(s, l, p.at("split_k"));
   };
   f.make_inputs = awq_inputs;
-  f.probe_shape = ProblemShape{8, 1024, 4096, 128, "probe"};
+  f.probe_shape = Shape{kDims, {8, 1024, 4096, 128}, "probe"};
+  f.test_shapes = {Shape{kDims, {17, 128, 4096, 128}, "Qwen3-8B wq prefill: M=17, N cut to 128"},
+                   Shape{kDims, {3, 128, 256, 64}, "odd: M=3, 4 groups of 64"},
+                   Shape{kDims, {70, 256, 384, 128}, "M=70: tails in every M tile size"}};
   f.reference = gemm_expected;
-  f.model_shapes = [](const ModelConfig& c) { return awq_layer_shapes(c, 256); };
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights*) { return awq_layer_shapes(c, 256); };
   return f;
 }
 
@@ -263,7 +305,7 @@ int64_t gemm_smem_bytes(const Point& p) {
   return stages * stage + bk * (bn + 8) * 2;
 }
 
-std::vector<ProblemShape> awq_layer_shapes(const ModelConfig& c, int64_t m) {
+std::vector<Shape> awq_layer_shapes(const ModelConfig& c, int64_t m) {
   std::map<std::pair<int64_t, int64_t>, std::string> seen;  // (N, K) -> labels
   std::vector<std::pair<int64_t, int64_t>> order;
   auto add = [&](const char* label, int64_t n, int64_t k) {
@@ -278,13 +320,9 @@ std::vector<ProblemShape> awq_layer_shapes(const ModelConfig& c, int64_t m) {
   add(c.is_moe() ? "expert.w1" : "w1", c.hidden_dim, c.dim);
   add(c.is_moe() ? "expert.w3" : "w3", c.hidden_dim, c.dim);
   add(c.is_moe() ? "expert.w2" : "w2", c.dim, c.hidden_dim);
-  std::vector<ProblemShape> out;
-  for (const auto& key : order) {
-    ProblemShape s;
-    s.m = m, s.n = key.first, s.k = key.second, s.group = c.group_size > 0 ? c.group_size : 128;
-    s.label = seen[key];
-    out.push_back(s);
-  }
+  std::vector<Shape> out;
+  for (const auto& key : order)
+    out.push_back(Shape{kDims, {m, key.first, key.second, c.group_size > 0 ? c.group_size : 128}, seen[key]});
   return out;
 }
 

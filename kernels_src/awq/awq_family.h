@@ -15,7 +15,7 @@ const KernelFamily& gemm_family();
 
 // The linear layers of a model as AWQ problems (N = out features, K = in features), one per distinct
 // (N, K), labelled with the projections that share it; M is set to `m`.
-std::vector<ProblemShape> awq_layer_shapes(const ModelConfig& c, int64_t m);
+std::vector<Shape> awq_layer_shapes(const ModelConfig& c, int64_t m);
 
 // Shared memory the GEMM point needs (dynamic, in bytes).
 int64_t gemm_smem_bytes(const Point& p);

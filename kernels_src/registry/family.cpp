@@ -10,23 +10,97 @@
 
 namespace qt::kernels {
 
+namespace {
+
+struct DTypeInfo {
+  DType type;
+  const char* name;
+  int size;
+};
+
+constexpr DTypeInfo kDTypes[] = {
+    {DType::F32, "f32", 4}, {DType::F16, "f16", 2}, {DType::BF16, "bf16", 2}, {DType::I8, "i8", 1},
+    {DType::U8, "u8", 1},   {DType::I32, "i32", 4}, {DType::I64, "i64", 8},
+};
+
+const DTypeInfo& info(DType t) {
+  for (const DTypeInfo& d : kDTypes)
+    if (d.type == t) return d;
+  throw Error("unknown element type " + std::to_string(int(t)), kExitFailure);
+}
+
+template <class T>
+T load(const uint8_t* data, size_t i) {
+  T v;
+  std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+// The operand name of a weight type in dtype strings; these strings key stored results, so they never change.
+const char* weight_operand_name(WeightType t) {
+  switch (t) {
+    case WeightType::Q8_0: return "q8_0";
+    case WeightType::INT8_GW_SYM: return "int8_sym";
+    case WeightType::INT8_GW_ASYM: return "int8_asym";
+    case WeightType::AWQ_INT4: return "awq_int4";
+    case WeightType::F16: return "f16";
+    case WeightType::BF16: return "bf16";
+    case WeightType::F32: return "f32";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+int dtype_size(DType t) { return info(t).size; }
+const char* dtype_name(DType t) { return info(t).name; }
+
+double decode_element(DType t, const uint8_t* data, size_t i) {
+  switch (t) {
+    case DType::F32: return load<float>(data, i);
+    case DType::F16: return half_bits_to_float(load<uint16_t>(data, i));
+    case DType::BF16: return bf16_bits_to_float(load<uint16_t>(data, i));
+    case DType::I8: return load<int8_t>(data, i);
+    case DType::U8: return load<uint8_t>(data, i);
+    case DType::I32: return load<int32_t>(data, i);
+    case DType::I64: return double(load<int64_t>(data, i));
+  }
+  throw Error("unknown element type " + std::to_string(int(t)), kExitFailure);
+}
+
+int64_t Shape::operator[](std::string_view name) const {
+  for (size_t i = 0; i < names.size() && i < values.size(); ++i)
+    if (names[i] == name) return values[i];
+  throw Error("shape '" + shape_key(*this) + "' has no dimension " + std::string(name), kExitFailure);
+}
+
+std::string shape_key(const Shape& s) {
+  std::string k;
+  for (size_t i = 0; i < s.values.size(); ++i)
+    k += (i ? " " : "") + (i < s.names.size() ? s.names[i] : "d" + std::to_string(i)) + "=" + std::to_string(s.values[i]);
+  return k;
+}
+
 std::string point_key(const Point& p) {
   std::string s;
   for (const auto& [k, v] : p) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
   return s;
 }
 
-std::string shape_key(const ProblemShape& s) {
-  return "M=" + std::to_string(s.m) + " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k) +
-         " G=" + std::to_string(s.group);
-}
-
-int dtype_size(DType t) { return t == DType::F16 ? 2 : 4; }
-
 const BufferSpec& LaunchPlan::buffer(const std::string& name) const {
   for (const auto& b : buffers)
     if (b.name == name) return b;
   throw Error("launch plan has no buffer '" + name + "'", kExitFailure);
+}
+
+Shape KernelFamily::shape(std::vector<int64_t> values, std::string label) const {
+  if (values.size() != dims.size()) {
+    std::string names;
+    for (const auto& d : dims) names += (names.empty() ? "" : ",") + d;
+    throw Error("family " + name + " takes a shape of " + std::to_string(dims.size()) + " dimensions [" + names +
+                "], got " + std::to_string(values.size()));
+  }
+  return Shape{dims, std::move(values), std::move(label)};
 }
 
 Point KernelFamily::default_point() const {
@@ -37,6 +111,12 @@ Point KernelFamily::default_point() const {
 
 std::vector<Point> KernelFamily::default_points() const {
   return defaults.empty() ? std::vector<Point>{default_point()} : defaults;
+}
+
+bool KernelFamily::serves(WeightType t) const {
+  for (WeightType w : weight_types)
+    if (w == t) return true;
+  return false;
 }
 
 std::vector<Point> enumerate_points(const KernelFamily& f) {
@@ -70,6 +150,12 @@ void validate_point(const KernelFamily& f, const Point& p) {
     if (!p.count(q.name)) throw Error("family " + f.name + ": point '" + point_key(p) + "' misses parameter " + q.name);
 }
 
+std::string value_text(const Param& p, int64_t value) {
+  for (size_t i = 0; i < p.values.size() && i < p.labels.size(); ++i)
+    if (p.values[i] == value) return p.labels[i];
+  return std::to_string(value);
+}
+
 Point parse_point(const KernelFamily& f, const std::string& text) {
   Point p = f.default_point();
   std::stringstream ss(text);
@@ -77,7 +163,12 @@ Point parse_point(const KernelFamily& f, const std::string& text) {
   while (std::getline(ss, item, ',')) {
     auto eq = item.find('=');
     if (eq == std::string::npos) throw Error("bad point item '" + item + "' (expected name=value)");
-    p[item.substr(0, eq)] = parse_int(item.substr(eq + 1), item.substr(0, eq));
+    const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    bool labelled = false;
+    for (const auto& prm : f.params)
+      for (size_t i = 0; prm.name == name && i < prm.labels.size() && i < prm.values.size(); ++i)
+        if (prm.labels[i] == value) p[name] = prm.values[i], labelled = true;
+    if (!labelled) p[name] = parse_int(value, name);
   }
   validate_point(f, p);
   return p;
@@ -85,27 +176,15 @@ Point parse_point(const KernelFamily& f, const std::string& text) {
 
 std::string compare_output(const BufferSpec& spec, const std::vector<uint8_t>& got, const Expected& want) {
   const size_t n = want.values.size();
-  if (got.size() < n * dtype_size(spec.dtype))
-    return spec.name + ": device buffer has " + std::to_string(got.size()) + " bytes, expected " +
-           std::to_string(n * dtype_size(spec.dtype));
+  const size_t need = n * size_t(dtype_size(spec.dtype));
+  if (got.size() < need)
+    return spec.name + ": buffer has " + std::to_string(got.size()) + " bytes, expected " + std::to_string(need);
   size_t bad = 0, first = n;
-  float first_got = 0;
-  double worst = 0;
+  double first_got = 0, worst = 0;
   for (size_t i = 0; i < n; ++i) {
-    float g = 0;
-    if (spec.dtype == DType::F16) {
-      uint16_t h;
-      std::memcpy(&h, got.data() + 2 * i, 2);
-      g = half_bits_to_float(h);
-    } else if (spec.dtype == DType::F32) {
-      std::memcpy(&g, got.data() + 4 * i, 4);
-    } else {
-      int32_t v;
-      std::memcpy(&v, got.data() + 4 * i, 4);
-      g = float(v);
-    }
+    const double g = decode_element(spec.dtype, got.data(), i);
     const double w = want.values[i];
-    const double err = double(g) == w ? 0.0 : std::fabs(double(g) - w);
+    const double err = g == w ? 0.0 : std::fabs(g - w);
     // A non-finite expected value must be met exactly: its relative tolerance would be infinite.
     const double tol = std::isfinite(w) ? want.abs_tol + want.rel_tol * std::fabs(w) : 0.0;
     if (!(err <= tol)) {  // NaN fails
@@ -120,6 +199,10 @@ std::string compare_output(const BufferSpec& spec, const std::vector<uint8_t>& g
      << first_got << ", want " << want.values[first] << " (abs " << want.abs_tol << " + rel " << want.rel_tol
      << "); max abs error " << worst;
   return os.str();
+}
+
+std::string linear_dtypes(WeightType w, DType activation, DType output) {
+  return std::string(weight_operand_name(w)) + "x" + dtype_name(activation) + "->" + dtype_name(output);
 }
 
 }  // namespace qt::kernels

@@ -1,46 +1,61 @@
 #pragma once
-// A kernel family: one CUDA template source in kernels_src/ plus everything qtune needs to compile, launch,
-// verify and tune any point of its parameter space. A family is data: the compile service, the emulator
-// tests, `qtune static` and the tuner all work from this description and never special-case a family.
+// A kernel family: everything qtune needs to compile, run, verify and tune any point of one kernel's
+// parameter space, as data. Two kinds share this one model:
+//   device families: a CUDA template source in kernels_src/<folder>/, compiled at run time (NVRTC for a GPU,
+//                    the host JIT for the emulator) and run through a launch plan on a dev::Device;
+//   host families:   CPU kernels compiled into the binary, run through `host_prepare` on the host.
+// The compile service, verification, `qtune static`, the tuner and the runtime's winner lookup all work from
+// this description and never special-case a family.
 //
-// Adding a family = a folder kernels_src/<name>/ with its .cuh source and a function returning its
-// KernelFamily, plus one line in kernels_src/registry/registry.cpp.
+// Adding a family = a folder kernels_src/<name>/ (its sources, a CMakeLists.txt calling qtune_kernel_family,
+// and a function returning its KernelFamily) plus one line in kernels_src/registry/registry.cpp.
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/core/model_config.h"
+#include "models/core/weights.h"
 
 namespace qt::kernels {
 
-// A parameter point: parameter name -> value. Ordered, so its text form is canonical.
+// ---- element types: size, decoding and comparison are written once, here ----
+enum class DType { F32, F16, BF16, I8, U8, I32, I64 };
+int dtype_size(DType t);
+const char* dtype_name(DType t);  // "f32", "f16", "bf16", "i8", "u8", "i32", "i64"
+// Element `i` of a raw buffer of `t`, widened to double (integers exactly up to 2^53).
+double decode_element(DType t, const uint8_t* data, size_t i);
+
+// ---- shapes: named dimensions declared by the family ----
+struct Shape {
+  std::vector<std::string> names;  // the family's dims, e.g. {"M", "N", "K", "G"}
+  std::vector<int64_t> values;     // same order
+  std::string label;               // where the shape comes from, e.g. "wq+wk"
+  // The value of dimension `name`; throws qt::Error naming the dimension when the shape has none.
+  int64_t operator[](std::string_view name) const;
+  size_t size() const { return values.size(); }
+};
+std::string shape_key(const Shape& s);  // "M=1 N=6144 K=4096 G=128"
+
+// ---- parameters and points ----
 using Point = std::map<std::string, int64_t>;
 std::string point_key(const Point& p);  // "bk=32,bm=16,bn=64" (sorted by name)
-
-// The problem a launch solves: y[M][N] = x[M][K] * W[K][N] with AWQ groups of `group` along K.
-struct ProblemShape {
-  int64_t m = 1, n = 0, k = 0, group = 128;
-  std::string label;  // where the shape comes from, e.g. "layer.w1"
-};
-std::string shape_key(const ProblemShape& s);  // "M=1 N=6144 K=4096 G=128"
 
 struct Param {
   std::string name;
   std::vector<int64_t> values;
   int64_t default_value = 0;
   std::string help;
+  // Names of the values where they are symbols rather than numbers (e.g. an instruction set); empty for
+  // numeric parameters. A point's JSON form uses these names.
+  std::vector<std::string> labels = {};
 };
 
-struct Dim3 {
-  uint32_t x = 1, y = 1, z = 1;
-  uint64_t count() const { return uint64_t(x) * y * z; }
-};
-
-enum class DType { F16, F32, I32 };
-int dtype_size(DType t);
-
+// ---- buffers and kernel arguments ----
 struct BufferSpec {
   enum class Role { Input, Output, Workspace };
   std::string name;
@@ -50,14 +65,22 @@ struct BufferSpec {
   int64_t bytes() const { return elements * dtype_size(dtype); }
 };
 
-// A kernel argument: a device pointer to a named buffer, or a 32-bit integer passed by value.
+// A kernel argument: a device pointer to a named buffer, or a scalar passed by value.
 struct KernelArg {
-  enum class Kind { Buffer, Int32 };
-  Kind kind = Kind::Int32;
+  enum class Kind { Buffer, I32, I64, F32 };
+  Kind kind = Kind::I32;
   std::string buffer;
-  int32_t value = 0;
-  static KernelArg buf(std::string name) { return {Kind::Buffer, std::move(name), 0}; }
-  static KernelArg i32(int64_t v) { return {Kind::Int32, "", static_cast<int32_t>(v)}; }
+  int64_t integer = 0;
+  float real = 0;
+  static KernelArg buf(std::string name) { return {Kind::Buffer, std::move(name), 0, 0}; }
+  static KernelArg i32(int64_t v) { return {Kind::I32, "", v, 0}; }
+  static KernelArg i64(int64_t v) { return {Kind::I64, "", v, 0}; }
+  static KernelArg f32(float v) { return {Kind::F32, "", 0, v}; }
+};
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  uint64_t count() const { return uint64_t(x) * y * z; }
 };
 
 struct Launch {
@@ -67,8 +90,8 @@ struct Launch {
   std::vector<KernelArg> args;
 };
 
-// Everything to run one point on one shape: buffers (inputs filled by the generator, workspaces zeroed,
-// outputs compared) and the launches, in order, on one stream.
+// Everything to run one point on one shape: buffers (inputs filled by the generator, workspaces and outputs
+// start as garbage) and, for device families, the launches in order on one stream.
 struct LaunchPlan {
   std::vector<BufferSpec> buffers;
   std::vector<Launch> launches;
@@ -77,7 +100,7 @@ struct LaunchPlan {
 
 using HostBuffers = std::map<std::string, std::vector<uint8_t>>;
 
-// Expected contents of one output buffer and how close the kernel must come. A value passes when
+// Expected contents of one output buffer and how close a kernel must come: a value passes when
 // |got - want| <= abs_tol + rel_tol * |want|.
 struct Expected {
   std::string buffer;
@@ -85,43 +108,81 @@ struct Expected {
   double abs_tol = 0.0, rel_tol = 0.0;
 };
 
+// Why a point cannot run, raised while preparing it; the tuner records the reason with its status.
+class PointRejected : public std::runtime_error {
+ public:
+  enum class Reason { Invalid, CompileFailed, ResourceFailed };
+  PointRejected(Reason r, const std::string& what) : std::runtime_error(what), reason(r) {}
+  Reason reason;
+};
+
+// A host family's point prepared on its buffers (which stay in place while it lives).
+class HostKernel {
+ public:
+  virtual ~HostKernel() = default;
+  // Runs once, writing the plan's outputs; returns the seconds the kernel itself took.
+  virtual double run() = 0;
+};
+
 struct KernelFamily {
-  std::string name;     // "awq_gemv"
-  std::string source;   // path under kernels_src/, e.g. "awq/awq_gemv.cuh"
+  std::string name;     // "awq_gemv", "matvec.q8_0"
   std::string summary;
-  int min_sm = 80;      // 75 where the source avoids cp.async / m16n8k16
+  std::string op;       // the runtime op it serves: "linear", "dequant", ...
+  std::vector<WeightType> weight_types;  // weight types it serves; empty = not tied to a weight type
+  std::string dtypes;   // operand types for result stores, e.g. "awq_int4xf16->f16"
+  std::vector<std::string> dims;         // named shape dimensions, e.g. {"M", "N", "K", "G"}
+
   std::vector<Param> params;
   std::vector<Point> defaults;  // the points CI compiles and verifies; empty = each parameter's default
-  // A shape every point accepts; static analysis reads block size and dynamic shared memory from
-  // plan(point, probe_shape) when no real shape is given.
-  ProblemShape probe_shape;
-
   // "" when the point is meaningful for every shape, else a reason (e.g. shared memory too large).
   std::function<std::string(const Point&)> point_constraint;
   // "" when the point can run `shape`, else a reason.
-  std::function<std::string(const Point&, const ProblemShape&)> shape_constraint;
-  // Name expressions the point instantiates (every launch in plan() uses one of them).
-  std::function<std::vector<std::string>(const Point&)> kernels;
-  std::function<LaunchPlan(const Point&, const ProblemShape&)> plan;
-  // Inputs for `shape` from `seed`, deterministic; and the CPU reference for them.
-  std::function<HostBuffers(const ProblemShape&, uint64_t seed)> make_inputs;
-  std::function<std::vector<Expected>(const ProblemShape&, const HostBuffers& inputs)> reference;
-  // The shapes a model needs from this family (prefill_m = the M to use for GEMM-type families).
-  std::function<std::vector<ProblemShape>(const ModelConfig&)> model_shapes;
+  std::function<std::string(const Point&, const Shape&)> shape_constraint;
 
+  // Device families: source path under kernels_src/, lowest architecture, name expressions per point.
+  std::string source;
+  int min_sm = 80;
+  std::function<std::vector<std::string>(const Point&)> kernels;
+  // Buffers for both kinds; launches for device families.
+  std::function<LaunchPlan(const Point&, const Shape&)> plan;
+  // Host families: the point prepared on `buffers` (inputs filled, outputs allocated); throws PointRejected.
+  std::function<std::unique_ptr<HostKernel>(const Point&, const Shape&, HostBuffers& buffers)> host_prepare;
+
+  // Inputs for `shape` from `seed`, deterministic; the CPU reference with its tolerance per output.
+  std::function<HostBuffers(const Shape&, uint64_t seed)> make_inputs;
+  std::function<std::vector<Expected>(const Shape&, const HostBuffers& inputs)> reference;
+
+  // The shapes a model needs from this family (weights may be null when only the config is known).
+  std::function<std::vector<Shape>(const ModelConfig&, const ModelWeights*)> model_shapes;
+  // A shape every point accepts (static analysis reads block size and dynamic smem from its plan), and the
+  // shapes every default point is verified on in CI.
+  Shape probe_shape;
+  std::vector<Shape> test_shapes;
+
+  // SHA-256 over the family's source files, computed at build time (cmake/HashSources.cmake).
+  std::string source_hash;
+
+  bool on_host() const { return static_cast<bool>(host_prepare); }
+  Shape shape(std::vector<int64_t> values, std::string label = "") const;  // checks the count of dims
   std::vector<Point> default_points() const;
   Point default_point() const;
+  bool serves(WeightType t) const;
 };
 
 // Every point of the Cartesian product of the parameter values that satisfies point_constraint.
 std::vector<Point> enumerate_points(const KernelFamily& f);
 // Throws qt::Error if the point names an unknown parameter, misses one, or uses a value not in the space.
 void validate_point(const KernelFamily& f, const Point& p);
-// "bm=16,bn=64" -> Point (validated against the family).
+// "bm=16,bn=64" or "isa=avx2" -> Point (validated against the family).
 Point parse_point(const KernelFamily& f, const std::string& text);
+// A parameter value as written for users and stores: its label, or the number.
+std::string value_text(const Param& p, int64_t value);
 
-// Compares device results (raw bytes in the buffer's dtype) with the expectation; returns "" on success
-// or a message naming the buffer, the first bad index, the values and the number of mismatches.
+// Compares results (raw bytes in the buffer's dtype) with the expectation; returns "" on success or a
+// message naming the buffer, the first bad index, the values and the number of mismatches.
 std::string compare_output(const BufferSpec& spec, const std::vector<uint8_t>& got, const Expected& want);
+
+// "<weight>x<activation>-><output>", the operand types of a linear family, e.g. "q8_0xf32->f32".
+std::string linear_dtypes(WeightType w, DType activation, DType output);
 
 }  // namespace qt::kernels

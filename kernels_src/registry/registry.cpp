@@ -1,34 +1,70 @@
 #include "kernels_src/registry/registry.h"
 
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "common/error.h"
 #include "common/paths.h"
 #include "kernels_src/awq/awq_family.h"
+#include "kernels_src/cpu_matvec/cpu_matvec_family.h"
 
 namespace qt::kernels {
 
-const std::vector<const KernelFamily*>& all_families() {
+namespace {
+
+std::vector<const KernelFamily*> builtin_families() {
   // One line per family.
-  static const std::vector<const KernelFamily*> families = {
+  return {
       &awq::dequant_family(),
       &awq::gemv_family(),
       &awq::gemm_family(),
+      &cpu_matvec::q8_0_family(),
+      &cpu_matvec::int8_sym_family(),
+      &cpu_matvec::int8_asym_family(),
+      &cpu_matvec::awq_int4_family(),
   };
-  return families;
+}
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::vector<const KernelFamily*>& families() {
+  static std::vector<const KernelFamily*> f = builtin_families();
+  return f;
+}
+
+}  // namespace
+
+const std::vector<const KernelFamily*>& all_families() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  return families();
 }
 
 const KernelFamily& find_family(const std::string& name) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
   std::string known;
-  for (const KernelFamily* f : all_families()) {
+  for (const KernelFamily* f : families()) {
     if (f->name == name) return *f;
     known += (known.empty() ? "" : ", ") + f->name;
   }
   throw Error("unknown kernel family '" + name + "' (known: " + known + ")");
 }
 
+void add_family(const KernelFamily* family) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  for (const KernelFamily*& f : families())
+    if (f->name == family->name) {
+      f = family;
+      return;
+    }
+  families().push_back(family);
+}
+
 std::string read_family_source(const KernelFamily& f) {
+  if (f.source.empty()) throw Error("kernel family " + f.name + " runs on the host and has no device source", kExitFailure);
   const std::string path = source_root() + "/kernels_src/" + f.source;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot read the source of kernel family " + f.name + " (set QTUNE_HOME?)", kExitFailure);

@@ -4,25 +4,31 @@
 #include <optional>
 
 #include "common/error.h"
-#include "tuner/cpu/cpu_matvec.h"
-#include "tuner/family/family.h"
-#include "tuner/store/store.h"
+#include "device/winners/winners.h"
+#include "kernels_src/cpu_matvec/cpu_matvec_family.h"
+#include "kernels_src/registry/registry.h"
 
 namespace qt::rt {
 
 std::string apply_tuned_cache(const std::string& path, const ModelWeights& weights, CpuOptions& options,
                               bool keep_threads) {
-  tune::register_cpu_families();
-  const tune::DeviceFingerprint device = tune::cpu_fingerprint();
-  const tune::Store store(path);
-  const std::vector<tune::MatvecShape> shapes = tune::model_matvec_shapes(weights);
+  namespace cm = kernels::cpu_matvec;
+  const winners::DeviceFingerprint device = winners::cpu_fingerprint();
+  const winners::WinnersTable table(path);
+  const std::vector<cm::MatvecShape> shapes = cm::model_matvec_shapes(weights);
   int found = 0, exact = 0;
-  int64_t heaviest = -1;
+  int64_t heaviest = -1, stale = 0;
   std::optional<nlohmann::json> global;
-  for (const tune::MatvecShape& s : shapes) {
-    const auto family = tune::find_family(tune::cpu_matvec_family_name(s.type));
-    const auto winner = store.lookup(device, family->name(), family->dtypes(), s.shape);
-    if (!winner) continue;
+  for (const cm::MatvecShape& s : shapes) {
+    const kernels::KernelFamily& family = kernels::find_family(cm::matvec_family_name(s.type));
+    const std::string name = "cpu." + family.name;
+    // Only winners measured on this build's sources count: a changed kernel makes older timings meaningless.
+    const auto winner = table.lookup(device, name, family.dtypes, s.shape, family.source_hash);
+    if (!winner) {
+      for (const auto& st : table.stale(name, family.source_hash))
+        if (st.device_name == device.name) stale += st.rows;
+      continue;
+    }
     ++found;
     exact += winner->exact;
     const int64_t rows = winner->point.value("rows_per_task", int64_t(0));
@@ -35,6 +41,8 @@ std::string apply_tuned_cache(const std::string& path, const ModelWeights& weigh
   std::string summary = "tuned cache " + path + ": " + std::to_string(found) + "/" + std::to_string(shapes.size()) +
                         " matmul shapes have a winner for this CPU (" + std::to_string(exact) + " exact, " +
                         std::to_string(found - exact) + " from the nearest tuned shape)";
+  if (stale > 0)
+    summary += "; ignored " + std::to_string(stale) + " stale results measured on older kernel sources (re-run qtune)";
   if (!global) return summary + "; using the built-in choices";
   const std::string isa = global->value("isa", std::string());
   for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {

@@ -10,8 +10,7 @@
 #include "common/half.h"
 #include "kernels_src/registry/registry.h"
 #include "device/emu/emu_device.h"
-#include "tests/nvrtc/awq_emu_shapes.h"
-#include "device/plan/verify_point.h"
+#include "device/plan/run_plan.h"
 
 using qt::kernels::KernelFamily;
 
@@ -21,11 +20,11 @@ void verify_defaults(const std::string& family_name) {
   const KernelFamily& f = qt::kernels::find_family(family_name);
   qt::emu::EmuDevice dev;
   for (const auto& point : f.default_points()) {
-    for (const auto& shape : qt::test::awq_emu_shapes(family_name)) {
+    for (const auto& shape : f.test_shapes) {
       if (!f.shape_constraint(point, shape).empty()) continue;
       INFO(f.name << " " << qt::kernels::point_key(point) << " on " << qt::kernels::shape_key(shape) << " ("
                   << shape.label << ")");
-      const auto r = qt::compile::verify_point(dev, f, point, shape, 7);
+      const auto r = qt::plan::verify_point(&dev, f, point, shape, 7);
       CHECK(r.message == "");
       CHECK(r.passed);
     }
@@ -77,7 +76,7 @@ TEST_CASE("dequant and GEMV kernels reproduce the independent Python AWQ golden 
   for (int64_t words : {1, 2, 4}) {
     auto p = dq.default_point();
     p["words"] = words;
-    const auto r = qt::compile::verify_point_with(dev, dq, p, {M, N, K, G, "golden"}, in, {wexp});
+    const auto r = qt::plan::verify_point_with(&dev, dq, p, dq.shape({M, N, K, G}, "golden"), in, {wexp});
     CHECK(r.message == "");
   }
   // GEMV: y = x * fp16(W), accumulated in double here.
@@ -99,8 +98,8 @@ TEST_CASE("dequant and GEMV kernels reproduce the independent Python AWQ golden 
   const auto& gemv = qt::kernels::find_family("awq_gemv");
   for (const auto& p : gemv.default_points()) {
     INFO(qt::kernels::point_key(p));
-    if (!gemv.shape_constraint(p, {M, N, K, G, ""}).empty()) continue;
-    const auto r = qt::compile::verify_point_with(dev, gemv, p, {M, N, K, G, "golden"}, in, {yexp});
+    if (!gemv.shape_constraint(p, gemv.shape({M, N, K, G})).empty()) continue;
+    const auto r = qt::plan::verify_point_with(&dev, gemv, p, gemv.shape({M, N, K, G}, "golden"), in, {yexp});
     CHECK(r.message == "");
   }
 }
@@ -109,7 +108,7 @@ TEST_CASE("a wrong reference is caught: verification compares real numbers") {
   // Guard against a verifier that passes everything: perturb one input after planning by using a
   // different seed for the reference than for the device run.
   const KernelFamily& f = qt::kernels::find_family("awq_dequant");
-  qt::kernels::ProblemShape s{1, 64, 128, 32, "tiny"};
+  const qt::kernels::Shape s = f.shape({1, 64, 128, 32}, "tiny");
   const auto in_a = f.make_inputs(s, 1);
   const auto in_b = f.make_inputs(s, 2);
   const auto want_a = f.reference(s, in_a);

@@ -3,25 +3,24 @@
 
 #include "kernels_src/registry/registry.h"
 #include "device/emu/emu_device.h"
-#include "tests/nvrtc/awq_emu_shapes.h"
-#include "device/plan/verify_point.h"
+#include "device/plan/run_plan.h"
 
 namespace {
 
 void verify_all(const std::string& family_name) {
   const auto& f = qt::kernels::find_family(family_name);
   qt::emu::EmuDevice dev;
-  const auto shapes = qt::test::awq_emu_shapes(family_name);
+  const auto shapes = f.test_shapes;
   const auto points = qt::kernels::enumerate_points(f);
   // One JIT compile for the whole space instead of one per point.
-  const auto module = qt::compile::load_family_module(dev, f, points);
+  const auto module = qt::plan::load_family_module(dev, f, points);
   for (const auto& point : points) {
     // The smallest shapes keep the sweep tractable; the default-point test covers the big ones.
     for (size_t i = 1; i < shapes.size(); ++i) {
       if (!f.shape_constraint(point, shapes[i]).empty()) continue;
       INFO(f.name << " " << qt::kernels::point_key(point) << " on " << qt::kernels::shape_key(shapes[i]));
       const auto inputs = f.make_inputs(shapes[i], 11);
-      const auto r = qt::compile::verify_point_with(dev, f, point, shapes[i], inputs, f.reference(shapes[i], inputs), module);
+      const auto r = qt::plan::verify_point_with(&dev, f, point, shapes[i], inputs, f.reference(shapes[i], inputs), module);
       CHECK(r.message == "");
     }
   }

@@ -61,17 +61,17 @@ TEST_CASE("AWQ shape rules: N multiple of the tile, G multiple of bk, M <= 8 for
   const auto& gemm = gemm_family();
   auto p = gemm.default_point();
   p["bn"] = 128, p["bk"] = 64;
-  CHECK(gemm.shape_constraint(p, {5, 128, 256, 64, ""}) == "");
-  CHECK(gemm.shape_constraint(p, {5, 192, 256, 64, ""}) != "");  // N % 128
-  CHECK(gemm.shape_constraint(p, {5, 128, 256, 32, ""}) != "");  // G % bk
-  CHECK(gemm.shape_constraint(p, {5, 128, 250, 64, ""}) != "");  // K % G
+  CHECK(gemm.shape_constraint(p, gemm.shape({5, 128, 256, 64})) == "");
+  CHECK(gemm.shape_constraint(p, gemm.shape({5, 192, 256, 64})) != "");  // N % 128
+  CHECK(gemm.shape_constraint(p, gemm.shape({5, 128, 256, 32})) != "");  // G % bk
+  CHECK(gemm.shape_constraint(p, gemm.shape({5, 128, 250, 64})) != "");  // K % G
   // int32 kernel arguments: M*N = 2^31 and K = 2^31 are refused with a reason, 2^31 - 128 is not.
-  CHECK(gemm.shape_constraint(p, {int64_t(1) << 24, 128, 256, 64, ""}) != "");
-  CHECK(gemm.shape_constraint(p, {5, 128, int64_t(1) << 31, 64, ""}) != "");
-  CHECK(gemm.shape_constraint(p, {(int64_t(1) << 24) - 1, 128, 256, 64, ""}) == "");
+  CHECK(gemm.shape_constraint(p, gemm.shape({int64_t(1) << 24, 128, 256, 64})) != "");
+  CHECK(gemm.shape_constraint(p, gemm.shape({5, 128, int64_t(1) << 31, 64})) != "");
+  CHECK(gemm.shape_constraint(p, gemm.shape({(int64_t(1) << 24) - 1, 128, 256, 64})) == "");
   const auto& gemv = gemv_family();
-  CHECK(gemv.shape_constraint(gemv.default_point(), {8, 64, 128, 32, ""}) == "");
-  CHECK(gemv.shape_constraint(gemv.default_point(), {9, 64, 128, 32, ""}) != "");
+  CHECK(gemv.shape_constraint(gemv.default_point(), gemm.shape({8, 64, 128, 32})) == "");
+  CHECK(gemv.shape_constraint(gemv.default_point(), gemm.shape({9, 64, 128, 32})) != "");
   CHECK(gemm_smem_bytes(p) == 3 * (32 * 72 * 2 + 64 * 128 / 2 + 128 * 2 + 16 * 4) + 64 * 136 * 2);
 }
 
@@ -80,13 +80,13 @@ TEST_CASE("Qwen3-8B projections become four AWQ shapes") {
   c.dim = 4096, c.hidden_dim = 12288, c.n_heads = 32, c.n_kv_heads = 8, c.head_dim = 128, c.group_size = 128;
   const auto shapes = awq_layer_shapes(c, 1);
   REQUIRE(shapes.size() == 4);
-  CHECK(shapes[0].n == 4096);
-  CHECK(shapes[0].k == 4096);
+  CHECK(shapes[0]["N"] == 4096);
+  CHECK(shapes[0]["K"] == 4096);
   CHECK(shapes[0].label == "wq+wo");
-  CHECK(shapes[1].n == 1024);
+  CHECK(shapes[1]["N"] == 1024);
   CHECK(shapes[1].label == "wk+wv");
-  CHECK(shapes[2].n == 12288);
-  CHECK(shapes[3].k == 12288);
+  CHECK(shapes[2]["N"] == 12288);
+  CHECK(shapes[3]["K"] == 12288);
   CHECK(shapes[3].label == "w2");
 }
 

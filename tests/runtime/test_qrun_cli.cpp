@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "tuner/cpu/cpu_matvec.h"
+#include "device/winners/fingerprint.h"
+#include "kernels_src/cpu_matvec/cpu_matvec_family.h"
+#include "tuner/family/family.h"
 #include "tuner/family/family.h"
 #include "tuner/measure/protocol.h"
 #include "tuner/store/store.h"
@@ -134,11 +136,11 @@ TEST_CASE("qrun --tuned-cache applies the winners a qtune store holds for this C
   const std::string cache = kTmp + "tuned.sqlite";
   std::remove(cache.c_str());
   {
-    qt::tune::register_cpu_families();
     qt::tune::Store store(cache);
-    const auto family = qt::tune::find_family(qt::tune::cpu_matvec_family_name(qt::WeightType::Q8_0));
+    const auto family =
+        qt::tune::find_family("cpu." + qt::kernels::cpu_matvec::matvec_family_name(qt::WeightType::Q8_0));
     qt::tune::ResultRow row;
-    row.device = qt::tune::cpu_fingerprint();
+    row.device = qt::winners::cpu_fingerprint();
     row.family = family->name();
     row.source_hash = family->source_hash();
     row.shape = {384, 96, 32};  // dense.ajc1's lm_head

@@ -5,14 +5,14 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "tuner/cpu/cpu_matvec.h"
+#include "device/winners/fingerprint.h"
 #include "tuner/family/candidate.h"
 #include "tuner/store/store.h"
 
 using namespace qt::tune;
+using qt::winners::cpu_fingerprint;
 
 TEST_CASE("cpu matvec spaces respect the rows-per-task constraint", "[tuner][cpu]") {
-  register_cpu_families();
   auto fam = find_family("cpu.matvec.q8_0");
   Space s = fam->space({64, 256, 64});
   REQUIRE(s.size() > 0);
@@ -25,7 +25,6 @@ TEST_CASE("cpu matvec spaces respect the rows-per-task constraint", "[tuner][cpu
 }
 
 TEST_CASE("every cpu matvec type verifies against the reference and is tuned into the store", "[tuner][cpu]") {
-  register_cpu_families();
   std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
   std::filesystem::create_directories(dir);
   std::string path = dir + "/cpu-" + std::to_string(getpid()) + ".sqlite";

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "tuner/family/candidate.h"
-#include "tuner/gpu/device_family.h"
+#include "tuner/family/family.h"
 
 using namespace qt::tune;
 
@@ -26,8 +26,7 @@ TuneOptions two_points_once(uint64_t seed) {
 }  // namespace
 
 TEST_CASE("GPU family points run on the emulator in a worker and verify against the reference", "[tuner][emu]") {
-  register_emu_families();
-  auto names = emu_family_names();
+  auto names = family_names("emu");
   REQUIRE(std::find(names.begin(), names.end(), "emu.awq_gemv") != names.end());
   auto fam = find_family("emu.awq_gemv");
   std::vector<int64_t> shape = {1, 256, 256, 128};
@@ -46,7 +45,6 @@ TEST_CASE("GPU family points run on the emulator in a worker and verify against 
 }
 
 TEST_CASE("emu shapes violating a family's shape constraint are not in its space", "[tuner][emu]") {
-  register_emu_families();
   auto fam = find_family("emu.awq_gemv");
   // The GEMV serves M <= 8: no point can run M = 9, and split_k is capped by the number of K groups.
   REQUIRE(fam->space({9, 256, 256, 128}).size() == 0);
@@ -55,8 +53,7 @@ TEST_CASE("emu shapes violating a family's shape constraint are not in its space
 
 TEST_CASE("with a target GPU, points are compiled by NVRTC in the worker and screened before emulation",
           "[tuner][emu]") {
-  register_emu_families(86);
-  auto fam = find_family("emu.awq_gemv");
+  auto fam = find_family("emu.awq_gemv", 86);
   Worker worker(handle_candidate_request);
   const TuneOptions opt = two_points_once(3);
   int screened = 0;
@@ -67,5 +64,4 @@ TEST_CASE("with a target GPU, points are compiled by NVRTC in the worker and scr
     ++screened;
   });
   REQUIRE(screened == 2);
-  register_emu_families(0);
 }

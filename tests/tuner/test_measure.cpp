@@ -3,12 +3,13 @@
 
 #include <cmath>
 
-#include "tuner/core/rng.h"
+#include "common/rng.h"
 #include "tuner/family/candidate.h"
 #include "tuner/measure/protocol.h"
 #include "tuner/measure/verify.h"
 
 using namespace qt::tune;
+using qt::Rng;
 
 namespace {
 // Deterministic "timer": base time with +-jitter noise and an occasional outlier.

@@ -8,6 +8,7 @@
 #include "tuner/search/strategies.h"
 
 using namespace qt::tune;
+using qt::Rng;
 
 namespace {
 

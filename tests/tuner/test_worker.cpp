@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "kernels_src/registry/registry.h"
 #include "tuner/family/candidate.h"
 #include "tuner/worker/worker.h"
 
@@ -63,51 +64,63 @@ TEST_CASE("a worker answers requests, survives handler exceptions, and is replac
 
 namespace {
 
-// A family whose point decides what the candidate does, to drive the real tuning loop.
-class MisbehavingInstance : public KernelInstance {
+// A host family whose point decides what the candidate does, to drive the real tuning loop.
+class MisbehavingKernel : public qt::kernels::HostKernel {
  public:
-  void prepare(const nlohmann::json& p) override { v_ = p.at("v").get<int>(); }
+  MisbehavingKernel(int v, qt::kernels::HostBuffers& b) : v_(v), out_(reinterpret_cast<float*>(b.at("y").data())) {}
   double run() override {
     switch (v_) {
       case 0: raise(SIGSEGV); break;
       case 1: std::abort();
       case 2: std::this_thread::sleep_for(std::chrono::hours(1)); break;
       case 3: out_[0] = 99; return 1e-3;  // wrong result
-      case 4: throw CandidateError(Status::CompileFailed, "ptxas: too many registers");
       default: break;
     }
-    out_ = ref_;
+    for (int i = 0; i < 8; ++i) out_[i] = 1.0f;
     return 1e-3 * (1 + std::abs(v_ - 7));  // 7 is the fastest correct point
   }
-  const float* output() const override { return out_.data(); }
-  const std::vector<float>& reference() override { return ref_; }
-  Tolerance tolerance(double rms) const override { return default_tolerance(DType::F32, 8, rms); }
 
  private:
-  int v_ = 0;
-  std::vector<float> ref_ = std::vector<float>(8, 1.0f), out_ = ref_;
+  int v_;
+  float* out_;
 };
 
-class MisbehavingFamily : public KernelFamily {
- public:
-  std::string name() const override { return "test.misbehaving"; }
-  std::string dtypes() const override { return "f32"; }
-  std::string source_hash() const override { return "test"; }
-  std::vector<Param> params(const std::vector<int64_t>&) const override {
-    return {numeric_param("v", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})};
-  }
-  bool valid(const std::vector<int64_t>&, const std::vector<double>&) const override { return true; }
-  std::unique_ptr<KernelInstance> instantiate(const std::vector<int64_t>&) const override {
-    return std::make_unique<MisbehavingInstance>();
-  }
-};
+const qt::kernels::KernelFamily& misbehaving_family() {
+  using namespace qt::kernels;
+  static const KernelFamily f = [] {
+    KernelFamily k;
+    k.name = "test.misbehaving";
+    k.dtypes = "f32";
+    k.dims = {"n"};
+    k.params = {{"v", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 0, ""}};
+    k.plan = [](const Point&, const Shape&) {
+      LaunchPlan p;
+      p.buffers = {{"y", qt::kernels::DType::F32, 8, BufferSpec::Role::Output}};
+      return p;
+    };
+    k.host_prepare = [](const Point& p, const Shape&, HostBuffers& b) -> std::unique_ptr<HostKernel> {
+      if (p.at("v") == 4) throw PointRejected(PointRejected::Reason::CompileFailed, "ptxas: too many registers");
+      return std::make_unique<MisbehavingKernel>(int(p.at("v")), b);
+    };
+    k.make_inputs = [](const Shape&, uint64_t) { return HostBuffers{}; };
+    k.reference = [](const Shape&, const HostBuffers&) {
+      Expected e;
+      e.buffer = "y";
+      e.values.assign(8, 1.0f);
+      e.abs_tol = 1e-6;
+      return std::vector<Expected>{e};
+    };
+    return k;
+  }();
+  return f;
+}
 
 }  // namespace
 
 TEST_CASE("a tuning run records crashes, hangs, wrong results and compile errors and still finds the best point",
           "[tuner][worker]") {
-  auto fam = std::make_shared<MisbehavingFamily>();
-  register_family(fam);
+  qt::kernels::add_family(&misbehaving_family());
+  auto fam = find_family("cpu.test.misbehaving");
   Worker worker(handle_candidate_request);
   TuneOptions opt;
   opt.strategy = "exhaustive";

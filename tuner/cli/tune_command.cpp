@@ -12,10 +12,11 @@
 #include "common/progress.h"
 #include "models/formats/model_file.h"
 #include "tuner/cli/commands.h"
-#include "tuner/cpu/cpu_matvec.h"
+#include "device/winners/fingerprint.h"
+#include "kernels_src/cpu_matvec/cpu_matvec_family.h"
+#include "kernels_src/registry/registry.h"
 #include "device/cuda/cuda_probe.h"
 #include "tuner/family/candidate.h"
-#include "tuner/gpu/device_family.h"
 #include "tuner/replay/replay.h"
 #include "tuner/search/strategies.h"
 #include "tuner/store/store.h"
@@ -23,6 +24,20 @@
 namespace qt::tune {
 
 namespace {
+
+using kernels::cpu_matvec::MatvecShape;
+using kernels::cpu_matvec::matvec_family_name;
+using kernels::cpu_matvec::model_matvec_shapes;
+using winners::cpu_fingerprint;
+
+// The [M, N, K, G]-style shapes a model needs from a device family, as plain values.
+std::vector<std::vector<int64_t>> device_model_shapes(const std::string& family, const ModelFile& mf) {
+  std::vector<std::vector<int64_t>> out;
+  const kernels::KernelFamily& f = kernels::find_family(family);
+  if (!f.model_shapes) return out;
+  for (const auto& s : f.model_shapes(mf.config(), &mf.weights())) out.push_back(s.values);
+  return out;
+}
 
 WeightType parse_type(const std::string& s) {
   if (s == "q8_0") return WeightType::Q8_0;
@@ -79,9 +94,9 @@ int tune_command(const std::vector<std::string>& args) {
     for (const auto& s : shapes)
       std::printf("  %-18s %-10s %s\n", shape_text(s.shape).c_str(), weight_type_name(s.type), s.what.c_str());
     // The GPU kernel families' own shape lists (registry model_shapes: GEMV for decode, GEMM for prefill).
-    for (const std::string& fam : emu_family_names()) {
+    for (const std::string& fam : family_names("emu")) {
       std::string reg = fam.substr(4);
-      auto gs = emu_model_shapes(reg, mf->config());
+      auto gs = device_model_shapes(reg, *mf);
       std::printf("GPU family %-14s %zu shapes%s", reg.c_str(), gs.size(), gs.empty() ? " (does not serve this model)\n" : ":");
       for (const auto& s : gs) std::printf(" %s", shape_text(s).c_str());
       if (!gs.empty()) std::printf("  (M x N x K x G)\n");
@@ -111,28 +126,26 @@ int tune_command(const std::vector<std::string>& args) {
 
   // Jobs: (family, shape, what).
   struct Job {
-    std::shared_ptr<KernelFamily> family;
+    std::shared_ptr<Tunable> family;
     std::vector<int64_t> shape;
     std::string what;
   };
   std::vector<Job> jobs;
   if (emu) {
-    register_emu_families(target_sm);
     if (!cli.given("--family")) throw Error("--device emu needs --family (GPU kernel family, e.g. awq_gemv)");
-    auto fam = find_family("emu." + cli.get("--family"));
+    auto fam = find_family("emu." + cli.get("--family"), target_sm);
     if (cli.given("--model")) {
       auto mf = ModelFile::open(cli.get("--model"));
-      for (auto& s : emu_model_shapes(cli.get("--family"), mf->config())) jobs.push_back({fam, s, "model"});
+      for (auto& s : device_model_shapes(cli.get("--family"), *mf)) jobs.push_back({fam, s, "model"});
       if (jobs.empty()) throw Error(cli.get("--model") + ": family " + cli.get("--family") + " serves no shape of it");
     } else if (cli.given("--shape")) {
       auto s = parse_int_list(cli.get("--shape"), "--shape");
-      if (s.size() != 4) throw Error("--shape for a GPU family must be M,N,K,G");
+      if (s.size() != fam->family().dims.size()) fam->family().shape(s);  // names the dims it takes
       jobs.push_back({fam, s, "--shape"});
     } else {
       throw Error("give --model X.bin or --shape M,N,K,G");
     }
   } else {
-    register_cpu_families();
     std::vector<MatvecShape> shapes;
     if (cli.given("--model")) {
       auto mf = ModelFile::open(cli.get("--model"));
@@ -145,7 +158,7 @@ int tune_command(const std::vector<std::string>& args) {
     } else {
       throw Error("give --model X.bin or --shape N,K,G");
     }
-    for (const auto& s : shapes) jobs.push_back({find_family(cpu_matvec_family_name(s.type)), s.shape, s.what});
+    for (const auto& s : shapes) jobs.push_back({find_family("cpu." + matvec_family_name(s.type)), s.shape, s.what});
   }
 
   TuneOptions opt;

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tuner/core/rng.h"
+#include "common/rng.h"
 #include "tuner/core/space.h"
 #include "tuner/core/status.h"
 

@@ -61,9 +61,13 @@ CandidateOutcome run_candidate(KernelInstance& inst, const nlohmann::json& point
 std::string handle_candidate_request(const std::string& request) {
   static std::map<std::string, std::unique_ptr<KernelInstance>> instances;
   nlohmann::json j = nlohmann::json::parse(request);
-  auto fam = find_family(j.at("family").get<std::string>());
+  static std::map<std::string, std::shared_ptr<Tunable>> families;  // instances refer to their family
+  const int target_sm = j.value("target_sm", 0);
+  const std::string family_key = j.at("family").get<std::string>() + "@" + std::to_string(target_sm);
+  auto& fam = families[family_key];
+  if (!fam) fam = find_family(j.at("family").get<std::string>(), target_sm);
   auto shape = j.at("shape").get<std::vector<int64_t>>();
-  std::string key = fam->name() + nlohmann::json(shape).dump();
+  std::string key = family_key + nlohmann::json(shape).dump();
   auto& inst = instances[key];
   if (!inst) inst = fam->instantiate(shape);
   MeasureOptions m;
@@ -85,13 +89,14 @@ namespace {
 
 class WorkerObjective : public Objective {
  public:
-  WorkerObjective(const KernelFamily& f, const Space& s, const std::vector<int64_t>& shape, Worker& w,
+  WorkerObjective(const Tunable& f, const Space& s, const std::vector<int64_t>& shape, Worker& w,
                   const TuneOptions& o, const CandidateSink& sink, TuneReport& rep)
       : fam_(f), space_(s), shape_(shape), worker_(w), opt_(o), sink_(sink), rep_(rep) {}
 
   Observation evaluate(PointId id) override {
     nlohmann::json point = nlohmann::json::parse(space_.point_json(id));
     nlohmann::json req = {{"family", fam_.name()},
+                          {"target_sm", fam_.target_sm()},
                           {"shape", shape_},
                           {"point", point},
                           {"flush", opt_.flush},
@@ -130,7 +135,7 @@ class WorkerObjective : public Objective {
   }
 
  private:
-  const KernelFamily& fam_;
+  const Tunable& fam_;
   const Space& space_;
   std::vector<int64_t> shape_;
   Worker& worker_;
@@ -142,7 +147,7 @@ class WorkerObjective : public Objective {
 
 }  // namespace
 
-TuneReport tune_shape(const KernelFamily& family, const std::vector<int64_t>& shape, Worker& worker,
+TuneReport tune_shape(const Tunable& family, const std::vector<int64_t>& shape, Worker& worker,
                       const TuneOptions& opt, const CandidateSink& sink) {
   auto t0 = std::chrono::steady_clock::now();
   TuneReport rep;

@@ -56,7 +56,7 @@ struct TuneReport {
 // Called after every evaluated candidate (to store it, show progress).
 using CandidateSink = std::function<void(const nlohmann::json& point, const CandidateOutcome& o)>;
 
-TuneReport tune_shape(const KernelFamily& family, const std::vector<int64_t>& shape, Worker& worker,
+TuneReport tune_shape(const Tunable& family, const std::vector<int64_t>& shape, Worker& worker,
                       const TuneOptions& opt, const CandidateSink& sink);
 
 }  // namespace qt::tune

@@ -1,7 +1,9 @@
 #pragma once
-// A tunable kernel family: its parameter space for a shape (with constraints), and, inside the worker
-// process, instances that run one point of the space on prepared inputs and expose the output and the
-// family's reference output for verification.
+// The tuner's view of a kernel family (kernels_src/registry) on one kind of device: its space for a shape
+// (parameters and constraints come from the family), and, inside the worker process, instances that run one
+// point on the device the request names and expose the output and the family's reference for verification.
+// Names are "<device>.<family>": "emu.awq_gemv" and "cuda.awq_gemv" run a device family on the emulator or a
+// GPU, "cpu.matvec.q8_0" runs a host family on this CPU.
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -10,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels_src/registry/family.h"
 #include "tuner/core/space.h"
 #include "tuner/core/status.h"
 #include "tuner/measure/verify.h"
@@ -23,36 +26,49 @@ class CandidateError : public std::runtime_error {
   Status status;
 };
 
+// One point at a time on one shape, in the worker: what the measurement protocol drives.
 class KernelInstance {
  public:
   virtual ~KernelInstance() = default;
   // Configures/compiles `point`; throws CandidateError(CompileFailed / ResourceFailed).
   virtual void prepare(const nlohmann::json& point) = 0;
-  // Runs the prepared point once and returns the device-measured duration in seconds.
+  // Runs the prepared point once and returns the measured duration in seconds.
   virtual double run() = 0;
   virtual const float* output() const = 0;
   virtual const std::vector<float>& reference() = 0;  // computed once per instance
   virtual Tolerance tolerance(double ref_rms) const = 0;
 };
 
-class KernelFamily {
+class Tunable {
  public:
-  virtual ~KernelFamily() = default;
-  virtual std::string name() const = 0;
-  virtual std::string dtypes() const = 0;
-  virtual std::string source_hash() const = 0;
-  virtual std::vector<Param> params(const std::vector<int64_t>& shape) const = 0;
-  virtual bool valid(const std::vector<int64_t>& shape, const std::vector<double>& values) const = 0;
-  virtual std::unique_ptr<KernelInstance> instantiate(const std::vector<int64_t>& shape) const = 0;
-  // Bytes to overwrite between timed repetitions (0 = no flush).
-  virtual size_t flush_bytes() const { return 0; }
+  // `device`: "cpu" for host families, "emu" or "cuda" for device families. `target_sm` > 0 compiles each point
+  // for that architecture with NVRTC first and prunes what its static report rejects (emu and cuda).
+  Tunable(const kernels::KernelFamily& family, std::string device, int target_sm = 0);
+
+  std::string name() const { return device_ + "." + family_.name; }
+  const std::string& dtypes() const { return family_.dtypes; }
+  const std::string& source_hash() const { return family_.source_hash; }
+  const kernels::KernelFamily& family() const { return family_; }
+  const std::string& device() const { return device_; }
+  int target_sm() const { return target_sm_; }
 
   Space space(const std::vector<int64_t>& shape) const;
+  std::unique_ptr<KernelInstance> instantiate(const std::vector<int64_t>& shape) const;
+  // Bytes to overwrite between timed repetitions (0 = no flush).
+  size_t flush_bytes() const;
+
+  // A JSON point of the space as the family's point (labels mapped back to values).
+  kernels::Point to_point(const nlohmann::json& point) const;
+
+ private:
+  const kernels::KernelFamily& family_;
+  std::string device_;
+  int target_sm_;
 };
 
-// Families known to this process. Registration before a Worker forks makes them known to the worker.
-void register_family(std::shared_ptr<KernelFamily> f);
-std::shared_ptr<KernelFamily> find_family(const std::string& name);  // throws qt::Error if unknown
-std::vector<std::string> family_names();
+// "emu.awq_gemv", "cpu.matvec.q8_0": the registry family on that device; throws qt::Error naming the known ones.
+std::shared_ptr<Tunable> find_family(const std::string& name, int target_sm = 0);
+// Every tunable name for a device kind: "cpu" lists the host families, "emu"/"cuda" the device families.
+std::vector<std::string> family_names(const std::string& device);
 
 }  // namespace qt::tune

@@ -4,10 +4,9 @@
 #include <cstddef>
 #include <vector>
 
-namespace qt::tune {
+#include "common/cpu_info.h"
 
-// Largest CPU cache (bytes) from /sys/devices/system/cpu/cpu0/cache; `fallback` if unreadable.
-size_t cpu_last_level_cache_bytes(size_t fallback = 32u << 20);
+namespace qt::tune {
 
 class CacheFlusher {
  public:

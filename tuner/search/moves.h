@@ -2,7 +2,7 @@
 // Moves in a constrained space shared by the strategies.
 #include <optional>
 
-#include "tuner/core/rng.h"
+#include "common/rng.h"
 #include "tuner/core/search.h"
 #include "tuner/core/space.h"
 

@@ -6,6 +6,9 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <set>
+#include <cctype>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -22,7 +25,6 @@ namespace {
 
 using kernels::KernelFamily;
 using kernels::Point;
-using kernels::ProblemShape;
 
 // Qwen3-8B's projections (config.json of Qwen/Qwen3-8B; AWQ checkpoints use group size 128): the shapes
 // used when no model file is given.
@@ -74,25 +76,32 @@ std::vector<Point> select_points(const KernelFamily& f, const std::string& which
 struct ModelShapes {
   std::string description;
   ModelConfig config;
-  std::string no_shapes;  // why the model needs nothing from these families ("" = use config's shapes)
+  std::shared_ptr<ModelFile> file;  // null when no --model is given
+  std::set<WeightType> types;       // the weight types of the model's matrices
+  bool serves(const KernelFamily& f) const {
+    if (!file || f.weight_types.empty()) return true;
+    for (WeightType t : types)
+      if (f.serves(t)) return true;
+    return false;
+  }
 };
 
 ModelShapes model_shapes(const std::string& path) {
-  if (path.empty()) return {"Qwen3-8B shapes (no --model given)", qwen3_8b(), ""};
-  auto file = ModelFile::open(path);
+  if (path.empty()) return {"Qwen3-8B shapes (no --model given)", qwen3_8b(), nullptr, {}};
+  std::shared_ptr<ModelFile> file = ModelFile::open(path);
   const ModelWeights& w = file->weights();
   if (w.layers.empty()) throw Error(path + ": model has no layers");
-  const LayerWeights& l = w.layers.front();
-  const QTensor& probe = l.wq;
-  const bool awq = probe.type == WeightType::AWQ_INT4 ||
-                   (!l.expert_w1.empty() && l.expert_w1.front().type == WeightType::AWQ_INT4);
+  std::set<WeightType> types;
+  for (const LayerWeights& l : w.layers)
+    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3})
+      if (!t->empty()) types.insert(t->type);
+  for (const LayerWeights& l : w.layers)
+    for (const auto* experts : {&l.expert_w1, &l.expert_w2, &l.expert_w3})
+      for (const QTensor& t : *experts) types.insert(t.type);
   ModelConfig c = file->config();
-  if (!awq)
-    return {path + " (" + file_format_name(file->format()) + ")", c,
-            std::string(weight_type_name(probe.type)) +
-                " weights: no registered kernel family serves this model (the AWQ families need an ak48 model)"};
-  if (c.group_size <= 0) c.group_size = probe.group_size;
-  return {path + " (" + file_format_name(file->format()) + ", " + std::to_string(c.n_layers) + " layers)", c, ""};
+  if (c.group_size <= 0) c.group_size = w.layers.front().wq.group_size;
+  return {path + " (" + file_format_name(file->format()) + ", " + std::to_string(c.n_layers) + " layers)", c, file,
+          types};
 }
 
 }  // namespace
@@ -116,8 +125,14 @@ int run_static_command(const std::vector<std::string>& args) {
   const int sm = parse_arch(cli.get("--gpu"));
   const ArchLimits& arch = arch_limits(sm);
   std::vector<const KernelFamily*> families;
-  if (auto k = cli.get_optional("--kernel")) families.push_back(&kernels::find_family(*k));
-  else families = kernels::all_families();
+  if (auto k = cli.get_optional("--kernel")) {
+    const KernelFamily& f = kernels::find_family(*k);
+    if (f.on_host()) throw Error("kernel family " + f.name + " runs on the host; qtune static compiles GPU families");
+    families.push_back(&f);
+  } else {
+    for (const KernelFamily* f : kernels::all_families())
+      if (!f->on_host()) families.push_back(f);
+  }
 
   const ModelShapes ms = model_shapes(cli.get_optional("--model").value_or(""));
   const int64_t m_override = cli.given("--m") ? cli.get_int("--m") : 0;
@@ -133,7 +148,13 @@ int run_static_command(const std::vector<std::string>& args) {
             << " SMs), NVRTC " << nvrtc_version() << ", " << ms.description << "\n"
             << "cache: " << (opt.use_cache ? service.options().cache_dir : std::string("off")) << ", "
             << service.options().threads << " compile threads\n";
-  if (!ms.no_shapes.empty()) std::cout << "note: " << ms.no_shapes << "; showing the points only\n";
+  bool any_served = false;
+  for (const KernelFamily* f : families) any_served = any_served || ms.serves(*f);
+  if (!any_served) {
+    std::string names;
+    for (WeightType t : ms.types) names += (names.empty() ? "" : ", ") + std::string(weight_type_name(t));
+    std::cout << "note: " << names << " weights: no registered kernel family serves this model; showing the points only\n";
+  }
 
   nlohmann::json out_json = {{"gpu", arch_name(sm)}, {"nvrtc", nvrtc_version()}, {"families", nlohmann::json::array()}};
   size_t total_programs = 0, total_hits = 0, total_points = 0, total_pruned = 0;
@@ -200,13 +221,17 @@ int run_static_command(const std::vector<std::string>& args) {
     std::cout << "   " << results.size() << " points, compiled in " << fmt("%.2f s", family_wall) << " wall\n";
 
     // Which points can serve each shape the model needs, and how many waves their grid makes.
-    if (!ms.no_shapes.empty()) {
+    if (!ms.serves(*f)) {
+      if (any_served) std::cout << "   serves none of this model's weight types\n";
       out_json["families"].push_back(fam);
       continue;
     }
-    std::vector<ProblemShape> shapes = f->model_shapes(ms.config);
+    std::vector<kernels::Shape> shapes = f->model_shapes ? f->model_shapes(ms.config, ms.file ? &ms.file->weights() : nullptr)
+                                                         : std::vector<kernels::Shape>{};
     if (m_override)
-      for (auto& s : shapes) s.m = m_override;
+      for (auto& s : shapes)
+        for (size_t d = 0; d < s.names.size(); ++d)
+          if (s.names[d] == "M") s.values[d] = m_override;
     Table st;
     st.head = {"shape", "layers", "usable points", "grid (first usable)", "waves on " + std::string(arch.example)};
     for (const auto& s : shapes) {
@@ -233,8 +258,13 @@ int run_static_command(const std::vector<std::string>& args) {
                          std::to_string(usable) + "/" + std::to_string(results.size()) +
                              (usable == 0 && !why_not.empty() ? " (" + why_not + ")" : ""),
                          grid, waves});
-      fam["shapes"].push_back({{"m", s.m}, {"n", s.n}, {"k", s.k}, {"group", s.group}, {"label", s.label},
-                               {"usable_points", usable}});
+      nlohmann::json sj = {{"label", s.label}, {"usable_points", usable}};
+      for (size_t d = 0; d < s.names.size() && d < s.values.size(); ++d) {
+        std::string key = s.names[d];
+        for (char& ch : key) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        sj[key] = s.values[d];
+      }
+      fam["shapes"].push_back(sj);
     }
     std::cout << "\n";
     st.print(std::cout);

@@ -10,9 +10,13 @@
 #include <map>
 
 #include "common/error.h"
+#include "device/winners/sqlite_stmt.h"
+#include "device/winners/winners.h"
 #include "tuner/replay/kt_cache.h"
 
 namespace qt::tune {
+
+using winners::Stmt;
 
 namespace {
 
@@ -32,47 +36,6 @@ CREATE TABLE IF NOT EXISTS result(
   UNIQUE(device_id, kernel_id, shape, dtypes, point, run_id, created_at));
 CREATE INDEX IF NOT EXISTS result_key ON result(device_id, kernel_id, dtypes, shape, status);
 )SQL";
-
-class Stmt {
- public:
-  Stmt(sqlite3* db, const std::string& sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK)
-      throw Error(std::string("store: ") + sqlite3_errmsg(db), kExitFailure);
-  }
-  ~Stmt() { sqlite3_finalize(s_); }
-  Stmt& bind(int i, const std::string& v) {
-    sqlite3_bind_text(s_, i, v.c_str(), int(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Stmt& bind(int i, int64_t v) {
-    sqlite3_bind_int64(s_, i, v);
-    return *this;
-  }
-  Stmt& bind(int i, double v) {
-    sqlite3_bind_double(s_, i, v);
-    return *this;
-  }
-  bool step() {
-    int rc = sqlite3_step(s_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    throw Error(std::string("store: ") + sqlite3_errmsg(db_), kExitFailure);
-  }
-  void reset() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  std::string text(int c) const {
-    auto p = sqlite3_column_text(s_, c);
-    return p ? reinterpret_cast<const char*>(p) : "";
-  }
-  int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
-  double f64(int c) const { return sqlite3_column_double(s_, c); }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* s_ = nullptr;
-};
 
 nlohmann::json shape_json(const std::vector<int64_t>& s) { return nlohmann::json(s); }
 
@@ -100,105 +63,10 @@ int64_t kernel_id(sqlite3* db, const std::string& family, const std::string& has
   return q.i64(0);
 }
 
-// Rows of one (device, family, dtypes[, hash]) as shape -> list of (point, median, status).
-struct Measured {
-  std::string point;
-  double median;
-};
-using ByShape = std::map<std::vector<int64_t>, std::vector<Measured>>;
-
-ByShape measured_by_shape(sqlite3* db, const DeviceFingerprint& dev, const std::string& family,
-                          const std::string& dtypes, const std::string& hash) {
-  std::string sql =
-      "SELECT r.shape, r.point, r.median_s FROM result r JOIN device d ON r.device_id=d.id "
-      "JOIN kernel k ON r.kernel_id=k.id WHERE d.fingerprint=? AND k.family=? AND r.dtypes=? AND r.status='ok'";
-  if (!hash.empty()) sql += " AND k.source_hash=?";
-  Stmt q(db, sql);
-  q.bind(1, dev.key()).bind(2, family).bind(3, dtypes);
-  if (!hash.empty()) q.bind(4, hash);
-  ByShape out;
-  while (q.step()) {
-    auto shape = nlohmann::json::parse(q.text(0)).get<std::vector<int64_t>>();
-    out[shape].push_back({q.text(1), q.f64(2)});
-  }
-  return out;
-}
-
-const Measured* best_of(const std::vector<Measured>& v) {
-  const Measured* b = nullptr;
-  for (const auto& m : v)
-    if (!b || m.median < b->median) b = &m;
-  return b;
-}
-
-// The tuned shape nearest to `want` among `shapes` (excluding `exclude`), by the documented rule.
-std::optional<std::vector<int64_t>> nearest(const ByShape& shapes, const std::vector<int64_t>& want,
-                                            const std::vector<int64_t>* exclude) {
-  std::optional<std::vector<int64_t>> best;
-  double best_d = 0, best_size = 0;
-  for (const auto& [s, rows] : shapes) {
-    if (s.size() != want.size() || (exclude && s == *exclude)) continue;
-    double d = shape_distance(s, want);
-    double size = 0;
-    for (int64_t x : s) size += std::log2(double(std::max<int64_t>(1, x)));
-    bool better = !best || d < best_d - 1e-12 ||
-                  (std::fabs(d - best_d) <= 1e-12 && (size > best_size + 1e-12 ||
-                                                      (std::fabs(size - best_size) <= 1e-12 && s < *best)));
-    if (better) best = s, best_d = d, best_size = size;
-  }
-  return best;
-}
-
-std::optional<double> loo_regret(const ByShape& shapes, const std::vector<int64_t>& donor,
-                                 std::vector<int64_t>* neighbour_out) {
-  auto nb = nearest(shapes, donor, &donor);
-  if (!nb) return std::nullopt;
-  if (neighbour_out) *neighbour_out = *nb;
-  const Measured* own = best_of(shapes.at(donor));
-  const Measured* theirs = best_of(shapes.at(*nb));
-  std::optional<double> t;
-  for (const auto& m : shapes.at(donor))
-    if (m.point == theirs->point && (!t || m.median < *t)) t = m.median;
-  if (!t || own->median <= 0) return std::nullopt;
-  return *t / own->median - 1.0;
-}
-
 std::string canonical_point(const nlohmann::json& p) { return p.dump(); }  // nlohmann sorts object keys
 
 }  // namespace
 
-std::string DeviceFingerprint::key() const { return to_json().dump(); }
-
-nlohmann::json DeviceFingerprint::to_json() const {
-  return {{"name", name},
-          {"arch", arch},
-          {"sm_count", sm_count},
-          {"memory_bytes", memory_bytes},
-          {"clock_mhz", clock_mhz},
-          {"mem_clock_mhz", mem_clock_mhz},
-          {"l2_bytes", l2_bytes},
-          {"driver", driver},
-          {"cuda_version", cuda_version},
-          {"nvrtc_version", nvrtc_version},
-          {"qtune_version", qtune_version}};
-}
-
-DeviceFingerprint DeviceFingerprint::from_json(const nlohmann::json& j) {
-  if (!j.is_object() || !j.contains("name")) throw Error("device fingerprint needs at least a 'name'");
-  DeviceFingerprint d;
-  d.name = j.value("name", "");
-  d.arch = j.value("arch", "");
-  d.sm_count = j.value("sm_count", 0);
-  d.memory_bytes = j.value("memory_bytes", uint64_t(0));
-  d.clock_mhz = j.value("clock_mhz", 0);
-  d.mem_clock_mhz = j.value("mem_clock_mhz", 0);
-  d.l2_bytes = j.value("l2_bytes", uint64_t(0));
-  d.driver = j.value("driver", "");
-  d.cuda_version = j.value("cuda_version", "");
-  d.nvrtc_version = j.value("nvrtc_version", "");
-  d.qtune_version = j.value("qtune_version", "");
-  return d;
-}
 
 std::string utc_timestamp() {
   auto now = std::chrono::system_clock::now();
@@ -213,12 +81,6 @@ std::string utc_timestamp() {
   return out;
 }
 
-double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  double d = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
-    d += std::fabs(std::log2(double(std::max<int64_t>(1, a[i]))) - std::log2(double(std::max<int64_t>(1, b[i]))));
-  return d;
-}
 
 Store::Store(const std::string& path) : path_(path) {
   if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
@@ -351,35 +213,12 @@ std::vector<ResultRow> Store::rows(const std::string& family) const {
 
 std::optional<Winner> Store::lookup(const DeviceFingerprint& dev, const std::string& family, const std::string& dtypes,
                                     const std::vector<int64_t>& shape, const std::string& hash) const {
-  ByShape shapes = measured_by_shape(db_, dev, family, dtypes, hash);
-  Winner w;
-  std::vector<int64_t> donor = shape;
-  if (!shapes.count(shape)) {
-    auto nb = nearest(shapes, shape, nullptr);
-    if (!nb) return std::nullopt;
-    donor = *nb;
-    w.exact = false;
-    w.distance = shape_distance(shape, donor);
-    w.fallback_regret = loo_regret(shapes, donor, nullptr);
-  }
-  const Measured* b = best_of(shapes.at(donor));
-  w.point = nlohmann::json::parse(b->point);
-  w.median_s = b->median;
-  w.shape = donor;
-  return w;
+  return winners::lookup_winner(db_, dev, family, dtypes, shape, hash);
 }
 
 std::vector<ShapeRegret> Store::regrets(const DeviceFingerprint& dev, const std::string& family,
                                         const std::string& dtypes, const std::string& hash) const {
-  ByShape shapes = measured_by_shape(db_, dev, family, dtypes, hash);
-  std::vector<ShapeRegret> out;
-  for (const auto& [s, rows] : shapes) {
-    ShapeRegret r;
-    r.shape = s;
-    r.regret = loo_regret(shapes, s, &r.neighbour);
-    out.push_back(r);
-  }
-  return out;
+  return winners::shape_regrets(db_, dev, family, dtypes, hash);
 }
 
 nlohmann::json Store::export_json(const std::string& family) const {

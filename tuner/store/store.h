@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "device/winners/winners.h"
 #include "tuner/core/status.h"
 #include "tuner/measure/protocol.h"
 
@@ -26,19 +27,10 @@ struct sqlite3;
 
 namespace qt::tune {
 
-struct DeviceFingerprint {
-  std::string name;     // "NVIDIA A100-PCIE-40GB", "cpu: AMD EPYC ..."
-  std::string arch;     // "sm_80", "x86_64-avx2"
-  int sm_count = 0;     // SMs, or CPU cores
-  uint64_t memory_bytes = 0;
-  int clock_mhz = 0, mem_clock_mhz = 0;
-  uint64_t l2_bytes = 0;
-  std::string driver, cuda_version, nvrtc_version, qtune_version;
-
-  std::string key() const;  // canonical text of every field; rows match devices by it
-  nlohmann::json to_json() const;
-  static DeviceFingerprint from_json(const nlohmann::json& j);
-};
+using winners::DeviceFingerprint;
+using winners::ShapeRegret;
+using winners::Winner;
+using winners::shape_distance;
 
 struct ResultRow {
   DeviceFingerprint device;
@@ -51,20 +43,6 @@ struct ResultRow {
   std::string detail;
   std::string run_id;
   std::string created_at;  // ISO 8601 UTC; filled by put() when empty
-};
-
-struct Winner {
-  nlohmann::json point;
-  double median_s = 0;
-  std::vector<int64_t> shape;  // the shape the winner was measured at (the donor on a fallback)
-  bool exact = true;
-  double distance = 0;  // sum |log2| between the requested shape and the donor
-  std::optional<double> fallback_regret;  // leave-one-out regret at the donor, if measured
-};
-
-struct ShapeRegret {
-  std::vector<int64_t> shape, neighbour;
-  std::optional<double> regret;
 };
 
 class Store {
@@ -100,6 +78,5 @@ class Store {
 };
 
 std::string utc_timestamp();
-double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 
 }  // namespace qt::tune

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace qt::tune {
+namespace qt {
 
 class Rng {
  public:
@@ -39,4 +39,4 @@ class Rng {
   uint64_t state_;
 };
 
-}  // namespace qt::tune
+}  // namespace qt

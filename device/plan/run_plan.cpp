@@ -1,0 +1,164 @@
+#include "device/plan/run_plan.h"
+
+#include <chrono>
+#include <set>
+
+#include "common/error.h"
+#include "kernels_src/registry/registry.h"
+
+namespace qt::plan {
+
+namespace {
+
+using kernels::BufferSpec;
+using kernels::KernelArg;
+using kernels::PointRejected;
+
+dev::KernelArgs device_args(const kernels::Launch& l, const std::vector<std::pair<std::string, dev::Buffer>>& buffers) {
+  dev::KernelArgs args;
+  for (const KernelArg& a : l.args) {
+    switch (a.kind) {
+      case KernelArg::Kind::Buffer: {
+        bool found = false;
+        for (const auto& [name, b] : buffers)
+          if (name == a.buffer) args.add(b.ptr()), found = true;
+        if (!found) throw Error("launch " + l.kernel + " names buffer '" + a.buffer + "' that the plan lacks", kExitFailure);
+        break;
+      }
+      case KernelArg::Kind::I32: args.add(static_cast<int32_t>(a.integer)); break;
+      case KernelArg::Kind::I64: args.add(static_cast<int64_t>(a.integer)); break;
+      case KernelArg::Kind::F32: args.add(a.real); break;
+    }
+  }
+  return args;
+}
+
+}  // namespace
+
+PlanRun::PlanRun(dev::Device* device, const kernels::KernelFamily& family, const kernels::Point& point,
+                 const kernels::Shape& shape, const kernels::HostBuffers& inputs, std::shared_ptr<dev::Module> module)
+    : device_(device), family_(family) {
+  kernels::validate_point(family, point);
+  if (family.point_constraint)
+    if (std::string why = family.point_constraint(point); !why.empty())
+      throw PointRejected(PointRejected::Reason::Invalid, why);
+  if (family.shape_constraint)
+    if (std::string why = family.shape_constraint(point, shape); !why.empty())
+      throw PointRejected(PointRejected::Reason::Invalid, family.name + " " + kernels::point_key(point) +
+                                                               " cannot run " + kernels::shape_key(shape) + ": " + why);
+  plan_ = family.plan(point, shape);
+  for (const BufferSpec& spec : plan_.buffers) {
+    if (spec.role != BufferSpec::Role::Input) continue;
+    const auto it = inputs.find(spec.name);
+    if (it == inputs.end() || int64_t(it->second.size()) != spec.bytes())
+      throw Error(family.name + ": input '" + spec.name + "' does not match the plan's size (" +
+                      std::to_string(spec.bytes()) + " bytes)",
+                  kExitFailure);
+  }
+
+  if (family.on_host()) {
+    for (const BufferSpec& spec : plan_.buffers)
+      host_[spec.name] = spec.role == BufferSpec::Role::Input ? inputs.at(spec.name)
+                                                               : std::vector<uint8_t>(size_t(spec.bytes()), 0xFF);
+    host_kernel_ = family.host_prepare(point, shape, host_);
+    return;
+  }
+
+  if (!device_) throw Error("family " + family.name + " runs on a device, and none was given", kExitFailure);
+  if (!module) {
+    try {
+      module = load_family_module(*device_, family, {point});
+    } catch (const Error& e) {
+      throw PointRejected(PointRejected::Reason::CompileFailed, e.what());
+    }
+  }
+  module_ = std::move(module);
+  for (const BufferSpec& spec : plan_.buffers) {
+    dev::Buffer b(*device_, size_t(spec.bytes()));
+    if (spec.role == BufferSpec::Role::Input) device_->copy_to_device(b.ptr(), inputs.at(spec.name).data(), b.bytes());
+    buffers_.emplace_back(spec.name, std::move(b));
+  }
+  for (const kernels::Launch& l : plan_.launches) {
+    dev::LaunchConfig cfg;
+    cfg.grid = {l.grid.x, l.grid.y, l.grid.z};
+    cfg.block = {l.block.x, l.block.y, l.block.z};
+    cfg.dynamic_smem_bytes = static_cast<uint32_t>(l.dynamic_smem);
+    launches_.emplace_back(module_->kernel(l.kernel), cfg);
+    args_.push_back(device_args(l, buffers_));
+  }
+}
+
+PlanRun::~PlanRun() = default;
+
+void PlanRun::reset_outputs() {
+  for (const BufferSpec& spec : plan_.buffers) {
+    if (spec.role == BufferSpec::Role::Input) continue;
+    if (host_kernel_) {
+      std::fill(host_.at(spec.name).begin(), host_.at(spec.name).end(), uint8_t(0xFF));
+      continue;
+    }
+    for (auto& [name, b] : buffers_)
+      if (name == spec.name) device_->memset(b.ptr(), 0xFF, b.bytes());
+  }
+}
+
+double PlanRun::run() {
+  reset_outputs();
+  if (host_kernel_) return host_kernel_->run();
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < launches_.size(); ++i) device_->launch(launches_[i].first, launches_[i].second, args_[i]);
+  device_->synchronize();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<uint8_t> PlanRun::output(const std::string& buffer) const {
+  if (host_kernel_) return host_.at(buffer);
+  for (const auto& [name, b] : buffers_)
+    if (name == buffer) {
+      std::vector<uint8_t> bytes(b.bytes());
+      device_->copy_to_host(bytes.data(), b.ptr(), bytes.size());
+      return bytes;
+    }
+  throw Error("launch plan of " + family_.name + " has no buffer '" + buffer + "'", kExitFailure);
+}
+
+std::string compare_outputs(const PlanRun& run, const kernels::KernelFamily& family, const kernels::Point& point,
+                            const kernels::Shape& shape, const std::vector<kernels::Expected>& expected) {
+  for (const kernels::Expected& want : expected) {
+    const BufferSpec& spec = run.plan().buffer(want.buffer);
+    const std::string msg = kernels::compare_output(spec, run.output(spec.name), want);
+    if (!msg.empty()) return family.name + " " + kernels::point_key(point) + " on " + kernels::shape_key(shape) + ": " + msg;
+  }
+  return "";
+}
+
+VerifyResult verify_point(dev::Device* device, const kernels::KernelFamily& family, const kernels::Point& point,
+                          const kernels::Shape& shape, uint64_t seed) {
+  const kernels::HostBuffers inputs = family.make_inputs(shape, seed);
+  return verify_point_with(device, family, point, shape, inputs, family.reference(shape, inputs));
+}
+
+VerifyResult verify_point_with(dev::Device* device, const kernels::KernelFamily& family, const kernels::Point& point,
+                               const kernels::Shape& shape, const kernels::HostBuffers& inputs,
+                               const std::vector<kernels::Expected>& expected, std::shared_ptr<dev::Module> module) {
+  PlanRun run(device, family, point, shape, inputs, std::move(module));
+  VerifyResult r;
+  r.seconds = run.run();
+  r.message = compare_outputs(run, family, point, shape, expected);
+  r.passed = r.message.empty();
+  return r;
+}
+
+std::shared_ptr<dev::Module> load_family_module(dev::Device& device, const kernels::KernelFamily& family,
+                                                const std::vector<kernels::Point>& points) {
+  dev::ModuleSource src;
+  src.name = family.source;
+  src.source = kernels::read_family_source(family);
+  std::set<std::string> seen;
+  for (const auto& p : points)
+    for (const auto& k : family.kernels(p))
+      if (seen.insert(k).second) src.kernels.push_back(k);
+  return device.load_module(src);
+}
+
+}  // namespace qt::plan

@@ -1,0 +1,73 @@
+#pragma once
+// The winners table: the read side of a tuning store (one SQLite file written by qtune), small enough for the
+// runtime to link. A winner is looked up by device fingerprint, family, dtypes, source hash and shape.
+//
+// The nearest-shape rule: for (device fingerprint, family, dtypes[, source hash]) and a requested shape, the
+// winner is the fastest row with status "ok" at exactly that shape. If that shape was never tuned, the donor is
+// the tuned shape with the same number of dimensions that minimises sum_i |log2(requested_i) - log2(tuned_i)|;
+// ties go to the larger shape, then to the lexicographically smaller one. The fallback's measured regret, where
+// known, is the leave-one-out regret at the donor: how much slower the winner of the donor's own nearest tuned
+// neighbour was, measured at the donor (t(neighbour's winner at donor) / t(donor's winner) - 1). Unknown when
+// that point was not measured there.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "device/winners/fingerprint.h"
+
+struct sqlite3;
+
+namespace qt::winners {
+
+struct Winner {
+  nlohmann::json point;
+  double median_s = 0;
+  std::vector<int64_t> shape;  // the shape the winner was measured at (the donor on a fallback)
+  bool exact = true;
+  double distance = 0;  // sum |log2| between the requested shape and the donor
+  std::optional<double> fallback_regret;  // leave-one-out regret at the donor, if measured
+};
+
+struct ShapeRegret {
+  std::vector<int64_t> shape, neighbour;
+  std::optional<double> regret;
+};
+
+double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+// The rule above on an open store connection ("" hash: any source hash).
+std::optional<Winner> lookup_winner(sqlite3* db, const DeviceFingerprint& dev, const std::string& family,
+                                    const std::string& dtypes, const std::vector<int64_t>& shape,
+                                    const std::string& source_hash);
+std::vector<ShapeRegret> shape_regrets(sqlite3* db, const DeviceFingerprint& dev, const std::string& family,
+                                       const std::string& dtypes, const std::string& source_hash);
+
+// Result rows stored for `family` under a source hash other than `source_hash`: made from other sources, so
+// never used. One entry per (hash, device name) with its row count.
+struct StaleRows {
+  std::string source_hash, device_name;
+  int64_t rows = 0;
+};
+std::vector<StaleRows> stale_rows(sqlite3* db, const std::string& family, const std::string& source_hash);
+
+// A store opened read-only, for the runtime.
+class WinnersTable {
+ public:
+  explicit WinnersTable(const std::string& path);  // throws qt::Error (exit 2) if it is not a qtune store
+  ~WinnersTable();
+  WinnersTable(const WinnersTable&) = delete;
+  WinnersTable& operator=(const WinnersTable&) = delete;
+
+  std::optional<Winner> lookup(const DeviceFingerprint& dev, const std::string& family, const std::string& dtypes,
+                               const std::vector<int64_t>& shape, const std::string& source_hash) const;
+  std::vector<StaleRows> stale(const std::string& family, const std::string& source_hash) const;
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace qt::winners
