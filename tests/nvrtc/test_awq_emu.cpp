@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 
 #include "common/half.h"
@@ -16,10 +17,16 @@ using qt::kernels::KernelFamily;
 
 namespace {
 
+// A point whose shape constraint rejects every shape would otherwise pass having verified nothing, so each
+// point must be verified on at least one shape.
 void verify_defaults(const std::string& family_name) {
   const KernelFamily& f = qt::kernels::find_family(family_name);
   qt::emu::EmuDevice dev;
-  for (const auto& point : f.default_points()) {
+  const auto points = f.default_points();
+  REQUIRE(!points.empty());
+  size_t verified = 0;
+  for (const auto& point : points) {
+    size_t shapes_run = 0;
     for (const auto& shape : f.test_shapes) {
       if (!f.shape_constraint(point, shape).empty()) continue;
       INFO(f.name << " " << qt::kernels::point_key(point) << " on " << qt::kernels::shape_key(shape) << " ("
@@ -27,8 +34,14 @@ void verify_defaults(const std::string& family_name) {
       const auto r = qt::plan::verify_point(&dev, f, point, shape, 7);
       CHECK(r.message == "");
       CHECK(r.passed);
+      ++shapes_run;
     }
+    INFO(f.name << " " << qt::kernels::point_key(point) << ": the shape constraint rejects every test shape");
+    REQUIRE(shapes_run > 0);
+    verified += shapes_run;
   }
+  std::cout << f.name << ": verified " << verified << " (point, shape) pairs over " << points.size()
+            << " default points\n";
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 // Occupancy from the per-architecture limits table, checked against hand-computed cases and against the
-// toolkit's own calculator (cuda_occupancy.h) over a sweep of registers, block sizes and shared memory.
+// toolkit's own calculator (cuda_occupancy.h), fed the published per-architecture limits, over a sweep of
+// registers, block sizes and shared memory.
 #include <catch2/catch.hpp>
 
 #include <cuda_occupancy.h>
+
+#include <iterator>
+#include <stdexcept>
 
 #include "common/error.h"
 #include "device/arch/arch_limits.h"
@@ -11,34 +15,77 @@ using namespace qt::compile;
 
 namespace {
 
-int oracle_blocks(const ArchLimits& a, int regs, int threads, int64_t smem) {
+// Per-SM limits as published in the CUDA C++ Programming Guide's compute capability table ("Technical
+// Specifications per Compute Capability"), written out here rather than read from qtune's ArchLimits so that
+// a wrong entry there disagrees with the oracle instead of feeding it. Allocation granularities (registers
+// per warp in units of 256, warps in groups of 4, shared memory in units of 128 bytes, 256 on sm_75), the
+// blocks-per-SM cap and the carveout steps are not fields of cudaOccDeviceProp: cuda_occupancy.h derives
+// them from the compute capability itself. The blocks-per-SM column is kept to check that it does.
+struct PublishedLimits {
+  int sm;
+  int max_threads_per_sm;
+  int max_blocks_per_sm;
+  size_t smem_per_sm;             // largest shared memory carveout
+  size_t smem_per_block_optin;    // what one block may opt in to
+  size_t smem_reserved_per_block; // the 1 KB per block the driver keeps from compute capability 8.0 on
+};
+
+constexpr size_t kKiB = 1024;
+constexpr PublishedLimits kPublished[] = {
+    {75, 1024, 16, 64 * kKiB, 64 * kKiB, 0},
+    {80, 2048, 32, 164 * kKiB, 163 * kKiB, 1 * kKiB},
+    {86, 1536, 16, 100 * kKiB, 99 * kKiB, 1 * kKiB},
+    {89, 1536, 24, 100 * kKiB, 99 * kKiB, 1 * kKiB},
+    {90, 2048, 32, 228 * kKiB, 227 * kKiB, 1 * kKiB},
+};
+// The same on every listed architecture.
+constexpr int kRegsPerSm = 65536, kRegsPerBlock = 65536, kMaxThreadsPerBlock = 1024, kWarpSize = 32;
+constexpr size_t kSmemPerBlockDefault = 48 * kKiB;
+
+const PublishedLimits& published(int sm) {
+  for (const auto& p : kPublished)
+    if (p.sm == sm) return p;
+  FAIL("no published limits for sm_" << sm << " in this test");
+  throw std::logic_error("unreachable");
+}
+
+cudaOccDeviceProp device_prop(const PublishedLimits& l) {
   cudaOccDeviceProp p;
-  p.computeMajor = a.sm / 10;
-  p.computeMinor = a.sm % 10;
-  p.maxThreadsPerBlock = a.max_threads_per_block;
-  p.maxThreadsPerMultiprocessor = a.max_threads_per_sm;
-  p.regsPerBlock = a.regs_per_block;
-  p.regsPerMultiprocessor = a.regs_per_sm;
-  p.warpSize = 32;
-  p.sharedMemPerBlock = 48 * 1024;
-  p.sharedMemPerMultiprocessor = static_cast<size_t>(a.smem_per_sm);
+  p.computeMajor = l.sm / 10;
+  p.computeMinor = l.sm % 10;
+  p.maxThreadsPerBlock = kMaxThreadsPerBlock;
+  p.maxThreadsPerMultiprocessor = l.max_threads_per_sm;
+  p.regsPerBlock = kRegsPerBlock;
+  p.regsPerMultiprocessor = kRegsPerSm;
+  p.warpSize = kWarpSize;
+  p.sharedMemPerBlock = kSmemPerBlockDefault;
+  p.sharedMemPerMultiprocessor = l.smem_per_sm;
   p.numSms = 100;
-  p.sharedMemPerBlockOptin = static_cast<size_t>(a.smem_per_block_optin);
-  p.reservedSharedMemPerBlock = static_cast<size_t>(a.smem_reserved_per_block);
+  p.sharedMemPerBlockOptin = l.smem_per_block_optin;
+  p.reservedSharedMemPerBlock = l.smem_reserved_per_block;
+  return p;
+}
+
+cudaOccResult oracle(const PublishedLimits& l, int regs, int threads, int64_t smem) {
+  const cudaOccDeviceProp p = device_prop(l);
   cudaOccFuncAttributes f;
-  f.maxThreadsPerBlock = 1024;
+  f.maxThreadsPerBlock = kMaxThreadsPerBlock;
   f.numRegs = regs;
   f.sharedSizeBytes = 0;
   f.partitionedGCConfig = PARTITIONED_GC_OFF;
   f.shmemLimitConfig = FUNC_SHMEM_LIMIT_OPTIN;
-  f.maxDynamicSharedSizeBytes = static_cast<size_t>(a.smem_per_block_optin);
+  f.maxDynamicSharedSizeBytes = l.smem_per_block_optin;
   f.numBlockBarriers = 1;
   cudaOccDeviceState s;
   s.carveoutConfig = SHAREDMEM_CARVEOUT_MAX_SHARED;
   cudaOccResult r{};
   REQUIRE(cudaOccMaxActiveBlocksPerMultiprocessor(&r, &p, &f, &s, threads, static_cast<size_t>(smem)) ==
           CUDA_OCC_SUCCESS);
-  return r.activeBlocksPerMultiprocessor;
+  return r;
+}
+
+int oracle_blocks(const PublishedLimits& l, int regs, int threads, int64_t smem) {
+  return oracle(l, regs, threads, smem).activeBlocksPerMultiprocessor;
 }
 
 }  // namespace
@@ -70,16 +117,30 @@ TEST_CASE("hand-computed occupancy cases") {
   CHECK(occupancy(arch_limits(90), 16, 2048, 0).blocks_per_sm == 0);
 }
 
+TEST_CASE("the published limits the oracle uses are what cuda_occupancy.h assumes") {
+  for (const auto& l : kPublished) {
+    INFO("sm_" << l.sm);
+    // One-warp blocks with few registers and no shared memory stop only at the blocks-per-SM cap.
+    CHECK(oracle_blocks(l, 16, 32, 0) == l.max_blocks_per_sm);
+    CHECK((oracle(l, 16, 32, 0).limitingFactors & OCC_LIMIT_BLOCKS) != 0);
+    // The whole opt-in amount fits one block; one byte more does not.
+    CHECK(oracle_blocks(l, 32, 128, int64_t(l.smem_per_block_optin)) == 1);
+    CHECK(oracle_blocks(l, 32, 128, int64_t(l.smem_per_block_optin) + 1) == 0);
+  }
+}
+
 TEST_CASE("occupancy agrees with cuda_occupancy.h on every architecture") {
   int compared = 0;
+  REQUIRE(all_arch_limits().size() == std::size(kPublished));
   for (const ArchLimits& a : all_arch_limits()) {
+    const PublishedLimits& l = published(a.sm);
     for (int regs : {0, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 100, 128, 168, 200, 255})
       for (int threads : {32, 64, 96, 128, 192, 256, 384, 512, 768, 1024})
         for (int64_t smem : {int64_t(0), int64_t(100), int64_t(4096), int64_t(9536), int64_t(15840),
                              int64_t(48 * 1024), int64_t(71936), int64_t(99 * 1024), int64_t(160 * 1024),
                              int64_t(227 * 1024)}) {
           INFO("sm_" << a.sm << " regs " << regs << " threads " << threads << " smem " << smem);
-          CHECK(occupancy(a, regs, threads, smem).blocks_per_sm == oracle_blocks(a, regs, threads, smem));
+          CHECK(occupancy(a, regs, threads, smem).blocks_per_sm == oracle_blocks(l, regs, threads, smem));
           ++compared;
         }
   }

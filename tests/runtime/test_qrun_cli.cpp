@@ -1,5 +1,5 @@
-// qrun as a user runs it: errors are one line with exit code 2 (3 for an unavailable device), and
-// --prompt-ids/--logits-out reproduce the golden logits.
+// qrun as a user runs it: errors are one line with exit code 2, and --prompt-ids/--logits-out reproduce the
+// golden logits.
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
@@ -89,12 +89,13 @@ TEST_CASE("qrun rejects bad command lines with one clear line and exit code 2", 
   }
 }
 
-TEST_CASE("qrun says when a device is not available (exit code 3)", "[runtime][qrun]") {
-  for (const char* dev : {"cuda", "emu"}) {
-    const Result r = run_qrun("--device "s + dev + " --prompt-ids 1 -n 0");
-    CHECK(r.code == 3);
-    CHECK(r.err.find("not available") != std::string::npos);
-  }
+TEST_CASE("qrun runs on --device cpu and rejects an unknown device naming the known ones", "[runtime][qrun]") {
+  CHECK(run_qrun("--device cpu --model " + kGolden + "files/dense.ajc1 --prompt-ids 3,4,5 -n 0").code == 0);
+  const Result r = run_qrun("--device tpu --prompt-ids 1 -n 0");
+  CHECK(r.code == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.find("unknown device 'tpu'") != std::string::npos);
+  for (const char* dev : {"cpu", "emu", "cuda"}) CHECK(r.err.find(dev) != std::string::npos);
 }
 
 TEST_CASE("qrun --prompt-ids --logits-out writes the golden logits of every position", "[runtime][qrun]") {

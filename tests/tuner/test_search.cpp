@@ -134,10 +134,14 @@ TEST_CASE("exhaustive search evaluates every point and finds the optimum", "[tun
   REQUIRE(r.best_score == Approx(optimum(syn.space)));
 }
 
-TEST_CASE("model-guided strategies beat random search on a structured space", "[tuner][search]") {
+TEST_CASE("every guided strategy and the default beat random search on a structured space", "[tuner][search]") {
   Synthetic syn;
   double opt = optimum(syn.space);
   // The mean over seeds: with few distinct costs near the optimum, medians of different strategies often tie.
+  // Its standard error sets the margin, so that a strategy no better than random cannot pass on seed luck.
+  struct Fraction {
+    double mean, se;  // se: standard error of the mean
+  };
   auto mean_fraction = [&](const std::string& name) {
     std::vector<double> f;
     for (uint64_t seed = 1; seed <= 31; ++seed) {
@@ -145,14 +149,27 @@ TEST_CASE("model-guided strategies beat random search on a structured space", "[
       SyntheticObjective obj(syn.space);
       f.push_back(opt / run_search(syn.space, *st, obj, {40, -1}, seed).best_score);
     }
-    double sum = 0;
+    double sum = 0, sq = 0;
     for (double x : f) sum += x;
-    return sum / double(f.size());
+    const double mean = sum / double(f.size());
+    for (double x : f) sq += (x - mean) * (x - mean);
+    return Fraction{mean, std::sqrt(sq / double(f.size() - 1) / double(f.size()))};
   };
-  double rnd = mean_fraction("random");
-  CAPTURE(rnd, mean_fraction("best"), mean_fraction("ils"), mean_fraction("annealing"), mean_fraction("bandit"));
-  REQUIRE(mean_fraction("best") > rnd);
-  REQUIRE(mean_fraction("ils") > rnd);
+  // Guided: every strategy but the two that ignore what they measured (exhaustive walks the points in order,
+  // random is the baseline); a strategy added to qtune is held to this without editing the test. "best" is
+  // checked by its own name too, as what qtune runs when none is chosen.
+  std::vector<std::string> guided;
+  for (const std::string& name : strategy_names())
+    if (name != "exhaustive" && name != "random") guided.push_back(name);
+  guided.push_back("best");
+  REQUIRE(guided.size() >= 5);  // genetic, annealing, ils, bandit and best at least
+  const Fraction rnd = mean_fraction("random");
+  for (const std::string& name : guided) {
+    const Fraction got = mean_fraction(name);
+    const double margin = 3 * std::hypot(got.se, rnd.se);
+    INFO(name << ": mean fraction of the optimum " << got.mean << ", random " << rnd.mean << ", margin " << margin);
+    CHECK(got.mean > rnd.mean + margin);
+  }
 }
 
 TEST_CASE("unknown strategy names are rejected with the list of known ones", "[tuner][search]") {
