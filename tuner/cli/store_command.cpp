@@ -1,4 +1,6 @@
 #include <cstdio>
+#include <memory>
+#include <set>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -6,6 +8,7 @@
 #include "common/cli_args.h"
 #include "common/error.h"
 #include "tuner/cli/commands.h"
+#include "tuner/family/family.h"
 #include "tuner/store/store.h"
 
 namespace qt::tune {
@@ -51,6 +54,21 @@ int store_command(const std::vector<std::string>& args) {
   if (sub == "check") {
     std::string ic = st.integrity_check();
     std::printf("%s: %lld results, integrity %s\n", st.path().c_str(), (long long)st.count(), ic.c_str());
+    // Rows of a registry family measured on other sources than this build's: lookups ignore them.
+    std::set<std::string> families;
+    for (const ResultRow& r : st.rows()) families.insert(r.family);
+    for (const std::string& name : families) {
+      std::shared_ptr<Tunable> t;
+      try {
+        t = find_family(name);
+      } catch (const Error&) {
+        continue;  // not a registry family (imported Kernel Tuner data, a test family)
+      }
+      for (const auto& stale : st.stale(name, t->source_hash()))
+        std::printf("stale: %s: %lld results for %s measured on sources %s, not this build's %s; qrun ignores them\n",
+                    name.c_str(), (long long)stale.rows, stale.device_name.c_str(), stale.source_hash.substr(0, 12).c_str(),
+                    t->source_hash().substr(0, 12).c_str());
+    }
     return ic == "ok" ? 0 : 1;
   }
   if (sub == "export") {

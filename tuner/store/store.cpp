@@ -221,6 +221,10 @@ std::vector<ShapeRegret> Store::regrets(const DeviceFingerprint& dev, const std:
   return winners::shape_regrets(db_, dev, family, dtypes, hash);
 }
 
+std::vector<winners::StaleRows> Store::stale(const std::string& family, const std::string& source_hash) const {
+  return winners::stale_rows(db_, family, source_hash);
+}
+
 nlohmann::json Store::export_json(const std::string& family) const {
   nlohmann::json rows_j = nlohmann::json::array();
   for (const ResultRow& r : rows(family)) {

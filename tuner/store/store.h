@@ -68,6 +68,9 @@ class Store {
   // Kernel Tuner cache: device = name only, family = kernel_name, shape = problem_size, times ms -> s.
   size_t import_kt_cache(const std::string& path);
 
+  // Rows stored for `family` under another source hash than `source_hash`, per (hash, device name).
+  std::vector<winners::StaleRows> stale(const std::string& family, const std::string& source_hash) const;
+
   std::string integrity_check() const;  // "ok" when the file is consistent
   const std::string& path() const { return path_; }
 
