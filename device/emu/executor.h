@@ -1,7 +1,9 @@
 #pragma once
 // The SIMT executor: runs one kernel launch on the CPU. Every CUDA thread is a fiber; the fibers of a block
 // run on one host thread in a seeded random order between synchronisation points; blocks are spread over
-// several host threads. All checks of kernels_src/common/README.md ("What the emulator checks") live here.
+// several host threads. The checks of kernels_src/common/README.md ("What the emulator checks") are made
+// by its parts: block_scheduler (barriers, warp collectives, deadlocks), memory_checks (bounds, alignment,
+// races), device_api (what kernels call) and bug_reports (how a bug is reported).
 #include <cstdint>
 #include <memory>
 #include <string>

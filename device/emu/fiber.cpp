@@ -1,5 +1,6 @@
 #include "device/emu/fiber.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -7,6 +8,12 @@
 #include <string>
 
 #include "common/error.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define QT_EMU_ASAN 1
+#endif
 
 #if !defined(__x86_64__)
 #error "device/emu/fiber.cpp: the context switch is written for x86-64"
@@ -53,6 +60,46 @@ namespace qt::emu {
 
 void switch_context(Context* from, Context to) { qt_emu_switch(&from->sp, to.sp); }
 
+void switch_fiber(Context* from, void** fake_stack, Context to, const StackExtent& to_stack) {
+#if QT_EMU_ASAN
+  __sanitizer_start_switch_fiber(fake_stack, to_stack.lo, to_stack.size);
+#else
+  (void)fake_stack;
+  (void)to_stack;
+#endif
+  switch_context(from, to);
+#if QT_EMU_ASAN
+  __sanitizer_finish_switch_fiber(fake_stack ? *fake_stack : nullptr, nullptr, nullptr);
+#endif
+}
+
+void fiber_started() {
+#if QT_EMU_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+#endif
+}
+
+StackExtent thread_stack() {
+  StackExtent s;
+#if QT_EMU_ASAN
+  pthread_attr_t attr;
+  void* addr = nullptr;
+  pthread_getattr_np(pthread_self(), &attr);
+  pthread_attr_getstack(&attr, &addr, &s.size);
+  pthread_attr_destroy(&attr);
+  s.lo = addr;
+#endif
+  return s;
+}
+
+void forget_stack_frames(const StackExtent& stack) {
+#if QT_EMU_ASAN
+  __asan_unpoison_memory_region(stack.lo, stack.size);
+#else
+  (void)stack;
+#endif
+}
+
 void make_context(Context* ctx, void* /*stack_lo*/, void* stack_hi, FiberEntry entry, void* arg) {
   // After the initial "ret" into qt_emu_fiber_start, rsp must be 16-byte aligned so that the call inside
   // it enters `entry` with the ABI's alignment.
@@ -95,6 +142,11 @@ void* StackPool::stack_lo(size_t i) const { return reinterpret_cast<void*>(regio
 // lines of all fibers would otherwise map to the same cache sets and evict each other on every switch.
 void* StackPool::stack_hi(size_t i) const {
   return reinterpret_cast<void*>(region(i) + kFiberRegionBytes - (i % 61) * 64);
+}
+
+StackExtent StackPool::extent(size_t i) const {
+  char* lo = static_cast<char*>(stack_lo(i));
+  return StackExtent{lo, static_cast<size_t>(static_cast<char*>(stack_hi(i)) - lo)};
 }
 
 bool StackPool::is_guard(uintptr_t addr) const {

@@ -13,11 +13,10 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <set>
-#include <sstream>
 
 #include "common/error.h"
 #include "common/paths.h"
+#include "device/jit/source_includes.h"
 #include "kernels_src/common/emu_abi.h"
 
 namespace qt::emu {
@@ -113,46 +112,6 @@ uint64_t fnv1a(uint64_t h, const std::string& s) {
   return h;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// Every quoted #include reachable from `text`, resolved against the including file's folder, the repository
-// root and the extra include dirs; their contents go into the cache key.
-void collect_includes(const std::string& text, const fs::path& dir, const std::vector<fs::path>& roots,
-                      std::set<std::string>& seen, std::vector<std::string>& contents) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t i = line.find_first_not_of(" \t");
-    if (i == std::string::npos || line[i] != '#') continue;
-    i = line.find_first_not_of(" \t", i + 1);
-    if (i == std::string::npos || line.compare(i, 7, "include") != 0) continue;
-    const size_t q1 = line.find('"', i + 7);
-    if (q1 == std::string::npos) continue;
-    const size_t q2 = line.find('"', q1 + 1);
-    if (q2 == std::string::npos) continue;
-    const std::string name = line.substr(q1 + 1, q2 - q1 - 1);
-    std::vector<fs::path> candidates;
-    if (!dir.empty()) candidates.push_back(dir / name);
-    for (const fs::path& r : roots) candidates.push_back(r / name);
-    for (const fs::path& c : candidates) {
-      std::error_code ec;
-      if (!fs::is_regular_file(c, ec)) continue;
-      const std::string canon = fs::weakly_canonical(c, ec).string();
-      if (seen.insert(canon).second) {
-        const std::string body = read_file(c);
-        contents.push_back(canon + "\n" + body);
-        collect_includes(body, c.parent_path(), roots, seen, contents);
-      }
-      break;
-    }
-  }
-}
-
 std::string quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
@@ -246,17 +205,14 @@ JitResult jit_compile(const dev::ModuleSource& src, const JitOptions& opts) {
     flags.push_back("-fno-tree-sra");
   }
   for (const auto& [k, v] : src.defines) flags.push_back("-D" + k + (v.empty() ? "" : "=" + v));
-  std::vector<fs::path> roots = {fs::path(root)};
+  std::vector<std::string> search_dirs = {root};
   for (const std::string& d : src.include_dirs) {
     flags.push_back("-I" + d);
-    roots.emplace_back(d);
+    search_dirs.push_back(d);
   }
   flags.push_back("-I" + root);
 
   const std::string tu = module_translation_unit(src);
-  std::set<std::string> seen;
-  std::vector<std::string> headers;
-  collect_includes(src.source, fs::path(), roots, seen, headers);
 
   uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
   auto mix = [&](const std::string& s) {
@@ -267,7 +223,10 @@ JitResult jit_compile(const dev::ModuleSource& src, const JitOptions& opts) {
   mix(compiler_identity(cxx));
   for (const std::string& f : flags) mix(f);
   mix(tu);
-  for (const std::string& h : headers) mix(h);
+  // The headers the module reaches, so that editing any of them recompiles it.
+  for (const compile::IncludedFile& h : compile::quoted_includes(src.source, "", search_dirs)) {
+    mix(h.path + "\n" + h.text);
+  }
   char key[40];
   std::snprintf(key, sizeof key, "%016llx%016llx", static_cast<unsigned long long>(h1), static_cast<unsigned long long>(h2));
 

@@ -3,18 +3,18 @@
 #include <dlfcn.h>
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <functional>
+#include <filesystem>
 #include <memory>
-#include <set>
-#include <sstream>
 
 #include "common/error.h"
 #include "common/paths.h"
+#include "device/jit/source_includes.h"
 
 namespace qt::compile {
+namespace fs = std::filesystem;
 namespace {
 
 void check(nvrtcResult r, const char* what, const std::string& program) {
@@ -23,13 +23,6 @@ void check(nvrtcResult r, const char* what, const std::string& program) {
 }
 
 bool has_fp16_header(const std::string& dir) { return !dir.empty() && file_exists(dir + "/cuda_fp16.h"); }
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string parent_dir(const std::string& path) {
   auto slash = path.rfind('/');
@@ -73,31 +66,16 @@ std::string nvrtc_version() {
 
 std::vector<std::pair<std::string, std::string>> local_includes(const std::string& source, const std::string& from_dir) {
   const std::string root = source_root();
-  std::map<std::string, std::string> found;
-  std::function<void(const std::string&, const std::string&)> scan = [&](const std::string& text, const std::string& dir) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-      size_t p = line.find_first_not_of(" \t");
-      if (p == std::string::npos || line[p] != '#') continue;
-      p = line.find_first_not_of(" \t", p + 1);
-      if (p == std::string::npos || line.compare(p, 7, "include") != 0) continue;
-      size_t q = line.find('"', p);
-      if (q == std::string::npos) continue;  // <system> headers are covered by the NVRTC version
-      size_t e = line.find('"', q + 1);
-      if (e == std::string::npos) continue;
-      const std::string name = line.substr(q + 1, e - q - 1);
-      std::string rel;
-      if (!dir.empty() && file_exists(root + "/" + dir + "/" + name)) rel = dir + "/" + name;
-      else if (file_exists(root + "/" + name)) rel = name;
-      else continue;  // not ours; NVRTC will report it if it is really missing
-      if (found.count(rel)) continue;
-      found[rel] = read_text(root + "/" + rel);
-      scan(found[rel], parent_dir(rel));
-    }
-  };
-  scan(source, from_dir);
-  return {found.begin(), found.end()};
+  // Named relative to the source root, so that the keys built from these do not depend on where the
+  // checkout lives.
+  std::error_code ec;
+  const fs::path canon_root = fs::weakly_canonical(root, ec);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (IncludedFile& f : quoted_includes(source, from_dir.empty() ? std::string() : root + "/" + from_dir, {root})) {
+    out.emplace_back(fs::path(f.path).lexically_relative(canon_root).string(), std::move(f.text));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 CompileOutput nvrtc_compile(const CompileRequest& req) {

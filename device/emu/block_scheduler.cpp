@@ -1,0 +1,230 @@
+#include "device/emu/block_scheduler.h"
+
+#include "device/emu/bug_reports.h"
+#include "device/emu/memory_checks.h"
+
+namespace qt::emu::exec {
+namespace {
+
+// The next thread to run, in seeded random order; null when none is runnable or the block was aborted.
+Fiber* pick(Worker& w) {
+  if (w.aborted || w.runq.empty()) return nullptr;
+  const size_t i = w.next_random() % w.runq.size();
+  Fiber* f = w.runq[i];
+  w.runq[i] = w.runq.back();
+  w.runq.pop_back();
+  return f;
+}
+
+// Saves the running context into `from` and continues `to` (the scheduler when null). Blocked threads hand
+// over directly to the next runnable one, so a barrier costs one switch per thread, not two.
+void jump(Worker& w, Context* from, void** fake_stack_save, Fiber* to) {
+  ++w.switches;
+  w.current = to;
+  if (to) {
+    switch_fiber(from, fake_stack_save, to->context, to->stack);
+  } else {
+    switch_fiber(from, fake_stack_save, w.sched, w.sched_stack);
+  }
+}
+
+void resume(Worker& w, Fiber* f) { jump(w, &w.sched, &w.sched_fake_stack, f); }
+
+// Suspends the running fiber until it is picked again; unwinds it if the launch was aborted meanwhile.
+void yield(Fiber* f) {
+  Worker& w = *f->w;
+  jump(w, &f->context, &f->fake_stack, pick(w));
+  if (w.aborted) throw FiberAbort{};
+}
+
+void make_runnable(Worker& w, Fiber* f) {
+  f->state = State::kRunnable;
+  w.runq.push_back(f);
+}
+
+// Parks the running fiber in `state` until another thread makes it runnable again.
+void park(Fiber* f, State state, const Site* site, const char* what) {
+  f->state = state;
+  f->wait_site = *site;
+  f->wait_what = what;
+  yield(f);
+}
+
+// A thread that returns while others wait for it in a collective or a barrier leaves them stuck forever.
+void on_thread_exit(Fiber* f) {
+  Worker& w = *f->w;
+  Warp& wp = w.warps[f->warp];
+  const uint32_t bit = 1u << f->lane;
+  for (const Rendezvous& r : wp.open) {
+    if ((r.mask & bit) && !(r.arrived & bit)) {
+      fail(f, fmt("thread exited without reaching %s (member mask 0x%08x) that other lanes wait in at %s", r.what,
+                  r.mask, where(r.site).c_str()));
+    }
+  }
+  if (w.bar_count > 0) {
+    fail(f, fmt("thread exited while %u thread(s) wait at __syncthreads at %s: the barrier can never complete "
+                "(divergent barrier)", w.bar_count, where(w.bar_site).c_str()));
+  }
+  wp.exited |= bit;
+}
+
+void fiber_main(void* arg) {
+  Fiber* f = static_cast<Fiber*>(arg);
+  Worker& w = *f->w;
+  fiber_started();
+  f->started = true;
+  try {
+    w.L->req->entry(w.L->req->args);
+    on_thread_exit(f);
+  } catch (const FiberAbort&) {
+  }
+  f->state = State::kDone;
+  ++w.done_count;
+  jump(w, &f->context, nullptr, pick(w));  // never resumed: a finished fiber is not runnable again
+  __builtin_unreachable();
+}
+
+void start_block(Worker& w, uint64_t b) {
+  const LaunchRequest& req = *w.L->req;
+  const dev::Dim3& g = req.cfg.grid;
+  const dev::Dim3& bd = req.cfg.block;
+  w.grid_dim = Uint3{g.x, g.y, g.z};
+  w.block_dim = Uint3{bd.x, bd.y, bd.z};
+  w.block_idx = Uint3{static_cast<uint32_t>(b % g.x), static_cast<uint32_t>((b / g.x) % g.y), static_cast<uint32_t>(b / (uint64_t{g.x} * g.y))};
+  w.nthreads = static_cast<uint32_t>(bd.count());
+  w.dyn_bytes = req.cfg.dynamic_smem_bytes;
+  w.done_count = 0;
+  w.bar_count = 0;
+  w.static_map.clear();
+  w.static_used = 0;
+  w.aborted = false;
+  ++w.epoch;
+  w.rng = w.L->opts->seed * 0x9e3779b97f4a7c15ull + b;
+  reset_block_memory(w);
+  const uint32_t nwarps = (w.nthreads + 31) / 32;
+  w.warps.assign(nwarps, Warp{});
+  const uintptr_t win = reinterpret_cast<uintptr_t>(w.window);
+  w.runq.clear();
+  for (uint32_t t = 0; t < w.nthreads; ++t) {
+    Fiber& f = w.fibers[t];
+    f.state = State::kRunnable;
+    f.started = false;
+    f.uncommitted.clear();
+    f.groups.clear();
+    FiberCtx* c = f.ctx;
+    c->thread_idx = w.thread_idx(t);
+    c->block_idx = w.block_idx;
+    c->block_dim = w.block_dim;
+    c->grid_dim = w.grid_dim;
+    c->smem_lo = win - kSmemGuardBytes;
+    c->smem_span = kWindowBytes + 2 * kSmemGuardBytes;
+    c->fiber = &f;
+    make_context(&f.context, w.stacks.stack_lo(t), w.stacks.stack_hi(t), &fiber_main, &f);
+    forget_stack_frames(f.stack);
+    Warp& wp = w.warps[t / 32];
+    wp.lanes[t % 32] = &f;
+    wp.exists |= 1u << (t % 32);
+    w.runq.push_back(&f);
+  }
+}
+
+}  // namespace
+
+void run_block(Worker& w, uint64_t b) {
+  start_block(w, b);
+  while (true) {
+    while (Fiber* f = pick(w)) resume(w, f);
+    if (w.aborted || w.done_count == w.nthreads) break;
+    record_error(w, deadlock_report(w));
+  }
+  if (w.aborted) {
+    // Unwind every suspended thread so nothing it holds leaks; threads never started have nothing to unwind.
+    for (uint32_t t = 0; t < w.nthreads; ++t) {
+      Fiber& f = w.fibers[t];
+      if (f.started && f.state != State::kDone) resume(w, &f);
+    }
+    return;
+  }
+  w.threads_run += w.nthreads;
+  ++w.blocks_run;
+}
+
+int block_barrier(Fiber* f, BarrierKind kind, int pred, const Site* site) {
+  Worker& w = *f->w;
+  if (w.bar_count == 0) {
+    w.bar_site = *site;
+    w.bar_kind = kind;
+    w.bar_acc = kind == BarrierKind::kAnd ? 1 : 0;
+  } else if (!same_site(w.bar_site, *site) || w.bar_kind != kind) {
+    fail_at(f, site,
+            fmt("divergent barrier: this thread reached __syncthreads while %u other thread(s) wait at the barrier at %s",
+                w.bar_count, where(w.bar_site).c_str()));
+  }
+  switch (kind) {
+    case BarrierKind::kPlain: break;
+    case BarrierKind::kCount: w.bar_acc += pred != 0; break;
+    case BarrierKind::kAnd: w.bar_acc = w.bar_acc && pred != 0; break;
+    case BarrierKind::kOr: w.bar_acc = w.bar_acc || pred != 0; break;
+  }
+  if (++w.bar_count == w.nthreads) {
+    w.bar_result = w.bar_acc;
+    w.bar_count = 0;
+    ++w.epoch;
+    for (uint32_t t = 0; t < w.nthreads; ++t) {
+      if (w.fibers[t].state == State::kBarrier) make_runnable(w, &w.fibers[t]);
+    }
+    return w.bar_result;
+  }
+  park(f, State::kBarrier, site, "__syncthreads");
+  return w.bar_result;
+}
+
+void warp_collective(Fiber* f, uint32_t op, uint32_t mask, const Site* site, bool aligned, const char* what,
+                     CollectiveResults results) {
+  Worker& w = *f->w;
+  Warp& wp = w.warps[f->warp];
+  const uint32_t bit = 1u << f->lane;
+  if (!(mask & bit)) fail_at(f, site, fmt("%s with member mask 0x%08x that lacks the calling lane %u", what, mask, f->lane));
+  if (mask & ~wp.exists) {
+    fail_at(f, site, fmt("%s with member mask 0x%08x names lanes that do not exist (warp %u has lanes 0x%08x)", what,
+                         mask, f->warp, wp.exists));
+  }
+  Rendezvous* r = nullptr;
+  for (Rendezvous& o : wp.open) {
+    if (o.mask & mask) {
+      r = &o;
+      break;
+    }
+  }
+  if (!r) {
+    wp.open.push_back(Rendezvous{mask, 0, op, *site, what});
+    r = &wp.open.back();
+  } else {
+    if (r->mask != mask) {
+      fail_at(f, site, fmt("%s: lanes disagree on the member mask: this lane passes 0x%08x, lanes waiting in %s at %s passed 0x%08x",
+                           what, mask, r->what, where(r->site).c_str(), r->mask));
+    }
+    if (r->op != op) {
+      fail_at(f, site, fmt("%s meets a different warp collective (%s at %s) of the same lanes", what, r->what,
+                           where(r->site).c_str()));
+    }
+    if (aligned && !same_site(r->site, *site)) {
+      fail_at(f, site, fmt("%s (.aligned) reached at a different call site than the other lanes' (%s): divergent warp",
+                           what, where(r->site).c_str()));
+    }
+  }
+  if (uint32_t gone = mask & wp.exited) {
+    fail_at(f, site, fmt("%s with member mask 0x%08x, but lane %d already exited", what, mask, __builtin_ctz(gone)));
+  }
+  r->arrived |= bit;
+  if (r->arrived == r->mask) {
+    const Rendezvous done = *r;
+    wp.open.erase(wp.open.begin() + (r - wp.open.data()));
+    results(f, wp, done);
+    for (uint32_t m = done.mask & ~bit; m; m &= m - 1) make_runnable(w, wp.lanes[__builtin_ctz(m)]);
+    return;
+  }
+  park(f, State::kWarp, site, what);
+}
+
+}  // namespace qt::emu::exec

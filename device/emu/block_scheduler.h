@@ -1,0 +1,27 @@
+#pragma once
+// The block/warp scheduler: runs the threads of one block as fibers on the Worker's host thread, picking the
+// next runnable one in a seeded random order, and parks and wakes them at __syncthreads and at warp
+// collectives. A block where no thread can run is a deadlock and reported as such.
+#include <cstdint>
+
+#include "device/emu/executor_state.h"
+
+namespace qt::emu::exec {
+
+// Runs block `b` of the Worker's launch to completion, or until a bug aborts it.
+void run_block(Worker& w, uint64_t b);
+
+// __syncthreads (and its count/and/or forms): parks `f` until every thread of the block arrives at the same
+// barrier, then returns the reduced predicate.
+int block_barrier(Fiber* f, BarrierKind kind, int pred, const Site* site);
+
+// Computes every lane's result of a collective once its last lane arrives; `last` is that lane.
+using CollectiveResults = void (*)(Fiber* last, Warp& wp, const Rendezvous& r);
+
+// A warp collective `op` over the lanes of `mask`: parks `f` until all of them arrive at the same
+// collective, then `results` fills in their outputs. `aligned` collectives must also be reached at one
+// call site.
+void warp_collective(Fiber* f, uint32_t op, uint32_t mask, const Site* site, bool aligned, const char* what,
+                     CollectiveResults results);
+
+}  // namespace qt::emu::exec

@@ -1,0 +1,50 @@
+#pragma once
+// Kernel-bug reports: every message names the kernel, the block, the thread and, where known, the source
+// line. The first bug of a launch is the one reported; the fiber that found it unwinds and the launch
+// winds down. Crashes the checks cannot see (a fiber stack overflow, a wild access) are named the same way
+// before the process dies.
+#include <signal.h>
+
+#include <cstdint>
+#include <string>
+
+#include "device/emu/executor_state.h"
+
+namespace qt::emu::exec {
+
+std::string hex(uintptr_t v);
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string where(const Site& s);  // "file.cu:42"
+std::string dim(const Uint3& u);   // "(x,y,z)"
+
+// Records `msg` as the launch's error unless another bug came first, and aborts the Worker's block.
+void record_error(Worker& w, const std::string& msg);
+
+// Report a bug found in thread `f` and unwind it (throws FiberAbort): fail_at names the kernel source
+// line, fail_code the line of a code address in the kernel module, fail_access whichever is known.
+[[noreturn]] void fail(Fiber* f, const std::string& msg);
+[[noreturn]] void fail_at(Fiber* f, const Site* site, const std::string& msg);
+[[noreturn]] void fail_code(Fiber* f, const void* code, const std::string& msg);
+[[noreturn]] void fail_access(Fiber* f, const Site* site, const void* code, const std::string& msg);
+
+// The block of `w` can make no progress: which threads wait where.
+std::string deadlock_report(const Worker& w);
+
+// Installs, once per process, the SIGSEGV/SIGBUS handler that names the crashing kernel thread and then
+// passes the signal on. Not under AddressSanitizer, which reports these crashes itself.
+void install_crash_handler();
+
+// While alive, a crash on this host thread is reported as one of the kernel thread `w` runs. The handler
+// runs on the Worker's own signal stack: a fiber stack overflow leaves no room on the faulting stack.
+class CrashScope {
+ public:
+  explicit CrashScope(Worker& w);
+  ~CrashScope();
+  CrashScope(const CrashScope&) = delete;
+  CrashScope& operator=(const CrashScope&) = delete;
+
+ private:
+  stack_t old_alt_{};
+};
+
+}  // namespace qt::emu::exec

@@ -1,0 +1,169 @@
+#pragma once
+// The state the executor's parts share while a launch runs (internal to device/emu): a Worker per host
+// thread, which runs one block at a time; a Fiber per CUDA thread of that block; the warps' open
+// collectives; the shared-memory window with its race shadow. The scheduler, the memory checks, the device
+// API and the bug reports all work on these, always from the Worker's own host thread.
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "device/emu/arena.h"
+#include "device/emu/executor.h"
+#include "device/emu/fiber.h"
+#include "kernels_src/common/emu_abi.h"
+
+namespace qt::emu::exec {
+
+// Shared memory: static allocations from offset 0, dynamic shared memory from kStaticSmemBytes. The window
+// is surrounded by inaccessible guard bands so that a near miss reaches the bounds check (see FiberCtx).
+constexpr uint32_t kStaticSmemBytes = 48 * 1024;
+constexpr uint32_t kMaxDynamicSmemBytes = 227 * 1024;
+constexpr uint32_t kWindowBytes = ((kStaticSmemBytes + kMaxDynamicSmemBytes) + 4095) & ~4095u;
+constexpr uintptr_t kSmemGuardBytes = 64 * 1024;
+constexpr uint32_t kMaxThreads = 1024;
+
+// Thrown inside a fiber to unwind it once the launch has failed; caught at the bottom of the fiber.
+struct FiberAbort {};
+
+enum class State : uint8_t { kRunnable, kBarrier, kWarp, kDone };
+
+// A cp.async copy that is issued but not yet waited for.
+struct CpCopy {
+  uint32_t dst_off;
+  const uint8_t* src;
+  uint32_t cp_size, src_size;
+};
+
+// Per shared byte: the last writer and reader in barrier interval `*_epoch`, with the warp's __syncwarp
+// generation at the time (several readers are folded into one marker, see memory_checks.cpp).
+struct Shadow {
+  uint32_t w_epoch, r_epoch;
+  uint16_t w_tid, r_tid;
+  uint16_t w_gen, r_gen;
+};
+
+struct Worker;
+
+struct Fiber {
+  Context context;
+  FiberCtx* ctx = nullptr;
+  Worker* w = nullptr;
+  StackExtent stack;
+  void* fake_stack = nullptr;  // AddressSanitizer's handle while suspended
+  uint32_t tid = 0, lane = 0, warp = 0;
+  State state = State::kDone;
+  bool started = false;
+  Site wait_site{};
+  const char* wait_what = "";
+  std::vector<CpCopy> uncommitted;
+  std::deque<std::vector<CpCopy>> groups;
+  // A warp collective's operands and result: every lane parks its input here, the last lane to arrive
+  // computes all lanes' outputs.
+  union {
+    struct {
+      uint64_t value;
+      uint32_t b, c;
+    } shfl;
+    int pred;
+    uint32_t addr;
+    struct {
+      uint32_t a[4], b[2];
+      float c[4];
+    } mma;
+  } in{};
+  union {
+    uint64_t v;
+    uint32_t r[4];
+    float d[4];
+  } out{};
+};
+
+// A warp collective some lanes of `mask` have reached; `op` tells collectives apart (see device_api.cpp).
+struct Rendezvous {
+  uint32_t mask, arrived, op;
+  Site site;
+  const char* what;
+};
+
+struct Warp {
+  Fiber* lanes[32] = {};
+  uint32_t exists = 0, exited = 0;
+  std::vector<Rendezvous> open;
+  // __syncwarp generations and the member masks of the last 16: what orders shared accesses within a warp.
+  uint32_t gen = 0;
+  struct {
+    uint32_t gen, mask;
+  } ring[16] = {};
+};
+
+// One launch, shared by the Workers running its blocks.
+struct Launch {
+  const LaunchRequest* req = nullptr;
+  std::vector<Allocation> allocs;
+  uint64_t nblocks = 0;
+  std::atomic<uint64_t> next_block{0};
+  std::atomic<bool> failed{false};
+  std::mutex err_mu;
+  std::string error;
+  const ExecOptions* opts = nullptr;
+};
+
+struct Worker {
+  Worker();
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  Launch* L = nullptr;
+  StackPool stacks;
+  std::vector<Fiber> fibers;
+  Context sched;
+  StackExtent sched_stack;
+  void* sched_fake_stack = nullptr;
+  std::vector<Fiber*> runq;
+  uint64_t rng = 0;
+  void* mapping = nullptr;
+  uint8_t* window = nullptr;
+  std::vector<Shadow> shadow;
+  std::vector<uint16_t> pending;  // per shared byte: 1 + the thread whose cp.async into it is pending
+  bool pending_dirty = false;
+  uint32_t epoch = 0;  // barrier interval, for the race shadow
+  // the block being run
+  Uint3 block_idx{}, block_dim{}, grid_dim{};
+  uint32_t nthreads = 0, done_count = 0, dyn_bytes = 0;
+  uint32_t bar_count = 0;
+  Site bar_site{};
+  BarrierKind bar_kind = BarrierKind::kPlain;
+  int bar_acc = 0, bar_result = 0;
+  std::vector<Warp> warps;
+  std::vector<std::pair<const void*, uint32_t>> static_map;
+  uint32_t static_used = 0;
+  bool aborted = false;
+  Fiber* current = nullptr;  // the running fiber (null while the scheduler runs)
+  std::vector<char> signal_stack = std::vector<char>(64 * 1024);
+  size_t alloc_hint = 0;
+  uint64_t switches = 0, threads_run = 0, blocks_run = 0;
+
+  uint64_t next_random() {  // splitmix64
+    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  Uint3 thread_idx(uint32_t tid) const {
+    return Uint3{tid % block_dim.x, (tid / block_dim.x) % block_dim.y, tid / (block_dim.x * block_dim.y)};
+  }
+};
+
+inline Fiber* fiber_of(FiberCtx* c) { return static_cast<Fiber*>(c->fiber); }
+
+inline bool same_site(const Site& a, const Site& b) {
+  return a.line == b.line && a.column == b.column && (a.file == b.file || std::strcmp(a.file, b.file) == 0);
+}
+
+}  // namespace qt::emu::exec
