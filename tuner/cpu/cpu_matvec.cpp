@@ -24,16 +24,6 @@ namespace qt::tune {
 
 namespace {
 
-const char* short_type(WeightType t) {
-  switch (t) {
-    case WeightType::Q8_0: return "q8_0";
-    case WeightType::INT8_GW_SYM: return "int8_sym";
-    case WeightType::INT8_GW_ASYM: return "int8_asym";
-    case WeightType::AWQ_INT4: return "awq_int4";
-    default: return "f32";
-  }
-}
-
 std::vector<rt::Isa> usable_isas() {
   std::vector<rt::Isa> out;
   for (rt::Isa i : {rt::Isa::kScalar, rt::Isa::kAvx2, rt::Isa::kAvx512Vnni}) {
@@ -159,7 +149,7 @@ class MatvecFamily : public KernelFamily {
  public:
   explicit MatvecFamily(WeightType t) : type_(t) {}
   std::string name() const override { return cpu_matvec_family_name(type_); }
-  std::string dtypes() const override { return std::string(short_type(type_)) + "xf32->f32"; }
+  std::string dtypes() const override { return std::string(weight_traits(type_).short_name) + "xf32->f32"; }
   std::string source_hash() const override { return std::string("runtime-cpu-") + QTUNE_VERSION; }
 
   std::vector<Param> params(const std::vector<int64_t>&) const override {
@@ -211,7 +201,7 @@ std::string cpu_model_name() {
 
 }  // namespace
 
-std::string cpu_matvec_family_name(WeightType t) { return std::string("cpu.matvec.") + short_type(t); }
+std::string cpu_matvec_family_name(WeightType t) { return std::string("cpu.matvec.") + weight_traits(t).short_name; }
 
 void register_cpu_families() {
   for (WeightType t : {WeightType::Q8_0, WeightType::INT8_GW_SYM, WeightType::INT8_GW_ASYM, WeightType::AWQ_INT4})
@@ -223,7 +213,7 @@ std::vector<MatvecShape> model_matvec_shapes(const ModelWeights& w) {
   std::set<std::pair<int, std::vector<int64_t>>> seen;
   auto add = [&](const QTensor& t, const std::string& what) {
     if (t.empty()) return;
-    if (t.type == WeightType::F32 || t.type == WeightType::F16 || t.type == WeightType::BF16) return;
+    if (!weight_traits(t.type).quantized) return;
     std::vector<int64_t> s = {t.rows, t.cols, t.group_size};
     if (seen.insert({int(t.type), s}).second) out.push_back({t.type, s, what});
   };
