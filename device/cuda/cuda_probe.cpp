@@ -1,38 +1,26 @@
 #include "device/cuda/cuda_probe.h"
 
-#include <dlfcn.h>
+#include "device/cuda/cuda_driver.h"
 
 namespace qt::tune {
 
 CudaProbe probe_cuda() {
+  // The driver loader is the one place libcuda is opened; the probe only reads what it found.
+  const cuda::DriverApi& d = cuda::driver();
   CudaProbe p;
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    p.reason = "no CUDA driver (libcuda.so.1 not found)";
+  if (!d.available) {
+    p.reason = d.unavailable_reason;
     return p;
   }
-  using InitFn = int (*)(unsigned);
-  using CountFn = int (*)(int*);
-  using GetFn = int (*)(int*, int);
-  using NameFn = int (*)(char*, int, int);
-  auto init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
-  auto count = reinterpret_cast<CountFn>(dlsym(lib, "cuDeviceGetCount"));
-  auto get = reinterpret_cast<GetFn>(dlsym(lib, "cuDeviceGet"));
-  auto name = reinterpret_cast<NameFn>(dlsym(lib, "cuDeviceGetName"));
-  if (!init || !count || !get || !name) {
-    p.reason = "the CUDA driver lacks cuInit/cuDeviceGetCount";
-  } else if (int rc = init(0); rc != 0) {
-    p.reason = "cuInit failed with CUDA error " + std::to_string(rc) + " (no usable GPU)";
-  } else if (count(&p.devices) != 0 || p.devices == 0) {
+  if (d.cuDeviceGetCount(&p.devices) != CUDA_SUCCESS || p.devices == 0) {
     p.reason = "the CUDA driver reports no GPU";
     p.devices = 0;
-  } else {
-    int dev = 0;
-    char buf[256] = {0};
-    if (get(&dev, 0) == 0 && name(buf, sizeof buf, dev) == 0) p.reason = buf;
-    p.available = true;
+    return p;
   }
-  // The handle stays open: unloading a CUDA driver after cuInit is unsafe.
+  CUdevice dev = 0;
+  char buf[256] = {0};
+  if (d.cuDeviceGet(&dev, 0) == CUDA_SUCCESS && d.cuDeviceGetName(buf, sizeof buf, dev) == CUDA_SUCCESS) p.reason = buf;
+  p.available = true;
   return p;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// Whether a CUDA GPU can be used: the driver library is loaded at run time (never linked), initialised,
-// and asked for devices. Without a driver or a GPU the answer says which, in one line.
+// Whether a CUDA GPU can be used, asked of the lazily loaded driver (cuda_driver.h): without a driver or a
+// GPU the answer says which, in one line. Callers that need the device turn !available into an error with
+// exit code kExitUnavailable.
 #include <string>
 
 namespace qt::tune {

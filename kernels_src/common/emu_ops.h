@@ -1,6 +1,6 @@
 #pragma once
 // Host reference semantics of the PTX instructions qtune's kernels use, written from the PTX ISA
-// (facts and section names in ../shared/reference/cuda-facts.md). Pure functions: the emulator's wrappers,
+// (facts as the CUDA C++ Programming Guide and PTX ISA state them). Pure functions: the emulator's wrappers,
 // its warp collectives and the tests all use these, so each is checked once against the ISA tables.
 #include <bit>
 #include <cstdint>

@@ -35,7 +35,7 @@ PackedMatrix pack_for_cpu(const QTensor& t, ThreadPool* pool) {
       return p;
     case WeightType::INT8_GW_SYM:
     case WeightType::INT8_GW_ASYM: {
-      const bool asym = t.type == WeightType::INT8_GW_ASYM;
+      const bool asym = weight_traits(t.type).has_zeros;
       p.kind = PackedMatrix::Kind::kInt8;
       p.i8_store.resize(size_t(N * K));
       p.scale_store.resize(size_t(N * (K / G)));
@@ -65,16 +65,16 @@ PackedMatrix pack_for_cpu(const QTensor& t, ThreadPool* pool) {
       const int64_t words = N / 8;
       for_rows(pool, N, [&](int64_t n0, int64_t n1) {
         for (int64_t n = n0; n < n1; ++n) {
-          const int64_t j = n / 8, shift = 4 * kAwqOrder[n % 8];
+          const int64_t j = n / 8, e = n % 8;
           uint8_t* row = p.u4_store.data() + n * K / 2;
           for (int64_t k = 0; k < K; ++k) {
-            const uint8_t q = uint8_t((uint32_t(qw[k * words + j]) >> shift) & 15u);
+            const uint8_t q = uint8_t(awq_nibble(uint32_t(qw[k * words + j]), e));
             const int64_t block = k / 32, within = k % 32;
             row[block * 16 + within % 16] |= uint8_t(within < 16 ? q : q << 4);
           }
           for (int64_t g = 0; g < K / G; ++g) {
             p.scale_store[n * (K / G) + g] = half_bits_to_float(t.scales_f16[g * N + n]);
-            p.zero_store[n * (K / G) + g] = float((uint32_t(t.qzeros[g * words + j]) >> shift) & 15u);
+            p.zero_store[n * (K / G) + g] = float(awq_nibble(uint32_t(t.qzeros[g * words + j]), e));
           }
         }
       });

@@ -17,10 +17,7 @@ namespace qt::convert {
 namespace fs = std::filesystem;
 
 WeightType parse_expert_type(const std::string& name) {
-  if (name == "q8_0") return WeightType::Q8_0;
-  if (name == "int8-sym") return WeightType::INT8_GW_SYM;
-  if (name == "int8-asym") return WeightType::INT8_GW_ASYM;
-  if (name == "awq") return WeightType::AWQ_INT4;
+  if (const auto t = quantized_type_by_option_name(name)) return *t;
   throw Error("--expert-type: unknown type '" + name + "' (expected q8_0, int8-sym, int8-asym or awq)");
 }
 

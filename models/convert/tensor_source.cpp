@@ -128,9 +128,8 @@ void TensorSource::dequantize_awq_rows(const AwqRefs& refs, int64_t rows, int64_
   for (int64_t k = 0; k < K; ++k) {
     const int64_t g = k / G;
     for (int64_t n = first_row; n < first_row + row_count; ++n) {
-      const int shift = 4 * kAwqOrder[n % 8];
-      const int q = static_cast<int>((word(qweight, k * words + n / 8) >> shift) & 0xFu);
-      const int z = static_cast<int>((word(qzeros, g * words + n / 8) >> shift) & 0xFu);
+      const int q = static_cast<int>(awq_nibble(word(qweight, k * words + n / 8), n % 8));
+      const int z = static_cast<int>(awq_nibble(word(qzeros, g * words + n / 8), n % 8));
       uint16_t s = 0;
       std::memcpy(&s, scales + 2 * (g * N + n), 2);
       out[(n - first_row) * K + k] = static_cast<float>(q - z) * half_bits_to_float(s);

@@ -14,7 +14,7 @@
 //   INT8_GW_ASYM     as INT8_GW_SYM plus `zeros_f16` [K/G][N], an additive fp16 offset (TensorRT-LLM's
 //                    FINEGRAINED_SCALE_AND_ZEROS): w[n][k] = (q[k][n] - 128) * s[k/G][n] + z[k/G][n].
 //   AWQ_INT4         AutoAWQ GEMM packing: `qweight` int32 [K][N/8], `qzeros` int32 [K/G][N/8], `scales_f16`
-//                    [K/G][N]. Element n = 8j+e of word j is nibble AWQ_ORDER[e], AWQ_ORDER={0,4,1,5,2,6,3,7}.
+//                    [K/G][N]. Element n = 8j+e of word j is nibble kAwqOrder[e] (weight_traits.h).
 //                    w[n][k] = (q[k][n] - z[k/G][n]) * s[k/G][n].
 //
 // All scale arithmetic is fp32 after widening the stored value (fp16 -> fp32 exactly).
@@ -23,14 +23,11 @@
 #include <vector>
 
 #include "models/core/model_config.h"
+#include "models/core/weight_traits.h"
 
 namespace qt {
 
-enum class WeightType : uint8_t { F32, F16, BF16, Q8_0, INT8_GW_SYM, INT8_GW_ASYM, AWQ_INT4 };
-
-const char* weight_type_name(WeightType t);
-
-inline constexpr int kAwqOrder[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // nibble index of logical element e
+const char* weight_type_name(WeightType t);  // weight_traits(t).name; "unknown" outside the enum
 
 struct QTensor {
   WeightType type = WeightType::F32;
@@ -46,9 +43,12 @@ struct QTensor {
   bool empty() const { return data == nullptr; }
   // Bytes this view's arrays occupy in the file (for roofline accounting).
   uint64_t storage_bytes() const;
+  // Points the member that holds `array` of this type's weights at `p` (scales go to scales_f32 or
+  // scales_f16 by the type's scale kind).
+  void set_array(WeightArray array, const void* p);
 };
 
-// Plain reference dequantization, the definition every kernel is checked against.
+// Plain reference dequantization (weight_traits' functions), the definition every kernel is checked against.
 float dequant_element(const QTensor& t, int64_t row, int64_t col);
 void dequantize_row(const QTensor& t, int64_t row, float* out);  // out[cols]
 std::vector<float> dequantize(const QTensor& t);                  // [rows][cols]

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "common/error.h"
@@ -22,6 +23,10 @@ constexpr int kOffHeadDim = 36, kOffShared = 40, kOffGroup = 44;                
 constexpr int kOffExperts = 0x30, kOffPerTok = 0x34, kOffNormTopk = 0x38;              // moe3
 constexpr int kOffTheta = 0x40, kOffEps = 0x44, kOffExpertType = 0x48, kOffExpertGroup = 0x4C;
 constexpr int kAkOffShared = 36, kAkOffHeadDim = 37, kAkOffGroup = 41, kAkOffTheta = 45, kAkOffEps = 49;
+
+// moe3's expert_type field: the code is the index here, the one mapping decode and encode both read.
+constexpr WeightType kExpertTypes[] = {WeightType::Q8_0, WeightType::INT8_GW_SYM, WeightType::INT8_GW_ASYM,
+                                       WeightType::AWQ_INT4};
 
 template <class T>
 T get(const uint8_t* p, int off) {
@@ -104,13 +109,9 @@ int32_t format_version(FileFormat f) {
 }
 
 int32_t expert_type_code(WeightType t) {
-  switch (t) {
-    case WeightType::Q8_0: return 0;
-    case WeightType::INT8_GW_SYM: return 1;
-    case WeightType::INT8_GW_ASYM: return 2;
-    case WeightType::AWQ_INT4: return 3;
-    default: return -1;
-  }
+  for (size_t code = 0; code < std::size(kExpertTypes); ++code)
+    if (kExpertTypes[code] == t) return static_cast<int32_t>(code);
+  return -1;
 }
 
 FileHeader decode_header(const uint8_t* p, uint64_t size, const std::string& path) {
@@ -169,15 +170,11 @@ FileHeader decode_header(const uint8_t* p, uint64_t size, const std::string& pat
       c.norm_topk_prob = bool_field(path, "norm_topk_prob", get<int32_t>(p, kOffNormTopk)) != 0;
       require_zero_padding(p, kOffNormTopk + 4, kOffTheta, path);
       const int32_t type_code = get<int32_t>(p, kOffExpertType);
-      switch (type_code) {
-        case 0: h.expert_type = WeightType::Q8_0; break;
-        case 1: h.expert_type = WeightType::INT8_GW_SYM; break;
-        case 2: h.expert_type = WeightType::INT8_GW_ASYM; break;
-        case 3: h.expert_type = WeightType::AWQ_INT4; break;
-        default:
-          bad(path, "expert_type", std::to_string(type_code),
-              "unknown (0 Q8_0, 1 INT8_GW_SYM, 2 INT8_GW_ASYM, 3 AWQ_INT4)");
+      if (type_code < 0 || static_cast<size_t>(type_code) >= std::size(kExpertTypes)) {
+        bad(path, "expert_type", std::to_string(type_code),
+            "unknown (0 Q8_0, 1 INT8_GW_SYM, 2 INT8_GW_ASYM, 3 AWQ_INT4)");
       }
+      h.expert_type = kExpertTypes[static_cast<size_t>(type_code)];
       const int32_t eg = get<int32_t>(p, kOffExpertGroup);
       if (eg < 0 || eg > limits::kMaxGroupSize) {
         bad(path, "expert_group_size", std::to_string(eg),

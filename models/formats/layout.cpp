@@ -1,23 +1,12 @@
 #include "models/formats/layout.h"
 
+#include <span>
 #include <string>
 
 #include "common/error.h"
 #include "models/formats/checked_size.h"
 
 namespace qt::formats {
-
-const char* part_role_name(PartRole r) {
-  switch (r) {
-    case PartRole::Values: return "values";
-    case PartRole::Q: return "q";
-    case PartRole::Scales: return "scales";
-    case PartRole::Zeros: return "zeros";
-    case PartRole::QWeight: return "qweight";
-    case PartRole::QZeros: return "qzeros";
-  }
-  return "?";
-}
 
 uint64_t TensorEntry::bytes() const {
   uint64_t b = 0;
@@ -64,18 +53,6 @@ std::string tensor_hf_name(const TensorEntry& e) {
 
 namespace {
 
-uint64_t element_align(PartRole role, WeightType type) {
-  switch (role) {
-    case PartRole::Values: return type == WeightType::F32 ? 4 : 2;
-    case PartRole::Q: return 1;
-    case PartRole::Scales: return type == WeightType::Q8_0 ? 4 : 2;
-    case PartRole::Zeros: return 2;
-    case PartRole::QWeight:
-    case PartRole::QZeros: return 4;
-  }
-  return 1;
-}
-
 class Walker {
  public:
   Walker(const FileHeader& h, const std::string& source, const std::function<void(const TensorEntry&)>& visit)
@@ -100,19 +77,25 @@ class Walker {
     e.type = type;
     e.rows = rows;
     e.cols = cols;
-    e.group_size = (type == WeightType::F32 || type == WeightType::F16 || type == WeightType::BF16) ? 0 : group;
+    e.group_size = weight_traits(type).quantized ? group : 0;
     return e;
   }
 
-  void add_part(TensorEntry& e, PartRole role, uint64_t offset, uint64_t bytes) const {
-    const uint64_t align = element_align(role, e.type);
+  void add_part(TensorEntry& e, const ArraySpec& a, uint64_t offset, uint64_t bytes) const {
+    const uint64_t align = a.unit_bytes;
     if (offset % align != 0) {
       fail_file(source_, "header field group_size = " + std::to_string(e.group_size) + " with these dimensions puts " +
-                             tensor_hf_name(e) + "'s " + part_role_name(role) + " array at offset " +
+                             tensor_hf_name(e) + "'s " + part_role_name(a.array) + " array at offset " +
                              std::to_string(offset) + ", not " + std::to_string(align) +
                              "-byte aligned; qtune needs aligned arrays");
     }
-    e.parts[static_cast<size_t>(e.part_count++)] = TensorPart{role, offset, bytes};
+    e.parts[static_cast<size_t>(e.part_count++)] = TensorPart{a.array, offset, bytes};
+  }
+
+  // An array's bytes with overflow checks: entries / entries_per_unit * unit_bytes.
+  uint64_t array_bytes(const ArraySpec& a, uint64_t weights, uint64_t groups) const {
+    const uint64_t entries = a.extent == ArrayExtent::PerWeight ? weights : groups;
+    return math_.mul(entries / a.entries_per_unit, a.unit_bytes);
   }
 
   // One tensor whose parts follow each other, at the running offset.
@@ -120,29 +103,10 @@ class Walker {
     const uint64_t n = static_cast<uint64_t>(e.rows), k = static_cast<uint64_t>(e.cols);
     const uint64_t count = math_.mul(n, k);
     const uint64_t groups = e.group_size > 0 ? math_.mul(n, k / static_cast<uint64_t>(e.group_size)) : 0;
-    auto next = [&](PartRole role, uint64_t bytes) {
-      add_part(e, role, offset_, bytes);
+    for (const ArraySpec& a : weight_traits(e.type).array_specs()) {
+      const uint64_t bytes = array_bytes(a, count, groups);
+      add_part(e, a, offset_, bytes);
       offset_ = math_.add(offset_, bytes);
-    };
-    switch (e.type) {
-      case WeightType::F32: next(PartRole::Values, math_.mul(count, 4)); break;
-      case WeightType::F16:
-      case WeightType::BF16: next(PartRole::Values, math_.mul(count, 2)); break;
-      case WeightType::Q8_0:
-        next(PartRole::Q, count);
-        next(PartRole::Scales, math_.mul(groups, 4));
-        break;
-      case WeightType::INT8_GW_SYM:
-      case WeightType::INT8_GW_ASYM:
-        next(PartRole::Q, count);
-        next(PartRole::Scales, math_.mul(groups, 2));
-        if (e.type == WeightType::INT8_GW_ASYM) next(PartRole::Zeros, math_.mul(groups, 2));
-        break;
-      case WeightType::AWQ_INT4:
-        next(PartRole::QWeight, count / 2);
-        next(PartRole::QZeros, math_.mul(groups / 8, 4));
-        next(PartRole::Scales, math_.mul(groups, 2));
-        break;
     }
     visit_(e);
   }
@@ -158,30 +122,20 @@ class Walker {
       return;
     }
     const uint64_t n = static_cast<uint64_t>(rows), k = static_cast<uint64_t>(cols);
+    const uint64_t count = math_.mul(n, k);
     const uint64_t groups = math_.mul(n, k / static_cast<uint64_t>(group));
-    struct Array { PartRole role; uint64_t bytes; };
-    std::array<Array, 3> arrays{};
-    int count = 0;
-    if (type == WeightType::AWQ_INT4) {
-      arrays = {Array{PartRole::QWeight, math_.mul(n, k) / 2}, Array{PartRole::QZeros, math_.mul(groups / 8, 4)},
-                Array{PartRole::Scales, math_.mul(groups, 2)}};
-      count = 3;
-    } else {
-      arrays = {Array{PartRole::Q, math_.mul(n, k)}, Array{PartRole::Scales, math_.mul(groups, 2)},
-                Array{PartRole::Zeros, math_.mul(groups, 2)}};
-      count = type == WeightType::INT8_GW_ASYM ? 3 : 2;
-    }
-    std::array<uint64_t, 3> starts{};
+    const std::span<const ArraySpec> arrays = weight_traits(type).array_specs();
+    std::array<uint64_t, 3> starts{}, bytes{};
     uint64_t at = offset_;
-    for (int i = 0; i < count; ++i) {
-      starts[static_cast<size_t>(i)] = at;
-      at = math_.add(at, math_.mul(arrays[static_cast<size_t>(i)].bytes, static_cast<uint64_t>(experts)));
+    for (size_t i = 0; i < arrays.size(); ++i) {
+      bytes[i] = array_bytes(arrays[i], count, groups);
+      starts[i] = at;
+      at = math_.add(at, math_.mul(bytes[i], static_cast<uint64_t>(experts)));
     }
     for (int32_t x = 0; x < experts; ++x) {
       TensorEntry e = entry(kind, layer, x, type, rows, cols, group);
-      for (int i = 0; i < count; ++i) {
-        const Array& a = arrays[static_cast<size_t>(i)];
-        add_part(e, a.role, starts[static_cast<size_t>(i)] + a.bytes * static_cast<uint64_t>(x), a.bytes);
+      for (size_t i = 0; i < arrays.size(); ++i) {
+        add_part(e, arrays[i], starts[i] + bytes[i] * static_cast<uint64_t>(x), bytes[i]);
       }
       visit_(e);
     }

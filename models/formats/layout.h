@@ -12,8 +12,9 @@
 
 namespace qt::formats {
 
-enum class PartRole : uint8_t { Values, Q, Scales, Zeros, QWeight, QZeros };
-const char* part_role_name(PartRole r);
+// A part is one of the tensor's arrays (models/core/weight_traits.h), named as weight_array_name says.
+using PartRole = WeightArray;
+inline const char* part_role_name(PartRole r) { return weight_array_name(r); }
 
 struct TensorPart {
   PartRole role = PartRole::Values;

@@ -1,13 +1,11 @@
 #include "models/formats/model_file.h"
 
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "common/half.h"
 #include "common/mapped_file.h"
 #include "models/formats/header.h"
 #include "models/formats/layout.h"
@@ -80,41 +78,14 @@ class MappedModelFile final : public ModelFile {
     t.rows = e.rows;
     t.cols = e.cols;
     t.group_size = e.group_size;
-    switch (e.type) {
-      case WeightType::F32:
-      case WeightType::F16:
-      case WeightType::BF16: t.data = at(e, PartRole::Values); break;
-      case WeightType::Q8_0:
-        t.data = at(e, PartRole::Q);
-        t.scales_f32 = static_cast<const float*>(at(e, PartRole::Scales));
-        break;
-      case WeightType::INT8_GW_SYM:
-      case WeightType::INT8_GW_ASYM:
-        t.data = at(e, PartRole::Q);
-        t.scales_f16 = static_cast<const uint16_t*>(at(e, PartRole::Scales));
-        t.zeros_f16 = static_cast<const uint16_t*>(at(e, PartRole::Zeros));
-        break;
-      case WeightType::AWQ_INT4:
-        t.data = at(e, PartRole::QWeight);
-        t.qzeros = static_cast<const int32_t*>(at(e, PartRole::QZeros));
-        t.scales_f16 = static_cast<const uint16_t*>(at(e, PartRole::Scales));
-        break;
-    }
+    for (const ArraySpec& a : weight_traits(e.type).array_specs()) t.set_array(a.array, at(e, a.array));
     return t;
   }
 
+  // Norms are widened to fp32 by the type's own dequantization (a norm is a one-row tensor).
   std::vector<float> widen(const TensorEntry& e) const {
     std::vector<float> out(static_cast<size_t>(e.cols));
-    const uint8_t* src = static_cast<const uint8_t*>(at(e, PartRole::Values));
-    if (e.type == WeightType::F32) {
-      std::memcpy(out.data(), src, out.size() * 4);
-    } else {
-      for (size_t i = 0; i < out.size(); ++i) {
-        uint16_t b;
-        std::memcpy(&b, src + 2 * i, 2);
-        out[i] = half_bits_to_float(b);
-      }
-    }
+    dequantize_row(view(e), 0, out.data());
     return out;
   }
 

@@ -21,14 +21,9 @@ using formats::FileHeader;
 using formats::PartRole;
 using formats::TensorEntry;
 
-constexpr int32_t kAwqDefaultGroup = 128;
-constexpr int64_t kAwqPack = 8;  // output rows per AWQ qweight/qzeros word
-
 // ak48's default group: AutoAWQ's 128, halved until it divides every K (tiny test models).
 int32_t awq_group_rule(const ModelConfig& c) {
-  int32_t g = kAwqDefaultGroup;
-  while (g > 1 && (c.dim % g != 0 || c.hidden_dim % g != 0 || c.q_dim() % g != 0)) g /= 2;
-  return g;
+  return default_group_dividing(WeightType::AWQ_INT4, {c.dim, c.hidden_dim, c.q_dim()});
 }
 
 FileHeader header_for(const std::string& path, const WriterOptions& o) {
@@ -80,23 +75,24 @@ class StreamingWriter final : public ModelWriter {
     }
     int64_t row = first_row, left = row_count;
     const float* v = values;
-    if (e.type == WeightType::AWQ_INT4) {
-      // One AWQ word packs 8 output rows, so rows are encoded in blocks of 8; a range that ends inside a
-      // block leaves its last rows (at most 7) in pending_ until the next range completes the block.
+    const int64_t pack = weight_traits(e.type).rows_per_word;
+    if (pack > 1) {
+      // One word packs `pack` output rows (AWQ: 8), so rows are encoded in blocks of that many; a range that
+      // ends inside a block leaves its last rows in pending_ until the next range completes the block.
       if (!pending_.empty()) {
         const int64_t have = static_cast<int64_t>(pending_.size()) / K;
-        const int64_t take = std::min<int64_t>(kAwqPack - have, left);
+        const int64_t take = std::min<int64_t>(pack - have, left);
         pending_.insert(pending_.end(), v, v + take * K);
         v += take * K;
         row += take;
         left -= take;
-        if (have + take == kAwqPack) {
-          encode_rows(e, row - kAwqPack, kAwqPack, pending_.data());
+        if (have + take == pack) {
+          encode_rows(e, row - pack, pack, pending_.data());
           pending_.clear();
         }
       }
       if (left > 0) {
-        const int64_t whole = left / kAwqPack * kAwqPack;
+        const int64_t whole = left / pack * pack;
         if (whole > 0) encode_rows(e, row, whole, v);
         pending_.assign(v + whole * K, v + left * K);
       }
@@ -174,45 +170,28 @@ class StreamingWriter final : public ModelWriter {
       return;
     }
     const quant::QuantizedTensor q = quant::quantize_tensor(v, count, e.cols, e.type, e.group_size);
-    const bool in_major = e.type == WeightType::INT8_GW_SYM || e.type == WeightType::INT8_GW_ASYM ||
-                          e.type == WeightType::AWQ_INT4;
+    const WeightTraits& traits = weight_traits(e.type);
     for (int i = 0; i < e.part_count; ++i) {
       const formats::TensorPart& p = e.parts[static_cast<size_t>(i)];
-      const uint8_t* src = static_cast<const uint8_t*>(part_data(q, p.role));
+      const uint8_t* src = static_cast<const uint8_t*>(q.array(p.role));
       if (n == N) {
         sink_->write_at(p.offset, src, p.bytes);
         continue;
       }
-      if (!in_major) {
+      if (!traits.in_major) {
         const uint64_t row_bytes = p.bytes / N;
         sink_->write_at(p.offset + row_bytes * first, src, row_bytes * n);
         continue;
       }
-      const uint64_t lines = (p.role == PartRole::Q || p.role == PartRole::QWeight)
-                                 ? K
-                                 : K / static_cast<uint64_t>(e.group_size);
-      // Bytes per line: of the whole tensor, of this range, and before it. AWQ words hold 8 rows in
-      // 4 bytes (n0 and count are multiples of 8 there); fp16 scales and zeros take 2 bytes a row, u8 q 1.
-      const bool packed = e.type == WeightType::AWQ_INT4 && p.role != PartRole::Scales;
+      // A line per k (per-weight arrays) or per group holds every row's entries; this range owns the storage
+      // units of its rows in each (AWQ words hold 8 rows, and n0 and count are multiples of 8 there).
+      const ArraySpec& a = *traits.find(p.role);
+      const uint64_t lines = a.extent == ArrayExtent::PerWeight ? K : K / static_cast<uint64_t>(e.group_size);
       const uint64_t line = p.bytes / lines;
-      const uint64_t piece = packed ? n / 8 * 4 : line / N * n;
-      const uint64_t skip = packed ? first / 8 * 4 : line / N * first;
+      const uint64_t piece = n / a.entries_per_unit * a.unit_bytes;
+      const uint64_t skip = first / a.entries_per_unit * a.unit_bytes;
       for (uint64_t l = 0; l < lines; ++l) sink_->write_at(p.offset + l * line + skip, src + l * piece, piece);
     }
-  }
-
-  static const void* part_data(const quant::QuantizedTensor& q, PartRole role) {
-    switch (role) {
-      case PartRole::Values:
-      case PartRole::Q: return q.values.data();
-      case PartRole::Scales:
-        return q.type == WeightType::Q8_0 ? static_cast<const void*>(q.scales_f32.data())
-                                          : static_cast<const void*>(q.scales_f16.data());
-      case PartRole::Zeros: return q.zeros_f16.data();
-      case PartRole::QWeight: return q.qweight.data();
-      case PartRole::QZeros: return q.qzeros.data();
-    }
-    return nullptr;
   }
 
   std::string path_;
@@ -229,9 +208,10 @@ class StreamingWriter final : public ModelWriter {
 }  // namespace
 
 int64_t chunk_rows(const TensorSlot& slot, int64_t max_floats) {
+  const int64_t pack = weight_traits(WeightType::AWQ_INT4).rows_per_word;  // the widest packing of any type
   const int64_t cols = std::max<int64_t>(slot.cols, 1);
   int64_t rows = std::max<int64_t>(max_floats / cols, 1);
-  if (rows >= kAwqPack) rows = rows / kAwqPack * kAwqPack;
+  if (rows >= pack) rows = rows / pack * pack;
   return std::min(rows, std::max<int64_t>(slot.rows, 1));
 }
 

@@ -14,7 +14,7 @@ namespace qt::quant {
 
 uint32_t awq_pack8(const uint8_t values[8]) {
   uint32_t word = 0;
-  for (int e = 0; e < 8; ++e) word |= static_cast<uint32_t>(values[e] & 0xFu) << (4 * kAwqOrder[e]);
+  for (int e = 0; e < 8; ++e) word |= static_cast<uint32_t>(values[e] & 0xFu) << awq_shift(e);
   return word;
 }
 
@@ -32,7 +32,7 @@ void quantize_awq_int4(const float* w, int64_t rows, int64_t cols, int32_t group
   for (int64_t n = 0; n < N; ++n) {
     const float* wr = w + n * K;
     const int64_t j = n / 8;
-    const int shift = 4 * kAwqOrder[n % 8];
+    const int shift = awq_shift(n % 8);
     for (int64_t k0 = 0; k0 < K; k0 += group) {
       const int64_t g = k0 / group;
       float mn = wr[k0], mx = wr[k0];

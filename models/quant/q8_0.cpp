@@ -4,15 +4,12 @@
 #include <string>
 
 #include "common/error.h"
+#include "models/core/weight_traits.h"
 #include "models/quant/rounding.h"
 
 namespace qt::quant {
 
-int32_t q8_0_group_rule(int64_t dim) {
-  int32_t g = 64;
-  while (g > 1 && dim % g != 0) g /= 2;
-  return g;
-}
+int32_t q8_0_group_rule(int64_t dim) { return default_group_dividing(WeightType::Q8_0, {dim}); }
 
 void quantize_q8_0(const float* w, int64_t count, int32_t group, int8_t* q, float* scales) {
   if (group <= 0 || count % group != 0) {

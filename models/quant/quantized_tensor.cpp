@@ -11,34 +11,27 @@
 
 namespace qt::quant {
 
+const void* QuantizedTensor::array(WeightArray a) const {
+  switch (a) {
+    case WeightArray::Values:
+    case WeightArray::Q: return values.data();
+    case WeightArray::Scales:
+      return weight_traits(type).scale == ScaleType::F32 ? static_cast<const void*>(scales_f32.data())
+                                                         : static_cast<const void*>(scales_f16.data());
+    case WeightArray::Zeros: return zeros_f16.data();
+    case WeightArray::QWeight: return qweight.data();
+    case WeightArray::QZeros: return qzeros.data();
+  }
+  return nullptr;
+}
+
 QTensor QuantizedTensor::view() const {
   QTensor t;
   t.type = type;
   t.rows = rows;
   t.cols = cols;
   t.group_size = group_size;
-  switch (type) {
-    case WeightType::F32:
-    case WeightType::F16:
-    case WeightType::BF16:
-      t.data = values.data();
-      break;
-    case WeightType::Q8_0:
-      t.data = values.data();
-      t.scales_f32 = scales_f32.data();
-      break;
-    case WeightType::INT8_GW_SYM:
-    case WeightType::INT8_GW_ASYM:
-      t.data = values.data();
-      t.scales_f16 = scales_f16.data();
-      if (type == WeightType::INT8_GW_ASYM) t.zeros_f16 = zeros_f16.data();
-      break;
-    case WeightType::AWQ_INT4:
-      t.data = qweight.data();
-      t.qzeros = qzeros.data();
-      t.scales_f16 = scales_f16.data();
-      break;
-  }
+  for (const ArraySpec& a : weight_traits(type).array_specs()) t.set_array(a.array, array(a.array));
   return t;
 }
 
@@ -47,8 +40,8 @@ QuantizedTensor quantize_tensor(const float* w, int64_t rows, int64_t cols, Weig
   out.type = type;
   out.rows = rows;
   out.cols = cols;
-  const bool grouped = type == WeightType::Q8_0 || type == WeightType::INT8_GW_SYM ||
-                       type == WeightType::INT8_GW_ASYM || type == WeightType::AWQ_INT4;
+  const WeightTraits& traits = weight_traits(type);
+  const bool grouped = traits.quantized;
   out.group_size = grouped ? group_size : 0;
   if (rows <= 0 || cols <= 0) {
     throw Error("quantize_tensor: empty shape " + std::to_string(rows) + "x" + std::to_string(cols), kExitFailure);
@@ -56,6 +49,10 @@ QuantizedTensor quantize_tensor(const float* w, int64_t rows, int64_t cols, Weig
   if (grouped && (group_size <= 0 || cols % group_size != 0)) {
     throw Error(std::string("quantize_tensor: ") + weight_type_name(type) + " group size " +
                     std::to_string(group_size) + " does not divide K = " + std::to_string(cols), kExitFailure);
+  }
+  if (rows % traits.rows_per_word != 0) {
+    throw Error(std::string("quantize_tensor: ") + traits.name + " needs N % " + std::to_string(traits.rows_per_word) +
+                    " == 0, N = " + std::to_string(rows), kExitFailure);
   }
   const size_t count = static_cast<size_t>(rows * cols);
   const size_t groups = grouped ? static_cast<size_t>(rows * (cols / group_size)) : 0;
@@ -81,7 +78,7 @@ QuantizedTensor quantize_tensor(const float* w, int64_t rows, int64_t cols, Weig
       break;
     case WeightType::INT8_GW_SYM:
     case WeightType::INT8_GW_ASYM: {
-      const bool asym = type == WeightType::INT8_GW_ASYM;
+      const bool asym = traits.has_zeros;
       out.values.resize(count);
       out.scales_f16.resize(groups);
       if (asym) out.zeros_f16.resize(groups);
@@ -90,9 +87,6 @@ QuantizedTensor quantize_tensor(const float* w, int64_t rows, int64_t cols, Weig
       break;
     }
     case WeightType::AWQ_INT4:
-      if (rows % 8 != 0) {
-        throw Error("quantize_tensor: AWQ_INT4 needs N % 8 == 0, N = " + std::to_string(rows), kExitFailure);
-      }
       out.qweight.resize(count / 8);
       out.qzeros.resize(groups / 8);
       out.scales_f16.resize(groups);

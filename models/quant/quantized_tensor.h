@@ -17,6 +17,8 @@ struct QuantizedTensor {
   std::vector<uint16_t> scales_f16, zeros_f16;  // INT8_GW_*, AWQ_INT4
   std::vector<int32_t> qweight, qzeros;         // AWQ_INT4
 
+  // The storage of one of the type's arrays (weight_traits(type).arrays): `values` holds Values and Q.
+  const void* array(WeightArray a) const;
   // A view over this object's arrays; valid while it lives and is not modified.
   QTensor view() const;
 };

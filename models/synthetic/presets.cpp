@@ -15,7 +15,7 @@ struct Preset {
   bool norm_topk;
 };
 
-// Real shapes from the official config.json files (shared/reference/qwen3-math.md §6). `default` keeps the
+// Real shapes from the official config.json files. `default` keeps the
 // real vocabulary so the Qwen3 tokenizer works, with a tiny body so it runs fast on a CPU.
 constexpr Preset kPresets[] = {
     {"default", ModelArch::Qwen3Dense, 128, 384, 4, 4, 2, 32, 151936, 4096, true, 0, 0, false},

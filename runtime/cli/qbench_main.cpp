@@ -31,10 +31,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 WeightType expert_type_of(const std::string& s) {
-  if (s == "q8_0") return WeightType::Q8_0;
-  if (s == "int8-sym") return WeightType::INT8_GW_SYM;
-  if (s == "int8-asym") return WeightType::INT8_GW_ASYM;
-  if (s == "awq") return WeightType::AWQ_INT4;
+  if (const auto t = quantized_type_by_option_name(s)) return *t;
   throw Error("--expert-type: unknown type '" + s + "' (q8_0, int8-sym, int8-asym, awq)");
 }
 

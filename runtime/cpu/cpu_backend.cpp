@@ -104,7 +104,7 @@ int64_t CpuBackend::rows_per_task(const QTensor& w) const {
 void CpuBackend::matmul(const QTensor& w, const float* x, int64_t m, float* y, MatmulMode mode) {
   if (m <= 0) return;
   if (options_.reference) return matmul_reference(w, x, m, y);
-  const bool float_type = w.type == WeightType::F32 || w.type == WeightType::F16 || w.type == WeightType::BF16;
+  const bool float_type = !weight_traits(w.type).quantized;
   if (float_type || mode == MatmulMode::kExact) return matmul_float(w, x, m, y);
   const PackedMatrix& p = packed(w);
   if (p.kind == PackedMatrix::Kind::kUnpacked) return matmul_float(w, x, m, y);
@@ -166,7 +166,7 @@ void CpuBackend::matmul_group(const MatmulJob* jobs, int count, const float* x, 
   bool fuse = !options_.reference && count > 1;
   for (int j = 0; fuse && j < count; ++j) {
     const QTensor& w = *jobs[j].w;
-    const bool float_type = w.type == WeightType::F32 || w.type == WeightType::F16 || w.type == WeightType::BF16;
+    const bool float_type = !weight_traits(w.type).quantized;
     if (float_type) {
       fuse = false;
       break;

@@ -10,21 +10,7 @@ namespace {
 
 constexpr int64_t kLogitRowsPerPass = 16;  // bounds the logits buffer for --logits-out on long prompts
 
-uint64_t tensor_bytes(const QTensor& t) {
-  if (t.empty()) return 0;
-  const uint64_t n = uint64_t(t.rows) * uint64_t(t.cols);
-  const uint64_t groups = t.group_size > 0 ? n / uint64_t(t.group_size) : 0;
-  switch (t.type) {
-    case WeightType::F32: return 4 * n;
-    case WeightType::F16:
-    case WeightType::BF16: return 2 * n;
-    case WeightType::Q8_0: return n + 4 * groups;
-    case WeightType::INT8_GW_SYM: return n + 2 * groups;
-    case WeightType::INT8_GW_ASYM: return n + 4 * groups;
-    case WeightType::AWQ_INT4: return n / 2 + groups / 2 + 2 * groups;  // qweight, qzeros (4 bits), scales
-  }
-  return 0;
-}
+uint64_t tensor_bytes(const QTensor& t) { return t.empty() ? 0 : t.storage_bytes(); }
 
 }  // namespace
 

@@ -11,7 +11,7 @@ using json = nlohmann::json;
 
 namespace {
 
-// Qwen3-0.6B's config.json (shared/reference/qwen3-math.md §6).
+// Qwen3-0.6B's config.json.
 json qwen3_06b() {
   return json::parse(R"({
     "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,

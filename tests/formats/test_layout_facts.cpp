@@ -1,4 +1,4 @@
-// The on-disk facts of each format (FORMATS.md, ../shared/reference/formats.md): magic bytes, field
+// The on-disk facts of each format (models/FORMATS.md): magic bytes, field
 // offsets, qwen3.c's group rule, tensor order, and byte identity with an encoder written here from the
 // qwen3.c export description.
 #include <catch2/catch.hpp>

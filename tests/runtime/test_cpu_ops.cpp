@@ -1,5 +1,5 @@
 // Every CPU backend op against a plain double-precision reference written from the math in
-// shared/reference/qwen3-math.md.
+// the Qwen3 modelling code of transformers.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

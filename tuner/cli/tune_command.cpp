@@ -40,10 +40,7 @@ std::vector<std::vector<int64_t>> device_model_shapes(const std::string& family,
 }
 
 WeightType parse_type(const std::string& s) {
-  if (s == "q8_0") return WeightType::Q8_0;
-  if (s == "int8_sym") return WeightType::INT8_GW_SYM;
-  if (s == "int8_asym") return WeightType::INT8_GW_ASYM;
-  if (s == "awq_int4") return WeightType::AWQ_INT4;
+  if (const auto t = quantized_type_by_short_name(s)) return *t;
   throw Error("unknown --type '" + s + "' (q8_0, int8_sym, int8_asym, awq_int4)");
 }
 

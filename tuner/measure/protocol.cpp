@@ -5,16 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace qt::tune {
+#include "common/quantile.h"
 
-namespace {
-double sorted_quantile(const std::vector<double>& s, double q) {
-  double pos = q * double(s.size() - 1);
-  size_t lo = size_t(std::floor(pos));
-  size_t hi = std::min(s.size() - 1, lo + 1);
-  return s[lo] + (s[hi] - s[lo]) * (pos - double(lo));
-}
-}  // namespace
+namespace qt::tune {
 
 Stats summarize(const std::vector<double>& samples) {
   Stats st;

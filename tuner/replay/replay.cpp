@@ -5,6 +5,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/quantile.h"
 #include "tuner/search/strategies.h"
 
 namespace qt::tune {
@@ -18,17 +19,6 @@ Observation ReplayObjective::evaluate(PointId id) {
   o.detail = p.failure;
   return o;
 }
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double pos = q * double(v.size() - 1);
-  size_t lo = size_t(std::floor(pos));
-  size_t hi = std::min(v.size() - 1, lo + 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
-}
-
-double median(std::vector<double> v) { return quantile(std::move(v), 0.5); }
 
 int64_t parse_eval_budget(const std::string& text, size_t space_size) {
   if (text.empty()) throw Error("empty --budget");

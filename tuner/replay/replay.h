@@ -43,7 +43,4 @@ int64_t parse_eval_budget(const std::string& budget_text, size_t space_size);
 
 SweepResult sweep(const RecordedSpace& rs, const SweepOptions& opt);
 
-double median(std::vector<double> v);
-double quantile(std::vector<double> v, double q);
-
 }  // namespace qt::tune
