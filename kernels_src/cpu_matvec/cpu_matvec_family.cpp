@@ -234,19 +234,9 @@ KernelFamily make_family(WeightType t) {
   return f;
 }
 
-const char* short_type(WeightType t) {
-  switch (t) {
-    case WeightType::Q8_0: return "q8_0";
-    case WeightType::INT8_GW_SYM: return "int8_sym";
-    case WeightType::INT8_GW_ASYM: return "int8_asym";
-    case WeightType::AWQ_INT4: return "awq_int4";
-    default: return "f32";
-  }
-}
-
 }  // namespace
 
-std::string matvec_family_name(WeightType t) { return std::string("matvec.") + short_type(t); }
+std::string matvec_family_name(WeightType t) { return std::string("matvec.") + weight_traits(t).short_name; }
 
 std::vector<MatvecShape> model_matvec_shapes(const ModelWeights& w) {
   std::vector<MatvecShape> out;

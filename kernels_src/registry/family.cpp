@@ -36,20 +36,6 @@ T load(const uint8_t* data, size_t i) {
   return v;
 }
 
-// The operand name of a weight type in dtype strings; these strings key stored results, so they never change.
-const char* weight_operand_name(WeightType t) {
-  switch (t) {
-    case WeightType::Q8_0: return "q8_0";
-    case WeightType::INT8_GW_SYM: return "int8_sym";
-    case WeightType::INT8_GW_ASYM: return "int8_asym";
-    case WeightType::AWQ_INT4: return "awq_int4";
-    case WeightType::F16: return "f16";
-    case WeightType::BF16: return "bf16";
-    case WeightType::F32: return "f32";
-  }
-  return "unknown";
-}
-
 }  // namespace
 
 int dtype_size(DType t) { return info(t).size; }
@@ -150,6 +136,12 @@ void validate_point(const KernelFamily& f, const Point& p) {
     if (!p.count(q.name)) throw Error("family " + f.name + ": point '" + point_key(p) + "' misses parameter " + q.name);
 }
 
+std::optional<int64_t> label_value(const Param& p, std::string_view label) {
+  for (size_t i = 0; i < p.values.size() && i < p.labels.size(); ++i)
+    if (p.labels[i] == label) return p.values[i];
+  return std::nullopt;
+}
+
 std::string value_text(const Param& p, int64_t value) {
   for (size_t i = 0; i < p.values.size() && i < p.labels.size(); ++i)
     if (p.values[i] == value) return p.labels[i];
@@ -164,11 +156,10 @@ Point parse_point(const KernelFamily& f, const std::string& text) {
     auto eq = item.find('=');
     if (eq == std::string::npos) throw Error("bad point item '" + item + "' (expected name=value)");
     const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
-    bool labelled = false;
+    std::optional<int64_t> labelled;
     for (const auto& prm : f.params)
-      for (size_t i = 0; prm.name == name && i < prm.labels.size() && i < prm.values.size(); ++i)
-        if (prm.labels[i] == value) p[name] = prm.values[i], labelled = true;
-    if (!labelled) p[name] = parse_int(value, name);
+      if (prm.name == name) labelled = label_value(prm, value);
+    p[name] = labelled ? *labelled : parse_int(value, name);
   }
   validate_point(f, p);
   return p;
@@ -202,7 +193,8 @@ std::string compare_output(const BufferSpec& spec, const std::vector<uint8_t>& g
 }
 
 std::string linear_dtypes(WeightType w, DType activation, DType output) {
-  return std::string(weight_operand_name(w)) + "x" + dtype_name(activation) + "->" + dtype_name(output);
+  // These strings key stored results: the traits table's short names never change.
+  return std::string(weight_traits(w).short_name) + "x" + dtype_name(activation) + "->" + dtype_name(output);
 }
 
 }  // namespace qt::kernels

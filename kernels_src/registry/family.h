@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -175,6 +176,8 @@ std::vector<Point> enumerate_points(const KernelFamily& f);
 void validate_point(const KernelFamily& f, const Point& p);
 // "bm=16,bn=64" or "isa=avx2" -> Point (validated against the family).
 Point parse_point(const KernelFamily& f, const std::string& text);
+// The value a labelled parameter gives `label`; nullopt when it has no such label.
+std::optional<int64_t> label_value(const Param& p, std::string_view label);
 // A parameter value as written for users and stores: its label, or the number.
 std::string value_text(const Param& p, int64_t value);
 

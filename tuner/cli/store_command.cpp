@@ -1,6 +1,4 @@
 #include <cstdio>
-#include <memory>
-#include <set>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -55,20 +53,14 @@ int store_command(const std::vector<std::string>& args) {
     std::string ic = st.integrity_check();
     std::printf("%s: %lld results, integrity %s\n", st.path().c_str(), (long long)st.count(), ic.c_str());
     // Rows of a registry family measured on other sources than this build's: lookups ignore them.
-    std::set<std::string> families;
-    for (const ResultRow& r : st.rows()) families.insert(r.family);
-    for (const std::string& name : families) {
-      std::shared_ptr<Tunable> t;
-      try {
-        t = find_family(name);
-      } catch (const Error&) {
-        continue;  // not a registry family (imported Kernel Tuner data, a test family)
+    for (const char* device : {"cpu", "emu", "cuda"})
+      for (const std::string& name : family_names(device)) {
+        const std::string hash = find_family(name)->source_hash();
+        for (const auto& stale : st.stale(name, hash))
+          std::printf("stale: %s: %lld results for %s measured on sources %s, not this build's %s; qrun ignores them\n",
+                      name.c_str(), (long long)stale.rows, stale.device_name.c_str(),
+                      stale.source_hash.substr(0, 12).c_str(), hash.substr(0, 12).c_str());
       }
-      for (const auto& stale : st.stale(name, t->source_hash()))
-        std::printf("stale: %s: %lld results for %s measured on sources %s, not this build's %s; qrun ignores them\n",
-                    name.c_str(), (long long)stale.rows, stale.device_name.c_str(), stale.source_hash.substr(0, 12).c_str(),
-                    t->source_hash().substr(0, 12).c_str());
-    }
     return ic == "ok" ? 0 : 1;
   }
   if (sub == "export") {

@@ -137,7 +137,7 @@ int tune_command(const std::vector<std::string>& args) {
       if (jobs.empty()) throw Error(cli.get("--model") + ": family " + cli.get("--family") + " serves no shape of it");
     } else if (cli.given("--shape")) {
       auto s = parse_int_list(cli.get("--shape"), "--shape");
-      if (s.size() != fam->family().dims.size()) fam->family().shape(s);  // names the dims it takes
+      fam->family().shape(s);  // a wrong count of dimensions is an error naming the ones the family takes
       jobs.push_back({fam, s, "--shape"});
     } else {
       throw Error("give --model X.bin or --shape M,N,K,G");

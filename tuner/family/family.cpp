@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "common/error.h"
 #include "device/cuda/cuda_device.h"
@@ -152,11 +153,11 @@ kernels::Point Tunable::to_point(const nlohmann::json& j) const {
       p[name] = value.get<int64_t>();
       continue;
     }
-    bool found = false;
+    std::optional<int64_t> v;
     for (const auto& prm : family_.params)
-      for (size_t i = 0; prm.name == name && i < prm.labels.size(); ++i)
-        if (prm.labels[i] == value.get<std::string>()) p[name] = prm.values[i], found = true;
-    if (!found) throw CandidateError(Status::Invalid, family_.name + ": " + name + "=" + value.dump() + " is not a value of the family");
+      if (prm.name == name) v = kernels::label_value(prm, value.get<std::string>());
+    if (v) p[name] = *v;
+    else throw CandidateError(Status::Invalid, family_.name + ": " + name + "=" + value.dump() + " is not a value of the family");
   }
   try {
     kernels::validate_point(family_, p);
