@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 
 #include "common/error.h"
 #include "device/winners/winners.h"
@@ -18,6 +19,7 @@ std::string apply_tuned_cache(const std::string& path, const ModelWeights& weigh
   const std::vector<cm::MatvecShape> shapes = cm::model_matvec_shapes(weights);
   int found = 0, exact = 0;
   int64_t heaviest = -1, stale = 0;
+  std::set<const kernels::KernelFamily*> unserved;  // families with a shape that found no winner
   std::optional<nlohmann::json> global;
   for (const cm::MatvecShape& s : shapes) {
     const kernels::KernelFamily& family = kernels::find_family(cm::matvec_family_name(s.type));
@@ -25,8 +27,7 @@ std::string apply_tuned_cache(const std::string& path, const ModelWeights& weigh
     // Only winners measured on this build's sources count: a changed kernel makes older timings meaningless.
     const auto winner = table.lookup(device, name, family.dtypes, s.shape, family.source_hash);
     if (!winner) {
-      for (const auto& st : table.stale(name, family.source_hash))
-        if (st.device_name == device.name) stale += st.rows;
+      unserved.insert(&family);
       continue;
     }
     ++found;
@@ -38,6 +39,10 @@ std::string apply_tuned_cache(const std::string& path, const ModelWeights& weigh
       global = winner->point;
     }
   }
+  // Counted once per family: its stale rows are why some of its shapes found nothing.
+  for (const kernels::KernelFamily* family : unserved)
+    for (const auto& st : table.stale("cpu." + family->name, family->source_hash))
+      if (st.device_name == device.name) stale += st.rows;
   std::string summary = "tuned cache " + path + ": " + std::to_string(found) + "/" + std::to_string(shapes.size()) +
                         " matmul shapes have a winner for this CPU (" + std::to_string(exact) + " exact, " +
                         std::to_string(found - exact) + " from the nearest tuned shape)";

@@ -163,3 +163,28 @@ TEST_CASE("qrun --tuned-cache applies the winners a qtune store holds for this C
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) REQUIRE(a[i] == Approx(b[i]).margin(1e-4));
 }
+
+TEST_CASE("qrun --tuned-cache ignores winners measured on other kernel sources and says how many", "[runtime][qrun]") {
+  const std::string cache = kTmp + "stale.sqlite";
+  std::remove(cache.c_str());
+  {
+    qt::tune::Store store(cache);
+    const auto family =
+        qt::tune::find_family("cpu." + qt::kernels::cpu_matvec::matvec_family_name(qt::WeightType::Q8_0));
+    qt::tune::ResultRow row;
+    row.device = qt::winners::cpu_fingerprint();
+    row.family = family->name();
+    row.source_hash = "0123456789ab-an-older-build";
+    row.shape = {384, 96, 32};  // dense.ajc1's lm_head
+    row.dtypes = family->dtypes();
+    row.point = {{"isa", "scalar"}, {"threads", 1}, {"rows_per_task", 8}};
+    row.stats = qt::tune::summarize({1e-5, 1.1e-5, 0.9e-5});
+    store.put(row);
+  }
+  const Result r = run_qrun("--model " + kGolden + "files/dense.ajc1 --prompt-ids 3,4,5 -n 0 --tuned-cache " + cache);
+  REQUIRE(r.code == 0);
+  // The stale row lends nothing to any of the four shapes, and is counted once.
+  CHECK(r.err.find("0/4 matmul shapes have a winner for this CPU") != std::string::npos);
+  CHECK(r.err.find("ignored 1 stale results measured on older kernel sources") != std::string::npos);
+  CHECK(r.err.find("using the built-in choices") != std::string::npos);
+}

@@ -87,3 +87,32 @@ TEST_CASE("qtune --device cpu tunes a shape into the store and lookup finds the 
   REQUIRE(w["found"] == true);
   REQUIRE(w["exact"] == true);
 }
+
+TEST_CASE("qtune store check reports results measured on other kernel sources as stale", "[tuner][cli]") {
+  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
+  std::filesystem::create_directories(dir);
+  std::string db = dir + "/stale-" + std::to_string(getpid()) + ".sqlite";
+  std::filesystem::remove(db);
+  Run t = run("--device cpu --shape 128,256,64 --type q8_0 --budget 2 --min-time 0.001 --quiet --cache " + db);
+  REQUIRE(t.rc == 0);
+  Run fresh = run("store check --cache " + db);
+  REQUIRE(fresh.rc == 0);
+  REQUIRE(fresh.out.find("stale:") == std::string::npos);
+  // The same rows as if an older build had measured them.
+  Run exp = run("store export --cache " + db);
+  REQUIRE(exp.rc == 0);
+  json j = json::parse(exp.out);
+  for (auto& r : j["results"]) r["source_hash"] = "0123456789abcdef-older";
+  const std::string old_json = dir + "/stale-" + std::to_string(getpid()) + ".json";
+  {
+    FILE* f = std::fopen(old_json.c_str(), "w");
+    REQUIRE(f);
+    std::fputs(j.dump().c_str(), f);
+    std::fclose(f);
+  }
+  REQUIRE(run("store import --cache " + db + " " + old_json).rc == 0);
+  Run check = run("store check --cache " + db);
+  REQUIRE(check.rc == 0);
+  REQUIRE(check.out.find("stale: cpu.matvec.q8_0: 2 results for ") != std::string::npos);
+  REQUIRE(check.out.find("measured on sources 0123456789ab, not this build's") != std::string::npos);
+}
