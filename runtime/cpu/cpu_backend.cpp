@@ -8,7 +8,6 @@
 
 #include "common/error.h"
 #include "runtime/core/routing.h"
-#include "runtime/cpu/dequant.h"
 #include "kernels_src/cpu_matvec/quantized_matvec.h"
 
 namespace qt::rt {
@@ -85,7 +84,7 @@ void CpuBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m, f
                   std::to_string(table.rows) + ")");
   }
   pool_.parallel_for(m, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) dequant_row(table, tokens[i], out + i * table.cols);
+    for (int64_t i = i0; i < i1; ++i) dequantize_row(table, tokens[i], out + i * table.cols);
   });
 }
 
@@ -116,7 +115,7 @@ void CpuBackend::matmul_reference(const QTensor& w, const float* x, int64_t m, f
   pool_.parallel_for(N, rows_per_task(w), [&](int64_t n0, int64_t n1) {
     float* row = scratch(tls_row, K);
     for (int64_t n = n0; n < n1; ++n) {
-      dequant_row(w, n, row);
+      dequantize_row(w, n, row);
       for (int64_t i = 0; i < m; ++i) {
         const float* xi = x + i * K;
         double acc = 0.0;
@@ -147,7 +146,7 @@ void CpuBackend::matmul_float(const QTensor& w, const float* x, int64_t m, float
         default: {
           float* row = scratch(tls_row, K);
           for (int64_t n = n0; n < n1; ++n) {
-            dequant_row(w, n, row);
+            dequantize_row(w, n, row);
             yi[n] = kr.dot_f32(row, xi, K);
           }
         }

@@ -10,7 +10,6 @@
 
 #include "runtime/core/routing.h"
 #include "runtime/cpu/cpu_backend.h"
-#include "runtime/cpu/dequant.h"
 #include "tests/runtime/random_model.h"
 
 using namespace qt;
@@ -47,21 +46,6 @@ float max_abs(const std::vector<float>& v) {
 }
 
 }  // namespace
-
-TEST_CASE("dequant_row reproduces the models/core dequantization of every weight type", "[runtime][ops]") {
-  std::mt19937_64 rng(1);
-  for (WeightType t : kAllTypes) {
-    INFO(weight_type_name(t));
-    const auto qt_ = random_tensor(rng, t, 24, 128, 32);
-    const QTensor v = qt_.view();
-    std::vector<float> mine(128), theirs(128);
-    for (int64_t r = 0; r < v.rows; ++r) {
-      dequant_row(v, r, mine.data());
-      dequantize_row(v, r, theirs.data());
-      REQUIRE(mine == theirs);
-    }
-  }
-}
 
 TEST_CASE("reference matmul equals dequantized weights times fp32 activations", "[runtime][ops]") {
   std::mt19937_64 rng(2);
