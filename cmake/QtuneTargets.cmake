@@ -75,12 +75,17 @@ function(qtune_test name)
   endif()
 endfunction()
 
-# qtune_add_subdirectories(): add every immediate sub-folder that has a CMakeLists.txt, in name order, so
-# a new component is one folder and needs no edit of its parent.
+# qtune_add_subdirectories([EXCEPT name ...]): add every immediate sub-folder that has a CMakeLists.txt, in name
+# order, so a new component is one folder and needs no edit of its parent. EXCEPT leaves folders for the caller
+# to add itself (in a later order).
 function(qtune_add_subdirectories)
+  cmake_parse_arguments(ARG "" "" "EXCEPT" ${ARGN})
   file(GLOB children LIST_DIRECTORIES true RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/*)
   list(SORT children)
   foreach(child IN LISTS children)
+    if(child IN_LIST ARG_EXCEPT)
+      continue()
+    endif()
     if(IS_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/${child} AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${child}/CMakeLists.txt)
       add_subdirectory(${child})
     endif()

@@ -141,7 +141,8 @@ WinnersTable::WinnersTable(const std::string& path) : path_(path) {
   }
   sqlite3_busy_timeout(db_, 10000);
   try {
-    Stmt q(db_, "SELECT COUNT(*) FROM result r JOIN kernel k ON r.kernel_id=k.id JOIN device d ON r.device_id=d.id");
+    // Preparing names every table the lookups read; LIMIT 0 keeps opening independent of the store's size.
+    Stmt q(db_, "SELECT 1 FROM result r JOIN kernel k ON r.kernel_id=k.id JOIN device d ON r.device_id=d.id LIMIT 0");
     q.step();
   } catch (const Error&) {
     sqlite3_close(db_);
