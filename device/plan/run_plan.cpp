@@ -8,13 +8,25 @@
 
 namespace qt::plan {
 
+void add_scalar(dev::KernelArgs& args, const kernels::ScalarSpec& spec, double value) {
+  switch (spec.dtype) {
+    case kernels::DType::F32: args.add(static_cast<float>(value)); return;
+    case kernels::DType::I32: args.add(static_cast<int32_t>(value)); return;
+    default:
+      throw Error("run-time scalar '" + spec.name + "' has type " + kernels::dtype_name(spec.dtype) +
+                      "; only f32 and i32 scalars exist",
+                  kExitFailure);
+  }
+}
+
 namespace {
 
 using kernels::BufferSpec;
 using kernels::KernelArg;
 using kernels::PointRejected;
 
-dev::KernelArgs device_args(const kernels::Launch& l, const std::vector<std::pair<std::string, dev::Buffer>>& buffers) {
+dev::KernelArgs device_args(const kernels::KernelFamily& family, const kernels::Launch& l,
+                            const std::vector<std::pair<std::string, dev::Buffer>>& buffers) {
   dev::KernelArgs args;
   for (const KernelArg& a : l.args) {
     switch (a.kind) {
@@ -28,6 +40,7 @@ dev::KernelArgs device_args(const kernels::Launch& l, const std::vector<std::pai
       case KernelArg::Kind::I32: args.add(static_cast<int32_t>(a.integer)); break;
       case KernelArg::Kind::I64: args.add(static_cast<int64_t>(a.integer)); break;
       case KernelArg::Kind::F32: args.add(a.real); break;
+      case KernelArg::Kind::Scalar: add_scalar(args, family.scalar(a.buffer), family.scalar(a.buffer).test_value); break;
     }
   }
   return args;
@@ -47,8 +60,10 @@ PlanRun::PlanRun(dev::Device* device, const kernels::KernelFamily& family, const
       throw PointRejected(PointRejected::Reason::Invalid, family.name + " " + kernels::point_key(point) +
                                                                " cannot run " + kernels::shape_key(shape) + ": " + why);
   plan_ = family.plan(point, shape);
+  for (const BufferSpec& spec : plan_.buffers)
+    if (spec.role == BufferSpec::Role::InOut && inputs.count(spec.name)) inputs_[spec.name] = inputs.at(spec.name);
   for (const BufferSpec& spec : plan_.buffers) {
-    if (spec.role != BufferSpec::Role::Input) continue;
+    if (!spec.filled_from_inputs()) continue;
     const auto it = inputs.find(spec.name);
     if (it == inputs.end() || int64_t(it->second.size()) != spec.bytes())
       throw Error(family.name + ": input '" + spec.name + "' does not match the plan's size (" +
@@ -58,7 +73,7 @@ PlanRun::PlanRun(dev::Device* device, const kernels::KernelFamily& family, const
 
   if (family.on_host()) {
     for (const BufferSpec& spec : plan_.buffers)
-      host_[spec.name] = spec.role == BufferSpec::Role::Input ? inputs.at(spec.name)
+      host_[spec.name] = spec.filled_from_inputs() ? inputs.at(spec.name)
                                                                : std::vector<uint8_t>(size_t(spec.bytes()), 0xFF);
     host_kernel_ = family.host_prepare(point, shape, host_);
     return;
@@ -75,7 +90,7 @@ PlanRun::PlanRun(dev::Device* device, const kernels::KernelFamily& family, const
   module_ = std::move(module);
   for (const BufferSpec& spec : plan_.buffers) {
     dev::Buffer b(*device_, size_t(spec.bytes()));
-    if (spec.role == BufferSpec::Role::Input) device_->copy_to_device(b.ptr(), inputs.at(spec.name).data(), b.bytes());
+    if (spec.filled_from_inputs()) device_->copy_to_device(b.ptr(), inputs.at(spec.name).data(), b.bytes());
     buffers_.emplace_back(spec.name, std::move(b));
   }
   for (const kernels::Launch& l : plan_.launches) {
@@ -84,15 +99,25 @@ PlanRun::PlanRun(dev::Device* device, const kernels::KernelFamily& family, const
     cfg.block = {l.block.x, l.block.y, l.block.z};
     cfg.dynamic_smem_bytes = static_cast<uint32_t>(l.dynamic_smem);
     launches_.emplace_back(module_->kernel(l.kernel), cfg);
-    args_.push_back(device_args(l, buffers_));
+    args_.push_back(device_args(family, l, buffers_));
   }
 }
 
 PlanRun::~PlanRun() = default;
 
+// InOut buffers are re-filled from the inputs, so every run starts from the same state.
 void PlanRun::reset_outputs() {
   for (const BufferSpec& spec : plan_.buffers) {
     if (spec.role == BufferSpec::Role::Input) continue;
+    if (spec.role == BufferSpec::Role::InOut) {
+      if (host_kernel_) {
+        host_.at(spec.name) = inputs_.at(spec.name);
+        continue;
+      }
+      for (auto& [name, b] : buffers_)
+        if (name == spec.name) device_->copy_to_device(b.ptr(), inputs_.at(spec.name).data(), b.bytes());
+      continue;
+    }
     if (host_kernel_) {
       std::fill(host_.at(spec.name).begin(), host_.at(spec.name).end(), uint8_t(0xFF));
       continue;

@@ -40,8 +40,12 @@ class PlanRun {
   std::vector<dev::KernelArgs> args_;
   std::vector<std::pair<std::string, dev::Buffer>> buffers_;
   kernels::HostBuffers host_;
+  kernels::HostBuffers inputs_;  // InOut buffers' initial contents
   std::unique_ptr<kernels::HostKernel> host_kernel_;
 };
+
+// Appends a run-time scalar to `args` in the scalar's declared type.
+void add_scalar(dev::KernelArgs& args, const kernels::ScalarSpec& spec, double value);
 
 struct VerifyResult {
   bool passed = false;

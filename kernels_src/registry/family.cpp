@@ -105,6 +105,12 @@ bool KernelFamily::serves(WeightType t) const {
   return false;
 }
 
+const ScalarSpec& KernelFamily::scalar(std::string_view scalar_name) const {
+  for (const ScalarSpec& s : scalars)
+    if (s.name == scalar_name) return s;
+  throw Error("family " + name + " declares no run-time scalar '" + std::string(scalar_name) + "'", kExitFailure);
+}
+
 std::vector<Point> enumerate_points(const KernelFamily& f) {
   std::vector<Point> out;
   Point p;

@@ -58,25 +58,39 @@ struct Param {
 
 // ---- buffers and kernel arguments ----
 struct BufferSpec {
-  enum class Role { Input, Output, Workspace };
+  // InOut: filled from the inputs like an Input, then partly overwritten by the kernel (a KV cache whose new
+  // rows a kernel writes); the reference gives its whole expected contents.
+  enum class Role { Input, Output, Workspace, InOut };
   std::string name;
   DType dtype = DType::F16;
   int64_t elements = 0;
   Role role = Role::Input;
   int64_t bytes() const { return elements * dtype_size(dtype); }
+  bool filled_from_inputs() const { return role == Role::Input || role == Role::InOut; }
 };
 
-// A kernel argument: a device pointer to a named buffer, or a scalar passed by value.
+// A scalar the caller chooses at run time rather than the shape (a model's rms eps or rope theta). Verification
+// and tuning pass `test_value`; the runtime passes the model's value. Positions that change every decode step
+// are not scalars: they live in a device buffer, so a captured decode graph replays unchanged.
+struct ScalarSpec {
+  std::string name;
+  DType dtype = DType::F32;  // F32 or I32
+  double test_value = 0;
+};
+
+// A kernel argument: a device pointer to a named buffer, a scalar passed by value, or a named run-time scalar
+// (one of the family's `scalars`, bound by whoever runs the plan).
 struct KernelArg {
-  enum class Kind { Buffer, I32, I64, F32 };
+  enum class Kind { Buffer, I32, I64, F32, Scalar };
   Kind kind = Kind::I32;
-  std::string buffer;
+  std::string buffer;  // the buffer's name, or the scalar's for Kind::Scalar
   int64_t integer = 0;
   float real = 0;
   static KernelArg buf(std::string name) { return {Kind::Buffer, std::move(name), 0, 0}; }
   static KernelArg i32(int64_t v) { return {Kind::I32, "", v, 0}; }
   static KernelArg i64(int64_t v) { return {Kind::I64, "", v, 0}; }
   static KernelArg f32(float v) { return {Kind::F32, "", 0, v}; }
+  static KernelArg scalar(std::string name) { return {Kind::Scalar, std::move(name), 0, 0}; }
 };
 
 struct Dim3 {
@@ -133,6 +147,8 @@ struct KernelFamily {
   std::string dtypes;   // operand types for result stores, e.g. "awq_int4xf16->f16"
   std::vector<std::string> dims;         // named shape dimensions, e.g. {"M", "N", "K", "G"}
 
+  std::vector<ScalarSpec> scalars;  // run-time scalars its launches take (KernelArg::scalar)
+
   std::vector<Param> params;
   std::vector<Point> defaults;  // the points CI compiles and verifies; empty = each parameter's default
   // "" when the point is meaningful for every shape, else a reason (e.g. shared memory too large).
@@ -168,6 +184,7 @@ struct KernelFamily {
   std::vector<Point> default_points() const;
   Point default_point() const;
   bool serves(WeightType t) const;
+  const ScalarSpec& scalar(std::string_view name) const;  // throws qt::Error naming an undeclared scalar
 };
 
 // Every point of the Cartesian product of the parameter values that satisfies point_constraint.

@@ -1,5 +1,6 @@
-// Every default point of the AWQ families, run on the CPU emulator (with its race, bounds, alignment,
-// barrier and cp.async checks) against the CPU reference, on Qwen3-8B-derived and odd shapes.
+// The AWQ families against data made outside qtune: the independent Python golden (tests/golden/awq_packing),
+// and a wrong expectation that verification must reject. Default points of every family, AWQ included, are
+// verified against their CPU references in test_families_emu.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -14,45 +15,6 @@
 #include "device/plan/run_plan.h"
 
 using qt::kernels::KernelFamily;
-
-namespace {
-
-// A point whose shape constraint rejects every shape would otherwise pass having verified nothing, so each
-// point must be verified on at least one shape.
-void verify_defaults(const std::string& family_name) {
-  const KernelFamily& f = qt::kernels::find_family(family_name);
-  qt::emu::EmuDevice dev;
-  const auto points = f.default_points();
-  REQUIRE(!points.empty());
-  size_t verified = 0;
-  for (const auto& point : points) {
-    size_t shapes_run = 0;
-    for (const auto& shape : f.test_shapes) {
-      if (!f.shape_constraint(point, shape).empty()) continue;
-      INFO(f.name << " " << qt::kernels::point_key(point) << " on " << qt::kernels::shape_key(shape) << " ("
-                  << shape.label << ")");
-      const auto r = qt::plan::verify_point(&dev, f, point, shape, 7);
-      CHECK(r.message == "");
-      CHECK(r.passed);
-      ++shapes_run;
-    }
-    INFO(f.name << " " << qt::kernels::point_key(point) << ": the shape constraint rejects every test shape");
-    REQUIRE(shapes_run > 0);
-    verified += shapes_run;
-  }
-  std::cout << f.name << ": verified " << verified << " (point, shape) pairs over " << points.size()
-            << " default points\n";
-}
-
-}  // namespace
-
-TEST_CASE("awq_dequant default points reproduce the reference bit for bit on the emulator") {
-  verify_defaults("awq_dequant");
-}
-
-TEST_CASE("awq_gemv default points match the reference on the emulator") { verify_defaults("awq_gemv"); }
-
-TEST_CASE("awq_gemm default points match the reference on the emulator") { verify_defaults("awq_gemm"); }
 
 namespace {
 

@@ -1,0 +1,32 @@
+// Exhaustive (label `slow`): every point of every device family's space on the emulator, on the family's
+// test shapes after the first (the first is the large, model-derived one the default-point test covers).
+#include <catch2/catch.hpp>
+
+#include "device/emu/emu_device.h"
+#include "device/plan/run_plan.h"
+#include "kernels_src/registry/registry.h"
+
+using qt::kernels::KernelFamily;
+
+TEST_CASE("every point of every device family matches its CPU reference on the emulator") {
+  qt::emu::EmuDevice dev;
+  for (const KernelFamily* f : qt::kernels::all_families()) {
+    if (f->on_host()) continue;
+    DYNAMIC_SECTION(f->name) {
+      const auto points = qt::kernels::enumerate_points(*f);
+      // One JIT compile for the whole space instead of one per point.
+      const auto module = qt::plan::load_family_module(dev, *f, points);
+      const size_t first = f->test_shapes.size() > 1 ? 1 : 0;
+      for (const auto& point : points) {
+        for (size_t i = first; i < f->test_shapes.size(); ++i) {
+          const auto& shape = f->test_shapes[i];
+          if (f->shape_constraint && !f->shape_constraint(point, shape).empty()) continue;
+          INFO(f->name << " " << qt::kernels::point_key(point) << " on " << qt::kernels::shape_key(shape));
+          const auto inputs = f->make_inputs(shape, 11);
+          const auto r = qt::plan::verify_point_with(&dev, *f, point, shape, inputs, f->reference(shape, inputs), module);
+          CHECK(r.message == "");
+        }
+      }
+    }
+  }
+}
