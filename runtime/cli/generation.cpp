@@ -16,14 +16,24 @@ TurnResult generate_turn(Qwen3Model& model, Sampler& sampler, const std::vector<
   TurnResult r;
   r.stats.prompt_tokens = int64_t(prompt.size());
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<float> logits = model.forward(prompt, max_new > 0 ? LogitsRows::kLast : LogitsRows::kNone);
+  // Greedy decoding asks the model for the next token itself, so a device backend returns one int per step.
+  const bool greedy = sampler.greedy();
+  std::vector<float> logits;
+  int32_t next = -1;
+  if (max_new <= 0) {
+    model.forward(prompt, LogitsRows::kNone);
+  } else if (greedy) {
+    next = model.forward_greedy(prompt.data(), int64_t(prompt.size()));
+  } else {
+    logits = model.forward(prompt, LogitsRows::kLast);
+  }
   r.stats.prefill_s = seconds_since(t0);
   history.insert(history.end(), prompt.begin(), prompt.end());
   if (max_new <= 0) return r;
   const int64_t vocab = model.config().vocab_size;
   std::chrono::steady_clock::time_point t_first;
   for (int64_t i = 0; i < max_new; ++i) {
-    const int32_t tok = sampler.sample(logits.data(), vocab, history);
+    const int32_t tok = greedy ? next : sampler.sample(logits.data(), vocab, history);
     if (i == 0) {
       r.stats.first_token_s = seconds_since(t0);
       t_first = std::chrono::steady_clock::now();
@@ -41,7 +51,11 @@ TurnResult generate_turn(Qwen3Model& model, Sampler& sampler, const std::vector<
       r.stats.hit_context = true;
       break;
     }
-    logits = model.forward(&tok, 1, LogitsRows::kLast);
+    if (greedy) {
+      next = model.forward_greedy(&tok, 1);
+    } else {
+      logits = model.forward(&tok, 1, LogitsRows::kLast);
+    }
   }
   r.stats.decode_s = seconds_since(t_first);
   return r;

@@ -1,15 +1,17 @@
 #pragma once
-// The op interface the Qwen3 forward pass is written against. The model code only allocates activation
-// buffers through a Backend and hands them back to its ops, so a device backend (cuda, emu) implements
-// the same ops over device memory and the model code stays unchanged.
+// The op interface the Qwen3 forward pass is written against. The model only allocates activation buffers
+// through a Backend and hands views of them back to its ops, so the CPU backend (fp32 on the host) and the
+// device backend (fp16 on an emulated or real GPU) run the same model code.
 //
 // Conventions shared by every implementation:
-//  * Activations are fp32 matrices, row-major, one row per token. Pointers passed to ops are "device"
-//    pointers obtained from Backend::alloc (host memory for the CPU backend); the model never reads them
-//    except through download().
-//  * Weights are the QTensor views of models/core/weights.h (host memory, usually a file mapping). A
-//    device backend uploads or repacks them in prepare() and finds its copy by the view's data address.
+//  * Activations are row-major matrices, one row per token, of the backend's activation type (act_type():
+//    fp32 on the CPU, fp16 on a device). An Act is a view into backend memory (a host pointer on the CPU, a
+//    device address on a GPU); the model never dereferences it and moves data only through upload/download,
+//    which convert from and to fp32.
+//  * Weights are the QTensor views of models/core/weights.h (host memory, usually a file mapping). A device
+//    backend uploads or repacks them in prepare() and finds its copy by the view's data address.
 //  * Small per-layer vectors (norm weights) are passed as host pointers; they are part of the weights.
+//  * The KV cache is ordinary activation memory the model allocates: per layer [capacity][n_kv*head_dim].
 //  * Index lists for MoE routing live on the host: the grouping of tokens by expert decides the batch
 //    size of each expert's matmul, which the host needs to know anyway to launch them.
 #include <cstddef>
@@ -21,6 +23,20 @@
 
 namespace qt::rt {
 
+enum class ActType : uint8_t { F32, F16 };
+inline size_t act_size(ActType t) { return t == ActType::F32 ? 4 : 2; }
+inline const char* act_type_name(ActType t) { return t == ActType::F32 ? "fp32" : "fp16"; }
+
+// A view of activations in a backend's memory. Offsets count elements of the view's type.
+struct Act {
+  uint64_t addr = 0;
+  ActType type = ActType::F32;
+  explicit operator bool() const { return addr != 0; }
+  Act at(int64_t elements) const { return {addr + uint64_t(elements) * act_size(type), type}; }
+  // The host pointer of an fp32 view (CPU backend only).
+  float* f32() const { return reinterpret_cast<float*>(addr); }
+};
+
 // How a matmul may treat its activations. kExact keeps them in fp32 even on a fast path; the model uses
 // it where a small matrix decides a discrete choice (the MoE router), so quantizing the activations there
 // cannot flip which experts run.
@@ -29,62 +45,96 @@ enum class MatmulMode { kDefault, kExact };
 // One output of a matmul group that shares its input: y = x W^T.
 struct MatmulJob {
   const QTensor* w;
-  float* y;
+  Act y;
 };
 
 class DeviceBuffer {
  public:
   virtual ~DeviceBuffer() = default;
-  virtual float* data() = 0;
-  virtual size_t size() const = 0;  // in floats
+  virtual Act view() = 0;
+  virtual size_t size() const = 0;  // in elements
+};
+
+// One attention block's q/k treatment and cache write, the inputs of Backend::qk_norm_rope_kv.
+struct QkRopeKv {
+  Act q, k, v;                      // [m][n_heads*head_dim], [m][n_kv*head_dim] x2: projections
+  const float* q_norm = nullptr;    // [head_dim]
+  const float* k_norm = nullptr;    // [head_dim]
+  int64_t m = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  int64_t pos0 = 0;                 // tokens cached before these
+  float eps = 1e-6f, theta = 1e6f;
+  Act k_cache, v_cache;             // this layer's [capacity][n_kv*head_dim]
+  int64_t capacity = 0;
+  Act q_out;                        // [m][n_heads*head_dim]: normalized and rotated queries
 };
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  virtual ActType act_type() const = 0;
 
   // Called once per model before any op uses its weights (repacking, uploads). Views must outlive the backend.
   virtual void prepare(const ModelWeights& weights) = 0;
-  virtual std::unique_ptr<DeviceBuffer> alloc(size_t floats) = 0;
-  virtual void upload(const float* host, size_t n, float* dst) = 0;
-  virtual void download(const float* src, size_t n, float* host) = 0;
-  virtual void copy(const float* src, size_t n, float* dst) = 0;
+  virtual std::unique_ptr<DeviceBuffer> alloc(size_t elements) = 0;
+  virtual void upload(const float* host, size_t n, Act dst) = 0;   // converts to the activation type
+  virtual void download(Act src, size_t n, float* host) = 0;       // converts to fp32
 
-  // out[i][:] = row tokens[i] of `table` (any weight type), dequantized to fp32.
-  virtual void embed(const QTensor& table, const int32_t* tokens, int64_t m, float* out) = 0;
+  // out[i][:] = row tokens[i] of `table` (any weight type), dequantized. `tokens` is a host array.
+  virtual void embed(const QTensor& table, const int32_t* tokens, int64_t m, Act out) = 0;
   // y[i][n] = sum_k x[i][k] * W[n][k] for i < m. x is [m][W.cols], y is [m][W.rows]; they do not alias.
-  virtual void matmul(const QTensor& w, const float* x, int64_t m, float* y,
-                      MatmulMode mode = MatmulMode::kDefault) = 0;
+  virtual void matmul(const QTensor& w, Act x, int64_t m, Act y, MatmulMode mode = MatmulMode::kDefault) = 0;
   // Several matmuls of the same input (q/k/v projections, gate/up): one launch where a backend can fuse
   // them. Results equal `count` separate matmul() calls.
-  virtual void matmul_group(const MatmulJob* jobs, int count, const float* x, int64_t m) {
+  virtual void matmul_group(const MatmulJob* jobs, int count, Act x, int64_t m) {
     for (int j = 0; j < count; ++j) matmul(*jobs[j].w, x, m, jobs[j].y);
   }
-  // Per row of length n: y = weight * x / sqrt(mean(x^2) + eps), statistics in fp32. y may equal x.
-  virtual void rmsnorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* y) = 0;
-  // In place NeoX-style rotary embedding (element i pairs with i + head_dim/2). x is [m][n_heads*head_dim];
-  // row r is at position pos0 + r; angle = pos * theta^(-2i/head_dim) computed in fp32 like transformers.
-  virtual void rope(float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta) = 0;
+  // The MLP front: h = silu(x Wg^T) * (x Wu^T). `up` is [m][Wu.rows] scratch a backend may use.
+  virtual void gate_up_swiglu(const QTensor& gate, const QTensor& up_w, Act x, int64_t m, Act h, Act up) {
+    const MatmulJob jobs[2] = {{&gate, h}, {&up_w, up}};
+    matmul_group(jobs, 2, x, m);
+    silu_mul(h, up, m * gate.rows);
+  }
+  // Per row of length n: x += residual (when given), then y = weight * x / sqrt(mean(x^2) + eps) with
+  // statistics in fp32. y does not alias x.
+  virtual void add_rmsnorm(Act x, Act residual, const float* weight, int64_t rows, int64_t n, float eps, Act y) = 0;
+  // Per-head RMSNorm of q and k, NeoX rotary embedding at positions pos0..pos0+m-1 (element i pairs with
+  // i + head_dim/2; angle = pos * theta^(-2i/head_dim) in fp32 like transformers), and the write of the
+  // rotated k and of v into rows pos0.. of the layer's cache.
+  virtual void qk_norm_rope_kv(const QkRopeKv& s) = 0;
   // Causal GQA attention of m queries at positions pos0..pos0+m-1 over the cached keys/values of positions
-  // 0..pos0+m-1 (already stored). q, out: [m][n_heads*head_dim]; k_cache, v_cache: [ctx][n_kv*head_dim].
+  // 0..pos0+m-1 (already stored). q, out: [m][n_heads*head_dim]; caches: [capacity][n_kv*head_dim].
   // Query head h reads kv head h / (n_heads / n_kv); scores scaled by head_dim^-0.5, fp32 softmax.
-  virtual void attention(const float* q, const float* k_cache, const float* v_cache, int64_t pos0, int64_t m,
-                         int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out) = 0;
+  virtual void attention(Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0, int64_t m,
+                         int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, Act out) = 0;
   // gate[i] = silu(gate[i]) * up[i].
-  virtual void silu_mul(float* gate, const float* up, int64_t n) = 0;
+  virtual void silu_mul(Act gate, Act up, int64_t n) = 0;
   // y[i] += x[i].
-  virtual void add(float* y, const float* x, int64_t n) = 0;
+  virtual void add(Act y, Act x, int64_t n) = 0;
+  // tokens[i] = the index of the largest of logits[i][0..vocab), ties to the lowest index (host array):
+  // greedy decoding without bringing the logits back.
+  virtual void argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) = 0;
 
   // MoE routing of m tokens: softmax (fp32) over all n_experts logits, the top_k largest (ties: lower expert
   // index first), renormalized to sum 1 when `renormalize`. Writes host arrays experts/weights [m][top_k].
-  virtual void route(const float* logits, int64_t m, int64_t n_experts, int64_t top_k, bool renormalize,
-                     int32_t* experts, float* weights) = 0;
+  virtual void route(Act logits, int64_t m, int64_t n_experts, int64_t top_k, bool renormalize, int32_t* experts,
+                     float* weights) = 0;
   // dst[j][:] = src[rows[j]][:] for j < count.
-  virtual void gather_rows(const float* src, int64_t cols, const int32_t* rows, int64_t count, float* dst) = 0;
+  virtual void gather_rows(Act src, int64_t cols, const int32_t* rows, int64_t count, Act dst) = 0;
   // dst[rows[j]][:] += scale[j] * src[j][:] for j < count (rows distinct within one call).
-  virtual void scatter_add_rows(const float* src, int64_t cols, const int32_t* rows, const float* scale,
-                                int64_t count, float* dst) = 0;
+  virtual void scatter_add_rows(Act src, int64_t cols, const int32_t* rows, const float* scale, int64_t count,
+                                Act dst) = 0;
+
+  // A forward step over `m` tokens at positions pos0.. is bracketed by begin_step/end_step. Host outputs
+  // of download and argmax inside it are complete when end_step returns, not before (route's are complete
+  // at once: the host needs them mid-step, so a step that routes is never captured): a device
+  // backend may queue the whole step and replay a captured one (a CUDA graph of a decode step, whose launch
+  // sequence is the same at every position because positions and tokens are read from device memory).
+  // `tokens` is the step's host token array; embed() is called with the same pointer.
+  virtual void begin_step(const int32_t* tokens, int64_t m, int64_t pos0) {
+    (void)tokens, (void)m, (void)pos0;
+  }
+  virtual void end_step() {}
 };
 
 }  // namespace qt::rt

@@ -19,7 +19,7 @@ class HostBuffer final : public DeviceBuffer {
   ~HostBuffer() override { ::operator delete[](data_, std::align_val_t(64)); }
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
-  float* data() override { return data_; }
+  Act view() override { return CpuBackend::host(data_); }
   size_t size() const override { return n_; }
 
  private:
@@ -72,12 +72,12 @@ const PackedMatrix& CpuBackend::packed(const QTensor& w) {
   return ref;
 }
 
-std::unique_ptr<DeviceBuffer> CpuBackend::alloc(size_t floats) { return std::make_unique<HostBuffer>(floats); }
-void CpuBackend::upload(const float* host, size_t n, float* dst) { std::memcpy(dst, host, n * sizeof(float)); }
-void CpuBackend::download(const float* src, size_t n, float* host) { std::memcpy(host, src, n * sizeof(float)); }
-void CpuBackend::copy(const float* src, size_t n, float* dst) { std::memmove(dst, src, n * sizeof(float)); }
+std::unique_ptr<DeviceBuffer> CpuBackend::alloc(size_t elements) { return std::make_unique<HostBuffer>(elements); }
+void CpuBackend::upload(const float* src, size_t n, Act dst) { std::memcpy(dst.f32(), src, n * sizeof(float)); }
+void CpuBackend::download(Act src, size_t n, float* dst) { std::memcpy(dst, src.f32(), n * sizeof(float)); }
 
-void CpuBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m, float* out) {
+void CpuBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m, Act out_act) {
+  float* out = out_act.f32();
   for (int64_t i = 0; i < m; ++i) {
     if (tokens[i] < 0 || tokens[i] >= table.rows)
       throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary [0, " +
@@ -100,8 +100,10 @@ int64_t CpuBackend::rows_per_task(const QTensor& w) const {
   return std::clamp<int64_t>(per, 4, 256);
 }
 
-void CpuBackend::matmul(const QTensor& w, const float* x, int64_t m, float* y, MatmulMode mode) {
+void CpuBackend::matmul(const QTensor& w, Act x_act, int64_t m, Act y_act, MatmulMode mode) {
   if (m <= 0) return;
+  const float* x = x_act.f32();
+  float* y = y_act.f32();
   if (options_.reference) return matmul_reference(w, x, m, y);
   const bool float_type = !weight_traits(w.type).quantized;
   if (float_type || mode == MatmulMode::kExact) return matmul_float(w, x, m, y);
@@ -159,7 +161,8 @@ void CpuBackend::matmul_quantized(const QTensor& w, const PackedMatrix& p, const
   quantized_matvec(*kernels_, pool_, p, x, m, rows_per_task(w), y);
 }
 
-void CpuBackend::matmul_group(const MatmulJob* jobs, int count, const float* x, int64_t m) {
+void CpuBackend::matmul_group(const MatmulJob* jobs, int count, Act x_act, int64_t m) {
+  const float* x = x_act.f32();
   // Fused only when every weight is packed and shares K and the group, so one quantized copy of x serves all.
   std::vector<const PackedMatrix*> packs;
   bool fuse = !options_.reference && count > 1;
@@ -175,7 +178,7 @@ void CpuBackend::matmul_group(const MatmulJob* jobs, int count, const float* x, 
            p.group == packed(*jobs[0].w).group;
     packs.push_back(&p);
   }
-  if (!fuse) return Backend::matmul_group(jobs, count, x, m);
+  if (!fuse) return Backend::matmul_group(jobs, count, x_act, m);
   thread_local QuantizedRows scratch_rows;
   QuantizedRows& xq = scratch_rows;  // see matmul_quantized
   quantize_rows(x, m, packs[0]->cols, packs[0]->group, xq);
@@ -192,7 +195,7 @@ void CpuBackend::matmul_group(const MatmulJob* jobs, int count, const float* x, 
   pool_.parallel_for(int64_t(segments.size()), 1, [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; ++s) {
       const Segment& seg = segments[size_t(s)];
-      quantized_rows(*kernels_, *packs[size_t(seg.job)], xq, m, seg.n0, seg.n1, jobs[seg.job].y);
+      quantized_rows(*kernels_, *packs[size_t(seg.job)], xq, m, seg.n0, seg.n1, jobs[seg.job].y.f32());
     }
   });
 }
@@ -283,31 +286,76 @@ void CpuBackend::attention(const float* q, const float* k_cache, const float* v_
   });
 }
 
-void CpuBackend::silu_mul(float* gate, const float* up, int64_t n) {
+void CpuBackend::add_rmsnorm(Act x, Act residual, const float* weight, int64_t rows, int64_t n, float eps, Act y) {
+  if (residual) add(x, residual, rows * n);
+  rmsnorm(x.f32(), weight, rows, n, eps, y.f32());
+}
+
+// The same arithmetic, in the same order, as transformers' q_norm/k_norm, apply_rotary_pos_emb and cache update.
+void CpuBackend::qk_norm_rope_kv(const QkRopeKv& s) {
+  const int64_t qd = s.n_heads * s.head_dim, kvd = s.n_kv_heads * s.head_dim;
+  if (s.pos0 < 0 || s.pos0 + s.m > s.capacity)
+    throw Error("qk_norm_rope_kv: positions " + std::to_string(s.pos0) + ".." + std::to_string(s.pos0 + s.m - 1) +
+                " do not fit the cache of " + std::to_string(s.capacity) + " tokens");
+  float* q = s.q_out.f32();
+  std::memcpy(q, s.q.f32(), sizeof(float) * size_t(s.m * qd));
+  rmsnorm(q, s.q_norm, s.m * s.n_heads, s.head_dim, s.eps, q);
+  rope(q, s.m, s.n_heads, s.head_dim, s.pos0, s.theta);
+  float* k = s.k_cache.f32() + s.pos0 * kvd;
+  std::memcpy(k, s.k.f32(), sizeof(float) * size_t(s.m * kvd));
+  rmsnorm(k, s.k_norm, s.m * s.n_kv_heads, s.head_dim, s.eps, k);
+  rope(k, s.m, s.n_kv_heads, s.head_dim, s.pos0, s.theta);
+  std::memcpy(s.v_cache.f32() + s.pos0 * kvd, s.v.f32(), sizeof(float) * size_t(s.m * kvd));
+}
+
+void CpuBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0, int64_t m,
+                           int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, Act out) {
+  if (pos0 < 0 || pos0 + m > capacity)
+    throw Error("attention: positions " + std::to_string(pos0) + ".." + std::to_string(pos0 + m - 1) +
+                " do not fit the cache of " + std::to_string(capacity) + " tokens");
+  attention(q.f32(), k_cache.f32(), v_cache.f32(), pos0, m, n_heads, n_kv_heads, head_dim, out.f32());
+}
+
+void CpuBackend::argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float* row = logits.f32() + i * vocab;
+    int64_t best = 0;
+    for (int64_t j = 1; j < vocab; ++j)
+      if (row[j] > row[best] || (std::isnan(row[best]) && !std::isnan(row[j]))) best = j;
+    tokens[i] = int32_t(best);
+  }
+}
+
+void CpuBackend::silu_mul(Act gate_act, Act up_act, int64_t n) {
+  float* gate = gate_act.f32();
+  const float* up = up_act.f32();
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
 }
 
-void CpuBackend::add(float* y, const float* x, int64_t n) {
+void CpuBackend::add(Act y_act, Act x_act, int64_t n) {
+  float* y = y_act.f32();
+  const float* x = x_act.f32();
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
-void CpuBackend::route(const float* logits, int64_t m, int64_t n_experts, int64_t top_k, bool renormalize,
+void CpuBackend::route(Act logits, int64_t m, int64_t n_experts, int64_t top_k, bool renormalize,
                        int32_t* experts, float* weights) {
-  route_topk(logits, m, n_experts, top_k, renormalize, experts, weights);
+  route_topk(logits.f32(), m, n_experts, top_k, renormalize, experts, weights);
 }
 
-void CpuBackend::gather_rows(const float* src, int64_t cols, const int32_t* rows, int64_t count, float* dst) {
-  for (int64_t j = 0; j < count; ++j) std::memcpy(dst + j * cols, src + rows[j] * cols, sizeof(float) * size_t(cols));
+void CpuBackend::gather_rows(Act src, int64_t cols, const int32_t* rows, int64_t count, Act dst) {
+  for (int64_t j = 0; j < count; ++j)
+    std::memcpy(dst.f32() + j * cols, src.f32() + rows[j] * cols, sizeof(float) * size_t(cols));
 }
 
-void CpuBackend::scatter_add_rows(const float* src, int64_t cols, const int32_t* rows, const float* scale,
-                                  int64_t count, float* dst) {
+void CpuBackend::scatter_add_rows(Act src, int64_t cols, const int32_t* rows, const float* scale, int64_t count,
+                                  Act dst) {
   for (int64_t j = 0; j < count; ++j) {
-    float* d = dst + rows[j] * cols;
-    const float* s = src + j * cols;
+    float* d = dst.f32() + rows[j] * cols;
+    const float* s = src.f32() + j * cols;
     for (int64_t c = 0; c < cols; ++c) d[c] += scale[j] * s[c];
   }
 }

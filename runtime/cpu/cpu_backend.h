@@ -5,7 +5,7 @@
 //   fast:      multithreaded SIMD kernels chosen for this CPU at run time; Q8_0 / INT8 group-wise / AWQ
 //              weights multiply int8-quantized activations (per weight group, scale amax/127, like
 //              qwen3.c and llama.cpp); fp16/bf16/fp32 weights keep fp32 activations.
-// Non-matmul ops (norms, RoPE, attention, SiLU) are fp32 in both.
+// Non-matmul ops (norms, RoPE, attention, SiLU) are fp32 in both; activations are fp32 host memory.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,27 +42,39 @@ class CpuBackend final : public Backend {
   Isa isa() const { return kernels_->isa; }
   int threads() const { return pool_.threads(); }
 
+  ActType act_type() const override { return ActType::F32; }
   void prepare(const ModelWeights& weights) override;
-  std::unique_ptr<DeviceBuffer> alloc(size_t floats) override;
-  void upload(const float* host, size_t n, float* dst) override;
-  void download(const float* src, size_t n, float* host) override;
-  void copy(const float* src, size_t n, float* dst) override;
+  std::unique_ptr<DeviceBuffer> alloc(size_t elements) override;
+  void upload(const float* host, size_t n, Act dst) override;
+  void download(Act src, size_t n, float* host) override;
 
-  void embed(const QTensor& table, const int32_t* tokens, int64_t m, float* out) override;
-  void matmul(const QTensor& w, const float* x, int64_t m, float* y,
-              MatmulMode mode = MatmulMode::kDefault) override;
-  void matmul_group(const MatmulJob* jobs, int count, const float* x, int64_t m) override;
-  void rmsnorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* y) override;
-  void rope(float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta) override;
+  void embed(const QTensor& table, const int32_t* tokens, int64_t m, Act out) override;
+  void matmul(const QTensor& w, Act x, int64_t m, Act y, MatmulMode mode = MatmulMode::kDefault) override;
+  void matmul_group(const MatmulJob* jobs, int count, Act x, int64_t m) override;
+  void add_rmsnorm(Act x, Act residual, const float* weight, int64_t rows, int64_t n, float eps, Act y) override;
+  void qk_norm_rope_kv(const QkRopeKv& s) override;
+  void attention(Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0, int64_t m, int64_t n_heads,
+                 int64_t n_kv_heads, int64_t head_dim, Act out) override;
+  void silu_mul(Act gate, Act up, int64_t n) override;
+  void add(Act y, Act x, int64_t n) override;
+  void argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) override;
+  void route(Act logits, int64_t m, int64_t n_experts, int64_t top_k, bool renormalize, int32_t* experts,
+             float* weights) override;
+  void gather_rows(Act src, int64_t cols, const int32_t* rows, int64_t count, Act dst) override;
+  void scatter_add_rows(Act src, int64_t cols, const int32_t* rows, const float* scale, int64_t count,
+                        Act dst) override;
+
+  // The fp32 host kernels behind the ops, for tests that check them one by one.
+  void matmul(const QTensor& w, const float* x, int64_t m, float* y, MatmulMode mode = MatmulMode::kDefault) {
+    matmul(w, host(x), m, host(y), mode);
+  }
+  // Per row of length n: y = weight * x / sqrt(mean(x^2) + eps), statistics in fp32. y may equal x.
+  void rmsnorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* y);
+  // In place NeoX-style rotary embedding of x [m][n_heads*head_dim], row r at position pos0 + r.
+  void rope(float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta);
   void attention(const float* q, const float* k_cache, const float* v_cache, int64_t pos0, int64_t m,
-                 int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out) override;
-  void silu_mul(float* gate, const float* up, int64_t n) override;
-  void add(float* y, const float* x, int64_t n) override;
-  void route(const float* logits, int64_t m, int64_t n_experts, int64_t top_k, bool renormalize,
-             int32_t* experts, float* weights) override;
-  void gather_rows(const float* src, int64_t cols, const int32_t* rows, int64_t count, float* dst) override;
-  void scatter_add_rows(const float* src, int64_t cols, const int32_t* rows, const float* scale, int64_t count,
-                        float* dst) override;
+                 int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out);
+  static Act host(const float* p) { return Act{reinterpret_cast<uint64_t>(p), ActType::F32}; }
 
  private:
   const PackedMatrix& packed(const QTensor& w);

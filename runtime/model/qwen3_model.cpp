@@ -44,6 +44,7 @@ Qwen3Model::Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t co
     ex_in_ = be_.alloc(B * dim);
     ex_out_ = be_.alloc(B * dim);
   }
+  q_rot_ = be_.alloc(B * qd);
   be_.prepare(w_);
 }
 
@@ -54,7 +55,7 @@ void Qwen3Model::truncate(int64_t pos) {
   pos_ = pos;
 }
 
-std::vector<float> Qwen3Model::forward(const int32_t* tokens, int64_t n, LogitsRows rows) {
+void Qwen3Model::check_input(const int32_t* tokens, int64_t n) const {
   const int64_t vocab = w_.config.vocab_size;
   if (n <= 0) throw Error("forward: no tokens to run");
   if (pos_ + n > context_)
@@ -65,6 +66,11 @@ std::vector<float> Qwen3Model::forward(const int32_t* tokens, int64_t n, LogitsR
       throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary [0, " +
                   std::to_string(vocab) + ")");
   }
+}
+
+std::vector<float> Qwen3Model::forward(const int32_t* tokens, int64_t n, LogitsRows rows) {
+  const int64_t vocab = w_.config.vocab_size;
+  check_input(tokens, n);
   std::vector<float> logits;
   if (rows == LogitsRows::kAll) logits.resize(size_t(n * vocab));
   if (rows == LogitsRows::kLast) logits.resize(size_t(vocab));
@@ -75,34 +81,58 @@ std::vector<float> Qwen3Model::forward(const int32_t* tokens, int64_t n, LogitsR
                       : (rows == LogitsRows::kLast && last_chunk) ? LogitsRows::kLast
                                                                   : LogitsRows::kNone;
     float* out = rows == LogitsRows::kAll ? logits.data() + start * vocab : logits.data();
-    run_chunk(tokens + start, m, want, out);
+    be_.begin_step(tokens + start, m, pos_);
+    run_chunk(tokens + start, m, want, out, nullptr);
+    be_.end_step();
   }
   return logits;
 }
 
-void Qwen3Model::run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, float* logits_out) {
+int32_t Qwen3Model::forward_greedy(const int32_t* tokens, int64_t n) {
+  check_input(tokens, n);
+  int32_t next = -1;
+  for (int64_t start = 0; start < n; start += max_batch_) {
+    const int64_t m = std::min(max_batch_, n - start);
+    const bool last_chunk = start + m == n;
+    be_.begin_step(tokens + start, m, pos_);
+    run_chunk(tokens + start, m, last_chunk ? LogitsRows::kLast : LogitsRows::kNone, nullptr,
+              last_chunk ? &next : nullptr);
+    be_.end_step();
+  }
+  return next;
+}
+
+// Each block's output is added to the residual stream x by the norm that follows it, so the add and the
+// norm are one op; the first layer's norm has nothing to add, the final norm adds the last block's output.
+void Qwen3Model::run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, float* logits_out, int32_t* argmax_out) {
   const ModelConfig& c = w_.config;
-  be_.embed(w_.embedding, tokens, m, x_->data());
+  const Act x = x_->view(), xn = xn_->view(), o = o_->view();
+  be_.embed(w_.embedding, tokens, m, x);
+  Act pending{};  // the block output not yet added to x
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LayerWeights& lw = w_.layers[size_t(l)];
+    be_.add_rmsnorm(x, pending, lw.attn_norm.data(), m, c.dim, c.rms_norm_eps, xn);
     attention_block(l, m);
-    be_.rmsnorm(x_->data(), lw.ffn_norm.data(), m, c.dim, c.rms_norm_eps, xn_->data());
+    be_.add_rmsnorm(x, o, lw.ffn_norm.data(), m, c.dim, c.rms_norm_eps, xn);
     if (c.is_moe() && !lw.expert_w1.empty()) {
       moe_mlp(lw, m);
     } else {
       dense_mlp(lw, m);
     }
+    pending = o;
   }
   pos_ += m;
   if (rows == LogitsRows::kNone) return;
   const QTensor& head = w_.classifier.empty() ? w_.embedding : w_.classifier;
   const int64_t first = rows == LogitsRows::kLast ? m - 1 : 0;
   const int64_t count = m - first;
-  be_.rmsnorm(x_->data() + first * c.dim, w_.final_norm.data(), count, c.dim, c.rms_norm_eps, xn_->data());
+  be_.add_rmsnorm(x.at(first * c.dim), pending.at(first * c.dim), w_.final_norm.data(), count, c.dim, c.rms_norm_eps,
+                  xn);
   for (int64_t r = 0; r < count; r += kLogitRowsPerPass) {
     const int64_t k = std::min(kLogitRowsPerPass, count - r);
-    be_.matmul(head, xn_->data() + r * c.dim, k, logits_->data());
-    be_.download(logits_->data(), size_t(k * c.vocab_size), logits_out + r * c.vocab_size);
+    be_.matmul(head, xn.at(r * c.dim), k, logits_->view());
+    if (argmax_out) be_.argmax(logits_->view(), k, c.vocab_size, argmax_out + r);
+    if (logits_out) be_.download(logits_->view(), size_t(k * c.vocab_size), logits_out + r * c.vocab_size);
   }
 }
 
@@ -110,29 +140,26 @@ void Qwen3Model::attention_block(int64_t layer, int64_t m) {
   const ModelConfig& c = w_.config;
   const LayerWeights& lw = w_.layers[size_t(layer)];
   const int64_t kvd = c.kv_dim();
-  be_.rmsnorm(x_->data(), lw.attn_norm.data(), m, c.dim, c.rms_norm_eps, xn_->data());
-  const MatmulJob qkv[3] = {{&lw.wq, q_->data()}, {&lw.wk, k_->data()}, {&lw.wv, v_->data()}};
-  be_.matmul_group(qkv, 3, xn_->data(), m);
-  be_.rmsnorm(q_->data(), lw.q_norm.data(), m * c.n_heads, c.head_dim, c.rms_norm_eps, q_->data());
-  be_.rmsnorm(k_->data(), lw.k_norm.data(), m * c.n_kv_heads, c.head_dim, c.rms_norm_eps, k_->data());
-  be_.rope(q_->data(), m, c.n_heads, c.head_dim, pos_, c.rope_theta);
-  be_.rope(k_->data(), m, c.n_kv_heads, c.head_dim, pos_, c.rope_theta);
-  float* kl = k_cache_->data() + layer * context_ * kvd;
-  float* vl = v_cache_->data() + layer * context_ * kvd;
-  be_.copy(k_->data(), size_t(m * kvd), kl + pos_ * kvd);
-  be_.copy(v_->data(), size_t(m * kvd), vl + pos_ * kvd);
-  be_.attention(q_->data(), kl, vl, pos_, m, c.n_heads, c.n_kv_heads, c.head_dim, att_->data());
-  be_.matmul(lw.wo, att_->data(), m, o_->data());
-  be_.add(x_->data(), o_->data(), m * c.dim);
+  const Act xn = xn_->view(), q = q_->view(), k = k_->view(), v = v_->view();
+  const MatmulJob qkv[3] = {{&lw.wq, q}, {&lw.wk, k}, {&lw.wv, v}};
+  be_.matmul_group(qkv, 3, xn, m);
+  QkRopeKv s;
+  s.q = q, s.k = k, s.v = v;
+  s.q_norm = lw.q_norm.data(), s.k_norm = lw.k_norm.data();
+  s.m = m, s.n_heads = c.n_heads, s.n_kv_heads = c.n_kv_heads, s.head_dim = c.head_dim;
+  s.pos0 = pos_, s.eps = c.rms_norm_eps, s.theta = c.rope_theta;
+  s.k_cache = k_cache_->view().at(layer * context_ * kvd);
+  s.v_cache = v_cache_->view().at(layer * context_ * kvd);
+  s.capacity = context_;
+  s.q_out = q_rot_->view();
+  be_.qk_norm_rope_kv(s);
+  be_.attention(s.q_out, s.k_cache, s.v_cache, context_, pos_, m, c.n_heads, c.n_kv_heads, c.head_dim, att_->view());
+  be_.matmul(lw.wo, att_->view(), m, o_->view());
 }
 
 void Qwen3Model::dense_mlp(const LayerWeights& lw, int64_t m) {
-  const ModelConfig& c = w_.config;
-  const MatmulJob gate_up[2] = {{&lw.w1, h1_->data()}, {&lw.w3, h3_->data()}};
-  be_.matmul_group(gate_up, 2, xn_->data(), m);
-  be_.silu_mul(h1_->data(), h3_->data(), m * lw.w1.rows);
-  be_.matmul(lw.w2, h1_->data(), m, o_->data());
-  be_.add(x_->data(), o_->data(), m * c.dim);
+  be_.gate_up_swiglu(lw.w1, lw.w3, xn_->view(), m, h1_->view(), h3_->view());
+  be_.matmul(lw.w2, h1_->view(), m, o_->view());
 }
 
 // Tokens are grouped by expert so each selected expert runs one matmul over all its tokens; experts are
@@ -140,10 +167,10 @@ void Qwen3Model::dense_mlp(const LayerWeights& lw, int64_t m) {
 void Qwen3Model::moe_mlp(const LayerWeights& lw, int64_t m) {
   const ModelConfig& c = w_.config;
   const int64_t E = c.num_experts, k = c.num_experts_per_tok;
-  be_.matmul(lw.router, xn_->data(), m, router_->data(), MatmulMode::kExact);
+  be_.matmul(lw.router, xn_->view(), m, router_->view(), MatmulMode::kExact);
   std::vector<int32_t> experts(size_t(m * k));
   std::vector<float> weights(size_t(m * k));
-  be_.route(router_->data(), m, E, k, c.norm_topk_prob, experts.data(), weights.data());
+  be_.route(router_->view(), m, E, k, c.norm_topk_prob, experts.data(), weights.data());
 
   std::vector<int32_t> count(size_t(E) + 1, 0);
   for (int32_t e : experts) ++count[size_t(e) + 1];
@@ -160,18 +187,17 @@ void Qwen3Model::moe_mlp(const LayerWeights& lw, int64_t m) {
   }
 
   const std::vector<float> zeros(size_t(m * c.dim), 0.0f);
-  be_.upload(zeros.data(), zeros.size(), o_->data());
+  be_.upload(zeros.data(), zeros.size(), o_->view());
   for (int64_t e = 0; e < E; ++e) {
     const int32_t begin = count[size_t(e)], n = count[size_t(e) + 1] - begin;
     if (n == 0) continue;
-    be_.gather_rows(xn_->data(), c.dim, rows.data() + begin, n, ex_in_->data());
-    const MatmulJob gate_up[2] = {{&lw.expert_w1[size_t(e)], h1_->data()}, {&lw.expert_w3[size_t(e)], h3_->data()}};
-    be_.matmul_group(gate_up, 2, ex_in_->data(), n);
-    be_.silu_mul(h1_->data(), h3_->data(), int64_t(n) * c.hidden_dim);
-    be_.matmul(lw.expert_w2[size_t(e)], h1_->data(), n, ex_out_->data());
-    be_.scatter_add_rows(ex_out_->data(), c.dim, rows.data() + begin, scale.data() + begin, n, o_->data());
+    be_.gather_rows(xn_->view(), c.dim, rows.data() + begin, n, ex_in_->view());
+    const MatmulJob gate_up[2] = {{&lw.expert_w1[size_t(e)], h1_->view()}, {&lw.expert_w3[size_t(e)], h3_->view()}};
+    be_.matmul_group(gate_up, 2, ex_in_->view(), n);
+    be_.silu_mul(h1_->view(), h3_->view(), int64_t(n) * c.hidden_dim);
+    be_.matmul(lw.expert_w2[size_t(e)], h1_->view(), n, ex_out_->view());
+    be_.scatter_add_rows(ex_out_->view(), c.dim, rows.data() + begin, scale.data() + begin, n, o_->view());
   }
-  be_.add(x_->data(), o_->data(), m * c.dim);
 }
 
 uint64_t Qwen3Model::decode_weight_bytes() const {

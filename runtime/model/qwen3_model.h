@@ -36,12 +36,17 @@ class Qwen3Model {
     return forward(tokens.data(), int64_t(tokens.size()), rows);
   }
 
+  // Runs `tokens` like forward() and returns the most likely next token after the last one (greedy
+  // decoding); on a device backend only that token comes back to the host.
+  int32_t forward_greedy(const int32_t* tokens, int64_t n);
+
   // Weight bytes one decode step reads (dense weights, the router, top-k experts' worth of expert weights,
   // the classifier and one embedding row): the numerator of the memory-bandwidth roofline.
   uint64_t decode_weight_bytes() const;
 
  private:
-  void run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, float* logits_out);
+  void check_input(const int32_t* tokens, int64_t n) const;
+  void run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, float* logits_out, int32_t* argmax_out);
   void attention_block(int64_t layer, int64_t m);
   void dense_mlp(const LayerWeights& l, int64_t m);
   void moe_mlp(const LayerWeights& l, int64_t m);
@@ -51,7 +56,8 @@ class Qwen3Model {
   int64_t context_, max_batch_, pos_ = 0;
   std::unique_ptr<DeviceBuffer> k_cache_, v_cache_;
   // Activations for one chunk of up to max_batch_ tokens.
-  std::unique_ptr<DeviceBuffer> x_, xn_, q_, k_, v_, att_, o_, h1_, h3_, logits_, router_, ex_in_, ex_out_;
+  std::unique_ptr<DeviceBuffer> x_, xn_, q_, k_, v_, q_rot_, att_, o_, h1_, h3_, logits_, router_, ex_in_,
+      ex_out_;
 };
 
 }  // namespace qt::rt

@@ -46,6 +46,9 @@ class Sampler {
  public:
   explicit Sampler(const SamplerConfig& config);
   const SamplerConfig& config() const { return config_; }
+  // Whether the choice is the argmax of the raw logits (temperature 0, no repetition penalty), which a device
+  // can make without the logits leaving it.
+  bool greedy() const { return config_.temperature == 0.0f && config_.repetition_penalty == 1.0f; }
 
   // The tokens that survive the filters with their renormalized probabilities, most probable first (ties:
   // lower id first). With temperature 0 this is the argmax alone with probability 1.

@@ -161,20 +161,20 @@ TEST_CASE("silu_mul, add, gather and scatter-add do what they say", "[runtime][o
   std::mt19937_64 rng(7);
   CpuBackend be(test::cpu_options(false, 1));
   std::vector<float> g = test::random_values(rng, 20, 4.0f), u = test::random_values(rng, 20, 2.0f), g0 = g;
-  be.silu_mul(g.data(), u.data(), 20);
+  be.silu_mul(CpuBackend::host(g.data()), CpuBackend::host(u.data()), 20);
   for (int i = 0; i < 20; ++i) REQUIRE(g[i] == Approx(g0[i] / (1 + std::exp(-double(g0[i]))) * u[i]).margin(1e-6));
   std::vector<float> y = u;
-  be.add(y.data(), g.data(), 20);
+  be.add(CpuBackend::host(y.data()), CpuBackend::host(g.data()), 20);
   for (int i = 0; i < 20; ++i) REQUIRE(y[i] == u[i] + g[i]);
   const std::vector<float> src = test::random_values(rng, 5 * 4, 1.0f);
   const std::vector<int32_t> rows{3, 0, 4};
   std::vector<float> gathered(3 * 4);
-  be.gather_rows(src.data(), 4, rows.data(), 3, gathered.data());
+  be.gather_rows(CpuBackend::host(src.data()), 4, rows.data(), 3, CpuBackend::host(gathered.data()));
   for (int j = 0; j < 3; ++j)
     for (int c = 0; c < 4; ++c) REQUIRE(gathered[j * 4 + c] == src[rows[j] * 4 + c]);
   std::vector<float> dst(5 * 4, 1.0f);
   const std::vector<float> scale{0.5f, 2.0f, -1.0f};
-  be.scatter_add_rows(gathered.data(), 4, rows.data(), scale.data(), 3, dst.data());
+  be.scatter_add_rows(CpuBackend::host(gathered.data()), 4, rows.data(), scale.data(), 3, CpuBackend::host(dst.data()));
   for (int j = 0; j < 3; ++j)
     for (int c = 0; c < 4; ++c) REQUIRE(dst[rows[j] * 4 + c] == Approx(1.0f + scale[j] * src[rows[j] * 4 + c]));
   CHECK(dst[1 * 4] == 1.0f);
@@ -207,8 +207,8 @@ TEST_CASE("a fused matmul group equals separate matmuls of the same input", "[ru
       const std::vector<float> x = test::random_values(rng, static_cast<size_t>(m * 128), 1.0f);
       CpuBackend be(test::cpu_options(false, 2));
       std::vector<float> ya(static_cast<size_t>(m * 48)), yb(static_cast<size_t>(m * 16)), yc(static_cast<size_t>(m * 16));
-      const MatmulJob jobs[3] = {{&va, ya.data()}, {&vb, yb.data()}, {&vc, yc.data()}};
-      be.matmul_group(jobs, 3, x.data(), m);
+      const MatmulJob jobs[3] = {{&va, CpuBackend::host(ya.data())}, {&vb, CpuBackend::host(yb.data())}, {&vc, CpuBackend::host(yc.data())}};
+      be.matmul_group(jobs, 3, CpuBackend::host(x.data()), m);
       std::vector<float> sa(ya.size()), sb(yb.size()), sc(yc.size());
       be.matmul(va, x.data(), m, sa.data());
       be.matmul(vb, x.data(), m, sb.data());
