@@ -39,4 +39,9 @@ void validate_launch(const LaunchConfig& cfg, std::string_view kernel_name) {
   }
 }
 
+void Device::begin_capture() { throw Error("device " + name() + " cannot capture launches into a graph", kExitFailure); }
+std::unique_ptr<Graph> Device::end_capture() {
+  throw Error("device " + name() + " cannot capture launches into a graph", kExitFailure);
+}
+
 }  // namespace qt::dev

@@ -94,6 +94,13 @@ class Module {
   virtual const ModuleSource& source() const = 0;
 };
 
+// A recorded sequence of launches, replayed as one unit (a CUDA graph on a GPU).
+class Graph {
+ public:
+  virtual ~Graph() = default;
+  virtual void replay() = 0;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -110,6 +117,9 @@ class Device {
   virtual std::shared_ptr<Module> load_module(const ModuleSource& src) = 0;
   virtual void launch(const Kernel& kernel, const LaunchConfig& cfg, const KernelArgs& args) = 0;
   virtual void synchronize() = 0;
+  // Launches between begin_capture() and end_capture() are recorded instead of run; the Graph replays them.
+  virtual void begin_capture();
+  virtual std::unique_ptr<Graph> end_capture();
 };
 
 // RAII device buffer.

@@ -78,4 +78,20 @@ DeviceFingerprint cpu_fingerprint() {
   return d;
 }
 
+DeviceFingerprint emu_fingerprint(int arch) {
+  DeviceFingerprint d;
+  d.name = "emu";
+  d.arch = "sm_" + std::to_string(arch);
+  d.qtune_version = QTUNE_VERSION;
+  return d;
+}
+
+DeviceFingerprint gpu_fingerprint(const std::string& name, int arch) {
+  DeviceFingerprint d;
+  d.name = name;
+  d.arch = "sm_" + std::to_string(arch);
+  d.qtune_version = QTUNE_VERSION;
+  return d;
+}
+
 }  // namespace qt::winners

@@ -24,5 +24,9 @@ struct DeviceFingerprint {
 
 // This CPU: model name, best instruction set, threads, memory, last-level cache.
 DeviceFingerprint cpu_fingerprint();
+// The CPU emulator of an architecture: its results are correctness only, so nothing of the host enters.
+DeviceFingerprint emu_fingerprint(int arch = 80);
+// A CUDA GPU by name and compute capability (e.g. 90).
+DeviceFingerprint gpu_fingerprint(const std::string& name, int arch);
 
 }  // namespace qt::winners

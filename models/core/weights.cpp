@@ -17,6 +17,24 @@ uint64_t QTensor::storage_bytes() const {
   return bytes;
 }
 
+const void* QTensor::array(WeightArray a) const {
+  switch (a) {
+    case WeightArray::Values:
+    case WeightArray::Q:
+    case WeightArray::QWeight: return data;
+    case WeightArray::Scales:
+      return weight_traits(type).scale == ScaleType::F32 ? static_cast<const void*>(scales_f32) : scales_f16;
+    case WeightArray::Zeros: return zeros_f16;
+    case WeightArray::QZeros: return qzeros;
+  }
+  return nullptr;
+}
+
+uint64_t QTensor::array_bytes(const ArraySpec& spec) const {
+  const uint64_t weights = uint64_t(rows) * uint64_t(cols);
+  return spec.bytes(weights, group_size > 0 ? weights / uint64_t(group_size) : 0);
+}
+
 void QTensor::set_array(WeightArray array, const void* p) {
   switch (array) {
     case WeightArray::Values:

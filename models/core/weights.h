@@ -46,6 +46,9 @@ struct QTensor {
   // Points the member that holds `array` of this type's weights at `p` (scales go to scales_f32 or
   // scales_f16 by the type's scale kind).
   void set_array(WeightArray array, const void* p);
+  const void* array(WeightArray a) const;  // the member set_array(a, ...) sets
+  // Bytes of one of this type's arrays for this tensor's size and group.
+  uint64_t array_bytes(const ArraySpec& spec) const;
 };
 
 // Plain reference dequantization (weight_traits' functions), the definition every kernel is checked against.

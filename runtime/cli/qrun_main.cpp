@@ -1,5 +1,5 @@
-// qrun: run a Qwen3 / Qwen3-MoE model file on the CPU — one prompt, an interactive chat, or (for scripts)
-// raw token ids in and logits out.
+// qrun: run a Qwen3 / Qwen3-MoE model file on the CPU, the CUDA emulator or a GPU — one prompt, an
+// interactive chat, or (for scripts) raw token ids in and logits out.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -15,6 +15,7 @@
 #include "common/progress.h"
 #include "models/formats/model_file.h"
 #include "runtime/cli/generation.h"
+#include "runtime/cli/run_device.h"
 #include "runtime/cli/tokenizer_session.h"
 #include "runtime/cli/tuned_cache.h"
 #include "runtime/cpu/cpu_backend.h"
@@ -27,7 +28,7 @@ using namespace qt;
 using namespace qt::rt;
 
 CliArgs make_cli() {
-  CliArgs cli("qrun", "Runs a Qwen3 / Qwen3-MoE model file (ajc1, moe3, ak48) on the CPU.");
+  CliArgs cli("qrun", "Runs a Qwen3 / Qwen3-MoE model file (ajc1, moe3, ak48) on the CPU, the emulator or a GPU.");
   cli.option("-m,--model", "PATH", "model file (default: the synthetic default model scripts/setup.sh creates)")
       .option("--tokenizer", "PATH", "tokenizer.json (default: beside the model, else the shipped Qwen3 one)")
       .option("-p,--prompt", "TEXT", "the user message (or raw text with --raw)")
@@ -44,11 +45,13 @@ CliArgs make_cli() {
       .flag("--no-think", "non-thinking mode: the template's empty <think></think> block")
       .flag("--raw", "no chat template: the prompt is encoded as plain text")
       .flag("-i,--interactive", "chat on stdin, keeping the KV cache across turns (/reset, /exit)")
-      .option("--device", "NAME", "cpu (emu and cuda are not available in qrun yet)", "cpu")
+      .option("--device", "NAME", "cpu; emu (the CUDA emulator) or cuda (a GPU): dense models, fp16 activations", "cpu")
+      .flag("--no-graphs", "emu/cuda: launch every kernel instead of replaying captured decode steps")
+      .flag("-v,--verbose", "emu/cuda: list the kernel chosen for every op shape and why")
       .flag("--reference", "reference path: dequantized weights, fp32 activations (slow, exact)")
-      .option("--threads", "N", "CPU threads (default: all)")
+      .option("--threads", "N", "CPU threads (default: all; emu: host threads running blocks)")
       .option("-c,--context", "N", "context length in tokens (default: min(4096, model maximum))")
-      .option("--tuned-cache", "PATH", "tuning cache written by `qtune --device cpu`")
+      .option("--tuned-cache", "PATH", "tuning store written by qtune; this device's winners are used")
       .option("--prompt-ids", "IDS", "comma-separated token ids instead of text (needs no tokenizer)")
       .option("--logits-out", "FILE", "write float32 logits of every prompt position ([tokens, vocab], little-endian)")
       .flag("--no-stats", "do not print the statistics line");
@@ -80,17 +83,6 @@ SamplerConfig sampling_from(const CliArgs& cli, bool think) {
   return s;
 }
 
-void check_device(const std::string& device) {
-  if (device == "cpu") return;
-  if (device == "emu")
-    throw Error("--device emu: the emulator backend is not available in qrun yet; use --device cpu", kExitUnavailable);
-  if (device == "cuda")
-    throw Error("--device cuda: the CUDA backend is not available in qrun yet (and this machine has no GPU); "
-                "use --device cpu",
-                kExitUnavailable);
-  throw Error("--device: unknown device '" + device + "' (cpu, emu, cuda)");
-}
-
 void write_logits(const std::string& path, const std::vector<float>& logits) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(path + ": cannot open for writing");
@@ -114,10 +106,21 @@ void print_stats(const TurnStats& s, uint64_t seed) {
                s.first_token_s, double(peak_rss_bytes()) / 1e6, static_cast<unsigned long long>(seed));
 }
 
+void report_device(const RunDevice& d, bool verbose) {
+  if (!d.device_backend) return;
+  std::fprintf(stderr, "qrun: %s\n", device_report(d).c_str());
+  if (verbose)
+    for (const std::string& line : d.device_backend->chooser().details()) std::fprintf(stderr, "qrun:   %s\n", line.c_str());
+}
+
 int run(int argc, char** argv) {
   CliArgs cli = make_cli();
   if (!cli.parse(argc, argv)) return 0;
-  check_device(cli.get("--device"));
+  const std::string device = cli.get("--device");
+  if (device != "cpu" && device != "emu" && device != "cuda")
+    throw Error("--device: unknown device '" + device + "' (cpu, emu, cuda)");
+  if (device != "cpu" && cli.get_flag("--reference"))
+    throw Error("--reference is the CPU's exact path; it cannot be combined with --device " + device);
   if (cli.get_flag("--think") && cli.get_flag("--no-think")) throw Error("--think and --no-think exclude each other");
   const bool think = !cli.get_flag("--no-think");
   const bool ids_mode = cli.given("--prompt-ids");
@@ -152,13 +155,18 @@ int run(int argc, char** argv) {
     throw Error("-c/--context " + std::to_string(context) + " exceeds the model's maximum of " +
                 std::to_string(cfg.max_seq_len) + " tokens");
 
-  CpuOptions opts;
+  RunDeviceOptions run_opts;
+  run_opts.device = device;
+  run_opts.graphs = !cli.get_flag("--no-graphs");
+  CpuOptions& opts = run_opts.cpu;
   opts.reference = cli.get_flag("--reference");
   if (cli.given("--threads")) {
     opts.threads = int(cli.get_int("--threads"));
     if (opts.threads <= 0 || opts.threads > 1024) throw Error("--threads must be in 1..1024");
+    run_opts.emu_threads = opts.threads;
   }
-  if (cli.given("--tuned-cache")) {
+  if (cli.given("--tuned-cache") && device != "cpu") run_opts.tuned_cache = cli.get("--tuned-cache");
+  if (cli.given("--tuned-cache") && device == "cpu") {
     if (opts.reference) throw Error("--tuned-cache tunes the fast path; it cannot be combined with --reference");
     const std::string summary = apply_tuned_cache(cli.get("--tuned-cache"), file->weights(), opts, cli.given("--threads"));
     std::fprintf(stderr, "qrun: %s\n", summary.c_str());
@@ -177,8 +185,8 @@ int run(int argc, char** argv) {
     if (int64_t(ids.size()) > context)
       throw Error("the prompt (" + std::to_string(ids.size()) + " tokens) is longer than the context (" +
                   std::to_string(context) + " tokens)");
-    CpuBackend backend(opts);
-    Qwen3Model model(file->weights(), backend, context);
+    RunDevice run_device = make_run_device(run_opts);
+    Qwen3Model model(file->weights(), *run_device.backend, context);
     if (cli.given("--logits-out")) {
       write_logits(cli.get("--logits-out"), model.forward(ids, LogitsRows::kAll));
       if (n_predict == 0) return 0;
@@ -191,12 +199,13 @@ int run(int argc, char** argv) {
       std::fflush(stdout);
     });
     if (!cli.get_flag("--no-stats")) print_stats(r.stats, sampling.seed);
+    report_device(run_device, cli.get_flag("--verbose"));
     return 0;
   }
 
   TokenizerSession session(cli.given("--tokenizer") ? cli.get("--tokenizer") : "", model_path, cfg.vocab_size);
-  CpuBackend backend(opts);
-  Qwen3Model model(file->weights(), backend, context);
+  RunDevice run_device = make_run_device(run_opts);
+  Qwen3Model model(file->weights(), *run_device.backend, context);
   Sampler sampler(sampling);
   ChatState chat;
   chat.system = cli.given("--system") ? cli.get("--system") : "";
@@ -239,6 +248,7 @@ int run(int argc, char** argv) {
       turn(line);
     }
   }
+  if (stats) report_device(run_device, cli.get_flag("--verbose"));
   return 0;
 }
 

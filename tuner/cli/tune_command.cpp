@@ -180,12 +180,7 @@ int tune_command(const std::vector<std::string>& args) {
 
   Store store(cli.get("--cache"));
   DeviceFingerprint dev = cpu_fingerprint();
-  if (emu) {
-    dev = DeviceFingerprint{};
-    dev.name = "emu";
-    dev.arch = "sm_80";
-    dev.qtune_version = cpu_fingerprint().qtune_version;
-  }
+  if (emu) dev = qt::winners::emu_fingerprint();
   std::string run = run_id();
   Worker worker(handle_candidate_request);
 

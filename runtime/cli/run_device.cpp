@@ -1,0 +1,47 @@
+#include "runtime/cli/run_device.h"
+
+#include "common/error.h"
+#include "device/cuda/cuda_device.h"
+#include "device/emu/emu_device.h"
+#include "device/winners/fingerprint.h"
+#include "device/winners/winners.h"
+
+namespace qt::rt {
+
+RunDevice make_run_device(const RunDeviceOptions& o) {
+  RunDevice d;
+  if (o.device == "cpu") {
+    d.backend = std::make_unique<CpuBackend>(o.cpu);
+    return d;
+  }
+  DeviceBackendOptions opts;
+  opts.graphs = o.graphs;
+  if (o.device == "emu") {
+    emu::EmuOptions eo;
+    eo.threads = uint32_t(o.emu_threads);
+    d.device = std::make_unique<emu::EmuDevice>(eo);
+    opts.fingerprint = winners::emu_fingerprint(d.device->arch());
+    opts.store_prefix = "emu.";
+  } else if (o.device == "cuda") {
+    d.device = std::make_unique<cuda::CudaDevice>();  // throws with exit code 3 and the reason when unusable
+    opts.fingerprint = winners::gpu_fingerprint(d.device->name(), d.device->arch());
+    opts.store_prefix = "cuda.";
+  } else {
+    throw Error("--device: unknown device '" + o.device + "' (cpu, emu, cuda)");
+  }
+  if (!o.tuned_cache.empty()) opts.tuned = std::make_shared<winners::WinnersTable>(o.tuned_cache);
+  auto backend = std::make_unique<DeviceBackend>(*d.device, std::move(opts));
+  d.device_backend = backend.get();
+  d.backend = std::move(backend);
+  return d;
+}
+
+std::string device_report(const RunDevice& d) {
+  if (!d.device_backend) return "";
+  const LaunchQueue::Stats& s = d.device_backend->launch_stats();
+  return d.device->name() + ": kernels for " + d.device_backend->chooser().summary() + " | " +
+         std::to_string(s.launches) + " launches, " + std::to_string(s.replays) + " steps replayed from " +
+         std::to_string(s.captures) + " captured graph" + (s.captures == 1 ? "" : "s");
+}
+
+}  // namespace qt::rt

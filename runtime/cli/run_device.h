@@ -1,0 +1,34 @@
+#pragma once
+// The backend qrun and qbench run a model on: the CPU backend, or the device backend on the emulator or a
+// CUDA GPU (the driver loaded on demand: without one, --device cuda exits 3 with the reason).
+#include <memory>
+#include <string>
+
+#include "device/api/device.h"
+#include "runtime/core/backend.h"
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/gpu/device_backend.h"
+
+namespace qt::rt {
+
+struct RunDeviceOptions {
+  std::string device = "cpu";  // cpu, emu, cuda
+  CpuOptions cpu;
+  std::string tuned_cache;     // "" = none; emu/cuda read their own winners from it
+  bool graphs = true;
+  int emu_threads = 0;
+};
+
+struct RunDevice {
+  std::unique_ptr<dev::Device> device;     // null on the CPU
+  std::unique_ptr<Backend> backend;
+  DeviceBackend* device_backend = nullptr;  // the backend, when it is the device one
+};
+
+// Throws qt::Error: an unknown device name (exit 1), a device that cannot be used here (exit 3).
+RunDevice make_run_device(const RunDeviceOptions& options);
+
+// One line for qrun's statistics: the kernel choices (tuned / nearest / default) and graph replays.
+std::string device_report(const RunDevice& d);
+
+}  // namespace qt::rt

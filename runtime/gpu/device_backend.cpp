@@ -1,0 +1,254 @@
+#include "runtime/gpu/device_backend.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "common/half.h"
+#include "kernels_src/registry/registry.h"
+
+namespace qt::rt {
+namespace {
+
+class ActBuffer final : public DeviceBuffer {
+ public:
+  ActBuffer(dev::Device& d, size_t elements) : buf_(d, std::max<size_t>(elements, 1) * 2), n_(elements) {}
+  Act view() override { return Act{buf_.ptr().addr, ActType::F16}; }
+  size_t size() const override { return n_; }
+
+ private:
+  dev::Buffer buf_;
+  size_t n_;
+};
+
+dev::DevPtr dp(Act a) { return dev::DevPtr{a.addr}; }
+int64_t h16(int64_t elements) { return elements * 2; }
+
+bool registered(const std::string& op, WeightType t) {
+  for (const kernels::KernelFamily* f : kernels::all_families())
+    if (!f->on_host() && f->op == op && f->serves(t)) return true;
+  return false;
+}
+
+// Attention cost grows with the context, so its kernel is chosen per power-of-two context bucket; every
+// choice reads the true position from device memory, so any bucket's plan is correct at any position.
+int64_t context_bucket(int64_t tokens, int64_t capacity) {
+  int64_t b = 1;
+  while (b < tokens) b *= 2;
+  return std::min(b, capacity);
+}
+
+}  // namespace
+
+DeviceBackend::DeviceBackend(dev::Device& device, DeviceBackendOptions options)
+    : device_(device), options_(std::move(options)),
+      chooser_(options_.tuned, options_.fingerprint, options_.store_prefix, device.arch()),
+      queue_(device, options_.graphs), launcher_(device, queue_), weights_(device) {
+  pos_ = dev::Buffer(device_, 4);
+}
+
+DeviceBackend::~DeviceBackend() = default;
+
+std::string DeviceBackend::name() const { return "device (" + device_.name() + ", fp16 activations)"; }
+
+void DeviceBackend::prepare(const ModelWeights& w) {
+  if (w.config.is_moe())
+    throw Error("the device backend runs dense Qwen3 models; Qwen3-MoE on the device is not implemented yet "
+                "(use --device cpu)",
+                kExitUnavailable);
+  weights_.add(w.embedding);
+  weights_.add(w.classifier);
+  weights_.add_vector(w.final_norm);
+  for (const LayerWeights& l : w.layers) {
+    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) weights_.add(*t);
+    for (const std::vector<float>* v : {&l.attn_norm, &l.ffn_norm, &l.q_norm, &l.k_norm}) weights_.add_vector(*v);
+  }
+}
+
+std::unique_ptr<DeviceBuffer> DeviceBackend::alloc(size_t elements) {
+  return std::make_unique<ActBuffer>(device_, elements);
+}
+
+void DeviceBackend::upload(const float* host, size_t n, Act dst) {
+  std::vector<uint16_t> h(n);
+  for (size_t i = 0; i < n; ++i) h[i] = float_to_half_bits(host[i]);
+  queue_.flush();
+  device_.copy_to_device(dp(dst), h.data(), n * 2);
+}
+
+void DeviceBackend::download(Act src, size_t n, float* host) {
+  if (in_step_) {
+    downloads_.push_back({src, n, host});
+    return;
+  }
+  std::vector<uint16_t> h(n);
+  device_.copy_to_host(h.data(), dp(src), n * 2);
+  for (size_t i = 0; i < n; ++i) host[i] = half_bits_to_float(h[i]);
+}
+
+dev::DevPtr DeviceBackend::scratch(size_t bytes) {
+  if (scratch_.bytes() < bytes) {
+    // A queued launch may still name the old buffer, so it lives until the backend does.
+    if (scratch_.bytes()) retired_.push_back(std::move(scratch_));
+    scratch_ = dev::Buffer(device_, bytes);
+  }
+  return scratch_.ptr();
+}
+
+void DeviceBackend::stage_tokens(const int32_t* tokens, int64_t m) {
+  if (tokens_.bytes() < size_t(m) * 4) {
+    if (tokens_.bytes()) retired_.push_back(std::move(tokens_));
+    tokens_ = dev::Buffer(device_, size_t(std::max<int64_t>(m, 16)) * 4);
+  }
+  queue_.flush();
+  device_.copy_to_device(tokens_.ptr(), tokens, size_t(m) * 4);
+  staged_tokens_ = tokens;
+}
+
+void DeviceBackend::begin_step(const int32_t* tokens, int64_t m, int64_t pos0) {
+  stage_tokens(tokens, m);
+  const int32_t p = int32_t(pos0);
+  device_.copy_to_device(pos_.ptr(), &p, 4);
+  step_pos0_ = pos0;
+  in_step_ = true;
+  queue_.begin_step(m == 1);
+}
+
+void DeviceBackend::end_step() {
+  queue_.end_step();
+  in_step_ = false;
+  for (const PendingDownload& d : downloads_) download(d.src, d.n, d.host);
+  downloads_.clear();
+  for (const PendingTokens& t : token_outputs_) device_.copy_to_host(t.host, argmax_.ptr(), size_t(t.m) * 4);
+  token_outputs_.clear();
+  staged_tokens_ = nullptr;
+}
+
+void DeviceBackend::run(const std::string& op, const WeightType* type, const kernels::Shape& shape, const Bindings& b) {
+  launcher_.run(chooser_.choose(op, type, shape), shape, b);
+}
+
+void DeviceBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m, Act out) {
+  for (int64_t i = 0; i < m; ++i)
+    if (tokens[i] < 0 || tokens[i] >= table.rows)
+      throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary [0, " +
+                  std::to_string(table.rows) + ")");
+  if (staged_tokens_ != tokens) stage_tokens(tokens, m);
+  const DeviceTensor& t = weights_.tensor(table);
+  Bindings b;
+  b.buf("tokens", tokens_.ptr(), m * 4).buf("y", dp(out), h16(m * t.cols));
+  for (const auto& [name, a] : t.arrays) b.buf(name, a.ptr, a.bytes);
+  run("embedding", &t.type, kernels::Shape{{"M", "N", "V"}, {m, t.cols, t.rows}, "embedding"}, b);
+}
+
+void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
+  Bindings b;
+  b.buf("x", dp(x), h16(m * w.cols)).buf("y", dp(y), h16(m * w.rows));
+  for (const auto& [name, a] : w.arrays) b.buf(name, a.ptr, a.bytes);
+  run("linear", &w.type, kernels::Shape{{"M", "N", "K", "G"}, {m, w.rows, w.cols, w.group}, "linear"}, b);
+}
+
+// kExact (the MoE router's fp32 activations) has no meaning here: device activations are fp16 throughout.
+void DeviceBackend::matmul(const QTensor& w, Act x, int64_t m, Act y, MatmulMode) {
+  if (m <= 0) return;
+  linear(weights_.tensor(w), x, m, y);
+}
+
+void DeviceBackend::gate_up_swiglu(const QTensor& gate, const QTensor& up_w, Act x, int64_t m, Act h, Act up) {
+  const DeviceTensor& g = weights_.tensor(gate);
+  const DeviceTensor& u = weights_.tensor(up_w);
+  const kernels::Shape fused{{"M", "N", "K", "G"}, {m, g.rows, g.cols, g.group}, "gate+up"};
+  if (m <= 8 && g.type == u.type && g.rows == u.rows && g.group == u.group && registered("gate_up_swiglu", g.type)) {
+    const KernelChoice& c = chooser_.choose("gate_up_swiglu", &g.type, fused);
+    Bindings b;
+    b.buf("x", dp(x), h16(m * g.cols)).buf("h", dp(h), h16(m * g.rows));
+    for (const auto& [name, a] : g.arrays) b.buf("gate_" + name, a.ptr, a.bytes);
+    for (const auto& [name, a] : u.arrays) b.buf("up_" + name, a.ptr, a.bytes);
+    launcher_.run(c, fused, b);
+    return;
+  }
+  const dev::DevPtr gate_out = scratch(size_t(h16(m * g.rows)));
+  linear(g, x, m, Act{gate_out.addr, ActType::F16});
+  linear(u, x, m, up);
+  Bindings b;
+  b.buf("gate", gate_out, h16(m * g.rows)).buf("up", dp(up), h16(m * g.rows)).buf("h", dp(h), h16(m * g.rows));
+  run("swiglu", nullptr, kernels::Shape{{"M", "N"}, {m, g.rows}, "swiglu"}, b);
+}
+
+void DeviceBackend::add_rmsnorm(Act x, Act residual, const float* weight, int64_t rows, int64_t n, float eps, Act y) {
+  const int64_t r = residual ? 1 : 0;
+  const DeviceTensor::Array w = weights_.vector(weight);
+  Bindings b;
+  b.buf("x", dp(x), h16(rows * n)).buf("r", dp(residual), h16(r * rows * n)).buf("w", w.ptr, w.bytes);
+  b.buf("y", dp(y), h16(rows * n)).scalar("eps", eps);
+  run("rmsnorm", nullptr, kernels::Shape{{"M", "N", "R"}, {rows, n, r}, "rmsnorm"}, b);
+}
+
+void DeviceBackend::qk_norm_rope_kv(const QkRopeKv& s) {
+  if (s.pos0 < 0 || s.pos0 + s.m > s.capacity)
+    throw Error("qk_norm_rope_kv: positions " + std::to_string(s.pos0) + ".." + std::to_string(s.pos0 + s.m - 1) +
+                " do not fit the cache of " + std::to_string(s.capacity) + " tokens");
+  if (!in_step_ || s.pos0 != step_pos0_)
+    throw Error("device backend: qk_norm_rope_kv at position " + std::to_string(s.pos0) +
+                    " outside a step begun at that position (positions are read from device memory)",
+                kExitFailure);
+  const int64_t qd = s.n_heads * s.head_dim, kvd = s.n_kv_heads * s.head_dim;
+  const DeviceTensor::Array qn = weights_.vector(s.q_norm), kn = weights_.vector(s.k_norm);
+  Bindings b;
+  b.buf("q", dp(s.q), h16(s.m * qd)).buf("k", dp(s.k), h16(s.m * kvd)).buf("v", dp(s.v), h16(s.m * kvd));
+  b.buf("q_norm", qn.ptr, qn.bytes).buf("k_norm", kn.ptr, kn.bytes).buf("pos", pos_.ptr(), 4);
+  b.buf("q_out", dp(s.q_out), h16(s.m * qd));
+  b.buf("k_cache", dp(s.k_cache), h16(s.capacity * kvd)).buf("v_cache", dp(s.v_cache), h16(s.capacity * kvd));
+  b.scalar("eps", s.eps).scalar("theta", s.theta);
+  run("qk_norm_rope_kv", nullptr,
+      kernels::Shape{{"M", "H", "KVH", "D", "C", "P"}, {s.m, s.n_heads, s.n_kv_heads, s.head_dim, s.capacity, 0},
+                     "qk_norm_rope_kv"},
+      b);
+}
+
+void DeviceBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0, int64_t m,
+                              int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, Act out) {
+  if (!in_step_ || pos0 != step_pos0_)
+    throw Error("device backend: attention at position " + std::to_string(pos0) +
+                    " outside a step begun at that position (positions are read from device memory)",
+                kExitFailure);
+  const int64_t qd = n_heads * head_dim, kvd = n_kv_heads * head_dim;
+  Bindings b;
+  b.buf("q", dp(q), h16(m * qd)).buf("k_cache", dp(k_cache), h16(capacity * kvd));
+  b.buf("v_cache", dp(v_cache), h16(capacity * kvd)).buf("pos", pos_.ptr(), 4).buf("out", dp(out), h16(m * qd));
+  const int64_t p = context_bucket(pos0 + m, capacity) - m;
+  run(m == 1 ? "attention_decode" : "attention_prefill", nullptr,
+      kernels::Shape{{"M", "H", "KVH", "D", "C", "P"}, {m, n_heads, n_kv_heads, head_dim, capacity, p}, "attention"},
+      b);
+}
+
+void DeviceBackend::argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) {
+  if (argmax_.bytes() < size_t(m) * 4) {
+    if (argmax_.bytes()) retired_.push_back(std::move(argmax_));
+    argmax_ = dev::Buffer(device_, size_t(std::max<int64_t>(m, 16)) * 4);
+  }
+  Bindings b;
+  b.buf("logits", dp(logits), h16(m * vocab)).buf("token", argmax_.ptr(), m * 4);
+  run("argmax", nullptr, kernels::Shape{{"M", "V"}, {m, vocab}, "argmax"}, b);
+  if (in_step_) {
+    token_outputs_.push_back({m, tokens});
+    return;
+  }
+  device_.copy_to_host(tokens, argmax_.ptr(), size_t(m) * 4);
+}
+
+namespace {
+[[noreturn]] void moe_only(const char* op) {
+  throw Error(std::string("device backend: ") + op + " serves Qwen3-MoE, which does not run on the device yet",
+              kExitUnavailable);
+}
+}  // namespace
+
+void DeviceBackend::silu_mul(Act, Act, int64_t) { moe_only("silu_mul"); }
+void DeviceBackend::add(Act, Act, int64_t) { moe_only("add"); }
+void DeviceBackend::route(Act, int64_t, int64_t, int64_t, bool, int32_t*, float*) { moe_only("route"); }
+void DeviceBackend::gather_rows(Act, int64_t, const int32_t*, int64_t, Act) { moe_only("gather_rows"); }
+void DeviceBackend::scatter_add_rows(Act, int64_t, const int32_t*, const float*, int64_t, Act) {
+  moe_only("scatter_add_rows");
+}
+
+}  // namespace qt::rt

@@ -1,0 +1,92 @@
+#pragma once
+// The runtime's ops on a dev::Device (the CPU emulator or a CUDA GPU): activations and the KV cache are fp16
+// device memory, weights are uploaded once in prepare(), and every op is a kernel family of kernels_src/ at
+// the point the tuning store chose for this device and shape (else the nearest tuned shape's, else the
+// family default; see kernel_choice.h). A forward step is queued and, for decode steps whose launches repeat,
+// replayed as a captured graph; only sampled tokens, or logits when asked, come back to the host.
+// Dense Qwen3 models run here; MoE routing on the device is not implemented yet, and prepare() says so.
+#include <memory>
+#include <string>
+
+#include "device/api/device.h"
+#include "device/winners/winners.h"
+#include "runtime/core/backend.h"
+#include "runtime/gpu/device_weights.h"
+#include "runtime/gpu/family_launcher.h"
+#include "runtime/gpu/kernel_choice.h"
+#include "runtime/gpu/launch_queue.h"
+
+namespace qt::rt {
+
+struct DeviceBackendOptions {
+  std::shared_ptr<const winners::WinnersTable> tuned;  // may be null
+  winners::DeviceFingerprint fingerprint;              // of the device, for tuned lookups
+  std::string store_prefix;                            // "emu." or "cuda."
+  bool graphs = true;                                  // capture and replay decode steps
+};
+
+class DeviceBackend final : public Backend {
+ public:
+  DeviceBackend(dev::Device& device, DeviceBackendOptions options);
+  ~DeviceBackend() override;
+
+  std::string name() const override;
+  ActType act_type() const override { return ActType::F16; }
+  void prepare(const ModelWeights& weights) override;
+  std::unique_ptr<DeviceBuffer> alloc(size_t elements) override;
+  void upload(const float* host, size_t n, Act dst) override;
+  void download(Act src, size_t n, float* host) override;
+
+  void embed(const QTensor& table, const int32_t* tokens, int64_t m, Act out) override;
+  void matmul(const QTensor& w, Act x, int64_t m, Act y, MatmulMode mode = MatmulMode::kDefault) override;
+  void gate_up_swiglu(const QTensor& gate, const QTensor& up_w, Act x, int64_t m, Act h, Act up) override;
+  void add_rmsnorm(Act x, Act residual, const float* weight, int64_t rows, int64_t n, float eps, Act y) override;
+  void qk_norm_rope_kv(const QkRopeKv& s) override;
+  void attention(Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0, int64_t m, int64_t n_heads,
+                 int64_t n_kv_heads, int64_t head_dim, Act out) override;
+  void silu_mul(Act gate, Act up, int64_t n) override;
+  void add(Act y, Act x, int64_t n) override;
+  void argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) override;
+  void route(Act logits, int64_t m, int64_t n_experts, int64_t top_k, bool renormalize, int32_t* experts,
+             float* weights) override;
+  void gather_rows(Act src, int64_t cols, const int32_t* rows, int64_t count, Act dst) override;
+  void scatter_add_rows(Act src, int64_t cols, const int32_t* rows, const float* scale, int64_t count,
+                        Act dst) override;
+  void begin_step(const int32_t* tokens, int64_t m, int64_t pos0) override;
+  void end_step() override;
+
+  const KernelChooser& chooser() const { return chooser_; }
+  const LaunchQueue::Stats& launch_stats() const { return queue_.stats(); }
+  uint64_t weight_bytes() const { return weights_.bytes(); }
+
+ private:
+  void run(const std::string& op, const WeightType* type, const kernels::Shape& shape, const Bindings& b);
+  void linear(const DeviceTensor& w, Act x, int64_t m, Act y);
+  dev::DevPtr scratch(size_t bytes);
+  void stage_tokens(const int32_t* tokens, int64_t m);
+
+  dev::Device& device_;
+  DeviceBackendOptions options_;
+  KernelChooser chooser_;
+  LaunchQueue queue_;
+  FamilyLauncher launcher_;
+  DeviceWeights weights_;
+  dev::Buffer tokens_, pos_, argmax_, scratch_;
+  std::vector<dev::Buffer> retired_;  // outgrown buffers queued launches may still name
+  const int32_t* staged_tokens_ = nullptr;  // the step's host tokens, already on the device
+  int64_t step_pos0_ = -1;
+  bool in_step_ = false;
+  struct PendingDownload {
+    Act src;
+    size_t n;
+    float* host;
+  };
+  struct PendingTokens {
+    int64_t m;
+    int32_t* host;
+  };
+  std::vector<PendingDownload> downloads_;
+  std::vector<PendingTokens> token_outputs_;
+};
+
+}  // namespace qt::rt

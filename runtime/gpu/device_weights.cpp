@@ -1,0 +1,65 @@
+#include "runtime/gpu/device_weights.h"
+
+#include "common/error.h"
+#include "common/half.h"
+
+namespace qt::rt {
+
+dev::DevPtr DeviceWeights::upload(const void* data, size_t bytes) {
+  dev::Buffer b(device_, bytes);
+  device_.copy_to_device(b.ptr(), data, bytes);
+  const dev::DevPtr p = b.ptr();
+  buffers_.push_back(std::move(b));
+  bytes_ += bytes;
+  return p;
+}
+
+void DeviceWeights::add(const QTensor& t) {
+  if (t.empty() || tensors_.count(t.data)) return;
+  DeviceTensor d;
+  d.rows = t.rows, d.cols = t.cols;
+  if (t.type == WeightType::F32 || t.type == WeightType::BF16) {
+    std::vector<uint16_t> h(size_t(t.rows * t.cols));
+    std::vector<float> row(size_t(t.cols));
+    for (int64_t r = 0; r < t.rows; ++r) {
+      dequantize_row(t, r, row.data());
+      for (int64_t c = 0; c < t.cols; ++c) h[size_t(r * t.cols + c)] = float_to_half_bits(row[size_t(c)]);
+    }
+    d.type = WeightType::F16;
+    d.group = t.cols;
+    d.arrays["values"] = {upload(h.data(), h.size() * 2), int64_t(h.size() * 2)};
+  } else {
+    d.type = t.type;
+    d.group = t.group_size > 0 ? t.group_size : t.cols;
+    for (const ArraySpec& spec : weight_traits(t.type).array_specs()) {
+      const uint64_t bytes = t.array_bytes(spec);
+      const void* src = t.array(spec.array);
+      if (!src) throw Error(std::string("weight of type ") + weight_type_name(t.type) + " lacks its '" +
+                            weight_array_name(spec.array) + "' array", kExitFailure);
+      d.arrays[weight_array_name(spec.array)] = {upload(src, bytes), int64_t(bytes)};
+    }
+  }
+  tensors_.emplace(t.data, std::move(d));
+}
+
+void DeviceWeights::add_vector(const std::vector<float>& v) {
+  if (v.empty() || vectors_.count(v.data())) return;
+  vectors_[v.data()] = {upload(v.data(), v.size() * 4), int64_t(v.size() * 4)};
+}
+
+const DeviceTensor& DeviceWeights::tensor(const QTensor& t) const {
+  const auto it = tensors_.find(t.data);
+  if (it == tensors_.end() || it->second.rows != t.rows || it->second.cols != t.cols)
+    throw Error("device backend: a " + std::to_string(t.rows) + "x" + std::to_string(t.cols) + " " +
+                    weight_type_name(t.type) + " weight was not uploaded by prepare()",
+                kExitFailure);
+  return it->second;
+}
+
+DeviceTensor::Array DeviceWeights::vector(const float* host) const {
+  const auto it = vectors_.find(host);
+  if (it == vectors_.end()) throw Error("device backend: a norm vector was not uploaded by prepare()", kExitFailure);
+  return it->second;
+}
+
+}  // namespace qt::rt

@@ -1,0 +1,138 @@
+#include "runtime/gpu/kernel_choice.h"
+
+#include <limits>
+
+#include "common/error.h"
+#include "kernels_src/registry/registry.h"
+
+namespace qt::rt {
+namespace {
+
+std::string runs(const kernels::KernelFamily& f, const kernels::Point& p, const kernels::Shape& shape) {
+  if (f.point_constraint)
+    if (std::string why = f.point_constraint(p); !why.empty()) return why;
+  if (f.shape_constraint) return f.shape_constraint(p, shape);
+  return "";
+}
+
+}  // namespace
+
+const char* choice_source_name(KernelChoice::Source s) {
+  switch (s) {
+    case KernelChoice::Source::Tuned: return "tuned";
+    case KernelChoice::Source::Nearest: return "nearest";
+    case KernelChoice::Source::Default: return "default";
+  }
+  return "?";
+}
+
+std::optional<kernels::Point> point_from_json(const kernels::KernelFamily& f, const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  kernels::Point p;
+  for (const kernels::Param& param : f.params) {
+    if (!j.contains(param.name)) return std::nullopt;
+    const nlohmann::json& v = j.at(param.name);
+    if (v.is_number_integer()) {
+      p[param.name] = v.get<int64_t>();
+    } else if (v.is_string()) {
+      const auto value = kernels::label_value(param, v.get<std::string>());
+      if (!value) return std::nullopt;
+      p[param.name] = *value;
+    } else {
+      return std::nullopt;
+    }
+  }
+  try {
+    kernels::validate_point(f, p);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  return p;
+}
+
+KernelChooser::KernelChooser(std::shared_ptr<const winners::WinnersTable> table, winners::DeviceFingerprint fingerprint,
+                             std::string store_prefix, int arch)
+    : table_(std::move(table)), fingerprint_(std::move(fingerprint)), prefix_(std::move(store_prefix)), arch_(arch) {}
+
+std::optional<KernelChoice> KernelChooser::tuned(const kernels::KernelFamily& f, const kernels::Shape& shape,
+                                                 double* seconds) const {
+  if (!table_) return std::nullopt;
+  const auto w = table_->lookup(fingerprint_, prefix_ + f.name, f.dtypes, shape.values, f.source_hash);
+  if (!w) return std::nullopt;
+  const auto point = point_from_json(f, w->point);
+  if (!point || !runs(f, *point, shape).empty()) return std::nullopt;
+  *seconds = w->median_s;
+  return KernelChoice{&f, *point, w->exact ? KernelChoice::Source::Tuned : KernelChoice::Source::Nearest};
+}
+
+const KernelChoice& KernelChooser::choose(const std::string& op, const WeightType* type, const kernels::Shape& shape) {
+  const std::string key = op + "|" + (type ? weight_type_name(*type) : "-") + "|" + kernels::shape_key(shape);
+  if (auto it = chosen_.find(key); it != chosen_.end()) return it->second;
+
+  std::vector<const kernels::KernelFamily*> candidates;
+  for (const kernels::KernelFamily* f : kernels::all_families()) {
+    if (f->on_host() || f->op != op || f->min_sm > arch_) continue;
+    if (type && !f->serves(*type)) continue;
+    if (!type && !f->weight_types.empty()) continue;
+    candidates.push_back(f);
+  }
+  std::optional<KernelChoice> best;
+  double best_s = std::numeric_limits<double>::infinity();
+  for (const kernels::KernelFamily* f : candidates) {
+    double s = 0;
+    auto c = tuned(*f, shape, &s);
+    if (!c) continue;
+    // An exact winner beats any nearest-shape one; among equals, the fastest.
+    const bool better = !best || (c->source == KernelChoice::Source::Tuned && best->source != KernelChoice::Source::Tuned) ||
+                        (c->source == best->source && s < best_s);
+    if (better) best = c, best_s = s;
+  }
+  if (!best) {
+    std::string why;
+    for (const kernels::KernelFamily* f : candidates) {
+      for (const kernels::Point& p : f->default_points()) {
+        const std::string reason = runs(*f, p, shape);
+        if (reason.empty()) {
+          best = KernelChoice{f, p, KernelChoice::Source::Default};
+          break;
+        }
+        why += "; " + f->name + " " + kernels::point_key(p) + ": " + reason;
+      }
+      if (best) break;
+    }
+    if (!best)
+      throw Error("no kernel family runs op '" + op + "'" + (type ? std::string(" on ") + weight_type_name(*type) : "") +
+                      " at " + kernels::shape_key(shape) + " on sm_" + std::to_string(arch_) +
+                      (candidates.empty() ? " (none is registered for it)" : why),
+                  kExitFailure);
+  }
+  return chosen_.emplace(key, *best).first->second;
+}
+
+KernelChooser::Counts KernelChooser::counts() const {
+  Counts c;
+  for (const auto& [key, choice] : chosen_) {
+    switch (choice.source) {
+      case KernelChoice::Source::Tuned: ++c.tuned; break;
+      case KernelChoice::Source::Nearest: ++c.nearest; break;
+      case KernelChoice::Source::Default: ++c.fallback; break;
+    }
+  }
+  return c;
+}
+
+std::string KernelChooser::summary() const {
+  const Counts c = counts();
+  return std::to_string(chosen_.size()) + " op shapes: " + std::to_string(c.tuned) + " tuned, " +
+         std::to_string(c.nearest) + " nearest tuned shape, " + std::to_string(c.fallback) + " family default";
+}
+
+std::vector<std::string> KernelChooser::details() const {
+  std::vector<std::string> out;
+  for (const auto& [key, c] : chosen_)
+    out.push_back(key + " -> " + c.family->name + " " + kernels::point_key(c.point) + " (" +
+                  choice_source_name(c.source) + ")");
+  return out;
+}
+
+}  // namespace qt::rt

@@ -1,0 +1,81 @@
+#include "runtime/gpu/launch_queue.h"
+
+#include <cstring>
+
+namespace qt::rt {
+
+void LaunchQueue::begin_step(bool capturable) {
+  in_step_ = true;
+  capturable_ = capturable && graphs_;
+  queue_.clear();
+}
+
+void LaunchQueue::launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg, dev::KernelArgs args) {
+  if (!in_step_) {
+    device_.launch(kernel, cfg, args);
+    ++stats_.launches;
+    return;
+  }
+  queue_.push_back(Queued{kernel, cfg, std::move(args)});
+}
+
+void LaunchQueue::run_queued() {
+  for (const Queued& q : queue_) device_.launch(q.kernel, q.cfg, q.args);
+  stats_.launches += int64_t(queue_.size());
+  queue_.clear();
+}
+
+void LaunchQueue::flush() {
+  if (!in_step_) return;
+  capturable_ = false;
+  run_queued();
+}
+
+// The module address and kernel index identify the kernel; with the configuration and every argument byte
+// (device addresses included) equal, a replay does exactly what running the queue would.
+std::string LaunchQueue::signature() const {
+  std::string s;
+  for (const Queued& q : queue_) {
+    const uint64_t id[2] = {reinterpret_cast<uint64_t>(q.kernel.module), uint64_t(q.kernel.index)};
+    const uint32_t cfg[7] = {q.cfg.grid.x,  q.cfg.grid.y,  q.cfg.grid.z, q.cfg.block.x,
+                             q.cfg.block.y, q.cfg.block.z, q.cfg.dynamic_smem_bytes};
+    s.append(reinterpret_cast<const char*>(id), sizeof id);
+    s.append(reinterpret_cast<const char*>(cfg), sizeof cfg);
+    const std::vector<void*> ptrs = q.args.pointers();
+    for (size_t i = 0; i < ptrs.size(); ++i) s.append(static_cast<const char*>(ptrs[i]), q.args.arg_size(i));
+    s.push_back('|');
+  }
+  return s;
+}
+
+void LaunchQueue::end_step() {
+  in_step_ = false;
+  if (!capturable_ || queue_.empty()) {
+    run_queued();
+    last_signature_.clear();
+    return;
+  }
+  const std::string sig = signature();
+  if (graph_ && sig == graph_signature_) {
+    graph_->replay();
+    ++stats_.replays;
+    stats_.replayed_launches += int64_t(queue_.size());
+    queue_.clear();
+  } else if (sig == last_signature_) {
+    // Seen twice in a row: worth a graph.
+    device_.begin_capture();
+    for (const Queued& q : queue_) device_.launch(q.kernel, q.cfg, q.args);
+    graph_ = device_.end_capture();
+    graph_signature_ = sig;
+    ++stats_.captures;
+    graph_->replay();
+    ++stats_.replays;
+    stats_.replayed_launches += int64_t(queue_.size());
+    queue_.clear();
+  } else {
+    run_queued();
+  }
+  last_signature_ = sig;
+}
+
+}  // namespace qt::rt

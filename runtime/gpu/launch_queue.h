@@ -1,0 +1,53 @@
+#pragma once
+// The launches of one forward step, queued and then run, or replayed as a captured graph. A decode step's
+// launch sequence is the same at every position (tokens and positions are read from device memory), so when
+// a step's sequence (kernels, configurations and argument bytes) equals the previous step's, it is captured
+// once into a dev::Graph (a CUDA graph on a GPU) and later identical steps replay it. Any other device work
+// in the middle of a step (an upload, a memset) first runs what is queued and makes the step uncapturable.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/api/device.h"
+
+namespace qt::rt {
+
+class LaunchQueue {
+ public:
+  LaunchQueue(dev::Device& device, bool graphs) : device_(device), graphs_(graphs) {}
+
+  void begin_step(bool capturable);
+  // Outside a step the launch runs at once.
+  void launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg, dev::KernelArgs args);
+  // Runs what is queued now (before other device work inside a step).
+  void flush();
+  void end_step();
+
+  struct Stats {
+    int64_t launches = 0;        // kernels run directly
+    int64_t captures = 0;        // graphs captured
+    int64_t replays = 0;         // steps replayed from a graph
+    int64_t replayed_launches = 0;
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct Queued {
+    dev::Kernel kernel;
+    dev::LaunchConfig cfg;
+    dev::KernelArgs args;
+  };
+  void run_queued();
+  std::string signature() const;
+
+  dev::Device& device_;
+  bool graphs_;
+  bool in_step_ = false, capturable_ = false;
+  std::vector<Queued> queue_;
+  std::string last_signature_, graph_signature_;
+  std::unique_ptr<dev::Graph> graph_;
+  Stats stats_;
+};
+
+}  // namespace qt::rt

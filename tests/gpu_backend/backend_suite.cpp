@@ -1,0 +1,132 @@
+#include "tests/gpu_backend/backend_suite.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "common/error.h"
+#include "models/formats/model_file.h"
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/gpu/device_backend.h"
+#include "runtime/model/qwen3_model.h"
+
+namespace qt::test {
+namespace {
+
+using namespace qt::rt;
+
+const std::string kFiles = std::string(QTUNE_SOURCE_DIR) + "/tests/golden/files/";
+
+// The device keeps activations, the residual stream and the KV cache in fp16 (relative rounding 2^-11 per
+// store); over the golden models' 2-3 layers, with logits of standard deviation about 2.5, that costs a few
+// hundredths. kLogitTolerance bounds |device - CPU reference| per logit; the measured worst case is printed.
+constexpr float kLogitTolerance = 0.08f;
+
+struct Fixture {
+  std::unique_ptr<ModelFile> file;
+  std::unique_ptr<dev::Device> device;
+  std::unique_ptr<DeviceBackend> gpu;
+  CpuBackend cpu{[] {
+    CpuOptions o;
+    o.reference = true;
+    o.threads = 2;
+    return o;
+  }()};
+  Fixture(const DeviceFactory& make, const std::string& name) : file(ModelFile::open(kFiles + name)), device(make()) {
+    DeviceBackendOptions opts;
+    opts.store_prefix = "emu.";
+    gpu = std::make_unique<DeviceBackend>(*device, opts);
+  }
+  const ModelWeights& w() const { return file->weights(); }
+};
+
+std::vector<int32_t> prompt(int64_t n, int64_t vocab, int32_t salt) {
+  std::vector<int32_t> t;
+  for (int64_t i = 0; i < n; ++i) t.push_back(int32_t((i * 37 + salt * 11 + (i % 3 == 0 ? vocab - 1 : 0)) % vocab));
+  return t;
+}
+
+float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  float d = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    d = std::max(d, std::fabs(a[i] - b[i]));
+  }
+  return d;
+}
+
+std::vector<int32_t> greedy(Qwen3Model& m, const std::vector<int32_t>& p, int steps) {
+  std::vector<int32_t> out;
+  int32_t next = m.forward_greedy(p.data(), int64_t(p.size()));
+  for (int i = 0; i < steps; ++i) {
+    out.push_back(next);
+    if (i + 1 < steps) next = m.forward_greedy(&next, 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+void check_golden_logits(const DeviceFactory& make, const std::string& name) {
+  Fixture f(make, name);
+  const auto tokens = prompt(13, f.w().config.vocab_size, 1);
+  Qwen3Model ref(f.w(), f.cpu, 64), dev(f.w(), *f.gpu, 64);
+  const float d = max_diff(dev.forward(tokens, LogitsRows::kAll), ref.forward(tokens, LogitsRows::kAll));
+  WARN(name << ": max |device - CPU reference| over 13 positions = " << d);
+  CHECK(d <= kLogitTolerance);
+}
+
+void check_greedy_tokens(const DeviceFactory& make, const std::string& name) {
+  Fixture f(make, name);
+  const auto tokens = prompt(5, f.w().config.vocab_size, 2);
+  Qwen3Model ref(f.w(), f.cpu, 64), dev(f.w(), *f.gpu, 64);
+  const auto want = greedy(ref, tokens, 16), got = greedy(dev, tokens, 16);
+  CHECK(got == want);
+  // Decode steps after the first two repeat one launch sequence: they are replayed from a captured graph.
+  CHECK(f.gpu->launch_stats().captures >= 1);
+  CHECK(f.gpu->launch_stats().replays >= 10);
+}
+
+void check_multi_turn(const DeviceFactory& make, const std::string& name) {
+  Fixture f(make, name);
+  const int64_t V = f.w().config.vocab_size;
+  Qwen3Model ref(f.w(), f.cpu, 64), dev(f.w(), *f.gpu, 64);
+  // Turn one, a few decoded tokens, then turn two on the same cache: positions continue from the cache.
+  const auto t1 = prompt(6, V, 3), t2 = prompt(4, V, 4);
+  const auto a = greedy(ref, t1, 3), b = greedy(dev, t1, 3);
+  CHECK(a == b);
+  std::vector<int32_t> second(b.begin() + 2, b.end());  // the last sampled token was never fed back
+  second.insert(second.end(), t2.begin(), t2.end());
+  REQUIRE(ref.position() == dev.position());
+  const float d = max_diff(dev.forward(second, LogitsRows::kAll), ref.forward(second, LogitsRows::kAll));
+  CHECK(d <= kLogitTolerance);
+  CHECK(dev.position() == 6 + 2 + int64_t(second.size()));
+}
+
+void check_long_prompt(const DeviceFactory& make, const std::string& name) {
+  Fixture f(make, name);
+  const auto tokens = prompt(24, f.w().config.vocab_size, 5);
+  // Prefill chunks of 8 rows: a 24-token prompt takes three, each attending to the ones before.
+  Qwen3Model ref(f.w(), f.cpu, 64), dev(f.w(), *f.gpu, 64, 8);
+  const float d = max_diff(dev.forward(tokens, LogitsRows::kAll), ref.forward(tokens, LogitsRows::kAll));
+  CHECK(d <= kLogitTolerance);
+}
+
+void check_full_context(const DeviceFactory& make, const std::string& name) {
+  Fixture f(make, name);
+  const int64_t C = 20;
+  const auto tokens = prompt(C - 4, f.w().config.vocab_size, 6);
+  Qwen3Model ref(f.w(), f.cpu, C), dev(f.w(), *f.gpu, C);
+  const auto a = greedy(ref, tokens, 4), b = greedy(dev, tokens, 4);  // fills the cache to C - 1 ...
+  CHECK(a == b);
+  const int32_t last = b.back();
+  const float d = max_diff(dev.forward(&last, 1, LogitsRows::kLast), ref.forward(&last, 1, LogitsRows::kLast));
+  CHECK(d <= kLogitTolerance);  // ... and the last row
+  CHECK(dev.position() == C);
+  CHECK_THROWS_AS(dev.forward(&last, 1, LogitsRows::kLast), Error);  // a full cache refuses more
+}
+
+}  // namespace qt::test
