@@ -1,8 +1,18 @@
 #include "device/api/device.h"
 
+#include <cstdio>
+
 #include "common/error.h"
 
 namespace qt::dev {
+
+void Buffer::release_quietly() noexcept {
+  try {
+    reset();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "device buffer of %zu bytes leaked: %s\n", bytes_, e.what());
+  }
+}
 
 void Buffer::check_size(size_t n) const {
   if (!dev_) throw qt::Error("device buffer: use of an empty buffer", kExitFailure);
