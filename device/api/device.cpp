@@ -1,8 +1,18 @@
 #include "device/api/device.h"
 
+#include <cstdio>
+
 #include "common/error.h"
 
 namespace qt::dev {
+
+void Buffer::release_quietly() noexcept {
+  try {
+    reset();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "device buffer of %zu bytes leaked: %s\n", bytes_, e.what());
+  }
+}
 
 void Buffer::check_size(size_t n) const {
   if (!dev_) throw qt::Error("device buffer: use of an empty buffer", kExitFailure);
@@ -37,11 +47,6 @@ void validate_launch(const LaunchConfig& cfg, std::string_view kernel_name) {
   if (cfg.dynamic_smem_bytes > 227 * 1024) {
     bad("dynamic shared memory of " + std::to_string(cfg.dynamic_smem_bytes) + " bytes exceeds 227 KiB");
   }
-}
-
-void Device::begin_capture() { throw Error("device " + name() + " cannot capture launches into a graph", kExitFailure); }
-std::unique_ptr<Graph> Device::end_capture() {
-  throw Error("device " + name() + " cannot capture launches into a graph", kExitFailure);
 }
 
 }  // namespace qt::dev

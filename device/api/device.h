@@ -94,10 +94,21 @@ class Module {
   virtual const ModuleSource& source() const = 0;
 };
 
-// A recorded sequence of launches, replayed as one unit (a CUDA graph on a GPU).
+// A point on the device's stream, for timing work between two of them (Device::seconds_between).
+class Event {
+ public:
+  virtual ~Event() = default;
+};
+
+// A recorded sequence of launches and memsets (a CUDA graph on a GPU), replayed as one unit: the same kernels
+// with the same configurations and argument bytes, in the order they were issued. Arguments are captured by
+// value, so data that changes between replays (a token, a position) must live in device memory that the
+// caller writes with copy_to_device before replay(). A Graph must not outlive its device, the modules of its
+// kernels, or the buffers it uses.
 class Graph {
  public:
   virtual ~Graph() = default;
+  // Queues the whole sequence on the device's stream (asynchronous on a GPU, like a launch).
   virtual void replay() = 0;
 };
 
@@ -117,9 +128,25 @@ class Device {
   virtual std::shared_ptr<Module> load_module(const ModuleSource& src) = 0;
   virtual void launch(const Kernel& kernel, const LaunchConfig& cfg, const KernelArgs& args) = 0;
   virtual void synchronize() = 0;
-  // Launches between begin_capture() and end_capture() are recorded instead of run; the Graph replays them.
-  virtual void begin_capture();
-  virtual std::unique_ptr<Graph> end_capture();
+
+  // Records an event on the device's stream, after everything queued so far.
+  virtual std::unique_ptr<Event> record_event() = 0;
+  // Seconds between two events recorded on this device, waiting for `end` to complete. Throws qt::Error for
+  // an event of another kind of device.
+  virtual double seconds_between(const Event& start, const Event& end) = 0;
+
+  // Graph capture. Between begin_capture() and end_capture(), launch() and memset() are recorded instead of
+  // run, and end_capture() returns the recording. A launch is still checked when it is recorded (its
+  // configuration, and on the emulator its arguments), so a bad one throws there. load_module() stays
+  // allowed. Everything else that touches device memory or waits for the device throws qt::Error naming the
+  // call: allocate, free, copy_to_device, copy_to_host, synchronize, record_event, seconds_between,
+  // Graph::replay and a nested begin_capture(). copy_to_device is refused because a graph would replay the
+  // host bytes as they were at capture time (or read host memory freed since): write per-step data to device
+  // memory before replay() instead. A Buffer that dies during capture leaks (see ~Buffer). end_capture()
+  // without begin_capture() throws. end_capture() always ends the capture, also when it throws (on CUDA, a
+  // launch the driver rejected during capture invalidates the capture, and end_capture() reports that).
+  virtual void begin_capture() = 0;
+  virtual std::unique_ptr<Graph> end_capture() = 0;
 };
 
 // RAII device buffer.
@@ -132,14 +159,16 @@ class Buffer {
   Buffer(Buffer&& o) noexcept { *this = std::move(o); }
   Buffer& operator=(Buffer&& o) noexcept {
     if (this != &o) {
-      reset();
+      release_quietly();
       dev_ = std::exchange(o.dev_, nullptr);
       ptr_ = std::exchange(o.ptr_, DevPtr{});
       bytes_ = std::exchange(o.bytes_, 0);
     }
     return *this;
   }
-  ~Buffer() { reset(); }
+  // A destructor must not throw: a Buffer dying during graph capture (where free() throws), e.g. while an
+  // error unwinds the stack, leaks its memory with a line on stderr instead of ending the process.
+  ~Buffer() { release_quietly(); }
   void reset() {
     if (dev_ && ptr_) dev_->free(ptr_);
     dev_ = nullptr;
@@ -162,6 +191,7 @@ class Buffer {
   }
 
  private:
+  void release_quietly() noexcept;
   void check_size(size_t n) const;
   // Compares element counts: count * elem_bytes could wrap to a small size that passes check_size.
   void check_count(size_t count, size_t elem_bytes) const;

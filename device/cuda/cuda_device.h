@@ -3,6 +3,14 @@
 // compiled by the NVRTC compile service for the device's architecture (through its on-disk cache) and
 // loaded with cuModuleLoadData. Without a usable driver the constructor throws qt::Error with exit code
 // kExitUnavailable and a one-line reason; cuda_available() asks without throwing.
+//
+// All work goes to one stream per device, created non-blocking so that it never waits for (or is joined by)
+// the legacy default stream: launches, copy_to_device and memset are queued and return at once;
+// copy_to_host, synchronize, seconds_between and free wait for the stream. copy_to_device may return before
+// the copy has run, but the driver has staged the pageable source by then, so the caller may reuse it. Graphs
+// are CUDA graphs made by stream capture (relaxed mode: our own checks refuse what capture cannot record).
+// Every driver failure is a qt::Error "<call> <what>: CUDA_ERROR_NAME (description)". A device is meant to
+// be used from one host thread at a time.
 #include <memory>
 #include <string>
 
@@ -18,6 +26,8 @@ class CudaDevice : public dev::Device {
  public:
   explicit CudaDevice(int ordinal = 0);
   ~CudaDevice() override;
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
 
   std::string name() const override { return name_; }
   std::string fingerprint() const override { return fingerprint_; }
@@ -33,11 +43,21 @@ class CudaDevice : public dev::Device {
   void launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg, const dev::KernelArgs& args) override;
   void synchronize() override;
 
+  std::unique_ptr<dev::Event> record_event() override;
+  double seconds_between(const dev::Event& start, const dev::Event& end) override;
+  void begin_capture() override;
+  std::unique_ptr<dev::Graph> end_capture() override;
+
  private:
+  friend class CudaGraph;  // replays on stream_
   void make_current() const;
+  // Throws the error for `call`, which graph capture cannot record, when a capture is open.
+  void refuse_in_capture(const char* call) const;
   int ordinal_ = 0;
-  int device_ = 0;  // CUdevice
-  void* context_ = nullptr;  // CUcontext
+  int device_ = 0;           // CUdevice
+  void* context_ = nullptr;  // CUcontext (the device's primary context)
+  void* stream_ = nullptr;   // CUstream
+  bool capturing_ = false;
   int arch_ = 0;
   std::string name_, fingerprint_;
 };

@@ -21,12 +21,14 @@ const char* result_name(CUresult r) {
 
 }  // namespace
 
-void DriverApi::check(CUresult r, const char* what) const {
+void DriverApi::check(CUresult r, const std::string& what) const {
   if (r == CUDA_SUCCESS) return;
+  const char* name = nullptr;
   const char* text = nullptr;
+  if (cuGetErrorName) cuGetErrorName(r, &name);
   if (cuGetErrorString) cuGetErrorString(r, &text);
-  throw Error(std::string(what) + ": " + (text ? text : result_name(r)) + " (CUresult " + std::to_string(int(r)) + ")",
-              kExitFailure);
+  const std::string code = name ? std::string(name) : "CUresult " + std::to_string(int(r));
+  throw Error(what + ": " + code + " (" + (text ? text : "no description") + ")", kExitFailure);
 }
 
 DriverApi load_driver(const std::string& library) {
@@ -61,6 +63,7 @@ DriverApi load_driver(const std::string& library) {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
   };
   resolve("cuDriverGetVersion", api.cuDriverGetVersion);
+  resolve("cuGetErrorName", api.cuGetErrorName);
   resolve("cuGetErrorString", api.cuGetErrorString);
   resolve("cuDeviceGetCount", api.cuDeviceGetCount);
   resolve("cuDeviceGet", api.cuDeviceGet);
@@ -70,17 +73,30 @@ DriverApi load_driver(const std::string& library) {
   resolve("cuDevicePrimaryCtxRetain", api.cuDevicePrimaryCtxRetain);
   resolve("cuDevicePrimaryCtxRelease", api.cuDevicePrimaryCtxRelease);
   resolve("cuCtxSetCurrent", api.cuCtxSetCurrent);
-  resolve("cuCtxSynchronize", api.cuCtxSynchronize);
+  resolve("cuStreamCreate", api.cuStreamCreate);
+  resolve("cuStreamDestroy", api.cuStreamDestroy);
+  resolve("cuStreamSynchronize", api.cuStreamSynchronize);
   resolve("cuMemAlloc", api.cuMemAlloc);
   resolve("cuMemFree", api.cuMemFree);
-  resolve("cuMemcpyHtoD", api.cuMemcpyHtoD);
-  resolve("cuMemcpyDtoH", api.cuMemcpyDtoH);
-  resolve("cuMemsetD8", api.cuMemsetD8);
+  resolve("cuMemcpyHtoDAsync", api.cuMemcpyHtoDAsync);
+  resolve("cuMemcpyDtoHAsync", api.cuMemcpyDtoHAsync);
+  resolve("cuMemsetD8Async", api.cuMemsetD8Async);
   resolve("cuModuleLoadData", api.cuModuleLoadData);
   resolve("cuModuleUnload", api.cuModuleUnload);
   resolve("cuModuleGetFunction", api.cuModuleGetFunction);
   resolve("cuFuncSetAttribute", api.cuFuncSetAttribute);
   resolve("cuLaunchKernel", api.cuLaunchKernel);
+  resolve("cuEventCreate", api.cuEventCreate);
+  resolve("cuEventDestroy", api.cuEventDestroy);
+  resolve("cuEventRecord", api.cuEventRecord);
+  resolve("cuEventSynchronize", api.cuEventSynchronize);
+  resolve("cuEventElapsedTime", api.cuEventElapsedTime);
+  resolve("cuStreamBeginCapture", api.cuStreamBeginCapture);
+  resolve("cuStreamEndCapture", api.cuStreamEndCapture);
+  resolve("cuGraphInstantiateWithFlags", api.cuGraphInstantiateWithFlags);
+  resolve("cuGraphLaunch", api.cuGraphLaunch);
+  resolve("cuGraphExecDestroy", api.cuGraphExecDestroy);
+  resolve("cuGraphDestroy", api.cuGraphDestroy);
   if (!missing.empty()) {
     api.unavailable_reason = library + " does not provide " + missing;
     return api;

@@ -14,8 +14,13 @@ struct DriverApi {
   std::string unavailable_reason;  // one line, set when !available
   int driver_version = 0;          // cuDriverGetVersion, e.g. 13000
 
+  // Each pointer has the ABI of CUDA 12.0 (cuGetProcAddress is asked for version 12000 under the plain name,
+  // so "cuStreamBeginCapture" gives cuStreamBeginCapture_v2 with its capture mode, "cuMemAlloc" gives
+  // cuMemAlloc_v2 with size_t). CU_GET_PROC_ADDRESS_DEFAULT gives the legacy-default-stream flavour of the
+  // stream functions, which makes no difference here: every call names the device's own stream.
   CUresult (*cuInit)(unsigned int) = nullptr;
   CUresult (*cuDriverGetVersion)(int*) = nullptr;
+  CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
   CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;
   CUresult (*cuDeviceGetCount)(int*) = nullptr;
   CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
@@ -25,21 +30,34 @@ struct DriverApi {
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
   CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
-  CUresult (*cuCtxSynchronize)() = nullptr;
+  CUresult (*cuStreamCreate)(CUstream*, unsigned int) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;
   CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
-  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t) = nullptr;
-  CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;
-  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
   CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
   CUresult (*cuModuleUnload)(CUmodule) = nullptr;
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
   CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void**, void**) = nullptr;
+  CUresult (*cuEventCreate)(CUevent*, unsigned int) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent) = nullptr;
+  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*cuEventSynchronize)(CUevent) = nullptr;
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*cuStreamBeginCapture)(CUstream, CUstreamCaptureMode) = nullptr;
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph*) = nullptr;
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
+  CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
 
-  // Throws qt::Error (exit code 1) "<what>: <driver error text>" unless r == CUDA_SUCCESS.
-  void check(CUresult r, const char* what) const;
+  // Throws qt::Error (exit code 1) "<what>: CUDA_ERROR_NAME (driver's description)" unless r == CUDA_SUCCESS.
+  void check(CUresult r, const std::string& what) const;
 };
 
 // Loaded once, thread-safe. The library path is $QTUNE_LIBCUDA if set (tests point it at the stub or at a

@@ -103,17 +103,25 @@ std::string EmuDevice::fingerprint() const {
   return "emu/v" + std::to_string(kAbiVersion) + "/sm" + std::to_string(opts_.arch);
 }
 
-dev::DevPtr EmuDevice::allocate(size_t bytes) { return dev::DevPtr{Arena::instance().allocate(bytes)}; }
+dev::DevPtr EmuDevice::allocate(size_t bytes) {
+  refuse_in_capture("allocate()");
+  return dev::DevPtr{Arena::instance().allocate(bytes)};
+}
 
-void EmuDevice::free(dev::DevPtr p) { Arena::instance().free(p.addr); }
+void EmuDevice::free(dev::DevPtr p) {
+  if (p) refuse_in_capture("free()");
+  Arena::instance().free(p.addr);
+}
 
 void EmuDevice::copy_to_device(dev::DevPtr dst, const void* src, size_t bytes) {
+  refuse_in_capture("copy_to_device()");
   if (bytes == 0) return;
   Arena::instance().check_range(dst.addr, bytes, "copy to device");
   std::memcpy(reinterpret_cast<void*>(dst.addr), src, bytes);
 }
 
 void EmuDevice::copy_to_host(void* dst, dev::DevPtr src, size_t bytes) {
+  refuse_in_capture("copy_to_host()");
   if (bytes == 0) return;
   Arena::instance().check_range(src.addr, bytes, "copy to host");
   std::memcpy(dst, reinterpret_cast<const void*>(src.addr), bytes);
@@ -122,6 +130,10 @@ void EmuDevice::copy_to_host(void* dst, dev::DevPtr src, size_t bytes) {
 void EmuDevice::memset(dev::DevPtr dst, int byte, size_t bytes) {
   if (bytes == 0) return;
   Arena::instance().check_range(dst.addr, bytes, "memset");
+  if (capture_) {
+    capture_->push_back(CapturedOp{dev::Kernel{}, {}, {}, dst, byte, bytes});
+    return;
+  }
   std::memset(reinterpret_cast<void*>(dst.addr), byte, bytes);
 }
 
@@ -156,6 +168,11 @@ void EmuDevice::launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg, 
                           std::to_string(e.arg_sizes[i]),
                       kExitFailure);
     }
+  }
+  if (capture_) {
+    dev::validate_launch(cfg, kname);
+    capture_->push_back(CapturedOp{kernel, cfg, args, {}, 0, 0});
+    return;
   }
   std::vector<void*> ptrs = args.pointers();
   LaunchRequest req;

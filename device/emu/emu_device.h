@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "device/api/device.h"
+#include "device/emu/emu_capture.h"
 #include "device/emu/executor.h"
 #include "device/emu/jit.h"
 
@@ -38,7 +40,13 @@ class EmuDevice : public dev::Device {
 
   std::shared_ptr<dev::Module> load_module(const dev::ModuleSource& src) override;
   void launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg, const dev::KernelArgs& args) override;
-  void synchronize() override {}
+  void synchronize() override { refuse_in_capture("synchronize()"); }
+
+  // Capture records into capture_ (emu_capture.cpp); one host thread at a time may use a capturing device.
+  std::unique_ptr<dev::Event> record_event() override;
+  double seconds_between(const dev::Event& start, const dev::Event& end) override;
+  void begin_capture() override;
+  std::unique_ptr<dev::Graph> end_capture() override;
 
   const EmuOptions& options() const { return opts_; }
   ExecStats stats() const { return exec_.stats(); }
@@ -53,6 +61,10 @@ class EmuDevice : public dev::Device {
   Executor exec_;
   mutable std::mutex jit_mu_;  // load_module may be called from several host threads
   JitResult last_jit_;
+  std::optional<std::vector<CapturedOp>> capture_;  // set between begin_capture() and end_capture()
+
+  friend class EmuGraph;
+  void refuse_in_capture(const char* call) const;
 };
 
 // Whole file as text; throws qt::Error naming the path.

@@ -1,0 +1,103 @@
+// qrun --device emu|cuda as a user runs it: the emulator generates the CPU reference's greedy tokens and
+// writes logits close to the golden ones; cuda without a driver, a MoE model on the device and
+// contradictory options each end with one clear line and their exit code.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace std::string_literals;
+
+namespace {
+
+const std::string kQrun = QTUNE_BINARY_DIR "/bin/qrun"s;
+const std::string kFiles = QTUNE_SOURCE_DIR "/tests/golden/files/"s;
+const std::string kTmp = QTUNE_BINARY_DIR "/tests/qrun-device-"s;
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result qrun(const std::string& args, const std::string& env = "") {
+  const std::string tag = std::to_string(::getpid());
+  const std::string out = kTmp + "out-" + tag, err = kTmp + "err-" + tag;
+  const int status = std::system((env + " " + kQrun + " " + args + " >" + out + " 2>" + err).c_str());
+  return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+size_t lines(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("qrun --device emu generates the CPU reference's greedy tokens and reports its kernel choices") {
+  for (const char* file : {"dense.ajc1", "dense.ak48"}) {
+    INFO(file);
+    const std::string common = "--model "s + kFiles + file + " --prompt-ids 0,361,239,262,343 -n 12 --temp 0";
+    const Result cpu = qrun(common + " --reference --no-stats");
+    const Result emu = qrun(common + " --device emu");
+    REQUIRE(cpu.code == 0);
+    REQUIRE(emu.code == 0);
+    CHECK(lines(emu.out) == 12);
+    CHECK(emu.out == cpu.out);
+    CHECK(emu.err.find("op shapes:") != std::string::npos);
+    CHECK(emu.err.find("family default") != std::string::npos);
+    CHECK(emu.err.find("replayed") != std::string::npos);
+  }
+}
+
+TEST_CASE("qrun --device emu --logits-out writes logits within the fp16 tolerance of the golden ones") {
+  // dense.ak48 holds the ak48-awq scheme; its golden seq0 is [0, 361, 239, 262, 343, 221, 383].
+  const std::string out = kTmp + "logits.f32";
+  std::remove(out.c_str());
+  const Result r = qrun("--device emu --model " + kFiles + "dense.ak48 --prompt-ids 0,361,239,262,343,221,383 -n 0 "
+                        "--logits-out " + out);
+  REQUIRE(r.code == 0);
+  std::ifstream got_in(out, std::ios::binary), want_in(QTUNE_SOURCE_DIR "/tests/golden/logits/dense/ak48-awq/seq0.f32"s,
+                                                        std::ios::binary);
+  std::vector<float> got(7 * 384), want(7 * 384);
+  got_in.read(reinterpret_cast<char*>(got.data()), std::streamsize(got.size() * 4));
+  want_in.read(reinterpret_cast<char*>(want.data()), std::streamsize(want.size() * 4));
+  REQUIRE(got_in.gcount() == std::streamsize(got.size() * 4));
+  float worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  WARN("max |emu - transformers| = " << worst);
+  CHECK(worst <= 0.08f);  // the fp16 activation tolerance of backend_suite.cpp
+}
+
+TEST_CASE("qrun --device cuda without a driver exits 3 with one line naming the reason") {
+  const Result r = qrun("--device cuda --model " + kFiles + "dense.ajc1 --prompt-ids 1,2 -n 1",
+                        "QTUNE_LIBCUDA=/nonexistent/libcuda.so.1");
+  CHECK(r.code == 3);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.find("cuda") != std::string::npos);
+}
+
+TEST_CASE("qrun --device emu refuses a MoE model and --reference with one line each") {
+  const Result moe = qrun("--device emu --model " + kFiles + "moe-norm.q8_0.moe3 --prompt-ids 1,2 -n 1");
+  CHECK(moe.code == 3);
+  CHECK(lines(moe.err) == 1);
+  CHECK(moe.err.find("MoE") != std::string::npos);
+  const Result ref = qrun("--device emu --reference --model " + kFiles + "dense.ajc1 --prompt-ids 1 -n 1");
+  CHECK(ref.code == 2);
+  CHECK(lines(ref.err) == 1);
+  CHECK(ref.err.find("--reference") != std::string::npos);
+}
