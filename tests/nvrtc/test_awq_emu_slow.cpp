@@ -28,6 +28,24 @@ void verify_all(const std::string& family_name) {
 
 }  // namespace
 
+TEST_CASE("AWQ default points report no race or other bug on scheduling seeds 1 to 10, every test shape") {
+  for (const char* fam : {"awq_dequant", "awq_gemv", "awq_gemm"}) {
+    const auto& f = qt::kernels::find_family(fam);
+    for (uint64_t seed = 1; seed <= 10; ++seed) {
+      qt::emu::EmuOptions o;
+      o.seed = seed;
+      qt::emu::EmuDevice dev(o);
+      for (const auto& point : f.default_points()) {
+        for (const auto& shape : f.test_shapes) {
+          if (!f.shape_constraint(point, shape).empty()) continue;
+          INFO(f.name << " " << qt::kernels::point_key(point) << " on " << qt::kernels::shape_key(shape) << ", seed " << seed);
+          CHECK(qt::plan::verify_point(&dev, f, point, shape, seed).message == "");
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("every awq_dequant point matches the reference on the emulator") { verify_all("awq_dequant"); }
 TEST_CASE("every awq_gemv point matches the reference on the emulator") { verify_all("awq_gemv"); }
 TEST_CASE("every awq_gemm point matches the reference on the emulator") { verify_all("awq_gemm"); }
