@@ -167,7 +167,11 @@ int profile_command(const std::vector<std::string>& args) {
       nlohmann::json mj = {{"total_instructions", m.total_instructions}, {"loop_instructions", m.loop_instructions},
                            {"loop_mix", m.loop_mix}};
       for (const auto& [k, v] : m.loop_mix) line += " " + k + "=" + std::to_string(v);
-      std::printf("    SASS main loop: %u of %u instructions:%s\n", m.loop_instructions, m.total_instructions, line.c_str());
+      if (m.loop_instructions == 0) {
+        std::printf("    SASS: %u instructions, no loop\n", m.total_instructions);
+      } else {
+        std::printf("    SASS main loop: %u of %u instructions:%s\n", m.loop_instructions, m.total_instructions, line.c_str());
+      }
       // Instructions per weight, estimated: the loop's trips follow from the emulator's global load requests
       // over the loop's global loads (LDG + LDGSTS) per trip.
       const uint32_t loads = (m.loop_mix.count("LDG") ? m.loop_mix.at("LDG") : 0) +
