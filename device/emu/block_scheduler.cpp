@@ -1,7 +1,10 @@
 #include "device/emu/block_scheduler.h"
 
+#include <chrono>
+
 #include "device/emu/bug_reports.h"
 #include "device/emu/memory_checks.h"
+#include "device/emu/profile.h"
 
 namespace qt::emu::exec {
 namespace {
@@ -45,6 +48,7 @@ void make_runnable(Worker& w, Fiber* f) {
 // Parks the running fiber in `state` until another thread makes it runnable again.
 void park(Fiber* f, State state, const Site* site, const char* what) {
   f->state = state;
+  f->wait_code = nullptr;
   f->wait_site = *site;
   f->wait_what = what;
   yield(f);
@@ -66,6 +70,7 @@ void on_thread_exit(Fiber* f) {
                 "(divergent barrier)", w.bar_count, where(w.bar_site).c_str()));
   }
   wp.exited |= bit;
+  note_progress(w);
 }
 
 void fiber_main(void* arg) {
@@ -98,11 +103,14 @@ void start_block(Worker& w, uint64_t b) {
   w.static_map.clear();
   w.static_used = 0;
   w.aborted = false;
+  w.block_id = static_cast<uint32_t>(b + 1);
+  w.idle_polls = 0;
   ++w.epoch;
   w.rng = w.L->opts->seed * 0x9e3779b97f4a7c15ull + b;
   reset_block_memory(w);
   const uint32_t nwarps = (w.nthreads + 31) / 32;
   w.warps.assign(nwarps, Warp{});
+  if (w.L->profile) profile_block_start(w);
   const uintptr_t win = reinterpret_cast<uintptr_t>(w.window);
   w.runq.clear();
   for (uint32_t t = 0; t < w.nthreads; ++t) {
@@ -111,6 +119,10 @@ void start_block(Worker& w, uint64_t b) {
     f.started = false;
     f.uncommitted.clear();
     f.groups.clear();
+    f.poll_addr = 0;
+    f.polls = 0;
+    f.atomic_time = 0;
+    f.wait_code = nullptr;
     FiberCtx* c = f.ctx;
     c->thread_idx = w.thread_idx(t);
     c->block_idx = w.block_idx;
@@ -137,6 +149,7 @@ void run_block(Worker& w, uint64_t b) {
     if (w.aborted || w.done_count == w.nthreads) break;
     record_error(w, deadlock_report(w));
   }
+  if (!w.aborted && w.uninit.set && w.L->opts->race_checks) record_error(w, uninit_report(w));
   if (w.aborted) {
     // Unwind every suspended thread so nothing it holds leaks; threads never started have nothing to unwind.
     for (uint32_t t = 0; t < w.nthreads; ++t) {
@@ -167,9 +180,16 @@ int block_barrier(Fiber* f, BarrierKind kind, int pred, const Site* site) {
     case BarrierKind::kOr: w.bar_acc = w.bar_acc || pred != 0; break;
   }
   if (++w.bar_count == w.nthreads) {
+    // A read of never-written shared memory in the interval that just ended is now known not to be a race.
+    if (w.uninit.set && w.L->opts->race_checks) {
+      record_error(w, uninit_report(w));
+      throw FiberAbort{};
+    }
     w.bar_result = w.bar_acc;
     w.bar_count = 0;
     ++w.epoch;
+    if (w.L->profile) profile_flush(w, false);
+    note_progress(w);
     for (uint32_t t = 0; t < w.nthreads; ++t) {
       if (w.fibers[t].state == State::kBarrier) make_runnable(w, &w.fibers[t]);
     }
@@ -177,6 +197,55 @@ int block_barrier(Fiber* f, BarrierKind kind, int pred, const Site* site) {
   }
   park(f, State::kBarrier, site, "__syncthreads");
   return w.bar_result;
+}
+
+void note_progress(Worker& w) { w.idle_polls = 0; }
+
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Polls of one address in a row before a spinning thread lets the others run.
+constexpr uint32_t kPollsBeforeYield = 8;
+
+}  // namespace
+
+void poll_point(Fiber* f, uintptr_t a, bool write, bool shared, const void* code, const Site* site) {
+  Worker& w = *f->w;
+  if (write) {
+    note_progress(w);  // a strong write (an atomic, a volatile store) may release a spinning thread
+    f->poll_addr = 0;
+    return;
+  }
+  if (a != f->poll_addr) {
+    f->poll_addr = a;
+    f->polls = 1;
+    return;
+  }
+  if (++f->polls < kPollsBeforeYield) return;
+  f->polls = 0;
+  f->wait_what = "a spin-wait (polling)";
+  f->wait_code = code;
+  f->wait_site = site ? *site : Site{};
+  if (w.idle_polls++ == 0) w.spin_since = now_seconds();
+  // Every runnable thread has had many turns without a write or a synchronisation in the block: nothing can
+  // change the shared location the spinners read. A global flag may be set by another block, so only time
+  // bounds that case.
+  const double limit = w.L->opts->watchdog_seconds;
+  const bool stuck = shared && w.idle_polls > 64 * (w.runq.size() + 1) + 64;
+  if (stuck || (limit > 0 && (w.idle_polls & 63) == 0 && now_seconds() - w.spin_since > limit)) {
+    record_error(w, no_progress_report(w, now_seconds() - w.spin_since, w.idle_polls));
+    throw FiberAbort{};
+  }
+  // The thread spins on a location another thread must change: let the others run (a GPU runs the warps
+  // of a block concurrently, so the writer makes progress there too).
+  Fiber* next = pick(w);
+  if (!next) return;
+  make_runnable(w, f);
+  jump(w, &f->context, &f->fake_stack, next);
+  if (w.aborted) throw FiberAbort{};
 }
 
 void warp_collective(Fiber* f, uint32_t op, uint32_t mask, const Site* site, bool aligned, const char* what,
@@ -189,9 +258,12 @@ void warp_collective(Fiber* f, uint32_t op, uint32_t mask, const Site* site, boo
     fail_at(f, site, fmt("%s with member mask 0x%08x names lanes that do not exist (warp %u has lanes 0x%08x)", what,
                          mask, f->warp, wp.exists));
   }
+  // A lane meets the lanes that pass the same member mask. Collectives with other masks may be open at the
+  // same time (a half-warp shuffle while the other half already waits in a full __syncwarp): lanes that
+  // truly disagree on a mask never meet and end in a deadlock, which reports the disagreement.
   Rendezvous* r = nullptr;
   for (Rendezvous& o : wp.open) {
-    if (o.mask & mask) {
+    if (o.mask == mask && !(o.arrived & bit)) {
       r = &o;
       break;
     }
@@ -200,10 +272,6 @@ void warp_collective(Fiber* f, uint32_t op, uint32_t mask, const Site* site, boo
     wp.open.push_back(Rendezvous{mask, 0, op, *site, what});
     r = &wp.open.back();
   } else {
-    if (r->mask != mask) {
-      fail_at(f, site, fmt("%s: lanes disagree on the member mask: this lane passes 0x%08x, lanes waiting in %s at %s passed 0x%08x",
-                           what, mask, r->what, where(r->site).c_str(), r->mask));
-    }
     if (r->op != op) {
       fail_at(f, site, fmt("%s meets a different warp collective (%s at %s) of the same lanes", what, r->what,
                            where(r->site).c_str()));
@@ -222,6 +290,7 @@ void warp_collective(Fiber* f, uint32_t op, uint32_t mask, const Site* site, boo
     wp.open.erase(wp.open.begin() + (r - wp.open.data()));
     results(f, wp, done);
     for (uint32_t m = done.mask & ~bit; m; m &= m - 1) make_runnable(w, wp.lanes[__builtin_ctz(m)]);
+    note_progress(w);
     return;
   }
   park(f, State::kWarp, site, what);

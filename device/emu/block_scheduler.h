@@ -15,6 +15,13 @@ void run_block(Worker& w, uint64_t b);
 // barrier, then returns the reduced predicate.
 int block_barrier(Fiber* f, BarrierKind kind, int pred, const Site* site);
 
+// A strong (atomic or volatile) access of `a` by `f`: repeated reads of one address are a spin-wait, so the
+// thread lets the others of its block run; a block whose runnable threads only spin, or that spins longer
+// than the watchdog allows, ends with a report of every waiting thread.
+void poll_point(Fiber* f, uintptr_t a, bool write, bool shared, const void* code, const Site* site);
+// Something happened that a spinning thread may be waiting for (a write, a completed synchronisation).
+void note_progress(Worker& w);
+
 // Computes every lane's result of a collective once its last lane arrives; `last` is that lane.
 using CollectiveResults = void (*)(Fiber* last, Warp& wp, const Rendezvous& r);
 

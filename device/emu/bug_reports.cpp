@@ -77,12 +77,18 @@ void fail_access(Fiber* f, const Site* site, const void* code, const std::string
   fail_code(f, code, msg);
 }
 
-std::string deadlock_report(const Worker& w) {
-  std::string msg = "emu: kernel " + w.L->req->kernel_name + ": block " + dim(w.block_idx) +
-                    ": deadlock: no thread can run.";
+namespace {
+
+std::string wait_place(const Fiber& f) {
+  if (f.wait_site.file) return where(f.wait_site);
+  if (f.wait_code) return symbolize_code_address(f.wait_code);
+  return "?";
+}
+
+// Every thread not done, grouped by what it waits on and where.
+std::string waiting_threads(const Worker& w) {
   struct Group {
-    Site site;
-    const char* what;
+    std::string what, place;
     uint32_t count;
     uint32_t first;
   };
@@ -94,23 +100,60 @@ std::string deadlock_report(const Worker& w) {
       if (exited++ == 0) first_exited = t;
       continue;
     }
+    const bool spinning = f.state == State::kRunnable && f.wait_code != nullptr;
+    std::string what = f.state == State::kRunnable ? (spinning ? f.wait_what : "nothing (runnable)") : f.wait_what;
+    std::string place = (f.state == State::kRunnable && !spinning) ? (f.started ? "its last switch" : "the kernel's start")
+                                                                    : wait_place(f);
     bool found = false;
     for (Group& g : groups) {
-      if (same_site(g.site, f.wait_site) && g.what == f.wait_what) {
+      if (g.what == what && g.place == place) {
         ++g.count;
         found = true;
         break;
       }
     }
-    if (!found) groups.push_back(Group{f.wait_site, f.wait_what, 1, t});
+    if (!found) groups.push_back(Group{what, place, 1, t});
   }
+  std::string msg;
   for (const Group& g : groups) {
-    msg += fmt(" %u thread(s) wait in %s at %s (first: thread %s);", g.count, g.what, where(g.site).c_str(),
+    msg += fmt(" %u thread(s) wait in %s at %s (first: thread %s);", g.count, g.what.c_str(), g.place.c_str(),
                dim(w.thread_idx(g.first)).c_str());
   }
   if (exited) msg += fmt(" %u thread(s) exited without reaching it (first: thread %s)", exited, dim(w.thread_idx(first_exited)).c_str());
   if (w.bar_count) msg += fmt(" [divergent barrier: __syncthreads at %s reached by %u of %u threads]", where(w.bar_site).c_str(), w.bar_count, w.nthreads);
   return msg;
+}
+
+// Lanes of one warp waiting in collectives whose member masks overlap but differ: they can never meet.
+std::string mask_disagreements(const Worker& w) {
+  std::string msg;
+  for (size_t i = 0; i < w.warps.size(); ++i) {
+    const auto& open = w.warps[i].open;
+    for (size_t a = 0; a < open.size(); ++a) {
+      for (size_t b = a + 1; b < open.size(); ++b) {
+        if ((open[a].mask & open[b].mask) == 0 || open[a].mask == open[b].mask) continue;
+        msg += fmt(" lanes disagree on the member mask in warp %zu: lanes 0x%08x wait in %s at %s with member mask "
+                   "0x%08x, lanes 0x%08x wait in %s at %s with member mask 0x%08x;",
+                   i, open[a].arrived, open[a].what, where(open[a].site).c_str(), open[a].mask, open[b].arrived,
+                   open[b].what, where(open[b].site).c_str(), open[b].mask);
+      }
+    }
+  }
+  return msg;
+}
+
+}  // namespace
+
+std::string deadlock_report(const Worker& w) {
+  return "emu: kernel " + w.L->req->kernel_name + ": block " + dim(w.block_idx) + ": deadlock: no thread can run." +
+         mask_disagreements(w) + waiting_threads(w);
+}
+
+std::string no_progress_report(const Worker& w, double seconds, uint64_t polls) {
+  return "emu: kernel " + w.L->req->kernel_name + ": block " + dim(w.block_idx) +
+         fmt(": no progress (watchdog): for %.1f s and %llu spin-wait polls no thread wrote memory or completed a "
+             "synchronisation.", seconds, static_cast<unsigned long long>(polls)) +
+         waiting_threads(w);
 }
 
 // ---- crashes the access checks cannot see -----------------------------------------------------------------

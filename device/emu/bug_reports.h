@@ -27,8 +27,11 @@ void record_error(Worker& w, const std::string& msg);
 [[noreturn]] void fail_code(Fiber* f, const void* code, const std::string& msg);
 [[noreturn]] void fail_access(Fiber* f, const Site* site, const void* code, const std::string& msg);
 
-// The block of `w` can make no progress: which threads wait where.
+// The block of `w` can make no progress: which threads wait where (and which lanes disagree on a member mask).
 std::string deadlock_report(const Worker& w);
+// The block of `w` only spins: `seconds` and `polls` without progress; every thread not yet done, where it
+// waits and on what.
+std::string no_progress_report(const Worker& w, double seconds, uint64_t polls);
 
 // Installs, once per process, the SIGSEGV/SIGBUS handler that names the crashing kernel thread and then
 // passes the signal on. Not under AddressSanitizer, which reports these crashes itself.

@@ -1,5 +1,6 @@
 #include "device/emu/device_api.h"
 
+#include <atomic>
 #include <cstring>
 #include <type_traits>
 
@@ -7,6 +8,7 @@
 #include "device/emu/bug_reports.h"
 #include "device/emu/executor_state.h"
 #include "device/emu/memory_checks.h"
+#include "device/emu/profile.h"
 #include "kernels_src/common/emu_ops.h"
 
 namespace qt::emu::exec {
@@ -18,7 +20,7 @@ enum Op : uint32_t { kOpShfl = 0x10, kOpVote = 0x20, kOpSyncwarp = 0x30, kOpLdma
 
 void api_access(FiberCtx* c, const void* p, uint32_t bytes, uint32_t flags, const void* code) {
   Fiber* f = fiber_of(c);
-  check_access(f, reinterpret_cast<uintptr_t>(p), bytes, flags, code, nullptr, true, "this thread");
+  check_access(f, reinterpret_cast<uintptr_t>(p), bytes, flags, code, nullptr, "this thread");
 }
 
 int api_barrier(FiberCtx* c, BarrierKind kind, int pred, const Site* site) {
@@ -66,10 +68,12 @@ void collective_results(Fiber* f, Warp& wp, const Rendezvous& r) {
       const uint32_t num = sub & 7u;
       const bool trans = sub & 8u;
       uint16_t mat[4][8][8];
+      uint32_t rows[32];
       for (uint32_t m = 0; m < num; ++m) {
         for (uint32_t row = 0; row < 8; ++row) {
           Fiber* src = wp.lanes[8 * m + row];
           const uint32_t addr = src->in.addr;
+          rows[8 * m + row] = addr;
           if (addr % 16 != 0) {
             fail_at(src, &r.site, fmt("ldmatrix: row address %u (shared) given by lane %u is not 16-byte aligned", addr, 8 * m + row));
           }
@@ -77,10 +81,11 @@ void collective_results(Fiber* f, Warp& wp, const Rendezvous& r) {
             fail_at(src, &r.site, fmt("ldmatrix: row address given by lane %u is out of bounds: %s", 8 * m + row,
                                       smem_region(w, addr).c_str()));
           }
-          if (w.L->opts->race_checks) shadow_access(src, addr, 16, false, nullptr, &r.site, "ldmatrix row of this thread");
+          if (w.L->opts->race_checks) shadow_access(src, addr, 16, false, false, nullptr, &r.site, "ldmatrix row of this thread");
           std::memcpy(mat[m][row], w.window + addr, 16);
         }
       }
+      if (w.L->profile) profile_ldmatrix(w, r, rows, num);
       for (uint32_t l = 0; l < 32; ++l) {
         for (uint32_t m = 0; m < num; ++m) {
           const uint16_t lo = mat[m][ldmatrix_row(l, 0, trans)][ldmatrix_col(l, 0, trans)];
@@ -181,7 +186,11 @@ void api_cp_async(FiberCtx* c, uint32_t smem_addr, const void* src, uint32_t cp_
     fail_at(f, site, fmt("cp.async: out-of-bounds global source of %u bytes at %s: %s", src_size, hex(s).c_str(),
                          Arena::instance().describe(s).c_str()));
   }
-  if (w.L->opts->race_checks) shadow_access(f, smem_addr, cp_size, true, nullptr, site, "cp.async of this thread");
+  if (w.L->opts->race_checks) {
+    shadow_access(f, smem_addr, cp_size, true, false, nullptr, site, "cp.async of this thread");
+    if (src_size > 0) global_shadow_access(f, s, src_size, false, false, nullptr, site, "cp.async of this thread");
+  }
+  if (w.L->profile) profile_cp_async(f, smem_addr, s, cp_size, src_size, site);
   // Until it is waited for the destination holds garbage, as on the GPU.
   std::memset(w.window + smem_addr, 0xFF, cp_size);
   mark_async_pending(f, smem_addr, cp_size);
@@ -196,6 +205,12 @@ void api_cp_async_commit(FiberCtx* c) {
 
 void api_cp_async_wait(FiberCtx* c, uint32_t allowed, const Site*) {
   Fiber* f = fiber_of(c);
+  if (f->w->L->profile) {
+    uint64_t bytes = 0;
+    for (const auto& g : f->groups)
+      for (const CpCopy& cp : g) bytes += cp.src_size;
+    profile_cp_wait(f, static_cast<uint32_t>(f->groups.size()), bytes);
+  }
   while (f->groups.size() > allowed) {
     for (const CpCopy& cp : f->groups.front()) complete_copy(*f->w, f, cp);
     f->groups.pop_front();
@@ -253,7 +268,8 @@ uint64_t atomic_rmw(AtomicOp op, void* p, uint64_t vbits, uint64_t cbits) {
 uint64_t api_atomic(FiberCtx* c, AtomicOp op, AtomicType type, void* p, uint64_t v, uint64_t cmp, const Site* site) {
   Fiber* f = fiber_of(c);
   const uint32_t bytes = (type == AtomicType::kU64 || type == AtomicType::kF64) ? 8 : 4;
-  check_access(f, reinterpret_cast<uintptr_t>(p), bytes, kAccessWrite | kAccessAligned, nullptr, site, false, "");
+  check_access(f, reinterpret_cast<uintptr_t>(p), bytes, kAccessAligned | kAccessAtomic, nullptr, site, "this thread's atomic");
+  f->atomic_time = f->w->L->global.tick();
   const bool fp = type == AtomicType::kF32 || type == AtomicType::kF64;
   if (fp && op != AtomicOp::kAdd && op != AtomicOp::kExch && op != AtomicOp::kCas) {
     fail_at(f, site, "atomic min/max/and/or/xor on a floating-point value does not exist in CUDA");
@@ -303,6 +319,11 @@ uint32_t api_cvta_shared(FiberCtx* c, const void* p, const Site* site) {
   return static_cast<uint32_t>(a - win);
 }
 
+void api_fence(FiberCtx* c) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  record_fence(fiber_of(c));
+}
+
 void api_trap(FiberCtx* c, const char* message, const Site* site) {
   fail_at(fiber_of(c), site, std::string("trap: ") + (message ? message : ""));
 }
@@ -330,6 +351,7 @@ const Api* api_table() {
     a.dynamic_shared = &api_dynamic_shared;
     a.cvta_shared = &api_cvta_shared;
     a.trap = &api_trap;
+    a.fence = &api_fence;
     return a;
   }();
   return &api;

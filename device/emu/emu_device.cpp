@@ -26,6 +26,7 @@ uint64_t env_u64(const char* name, uint64_t fallback) {
 EmuOptions resolve(EmuOptions o) {
   if (o.threads == 0) o.threads = static_cast<uint32_t>(env_u64("QTUNE_EMU_THREADS", 0));
   if (o.seed == 0) o.seed = env_u64("QTUNE_EMU_SEED", 1);
+  if (o.watchdog_seconds <= 0) o.watchdog_seconds = static_cast<double>(env_u64("QTUNE_EMU_WATCHDOG", 60));
   return o;
 }
 
@@ -34,6 +35,8 @@ ExecOptions exec_options(const EmuOptions& o) {
   e.threads = o.threads;
   e.seed = o.seed;
   e.race_checks = o.checks;
+  e.watchdog_seconds = o.watchdog_seconds;
+  e.profile = o.profile;
   return e;
 }
 

@@ -21,6 +21,8 @@ struct EmuOptions {
   int arch = 80;           // QT_ARCH the kernels see
   std::string cache_dir;   // empty: default_cache_dir()
   std::string opt_level = "-O1";
+  double watchdog_seconds = 0;  // 0 = $QTUNE_EMU_WATCHDOG or 60: a block spinning this long without progress fails
+  bool profile = false;         // count bank conflicts, sectors and bytes per kernel (profiles())
 };
 
 class EmuDevice : public dev::Device {
@@ -50,6 +52,8 @@ class EmuDevice : public dev::Device {
 
   const EmuOptions& options() const { return opts_; }
   ExecStats stats() const { return exec_.stats(); }
+  std::vector<KernelProfile> profiles() const { return exec_.profiles(); }
+  void clear_profiles() { exec_.clear_profiles(); }
   // Compile statistics of the last load_module call.
   JitResult last_jit() const {
     std::lock_guard<std::mutex> lock(jit_mu_);

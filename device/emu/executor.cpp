@@ -11,6 +11,7 @@
 #include "device/emu/bug_reports.h"
 #include "device/emu/device_api.h"
 #include "device/emu/executor_state.h"
+#include "device/emu/profile.h"
 
 namespace qt::emu {
 
@@ -23,7 +24,10 @@ Worker::Worker() : stacks(kMaxThreads), fibers(kMaxThreads) {
   mapping = m;
   window = static_cast<uint8_t*>(m) + kSmemGuardBytes;
   ::mprotect(window, kWindowBytes, PROT_READ | PROT_WRITE);
-  shadow.assign(kWindowBytes, Shadow{});
+  void* sh = ::mmap(nullptr, size_t{kWindowBytes} * sizeof(Cell), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (sh == MAP_FAILED) throw qt::Error("emu: cannot map the shared-memory race shadow", kExitFailure);
+  shadow = static_cast<Cell*>(sh);
   pending.assign(kWindowBytes, 0);
   for (uint32_t i = 0; i < kMaxThreads; ++i) {
     fibers[i].ctx = stacks.ctx(i);
@@ -35,7 +39,11 @@ Worker::Worker() : stacks(kMaxThreads), fibers(kMaxThreads) {
   }
 }
 
-Worker::~Worker() { ::munmap(mapping, kWindowBytes + 2 * kSmemGuardBytes); }
+Worker::~Worker() {
+  ::munmap(mapping, kWindowBytes + 2 * kSmemGuardBytes);
+  ::munmap(shadow, size_t{kWindowBytes} * sizeof(Cell));
+  profile_worker_free(*this);
+}
 
 namespace {
 
@@ -45,6 +53,7 @@ void run_blocks(Launch& L, Worker& w) {
   w.L = &L;
   w.sched_stack = thread_stack();
   w.alloc_hint = 0;
+  for (auto& m : w.site_memo) m.loc = 0;  // the ids index this launch's site table
   {
     const CrashScope crash_scope(w);
     while (!L.failed.load(std::memory_order_relaxed)) {
@@ -52,7 +61,9 @@ void run_blocks(Launch& L, Worker& w) {
       if (b >= L.nblocks) break;
       run_block(w, b);
     }
+    profile_worker_done(w);
   }
+  w.page_cache.owner = nullptr;
   w.L = nullptr;
 }
 
@@ -63,6 +74,7 @@ struct Executor::Impl {
   std::vector<std::unique_ptr<exec::Worker>> workers;
   std::mutex run_mu;
   uint64_t switches = 0, threads_run = 0, blocks_run = 0;
+  std::vector<KernelProfile> profiles;  // by kernel, in first-launch order
 };
 
 Executor::Executor(ExecOptions opts) : opts_(opts), impl_(std::make_unique<Impl>()) {
@@ -88,6 +100,8 @@ void Executor::run(const LaunchRequest& req) {
   L.opts = &opts_;
   L.allocs = Arena::instance().snapshot();
   L.nblocks = req.cfg.grid.count();
+  exec::Profile profile;
+  if (opts_.profile) L.profile = &profile;
   const uint32_t nw = static_cast<uint32_t>(std::min<uint64_t>(opts_.threads, L.nblocks));
   while (impl_->workers.size() < nw) impl_->workers.push_back(std::make_unique<exec::Worker>());
   exec::install_crash_handler();
@@ -107,6 +121,24 @@ void Executor::run(const LaunchRequest& req) {
     impl_->blocks_run += w->blocks_run;
   }
   if (L.failed.load()) throw qt::Error(L.error, kExitFailure);
+  if (L.profile) {
+    profile.result.kernel = req.kernel_name;
+    profile.result.launches = 1;
+    auto it = std::find_if(impl_->profiles.begin(), impl_->profiles.end(),
+                           [&](const KernelProfile& k) { return k.kernel == req.kernel_name; });
+    if (it == impl_->profiles.end()) impl_->profiles.push_back(profile.result);
+    else it->merge(profile.result);
+  }
+}
+
+std::vector<KernelProfile> Executor::profiles() const {
+  std::lock_guard<std::mutex> lock(impl_->run_mu);
+  return impl_->profiles;
+}
+
+void Executor::clear_profiles() {
+  std::lock_guard<std::mutex> lock(impl_->run_mu);
+  impl_->profiles.clear();
 }
 
 }  // namespace qt::emu

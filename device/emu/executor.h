@@ -11,6 +11,7 @@
 
 #include "kernels_src/common/emu_abi.h"
 #include "device/api/device.h"
+#include "device/emu/profile_counters.h"
 
 namespace qt::emu {
 
@@ -20,6 +21,10 @@ struct ExecOptions {
   uint32_t threads = 0;  // host threads running blocks; 0 = hardware concurrency (at most 8)
   uint64_t seed = 1;     // scheduling seed (same seed, same interleaving per block)
   bool race_checks = true;
+  // A block that spins without progress this long ends with a report of its waiting threads (0: never);
+  // spinning on shared memory with no writer left is reported at once.
+  double watchdog_seconds = 60;
+  bool profile = false;  // observe memory instructions per warp (profile.h)
 };
 
 struct LaunchRequest {
@@ -47,6 +52,10 @@ class Executor {
   const Api* api() const;
   const ExecOptions& options() const { return opts_; }
   ExecStats stats() const;  // totals since construction
+  // With ExecOptions::profile: the memory-instruction profile of each kernel launched since construction or
+  // the last clear_profiles (profile.h).
+  std::vector<KernelProfile> profiles() const;
+  void clear_profiles();
 
  private:
   struct Impl;

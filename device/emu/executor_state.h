@@ -15,6 +15,8 @@
 #include "device/emu/arena.h"
 #include "device/emu/executor.h"
 #include "device/emu/fiber.h"
+#include "device/emu/global_shadow.h"
+#include "device/emu/race_shadow.h"
 #include "kernels_src/common/emu_abi.h"
 
 namespace qt::emu::exec {
@@ -39,15 +41,9 @@ struct CpCopy {
   uint32_t cp_size, src_size;
 };
 
-// Per shared byte: the last writer and reader in barrier interval `*_epoch`, with the warp's __syncwarp
-// generation at the time (several readers are folded into one marker, see memory_checks.cpp).
-struct Shadow {
-  uint32_t w_epoch, r_epoch;
-  uint16_t w_tid, r_tid;
-  uint16_t w_gen, r_gen;
-};
-
 struct Worker;
+struct Profile;
+struct ProfileState;
 
 struct Fiber {
   Context context;
@@ -60,6 +56,11 @@ struct Fiber {
   bool started = false;
   Site wait_site{};
   const char* wait_what = "";
+  const void* wait_code = nullptr;  // where a spinning thread polls (wait_site unknown)
+  // Spin-wait detection: strong (volatile or atomic) accesses of one address in a row.
+  uintptr_t poll_addr = 0;
+  uint32_t polls = 0;
+  uint32_t atomic_time = 0;  // launch time of this thread's newest atomic (race_shadow.h)
   std::vector<CpCopy> uncommitted;
   std::deque<std::vector<CpCopy>> groups;
   // A warp collective's operands and result: every lane parks its input here, the last lane to arrive
@@ -94,11 +95,10 @@ struct Warp {
   Fiber* lanes[32] = {};
   uint32_t exists = 0, exited = 0;
   std::vector<Rendezvous> open;
-  // __syncwarp generations and the member masks of the last 16: what orders shared accesses within a warp.
-  uint32_t gen = 0;
-  struct {
-    uint32_t gen, mask;
-  } ring[16] = {};
+  // What orders memory accesses within a warp: each completed __syncwarp gets the next serial; vc[l][k] is
+  // the newest serial of lane k that happens before lane l's current point (race_shadow.h).
+  uint32_t serial = 0;
+  uint32_t vc[32][32] = {};
 };
 
 // One launch, shared by the Workers running its blocks.
@@ -111,6 +111,10 @@ struct Launch {
   std::mutex err_mu;
   std::string error;
   const ExecOptions* opts = nullptr;
+  GlobalShadow global;  // global-memory race shadow of this launch
+  std::mutex site_mu;
+  std::deque<Site> sites;  // source sites of race-shadow entries made through the API (see site_loc)
+  Profile* profile = nullptr;  // observation of memory instructions, when asked for
 };
 
 struct Worker {
@@ -129,10 +133,31 @@ struct Worker {
   uint64_t rng = 0;
   void* mapping = nullptr;
   uint8_t* window = nullptr;
-  std::vector<Shadow> shadow;
+  Cell* shadow = nullptr;          // per shared byte (mapped lazily: only touched pages cost memory)
   std::vector<uint16_t> pending;  // per shared byte: 1 + the thread whose cp.async into it is pending
   bool pending_dirty = false;
-  uint32_t epoch = 0;  // barrier interval, for the race shadow
+  uint32_t epoch = 0;  // barrier interval, for the race shadow; never repeats on this Worker
+  uint32_t block_first_epoch = 0;  // the block's first interval: shared bytes written before are garbage
+  uint32_t block_id = 0;           // 1 + linear index of the block being run
+  // The first read of never-written shared memory in this block, reported at the next barrier or the
+  // block's end unless a race on the same bytes is found first (so the report does not depend on order).
+  struct {
+    bool set = false;
+    uint32_t tid = 0, off = 0, n = 0;
+    const void* code = nullptr;
+    Site site{};
+    bool has_site = false;
+  } uninit;
+  // Spin-waits: strong polls that yielded since the block last made progress (a write or a completed
+  // synchronisation); past a bound every runnable thread is spinning and nothing can change.
+  uint64_t idle_polls = 0;
+  double spin_since = 0;  // steady-clock seconds when idle polling began
+  GlobalShadow::PageCache page_cache;
+  struct {
+    Site site;
+    uint64_t loc;
+  } site_memo[8] = {};  // recent API sites and their race-shadow ids (memory_checks.cpp)
+  ProfileState* prof = nullptr;  // profile.h, while a profiled launch runs
   // the block being run
   Uint3 block_idx{}, block_dim{}, grid_dim{};
   uint32_t nthreads = 0, done_count = 0, dyn_bytes = 0;

@@ -84,10 +84,11 @@ QT_EMU_HOOK void __tsan_atomic_signal_fence(int) {}
     qt_emu_module::hook(p, N, qt::emu::kAccessWrite, __builtin_return_address(0));                          \
   }                                                                                                         \
   QT_EMU_HOOK void __tsan_volatile_read##N(void* p) {                                                       \
-    qt_emu_module::hook(p, N, qt::emu::kAccessAligned, __builtin_return_address(0));                        \
+    qt_emu_module::hook(p, N, qt::emu::kAccessAligned | qt::emu::kAccessVolatile, __builtin_return_address(0)); \
   }                                                                                                         \
   QT_EMU_HOOK void __tsan_volatile_write##N(void* p) {                                                      \
-    qt_emu_module::hook(p, N, qt::emu::kAccessAligned | qt::emu::kAccessWrite, __builtin_return_address(0)); \
+    qt_emu_module::hook(p, N, qt::emu::kAccessAligned | qt::emu::kAccessWrite | qt::emu::kAccessVolatile,     \
+                        __builtin_return_address(0));                                                       \
   }
 QT_EMU_RW(1)
 QT_EMU_RW(2)
@@ -198,9 +199,18 @@ JitResult jit_compile(const dev::ModuleSource& src, const JitOptions& opts) {
   std::vector<std::string> flags = {"-std=c++20", opts.opt_level, "-g1", "-fPIC", "-fno-strict-aliasing",
                                     "-fstack-clash-protection",
                                     "-Wno-unknown-pragmas", "-DQT_EMU=1", "-DQT_ARCH=" + std::to_string(opts.arch)};
+  // fp32 a*b+c as the GPU computes it: NVRTC (--fmad=true) and ptxas fuse a product into an add or subtract
+  // when that is its only use (FFMA) and keep a product used elsewhere rounded; g++'s contraction makes the
+  // same choice (kernels_src/common/README.md, "Where the emulator differs from a GPU"). At -O1 it needs
+  // -fexpensive-optimizations, and the host needs FMA instructions.
+  if (__builtin_cpu_supports("fma")) {
+    for (const char* f : {"-ffp-contract=fast", "-fexpensive-optimizations", "-mfma"}) flags.push_back(f);
+  }
   if (opts.instrument) {
     flags.push_back("-fsanitize=thread");
     flags.push_back("--param=tsan-instrument-func-entry-exit=0");
+    // Volatile accesses get their own hooks: they are strong (spin-wait flags), not data races.
+    flags.push_back("--param=tsan-distinguish-volatile=1");
     // Keep aggregate loads whole: split into scalars, a misaligned float4/uint4 access would look aligned.
     flags.push_back("-fno-tree-sra");
   }

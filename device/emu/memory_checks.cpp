@@ -1,40 +1,88 @@
 #include "device/emu/memory_checks.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 
+#include "device/emu/block_scheduler.h"
 #include "device/emu/bug_reports.h"
+#include "device/emu/profile.h"
+#include "device/emu/symbolize.h"
 
 namespace qt::emu::exec {
 namespace {
 
-// Reader markers in Shadow::r_tid besides a thread index.
-constexpr uint16_t kMultiMixed = 0xFFFF;  // several readers from different warps
-constexpr uint16_t kMultiWarp = 0x8000;   // | warp: several readers, all in one warp
-
-// True if a __syncwarp whose member mask covers all lanes in `need` completed after generation `since`.
-bool warp_ordered(const Warp& wp, uint16_t since, uint32_t need) {
-  const uint16_t now = static_cast<uint16_t>(wp.gen);
-  const uint16_t dist = static_cast<uint16_t>(now - since);
-  if (dist == 0) return false;
-  if (dist > 16) return true;  // older than the ring remembers: many warp syncs happened since
-  for (uint16_t k = 1; k <= dist; ++k) {
-    const auto& e = wp.ring[static_cast<uint16_t>(since + k) % 16];
-    if ((e.mask & need) == need) return true;
-  }
-  return false;
-}
-
-uint32_t lanes2(uint32_t a, uint32_t b) { return (1u << a) | (1u << b); }
-
-std::string other_thread(const Worker& w, uint16_t tid) {
-  if (tid == kMultiMixed) return "threads of several warps";
-  if (tid & kMultiWarp) return "several threads of warp " + std::to_string(tid & 0x7fff);
-  return "thread " + dim(w.thread_idx(tid));
-}
-
 // Written with subtractions: a wild pointer near 2^64 must not wrap a + n around into an allocation.
 bool inside(const Allocation& al, uintptr_t a, uint64_t n) {
   return a >= al.base && n <= al.bytes && a - al.base <= al.bytes - n;
+}
+
+// Shared memory is the block's own: its race shadow names every block 1 (earlier blocks on this Worker
+// have older epochs, so their entries count as ordered).
+constexpr uint32_t kSharedBlock = 1;
+
+Accessor accessor(const Fiber* f, bool strong, uint32_t block) {
+  const Worker& w = *f->w;
+  return Accessor{block, w.epoch, static_cast<uint16_t>(f->warp), static_cast<uint8_t>(f->lane), strong,
+                  w.warps[f->warp].vc[f->lane], f->atomic_time};
+}
+
+// A race-shadow location: the code address of an instrumented access, or an id for an API call's site.
+constexpr uint64_t kSiteLoc = uint64_t{1} << 63;
+uint64_t loc_in_table(Worker& w, const Site* site);
+uint64_t loc_of(Worker& w, const void* code, const Site* site) {
+  if (!site) return reinterpret_cast<uintptr_t>(code);
+  auto& memo = w.site_memo[(site->line * 7 + site->column) % 8];
+  if (memo.loc && memo.site.file == site->file && memo.site.line == site->line && memo.site.column == site->column) {
+    return memo.loc;
+  }
+  memo.site = *site;
+  memo.loc = loc_in_table(w, site);
+  return memo.loc;
+}
+
+uint64_t loc_in_table(Worker& w, const Site* site) {
+  Launch& L = *w.L;
+  std::lock_guard<std::mutex> lock(L.site_mu);
+  for (size_t i = L.sites.size(); i-- > 0 && i + 8 >= L.sites.size();) {  // the recent ones repeat
+    if (same_site(L.sites[i], *site)) return kSiteLoc | i;
+  }
+  L.sites.push_back(*site);
+  return kSiteLoc | (L.sites.size() - 1);
+}
+
+std::string loc_text(Worker& w, uint64_t loc) {
+  if (loc & kSiteLoc) {
+    std::lock_guard<std::mutex> lock(w.L->site_mu);
+    const size_t i = static_cast<size_t>(loc & ~kSiteLoc);
+    return i < w.L->sites.size() ? where(w.L->sites[i]) : std::string();
+  }
+  return loc ? symbolize_code_address(reinterpret_cast<const void*>(loc)) : std::string();
+}
+
+// "thread (5,0,0)", "thread (5,0,0) of block (1,0,0)", "several threads of warp 2", ... plus its line.
+std::string other_accessor(Worker& w, const AccessSet& s, uint32_t own_block) {
+  std::string who;
+  uint32_t block = 0, tid = 0;
+  if (single_member(s, block, tid)) {
+    who = "thread " + dim(w.thread_idx(tid));
+    if (block != own_block) {
+      const uint64_t b = block - 1;
+      const Uint3& g = w.grid_dim;
+      who += " of block " + dim(Uint3{static_cast<uint32_t>(b % g.x), static_cast<uint32_t>((b / g.x) % g.y),
+                                      static_cast<uint32_t>(b / (uint64_t{g.x} * g.y))});
+    }
+  } else if (s.block == kManyBlocks) {
+    who = "threads of several blocks";
+  } else if (s.block != own_block) {
+    who = "several threads of another block";
+  } else if (s.warp == kManyWarps) {
+    who = "threads of several warps";
+  } else {
+    who = "several threads of warp " + std::to_string(s.warp);
+  }
+  const std::string at = loc_text(w, s.loc);
+  return at.empty() ? who : who + " (at " + at + ")";
 }
 
 }  // namespace
@@ -61,66 +109,74 @@ bool global_valid(Worker& w, uintptr_t a, uint64_t n) {
   return false;
 }
 
-void shadow_access(Fiber* f, uint32_t off, uint32_t n, bool write, const void* code, const Site* site,
+void shadow_access(Fiber* f, uint32_t off, uint32_t n, bool write, bool strong, const void* code, const Site* site,
                    const char* what) {
   Worker& w = *f->w;
-  const uint16_t me = static_cast<uint16_t>(f->tid);
-  const Warp& wp = w.warps[f->warp];
-  const uint16_t gen = static_cast<uint16_t>(wp.gen);
-  auto race = [&](const std::string& other, const char* other_did) {
-    fail_access(f, site, code,
-                fmt("shared-memory race: %s %s %u byte(s) at %s, which %s %s in the same barrier interval (no "
-                    "__syncthreads, or __syncwarp covering both, in between)",
-                    what, write ? "writes" : "reads", n, smem_region(w, off).c_str(), other.c_str(), other_did));
-  };
+  const Accessor acc = accessor(f, strong, kSharedBlock);
+  const uint64_t loc = loc_of(w, code, site);
   for (uint32_t i = 0; i < n; ++i) {
-    Shadow& s = w.shadow[off + i];
+    Cell& c = w.shadow[off + i];
     if (uint16_t p = w.pending[off + i]; p != 0) {
       fail_access(f, site, code,
                   fmt("%s %s %u byte(s) at %s while a cp.async into it issued by thread %s is still pending "
                       "(missing cp_async_wait before the access, or a missing __syncthreads after it)",
                       what, write ? "writes" : "reads", n, smem_region(w, off).c_str(), dim(w.thread_idx(p - 1u)).c_str()));
     }
-    if (s.w_epoch == w.epoch && s.w_tid != me &&
-        !(s.w_tid / 32 == f->warp && warp_ordered(wp, s.w_gen, lanes2(s.w_tid % 32, f->lane)))) {
-      race(other_thread(w, s.w_tid), "wrote");
+    if (!write && !w.uninit.set && (c.w.block == 0 || c.w.epoch < w.block_first_epoch)) {
+      w.uninit.set = true;
+      w.uninit.tid = f->tid;
+      w.uninit.off = off;
+      w.uninit.n = n;
+      w.uninit.code = code;
+      w.uninit.has_site = site != nullptr;
+      if (site) w.uninit.site = *site;
     }
-    if (write) {
-      if (s.r_epoch == w.epoch && s.r_tid != me) {
-        bool ok;
-        if (s.r_tid == kMultiMixed) ok = false;
-        else if (s.r_tid & kMultiWarp) ok = (s.r_tid & 0x7fff) == f->warp && warp_ordered(wp, s.r_gen, wp.exists);
-        else ok = s.r_tid / 32 == f->warp && warp_ordered(wp, s.r_gen, lanes2(s.r_tid % 32, f->lane));
-        if (!ok) race(other_thread(w, s.r_tid), "read");
-      }
-      s.w_epoch = w.epoch;
-      s.w_tid = me;
-      s.w_gen = gen;
-    } else {
-      if (s.r_epoch != w.epoch) {
-        s.r_epoch = w.epoch;
-        s.r_tid = me;
-        s.r_gen = gen;
-      } else if (s.r_tid != me) {
-        const uint32_t prev_warp = (s.r_tid == kMultiMixed) ? ~0u : ((s.r_tid & kMultiWarp) ? (s.r_tid & 0x7fffu) : s.r_tid / 32u);
-        s.r_tid = prev_warp == f->warp ? static_cast<uint16_t>(kMultiWarp | f->warp) : kMultiMixed;
-        s.r_gen = gen;
-      }
+    const Conflict k = check_and_record(c, acc, write, 0, loc, nullptr);
+    if (k != Conflict::kNone) {
+      const AccessSet& other = k == Conflict::kWrite ? c.w : c.r;
+      fail_access(f, site, code,
+                  fmt("shared-memory race: %s %s %u byte(s) at %s, which %s %s in the same barrier interval (no "
+                      "__syncthreads, or __syncwarp covering both, in between)%s",
+                      what, write ? (strong ? "atomically updates" : "writes") : "reads", n,
+                      smem_region(w, off + i).c_str(), other_accessor(w, other, kSharedBlock).c_str(),
+                      k == Conflict::kWrite ? (other.strong ? "updated atomically" : "wrote") : "read",
+                      (other.strong != strong) ? "; an atomic and a plain access of one location race" : ""));
     }
   }
 }
 
-void check_access(Fiber* f, uintptr_t a, uint32_t bytes, uint32_t flags, const void* code, const Site* site,
-                  bool track_race, const char* what) {
+void global_shadow_access(Fiber* f, uintptr_t a, uint32_t n, bool write, bool strong, const void* code,
+                          const Site* site, const char* what) {
   Worker& w = *f->w;
-  const bool write = flags & kAccessWrite;
+  const Accessor acc = accessor(f, strong, w.block_id);
+  const GlobalShadow::Hit hit = w.L->global.access(w.page_cache, a, n, acc, write, loc_of(w, code, site));
+  if (hit.conflict == Conflict::kNone) return;
+  const AccessSet& o = hit.other;
+  const bool cross = o.block != w.block_id;
+  fail_access(f, site, code,
+              fmt("global-memory race: %s %s %u byte(s) at %s (byte %s: %s), which %s %s %s%s", what,
+                  write ? (strong ? "atomically updates" : "writes") : "reads", n, hex(a).c_str(), hex(hit.addr).c_str(),
+                  Arena::instance().describe(hit.addr).c_str(), other_accessor(w, o, w.block_id).c_str(),
+                  hit.conflict == Conflict::kWrite ? (o.strong ? "updated atomically" : "wrote") : "read",
+                  cross ? "in this launch (blocks are not ordered within a launch: no __threadfence of the other "
+                          "block followed by an atomic of this one in between)"
+                        : "in the same barrier interval (no __syncthreads, or __syncwarp covering both, in between)",
+                  (o.strong != strong) ? "; an atomic and a plain access of one location race" : ""));
+}
+
+void check_access(Fiber* f, uintptr_t a, uint32_t bytes, uint32_t flags, const void* code, const Site* site,
+                  const char* what) {
+  Worker& w = *f->w;
+  const bool write = flags & (kAccessWrite | kAccessAtomic);
+  const bool strong = flags & (kAccessVolatile | kAccessAtomic);
   if ((flags & kAccessAligned) && bytes > 1 && (a % bytes) != 0) {
     fail_access(f, site, code,
                 fmt("misaligned %u-byte %s at address %s (must be %u-byte aligned)", bytes, write ? "write" : "read",
                     hex(a).c_str(), bytes));
   }
   const uintptr_t win = reinterpret_cast<uintptr_t>(w.window);
-  if (a + kSmemGuardBytes >= win && a < win + kWindowBytes + kSmemGuardBytes) {
+  const bool shared = a + kSmemGuardBytes >= win && a < win + kWindowBytes + kSmemGuardBytes;
+  if (shared) {
     const int64_t off = static_cast<int64_t>(a) - static_cast<int64_t>(win);
     if (off < 0 || !smem_valid(w, static_cast<uint64_t>(off), bytes)) {
       fail_access(f, site, code,
@@ -129,14 +185,18 @@ void check_access(Fiber* f, uintptr_t a, uint32_t bytes, uint32_t flags, const v
                       write ? "write" : "read", bytes, static_cast<long long>(off), w.static_used, w.dyn_bytes,
                       kStaticSmemBytes));
     }
-    if (track_race && w.L->opts->race_checks) shadow_access(f, static_cast<uint32_t>(off), bytes, write, code, site, what);
-    return;
+    if (w.L->opts->race_checks) shadow_access(f, static_cast<uint32_t>(off), bytes, write, strong, code, site, what);
+  } else {
+    if (!global_valid(w, a, bytes)) {
+      fail_access(f, site, code,
+                  fmt("out-of-bounds global %s of %u byte(s) at %s: %s", write ? "write" : "read", bytes, hex(a).c_str(),
+                      Arena::instance().describe(a).c_str()));
+    }
+    if (w.L->opts->race_checks) global_shadow_access(f, a, bytes, write, strong, code, site, what);
   }
-  if (!global_valid(w, a, bytes)) {
-    fail_access(f, site, code,
-                fmt("out-of-bounds global %s of %u byte(s) at %s: %s", write ? "write" : "read", bytes, hex(a).c_str(),
-                    Arena::instance().describe(a).c_str()));
-  }
+  if (w.L->profile) profile_access(f, a, bytes, write, shared, code, site);
+  if (write && !strong) note_progress(w);
+  if (strong) poll_point(f, a, write, shared, code, site);
 }
 
 void mark_async_pending(Fiber* f, uint32_t off, uint32_t n) {
@@ -147,18 +207,36 @@ void mark_async_pending(Fiber* f, uint32_t off, uint32_t n) {
 
 void record_async_write(Fiber* f, uint32_t off, uint32_t n) {
   Worker& w = *f->w;
+  const Accessor acc = accessor(f, false, kSharedBlock);
   for (uint32_t i = 0; i < n; ++i) {
     w.pending[off + i] = 0;
-    Shadow& s = w.shadow[off + i];
-    s.w_epoch = w.epoch;
-    s.w_tid = static_cast<uint16_t>(f->tid);
-    s.w_gen = static_cast<uint16_t>(w.warps[f->warp].gen);
+    // The issue already checked the bytes for races: the landing only makes them count as written now.
+    Cell& c = w.shadow[off + i];
+    c.r = AccessSet{};
+    c.w.block = acc.block;
+    c.w.epoch = acc.epoch;
+    c.w.clk = acc.vc[acc.lane];
+    c.w.lanes = 1u << acc.lane;
+    c.w.warp = acc.warp;
+    c.w.strong = 0;
   }
 }
 
 void record_warp_sync(Warp& wp, uint32_t mask) {
-  ++wp.gen;
-  wp.ring[static_cast<uint16_t>(wp.gen) % 16] = {wp.gen, mask};
+  const uint32_t s = ++wp.serial;
+  uint32_t join[32];
+  std::fill(join, join + 32, 0u);
+  for (uint32_t m = mask; m; m &= m - 1) {
+    const uint32_t* v = wp.vc[__builtin_ctz(m)];
+    for (int k = 0; k < 32; ++k) join[k] = std::max(join[k], v[k]);
+  }
+  for (uint32_t m = mask; m; m &= m - 1) join[__builtin_ctz(m)] = s;
+  for (uint32_t m = mask; m; m &= m - 1) std::copy(join, join + 32, wp.vc[__builtin_ctz(m)]);
+}
+
+void record_fence(Fiber* f) {
+  Worker& w = *f->w;
+  w.L->global.fence(w.block_id);
 }
 
 void reset_block_memory(Worker& w) {
@@ -167,6 +245,20 @@ void reset_block_memory(Worker& w) {
     std::fill(w.pending.begin(), w.pending.end(), 0);
     w.pending_dirty = false;
   }
+  w.uninit.set = false;
+  w.block_first_epoch = w.epoch;
+}
+
+std::string uninit_report(const Worker& w) {
+  if (!w.uninit.set) return {};
+  std::string msg = "emu: kernel " + w.L->req->kernel_name + ": block " + dim(w.block_idx) + " thread " +
+                    dim(w.thread_idx(w.uninit.tid)) + ": read of uninitialised shared memory: " +
+                    std::to_string(w.uninit.n) + " byte(s) at " + smem_region(w, w.uninit.off) +
+                    " that no thread of this block wrote before (the value is garbage on a GPU)";
+  std::string at = w.uninit.has_site ? where(w.uninit.site)
+                                     : (w.uninit.code ? symbolize_code_address(w.uninit.code) : std::string());
+  if (!at.empty()) msg += " (at " + at + ")";
+  return msg;
 }
 
 }  // namespace qt::emu::exec

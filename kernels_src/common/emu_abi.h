@@ -7,7 +7,7 @@
 
 namespace qt::emu {
 
-constexpr uint32_t kAbiVersion = 3;
+constexpr uint32_t kAbiVersion = 4;
 // Every fiber's stack lives in its own region of this size, aligned to it; the FiberCtx sits at a fixed
 // offset above the region's guard page, so masking any stack address yields the running thread's context.
 constexpr uintptr_t kFiberRegionBytes = uintptr_t{256} * 1024;
@@ -44,6 +44,7 @@ enum class AtomicType : int { kI32, kU32, kU64, kF32, kF64 };
 // Access flags passed to Api::access.
 constexpr uint32_t kAccessWrite = 1;
 constexpr uint32_t kAccessAligned = 2;  // the compiler assumed natural alignment (a vector/scalar type access)
+constexpr uint32_t kAccessVolatile = 4;  // a volatile access: strong, never a data race with another strong one
 
 struct Api {
   uint32_t abi_version;
@@ -66,6 +67,7 @@ struct Api {
   void* (*dynamic_shared)(FiberCtx*);
   uint32_t (*cvta_shared)(FiberCtx*, const void* p, const Site*);
   void (*trap)(FiberCtx*, const char* message, const Site*);
+  void (*fence)(FiberCtx*);  // __threadfence: orders this block's global accesses before its later atomics
 };
 
 }  // namespace qt::emu

@@ -103,8 +103,20 @@ inline __half __hdiv(__half a, __half b) { return __half(float(a) / float(b)); }
 inline __half __hneg(__half a) { return __ushort_as_half(static_cast<unsigned short>(a.__x ^ 0x8000u)); }
 inline __half __habs(__half a) { return __ushort_as_half(static_cast<unsigned short>(a.__x & 0x7fffu)); }
 inline __half __hfma(__half a, __half b, __half c) { return __half(qt::emu::fma_exact_to_odd(a, b, c)); }
-inline __half __hmax(__half a, __half b) { return float(a) >= float(b) ? a : b; }
-inline __half __hmin(__half a, __half b) { return float(a) <= float(b) ? a : b; }
+// cuda_fp16.h: a NaN input yields the other input, two NaNs the canonical NaN 0x7FFF, and +0 > -0.
+inline bool qt_emu_is_nan(__half h) { return (h.__x & 0x7fffu) > 0x7c00u; }
+inline __half __hmax(__half a, __half b) {
+  if (qt_emu_is_nan(a)) return qt_emu_is_nan(b) ? __ushort_as_half(0x7fffu) : b;
+  if (qt_emu_is_nan(b)) return a;
+  if (((a.__x | b.__x) & 0x7fffu) == 0) return __ushort_as_half(static_cast<unsigned short>(a.__x & b.__x));
+  return float(a) > float(b) ? a : b;
+}
+inline __half __hmin(__half a, __half b) {
+  if (qt_emu_is_nan(a)) return qt_emu_is_nan(b) ? __ushort_as_half(0x7fffu) : b;
+  if (qt_emu_is_nan(b)) return a;
+  if (((a.__x | b.__x) & 0x7fffu) == 0) return __ushort_as_half(static_cast<unsigned short>(a.__x | b.__x));
+  return float(a) < float(b) ? a : b;
+}
 
 inline __nv_bfloat16 __hadd(__nv_bfloat16 a, __nv_bfloat16 b) { return __nv_bfloat16(float(a) + float(b)); }
 inline __nv_bfloat16 __hsub(__nv_bfloat16 a, __nv_bfloat16 b) { return __nv_bfloat16(float(a) - float(b)); }

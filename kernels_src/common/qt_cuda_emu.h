@@ -129,7 +129,7 @@ inline int __syncthreads_or(int pred, QT_EMU_LOC) {
 inline void __syncwarp(unsigned mask = 0xffffffffu, QT_EMU_LOC) {
   qt::emu::g_api->syncwarp(qt::emu::ctx(), mask, QT_EMU_SITE);
 }
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence() { qt::emu::g_api->fence(qt::emu::ctx()); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
 // ---- warp shuffles and votes ----------------------------------------------------------------------

@@ -8,6 +8,27 @@
 
 using qt::kernels::KernelFamily;
 
+TEST_CASE("every device family's default points report no bug on scheduling seeds 1 to 10, every test shape") {
+  for (const KernelFamily* f : qt::kernels::all_families()) {
+    if (f->on_host()) continue;
+    DYNAMIC_SECTION(f->name) {
+      for (uint64_t seed = 1; seed <= 10; ++seed) {
+        qt::emu::EmuOptions options;
+        options.seed = seed;
+        qt::emu::EmuDevice dev(options);
+        for (const auto& point : f->default_points()) {
+          for (const auto& shape : f->test_shapes) {
+            if (f->shape_constraint && !f->shape_constraint(point, shape).empty()) continue;
+            INFO(f->name << " " << qt::kernels::point_key(point) << " on " << qt::kernels::shape_key(shape) << ", seed "
+                         << seed);
+            CHECK(qt::plan::verify_point(&dev, *f, point, shape, seed).message == "");
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("every point of every device family matches its CPU reference on the emulator") {
   qt::emu::EmuDevice dev;
   for (const KernelFamily* f : qt::kernels::all_families()) {

@@ -15,6 +15,7 @@ const char* kUsage =
     "  qtune replay --space FILE --strategy S --budget B --seeds N [--json]\n"
     "  qtune store (export|import|import-kt|lookup|regret|check) ...\n"
     "  qtune static ...                    (NVRTC compile-and-prune report)\n"
+    "  qtune profile --device emu --family F [--point P] [--shape S] [--json FILE]   (memory profile, SASS mix)\n"
     "  qtune --device cpu --help           (all tuning options)\n"
     "  qtune <command> --help              (options of replay, store SUB, static)\n";
 }
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
     if (args[0] == "replay") return qt::tune::replay_command(rest);
     if (args[0] == "store") return qt::tune::store_command(rest);
     if (args[0] == "static") return qt::tune::static_command(rest);
+    if (args[0] == "profile") return qt::tune::profile_command(rest);
     if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

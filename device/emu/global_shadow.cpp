@@ -1,0 +1,69 @@
+#include "device/emu/global_shadow.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+namespace qt::emu::exec {
+
+GlobalShadow::~GlobalShadow() {
+  for (auto& [base, cells] : pages_) std::free(cells);
+}
+
+Cell* GlobalShadow::page(PageCache& cache, uintptr_t page_base) {
+  if (cache.owner != this) cache = PageCache{this, {}, {}};
+  const size_t slot = (page_base / kPageBytes) % PageCache::kSlots;
+  if (cache.cells[slot] && cache.page[slot] == page_base) return cache.cells[slot];
+  std::lock_guard<std::mutex> lock(map_mu_);
+  Cell*& cells = pages_[page_base];
+  if (!cells) {
+    // calloc of a large block maps fresh zero pages: an all-zero Cell is an untouched byte.
+    cells = static_cast<Cell*>(std::calloc(kPageBytes, sizeof(Cell)));
+    if (!cells) throw std::bad_alloc();
+  }
+  cache.page[slot] = page_base;
+  cache.cells[slot] = cells;
+  return cells;
+}
+
+GlobalShadow::Hit GlobalShadow::access(PageCache& cache, uintptr_t a, uint32_t n, const Accessor& acc, bool write,
+                                         uint64_t loc) {
+  Hit hit;
+  const uint32_t t = now();
+  while (n > 0) {
+    const uintptr_t base = a & ~(kPageBytes - 1);
+    const uint32_t in_page = static_cast<uint32_t>(std::min<uintptr_t>(n, base + kPageBytes - a));
+    Cell* cells = page(cache, base);
+    std::lock_guard<SpinLock> lock(stripes_[(base / kPageBytes) % stripes_.size()]);
+    for (uint32_t i = 0; i < in_page; ++i) {
+      Cell& c = cells[a - base + i];
+      const Conflict k = check_and_record(c, acc, write, t, loc, this);
+      if (k != Conflict::kNone) {
+        hit.conflict = k;
+        hit.addr = a + i;
+        hit.other = k == Conflict::kWrite ? c.w : c.r;
+        return hit;
+      }
+    }
+    a += in_page;
+    n -= in_page;
+  }
+  return hit;
+}
+
+void GlobalShadow::fence(uint32_t block) {
+  const uint32_t t = tick();
+  std::lock_guard<std::mutex> lock(fence_mu_);
+  fences_[block].push_back(t);
+}
+
+bool GlobalShadow::fenced_between(uint32_t block, uint32_t after, uint32_t before) const {
+  std::lock_guard<std::mutex> lock(fence_mu_);
+  auto it = fences_.find(block);
+  if (it == fences_.end()) return false;
+  const auto& v = it->second;  // increasing: fences of one block run on one host thread in order
+  auto f = std::upper_bound(v.begin(), v.end(), after);
+  return f != v.end() && *f < before;
+}
+
+}  // namespace qt::emu::exec
