@@ -217,11 +217,13 @@ KernelFamily make_awq_int4() {
   f.source = "gate_up/gate_up_awq.cuh";
   f.summary = "fused decode gate+up GEMV + SwiGLU, AWQ INT4: lanes own packed columns, warps split K, split-k";
   f.min_sm = 80;
-  f.params = {{"warps", {2, 4, 8}, 4, "warps per block, each takes every warps-th row of K"},
+  // A block covers 256*vec columns, so Qwen3-8B's N = 12288 makes only 48 blocks at vec 1: the first default
+  // splits K four ways to give an H100's 132 SMs more than one block each.
+  f.params = {{"warps", {2, 4, 8}, 8, "warps per block, each takes every warps-th row of K"},
               {"vec", {1, 2, 4}, 1, "packed words per lane and row of each matrix"},
               {"mt", {1, 2, 4}, 1, "rows of M per block"},
-              {"split_k", {1, 2, 4, 8}, 1, "blocks along K, whole groups (fp32 workspace + reduction when > 1)"}};
-  f.defaults = {{{"warps", 4}, {"vec", 1}, {"mt", 1}, {"split_k", 1}},
+              {"split_k", {1, 2, 4, 8}, 4, "blocks along K, whole groups (fp32 workspace + reduction when > 1)"}};
+  f.defaults = {{{"warps", 8}, {"vec", 1}, {"mt", 1}, {"split_k", 4}},
                 {{"warps", 4}, {"vec", 2}, {"mt", 2}, {"split_k", 4}},
                 {{"warps", 8}, {"vec", 1}, {"mt", 4}, {"split_k", 2}}};
   f.point_constraint = [](const Point& p) {
