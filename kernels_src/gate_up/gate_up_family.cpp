@@ -223,9 +223,10 @@ KernelFamily make_awq_int4() {
               {"vec", {1, 2, 4}, 1, "packed words per lane and row of each matrix"},
               {"mt", {1, 2, 4}, 1, "rows of M per block"},
               {"split_k", {1, 2, 4, 8}, 4, "blocks along K, whole groups (fp32 workspace + reduction when > 1)"}};
+  // The last default runs any shape the family accepts (no split, vec 1): small models have K/G < 4.
   f.defaults = {{{"warps", 8}, {"vec", 1}, {"mt", 1}, {"split_k", 4}},
-                {{"warps", 4}, {"vec", 2}, {"mt", 2}, {"split_k", 4}},
-                {{"warps", 8}, {"vec", 1}, {"mt", 4}, {"split_k", 2}}};
+                {{"warps", 4}, {"vec", 2}, {"mt", 2}, {"split_k", 2}},
+                {{"warps", 2}, {"vec", 1}, {"mt", 4}, {"split_k", 1}}};
   f.point_constraint = [](const Point& p) {
     if (2 * p.at("mt") * p.at("vec") * 8 > 64) return std::string("more than 64 fp32 accumulators per thread");
     return std::string();

@@ -4,6 +4,7 @@
 // errors that name the problem.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -120,4 +121,29 @@ TEST_CASE("shapes the element-wise and decode families cannot run are rejected w
   CHECK(why("embedding.awq_int4", {1, 128, 60, 64}) == "V must be a multiple of 8 (packed words)");
   CHECK(why("argmax", {1, 1001}) == "V must be a multiple of vec=8 (aligned rows)");
   CHECK(why("swiglu", {0, 8}) == "M and N must be positive");
+}
+
+TEST_CASE("a default point of each element-wise and decode family runs every shape the golden tiny models need") {
+  // tests/golden/models: dense (96, 160, vocab 384, heads 4/2 of 40) and dense-tied (128, 192, vocab 320,
+  // heads 6/2 of 32), with the groups their files use (dense: 32; dense-tied: Q8_0 64, AWQ 32).
+  std::vector<qt::ModelConfig> configs;
+  for (auto [dim, hidden, vocab, heads, kv, head_dim, group] :
+       {std::array<int, 7>{96, 160, 384, 4, 2, 40, 32}, {128, 192, 320, 6, 2, 32, 64}, {128, 192, 320, 6, 2, 32, 32}}) {
+    qt::ModelConfig c;
+    c.dim = dim, c.hidden_dim = hidden, c.vocab_size = vocab, c.n_heads = heads, c.n_kv_heads = kv;
+    c.head_dim = head_dim, c.n_layers = 2, c.max_seq_len = 128, c.group_size = group;
+    configs.push_back(c);
+  }
+  for (const KernelFamily* f : qt::kernels::all_families()) {
+    const bool mine = f->op == "rmsnorm" || f->op == "swiglu" || f->op == "argmax" || f->op == "embedding" ||
+                      f->op == "gate_up_swiglu" || f->name == "f16_gemv";
+    if (!mine) continue;
+    for (const qt::ModelConfig& c : configs)
+      for (const auto& shape : f->model_shapes(c, nullptr)) {
+        bool runs = false;
+        for (const auto& p : f->default_points()) runs = runs || f->shape_constraint(p, shape).empty();
+        INFO(f->name << " on " << qt::kernels::shape_key(shape));
+        CHECK(runs);
+      }
+  }
 }
