@@ -120,7 +120,7 @@ KernelFamily make_family(WeightType type) {
   f.dims = dims_of(tr);
   f.source_hash = kFamilySourceHash;
   f.source = "embedding/embedding.cuh";
-  f.summary = std::string("embedding lookup of a ") + tr.name + " table [V][N] -> fp16 rows; tokens outside [0, V) give zeros";
+  f.summary = std::string("embedding lookup: ") + tr.name + " table [V][N] -> fp16 rows; tokens outside [0, V) give zeros";
   f.min_sm = 80;
   f.params = {{"threads", {64, 128, 256, 512}, 128, "threads per block"},
               {"vec", {1, 2, 4, 8, 16}, 8,
