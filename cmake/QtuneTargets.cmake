@@ -92,14 +92,18 @@ function(qtune_add_subdirectories)
   endforeach()
 endfunction()
 
-# qtune_kernel_family(name SOURCES ... [DEPS ...]): the library of one kernels_src/<folder>/ family. It gets a
-# generated header, family_source_hash.h, whose kFamilySourceHash covers every file in the folder and in
-# kernels_src/common (what the kernels are built from), recomputed whenever one of them changes. The library
-# is linked into the registry (kernels_src/registry) without any edit there.
+# qtune_kernel_family(name SOURCES ... [DEPS ...] [INCLUDES_FROM folder ...]): the library of one
+# kernels_src/<folder>/ family. It gets a generated header, family_source_hash.h, whose kFamilySourceHash
+# covers every file in the folder, in kernels_src/common and in the kernels_src/ folders named by
+# INCLUDES_FROM (whose device headers the kernels include), recomputed whenever one of them changes. The
+# library is linked into the registry (kernels_src/registry) without any edit there.
 function(qtune_kernel_family name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
-  file(GLOB hashed CONFIGURE_DEPENDS LIST_DIRECTORIES false
-       ${CMAKE_CURRENT_SOURCE_DIR}/* ${PROJECT_SOURCE_DIR}/kernels_src/common/*)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;INCLUDES_FROM" ${ARGN})
+  set(globs ${CMAKE_CURRENT_SOURCE_DIR}/* ${PROJECT_SOURCE_DIR}/kernels_src/common/*)
+  foreach(folder IN LISTS ARG_INCLUDES_FROM)
+    list(APPEND globs ${PROJECT_SOURCE_DIR}/kernels_src/${folder}/*)
+  endforeach()
+  file(GLOB hashed CONFIGURE_DEPENDS LIST_DIRECTORIES false ${globs})
   set(header ${CMAKE_CURRENT_BINARY_DIR}/family_source_hash.h)
   # '|' separates the files on the command line, where ';' would end the shell command.
   string(REPLACE ";" "|" hashed_arg "${hashed}")

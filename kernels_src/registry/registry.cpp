@@ -6,16 +6,22 @@
 
 #include "common/error.h"
 #include "common/paths.h"
+#include "kernels_src/activation/swiglu_family.h"
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
+#include "kernels_src/embedding/embedding_family.h"
+#include "kernels_src/f16_linear/f16_gemv_family.h"
+#include "kernels_src/gate_up/gate_up_family.h"
+#include "kernels_src/norm/rmsnorm_family.h"
+#include "kernels_src/sampling/argmax_family.h"
 
 namespace qt::kernels {
 
 namespace {
 
 std::vector<const KernelFamily*> builtin_families() {
-  // One line per family.
-  return {
+  // One line per family (or per generated list of families).
+  std::vector<const KernelFamily*> list = {
       &awq::dequant_family(),
       &awq::gemv_family(),
       &awq::gemm_family(),
@@ -23,7 +29,15 @@ std::vector<const KernelFamily*> builtin_families() {
       &cpu_matvec::int8_sym_family(),
       &cpu_matvec::int8_asym_family(),
       &cpu_matvec::awq_int4_family(),
+      &norm::rmsnorm_family(),
+      &activation::swiglu_family(),
+      &sampling::argmax_family(),
+      &f16_linear::gemv_family(),
+      &gate_up::q8_0_family(),
+      &gate_up::awq_int4_family(),
   };
+  list.insert(list.end(), embedding::families().begin(), embedding::families().end());
+  return list;
 }
 
 std::mutex& registry_mutex() {

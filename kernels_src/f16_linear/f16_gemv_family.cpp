@@ -1,0 +1,165 @@
+#include "kernels_src/f16_linear/f16_gemv_family.h"
+
+#include <climits>
+#include <cmath>
+
+#include "common/half.h"
+#include "common/rng.h"
+#include "kernels_src/registry/family_util.h"
+#include "family_source_hash.h"
+
+namespace qt::kernels::f16_linear {
+namespace {
+
+using Role = BufferSpec::Role;
+const std::vector<std::string> kDims = {"M", "N", "K", "G"};
+const char* kReduce = "f16_gemv_reduce_kernel<256>";
+
+std::string kernel_name(const Point& p) {
+  return name_expr("f16_gemv_kernel", {p.at("warps"), p.at("rows"), p.at("vec"), p.at("mt")});
+}
+
+bool float_type(WeightType t) { return t == WeightType::F32 || t == WeightType::F16 || t == WeightType::BF16; }
+
+std::vector<uint16_t> random_halves(int64_t count, Rng& rng) {
+  std::vector<uint16_t> v(static_cast<size_t>(count));
+  for (auto& h : v) h = float_to_half_bits(float(2.0 * rng.uniform() - 1.0));
+  return v;
+}
+
+// The shapes of a model's float-typed matrices (all of them when only the config is known), one per
+// distinct (N, K), labelled with the projections that share it.
+std::vector<Shape> f16_shapes(const ModelConfig& c, const ModelWeights* w, int64_t m) {
+  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> found;
+  auto add = [&](const std::string& label, const QTensor* t, int64_t n, int64_t k) {
+    if (w && (!t || t->empty() || !float_type(t->type))) return;
+    for (auto& [l, nk] : found)
+      if (nk == std::make_pair(n, k)) {
+        l += "+" + label;
+        return;
+      }
+    found.push_back({label, {n, k}});
+  };
+  const LayerWeights* l0 = w && !w->layers.empty() ? &w->layers[0] : nullptr;
+  add("wq", l0 ? &l0->wq : nullptr, c.q_dim(), c.dim);
+  add("wk", l0 ? &l0->wk : nullptr, c.kv_dim(), c.dim);
+  add("wv", l0 ? &l0->wv : nullptr, c.kv_dim(), c.dim);
+  add("wo", l0 ? &l0->wo : nullptr, c.dim, c.q_dim());
+  if (!c.is_moe()) {
+    add("w1", l0 ? &l0->w1 : nullptr, c.hidden_dim, c.dim);
+    add("w3", l0 ? &l0->w3 : nullptr, c.hidden_dim, c.dim);
+    add("w2", l0 ? &l0->w2 : nullptr, c.dim, c.hidden_dim);
+  }
+  add("lm_head", w ? &w->classifier : nullptr, c.vocab_size, c.dim);
+  std::vector<Shape> out;
+  for (const auto& [label, nk] : found) out.push_back(Shape{kDims, {m, nk.first, nk.second, nk.second}, label});
+  return out;
+}
+
+KernelFamily make_gemv() {
+  KernelFamily f;
+  f.name = "f16_gemv";
+  f.op = "linear";
+  f.weight_types = {WeightType::F16};
+  f.dtypes = linear_dtypes(WeightType::F16, DType::F16, DType::F16);
+  f.dims = kDims;
+  f.source_hash = kFamilySourceHash;
+  f.source = "f16_linear/f16_gemv.cuh";
+  f.summary = "decode GEMV with fp16 weights [N][K], M = 1..8: a warp per ROWS output rows, split-k over blocks";
+  f.min_sm = 80;
+  f.params = {{"warps", {2, 4, 8}, 4, "warps per block, each owning its own output rows"},
+              {"rows", {1, 2, 4}, 2, "output rows per warp"},
+              {"vec", {2, 4, 8}, 8, "halves per lane and access (4, 8 or 16 bytes)"},
+              {"mt", {1, 2, 4, 8}, 1, "rows of M per block"},
+              {"split_k", {1, 2, 4, 8}, 1, "blocks along K (fp32 workspace + reduction when > 1)"}};
+  f.defaults = {{{"warps", 4}, {"rows", 2}, {"vec", 8}, {"mt", 1}, {"split_k", 1}},
+                {{"warps", 4}, {"rows", 1}, {"vec", 8}, {"mt", 8}, {"split_k", 2}},
+                {{"warps", 8}, {"rows", 4}, {"vec", 4}, {"mt", 2}, {"split_k", 4}}};
+  f.point_constraint = [](const Point&) { return std::string(); };
+  f.shape_constraint = [](const Point& p, const Shape& s) {
+    const int64_t m = s["M"], n = s["N"], k = s["K"], vec = p.at("vec");
+    if (m < 1 || n < 1 || k < 1) return std::string("M, N and K must be positive");
+    if (m > 8) return std::string("GEMV serves M <= 8");
+    if (s["G"] != k) return std::string("G must equal K for fp16 weights (no groups)");
+    if (n > INT32_MAX || k > INT32_MAX || m * n > INT32_MAX) return std::string("M*N and K must stay below 2^31");
+    if (k % vec) return "K must be a multiple of vec=" + std::to_string(vec) + " (aligned rows)";
+    if (p.at("split_k") > cdiv(k, 32 * vec)) return std::string("split_k exceeds the number of 32*vec chunks of K");
+    return std::string();
+  };
+  f.kernels = [](const Point& p) {
+    std::vector<std::string> k = {kernel_name(p)};
+    if (p.at("split_k") > 1) k.push_back(kReduce);
+    return k;
+  };
+  f.plan = [](const Point& p, const Shape& s) {
+    const int64_t m = s["M"], n = s["N"], k = s["K"], split = p.at("split_k");
+    LaunchPlan plan;
+    plan.buffers = {{"x", DType::F16, m * k, Role::Input},
+                    {"values", DType::F16, n * k, Role::Input},
+                    {"y", DType::F16, m * n, Role::Output},
+                    {"ws", DType::F32, split > 1 ? split * m * n : 1, Role::Workspace}};
+    Launch l;
+    l.kernel = kernel_name(p);
+    l.grid.x = static_cast<uint32_t>(cdiv(n, p.at("warps") * p.at("rows")));
+    l.grid.y = static_cast<uint32_t>(cdiv(m, p.at("mt")));
+    l.grid.z = static_cast<uint32_t>(split);
+    l.block.x = static_cast<uint32_t>(32 * p.at("warps"));
+    l.args = {KernelArg::buf("x"), KernelArg::buf("values"), KernelArg::buf("y"), KernelArg::buf("ws"),
+              KernelArg::i32(m),   KernelArg::i32(n),        KernelArg::i32(k)};
+    plan.launches.push_back(l);
+    if (split > 1) {
+      Launch r;
+      r.kernel = kReduce;
+      r.grid.x = static_cast<uint32_t>(cdiv(m * n, 256));
+      r.block.x = 256;
+      r.args = {KernelArg::buf("ws"), KernelArg::buf("y"), KernelArg::i32(m * n), KernelArg::i32(split)};
+      plan.launches.push_back(r);
+    }
+    return plan;
+  };
+  f.make_inputs = [](const Shape& s, uint64_t seed) {
+    Rng rng(seed);
+    HostBuffers in;
+    in["x"] = bytes_of(random_halves(s["M"] * s["K"], rng));
+    in["values"] = bytes_of(random_halves(s["N"] * s["K"], rng));
+    return in;
+  };
+  f.reference = [](const Shape& s, const HostBuffers& in) {
+    const int64_t m = s["M"], n = s["N"], k = s["K"];
+    const auto x = from_bytes<uint16_t>(in.at("x"));
+    const auto w = from_bytes<uint16_t>(in.at("values"));
+    Expected e;
+    e.buffer = "y";
+    double bound = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0, abs_sum = 0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const double t = double(half_bits_to_float(x[size_t(i * k + kk)])) * half_bits_to_float(w[size_t(j * k + kk)]);
+          sum += t, abs_sum += std::abs(t);
+        }
+        e.values.push_back(float(sum));
+        bound = std::max(bound, abs_sum);
+      }
+    // fp32 accumulation in any order stays within a few sqrt(K) roundings of the largest partial sum
+    // (bounded by sum |x*w|); the fp16 output adds at most half an ulp (rel 2^-11).
+    e.abs_tol = 16.0 * std::sqrt(double(k)) * std::ldexp(1.0, -24) * bound + 1e-6;
+    e.rel_tol = std::ldexp(1.0, -10);
+    return std::vector<Expected>{e};
+  };
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) { return f16_shapes(c, w, 1); };
+  f.probe_shape = Shape{kDims, {8, 1024, 4096, 4096}, "probe"};
+  f.test_shapes = {Shape{kDims, {1, 64, 4096, 4096}, "Qwen3-8B wq decode, N cut to 64"},
+                   Shape{kDims, {5, 41, 200, 200}, "odd: M=5, N=41 (partial warp rows), K=200 (part of a chunk)"},
+                   Shape{kDims, {8, 72, 1000, 1000}, "M=8, K=1000: chunk tails at every vec"}};
+  return f;
+}
+
+}  // namespace
+
+const KernelFamily& gemv_family() {
+  static const KernelFamily f = make_gemv();
+  return f;
+}
+
+}  // namespace qt::kernels::f16_linear
