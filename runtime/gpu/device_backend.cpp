@@ -137,7 +137,11 @@ void DeviceBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m
   Bindings b;
   b.buf("tokens", tokens_.ptr(), m * 4).buf("y", dp(out), h16(m * t.cols));
   for (const auto& [name, a] : t.arrays) b.buf(name, a.ptr, a.bytes);
-  run("embedding", &t.type, kernels::Shape{{"M", "N", "V"}, {m, t.cols, t.rows}, "embedding"}, b);
+  // Quantized tables' scale arrays are sized by their group, so those families take it as a dimension.
+  const kernels::Shape shape = weight_traits(t.type).quantized
+                                   ? kernels::Shape{{"M", "N", "V", "G"}, {m, t.cols, t.rows, t.group}, "embedding"}
+                                   : kernels::Shape{{"M", "N", "V"}, {m, t.cols, t.rows}, "embedding"};
+  run("embedding", &t.type, shape, b);
 }
 
 void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
