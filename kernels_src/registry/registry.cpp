@@ -8,6 +8,8 @@
 #include "common/paths.h"
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
+#include "kernels_src/f16_gemm/f16_gemm_family.h"
+#include "kernels_src/q8_0/q8_family.h"
 
 namespace qt::kernels {
 
@@ -23,6 +25,9 @@ std::vector<const KernelFamily*> builtin_families() {
       &cpu_matvec::int8_sym_family(),
       &cpu_matvec::int8_asym_family(),
       &cpu_matvec::awq_int4_family(),
+      &q8_0::gemv_family(),
+      &q8_0::gemm_family(),
+      &f16_gemm::gemm_family(),
   };
 }
 
