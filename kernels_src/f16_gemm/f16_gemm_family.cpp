@@ -190,7 +190,8 @@ KernelFamily make() {
   f.test_shapes = {Shape{kDims, {17, 128, 1024, 1024}, "Qwen3-0.6B lm_head prefill: M=17, N cut to 128"},
                    Shape{kDims, {3, 72, 200, 200}, "odd: M=3, N=72 (a partial N tile), K=200 (a partial K tile)"},
                    Shape{kDims, {70, 160, 160, 160}, "M=70: tails in every M tile; N=160"},
-                   Shape{kDims, {5, 37, 64, 64}, "odd N=37 (scalar stores), one K tile"}};
+                   Shape{kDims, {5, 37, 64, 64}, "odd N=37 (scalar stores), one K tile"},
+                   Shape{kDims, {1, 64, 1000, 1000}, "M=1, K=1000 (a partial K tile)"}};
   f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) { return model_shapes(c, w, 256); };
   return f;
 }

@@ -298,7 +298,8 @@ KernelFamily make_gemm() {
   f.test_shapes = {Shape{kDims, {17, 128, 1024, 64}, "Qwen3-0.6B wq prefill: M=17, N cut to 128"},
                    Shape{kDims, {3, 72, 192, 64}, "odd: M=3, N=72 (a partial N tile), 3 groups"},
                    Shape{kDims, {70, 160, 160, 32}, "M=70: tails in every M tile; N=160, G=32"},
-                   Shape{kDims, {5, 37, 256, 128}, "odd N=37 (scalar stores), G=128"}};
+                   Shape{kDims, {5, 37, 256, 128}, "odd N=37 (scalar stores), G=128"},
+                   Shape{kDims, {1, 64, 128, 64}, "M=1: one row in the tile"}};
   f.reference = gemm_expected;
   f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) { return q8_layer_shapes(c, w, 256); };
   return f;

@@ -43,14 +43,8 @@ __global__ void __launch_bounds__(WARPS * 32)
       }
       uint32_t xh[MT][VEC / 2];
 #pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        if (m0 + m < M) {
-          q8::load_halves<VEC>(x + (int64_t)(m0 + m) * K + k, xh[m]);
-        } else {
-#pragma unroll
-          for (int i = 0; i < VEC / 2; ++i) xh[m][i] = 0u;
-        }
-      }
+      for (int m = 0; m < MT; ++m)  // rows past M compute a copy of row M-1 and are never written
+        q8::load_halves<VEC>(x + (int64_t)min(m0 + m, M - 1) * K + k, xh[m]);
       float dot[MT][RW];
 #pragma unroll
       for (int m = 0; m < MT; ++m)
