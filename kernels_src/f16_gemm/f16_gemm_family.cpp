@@ -27,7 +27,8 @@ const char* kReduce = "f16_splitk_reduce_kernel<256>";
 std::string kernel_name(const Point& p) {
   std::string s = "f16_gemm_kernel<";
   bool first = true;
-  for (const char* n : {"bm", "bn", "bk", "warps", "stages"}) s += (first ? "" : ", ") + std::to_string(p.at(n)), first = false;
+  for (const char* n : {"bm", "bn", "bk", "warps", "stages"})
+    s += (first ? "" : ", ") + std::to_string(p.at(n)), first = false;
   return s + ">";
 }
 
@@ -112,7 +113,9 @@ std::vector<Shape> model_shapes(const ModelConfig& c, const ModelWeights* w, int
       const LayerWeights& l = w->layers[0];
       add("wq", &l.wq), add("wk", &l.wk), add("wv", &l.wv), add("wo", &l.wo);
       add("w1", &l.w1), add("w3", &l.w3), add("w2", &l.w2);
-      if (!l.expert_w1.empty()) add("expert.w1", &l.expert_w1[0]), add("expert.w3", &l.expert_w3[0]), add("expert.w2", &l.expert_w2[0]);
+      if (!l.expert_w1.empty()) {
+        add("expert.w1", &l.expert_w1[0]), add("expert.w3", &l.expert_w3[0]), add("expert.w2", &l.expert_w2[0]);
+      }
     }
     add("lm_head", &w->classifier);
   } else {

@@ -18,7 +18,9 @@ __device__ __forceinline__ void s8x4_to_f32(uint32_t w, float (&f)[4]) {
 }
 
 // Two fp16 values packed in a word, widened to fp32.
-__device__ __forceinline__ float lo_f32(uint32_t h2) { return __half2float(__ushort_as_half((unsigned short)(h2 & 0xffffu))); }
+__device__ __forceinline__ float lo_f32(uint32_t h2) {
+  return __half2float(__ushort_as_half((unsigned short)(h2 & 0xffffu)));
+}
 __device__ __forceinline__ float hi_f32(uint32_t h2) { return __half2float(__ushort_as_half((unsigned short)(h2 >> 16))); }
 
 // Round to nearest, ties to even, for |v| < 2^22: adding 1.5 * 2^23 leaves no fraction bits in the sum.

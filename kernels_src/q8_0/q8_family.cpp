@@ -166,7 +166,8 @@ KernelFamily make_gemv() {
                 {{"warps", 4}, {"rows", 1}, {"vec", 16}, {"mt", 4}, {"split_k", 4}},
                 {{"warps", 8}, {"rows", 2}, {"vec", 8}, {"mt", 8}, {"split_k", 2}}};
   f.point_constraint = [](const Point& p) {
-    if (p.at("mt") * p.at("vec") > 64) return std::string("more than 32 packed activation words per thread (mt*vec > 64)");
+    if (p.at("mt") * p.at("vec") > 64)
+      return std::string("more than 32 packed activation words per thread (mt*vec > 64)");
     if (p.at("mt") * p.at("rows") > 16) return std::string("more than 16 accumulators per thread (mt*rows > 16)");
     return std::string();
   };

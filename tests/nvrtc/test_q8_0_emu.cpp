@@ -38,7 +38,7 @@ Point point_with_act(const qt::kernels::KernelFamily& f, int64_t act) {
 
 }  // namespace
 
-TEST_CASE("q8_0_gemm act=0 stays within the fp16-weight bound and act=1 matches int8-quantized activations per output") {
+TEST_CASE("q8_0_gemm act=0 stays within its fp16-weight bound and act=1 matches int8 activations, per output") {
   const auto& f = qt::kernels::find_family("q8_0_gemm");
   const int64_t M = 19, N = 64, K = 256, G = 64;
   const auto shape = f.shape({M, N, K, G}, "per-output bounds");

@@ -102,11 +102,13 @@ __global__ void k_mma_s8(const int8_t* A, const int8_t* B, const int32_t* C, int
   const int acol[4] = {4 * t, 4 * t, 4 * t + 16, 4 * t + 16};
   for (int r = 0; r < 4; ++r) {
     a[r] = 0;
-    for (int j = 0; j < 4; ++j) a[r] |= static_cast<uint32_t>(static_cast<uint8_t>(A[arow[r] * 32 + acol[r] + j])) << (8 * j);
+    for (int j = 0; j < 4; ++j)
+      a[r] |= static_cast<uint32_t>(static_cast<uint8_t>(A[arow[r] * 32 + acol[r] + j])) << (8 * j);
   }
   for (int r = 0; r < 2; ++r) {
     b[r] = 0;
-    for (int j = 0; j < 4; ++j) b[r] |= static_cast<uint32_t>(static_cast<uint8_t>(B[(4 * t + 16 * r + j) * 8 + g])) << (8 * j);
+    for (int j = 0; j < 4; ++j)
+      b[r] |= static_cast<uint32_t>(static_cast<uint8_t>(B[(4 * t + 16 * r + j) * 8 + g])) << (8 * j);
   }
   for (int i = 0; i < 4; ++i) c[i] = C[(g + (i >= 2 ? 8 : 0)) * 8 + 2 * t + (i & 1)];
   qt::mma_m16n8k32_s8(d, a, b, c);
