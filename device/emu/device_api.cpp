@@ -29,6 +29,31 @@ int api_barrier(FiberCtx* c, BarrierKind kind, int pred, const Site* site) {
 
 uint16_t h16(uint32_t reg, int half) { return static_cast<uint16_t>(half ? reg >> 16 : reg & 0xffff); }
 
+// mma.m16n8k32 s8 x s8 + s32: exact integer products, the sum wrapped to 32 bits (no .satfinite). The
+// lanes' C and D slots hold int32 bits.
+void mma_s8_results(Warp& wp) {
+  auto s8 = [](uint32_t reg, int byte) { return static_cast<int64_t>(static_cast<int8_t>(reg >> (8 * byte))); };
+  int64_t A[16][32], B[32][8], C[16][8];
+  for (int l = 0; l < 32; ++l) {
+    const Fiber* fl = wp.lanes[l];
+    int32_t c[4];
+    std::memcpy(c, fl->in.mma.c, sizeof(c));
+    for (int i = 0; i < 16; ++i) A[mma_s8_a_row(l, i)][mma_s8_a_col(l, i)] = s8(fl->in.mma.a[i / 4], i % 4);
+    for (int i = 0; i < 8; ++i) B[mma_s8_b_row(l, i)][mma_s8_b_col(l, i)] = s8(fl->in.mma.b[i / 4], i % 4);
+    for (int i = 0; i < 4; ++i) C[mma_c_row(l, i)][mma_c_col(l, i)] = c[i];
+  }
+  for (int l = 0; l < 32; ++l) {
+    int32_t d[4];
+    for (int i = 0; i < 4; ++i) {
+      const int row = mma_c_row(l, i), col = mma_c_col(l, i);
+      int64_t acc = C[row][col];
+      for (int k = 0; k < 32; ++k) acc += A[row][k] * B[k][col];
+      d[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc)));
+    }
+    std::memcpy(wp.lanes[l]->out.d, d, sizeof(d));
+  }
+}
+
 // The results of a completed warp collective, computed by its last lane `f` for all lanes of `r.mask`.
 void collective_results(Fiber* f, Warp& wp, const Rendezvous& r) {
   Worker& w = *f->w;
@@ -96,6 +121,10 @@ void collective_results(Fiber* f, Warp& wp, const Rendezvous& r) {
       break;
     }
     case kOpMma: {
+      if (sub == static_cast<uint32_t>(MmaKind::kS8S32)) {
+        mma_s8_results(wp);
+        break;
+      }
       const bool bf = sub == 1;
       auto val = [bf](uint16_t h) { return static_cast<double>(bf ? bf16_bits_to_float(h) : half_bits_to_float(h)); };
       double A[16][16], B[16][8], C[16][8];
@@ -157,7 +186,8 @@ void api_mma(FiberCtx* c, MmaKind kind, float* d, const uint32_t* a, const uint3
   std::memcpy(f->in.mma.a, a, 16);
   std::memcpy(f->in.mma.b, b, 8);
   std::memcpy(f->in.mma.c, cin, 16);
-  collective(f, kOpMma | static_cast<uint32_t>(kind), 0xffffffffu, site, true, "mma.sync.m16n8k16");
+  collective(f, kOpMma | static_cast<uint32_t>(kind), 0xffffffffu, site, true,
+             kind == MmaKind::kS8S32 ? "mma.sync.m16n8k32" : "mma.sync.m16n8k16");
   std::memcpy(d, f->out.d, 16);
 }
 

@@ -37,7 +37,7 @@ struct FiberCtx {
 enum class ShflMode : int { kUp = 0, kDown = 1, kBfly = 2, kIdx = 3 };
 enum class VoteKind : int { kBallot = 0, kAny = 1, kAll = 2 };
 enum class BarrierKind : int { kPlain = 0, kCount = 1, kAnd = 2, kOr = 3 };
-enum class MmaKind : int { kF16F32 = 0, kBf16F32 = 1 };
+enum class MmaKind : int { kF16F32 = 0, kBf16F32 = 1, kS8S32 = 2 };  // kS8S32: m16n8k32, int32 bits in C/D
 enum class AtomicOp : int { kAdd, kSub, kMin, kMax, kExch, kCas, kAnd, kOr, kXor };
 enum class AtomicType : int { kI32, kU32, kU64, kF32, kF64 };
 

@@ -106,6 +106,13 @@ inline int mma_b_col(int lane, int /*i*/) { return lane >> 2; }
 inline int mma_c_row(int lane, int i) { return (lane >> 2) + (i >= 2 ? 8 : 0); }
 inline int mma_c_col(int lane, int i) { return 2 * (lane & 3) + (i & 1); }
 
+// ---- mma.m16n8k32 with .s8 operands (PTX "Matrix Fragments for mma.m16n8k32"): A element i (0..15) sits
+// in byte i % 4 of register i / 4, B element i (0..7) in byte i % 4 of register i / 4; C/D as above.
+inline int mma_s8_a_row(int lane, int i) { return (lane >> 2) + (((i >> 2) & 1) ? 8 : 0); }
+inline int mma_s8_a_col(int lane, int i) { return 4 * (lane & 3) + (i & 3) + (i >= 8 ? 16 : 0); }
+inline int mma_s8_b_row(int lane, int i) { return 4 * (lane & 3) + (i & 3) + (i >= 4 ? 16 : 0); }
+inline int mma_s8_b_col(int lane, int /*i*/) { return lane >> 2; }
+
 // ---- ldmatrix: which row/column of matrix m lane l receives in its low (h = 0) / high (h = 1) half -----
 // Non-transposed: row l>>2, column 2(l%4)+h. Transposed: row 2(l%4)+h, column l>>2.
 inline int ldmatrix_row(int lane, int h, bool trans) { return trans ? 2 * (lane & 3) + h : lane >> 2; }

@@ -275,6 +275,15 @@ __forceinline__ void mma_m16n8k16_bf16(float* d, const uint32_t* a, const uint32
   emu::g_api->mma(emu::ctx(), emu::MmaKind::kBf16F32, d, a, b, c, QT_EMU_SITE);
 }
 
+// The executor's mma entry carries fp32 operands; for kS8S32 its C and D slots hold the int32 bits.
+__forceinline__ void mma_m16n8k32_s8(int32_t* d, const uint32_t* a, const uint32_t* b, const int32_t* c,
+                                     QT_EMU_LOC) {
+  float cf[4], df[4];
+  std::memcpy(cf, c, sizeof(cf));
+  emu::g_api->mma(emu::ctx(), emu::MmaKind::kS8S32, df, a, b, cf, QT_EMU_SITE);
+  std::memcpy(d, df, sizeof(df));
+}
+
 template <int kBytes>
 __forceinline__ void cp_async_ca(uint32_t smem_addr, const void* gmem, uint32_t src_bytes = kBytes, QT_EMU_LOC) {
   static_assert(kBytes == 4 || kBytes == 8 || kBytes == 16, "cp.async.ca copies 4, 8 or 16 bytes");

@@ -98,6 +98,16 @@ __device__ __forceinline__ void mma_m16n8k16_bf16(float* d, const uint32_t* a, c
         "f"(c[3]));
 }
 
+// Integer tensor-core MMA (s8 x s8 -> s32, no .satfinite: the s32 accumulation wraps like the emulator's).
+__device__ __forceinline__ void mma_m16n8k32_s8(int32_t* d, const uint32_t* a, const uint32_t* b, const int32_t* c) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%10, %11, %12, %13};\n"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]),
+        "r"(c[3]));
+}
+
 template <int kBytes>
 __device__ __forceinline__ void cp_async_ca(uint32_t smem_addr, const void* gmem, uint32_t src_bytes = kBytes) {
   static_assert(kBytes == 4 || kBytes == 8 || kBytes == 16, "cp.async.ca copies 4, 8 or 16 bytes");

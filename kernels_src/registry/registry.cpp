@@ -10,9 +10,11 @@
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
 #include "kernels_src/embedding/embedding_family.h"
+#include "kernels_src/f16_gemm/f16_gemm_family.h"
 #include "kernels_src/f16_linear/f16_gemv_family.h"
 #include "kernels_src/gate_up/gate_up_family.h"
 #include "kernels_src/norm/rmsnorm_family.h"
+#include "kernels_src/q8_0/q8_family.h"
 #include "kernels_src/sampling/argmax_family.h"
 
 namespace qt::kernels {
@@ -20,7 +22,8 @@ namespace qt::kernels {
 namespace {
 
 std::vector<const KernelFamily*> builtin_families() {
-  // One line per family (or per generated list of families).
+  // One line per family (or per generated list of families). Among families serving the same op, this order
+  // is the runtime's preference when no tuned result decides: decode GEMVs come before GEMMs.
   std::vector<const KernelFamily*> list = {
       &awq::dequant_family(),
       &awq::gemv_family(),
@@ -35,6 +38,9 @@ std::vector<const KernelFamily*> builtin_families() {
       &f16_linear::gemv_family(),
       &gate_up::q8_0_family(),
       &gate_up::awq_int4_family(),
+      &q8_0::gemv_family(),
+      &q8_0::gemm_family(),
+      &f16_gemm::gemm_family(),
   };
   list.insert(list.end(), embedding::families().begin(), embedding::families().end());
   return list;

@@ -15,7 +15,7 @@ using dev::KernelArgs;
 namespace {
 
 const std::vector<std::string> kKernels = {
-    "k_lop3", "k_prmt", "k_dequant", "k_half_ops", "k_mma<false>", "k_mma<true>", "k_ldmatrix",
+    "k_lop3", "k_prmt", "k_dequant", "k_half_ops", "k_mma<false>", "k_mma<true>", "k_mma_s8", "k_ldmatrix",
     "k_shfl", "k_vote", "k_cp_async", "k_atomics", "k_barrier_ops", "k_order"};
 
 std::shared_ptr<dev::Module> wrappers() { return emu::test::module("wrappers.cu", kKernels); }
@@ -184,6 +184,32 @@ TEST_CASE("mma m16n8k16 gathers and scatters every lane and register per the fra
         for (int k = 0; k < 16; ++k) ref += Af[m * 16 + k] * Bf[k * 8 + nn];
         INFO("bf16=" << bf16 << " row " << m << " col " << nn);
         REQUIRE(D[m * 8 + nn] == ref);
+      }
+    }
+  }
+}
+
+TEST_CASE("mma m16n8k32 s8 gathers every byte of every lane per the fragment tables and wraps the s32 sum") {
+  auto& dev = emu::test::device();
+  // The full int8 range, so sign extension of every byte position counts; C is distinct per element. A
+  // second run with C near INT32_MAX checks that the sum wraps (no .satfinite), as the GPU instruction does.
+  for (const int32_t c_base : {0, 2147483647 - 100000}) {
+    std::mt19937 rng(c_base == 0 ? 9 : 10);
+    std::vector<int8_t> A(16 * 32), B(32 * 8);
+    std::vector<int32_t> C(128);
+    for (auto& v : A) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+    for (auto& v : B) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+    for (int i = 0; i < 128; ++i) C[i] = c_base + i * 1000;
+    Buffer bA = upload(A), bB = upload(B), bC = upload(C), bD(dev, 128 * 4);
+    dev.launch(wrappers()->kernel("k_mma_s8"), {{1}, {32}, 0},
+               KernelArgs().add(bA.ptr()).add(bB.ptr()).add(bC.ptr()).add(bD.ptr()));
+    const auto D = bD.download<int32_t>(128);
+    for (int m = 0; m < 16; ++m) {
+      for (int nn = 0; nn < 8; ++nn) {
+        int64_t ref = C[m * 8 + nn];
+        for (int k = 0; k < 32; ++k) ref += int64_t{A[m * 32 + k]} * B[k * 8 + nn];
+        INFO("C base " << c_base << " row " << m << " col " << nn);
+        REQUIRE(D[m * 8 + nn] == static_cast<int32_t>(static_cast<uint32_t>(ref)));
       }
     }
   }

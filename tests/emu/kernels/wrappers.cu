@@ -90,6 +90,31 @@ __global__ void k_half_ops(const uint32_t* a, const uint32_t* b, const uint32_t*
 
 // Every lane of one warp builds the mma fragments from row-major A[16][16], B[k][n] (16x8), C[16][8] using the
 // PTX ISA fragment tables (written out here independently of the emulator), runs mma and stores D the same way.
+// mma.m16n8k32 s8: A[16][32], B[k][n] (32x8) int8 row-major, C[16][8] int32, fragments per the PTX ISA table
+// for .s8: a0-a3 (g, 4t..4t+3), a4-a7 (g+8, 4t..), a8-a11 (g, 16+4t..), a12-a15 (g+8, 16+4t..);
+// b0-b3 (k = 4t.., n = g), b4-b7 (k = 16+4t.., n = g); C/D as for m16n8k16.
+__global__ void k_mma_s8(const int8_t* A, const int8_t* B, const int32_t* C, int32_t* D) {
+  const int lane = threadIdx.x;
+  const int g = lane >> 2, t = lane & 3;
+  uint32_t a[4], b[2];
+  int32_t c[4], d[4];
+  const int arow[4] = {g, g + 8, g, g + 8};
+  const int acol[4] = {4 * t, 4 * t, 4 * t + 16, 4 * t + 16};
+  for (int r = 0; r < 4; ++r) {
+    a[r] = 0;
+    for (int j = 0; j < 4; ++j)
+      a[r] |= static_cast<uint32_t>(static_cast<uint8_t>(A[arow[r] * 32 + acol[r] + j])) << (8 * j);
+  }
+  for (int r = 0; r < 2; ++r) {
+    b[r] = 0;
+    for (int j = 0; j < 4; ++j)
+      b[r] |= static_cast<uint32_t>(static_cast<uint8_t>(B[(4 * t + 16 * r + j) * 8 + g])) << (8 * j);
+  }
+  for (int i = 0; i < 4; ++i) c[i] = C[(g + (i >= 2 ? 8 : 0)) * 8 + 2 * t + (i & 1)];
+  qt::mma_m16n8k32_s8(d, a, b, c);
+  for (int i = 0; i < 4; ++i) D[(g + (i >= 2 ? 8 : 0)) * 8 + 2 * t + (i & 1)] = d[i];
+}
+
 template <bool kBf16>
 __global__ void k_mma(const uint16_t* A, const uint16_t* B, const float* C, float* D) {
   const int lane = threadIdx.x;

@@ -1,0 +1,147 @@
+#pragma once
+// Tensor-core GEMM over fp16 weights: y[M][N] = x[M][K] * W^T, W fp16 [N][K] row-major ("values"), any M and N,
+// K % 8 == 0 (16-byte rows of 8 halves).
+//
+// W's [N][K] layout is the "col" B operand of mma.row.col, so A and B are both k-contiguous fp16 rows in shared
+// memory, read with non-transposed ldmatrix (A: x4 per 16-row fragment; B: x4 per pair of 8-column
+// fragments). Block tile BM x BN, WARPS warps side by side along N, K in steps of BK through a STAGES-deep
+// cp.async pipeline (one commit group per iteration, so wait_group<STAGES-2> means "tile t has landed"; the
+// barrier after it also retires the stage the next copy refills). Rows are padded by 8 halves so the eight
+// 16-byte rows of an ldmatrix fall in distinct banks. Rows past M or N and chunks past K are zero-filled
+// (src-size 0 from a valid address). Split-k: blockIdx.z takes a contiguous range of K tiles and writes fp32
+// partials to ws[z][M][N] for f16_splitk_reduce_kernel.
+#include "kernels_src/common/qt_cuda.h"
+
+template <int BM, int BN, int BK, int WARPS, int STAGES>
+struct F16GemmTile {
+  static constexpr int THREADS = WARPS * 32;
+  static constexpr int STRIDE = BK + 8;  // halves per shared row
+  static constexpr int A_HALVES = BM * STRIDE;
+  static constexpr int STAGE_HALVES = (BM + BN) * STRIDE;
+  static constexpr int WN = BN / WARPS;
+  static constexpr int NF = WN / 8;
+  static constexpr int MF = BM / 16;
+  static_assert(BM % 16 == 0 && BK % 16 == 0 && BN % 64 == 0, "tile shape");
+  static_assert(WN % 8 == 0 && NF >= 1, "each warp needs whole 8-column fragments");
+  static_assert(STAGES >= 2, "the pipeline needs two stages");
+
+  // One operand tile: `rows` rows of BK halves from src (row-major, K per row), rows past `limit` zero.
+  template <int ROWS>
+  static __device__ __forceinline__ void load_rows(__half* dst, const __half* src, int r0, int limit, int k0, int K,
+                                                   int tid) {
+    constexpr int CHUNKS = BK / 8;
+    for (int c = tid; c < ROWS * CHUNKS; c += THREADS) {
+      const int r = c / CHUNKS, cc = c % CHUNKS;
+      const int row = r0 + r, k = k0 + cc * 8;
+      const bool valid = row < limit && k < K;
+      const __half* s = src + (int64_t)min(row, limit - 1) * K + (valid ? k : 0);
+      qt::cp_async_cg16(qt::smem_u32(dst + r * STRIDE + cc * 8), s, valid ? 16u : 0u);
+    }
+  }
+
+  static __device__ __forceinline__ void mma(const __half* stage, float (&acc)[MF][NF][4], int warp, int lane) {
+    const __half* As = stage;
+    const __half* Bs = stage + A_HALVES;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      uint32_t a[MF][4], b[NF][2];
+#pragma unroll
+      for (int mf = 0; mf < MF; ++mf)
+        qt::ldmatrix_x4(a[mf], qt::smem_u32(As + (mf * 16 + (lane & 15)) * STRIDE + kk + (lane >> 4) * 8));
+#pragma unroll
+      for (int nf = 0; nf + 1 < NF; nf += 2) {
+        uint32_t r[4];
+        const int n = warp * WN + (nf + (lane >> 4)) * 8 + (lane & 7);
+        qt::ldmatrix_x4(r, qt::smem_u32(Bs + n * STRIDE + kk + ((lane >> 3) & 1) * 8));
+        b[nf][0] = r[0], b[nf][1] = r[1], b[nf + 1][0] = r[2], b[nf + 1][1] = r[3];
+      }
+      if constexpr (NF % 2 == 1) {
+        const int n = warp * WN + (NF - 1) * 8 + (lane & 7);
+        qt::ldmatrix_x2(b[NF - 1], qt::smem_u32(Bs + n * STRIDE + kk + ((lane >> 3) & 1) * 8));
+      }
+#pragma unroll
+      for (int mf = 0; mf < MF; ++mf)
+#pragma unroll
+        for (int nf = 0; nf < NF; ++nf) qt::mma_m16n8k16_f16(acc[mf][nf], a[mf], b[nf], acc[mf][nf]);
+    }
+  }
+};
+
+template <int BM, int BN, int BK, int WARPS, int STAGES>
+__global__ void __launch_bounds__(WARPS * 32)
+    f16_gemm_kernel(const __half* x, const __half* w, __half* y, float* ws, int M, int N, int K) {
+  using T = F16GemmTile<BM, BN, BK, WARPS, STAGES>;
+  QT_DYNAMIC_SHARED(smem, __half);
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
+  const int ktiles = (K + BK - 1) / BK;
+  const int per_split = (ktiles + (int)gridDim.z - 1) / (int)gridDim.z;
+  const int kt_begin = min(ktiles, (int)blockIdx.z * per_split);
+  const int ntiles = min(ktiles, kt_begin + per_split) - kt_begin;
+
+  float acc[T::MF][T::NF][4];
+#pragma unroll
+  for (int mf = 0; mf < T::MF; ++mf)
+#pragma unroll
+    for (int nf = 0; nf < T::NF; ++nf)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[mf][nf][i] = 0.0f;
+
+  auto load = [&](int s, int kt) {
+    __half* stage = smem + s * T::STAGE_HALVES;
+    T::template load_rows<BM>(stage, x, m0, M, kt * BK, K, tid);
+    T::template load_rows<BN>(stage + T::A_HALVES, w, n0, N, kt * BK, K, tid);
+  };
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < ntiles) load(s, kt_begin + s);
+    qt::cp_async_commit();
+  }
+  for (int t = 0; t < ntiles; ++t) {
+    qt::cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    const int next = t + STAGES - 1;
+    if (next < ntiles) load(next % STAGES, kt_begin + next);
+    qt::cp_async_commit();
+    T::mma(smem + (t % STAGES) * T::STAGE_HALVES, acc, warp, lane);
+  }
+  qt::cp_async_wait<0>();
+
+  const int gid = lane >> 2, t4 = lane & 3;
+#pragma unroll
+  for (int mf = 0; mf < T::MF; ++mf)
+#pragma unroll
+    for (int nf = 0; nf < T::NF; ++nf) {
+      const int col = n0 + warp * T::WN + nf * 8 + 2 * t4;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = m0 + mf * 16 + gid + 8 * h;
+        if (row >= M || col >= N) continue;
+        const float v0 = acc[mf][nf][2 * h], v1 = acc[mf][nf][2 * h + 1];
+        if (gridDim.z == 1) {
+          __half* dst = y + (int64_t)row * N + col;
+          if ((N & 1) == 0) {
+            *reinterpret_cast<uint32_t*>(dst) = qt::cvt_f16x2(v0, v1);
+          } else {
+            dst[0] = __float2half_rn(v0);
+            if (col + 1 < N) dst[1] = __float2half_rn(v1);
+          }
+        } else {
+          float* dst = ws + ((int64_t)blockIdx.z * M + row) * N + col;
+          dst[0] = v0;
+          if (col + 1 < N) dst[1] = v1;
+        }
+      }
+    }
+}
+
+// y[i] = sum over splits of ws[split][i], rounded to fp16 once.
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS) f16_splitk_reduce_kernel(const float* ws, __half* y, int count, int splits) {
+  const int i = blockIdx.x * THREADS + threadIdx.x;
+  if (i >= count) return;
+  float sum = 0.0f;
+  for (int z = 0; z < splits; ++z) sum += ws[(int64_t)z * count + i];
+  y[i] = __float2half_rn(sum);
+}

@@ -1,0 +1,214 @@
+#include "kernels_src/f16_gemm/f16_gemm_family.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "common/half.h"
+#include "common/rng.h"
+#include "family_source_hash.h"
+
+namespace qt::kernels::f16_gemm {
+namespace {
+
+using Role = BufferSpec::Role;
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Mnk {
+  int64_t m, n, k, group;
+};
+Mnk mnk(const Shape& s) { return {s["M"], s["N"], s["K"], s["G"]}; }
+const std::vector<std::string> kDims = {"M", "N", "K", "G"};
+const char* kReduce = "f16_splitk_reduce_kernel<256>";
+
+std::string kernel_name(const Point& p) {
+  std::string s = "f16_gemm_kernel<";
+  bool first = true;
+  for (const char* n : {"bm", "bn", "bk", "warps", "stages"})
+    s += (first ? "" : ", ") + std::to_string(p.at(n)), first = false;
+  return s + ">";
+}
+
+std::vector<uint8_t> half_bytes(const std::vector<uint16_t>& v) {
+  std::vector<uint8_t> b(v.size() * 2);
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+std::vector<uint16_t> halves(const std::vector<uint8_t>& b) {
+  std::vector<uint16_t> v(b.size() / 2);
+  if (!b.empty()) std::memcpy(v.data(), b.data(), b.size());
+  return v;
+}
+
+std::string shape_check(const Point& p, const Shape& shape) {
+  const Mnk s = mnk(shape);
+  if (s.m < 1 || s.n < 1 || s.k < 1) return std::string("M, N and K must be positive");
+  if (s.group != s.k) return "G must equal K for fp16 weights (got G=" + std::to_string(s.group) + ")";
+  if (s.k % 8) return std::string("K must be a multiple of 8 (16-byte rows of fp16)");
+  constexpr int64_t kMaxI32 = INT32_MAX;
+  if (s.m > kMaxI32 / s.n || s.m > kMaxI32 / s.k || s.n > kMaxI32 / s.k)
+    return std::string("M*N, M*K and N*K must stay below 2^31 (32-bit kernel indexing)");
+  if (p.at("split_k") > cdiv(s.k, p.at("bk"))) return std::string("split_k exceeds the number of K tiles");
+  return std::string();
+}
+
+HostBuffers make_inputs(const Shape& shape, uint64_t seed) {
+  const Mnk s = mnk(shape);
+  Rng rng(seed);
+  std::vector<uint16_t> x(size_t(s.m * s.k)), w(size_t(s.n * s.k));
+  for (auto& v : w) v = float_to_half_bits(static_cast<float>(0.2 * rng.uniform() - 0.1));
+  for (auto& v : x) v = float_to_half_bits(static_cast<float>(2.0 * rng.uniform() - 1.0));
+  return {{"x", half_bytes(x)}, {"values", half_bytes(w)}};
+}
+
+// Exact products of fp16 operands summed in double. The kernel sums them in fp32 (mma steps of 16, K/16 tile
+// steps, the split-k sum): at most K/8 + 64 roundings along any path, each within 2^-24 of a partial sum
+// bounded by sum |x * w|; the fp16 output adds half an ulp (rel 2^-11, 2^-10 leaves slack) or, near zero,
+// half the subnormal spacing.
+std::vector<Expected> reference(const Shape& shape, const HostBuffers& in) {
+  const Mnk s = mnk(shape);
+  const std::vector<uint16_t> x = halves(in.at("x")), w = halves(in.at("values"));
+  std::vector<float> wf(w.size());
+  for (size_t i = 0; i < w.size(); ++i) wf[i] = half_bits_to_float(w[i]);
+  Expected e;
+  e.buffer = "y";
+  e.values.resize(size_t(s.m * s.n));
+  double bound = 0;
+  std::vector<double> xr(size_t(s.k));
+  for (int64_t m = 0; m < s.m; ++m) {
+    for (int64_t k = 0; k < s.k; ++k) xr[size_t(k)] = half_bits_to_float(x[size_t(m * s.k + k)]);
+    for (int64_t n = 0; n < s.n; ++n) {
+      const float* wr = wf.data() + n * s.k;
+      double y = 0, abs_sum = 0;
+      for (int64_t k = 0; k < s.k; ++k) {
+        y += xr[size_t(k)] * wr[k];
+        abs_sum += std::abs(xr[size_t(k)] * wr[k]);
+      }
+      e.values[size_t(m * s.n + n)] = static_cast<float>(y);
+      bound = std::max(bound, abs_sum);
+    }
+  }
+  e.abs_tol = double(s.k / 8 + 64) * std::ldexp(1.0, -24) * bound + std::ldexp(1.0, -24);
+  e.rel_tol = std::ldexp(1.0, -10);
+  return {e};
+}
+
+// The fp16-weight linear layers: with weights, those whose file type the backend holds as fp16 (F16, and
+// F32/BF16 converted), first layer and lm_head; with only a config, the lm_head (fp16 in AWQ files).
+std::vector<Shape> model_shapes(const ModelConfig& c, const ModelWeights* w, int64_t m) {
+  std::map<std::pair<int64_t, int64_t>, std::string> seen;
+  std::vector<std::pair<int64_t, int64_t>> order;
+  auto add = [&](const std::string& label, const QTensor* t) {
+    if (!t || t->empty()) return;
+    if (t->type != WeightType::F16 && t->type != WeightType::BF16 && t->type != WeightType::F32) return;
+    const auto key = std::make_pair(t->rows, t->cols);
+    if (!seen.count(key)) order.push_back(key);
+    seen[key] += (seen[key].empty() ? "" : "+") + label;
+  };
+  if (w) {
+    if (!w->layers.empty()) {
+      const LayerWeights& l = w->layers[0];
+      add("wq", &l.wq), add("wk", &l.wk), add("wv", &l.wv), add("wo", &l.wo);
+      add("w1", &l.w1), add("w3", &l.w3), add("w2", &l.w2);
+      if (!l.expert_w1.empty()) {
+        add("expert.w1", &l.expert_w1[0]), add("expert.w3", &l.expert_w3[0]), add("expert.w2", &l.expert_w2[0]);
+      }
+    }
+    add("lm_head", &w->classifier);
+  } else {
+    order.push_back({c.vocab_size, c.dim});
+    seen[order.back()] = "lm_head";
+  }
+  std::vector<Shape> out;
+  for (const auto& key : order) out.push_back(Shape{kDims, {m, key.first, key.second, key.second}, seen[key]});
+  return out;
+}
+
+KernelFamily make() {
+  KernelFamily f;
+  f.name = "f16_gemm";
+  f.op = "linear";
+  f.weight_types = {WeightType::F16};
+  f.dtypes = linear_dtypes(WeightType::F16, DType::F16, DType::F16);
+  f.dims = kDims;
+  f.source_hash = kFamilySourceHash;
+  f.source = "f16_gemm/f16_gemm.cuh";
+  f.summary = "fp16-weight tensor-core GEMM: cp.async pipeline, ldmatrix, mma.m16n8k16 (f32), split-k";
+  f.min_sm = 80;
+  f.params = {{"bm", {16, 32, 64}, 32, "tile rows (M)"},
+              {"bn", {64, 128}, 64, "tile columns (N)"},
+              {"bk", {32, 64}, 32, "tile depth (K)"},
+              {"warps", {2, 4, 8}, 4, "warps per block, side by side along N"},
+              {"stages", {2, 3, 4}, 3, "cp.async pipeline stages"},
+              {"split_k", {1, 2, 4}, 1, "blocks along K (fp32 workspace + reduction when > 1)"}};
+  f.defaults = {{{"bm", 16}, {"bn", 64}, {"bk", 32}, {"warps", 2}, {"stages", 2}, {"split_k", 2}},
+                {{"bm", 32}, {"bn", 64}, {"bk", 32}, {"warps", 4}, {"stages", 3}, {"split_k", 1}},
+                {{"bm", 64}, {"bn", 128}, {"bk", 64}, {"warps", 4}, {"stages", 3}, {"split_k", 1}}};
+  f.point_constraint = [](const Point& p) {
+    const int64_t nf = p.at("bn") / (8 * p.at("warps"));
+    if (nf < 1) return std::string("fewer than 8 columns per warp");
+    if (p.at("bm") / 16 * nf * 4 > 128) return std::string("more than 128 fp32 accumulators per thread");
+    return std::string();
+  };
+  f.shape_constraint = shape_check;
+  f.kernels = [](const Point& p) {
+    std::vector<std::string> k = {kernel_name(p)};
+    if (p.at("split_k") > 1) k.push_back(kReduce);
+    return k;
+  };
+  f.plan = [](const Point& p, const Shape& shape) {
+    const Mnk s = mnk(shape);
+    const int64_t split = p.at("split_k");
+    LaunchPlan plan;
+    plan.buffers = {{"x", DType::F16, s.m * s.k, Role::Input},
+                    {"values", DType::F16, s.n * s.k, Role::Input},
+                    {"y", DType::F16, s.m * s.n, Role::Output},
+                    {"ws", DType::F32, split > 1 ? split * s.m * s.n : 1, Role::Workspace}};
+    Launch l;
+    l.kernel = kernel_name(p);
+    l.grid.x = static_cast<uint32_t>(cdiv(s.n, p.at("bn")));
+    l.grid.y = static_cast<uint32_t>(cdiv(s.m, p.at("bm")));
+    l.grid.z = static_cast<uint32_t>(split);
+    l.block.x = static_cast<uint32_t>(32 * p.at("warps"));
+    l.dynamic_smem = smem_bytes(p);
+    l.args = {KernelArg::buf("x"),  KernelArg::buf("values"), KernelArg::buf("y"),  KernelArg::buf("ws"),
+              KernelArg::i32(s.m), KernelArg::i32(s.n),       KernelArg::i32(s.k)};
+    plan.launches.push_back(l);
+    if (split > 1) {
+      Launch r;
+      r.kernel = kReduce;
+      r.grid.x = static_cast<uint32_t>(cdiv(s.m * s.n, 256));
+      r.block.x = 256;
+      r.args = {KernelArg::buf("ws"), KernelArg::buf("y"), KernelArg::i32(s.m * s.n), KernelArg::i32(split)};
+      plan.launches.push_back(r);
+    }
+    return plan;
+  };
+  f.make_inputs = make_inputs;
+  f.reference = reference;
+  f.probe_shape = Shape{kDims, {64, 1024, 4096, 4096}, "probe"};
+  f.test_shapes = {Shape{kDims, {17, 128, 1024, 1024}, "Qwen3-0.6B lm_head prefill: M=17, N cut to 128"},
+                   Shape{kDims, {3, 72, 200, 200}, "odd: M=3, N=72 (a partial N tile), K=200 (a partial K tile)"},
+                   Shape{kDims, {70, 160, 160, 160}, "M=70: tails in every M tile; N=160"},
+                   Shape{kDims, {5, 37, 64, 64}, "odd N=37 (scalar stores), one K tile"},
+                   Shape{kDims, {1, 64, 1000, 1000}, "M=1, K=1000 (a partial K tile)"}};
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) { return model_shapes(c, w, 256); };
+  return f;
+}
+
+}  // namespace
+
+int64_t smem_bytes(const Point& p) {
+  // Mirrors F16GemmTile: A and B tiles of BK + 8 halves per row, per stage.
+  return p.at("stages") * (p.at("bm") + p.at("bn")) * (p.at("bk") + 8) * 2;
+}
+
+const KernelFamily& gemm_family() {
+  static const KernelFamily f = make();
+  return f;
+}
+
+}  // namespace qt::kernels::f16_gemm
