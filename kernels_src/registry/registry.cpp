@@ -8,6 +8,7 @@
 #include "common/paths.h"
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
+#include "kernels_src/rope_kv/rope_kv_family.h"
 
 namespace qt::kernels {
 
@@ -23,6 +24,7 @@ std::vector<const KernelFamily*> builtin_families() {
       &cpu_matvec::int8_sym_family(),
       &cpu_matvec::int8_asym_family(),
       &cpu_matvec::awq_int4_family(),
+      &rope_kv::qk_norm_rope_kv_family(),
   };
 }
 
