@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/paths.h"
+#include "kernels_src/attention/attention_family.h"
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
 #include "kernels_src/rope_kv/rope_kv_family.h"
@@ -25,6 +26,8 @@ std::vector<const KernelFamily*> builtin_families() {
       &cpu_matvec::int8_asym_family(),
       &cpu_matvec::awq_int4_family(),
       &rope_kv::qk_norm_rope_kv_family(),
+      &attention::decode_family(),
+      &attention::prefill_family(),
   };
 }
 
