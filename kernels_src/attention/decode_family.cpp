@@ -39,9 +39,10 @@ KernelFamily make_decode() {
   f.params = {{"threads", {64, 128, 256}, 128, "threads per block"},
               {"tile", {16, 32, 64, 128}, 32, "context tokens per shared-memory tile"},
               {"stages", {2, 3}, 2, "cp.async pipeline stages of K/V tiles"},
-              {"splits", {1, 2, 4, 8, 16, 32}, 1, "blocks along the context (fp32 partials + combine when > 1)"}};
-  f.defaults = {{{"threads", 128}, {"tile", 32}, {"stages", 2}, {"splits", 1}},
-                {{"threads", 256}, {"tile", 64}, {"stages", 2}, {"splits", 8}},
+              {"splits", {1, 2, 4, 8, 16, 32}, 8, "blocks along the context (fp32 partials + combine when > 1)"}};
+  // The first default is the untuned fallback: 8 splits keep a GPU busy at long contexts with few KV heads.
+  f.defaults = {{{"threads", 128}, {"tile", 32}, {"stages", 2}, {"splits", 8}},
+                {{"threads", 256}, {"tile", 64}, {"stages", 2}, {"splits", 1}},
                 {{"threads", 64}, {"tile", 16}, {"stages", 3}, {"splits", 4}}};
   f.point_constraint = [](const Point& p) {
     // K and V tiles at head dim 128 within 160 KiB leave room for the rest on every target that has it.
@@ -102,7 +103,8 @@ KernelFamily make_decode() {
                    Shape{kDims, {1, 4, 2, 40, 128, 70}, "tiny dense: D=40, context 71"},
                    Shape{kDims, {1, 6, 2, 32, 16, 0}, "D=32, first token: context 1"},
                    Shape{kDims, {1, 8, 1, 48, 160, 130}, "D=48, 8 query heads on one KV head, context 131"},
-                   Shape{kDims, {1, 2, 2, 40, 37, 36}, "no GQA, the cache full: context C=37"}};
+                   Shape{kDims, {1, 2, 2, 40, 37, 36}, "no GQA, the cache full: context C=37"},
+                   Shape{kDims, {1, 16, 8, 128, 2048, 1800}, "Qwen3-0.6B heads, context 1801: many tiles per split"}};
   return f;
 }
 

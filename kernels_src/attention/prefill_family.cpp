@@ -80,7 +80,8 @@ KernelFamily make_prefill() {
                    Shape{kDims, {17, 4, 2, 40, 64, 5}, "tiny dense: D=40, 17 tokens after 5 cached"},
                    Shape{kDims, {33, 6, 2, 32, 40, 0}, "D=32, GQA ratio 3, 33 tokens"},
                    Shape{kDims, {1, 3, 1, 48, 128, 100}, "D=48, one token after 100 cached"},
-                   Shape{kDims, {70, 2, 1, 40, 100, 30}, "D=40, 70 tokens after 30: tails in every tile size"}};
+                   Shape{kDims, {70, 2, 1, 40, 100, 30}, "D=40, 70 tokens after 30: tails in every tile size"},
+                   Shape{kDims, {96, 4, 2, 128, 300, 170}, "D=128, 96 tokens after 170: deep key pipeline"}};
   return f;
 }
 

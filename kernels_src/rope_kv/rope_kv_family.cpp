@@ -176,7 +176,8 @@ KernelFamily make_family() {
   f.test_shapes = {Shape{kDims, {2, 16, 8, 128, 8, 5}, "Qwen3-0.6B heads, two tokens at pos 5"},
                    Shape{kDims, {5, 4, 2, 40, 16, 3}, "tiny dense: D=40, prefill of 5 after 3 cached"},
                    Shape{kDims, {3, 6, 2, 32, 120, 117}, "D=32, last rows of the cache"},
-                   Shape{kDims, {1, 3, 1, 48, 2000, 1500}, "D=48 decode at position 1500"}};
+                   Shape{kDims, {1, 3, 1, 48, 2000, 1500}, "D=48 decode at position 1500"},
+                   Shape{kDims, {64, 16, 8, 128, 200, 100}, "Qwen3-0.6B heads, prefill of 64 after 100"}};
   return f;
 }
 

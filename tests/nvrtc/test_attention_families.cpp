@@ -117,11 +117,12 @@ TEST_CASE("the kernels read pos0 from the device buffer: a plan built for one po
     const KernelFamily& f = qt::kernels::find_family(c.family);
     const Shape planned = f.shape(c.planned, "planned"), run = f.shape(c.run, "run");
     const auto inputs = f.make_inputs(run, 3);
+    const auto module = qt::plan::load_family_module(dev, f, f.default_points());
     for (const auto& point : f.default_points()) {
       INFO(c.family << " " << qt::kernels::point_key(point));
       if (!f.shape_constraint(point, planned).empty()) continue;
       // The plan's launches come from `planned` (P = planned pos0); the buffers hold `run`'s inputs, pos included.
-      const auto r = qt::plan::verify_point_with(&dev, f, point, planned, inputs, f.reference(run, inputs));
+      const auto r = qt::plan::verify_point_with(&dev, f, point, planned, inputs, f.reference(run, inputs), module);
       CHECK(r.message == "");
     }
   }
