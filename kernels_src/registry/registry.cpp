@@ -1,12 +1,7 @@
-#include "kernels_src/registry/registry.h"
-
-#include <fstream>
-#include <mutex>
-#include <sstream>
-
 #include "common/error.h"
 #include "common/paths.h"
 #include "kernels_src/activation/swiglu_family.h"
+#include "kernels_src/attention/attention_family.h"
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
 #include "kernels_src/embedding/embedding_family.h"
@@ -15,7 +10,12 @@
 #include "kernels_src/gate_up/gate_up_family.h"
 #include "kernels_src/norm/rmsnorm_family.h"
 #include "kernels_src/q8_0/q8_family.h"
+#include "kernels_src/registry/registry.h"
+#include "kernels_src/rope_kv/rope_kv_family.h"
 #include "kernels_src/sampling/argmax_family.h"
+#include <fstream>
+#include <mutex>
+#include <sstream>
 
 namespace qt::kernels {
 
@@ -41,6 +41,9 @@ std::vector<const KernelFamily*> builtin_families() {
       &q8_0::gemv_family(),
       &q8_0::gemm_family(),
       &f16_gemm::gemm_family(),
+      &rope_kv::qk_norm_rope_kv_family(),
+      &attention::decode_family(),
+      &attention::prefill_family(),
   };
   list.insert(list.end(), embedding::families().begin(), embedding::families().end());
   return list;

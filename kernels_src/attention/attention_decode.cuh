@@ -1,0 +1,230 @@
+#pragma once
+// Flash-decoding for one query token at position pos0 = pos[0]: it attends to cache rows 0 .. pos0.
+//
+// Grid (KVH, splits): block (g, s) serves all R = H / KVH query heads of KV head g (grouped-query attention:
+// every K/V row is loaded once for R heads) over split s of the context. The context is cut into TILE-token
+// tiles and the tiles into `splits` equal runs, from pos0 at run time, so the grid never depends on pos0; a
+// split past the end writes a neutral partial (max -inf, sum 0, acc 0).
+//
+// Per tile (STAGES-deep cp.async pipeline of K and V tiles in shared memory, rows padded to an odd number of
+// 16-byte chunks so threads reading different rows hit different banks):
+//   1. scores: one thread per (head, token), a D-long fp32 dot of the fp16 K row with the fp32 query;
+//   2. online softmax: one warp per head updates the running max m and sum l and turns scores into p;
+//   3. p V: each thread owns (head, 8-column chunk, token group) accumulators in shared memory (the count of
+//      them depends on R and D, known only at run time), rescales them by exp(m_old - m_new) and adds its tokens.
+// The block's result is either final (one split: out = acc / l in fp16) or a partial (m, l, acc) in the fp32
+// workspace for attention_decode_combine_kernel.
+//
+// Workspace layout (splits > 1): ml[splits][H][2] (max, sum), then acc[splits][H][D].
+#include "kernels_src/common/qt_cuda.h"
+
+namespace attn_decode {
+
+// -inf (NVRTC has no INFINITY macro and no constexpr spelling of it).
+__device__ __forceinline__ float neg_inf() { return __uint_as_float(0xff800000u); }
+
+// Row stride of a K/V tile in halves: D padded to an odd number of 16-byte chunks (conflict-free row reads).
+__device__ __forceinline__ int row_stride(int D) { return ((D / 8) % 2 == 1) ? D : D + 8; }
+
+// Accumulator slots: (head, chunk) pairs times token groups; TG groups share the threads when pairs are few.
+__device__ __forceinline__ int token_groups(int pairs, int threads) { return pairs >= threads ? 1 : threads / pairs; }
+
+__device__ __forceinline__ void load_f16x8(const __half* p, float (&out)[8]) {
+  const uint4 v = *reinterpret_cast<const uint4*>(p);
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    out[2 * i] = __half2float(__ushort_as_half((unsigned short)(w[i] & 0xffffu)));
+    out[2 * i + 1] = __half2float(__ushort_as_half((unsigned short)(w[i] >> 16)));
+  }
+}
+
+// cp.async of rows [j0, j0 + TILE) of one KV head into a tile; rows at or past `end` are zero-filled (their
+// probabilities are 0, and 0 * NaN from stale shared memory would poison the sum).
+template <int THREADS, int TILE>
+__device__ __forceinline__ void load_tile(__half* dst, const __half* cache, int j0, int end, int ld, int head_off,
+                                          int chunks, int stride, int tid) {
+  for (int c = tid; c < TILE * chunks; c += THREADS) {
+    const int r = c / chunks, cc = c % chunks;
+    const bool ok = j0 + r < end;
+    const __half* src = cache + (ok ? (int64_t)(j0 + r) * ld + head_off + cc * 8 : 0);
+    qt::cp_async_cg16(qt::smem_u32(dst + r * stride + cc * 8), src, ok ? 16u : 0u);
+  }
+}
+
+}  // namespace attn_decode
+
+// Minimum one block per SM: without it ptxas (sm_90) trims registers to 64 for occupancy and spills, though
+// shared memory already caps the blocks per SM.
+template <int THREADS, int TILE, int STAGES>
+__global__ void __launch_bounds__(THREADS, 1)
+    attention_decode_kernel(const __half* q, const __half* k_cache, const __half* v_cache, const int* pos,
+                            __half* out, float* ws, int H, int KVH, int D, int C) {
+  static_assert(THREADS % 32 == 0 && TILE % 16 == 0 && STAGES >= 2, "block, tile and pipeline shape");
+  constexpr int WARPS = THREADS / 32;
+  const float minus_inf = attn_decode::neg_inf();
+  QT_DYNAMIC_SHARED(smem, unsigned char);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
+  const int R = H / KVH, chunks = D / 8, stride = attn_decode::row_stride(D);
+  const int pairs = R * chunks, groups = attn_decode::token_groups(pairs, THREADS);
+  const int ld = KVH * D, head_off = g * D;
+
+  // Shared memory: K tiles, V tiles (16-byte aligned rows), then fp32 q, scores, accumulators, statistics.
+  __half* Ks = reinterpret_cast<__half*>(smem);
+  __half* Vs = Ks + STAGES * TILE * stride;
+  float* qs = reinterpret_cast<float*>(Vs + STAGES * TILE * stride);
+  float* S = qs + R * D;
+  float* acc = S + R * TILE;
+  float* st_m = acc + groups * pairs * 8;
+  float* st_l = st_m + R;
+  float* st_a = st_l + R;
+
+  // The context is rows 0 .. pos0; a pos0 outside the cache is clamped so every access stays in bounds.
+  const int len = min(max(*pos + 1, 1), C);
+  const int tiles = (len + TILE - 1) / TILE;
+  const int per_split = (tiles + splits - 1) / splits;
+  const int t_begin = min(tiles, split * per_split);
+  const int ntiles = min(tiles, t_begin + per_split) - t_begin;
+
+  for (int i = tid; i < R * D; i += THREADS) qs[i] = __half2float(q[(int64_t)g * R * D + i]);
+  for (int i = tid; i < R; i += THREADS) st_m[i] = minus_inf, st_l[i] = 0.0f;
+  for (int w = tid; w < groups * pairs; w += THREADS)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[w * 8 + e] = 0.0f;
+
+#pragma unroll 1
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < ntiles) {
+      const int j0 = (t_begin + s) * TILE;
+      attn_decode::load_tile<THREADS, TILE>(Ks + s * TILE * stride, k_cache, j0, len, ld, head_off, chunks, stride, tid);
+      attn_decode::load_tile<THREADS, TILE>(Vs + s * TILE * stride, v_cache, j0, len, ld, head_off, chunks, stride, tid);
+    }
+    qt::cp_async_commit();
+  }
+
+  const float scale = rsqrtf((float)D);
+  for (int t = 0; t < ntiles; ++t) {
+    qt::cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    const int next = t + STAGES - 1;
+    if (next < ntiles) {
+      const int j0 = (t_begin + next) * TILE, slot = next % STAGES;
+      attn_decode::load_tile<THREADS, TILE>(Ks + slot * TILE * stride, k_cache, j0, len, ld, head_off, chunks, stride, tid);
+      attn_decode::load_tile<THREADS, TILE>(Vs + slot * TILE * stride, v_cache, j0, len, ld, head_off, chunks, stride, tid);
+    }
+    qt::cp_async_commit();
+    const __half* Kt = Ks + (t % STAGES) * TILE * stride;
+    const __half* Vt = Vs + (t % STAGES) * TILE * stride;
+    const int valid = min(TILE, len - (t_begin + t) * TILE);
+
+    // 1. scores
+    for (int w = tid; w < R * TILE; w += THREADS) {
+      const int r = w / TILE, tt = w % TILE;
+      float s = minus_inf;
+      if (tt < valid) {
+        float dot = 0.0f;
+        for (int c = 0; c < chunks; ++c) {
+          float kv[8];
+          attn_decode::load_f16x8(Kt + tt * stride + c * 8, kv);
+          const float4 q0 = *reinterpret_cast<const float4*>(qs + r * D + c * 8);
+          const float4 q1 = *reinterpret_cast<const float4*>(qs + r * D + c * 8 + 4);
+          dot += q0.x * kv[0] + q0.y * kv[1] + q0.z * kv[2] + q0.w * kv[3];
+          dot += q1.x * kv[4] + q1.y * kv[5] + q1.z * kv[6] + q1.w * kv[7];
+        }
+        s = dot * scale;
+      }
+      S[w] = s;
+    }
+    __syncthreads();
+
+    // 2. online softmax, a warp per head
+    for (int r = warp; r < R; r += WARPS) {
+      float mx = minus_inf;
+      for (int tt = lane; tt < TILE; tt += 32) mx = fmaxf(mx, S[r * TILE + tt]);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      const float m_old = st_m[r];
+      const float m_new = fmaxf(m_old, mx);  // finite: every tile holds at least one valid token
+      float sum = 0.0f;
+      for (int tt = lane; tt < TILE; tt += 32) {
+        const float p = __expf(S[r * TILE + tt] - m_new);  // exp(-inf) = 0 for the padding rows
+        S[r * TILE + tt] = p;
+        sum += p;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      __syncwarp();  // every lane has read st_m[r]
+      if (lane == 0) {
+        const float alpha = __expf(m_old - m_new);  // 0 on the first tile (m_old = -inf)
+        st_m[r] = m_new;
+        st_l[r] = st_l[r] * alpha + sum;
+        st_a[r] = alpha;
+      }
+    }
+    __syncthreads();
+
+    // 3. acc = acc * alpha + p V
+    for (int w = tid; w < groups * pairs; w += THREADS) {
+      const int grp = w / pairs, pr = w % pairs, r = pr / chunks, c = pr % chunks;
+      const float alpha = st_a[r];
+      float a[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) a[e] = acc[w * 8 + e] * alpha;
+      for (int tt = grp; tt < valid; tt += groups) {
+        const float p = S[r * TILE + tt];
+        float vv[8];
+        attn_decode::load_f16x8(Vt + tt * stride + c * 8, vv);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) a[e] += p * vv[e];
+      }
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[w * 8 + e] = a[e];
+    }
+  }
+  qt::cp_async_wait<0>();
+  __syncthreads();
+
+  // Token groups summed; the final output, or this split's partial.
+  for (int i = tid; i < R * D; i += THREADS) {
+    const int r = i / D, d = i % D, pr = r * chunks + d / 8, e = d % 8;
+    float sum = 0.0f;
+    for (int grp = 0; grp < groups; ++grp) sum += acc[(grp * pairs + pr) * 8 + e];
+    const int h = g * R + r;
+    if (splits == 1) {
+      out[(int64_t)h * D + d] = __float2half_rn(__fdividef(sum, st_l[r]));
+    } else {
+      if (d == 0) {
+        ws[2 * ((int64_t)split * H + h)] = st_m[r];
+        ws[2 * ((int64_t)split * H + h) + 1] = st_l[r];
+      }
+      ws[(int64_t)splits * H * 2 + ((int64_t)split * H + h) * D + d] = sum;
+    }
+  }
+}
+
+// out[h][d] = sum_s e^(m_s - M) acc_s[h][d] / sum_s e^(m_s - M) l_s, M = max_s m_s; neutral partials
+// (m = -inf) weigh 0. One block per query head.
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS)
+    attention_decode_combine_kernel(const float* ws, __half* out, int H, int D, int splits) {
+  const int h = blockIdx.x;
+  const float* ml = ws;
+  const float* acc = ws + (int64_t)splits * H * 2;
+  float mx = attn_decode::neg_inf();
+  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, ml[2 * ((int64_t)s * H + h)]);
+  float l = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float m = ml[2 * ((int64_t)s * H + h)];
+    if (m != attn_decode::neg_inf()) l += ml[2 * ((int64_t)s * H + h) + 1] * __expf(m - mx);
+  }
+  const float inv_l = __fdividef(1.0f, l);
+  for (int d = threadIdx.x; d < D; d += THREADS) {
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const float m = ml[2 * ((int64_t)s * H + h)];
+      if (m != attn_decode::neg_inf()) sum += acc[((int64_t)s * H + h) * D + d] * __expf(m - mx);
+    }
+    out[(int64_t)h * D + d] = __float2half_rn(sum * inv_l);
+  }
+}

@@ -1,0 +1,21 @@
+#pragma once
+// Attention over the fp16 KV cache that qk_norm_rope_kv fills (sources in this folder). Both families take
+// dims {M, H, KVH, D, C, P} and buffers "q" [M][H*D], "k_cache" / "v_cache" [C][KVH*D], "pos" (i32, pos0: the
+// tokens cached before this call) and write "out" [M][H*D]; query i sits at position pos0 + i and attends to
+// cache rows 0 .. pos0 + i, scaled by D^-0.5, softmax in fp32.
+//   attention_decode   M = 1: flash-decoding, context split over blocks (`splits`) + a combine launch, one
+//                      block per KV head serving its H/KVH query heads (GQA)
+//   attention_prefill  any M: causal flash attention on tensor cores (ldmatrix + mma.m16n8k16, fp32 online
+//                      softmax), head dims up to `dmax`
+#include "kernels_src/registry/family.h"
+
+namespace qt::kernels::attention {
+
+const KernelFamily& decode_family();
+const KernelFamily& prefill_family();
+
+// Dynamic shared memory of a point (decode also depends on the GQA ratio and head dim of the shape).
+int64_t decode_smem_bytes(const Point& p, int64_t heads_per_kv, int64_t head_dim);
+int64_t prefill_smem_bytes(const Point& p);
+
+}  // namespace qt::kernels::attention

@@ -1,0 +1,119 @@
+#include "kernels_src/attention/attention_problem.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+
+#include "common/half.h"
+#include "common/rng.h"
+
+namespace qt::kernels::attention {
+
+const std::vector<std::string> kDims = {"M", "H", "KVH", "D", "C", "P"};
+
+namespace {
+
+using Role = BufferSpec::Role;
+
+std::vector<uint16_t> halves(const std::vector<uint8_t>& b) {
+  std::vector<uint16_t> v(b.size() / 2);
+  if (!b.empty()) std::memcpy(v.data(), b.data(), v.size() * 2);
+  return v;
+}
+std::vector<uint8_t> bytes(const std::vector<uint16_t>& v) {
+  std::vector<uint8_t> b(v.size() * 2);
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+}  // namespace
+
+AttentionProblem problem(const Shape& s) {
+  AttentionProblem p;
+  p.m = s["M"], p.heads = s["H"], p.kv_heads = s["KVH"], p.head_dim = s["D"], p.capacity = s["C"], p.pos0 = s["P"];
+  return p;
+}
+
+std::string shape_check(const AttentionProblem& p) {
+  if (p.m < 1 || p.heads < 1 || p.kv_heads < 1 || p.head_dim < 1 || p.capacity < 1)
+    return "M, H, KVH, D and C must be positive";
+  if (p.heads % p.kv_heads) return "H must be a multiple of KVH (grouped-query attention)";
+  if (p.head_dim % 8) return "the head dim D must be a multiple of 8 (16-byte rows)";
+  if (p.pos0 < 0 || p.pos0 + p.m > p.capacity) return "the queries' rows P .. P+M-1 must be in the cache: P + M <= C";
+  if (p.capacity > INT32_MAX / 2 || p.m * p.heads * p.head_dim > INT32_MAX)
+    return "C and M*H*D must stay below 2^31 (32-bit kernel indexing)";
+  return "";
+}
+
+std::vector<BufferSpec> attention_buffers(const AttentionProblem& p) {
+  const int64_t qd = p.heads * p.head_dim, kvd = p.kv_heads * p.head_dim;
+  return {{"q", DType::F16, p.m * qd, Role::Input},
+          {"k_cache", DType::F16, p.capacity * kvd, Role::Input},
+          {"v_cache", DType::F16, p.capacity * kvd, Role::Input},
+          {"pos", DType::I32, 1, Role::Input},
+          {"out", DType::F16, p.m * qd, Role::Output}};
+}
+
+// Scores need a spread for the softmax to be more than an average: q and k in [-2, 2) give
+// D^-0.5 * q.k a standard deviation of about 4/3.
+HostBuffers make_attention_inputs(const Shape& shape, uint64_t seed) {
+  const AttentionProblem p = problem(shape);
+  const int64_t qd = p.heads * p.head_dim, kvd = p.kv_heads * p.head_dim, used = (p.pos0 + p.m) * kvd;
+  Rng rng(seed);
+  auto fill = [&](int64_t n, int64_t live, double lo, double hi) {
+    std::vector<uint16_t> v(static_cast<size_t>(n), uint16_t(0x7E00));  // fp16 quiet NaN
+    for (int64_t i = 0; i < live; ++i) v[size_t(i)] = float_to_half_bits(float(lo + (hi - lo) * rng.uniform()));
+    return v;
+  };
+  HostBuffers in;
+  in["q"] = bytes(fill(p.m * qd, p.m * qd, -2, 2));
+  in["k_cache"] = bytes(fill(p.capacity * kvd, used, -2, 2));
+  in["v_cache"] = bytes(fill(p.capacity * kvd, used, -1, 1));
+  const int32_t pos0 = static_cast<int32_t>(p.pos0);
+  in["pos"].resize(4);
+  std::memcpy(in["pos"].data(), &pos0, 4);
+  return in;
+}
+
+// Tolerance, relative to max|v| (which bounds |out|):
+//  * a score is an fp32 sum of D exact fp16 products: its error is at most D * 2^-24 * sum|q k| (times the
+//    scale), and an error e in the scores moves the normalised weights by a factor within exp(+-2e);
+//  * __expf and the fp32 sums of l and of p v over P + M keys: 2^-18 + (P + M) * 2^-24;
+//  * prefill rounds each weight to fp16 before P V (l keeps the fp32 weights): up to 2^-11, given 2^-10;
+//  * the fp16 output rounds once: rel 2^-10 covers it.
+Expected expected_attention(const Shape& shape, const HostBuffers& in, bool p_in_fp16) {
+  const AttentionProblem p = problem(shape);
+  const AttentionResult r = reference_attention(p, halves(in.at("q")), halves(in.at("k_cache")), halves(in.at("v_cache")));
+  Expected e;
+  e.buffer = "out";
+  e.values.assign(r.out.begin(), r.out.end());
+  const double score_err = double(p.head_dim) * std::ldexp(1.0, -24) * r.max_score;
+  e.abs_tol = r.max_abs_v * (2.0 * score_err + std::ldexp(1.0, -18) + double(p.pos0 + p.m) * std::ldexp(1.0, -24) +
+                             (p_in_fp16 ? std::ldexp(1.0, -10) : 0.0));
+  e.rel_tol = std::ldexp(1.0, -10);
+  return e;
+}
+
+std::vector<Shape> decode_model_shapes(const ModelConfig& c) {
+  const int64_t cap = std::max<int64_t>(c.max_seq_len, 1);
+  std::vector<Shape> out;
+  for (int64_t ctx : {int64_t(512), int64_t(4096)}) {
+    const int64_t pos0 = std::min(cap - 1, ctx - 1);
+    if (!out.empty() && out.back().values.back() == pos0) continue;
+    out.push_back(Shape{kDims, {1, c.n_heads, c.n_kv_heads, c.head_dim, cap, pos0},
+                        "decode at context " + std::to_string(pos0 + 1)});
+  }
+  return out;
+}
+
+std::vector<Shape> prefill_model_shapes(const ModelConfig& c) {
+  const int64_t cap = std::max<int64_t>(c.max_seq_len, 1);
+  std::vector<Shape> out;
+  out.push_back(Shape{kDims, {std::min<int64_t>(512, cap), c.n_heads, c.n_kv_heads, c.head_dim, cap, 0}, "prefill"});
+  if (cap >= 1024 + 64)
+    out.push_back(Shape{kDims, {64, c.n_heads, c.n_kv_heads, c.head_dim, cap, 1024}, "follow-up turn after 1024"});
+  return out;
+}
+
+}  // namespace qt::kernels::attention

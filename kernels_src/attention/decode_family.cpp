@@ -1,0 +1,126 @@
+#include <string>
+
+#include "kernels_src/attention/attention_family.h"
+#include "kernels_src/attention/attention_problem.h"
+#include "family_source_hash.h"
+
+namespace qt::kernels::attention {
+namespace {
+
+using Role = BufferSpec::Role;
+
+constexpr int64_t kMaxSmem = 227 * 1024;  // the largest opt-in dynamic shared memory of any target (sm_90)
+constexpr int64_t kCombineThreads = 128;
+const char* kCombine = "attention_decode_combine_kernel<128>";
+
+std::string decode_kernel(const Point& p) {
+  return "attention_decode_kernel<" + std::to_string(p.at("threads")) + ", " + std::to_string(p.at("tile")) + ", " +
+         std::to_string(p.at("stages")) + ">";
+}
+
+// Mirrors attn_decode::row_stride and token_groups in attention_decode.cuh.
+int64_t row_stride(int64_t d) { return (d / 8) % 2 == 1 ? d : d + 8; }
+int64_t accumulator_floats(int64_t threads, int64_t heads_per_kv, int64_t d) {
+  const int64_t pairs = heads_per_kv * (d / 8);
+  const int64_t groups = pairs >= threads ? 1 : threads / pairs;
+  return groups * pairs * 8;
+}
+
+KernelFamily make_decode() {
+  KernelFamily f;
+  f.name = "attention_decode";
+  f.op = "attention_decode";
+  f.dtypes = "f16->f16";
+  f.dims = kDims;
+  f.source_hash = kFamilySourceHash;
+  f.source = "attention/attention_decode.cuh";
+  f.summary = "flash-decoding: GQA block per KV head, context split over blocks, fp32 partials + combine";
+  f.min_sm = 80;
+  f.params = {{"threads", {64, 128, 256}, 128, "threads per block"},
+              {"tile", {16, 32, 64, 128}, 32, "context tokens per shared-memory tile"},
+              {"stages", {2, 3}, 2, "cp.async pipeline stages of K/V tiles"},
+              {"splits", {1, 2, 4, 8, 16, 32}, 8, "blocks along the context (fp32 partials + combine when > 1)"}};
+  // The first default is the untuned fallback: 8 splits keep a GPU busy at long contexts with few KV heads.
+  f.defaults = {{{"threads", 128}, {"tile", 32}, {"stages", 2}, {"splits", 8}},
+                {{"threads", 256}, {"tile", 64}, {"stages", 2}, {"splits", 1}},
+                {{"threads", 64}, {"tile", 16}, {"stages", 3}, {"splits", 4}}};
+  f.point_constraint = [](const Point& p) {
+    // K and V tiles at head dim 128 within 160 KiB leave room for the rest on every target that has it.
+    if (2 * p.at("stages") * p.at("tile") * row_stride(128) * 2 > 160 * 1024)
+      return std::string("K/V tiles over 160 KiB of shared memory at head dim 128");
+    return std::string();
+  };
+  f.shape_constraint = [](const Point& p, const Shape& shape) {
+    const AttentionProblem a = problem(shape);
+    std::string e = shape_check(a);
+    if (!e.empty()) return e;
+    if (a.m != 1) return std::string("attention_decode serves one query token (M = 1)");
+    if (decode_smem_bytes(p, a.heads / a.kv_heads, a.head_dim) > kMaxSmem)
+      return "needs " + std::to_string(decode_smem_bytes(p, a.heads / a.kv_heads, a.head_dim)) +
+             " bytes of shared memory (more than 227 KiB)";
+    return std::string();
+  };
+  f.kernels = [](const Point& p) {
+    std::vector<std::string> k = {decode_kernel(p)};
+    if (p.at("splits") > 1) k.push_back(kCombine);
+    return k;
+  };
+  f.plan = [](const Point& p, const Shape& shape) {
+    const AttentionProblem a = problem(shape);
+    const int64_t splits = p.at("splits");
+    LaunchPlan plan;
+    plan.buffers = attention_buffers(a);
+    plan.buffers.push_back({"ws", DType::F32, splits > 1 ? splits * a.heads * (a.head_dim + 2) : 1, Role::Workspace});
+    Launch l;
+    l.kernel = decode_kernel(p);
+    l.grid.x = static_cast<uint32_t>(a.kv_heads);
+    l.grid.y = static_cast<uint32_t>(splits);
+    l.block.x = static_cast<uint32_t>(p.at("threads"));
+    l.dynamic_smem = decode_smem_bytes(p, a.heads / a.kv_heads, a.head_dim);
+    l.args = {KernelArg::buf("q"),       KernelArg::buf("k_cache"), KernelArg::buf("v_cache"),
+              KernelArg::buf("pos"),     KernelArg::buf("out"),     KernelArg::buf("ws"),
+              KernelArg::i32(a.heads),   KernelArg::i32(a.kv_heads), KernelArg::i32(a.head_dim),
+              KernelArg::i32(a.capacity)};
+    plan.launches.push_back(l);
+    if (splits > 1) {
+      Launch c;
+      c.kernel = kCombine;
+      c.grid.x = static_cast<uint32_t>(a.heads);
+      c.block.x = kCombineThreads;
+      c.args = {KernelArg::buf("ws"), KernelArg::buf("out"), KernelArg::i32(a.heads), KernelArg::i32(a.head_dim),
+                KernelArg::i32(splits)};
+      plan.launches.push_back(c);
+    }
+    return plan;
+  };
+  f.make_inputs = make_attention_inputs;
+  f.reference = [](const Shape& shape, const HostBuffers& in) {
+    return std::vector<Expected>{expected_attention(shape, in, /*p_in_fp16=*/false)};
+  };
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights*) { return decode_model_shapes(c); };
+  f.probe_shape = Shape{kDims, {1, 32, 8, 128, 4096, 2047}, "probe: Qwen3-8B heads, context 2048"};
+  f.test_shapes = {Shape{kDims, {1, 8, 2, 128, 320, 300}, "Qwen3-8B GQA ratio 4, D=128, context 301"},
+                   Shape{kDims, {1, 4, 2, 40, 128, 70}, "tiny dense: D=40, context 71"},
+                   Shape{kDims, {1, 6, 2, 32, 16, 0}, "D=32, first token: context 1"},
+                   Shape{kDims, {1, 8, 1, 48, 160, 130}, "D=48, 8 query heads on one KV head, context 131"},
+                   Shape{kDims, {1, 2, 2, 40, 37, 36}, "no GQA, the cache full: context C=37"},
+                   Shape{kDims, {1, 16, 8, 128, 2048, 1800}, "Qwen3-0.6B heads, context 1801: many tiles per split"}};
+  return f;
+}
+
+}  // namespace
+
+int64_t decode_smem_bytes(const Point& p, int64_t heads_per_kv, int64_t head_dim) {
+  const int64_t tile = p.at("tile"), stages = p.at("stages");
+  const int64_t kv = 2 * stages * tile * row_stride(head_dim) * 2;
+  const int64_t floats = heads_per_kv * head_dim + heads_per_kv * tile +
+                         accumulator_floats(p.at("threads"), heads_per_kv, head_dim) + 3 * heads_per_kv;
+  return kv + floats * 4;
+}
+
+const KernelFamily& decode_family() {
+  static const KernelFamily f = make_decode();
+  return f;
+}
+
+}  // namespace qt::kernels::attention
