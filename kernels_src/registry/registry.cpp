@@ -1,3 +1,9 @@
+#include "kernels_src/registry/registry.h"
+
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
 #include "common/error.h"
 #include "common/paths.h"
 #include "kernels_src/activation/swiglu_family.h"
@@ -10,12 +16,8 @@
 #include "kernels_src/gate_up/gate_up_family.h"
 #include "kernels_src/norm/rmsnorm_family.h"
 #include "kernels_src/q8_0/q8_family.h"
-#include "kernels_src/registry/registry.h"
 #include "kernels_src/rope_kv/rope_kv_family.h"
 #include "kernels_src/sampling/argmax_family.h"
-#include <fstream>
-#include <mutex>
-#include <sstream>
 
 namespace qt::kernels {
 
