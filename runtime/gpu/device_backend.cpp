@@ -22,6 +22,7 @@ class ActBuffer final : public DeviceBuffer {
 
 dev::DevPtr dp(Act a) { return dev::DevPtr{a.addr}; }
 int64_t h16(int64_t elements) { return elements * 2; }
+constexpr int64_t kGemvRows = 8;  // the decode GEMV families serve M <= 8
 
 bool registered(const std::string& op, WeightType t) {
   for (const kernels::KernelFamily* f : kernels::all_families())
@@ -145,10 +146,21 @@ void DeviceBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m
 }
 
 void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
+  const kernels::Shape shape{{"M", "N", "K", "G"}, {m, w.rows, w.cols, w.group}, "linear"};
+  const KernelChoice* choice = nullptr;
+  try {
+    choice = &chooser_.choose("linear", &w.type, shape);
+  } catch (const Error&) {
+    // No GEMM tiles this shape (a tiny model's N below a tile): decode GEMVs over row blocks of 8 serve it.
+    if (m <= kGemvRows) throw;
+    for (int64_t r = 0; r < m; r += kGemvRows)
+      linear(w, x.at(r * w.cols), std::min(kGemvRows, m - r), y.at(r * w.rows));
+    return;
+  }
   Bindings b;
   b.buf("x", dp(x), h16(m * w.cols)).buf("y", dp(y), h16(m * w.rows));
   for (const auto& [name, a] : w.arrays) b.buf(name, a.ptr, a.bytes);
-  run("linear", &w.type, kernels::Shape{{"M", "N", "K", "G"}, {m, w.rows, w.cols, w.group}, "linear"}, b);
+  launcher_.run(*choice, shape, b);
 }
 
 // kExact (the MoE router's fp32 activations) has no meaning here: device activations are fp16 throughout.
@@ -161,7 +173,7 @@ void DeviceBackend::gate_up_swiglu(const QTensor& gate, const QTensor& up_w, Act
   const DeviceTensor& g = weights_.tensor(gate);
   const DeviceTensor& u = weights_.tensor(up_w);
   const kernels::Shape fused{{"M", "N", "K", "G"}, {m, g.rows, g.cols, g.group}, "gate+up"};
-  if (m <= 8 && g.type == u.type && g.rows == u.rows && g.group == u.group && registered("gate_up_swiglu", g.type)) {
+  if (m <= kGemvRows && g.type == u.type && g.rows == u.rows && g.group == u.group && registered("gate_up_swiglu", g.type)) {
     const KernelChoice& c = chooser_.choose("gate_up_swiglu", &g.type, fused);
     Bindings b;
     b.buf("x", dp(x), h16(m * g.cols)).buf("h", dp(h), h16(m * g.rows));
