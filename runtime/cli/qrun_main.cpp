@@ -46,6 +46,7 @@ CliArgs make_cli() {
       .flag("--raw", "no chat template: the prompt is encoded as plain text")
       .flag("-i,--interactive", "chat on stdin, keeping the KV cache across turns (/reset, /exit)")
       .option("--device", "NAME", "cpu; emu (the CUDA emulator) or cuda (a GPU): dense models, fp16 activations", "cpu")
+      .flag("--no-checks", "emu: run kernels without the race and bounds instrumentation (about 3x faster)")
       .flag("--no-graphs", "emu/cuda: launch every kernel instead of replaying captured decode steps")
       .flag("-v,--verbose", "emu/cuda: list the kernel chosen for every op shape and why")
       .flag("--reference", "reference path: dequantized weights, fp32 activations (slow, exact)")
@@ -158,6 +159,8 @@ int run(int argc, char** argv) {
   RunDeviceOptions run_opts;
   run_opts.device = device;
   run_opts.graphs = !cli.get_flag("--no-graphs");
+  run_opts.emu_checks = !cli.get_flag("--no-checks");
+  if (device != "emu" && cli.get_flag("--no-checks")) throw Error("--no-checks is an emulator option (--device emu)");
   CpuOptions& opts = run_opts.cpu;
   opts.reference = cli.get_flag("--reference");
   if (cli.given("--threads")) {

@@ -19,6 +19,7 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
   if (o.device == "emu") {
     emu::EmuOptions eo;
     eo.threads = uint32_t(o.emu_threads);
+    eo.checks = o.emu_checks;
     d.device = std::make_unique<emu::EmuDevice>(eo);
     opts.fingerprint = winners::emu_fingerprint(d.device->arch());
     opts.store_prefix = "emu.";

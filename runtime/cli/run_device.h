@@ -17,6 +17,7 @@ struct RunDeviceOptions {
   std::string tuned_cache;     // "" = none; emu/cuda read their own winners from it
   bool graphs = true;
   int emu_threads = 0;
+  bool emu_checks = true;      // the emulator's race/bounds instrumentation
 };
 
 struct RunDevice {
