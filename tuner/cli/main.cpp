@@ -16,6 +16,7 @@ const char* kUsage =
     "  qtune store (export|import|import-kt|lookup|regret|check) ...\n"
     "  qtune static ...                    (NVRTC compile-and-prune report)\n"
     "  qtune profile --device emu --family F [--point P] [--shape S] [--json FILE]   (memory profile, SASS mix)\n"
+    "  qtune families                      (every kernel family and the size of its space)\n"
     "  qtune --device cpu --help           (all tuning options)\n"
     "  qtune <command> --help              (options of replay, store SUB, static)\n";
 }
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
     if (args[0] == "store") return qt::tune::store_command(rest);
     if (args[0] == "static") return qt::tune::static_command(rest);
     if (args[0] == "profile") return qt::tune::profile_command(rest);
+    if (args[0] == "families") return qt::tune::families_command(rest);
     if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
