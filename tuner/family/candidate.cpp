@@ -22,20 +22,25 @@ CandidateOutcome CandidateOutcome::from_json(const nlohmann::json& j) {
   return o;
 }
 
+std::string KernelInstance::verify() {
+  const std::vector<float>& ref = reference();
+  double ss = 0;
+  for (float v : ref) ss += double(v) * v;
+  const double rms = ref.empty() ? 0 : std::sqrt(ss / double(ref.size()));
+  const VerifyResult vr = verify_output(ref.data(), output(), ref.size(), tolerance(rms));
+  return vr.ok ? std::string() : vr.summary();
+}
+
 CandidateOutcome run_candidate(KernelInstance& inst, const nlohmann::json& point, const MeasureOptions& m,
                                const Stats* incumbent, size_t flush_bytes) {
   CandidateOutcome out;
   try {
     inst.prepare(point);
-    const std::vector<float>& ref = inst.reference();
+    inst.reference();
     inst.run();
-    double ss = 0;
-    for (float v : ref) ss += double(v) * v;
-    double rms = ref.empty() ? 0 : std::sqrt(ss / double(ref.size()));
-    VerifyResult vr = verify_output(ref.data(), inst.output(), ref.size(), inst.tolerance(rms));
-    if (!vr.ok) {
+    if (const std::string wrong = inst.verify(); !wrong.empty()) {
       out.status = Status::WrongResult;
-      out.detail = vr.summary();
+      out.detail = wrong;
       return out;
     }
     std::unique_ptr<CacheFlusher> flusher;

@@ -52,6 +52,7 @@ class FamilyInstance final : public KernelInstance {
   void prepare(const nlohmann::json& point) override {
     run_.reset();
     const kernels::Point p = t_.to_point(point);
+    point_ = p;
     if (t_.target_sm() > 0 && !t_.family().on_host()) prune_statically(p);
     try {
       dev::Device* device = t_.family().on_host() ? nullptr : &worker_device(t_.device());
@@ -84,10 +85,13 @@ class FamilyInstance final : public KernelInstance {
   const float* output() const override { return out_.data(); }
   const std::vector<float>& reference() override { return ref_; }
 
-  // The family states its tolerance with its reference.
+  // The family states its tolerance with its reference, per output.
   Tolerance tolerance(double) const override {
     if (expected_.empty()) return {};
     return {expected_[0].abs_tol, expected_[0].rel_tol};
+  }
+  std::string verify() override {
+    return plan::compare_outputs(*run_, t_.family(), point_, shape_, expected_);
   }
 
  private:
@@ -109,6 +113,7 @@ class FamilyInstance final : public KernelInstance {
 
   const Tunable& t_;
   kernels::Shape shape_;
+  kernels::Point point_;
   kernels::HostBuffers inputs_;
   std::vector<kernels::Expected> expected_;
   std::vector<float> ref_, out_;

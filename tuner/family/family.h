@@ -37,6 +37,9 @@ class KernelInstance {
   virtual const float* output() const = 0;
   virtual const std::vector<float>& reference() = 0;  // computed once per instance
   virtual Tolerance tolerance(double ref_rms) const = 0;
+  // "" when the last run's output is right, else what is wrong. By default every element against reference()
+  // within tolerance(); an instance whose outputs have tolerances of their own checks each against its own.
+  virtual std::string verify();
 };
 
 class Tunable {
