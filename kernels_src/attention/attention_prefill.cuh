@@ -125,7 +125,8 @@ __global__ void __launch_bounds__(WARPS * 32)
         uint32_t a[MF][4];
 #pragma unroll
         for (int mf = 0; mf < MF; ++mf)
-          qt::ldmatrix_x4(a[mf], qt::smem_u32(Qs + (warp * RW + mf * 16 + (lane & 15)) * SD + kf * 16 + (lane >> 4) * 8));
+          qt::ldmatrix_x4(a[mf],
+                          qt::smem_u32(Qs + (warp * RW + mf * 16 + (lane & 15)) * SD + kf * 16 + (lane >> 4) * 8));
 #pragma unroll
         for (int np = 0; np < NF / 2; ++np) {
           uint32_t b[4];
