@@ -107,8 +107,9 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
     qt::cp_async_commit();
     const int key0 = kt * BN;
-    // A tile wholly after this warp's last query is masked for all its rows: skip it (warp-uniform).
-    if (key0 > wpos_last) continue;
+    // Skipped (warp-uniform): a tile wholly after this warp's last query, masked for all its rows, and every
+    // tile of a warp whose rows are all past M.
+    if (key0 > wpos_last || wrow0 >= M) continue;
     const __half* Kt = Ks + (kt % STAGES) * BN * SD;
     const __half* Vt = Vs + (kt % STAGES) * BN * SD;
 
