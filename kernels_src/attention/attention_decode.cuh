@@ -93,13 +93,16 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[w * 8 + e] = 0.0f;
 
+  // Tile `t` of this split into pipeline slot t % STAGES.
+  auto load_stage = [&](int t) {
+    const int j0 = (t_begin + t) * TILE, slot = t % STAGES;
+    const int off = slot * TILE * stride;
+    attn_decode::load_tile<THREADS, TILE>(Ks + off, k_cache, j0, len, ld, head_off, chunks, stride, tid);
+    attn_decode::load_tile<THREADS, TILE>(Vs + off, v_cache, j0, len, ld, head_off, chunks, stride, tid);
+  };
 #pragma unroll 1
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < ntiles) {
-      const int j0 = (t_begin + s) * TILE;
-      attn_decode::load_tile<THREADS, TILE>(Ks + s * TILE * stride, k_cache, j0, len, ld, head_off, chunks, stride, tid);
-      attn_decode::load_tile<THREADS, TILE>(Vs + s * TILE * stride, v_cache, j0, len, ld, head_off, chunks, stride, tid);
-    }
+    if (s < ntiles) load_stage(s);
     qt::cp_async_commit();
   }
 
@@ -107,12 +110,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   for (int t = 0; t < ntiles; ++t) {
     qt::cp_async_wait<STAGES - 2>();
     __syncthreads();
-    const int next = t + STAGES - 1;
-    if (next < ntiles) {
-      const int j0 = (t_begin + next) * TILE, slot = next % STAGES;
-      attn_decode::load_tile<THREADS, TILE>(Ks + slot * TILE * stride, k_cache, j0, len, ld, head_off, chunks, stride, tid);
-      attn_decode::load_tile<THREADS, TILE>(Vs + slot * TILE * stride, v_cache, j0, len, ld, head_off, chunks, stride, tid);
-    }
+    if (t + STAGES - 1 < ntiles) load_stage(t + STAGES - 1);
     qt::cp_async_commit();
     const __half* Kt = Ks + (t % STAGES) * TILE * stride;
     const __half* Vt = Vs + (t % STAGES) * TILE * stride;

@@ -107,8 +107,9 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
     qt::cp_async_commit();
     const int key0 = kt * BN;
-    // A tile wholly after this warp's last query is masked for all its rows: skip it (warp-uniform).
-    if (key0 > wpos_last) continue;
+    // Skipped (warp-uniform): a tile wholly after this warp's last query, masked for all its rows, and every
+    // tile of a warp whose rows are all past M.
+    if (key0 > wpos_last || wrow0 >= M) continue;
     const __half* Kt = Ks + (kt % STAGES) * BN * SD;
     const __half* Vt = Vs + (kt % STAGES) * BN * SD;
 
@@ -125,7 +126,8 @@ __global__ void __launch_bounds__(WARPS * 32)
         uint32_t a[MF][4];
 #pragma unroll
         for (int mf = 0; mf < MF; ++mf)
-          qt::ldmatrix_x4(a[mf], qt::smem_u32(Qs + (warp * RW + mf * 16 + (lane & 15)) * SD + kf * 16 + (lane >> 4) * 8));
+          qt::ldmatrix_x4(a[mf],
+                          qt::smem_u32(Qs + (warp * RW + mf * 16 + (lane & 15)) * SD + kf * 16 + (lane >> 4) * 8));
 #pragma unroll
         for (int np = 0; np < NF / 2; ++np) {
           uint32_t b[4];

@@ -84,7 +84,8 @@ HostBuffers make_attention_inputs(const Shape& shape, uint64_t seed) {
 //  * the fp16 output rounds once: rel 2^-10 covers it.
 Expected expected_attention(const Shape& shape, const HostBuffers& in, bool p_in_fp16) {
   const AttentionProblem p = problem(shape);
-  const AttentionResult r = reference_attention(p, halves(in.at("q")), halves(in.at("k_cache")), halves(in.at("v_cache")));
+  const AttentionResult r =
+      reference_attention(p, halves(in.at("q")), halves(in.at("k_cache")), halves(in.at("v_cache")));
   Expected e;
   e.buffer = "out";
   e.values.assign(r.out.begin(), r.out.end());
