@@ -101,3 +101,20 @@ TEST_CASE("qrun --device emu refuses a MoE model and --reference with one line e
   CHECK(lines(ref.err) == 1);
   CHECK(ref.err.find("--reference") != std::string::npos);
 }
+
+TEST_CASE("qrun --device emu --tuned-cache runs the winners qtune --device emu stored, exact and nearest") {
+  const std::string store = kTmp + "tuned-" + std::to_string(::getpid()) + ".sqlite";
+  std::remove(store.c_str());
+  const std::string qtune = QTUNE_BINARY_DIR "/bin/qtune"s;
+  REQUIRE(std::system((qtune + " --device emu --family rmsnorm --shape 1,96,1 --budget 3 --cache " + store +
+                       " >/dev/null 2>&1").c_str()) == 0);
+  const Result r = qrun("--device emu --model " + kFiles + "dense.ajc1 --prompt-ids 0,361,239 -n 2 --temp 0 -v "
+                        "--tuned-cache " + store);
+  REQUIRE(r.code == 0);
+  // The decode step's post-attention norm (M=1, N=96, with the residual) is the tuned shape itself; the other
+  // rmsnorm shapes take the nearest tuned one; every other op its family default.
+  CHECK(r.err.find("1 tuned, 3 nearest tuned shape") != std::string::npos);
+  CHECK(r.err.find("rmsnorm|-|M=1 N=96 R=1 -> rmsnorm") != std::string::npos);
+  CHECK(r.err.find("(tuned)") != std::string::npos);
+  std::remove(store.c_str());
+}
