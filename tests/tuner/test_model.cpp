@@ -11,6 +11,7 @@
 #include "tuner/search/forest.h"
 #include "tuner/search/initial_design.h"
 #include "tuner/search/model.h"
+#include "tuner/search/seeded.h"
 #include "tuner/search/strategies.h"
 
 using namespace qt::tune;
@@ -191,4 +192,34 @@ TEST_CASE("replay reports the 10th and 25th percentiles and a curve in charged s
   }
   REQUIRE(r.curve.back().median == r.median_fraction);
   REQUIRE_THROWS_WITH(parse_budget("-5s", 400), Catch::Contains("positive"));
+}
+
+TEST_CASE("with another device's times, every strategy first tries that device's three fastest points",
+          "[tuner][transfer]") {
+  RecordedSpace rs = load_kt_cache(kSlice);
+  Knowledge prior = prior_from_recording(rs, rs, "self");
+  const std::vector<PointId> top = prior.prior_order();
+  for (const std::string& name : strategy_names()) {
+    if (name == "exhaustive") continue;
+    INFO(name);
+    auto strat = seed_from_prior(make_strategy(name), &prior);
+    struct Recording : Objective {
+      ReplayObjective inner;
+      std::vector<PointId> order;
+      explicit Recording(const RecordedSpace& r) : inner(r) {}
+      Observation evaluate(PointId id) override {
+        order.push_back(id);
+        return inner.evaluate(id);
+      }
+    } rec(rs);
+    SearchResult r = run_search(rs.space, *strat, rec, {10, -1}, 4, &prior);
+    REQUIRE(r.evaluations == 10);
+    REQUIRE(std::set<PointId>(rec.order.begin(), rec.order.end()).size() == 10);
+    if (name == "forest") {
+      REQUIRE(rec.order.front() == top[0]);  // the model seeds itself: the winner first, then its own design
+    } else {
+      REQUIRE(std::vector<PointId>(rec.order.begin(), rec.order.begin() + 3) ==
+              std::vector<PointId>(top.begin(), top.begin() + 3));
+    }
+  }
 }

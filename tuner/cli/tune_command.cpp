@@ -2,6 +2,7 @@
 // machine's CPU in a crash-isolated worker, writes every measured candidate to the store, and prints the
 // winners. `qtune --model X.bin --gpu sm86`: the same shapes for a GPU; without one, says so and runs the
 // static compile-and-prune step only.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -19,6 +20,7 @@
 #include "tuner/family/candidate.h"
 #include "tuner/replay/replay.h"
 #include "tuner/search/strategies.h"
+#include "tuner/store/prior.h"
 #include "tuner/store/store.h"
 
 namespace qt::tune {
@@ -71,6 +73,7 @@ int tune_command(const std::vector<std::string>& args) {
       .option("--min-time", "SECONDS", "timed time at least per candidate", "0.01")
       .flag("--flush", "overwrite twice the last-level cache before every timed repetition")
       .flag("--no-racing", "time every candidate fully even when clearly slower than the best")
+      .flag("--no-transfer", "do not start from the store's results of the same family on other devices")
       .flag("--quiet", "no progress line");
   if (!cli.parse(args)) return 0;
 
@@ -209,6 +212,17 @@ int tune_command(const std::vector<std::string>& args) {
     auto fam = s.family;
     opt.budget = Budget{budgets[i], -1};
     std::string label = fam->name() + " " + shape_text(s.shape);
+    opt.knowledge = nullptr;
+    if (!cli.get_flag("--no-transfer"))
+      opt.knowledge = [&](const Space& space) {
+        Knowledge k = prior_from_store(store, space, dev, fam->name(), fam->source_hash(), fam->dtypes(), s.shape);
+        size_t known = 0;
+        for (double t : k.prior_time) known += std::isfinite(t);
+        if (known > 0)
+          std::fprintf(stderr, "qtune: %s: %zu points measured on %s start the search\n", label.c_str(), known,
+                       k.prior_source.c_str());
+        return k;
+      };
     TuneReport rep = tune_shape(*fam, s.shape, worker, opt, [&](const nlohmann::json& point, const CandidateOutcome& o) {
       ResultRow row;
       row.device = dev;

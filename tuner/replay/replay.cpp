@@ -6,6 +6,7 @@
 #include "common/cli_args.h"
 #include "common/error.h"
 #include "common/quantile.h"
+#include "tuner/search/seeded.h"
 #include "tuner/search/strategies.h"
 
 namespace qt::tune {
@@ -54,7 +55,7 @@ SweepResult sweep(const RecordedSpace& rs, const SweepOptions& opt) {
   int64_t max_evals = 0;
   int hits = 0;
   for (int s = 0; s < opt.seeds; ++s) {
-    auto strat = make_strategy(out.strategy);
+    auto strat = seed_from_prior(make_strategy(out.strategy), opt.known);
     ReplayObjective obj(rs);
     SearchResult r = run_search(rs.space, *strat, obj, opt.budget, opt.first_seed + uint64_t(s), opt.known);
     double f = std::isfinite(r.best_score) ? rs.optimum_ms / r.best_score : 0.0;

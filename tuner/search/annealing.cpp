@@ -6,6 +6,10 @@
 
 namespace qt::tune {
 
+void AnnealingStrategy::plan(const Budget& budget, size_t) {
+  if (budget.max_evals > 1) opt_.cooling = std::pow(opt_.t_min / opt_.t0, 1.0 / double(budget.max_evals));
+}
+
 std::optional<PointId> AnnealingStrategy::propose(const SearchState& st, Rng& rng) {
   if (!current_) return st.random_unseen(rng);
   if (auto m = fresh_move(st, *current_, rng)) return m;
