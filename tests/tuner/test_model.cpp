@@ -13,6 +13,7 @@
 #include "tuner/search/model.h"
 #include "tuner/search/seeded.h"
 #include "tuner/search/strategies.h"
+#include "tuner/static/static_knowledge.h"
 
 using namespace qt::tune;
 using qt::Rng;
@@ -222,4 +223,29 @@ TEST_CASE("with another device's times, every strategy first tries that device's
               std::vector<PointId>(top.begin(), top.begin() + 3));
     }
   }
+}
+
+TEST_CASE("a qtune static report becomes per-point features, the most constrained kernel describing a point",
+          "[tuner][model]") {
+  Space space = Space::cartesian({numeric_param("bx", {64, 128}), numeric_param("unroll", {1, 2})});
+  nlohmann::json report = {
+      {"gpu", "sm_86"},
+      {"families",
+       {{{"family", "gemv"},
+         {"points",
+          {{{"point", {{"bx", 128}, {"unroll", 2}}},
+            {"kernels",
+             {{{"resources", {{"registers", 40}, {"spill_stores", 8}, {"spill_loads", 4}, {"stack_frame", 16},
+                              {"static_smem", 1024}}},
+               {"dynamic_smem", 512},
+               {"occupancy", 0.5}},
+              {{"resources", {{"registers", 32}, {"static_smem", 0}}}, {"dynamic_smem", 0}, {"occupancy", 1.0}}}}},
+           {{"point", {{"bx", 64}, {"unroll", 1}}}, {"error", "compile error"}, {"kernels", nlohmann::json::array()}},
+           {{"point", {{"bx", 256}, {"unroll", 1}}}, {"kernels", {{{"occupancy", 1.0}}}}}}}}}}};
+  Knowledge k = static_knowledge(report, "gemv", space);
+  REQUIRE(k.feature_names == std::vector<std::string>{"registers", "spill_bytes", "stack_frame", "shared_memory",
+                                                      "occupancy"});
+  REQUIRE(k.features[*space.find({1, 1})] == std::vector<double>{40, 12, 16, 1536, 0.5});
+  for (PointId p : {*space.find({0, 0}), *space.find({0, 1}), *space.find({1, 0})}) REQUIRE(std::isnan(k.features[p][0]));
+  REQUIRE_THROWS_WITH(static_knowledge(report, "gemm", space), Catch::Contains("no family 'gemm'"));
 }
