@@ -69,6 +69,16 @@ def kt_run(task):
     return trace, time.time() - t0
 
 
+def improvements(trace):
+    """[[k, best_ms], ...]: after k first visits the best time became best_ms (the trace, compactly)."""
+    out, last = [], math.inf
+    for k, t in enumerate(trace, 1):
+        if t < last:
+            out.append([k, t])
+            last = t
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=10)
@@ -114,8 +124,8 @@ def main():
         for t, (trace, secs) in zip(tasks, runs):
             name, strategy, b, seed, _, size, optimum = t
             rec = {"space": name, "strategy": strategy, "budget": b, "seed": seed, "space_size": size,
-                   "optimum_ms": optimum, "seconds": round(secs, 2),
-                   "best_ms": [x if x < math.inf else None for x in trace]}
+                   "optimum_ms": optimum, "seconds": round(secs, 2), "evaluations": len(trace),
+                   "improvements": improvements(trace)}
             out.write(json.dumps(rec) + "\n")
             out.flush()
             print(f"{name} {strategy} budget {b} seed {seed}: {len(trace)} evaluations, "

@@ -52,7 +52,17 @@ def kt_table(path, sizes):
         return cells, curves
     runs = [json.loads(line) for line in open(path)]
     for r in runs:
-        size, opt, trace = r["space_size"], r["optimum_ms"], r["best_ms"]
+        size, opt = r["space_size"], r["optimum_ms"]
+        if "improvements" in r:  # [[k, best], ...] -> the best after each evaluation
+            trace, it, best = [], iter(r["improvements"] + [[r["evaluations"] + 1, None]]), None
+            nxt = next(it)
+            for k in range(1, r["evaluations"] + 1):
+                while nxt[0] == k:
+                    best = nxt[1]
+                    nxt = next(it)
+                trace.append(best)
+        else:
+            trace = r["best_ms"]
         frac = [opt / t if t else 0.0 for t in trace]
         for b in BUDGETS:
             need = budget_of(SHARES[b], size)
@@ -146,12 +156,15 @@ def main():
             for s in spaces:
                 if s is t or s["kernel_name"] != t["kernel_name"]:
                     continue
-                j = run_json([args.qtune, "replay", "--space", t["file"], "--transfer", s["file"], "--strategy", "forest",
-                              "--budget", "1%", "--seeds", str(args.seeds), "--json"])
-                transfer.append({"source": s["name"], "target": t["name"], "copied": j["copied_winner_fraction"],
-                                 "median": j["median_fraction_of_optimum"], "p25": j["p25_fraction_of_optimum"],
-                                 "p10": j["p10_fraction_of_optimum"],
-                                 "without": t["results"]["forest"]["1%"]["median_fraction_of_optimum"]})
+                entry = {"source": s["name"], "target": t["name"]}
+                for strat in ("forest", loo["chosen_on_all_spaces"]):
+                    j = run_json([args.qtune, "replay", "--space", t["file"], "--transfer", s["file"], "--strategy",
+                                  strat, "--budget", "1%", "--seeds", str(args.seeds), "--json"])
+                    entry["copied"] = j["copied_winner_fraction"]
+                    entry[strat] = {"median": j["median_fraction_of_optimum"], "p25": j["p25_fraction_of_optimum"],
+                                    "p10": j["p10_fraction_of_optimum"],
+                                    "without": t["results"][strat]["1%"]["median_fraction_of_optimum"]}
+                transfer.append(entry)
                 print("transfer", s["name"], "->", t["name"], transfer[-1], flush=True)
         with open(os.path.join(res_dir, "tuner-search-transfer.json"), "w") as f:
             json.dump(transfer, f, indent=1)
@@ -255,13 +268,19 @@ def main():
     L += ["", "## Transfer between GPUs of the same kernel", "",
           "Source: another GPU's recording, known before the search (qtune replay --transfer). Copied: the source's",
           "winner measured on the target, before any new evaluation (BAT reports 58.5-99.9% for copies across GPUs).",
-          "After 1%: `forest` with the source as prior (its fastest points first, its log time a model input), median",
-          f"/ p25 / p10 over {args.seeds} seeds, beside `forest` without it. The convolution spaces of the TITAN RTX and",
-          "of the A100/A4000 are different variants of the kernel: they are matched on the parameters both name.", "",
-          "| source -> target | copied winner | after 1% with transfer | after 1% without |", "|---|---|---|---|"]
+          "After 1% (median / p25 / p10 over seeds, and the median without the source): `forest` with the source as",
+          "prior (its fastest points first, its log time a model input) and `best` seeded with the source's three",
+          "fastest points. The convolution spaces of the TITAN RTX and of the A100/A4000 are different variants of",
+          "the kernel: they are matched on the parameters both name (a TITAN RTX point stands for all its",
+          "use_shmem/use_cmem variants, the fastest of them).", "",
+          f"| source -> target | copied winner | forest, 1% with / without | {best_name} (best), 1% with / without |",
+          "|---|---|---|---|"]
     for t in transfer:
-        L.append(f"| {t['source']} -> {t['target']} | {t['copied']:.3f} | {t['median']:.3f} / {t['p25']:.3f} / "
-                 f"{t['p10']:.3f} | {t['without']:.3f} |")
+        cells = []
+        for strat in ("forest", best_name):
+            c = t.get(strat)
+            cells.append(f"{c['median']:.3f} / {c['p25']:.3f} / {c['p10']:.3f} (without: {c['without']:.3f})" if c else "-")
+        L.append(f"| {t['source']} -> {t['target']} | {t['copied']:.3f} | {cells[0]} | {cells[1]} |")
 
     L += ["", "## Kernel Tuner beside qtune: how the budget counts", "",
           "Kernel Tuner 1.5.0, `tune_cache` simulation mode, `strategy_options={'max_fevals': B}`. Its max_fevals counts",
