@@ -21,6 +21,7 @@ from collections import defaultdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUDGETS = ["1%", "2%", "5%"]
+SECONDS = ["60s", "300s"]
 SHARES = {"1%": 1.0, "2%": 2.0, "5%": 5.0}
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
           "#17becf", "#393b79", "#637939", "#843c39", "#7b4173", "#3182bd"]
@@ -128,6 +129,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=50)
     ap.add_argument("--loo-json", help="reuse a saved `qtune replay --leave-one-out --json` output")
     ap.add_argument("--transfer-json", help="reuse saved transfer results (written by an earlier run)")
+    ap.add_argument("--seconds-json", help="reuse saved charged-seconds results (written by an earlier run)")
     ap.add_argument("--kt-runs", default=os.path.join(ROOT, "results", "kernel-tuner-runs.jsonl"))
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "tuner-search-efficiency.md"))
     args = ap.parse_args()
@@ -168,6 +170,21 @@ def main():
                 print("transfer", s["name"], "->", t["name"], transfer[-1], flush=True)
         with open(os.path.join(res_dir, "tuner-search-transfer.json"), "w") as f:
             json.dump(transfer, f, indent=1)
+
+    # Budgets in charged seconds (the recording's compile + verification + benchmark time of each point).
+    if args.seconds_json:
+        timed = json.load(open(args.seconds_json))
+    else:
+        timed = {}
+        for sp in spaces:
+            for strat in (loo["chosen_on_all_spaces"], "forest"):
+                js = run_json([args.qtune, "replay", "--space", sp["file"], "--strategy", strat, "--budget",
+                               ",".join(SECONDS), "--seeds", str(args.seeds), "--json"])
+                for b, j in zip(SECONDS, js):
+                    timed.setdefault(sp["name"], {}).setdefault(b, {})[strat] = j
+                    timed[sp["name"]][b]["random"] = j["random"]
+        with open(os.path.join(res_dir, "tuner-search-seconds.json"), "w") as f:
+            json.dump(timed, f)
 
     kt_cells, kt_curves = kt_table(args.kt_runs, sizes)
     kt_strats = sorted({k[1] for k in kt_cells})
@@ -265,14 +282,29 @@ def main():
                 row.append(f"{statistics.median(v):.3f} ({quantile(v, .25):.3f}, n={len(v)})" if v else "-")
             L.append("| " + " | ".join(row) + " |")
 
+    L += ["", "## Budgets in charged seconds", "",
+          "The recording's compile + verification + benchmark seconds of each evaluated point are charged; the search",
+          "stops before the evaluation that would overrun. Median / p25 / p10 of the fraction of the optimum, and the",
+          "median number of evaluations that fit (Kernel Tuner's time_limit in simulation mode also counts its own",
+          "strategy's wall time, so it is not compared here).", "",
+          "| space | budget | " + f"{best_name} (best) | forest | random |", "|---|---|---|---|---|"]
+    for n in names:
+        for b in SECONDS:
+            row = [n, b]
+            for strat in (best_name, "forest", "random"):
+                j = timed[n][b][strat]
+                row.append(f"{j['median_fraction_of_optimum']:.3f} / {j['p25_fraction_of_optimum']:.3f} / "
+                           f"{j['p10_fraction_of_optimum']:.3f} ({j['median_evaluations']:.0f} evals)")
+            L.append("| " + " | ".join(row) + " |")
+
     L += ["", "## Transfer between GPUs of the same kernel", "",
           "Source: another GPU's recording, known before the search (qtune replay --transfer). Copied: the source's",
           "winner measured on the target, before any new evaluation (BAT reports 58.5-99.9% for copies across GPUs).",
           "After 1% (median / p25 / p10 over seeds, and the median without the source): `forest` with the source as",
           "prior (its fastest points first, its log time a model input) and `best` seeded with the source's three",
           "fastest points. The convolution spaces of the TITAN RTX and of the A100/A4000 are different variants of",
-          "the kernel: they are matched on the parameters both name (a TITAN RTX point stands for all its",
-          "use_shmem/use_cmem variants, the fastest of them).", "",
+          "the kernel: they are matched on the parameters both name (a target point takes the fastest source point",
+          "that agrees with it on those).", "",
           f"| source -> target | copied winner | forest, 1% with / without | {best_name} (best), 1% with / without |",
           "|---|---|---|---|"]
     for t in transfer:
