@@ -11,6 +11,11 @@ void AnnealingStrategy::plan(const Budget& budget, size_t) {
 }
 
 std::optional<PointId> AnnealingStrategy::propose(const SearchState& st, Rng& rng) {
+  if (!started_) {
+    // Points measured before the search handed over (another device's fastest): anneal from the best of them.
+    started_ = true;
+    if (st.best()) current_ = *st.best(), current_score_ = st.best_score(), best_seen_ = st.best_score();
+  }
   if (!current_) return st.random_unseen(rng);
   if (auto m = fresh_move(st, *current_, rng)) return m;
   return st.random_unseen(rng);

@@ -28,6 +28,7 @@ class AnnealingStrategy : public Strategy {
   double best_seen_ = 1e300;
   int since_best_ = 0;
   int restarts_ = 0;
+  bool started_ = false;
 };
 
 }  // namespace qt::tune

@@ -1,7 +1,7 @@
 #pragma once
 // Transfer for strategies that do not read what is known before the run: when another device's times are
-// known (Knowledge::prior_time), its fastest points are evaluated first, then the strategy takes over (it
-// sees them through SearchState: a genetic population or a local search starts from the best point found).
+// known (Knowledge::prior_time), its fastest points are evaluated first, then the strategy takes over and
+// builds on them (genetic puts them in its first generation, ils and annealing start from the best of them).
 // The model-based strategy handles the prior itself and is not wrapped.
 #include <memory>
 
