@@ -176,11 +176,11 @@ int replay_command(const std::vector<std::string>& args) {
       .option("--seeds", "N", "independent runs (seeds first..first+N-1)", "50")
       .option("--first-seed", "S", "seed of the first run", "1")
       .option("--curve-points", "N", "points on the efficiency curve", "20")
-      .option("--transfer", "FILE", "another device's recording of the same kernel: known before the search "
-              "(its fastest points are tried first by model-based search); reports what copying its winner gives")
+      .option("--transfer", "FILE", "another device's recording of the same kernel, known before the search: its "
+              "fastest points are tried first and the search builds on them; reports what copying its winner gives")
       .flag("--leave-one-out", "choose among --strategies on all spaces but one, score on that one, for each")
       .option("--strategies", "S,S", "candidates for --leave-one-out", "genetic,annealing,ils,bandit,forest,random")
-      .flag("--json", "print one JSON object");
+      .flag("--json", "print one JSON object (an array of them for a list of budgets)");
   if (!cli.parse(args)) return 0;
   const std::vector<std::string> files = space_files(cli);
   const int seeds = int(cli.get_int("--seeds"));
