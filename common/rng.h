@@ -1,6 +1,7 @@
 #pragma once
 // A seeded generator whose streams are identical on every platform and standard library: the
 // <random> distributions are implementation-defined, and a strategy must replay exactly for a seed.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

@@ -13,7 +13,8 @@ import os
 import sys
 
 KEEP = ("time", "compile_time", "verification_time", "benchmark_time", "framework_time")
-NAMES = ["convolution_milo_A100", "convolution_milo_A4000", "dedispersion_milo_A100", "dedispersion_milo_A4000"]
+NAMES = ["convolution_milo_A100", "convolution_milo_A4000", "dedispersion_milo_A100", "dedispersion_milo_A4000",
+         "gemm_RTX_2080_Ti", "gemm_RTX_Titan", "convolution_RTX_Titan", "pnpoly_RTX_Titan"]
 
 
 def write(path, doc):

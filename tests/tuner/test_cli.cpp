@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tuner/search/strategies.h"
+
 using nlohmann::json;
 
 namespace {
@@ -36,7 +38,7 @@ TEST_CASE("qtune replay --json prints one object with the documented fields", "[
   Run r = run("replay --space " + kSlice + " --strategy best --budget 5% --seeds 7 --json");
   REQUIRE(r.rc == 0);
   json j = json::parse(r.out);
-  REQUIRE(j["strategy"] == "genetic");
+  REQUIRE(j["strategy"] == qt::tune::default_strategy_name());  // "best" resolved to what it stands for
   REQUIRE(j["space_size"] == 400);
   REQUIRE(j["budget_evals"] == 20);
   REQUIRE(j["seeds"] == 7);
@@ -48,6 +50,39 @@ TEST_CASE("qtune replay --json prints one object with the documented fields", "[
   REQUIRE(j["curve"].back()[1] == f);
   REQUIRE(j["random"]["curve"].size() == j["curve"].size());
   REQUIRE(j["random"].contains("median_fraction_of_optimum"));
+}
+
+TEST_CASE("qtune replay --leave-one-out scores, for each space, the strategy chosen on the others", "[tuner][cli]") {
+  Run r = run("replay --space " + kSlice + "," + kSlice + " --leave-one-out --strategies random,forest --budget 5%,10% "
+              "--seeds 5 --json");
+  REQUIRE(r.rc == 0);
+  json j = json::parse(r.out);
+  REQUIRE(j["spaces"].size() == 2);
+  REQUIRE(j["budgets"] == json({"5%", "10%"}));
+  for (const auto& s : j["spaces"]) {
+    const std::string chosen = s["chosen_on_others"];
+    REQUIRE((chosen == "random" || chosen == "forest"));
+    for (const char* strat : {"random", "forest"})
+      for (const char* b : {"5%", "10%"}) {
+        const auto& cell = s["results"][strat][b];
+        REQUIRE(cell["p10_fraction_of_optimum"] <= cell["p25_fraction_of_optimum"]);
+        REQUIRE(cell["p25_fraction_of_optimum"] <= cell["median_fraction_of_optimum"]);
+      }
+    REQUIRE(s["results"]["forest"]["10%"]["budget_evals"] == 40);
+  }
+  Run one = run("replay --space " + kSlice + "," + kSlice + " --seeds 2");
+  REQUIRE(one.rc == 2);
+  REQUIRE(one.out.find("--leave-one-out") != std::string::npos);
+  Run bad = run("replay --space " + kSlice + "," + kSlice + " --leave-one-out --strategies best");
+  REQUIRE(bad.rc == 2);
+}
+
+TEST_CASE("qtune replay --transfer reports what copying another recording's winner gives", "[tuner][cli]") {
+  Run r = run("replay --space " + kSlice + " --transfer " + kSlice + " --strategy forest --budget 2 --seeds 3 --json");
+  REQUIRE(r.rc == 0);
+  json j = json::parse(r.out);
+  REQUIRE(j["copied_winner_fraction"] == 1.0);  // its own recording as the source
+  REQUIRE(j["median_fraction_of_optimum"] == 1.0);
 }
 
 TEST_CASE("qtune rejects bad input with one line and exit code 2", "[tuner][cli]") {

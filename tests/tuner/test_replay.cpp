@@ -73,9 +73,9 @@ TEST_CASE("replay curves are monotone and the default strategy beats random on t
   o.strategy = "random";
   SweepResult rnd = sweep(rs, o);
   REQUIRE(best.curve.size() == 20);
-  REQUIRE(best.curve.back().first == 80);
-  for (size_t i = 1; i < best.curve.size(); ++i) REQUIRE(best.curve[i].second >= best.curve[i - 1].second);
-  REQUIRE(best.curve.back().second == best.median_fraction);
+  REQUIRE(best.curve.back().at == 80);
+  for (size_t i = 1; i < best.curve.size(); ++i) REQUIRE(best.curve[i].median >= best.curve[i - 1].median);
+  REQUIRE(best.curve.back().median == best.median_fraction);
   REQUIRE(best.median_fraction > rnd.median_fraction);
   REQUIRE(best.median_fraction <= 1.0);
 }

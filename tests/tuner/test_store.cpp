@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
 
 #include <sqlite3.h>
 
+#include "tuner/store/prior.h"
 #include "tuner/store/store.h"
 
 using namespace qt::tune;
@@ -246,4 +248,34 @@ TEST_CASE("a writer killed while it holds an open write transaction leaves the c
   REQUIRE(st.count() == 1);
   st.put(row({3, 3}, 3, 1e-3));
   REQUIRE(st.count() == 2);
+}
+
+TEST_CASE("the store's results of the family on another GPU become the prior of a search on this one",
+          "[tuner][store][transfer]") {
+  Store s(fresh_db("prior"));
+  s.put(row({1, 4096, 4096}, 64, 2e-5));
+  s.put(row({1, 4096, 4096}, 128, 1e-5));
+  s.put(row({1, 4096, 4096}, 256, 0, Status::ResourceFailed));
+  s.put(row({1, 8192, 8192}, 32, 1e-6));  // another shape: farther from the one asked for
+  ResultRow mine = row({1, 4096, 4096}, 32, 5e-7);
+  DeviceFingerprint self = gpu();
+  self.name = "NVIDIA A100-PCIE-40GB";
+  mine.device = self;
+  s.put(mine);  // this device's own rows are not a prior
+  ResultRow stale = row({1, 4096, 4096}, 32, 1e-9);
+  stale.source_hash = "old";
+  s.put(stale);  // another kernel source: not the same kernel
+  Space space = Space::cartesian({numeric_param("block_x", {32, 64, 128, 256}), numeric_param("unroll", {1, 2})});
+  Knowledge k = prior_from_store(s, space, self, "awq.gemv", "abc123", "awq_int4xf16->f16", {1, 4096, 4000});
+  REQUIRE(k.prior_source.find("NVIDIA RTX A4000") != std::string::npos);
+  auto at = [&](double bx, double unroll) { return k.prior_time[*space.find({uint16_t(std::log2(bx) - 5), uint16_t(unroll - 1)})]; };
+  REQUIRE(at(128, 2) == Approx(1e-5));
+  REQUIRE(at(64, 2) == Approx(2e-5));
+  REQUIRE(std::isnan(at(256, 2)));  // failed there
+  REQUIRE(std::isnan(at(32, 2)));   // measured only at a farther shape, on this device, or on another source
+  REQUIRE(std::isnan(at(128, 1)));
+  REQUIRE(k.prior_order().front() == *space.find({2, 1}));
+  // A family no other device has results for: no prior.
+  Knowledge none = prior_from_store(s, space, self, "awq.gemm", "abc123", "awq_int4xf16->f16", {1, 4096, 4096});
+  REQUIRE_FALSE(none.has_prior());
 }

@@ -2,7 +2,10 @@
 // machine's CPU in a crash-isolated worker, writes every measured candidate to the store, and prints the
 // winners. `qtune --model X.bin --gpu sm86`: the same shapes for a GPU; without one, says so and runs the
 // static compile-and-prune step only.
+#include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <optional>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +22,8 @@
 #include "tuner/family/candidate.h"
 #include "tuner/replay/replay.h"
 #include "tuner/search/strategies.h"
+#include "tuner/static/static_knowledge.h"
+#include "tuner/store/prior.h"
 #include "tuner/store/store.h"
 
 namespace qt::tune {
@@ -71,6 +76,9 @@ int tune_command(const std::vector<std::string>& args) {
       .option("--min-time", "SECONDS", "timed time at least per candidate", "0.01")
       .flag("--flush", "overwrite twice the last-level cache before every timed repetition")
       .flag("--no-racing", "time every candidate fully even when clearly slower than the best")
+      .flag("--no-transfer", "do not start from the store's results of the same family on other devices")
+      .option("--static", "FILE", "a `qtune static --json` report: registers, spills, shared memory and occupancy "
+              "per point guide the model-based search (features; spilling points left out of its first picks)")
       .flag("--quiet", "no progress line");
   if (!cli.parse(args)) return 0;
 
@@ -184,6 +192,14 @@ int tune_command(const std::vector<std::string>& args) {
   std::string run = run_id();
   Worker worker(handle_candidate_request);
 
+  std::optional<nlohmann::json> static_report;
+  if (auto path = cli.get_optional("--static")) {
+    std::ifstream f(*path);
+    if (!f) throw Error(*path + ": cannot open the static report");
+    static_report = nlohmann::json::parse(f, nullptr, false);
+    if (static_report->is_discarded()) throw Error(*path + ": the static report is not valid JSON");
+  }
+
   int64_t total_evals = 0;
   std::vector<int64_t> budgets;
   for (const auto& j : jobs) {
@@ -204,6 +220,22 @@ int tune_command(const std::vector<std::string>& args) {
     auto fam = s.family;
     opt.budget = Budget{budgets[i], -1};
     std::string label = fam->name() + " " + shape_text(s.shape);
+    opt.knowledge = [&](const Space& space) {
+      Knowledge k;
+      if (!cli.get_flag("--no-transfer"))
+        k = prior_from_store(store, space, dev, fam->name(), fam->source_hash(), fam->dtypes(), s.shape);
+      if (static_report) {
+        Knowledge st = static_knowledge(*static_report, fam->family().name, space);
+        k.feature_names = std::move(st.feature_names);
+        k.features = std::move(st.features);
+      }
+      size_t known = 0;
+      for (double t : k.prior_time) known += std::isfinite(t);
+      if (known > 0)
+        std::fprintf(stderr, "qtune: %s: %zu points measured on %s start the search\n", label.c_str(), known,
+                     k.prior_source.c_str());
+      return k;
+    };
     TuneReport rep = tune_shape(*fam, s.shape, worker, opt, [&](const nlohmann::json& point, const CandidateOutcome& o) {
       ResultRow row;
       row.device = dev;

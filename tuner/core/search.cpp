@@ -26,9 +26,10 @@ void SearchState::record(PointId id, const Observation& o) {
 }
 
 SearchResult run_search(const Space& space, Strategy& strategy, Objective& objective, const Budget& budget,
-                        uint64_t seed) {
+                        uint64_t seed, const Knowledge* known) {
+  if (known) known->check(space);
   Rng rng(seed);
-  SearchState st(space);
+  SearchState st(space, known);
   SearchResult res;
   strategy.plan(budget, space.size());
   int stale = 0;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/rng.h"
+#include "tuner/core/knowledge.h"
 #include "tuner/core/space.h"
 #include "tuner/core/status.h"
 
@@ -39,8 +40,10 @@ struct Budget {
 // What strategies may read about the run so far.
 class SearchState {
  public:
-  explicit SearchState(const Space& s) : space_(&s) {}
+  explicit SearchState(const Space& s, const Knowledge* known = nullptr) : space_(&s), known_(known) {}
   const Space& space() const { return *space_; }
+  // What was known before the run (static data, another device's times); nullptr when nothing.
+  const Knowledge* knowledge() const { return known_; }
   const Observation* seen(PointId id) const {
     auto it = seen_.find(id);
     return it == seen_.end() ? nullptr : &it->second;
@@ -57,6 +60,7 @@ class SearchState {
 
  private:
   const Space* space_;
+  const Knowledge* known_;
   std::unordered_map<PointId, Observation> seen_;
   std::vector<PointId> order_;
   std::optional<PointId> best_;
@@ -97,7 +101,8 @@ struct SearchResult {
 // keeps proposing evaluated points is given a random unseen point after a while (stagnation guard), so
 // every run makes progress. An evaluation whose charged time would overrun a time budget is not recorded,
 // so the charged seconds never exceed the budget (as a replayed run that stops before it).
+// `known` (optional) is handed to the strategy through SearchState::knowledge().
 SearchResult run_search(const Space& space, Strategy& strategy, Objective& objective, const Budget& budget,
-                        uint64_t seed);
+                        uint64_t seed, const Knowledge* known = nullptr);
 
 }  // namespace qt::tune

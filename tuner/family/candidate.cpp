@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "tuner/measure/flush.h"
+#include "tuner/search/seeded.h"
 #include "tuner/search/strategies.h"
 
 namespace qt::tune {
@@ -160,9 +161,11 @@ TuneReport tune_shape(const Tunable& family, const std::vector<int64_t>& shape, 
   Space space = family.space(shape);
   rep.space_size = space.size();
   if (space.size() == 0) throw Error("kernel family " + family.name() + " has no valid point for this shape");
-  auto strat = make_strategy(opt.strategy);
+  Knowledge known;
+  if (opt.knowledge) known = opt.knowledge(space);
+  auto strat = seed_from_prior(make_strategy(opt.strategy), &known);
   WorkerObjective obj(family, space, shape, worker, opt, sink, rep);
-  SearchResult sr = run_search(space, *strat, obj, opt.budget, opt.seed);
+  SearchResult sr = run_search(space, *strat, obj, opt.budget, opt.seed, &known);
   rep.evaluations = sr.evaluations;
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;

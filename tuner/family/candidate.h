@@ -40,6 +40,9 @@ struct TuneOptions {
   double timeout_s = 10;  // per candidate, wall clock, including the reference on first use
   MeasureOptions measure;
   bool flush = false;
+  // What is known about the shape's space before the search (another GPU's results from the store, static
+  // data); called once the space is built. Unset: nothing.
+  std::function<Knowledge(const Space&)> knowledge;
 };
 
 struct TuneReport {

@@ -6,6 +6,7 @@
 #include "common/cli_args.h"
 #include "common/error.h"
 #include "common/quantile.h"
+#include "tuner/search/seeded.h"
 #include "tuner/search/strategies.h"
 
 namespace qt::tune {
@@ -34,6 +35,17 @@ int64_t parse_eval_budget(const std::string& text, size_t space_size) {
   return n;
 }
 
+Budget parse_budget(const std::string& text, size_t space_size) {
+  Budget b;
+  if (!text.empty() && text.back() == 's') {
+    b.max_seconds = parse_double(text.substr(0, text.size() - 1), "--budget seconds");
+    if (!(b.max_seconds > 0)) throw Error("--budget seconds must be positive: " + text);
+  } else {
+    b.max_evals = parse_eval_budget(text, space_size);
+  }
+  return b;
+}
+
 SweepResult sweep(const RecordedSpace& rs, const SweepOptions& opt) {
   if (opt.seeds <= 0) throw Error("--seeds must be positive");
   SweepResult out;
@@ -43,9 +55,9 @@ SweepResult sweep(const RecordedSpace& rs, const SweepOptions& opt) {
   int64_t max_evals = 0;
   int hits = 0;
   for (int s = 0; s < opt.seeds; ++s) {
-    auto strat = make_strategy(out.strategy);
+    auto strat = seed_from_prior(make_strategy(out.strategy), opt.known);
     ReplayObjective obj(rs);
-    SearchResult r = run_search(rs.space, *strat, obj, opt.budget, opt.first_seed + uint64_t(s));
+    SearchResult r = run_search(rs.space, *strat, obj, opt.budget, opt.first_seed + uint64_t(s), opt.known);
     double f = std::isfinite(r.best_score) ? rs.optimum_ms / r.best_score : 0.0;
     out.fractions.push_back(f);
     hits += (r.best_score <= rs.optimum_ms);
@@ -55,26 +67,34 @@ SweepResult sweep(const RecordedSpace& rs, const SweepOptions& opt) {
     runs.push_back(std::move(r));
   }
   out.median_fraction = median(out.fractions);
+  out.p10_fraction = quantile(out.fractions, 0.10);
   out.p25_fraction = quantile(out.fractions, 0.25);
   out.p75_fraction = quantile(out.fractions, 0.75);
   out.median_evals = median(evals);
   out.median_seconds = median(secs);
   out.hit_rate = double(hits) / opt.seeds;
-  int64_t top = opt.budget.max_evals > 0 ? opt.budget.max_evals : max_evals;
+  // Marks in evaluations, or in charged seconds when the budget is a time.
+  out.curve_in_seconds = opt.budget.max_evals < 0 && opt.budget.max_seconds > 0;
+  double top = out.curve_in_seconds ? opt.budget.max_seconds
+                                    : double(opt.budget.max_evals > 0 ? opt.budget.max_evals : max_evals);
   int npts = std::max(1, opt.curve_points);
-  std::vector<int64_t> marks;
+  std::vector<double> marks;
   for (int i = 1; i <= npts; ++i) {
-    int64_t m = std::max<int64_t>(1, int64_t(std::llround(double(top) * i / npts)));
+    double m = top * i / npts;
+    if (!out.curve_in_seconds) m = std::max(1.0, double(std::llround(m)));
     if (marks.empty() || m > marks.back()) marks.push_back(m);
   }
-  for (int64_t m : marks) {
+  for (double m : marks) {
     std::vector<double> f;
     for (const auto& r : runs) {
       double best = INFINITY;
-      if (!r.trace.empty()) best = r.trace[size_t(std::min<int64_t>(m, int64_t(r.trace.size())) - 1)].best;
+      for (const TracePoint& t : r.trace) {
+        if ((out.curve_in_seconds ? t.seconds : double(t.evaluations)) > m) break;
+        best = t.best;
+      }
       f.push_back(std::isfinite(best) ? rs.optimum_ms / best : 0.0);
     }
-    out.curve.emplace_back(m, median(f));
+    out.curve.push_back({m, median(f), quantile(f, 0.25), quantile(f, 0.10)});
   }
   return out;
 }

@@ -6,7 +6,16 @@
 
 namespace qt::tune {
 
+void AnnealingStrategy::plan(const Budget& budget, size_t) {
+  if (budget.max_evals > 1) opt_.cooling = std::pow(opt_.t_min / opt_.t0, 1.0 / double(budget.max_evals));
+}
+
 std::optional<PointId> AnnealingStrategy::propose(const SearchState& st, Rng& rng) {
+  if (!started_) {
+    // Points measured before the search handed over (another device's fastest): anneal from the best of them.
+    started_ = true;
+    if (st.best()) current_ = *st.best(), current_score_ = st.best_score(), best_seen_ = st.best_score();
+  }
   if (!current_) return st.random_unseen(rng);
   if (auto m = fresh_move(st, *current_, rng)) return m;
   return st.random_unseen(rng);

@@ -14,6 +14,9 @@ class AnnealingStrategy : public Strategy {
  public:
   explicit AnnealingStrategy(AnnealingOptions o = {}) : opt_(o), temp_(o.t0) {}
   std::string name() const override { return "annealing"; }
+  // With an evaluation budget, the schedule cools from t0 to t_min over the budget (one cooling run that ends
+  // when the budget does), rather than at a fixed rate that a small budget never gets to the end of.
+  void plan(const Budget& budget, size_t space_size) override;
   std::optional<PointId> propose(const SearchState& st, Rng& rng) override;
   void observe(PointId id, const Observation& o, const SearchState& st, Rng& rng) override;
 
@@ -25,6 +28,7 @@ class AnnealingStrategy : public Strategy {
   double best_seen_ = 1e300;
   int since_best_ = 0;
   int restarts_ = 0;
+  bool started_ = false;
 };
 
 }  // namespace qt::tune

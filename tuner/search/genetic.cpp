@@ -15,7 +15,16 @@ void GeneticStrategy::plan(const Budget& budget, size_t) {
 
 std::optional<PointId> GeneticStrategy::propose(const SearchState& st, Rng& rng) {
   if (population_.empty()) {
-    for (int i = 0; i < opt_.population; ++i)
+    // Points measured before the search handed over (another device's fastest, tried first) take up to half
+    // of the first generation; the rest is random.
+    std::vector<PointId> known;
+    for (PointId p : st.order())
+      if (st.seen(p)->usable()) known.push_back(p);
+    std::stable_sort(known.begin(), known.end(),
+                     [&](PointId a, PointId b) { return st.seen(a)->time < st.seen(b)->time; });
+    known.resize(std::min<size_t>(known.size(), size_t(opt_.population / 2)));
+    population_ = known;
+    for (int i = int(known.size()); i < opt_.population; ++i)
       if (auto p = st.random_unseen(rng)) {
         population_.push_back(*p);
         pending_.push_back(*p);

@@ -26,6 +26,8 @@ std::optional<PointId> IlsStrategy::restart(const SearchState& st, Rng& rng) {
 }
 
 std::optional<PointId> IlsStrategy::propose(const SearchState& st, Rng& rng) {
+  // Points measured before the search handed over (another device's fastest): descend from the best of them.
+  if (!current_ && st.best()) move_to(*st.best(), st.best_score(), st, rng);
   if (!current_) {
     jumping_ = true;
     score_at_kick_ = st.best_score();

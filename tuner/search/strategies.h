@@ -9,7 +9,11 @@
 //               perturbation of the best point, random restarts when perturbations stop paying off
 //   bandit      AUC bandit (OpenTuner/pyATF style) choosing among genetic, annealing, ils and random by the
 //               area under each technique's recent improvement curve plus an exploration bonus
-//   best        qtune's default, chosen from the measured replay curves (results/tuner-search-efficiency.md)
+//   forest      model-based: a random forest of log(time) with expected improvement over a space-filling design
+//               of valid points; reads what is known before the run (static features, another device's times)
+//   best        qtune's default: the strategy `qtune replay --leave-one-out` chooses over the recorded spaces
+//               (results/tuner-search-efficiency.md: genetic, chosen on the other seven spaces for 7 of 8)
+// With another device's times known (transfer), every strategy tries that device's fastest points first.
 #include <memory>
 #include <string>
 #include <vector>
