@@ -7,6 +7,7 @@
 
 #include "common/half.h"
 #include "common/rng.h"
+#include "kernels_src/registry/family_util.h"
 
 namespace qt::kernels::attention {
 
@@ -15,17 +16,6 @@ const std::vector<std::string> kDims = {"M", "H", "KVH", "D", "C", "P"};
 namespace {
 
 using Role = BufferSpec::Role;
-
-std::vector<uint16_t> halves(const std::vector<uint8_t>& b) {
-  std::vector<uint16_t> v(b.size() / 2);
-  if (!b.empty()) std::memcpy(v.data(), b.data(), v.size() * 2);
-  return v;
-}
-std::vector<uint8_t> bytes(const std::vector<uint16_t>& v) {
-  std::vector<uint8_t> b(v.size() * 2);
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
 
 }  // namespace
 
@@ -67,9 +57,9 @@ HostBuffers make_attention_inputs(const Shape& shape, uint64_t seed) {
     return v;
   };
   HostBuffers in;
-  in["q"] = bytes(fill(p.m * qd, p.m * qd, -2, 2));
-  in["k_cache"] = bytes(fill(p.capacity * kvd, used, -2, 2));
-  in["v_cache"] = bytes(fill(p.capacity * kvd, used, -1, 1));
+  in["q"] = bytes_of(fill(p.m * qd, p.m * qd, -2, 2));
+  in["k_cache"] = bytes_of(fill(p.capacity * kvd, used, -2, 2));
+  in["v_cache"] = bytes_of(fill(p.capacity * kvd, used, -1, 1));
   const int32_t pos0 = static_cast<int32_t>(p.pos0);
   in["pos"].resize(4);
   std::memcpy(in["pos"].data(), &pos0, 4);
@@ -85,7 +75,8 @@ HostBuffers make_attention_inputs(const Shape& shape, uint64_t seed) {
 Expected expected_attention(const Shape& shape, const HostBuffers& in, bool p_in_fp16) {
   const AttentionProblem p = problem(shape);
   const AttentionResult r =
-      reference_attention(p, halves(in.at("q")), halves(in.at("k_cache")), halves(in.at("v_cache")));
+      reference_attention(p, from_bytes<uint16_t>(in.at("q")), from_bytes<uint16_t>(in.at("k_cache")),
+                          from_bytes<uint16_t>(in.at("v_cache")));
   Expected e;
   e.buffer = "out";
   e.values.assign(r.out.begin(), r.out.end());

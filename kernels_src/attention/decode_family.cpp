@@ -2,6 +2,7 @@
 
 #include "kernels_src/attention/attention_family.h"
 #include "kernels_src/attention/attention_problem.h"
+#include "kernels_src/registry/family_util.h"
 #include "family_source_hash.h"
 
 namespace qt::kernels::attention {
@@ -14,8 +15,7 @@ constexpr int64_t kCombineThreads = 128;
 const char* kCombine = "attention_decode_combine_kernel<128>";
 
 std::string decode_kernel(const Point& p) {
-  return "attention_decode_kernel<" + std::to_string(p.at("threads")) + ", " + std::to_string(p.at("tile")) + ", " +
-         std::to_string(p.at("stages")) + ">";
+  return name_expr("attention_decode_kernel", {p.at("threads"), p.at("tile"), p.at("stages")});
 }
 
 // Mirrors attn_decode::row_stride and token_groups in attention_decode.cuh.

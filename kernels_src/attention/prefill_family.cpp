@@ -2,6 +2,7 @@
 
 #include "kernels_src/attention/attention_family.h"
 #include "kernels_src/attention/attention_problem.h"
+#include "kernels_src/registry/family_util.h"
 #include "family_source_hash.h"
 
 namespace qt::kernels::attention {
@@ -10,12 +11,8 @@ namespace {
 constexpr int64_t kMaxSmem = 227 * 1024;  // the largest opt-in dynamic shared memory of any target (sm_90)
 
 std::string prefill_kernel(const Point& p) {
-  return "attention_prefill_kernel<" + std::to_string(p.at("bm")) + ", " + std::to_string(p.at("bn")) + ", " +
-         std::to_string(p.at("warps")) + ", " + std::to_string(p.at("stages")) + ", " + std::to_string(p.at("dmax")) +
-         ">";
+  return name_expr("attention_prefill_kernel", {p.at("bm"), p.at("bn"), p.at("warps"), p.at("stages"), p.at("dmax")});
 }
-
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 KernelFamily make_prefill() {
   KernelFamily f;

@@ -3,6 +3,7 @@
 // dequantization (q - z) * s in f16x2, vector loads of packed words, and the split-k reduction.
 // Written against kernels_src/common/qt_cuda.h so the same text compiles with NVRTC and in the emulator.
 #include "kernels_src/common/qt_cuda.h"
+#include "kernels_src/common/splitk.cuh"
 
 namespace awq {
 
@@ -46,12 +47,3 @@ __device__ __forceinline__ void load_f16x8(const __half* p, uint32_t (&out)[4]) 
 
 }  // namespace awq
 
-// y[i] = sum over splits of ws[split][i], rounded to fp16 once.
-template <int THREADS>
-__global__ void __launch_bounds__(THREADS) awq_splitk_reduce_kernel(const float* ws, __half* y, int count, int splits) {
-  const int i = blockIdx.x * THREADS + threadIdx.x;
-  if (i >= count) return;
-  float sum = 0.0f;
-  for (int z = 0; z < splits; ++z) sum += ws[(int64_t)z * count + i];
-  y[i] = __float2half_rn(sum);
-}

@@ -7,6 +7,7 @@
 
 #include "common/half.h"
 #include "kernels_src/awq/awq_reference.h"
+#include "kernels_src/registry/family_util.h"
 #include "family_source_hash.h"
 
 namespace qt::kernels::awq {
@@ -14,35 +15,13 @@ namespace {
 
 using Role = BufferSpec::Role;
 
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // The AWQ problem: y[M][N] = x[M][K] * W[K][N] with groups of G along K, read from the family's named dims.
 struct Mnkg {
   int64_t m, n, k, group;
 };
 Mnkg mnkg(const Shape& s) { return {s["M"], s["N"], s["K"], s["G"]}; }
 const std::vector<std::string> kDims = {"M", "N", "K", "G"};
-std::string tmpl(const std::string& name, std::initializer_list<int64_t> args) {
-  std::string s = name + "<";
-  bool first = true;
-  for (int64_t a : args) s += (first ? "" : ", ") + std::to_string(a), first = false;
-  return s + ">";
-}
 
-const char* kReduce = "awq_splitk_reduce_kernel<256>";
-
-template <class T>
-std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(T));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-template <class T>
-std::vector<T> from_bytes(const std::vector<uint8_t>& b) {
-  std::vector<T> v(b.size() / sizeof(T));
-  if (!b.empty()) std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
-  return v;
-}
 
 std::string common_shape_check(const Mnkg& s) {
   if (s.m < 1 || s.n < 1 || s.k < 1 || s.group < 1) return "M, N, K and G must be positive";
@@ -100,12 +79,6 @@ std::vector<BufferSpec> awq_buffers(const Mnkg& s) {
           {"y", DType::F16, s.m * s.n, Role::Output}};
 }
 
-// The kernels of a GEMV/GEMM point: its own, plus the reduction when it splits K.
-std::vector<std::string> with_reduce(const std::string& kernel, int64_t split) {
-  std::vector<std::string> k = {kernel};
-  if (split > 1) k.push_back(kReduce);
-  return k;
-}
 
 // A GEMV/GEMM launch plan: `main` (kernel, grid, block, smem already set) over the AWQ buffers, an fp32
 // workspace, and for split > 1 the reduction of the per-split partials into y.
@@ -117,20 +90,13 @@ LaunchPlan matmul_plan(const Mnkg& s, Launch main, int64_t split) {
                KernelArg::buf("y"),      KernelArg::buf("ws"),      KernelArg::i32(s.m),      KernelArg::i32(s.n),
                KernelArg::i32(s.k),      KernelArg::i32(s.group)};
   plan.launches.push_back(main);
-  if (split > 1) {
-    Launch r;
-    r.kernel = kReduce;
-    r.grid.x = static_cast<uint32_t>(cdiv(s.m * s.n, 256));
-    r.block.x = 256;
-    r.args = {KernelArg::buf("ws"), KernelArg::buf("y"), KernelArg::i32(s.m * s.n), KernelArg::i32(split)};
-    plan.launches.push_back(r);
-  }
+  if (split > 1) plan.launches.push_back(splitk_reduce_launch(s.m * s.n, split));
   return plan;
 }
 
-std::string gemv_kernel(const Point& p) { return tmpl("awq_gemv_kernel", {p.at("warps"), p.at("vec"), p.at("mt")}); }
+std::string gemv_kernel(const Point& p) { return name_expr("awq_gemv_kernel", {p.at("warps"), p.at("vec"), p.at("mt")}); }
 std::string gemm_kernel(const Point& p) {
-  return tmpl("awq_gemm_kernel", {p.at("bm"), p.at("bn"), p.at("bk"), p.at("warps"), p.at("stages")});
+  return name_expr("awq_gemm_kernel", {p.at("bm"), p.at("bn"), p.at("bk"), p.at("warps"), p.at("stages")});
 }
 
 KernelFamily make_dequant() {
@@ -154,7 +120,7 @@ KernelFamily make_dequant() {
     return e;
   };
   f.kernels = [](const Point& p) {
-    return std::vector<std::string>{tmpl("awq_dequant_kernel", {p.at("threads"), p.at("words")})};
+    return std::vector<std::string>{name_expr("awq_dequant_kernel", {p.at("threads"), p.at("words")})};
   };
   f.plan = [](const Point& p, const Shape& shape) {
     const Mnkg s = mnkg(shape);
@@ -164,7 +130,7 @@ KernelFamily make_dequant() {
                     {"scales", DType::F16, s.k / s.group * s.n, Role::Input},
                     {"w", DType::F16, s.k * s.n, Role::Output}};
     Launch l;
-    l.kernel = tmpl("awq_dequant_kernel", {p.at("threads"), p.at("words")});
+    l.kernel = name_expr("awq_dequant_kernel", {p.at("threads"), p.at("words")});
     l.grid.x = static_cast<uint32_t>(cdiv(s.k * s.n / 8, p.at("threads") * p.at("words")));
     l.block.x = static_cast<uint32_t>(p.at("threads"));
     l.args = {KernelArg::buf("qweight"), KernelArg::buf("qzeros"), KernelArg::buf("scales"), KernelArg::buf("w"),
@@ -219,7 +185,7 @@ KernelFamily make_gemv() {
     if (p.at("split_k") > s.k / s.group) return std::string("split_k exceeds the number of groups along K");
     return std::string();
   };
-  f.kernels = [](const Point& p) { return with_reduce(gemv_kernel(p), p.at("split_k")); };
+  f.kernels = [](const Point& p) { return with_splitk_reduce({gemv_kernel(p)}, p.at("split_k")); };
   f.plan = [](const Point& p, const Shape& shape) {
     const Mnkg s = mnkg(shape);
     Launch l;
@@ -276,7 +242,7 @@ KernelFamily make_gemm() {
     if (p.at("split_k") > s.k / p.at("bk")) return std::string("split_k exceeds the number of K tiles");
     return std::string();
   };
-  f.kernels = [](const Point& p) { return with_reduce(gemm_kernel(p), p.at("split_k")); };
+  f.kernels = [](const Point& p) { return with_splitk_reduce({gemm_kernel(p)}, p.at("split_k")); };
   f.plan = [](const Point& p, const Shape& shape) {
     const Mnkg s = mnkg(shape);
     Launch l;

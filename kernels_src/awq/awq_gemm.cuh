@@ -143,25 +143,5 @@ __global__ void __launch_bounds__(WARPS * 32)
   }
   qt::cp_async_wait<0>();
 
-  const int gid = lane >> 2, t4 = lane & 3;
-#pragma unroll
-  for (int mf = 0; mf < T::MF; ++mf)
-#pragma unroll
-    for (int nf = 0; nf < T::NF; ++nf) {
-      const int col = n0 + warp * T::WN + nf * 8 + 2 * t4;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = m0 + mf * 16 + gid + 8 * h;
-        if (row < M) {
-          const float v0 = acc[mf][nf][2 * h], v1 = acc[mf][nf][2 * h + 1];
-          if (gridDim.z == 1) {
-            *reinterpret_cast<uint32_t*>(y + (int64_t)row * N + col) = qt::cvt_f16x2(v0, v1);
-          } else {
-            float* dst = ws + ((int64_t)blockIdx.z * M + row) * N + col;
-            dst[0] = v0;
-            dst[1] = v1;
-          }
-        }
-      }
-    }
+  store_mma_tile<T::MF, T::NF, T::WN>(acc, y, ws, m0, n0, warp, lane, M, N);
 }

@@ -5,7 +5,7 @@
 // rows k = w, w + WARPS, ... of the block's K range; blockIdx.z selects the K range (split-k, whole groups).
 // blockIdx.y selects MT rows of M. fp32 accumulation; warps are reduced through shared memory, one M row
 // at a time. split == 1 writes fp16 y, otherwise fp32 partials into ws[split][M][N] for
-// awq_splitk_reduce_kernel.
+// splitk_reduce_kernel (kernels_src/common/splitk.cuh).
 #include "kernels_src/awq/awq_common.cuh"
 
 template <int WARPS, int VEC, int MT>

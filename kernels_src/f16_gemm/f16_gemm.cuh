@@ -9,8 +9,9 @@
 // barrier after it also retires the stage the next copy refills). Rows are padded by 8 halves so the eight
 // 16-byte rows of an ldmatrix fall in distinct banks. Rows past M or N and chunks past K are zero-filled
 // (src-size 0 from a valid address). Split-k: blockIdx.z takes a contiguous range of K tiles and writes fp32
-// partials to ws[z][M][N] for f16_splitk_reduce_kernel.
+// partials to ws[z][M][N] for splitk_reduce_kernel (kernels_src/common/splitk.cuh).
 #include "kernels_src/common/qt_cuda.h"
+#include "kernels_src/common/splitk.cuh"
 
 template <int BM, int BN, int BK, int WARPS, int STAGES>
 struct F16GemmTile {
@@ -108,40 +109,6 @@ __global__ void __launch_bounds__(WARPS * 32)
   }
   qt::cp_async_wait<0>();
 
-  const int gid = lane >> 2, t4 = lane & 3;
-#pragma unroll
-  for (int mf = 0; mf < T::MF; ++mf)
-#pragma unroll
-    for (int nf = 0; nf < T::NF; ++nf) {
-      const int col = n0 + warp * T::WN + nf * 8 + 2 * t4;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = m0 + mf * 16 + gid + 8 * h;
-        if (row >= M || col >= N) continue;
-        const float v0 = acc[mf][nf][2 * h], v1 = acc[mf][nf][2 * h + 1];
-        if (gridDim.z == 1) {
-          __half* dst = y + (int64_t)row * N + col;
-          if ((N & 1) == 0) {
-            *reinterpret_cast<uint32_t*>(dst) = qt::cvt_f16x2(v0, v1);
-          } else {
-            dst[0] = __float2half_rn(v0);
-            if (col + 1 < N) dst[1] = __float2half_rn(v1);
-          }
-        } else {
-          float* dst = ws + ((int64_t)blockIdx.z * M + row) * N + col;
-          dst[0] = v0;
-          if (col + 1 < N) dst[1] = v1;
-        }
-      }
-    }
+  store_mma_tile<T::MF, T::NF, T::WN>(acc, y, ws, m0, n0, warp, lane, M, N);
 }
 
-// y[i] = sum over splits of ws[split][i], rounded to fp16 once.
-template <int THREADS>
-__global__ void __launch_bounds__(THREADS) f16_splitk_reduce_kernel(const float* ws, __half* y, int count, int splits) {
-  const int i = blockIdx.x * THREADS + threadIdx.x;
-  if (i >= count) return;
-  float sum = 0.0f;
-  for (int z = 0; z < splits; ++z) sum += ws[(int64_t)z * count + i];
-  y[i] = __float2half_rn(sum);
-}

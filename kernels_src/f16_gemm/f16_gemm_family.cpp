@@ -8,6 +8,7 @@
 
 #include "common/half.h"
 #include "common/rng.h"
+#include "kernels_src/registry/family_util.h"
 #include "family_source_hash.h"
 
 namespace qt::kernels::f16_gemm {
@@ -15,33 +16,17 @@ namespace {
 
 using Role = BufferSpec::Role;
 
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 struct Mnk {
   int64_t m, n, k, group;
 };
 Mnk mnk(const Shape& s) { return {s["M"], s["N"], s["K"], s["G"]}; }
 const std::vector<std::string> kDims = {"M", "N", "K", "G"};
-const char* kReduce = "f16_splitk_reduce_kernel<256>";
 
 std::string kernel_name(const Point& p) {
-  std::string s = "f16_gemm_kernel<";
-  bool first = true;
-  for (const char* n : {"bm", "bn", "bk", "warps", "stages"})
-    s += (first ? "" : ", ") + std::to_string(p.at(n)), first = false;
-  return s + ">";
+  return name_expr("f16_gemm_kernel", {p.at("bm"), p.at("bn"), p.at("bk"), p.at("warps"), p.at("stages")});
 }
 
-std::vector<uint8_t> half_bytes(const std::vector<uint16_t>& v) {
-  std::vector<uint8_t> b(v.size() * 2);
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-std::vector<uint16_t> halves(const std::vector<uint8_t>& b) {
-  std::vector<uint16_t> v(b.size() / 2);
-  if (!b.empty()) std::memcpy(v.data(), b.data(), b.size());
-  return v;
-}
+
 
 std::string shape_check(const Point& p, const Shape& shape) {
   const Mnk s = mnk(shape);
@@ -61,7 +46,7 @@ HostBuffers make_inputs(const Shape& shape, uint64_t seed) {
   std::vector<uint16_t> x(size_t(s.m * s.k)), w(size_t(s.n * s.k));
   for (auto& v : w) v = float_to_half_bits(static_cast<float>(0.2 * rng.uniform() - 0.1));
   for (auto& v : x) v = float_to_half_bits(static_cast<float>(2.0 * rng.uniform() - 1.0));
-  return {{"x", half_bytes(x)}, {"values", half_bytes(w)}};
+  return {{"x", bytes_of(x)}, {"values", bytes_of(w)}};
 }
 
 // Exact products of fp16 operands summed in double. The kernel sums them in fp32 (mma steps of 16, K/16 tile
@@ -70,7 +55,7 @@ HostBuffers make_inputs(const Shape& shape, uint64_t seed) {
 // half the subnormal spacing.
 std::vector<Expected> reference(const Shape& shape, const HostBuffers& in) {
   const Mnk s = mnk(shape);
-  const std::vector<uint16_t> x = halves(in.at("x")), w = halves(in.at("values"));
+  const std::vector<uint16_t> x = from_bytes<uint16_t>(in.at("x")), w = from_bytes<uint16_t>(in.at("values"));
   std::vector<float> wf(w.size());
   for (size_t i = 0; i < w.size(); ++i) wf[i] = half_bits_to_float(w[i]);
   Expected e;
@@ -154,11 +139,7 @@ KernelFamily make() {
     return std::string();
   };
   f.shape_constraint = shape_check;
-  f.kernels = [](const Point& p) {
-    std::vector<std::string> k = {kernel_name(p)};
-    if (p.at("split_k") > 1) k.push_back(kReduce);
-    return k;
-  };
+  f.kernels = [](const Point& p) { return with_splitk_reduce({kernel_name(p)}, p.at("split_k")); };
   f.plan = [](const Point& p, const Shape& shape) {
     const Mnk s = mnk(shape);
     const int64_t split = p.at("split_k");
@@ -177,14 +158,7 @@ KernelFamily make() {
     l.args = {KernelArg::buf("x"),  KernelArg::buf("values"), KernelArg::buf("y"),  KernelArg::buf("ws"),
               KernelArg::i32(s.m), KernelArg::i32(s.n),       KernelArg::i32(s.k)};
     plan.launches.push_back(l);
-    if (split > 1) {
-      Launch r;
-      r.kernel = kReduce;
-      r.grid.x = static_cast<uint32_t>(cdiv(s.m * s.n, 256));
-      r.block.x = 256;
-      r.args = {KernelArg::buf("ws"), KernelArg::buf("y"), KernelArg::i32(s.m * s.n), KernelArg::i32(split)};
-      plan.launches.push_back(r);
-    }
+    if (split > 1) plan.launches.push_back(splitk_reduce_launch(s.m * s.n, split));
     return plan;
   };
   f.make_inputs = make_inputs;

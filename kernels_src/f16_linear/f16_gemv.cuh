@@ -5,8 +5,9 @@
 // contiguous bytes per row and step). blockIdx.y selects MT rows of M, whose x slices every warp reads
 // alike (L1 hits). blockIdx.z selects a range of whole 32*VEC-element chunks of K (split-k). fp32
 // accumulation, reduced across the warp by shuffles. split == 1 writes fp16 y, otherwise fp32 partials
-// ws[split][M][N] that f16_gemv_reduce_kernel sums. Warps never wait on each other: no block barrier.
+// ws[split][M][N] that splitk_reduce_kernel (kernels_src/common/splitk.cuh) sums. Warps never wait on each other: no block barrier.
 #include "kernels_src/common/qt_vec.h"
+#include "kernels_src/common/splitk.cuh"
 
 template <int WARPS, int ROWS, int VEC, int MT>
 __global__ void __launch_bounds__(WARPS * 32)
@@ -79,13 +80,3 @@ __global__ void __launch_bounds__(WARPS * 32)
   }
 }
 
-// y[i] = sum over splits of ws[split][i], rounded to fp16 once.
-template <int THREADS>
-__global__ void __launch_bounds__(THREADS)
-    f16_gemv_reduce_kernel(const float* __restrict__ ws, __half* __restrict__ y, int count, int splits) {
-  const int i = blockIdx.x * THREADS + threadIdx.x;
-  if (i >= count) return;
-  float sum = 0.0f;
-  for (int z = 0; z < splits; ++z) sum += ws[(int64_t)z * count + i];
-  y[i] = __float2half_rn(sum);
-}

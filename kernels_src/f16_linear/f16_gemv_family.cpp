@@ -13,7 +13,6 @@ namespace {
 
 using Role = BufferSpec::Role;
 const std::vector<std::string> kDims = {"M", "N", "K", "G"};
-const char* kReduce = "f16_gemv_reduce_kernel<256>";
 
 std::string kernel_name(const Point& p) {
   return name_expr("f16_gemv_kernel", {p.at("warps"), p.at("rows"), p.at("vec"), p.at("mt")});
@@ -86,11 +85,7 @@ KernelFamily make_gemv() {
     if (p.at("split_k") > cdiv(k, 32 * vec)) return std::string("split_k exceeds the number of 32*vec chunks of K");
     return std::string();
   };
-  f.kernels = [](const Point& p) {
-    std::vector<std::string> k = {kernel_name(p)};
-    if (p.at("split_k") > 1) k.push_back(kReduce);
-    return k;
-  };
+  f.kernels = [](const Point& p) { return with_splitk_reduce({kernel_name(p)}, p.at("split_k")); };
   f.plan = [](const Point& p, const Shape& s) {
     const int64_t m = s["M"], n = s["N"], k = s["K"], split = p.at("split_k");
     LaunchPlan plan;
@@ -107,14 +102,7 @@ KernelFamily make_gemv() {
     l.args = {KernelArg::buf("x"), KernelArg::buf("values"), KernelArg::buf("y"), KernelArg::buf("ws"),
               KernelArg::i32(m),   KernelArg::i32(n),        KernelArg::i32(k)};
     plan.launches.push_back(l);
-    if (split > 1) {
-      Launch r;
-      r.kernel = kReduce;
-      r.grid.x = static_cast<uint32_t>(cdiv(m * n, 256));
-      r.block.x = 256;
-      r.args = {KernelArg::buf("ws"), KernelArg::buf("y"), KernelArg::i32(m * n), KernelArg::i32(split)};
-      plan.launches.push_back(r);
-    }
+    if (split > 1) plan.launches.push_back(splitk_reduce_launch(m * n, split));
     return plan;
   };
   f.make_inputs = [](const Shape& s, uint64_t seed) {

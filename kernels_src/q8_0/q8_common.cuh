@@ -4,6 +4,7 @@
 // and the split-k reduction. Written against kernels_src/common/qt_cuda.h so the same text compiles with
 // NVRTC and in the emulator.
 #include "kernels_src/common/qt_cuda.h"
+#include "kernels_src/common/splitk.cuh"
 
 namespace q8 {
 
@@ -62,12 +63,3 @@ __device__ __forceinline__ void load_halves(const __half* p, uint32_t (&out)[N /
 
 }  // namespace q8
 
-// y[i] = sum over splits of ws[split][i], rounded to fp16 once.
-template <int THREADS>
-__global__ void __launch_bounds__(THREADS) q8_splitk_reduce_kernel(const float* ws, __half* y, int count, int splits) {
-  const int i = blockIdx.x * THREADS + threadIdx.x;
-  if (i >= count) return;
-  float sum = 0.0f;
-  for (int z = 0; z < splits; ++z) sum += ws[(int64_t)z * count + i];
-  y[i] = __float2half_rn(sum);
-}

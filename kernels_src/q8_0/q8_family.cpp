@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "kernels_src/q8_0/q8_reference.h"
+#include "kernels_src/registry/family_util.h"
 #include "family_source_hash.h"
 
 namespace qt::kernels::q8_0 {
@@ -15,37 +16,16 @@ namespace {
 
 using Role = BufferSpec::Role;
 
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 struct Mnkg {
   int64_t m, n, k, group;
 };
 Mnkg mnkg(const Shape& s) { return {s["M"], s["N"], s["K"], s["G"]}; }
 const std::vector<std::string> kDims = {"M", "N", "K", "G"};
 
-std::string tmpl(const std::string& name, std::initializer_list<int64_t> args) {
-  std::string s = name + "<";
-  bool first = true;
-  for (int64_t a : args) s += (first ? "" : ", ") + std::to_string(a), first = false;
-  return s + ">";
-}
 
-const char* kReduce = "q8_splitk_reduce_kernel<256>";
 constexpr int64_t kQuantizeWarps = 4;
 const std::string kQuantize = "q8_quantize_act_kernel<4>";
 
-template <class T>
-std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(T));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-template <class T>
-std::vector<T> from_bytes(const std::vector<uint8_t>& b) {
-  std::vector<T> v(b.size() / sizeof(T));
-  if (!b.empty()) std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
-  return v;
-}
 
 std::string common_shape_check(const Mnkg& s) {
   if (s.m < 1 || s.n < 1 || s.k < 1 || s.group < 1) return "M, N, K and G must be positive";
@@ -126,24 +106,10 @@ std::vector<BufferSpec> q8_buffers(const Mnkg& s) {
           {"y", DType::F16, s.m * s.n, Role::Output}};
 }
 
-std::vector<std::string> with_reduce(std::vector<std::string> k, int64_t split) {
-  if (split > 1) k.push_back(kReduce);
-  return k;
-}
-
-Launch reduce_launch(const Mnkg& s, int64_t split) {
-  Launch r;
-  r.kernel = kReduce;
-  r.grid.x = static_cast<uint32_t>(cdiv(s.m * s.n, 256));
-  r.block.x = 256;
-  r.args = {KernelArg::buf("ws"), KernelArg::buf("y"), KernelArg::i32(s.m * s.n), KernelArg::i32(split)};
-  return r;
-}
-
 // ---- q8_0_gemv ----
 
 std::string gemv_kernel(const Point& p) {
-  return tmpl("q8_gemv_kernel", {p.at("warps"), p.at("rows"), p.at("vec"), p.at("mt")});
+  return name_expr("q8_gemv_kernel", {p.at("warps"), p.at("rows"), p.at("vec"), p.at("mt")});
 }
 
 KernelFamily make_gemv() {
@@ -181,7 +147,7 @@ KernelFamily make_gemv() {
     if (p.at("split_k") > s.k / vec) return std::string("split_k exceeds the number of vectors along K");
     return std::string();
   };
-  f.kernels = [](const Point& p) { return with_reduce({gemv_kernel(p)}, p.at("split_k")); };
+  f.kernels = [](const Point& p) { return with_splitk_reduce({gemv_kernel(p)}, p.at("split_k")); };
   f.plan = [](const Point& p, const Shape& shape) {
     const Mnkg s = mnkg(shape);
     const int64_t split = p.at("split_k");
@@ -198,7 +164,7 @@ KernelFamily make_gemv() {
               KernelArg::buf("ws"), KernelArg::i32(s.m), KernelArg::i32(s.n),      KernelArg::i32(s.k),
               KernelArg::i32(s.group)};
     plan.launches.push_back(l);
-    if (split > 1) plan.launches.push_back(reduce_launch(s, split));
+    if (split > 1) plan.launches.push_back(splitk_reduce_launch(s.m * s.n, split));
     return plan;
   };
   f.make_inputs = q8_inputs;
@@ -215,7 +181,7 @@ KernelFamily make_gemv() {
 // ---- q8_0_gemm ----
 
 std::string gemm_kernel(const Point& p) {
-  return tmpl("q8_gemm_kernel", {p.at("bm"), p.at("bn"), p.at("bk"), p.at("warps"), p.at("stages"), p.at("act")});
+  return name_expr("q8_gemm_kernel", {p.at("bm"), p.at("bn"), p.at("bk"), p.at("warps"), p.at("stages"), p.at("act")});
 }
 
 KernelFamily make_gemm() {
@@ -260,7 +226,7 @@ KernelFamily make_gemm() {
   f.kernels = [](const Point& p) {
     std::vector<std::string> k = {gemm_kernel(p)};
     if (p.at("act")) k.push_back(kQuantize);
-    return with_reduce(k, p.at("split_k"));
+    return with_splitk_reduce(k, p.at("split_k"));
   };
   f.plan = [](const Point& p, const Shape& shape) {
     const Mnkg s = mnkg(shape);
@@ -291,7 +257,7 @@ KernelFamily make_gemm() {
               KernelArg::buf("y"),              KernelArg::buf("ws"), KernelArg::i32(s.m),      KernelArg::i32(s.n),
               KernelArg::i32(s.k),              KernelArg::i32(s.group)};
     plan.launches.push_back(l);
-    if (split > 1) plan.launches.push_back(reduce_launch(s, split));
+    if (split > 1) plan.launches.push_back(splitk_reduce_launch(s.m * s.n, split));
     return plan;
   };
   f.make_inputs = q8_inputs;

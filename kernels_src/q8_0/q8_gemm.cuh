@@ -18,7 +18,7 @@
 // Pipeline (STAGES >= 2): every iteration commits exactly one group (possibly empty) so wait_group<STAGES-2>
 // means "tile t has landed". Barrier 1 publishes tile t and retires the stage being refilled (and Bs);
 // barrier 2 (ACT = 0) publishes Bs. Split-k: blockIdx.z takes a contiguous range of K tiles and writes fp32
-// partials to ws[z][M][N] for q8_splitk_reduce_kernel.
+// partials to ws[z][M][N] for splitk_reduce_kernel (kernels_src/common/splitk.cuh).
 #include "kernels_src/q8_0/q8_common.cuh"
 
 // Activations -> int8 per group of G: xs[g] = amax / 127, xq = round_even(x * 127 / amax) (0 for an all-zero
@@ -242,30 +242,5 @@ __global__ void __launch_bounds__(WARPS * 32)
   }
   qt::cp_async_wait<0>();
 
-  const int gid = lane >> 2, t4 = lane & 3;
-#pragma unroll
-  for (int mf = 0; mf < T::MF; ++mf)
-#pragma unroll
-    for (int nf = 0; nf < T::NF; ++nf) {
-      const int col = n0 + warp * T::WN + nf * 8 + 2 * t4;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = m0 + mf * 16 + gid + 8 * h;
-        if (row >= M || col >= N) continue;
-        const float v0 = acc[mf][nf][2 * h], v1 = acc[mf][nf][2 * h + 1];
-        if (gridDim.z == 1) {
-          __half* dst = y + (int64_t)row * N + col;
-          if ((N & 1) == 0) {
-            *reinterpret_cast<uint32_t*>(dst) = qt::cvt_f16x2(v0, v1);
-          } else {
-            dst[0] = __float2half_rn(v0);
-            if (col + 1 < N) dst[1] = __float2half_rn(v1);
-          }
-        } else {
-          float* dst = ws + ((int64_t)blockIdx.z * M + row) * N + col;
-          dst[0] = v0;
-          if (col + 1 < N) dst[1] = v1;
-        }
-      }
-    }
+  store_mma_tile<T::MF, T::NF, T::WN>(acc, y, ws, m0, n0, warp, lane, M, N);
 }

@@ -7,7 +7,7 @@
 // row of M, reused for all RW rows. G % VEC == 0 keeps a lane's vector inside one group: its dot product is
 // scaled once per vector. fp32 accumulation; each (m, row) is reduced across the warp with shuffles.
 // blockIdx.y selects MT rows of M, blockIdx.z a contiguous range of K vectors (split-k): split == 1 writes
-// fp16 y, otherwise fp32 partials into ws[split][M][N] for q8_splitk_reduce_kernel.
+// fp16 y, otherwise fp32 partials into ws[split][M][N] for splitk_reduce_kernel (kernels_src/common/splitk.cuh).
 #include "kernels_src/q8_0/q8_common.cuh"
 
 template <int WARPS, int RW, int VEC, int MT>

@@ -1,11 +1,13 @@
 #pragma once
 // Small host-side helpers every family description needs: typed views of HostBuffers bytes, ceiling
-// division for grids, and kernel name expressions.
+// division for grids, kernel name expressions, and the split-k reduction linear families share.
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <string>
 #include <vector>
+
+#include "kernels_src/registry/family.h"
 
 namespace qt::kernels {
 
@@ -31,6 +33,23 @@ inline std::string name_expr(const std::string& name, std::initializer_list<int6
   bool first = true;
   for (int64_t a : args) s += (first ? "" : ", ") + std::to_string(a), first = false;
   return s + ">";
+}
+
+// The reduction of kernels_src/common/splitk.cuh: sums `split` fp32 partials of `count` outputs from the
+// workspace "ws" into "y", rounding to fp16 once. A family that splits K adds it after its main launch.
+inline const std::string kSplitkReduce = "splitk_reduce_kernel<256>";
+// A point's kernels: its own, plus the reduction when it splits K.
+inline std::vector<std::string> with_splitk_reduce(std::vector<std::string> kernels, int64_t split) {
+  if (split > 1) kernels.push_back(kSplitkReduce);
+  return kernels;
+}
+inline Launch splitk_reduce_launch(int64_t count, int64_t split) {
+  Launch r;
+  r.kernel = kSplitkReduce;
+  r.grid.x = static_cast<uint32_t>(cdiv(count, 256));
+  r.block.x = 256;
+  r.args = {KernelArg::buf("ws"), KernelArg::buf("y"), KernelArg::i32(count), KernelArg::i32(split)};
+  return r;
 }
 
 }  // namespace qt::kernels

@@ -8,6 +8,7 @@
 #include "common/half.h"
 #include "common/rng.h"
 #include "kernels_src/rope_kv/rope_kv_reference.h"
+#include "kernels_src/registry/family_util.h"
 #include "family_source_hash.h"
 
 namespace qt::kernels::rope_kv {
@@ -18,8 +19,6 @@ using Role = BufferSpec::Role;
 const std::vector<std::string> kDims = {"M", "H", "KVH", "D", "C", "P"};
 constexpr float kTestEps = 1e-6f, kTestTheta = 1e6f;  // Qwen3's values
 
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 RopeProblem problem(const Shape& s) {
   RopeProblem p;
   p.m = s["M"], p.heads = s["H"], p.kv_heads = s["KVH"], p.head_dim = s["D"], p.capacity = s["C"], p.pos0 = s["P"];
@@ -28,22 +27,9 @@ RopeProblem problem(const Shape& s) {
 }
 
 std::string kernel_name(const Point& pt) {
-  return "qk_norm_rope_kv_kernel<" + std::to_string(pt.at("warps")) + ", " + std::to_string(pt.at("lanes")) + ", " +
-         std::to_string(pt.at("vec")) + ">";
+  return name_expr("qk_norm_rope_kv_kernel", {pt.at("warps"), pt.at("lanes"), pt.at("vec")});
 }
 
-template <class T>
-std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(T));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-template <class T>
-std::vector<T> from_bytes(const std::vector<uint8_t>& b) {
-  std::vector<T> v(b.size() / sizeof(T));
-  if (!b.empty()) std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
-  return v;
-}
 
 std::string shape_check(const RopeProblem& p) {
   if (p.m < 1 || p.heads < 1 || p.kv_heads < 1 || p.head_dim < 1 || p.capacity < 1)
