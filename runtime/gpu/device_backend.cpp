@@ -4,7 +4,6 @@
 
 #include "common/error.h"
 #include "common/half.h"
-#include "kernels_src/registry/registry.h"
 
 namespace qt::rt {
 namespace {
@@ -23,12 +22,6 @@ class ActBuffer final : public DeviceBuffer {
 dev::DevPtr dp(Act a) { return dev::DevPtr{a.addr}; }
 int64_t h16(int64_t elements) { return elements * 2; }
 constexpr int64_t kGemvRows = 8;  // the decode GEMV families serve M <= 8
-
-bool registered(const std::string& op, WeightType t) {
-  for (const kernels::KernelFamily* f : kernels::all_families())
-    if (!f->on_host() && f->op == op && f->serves(t)) return true;
-  return false;
-}
 
 // Attention cost grows with the context, so its kernel is chosen per power-of-two context bucket; every
 // choice reads the true position from device memory, so any bucket's plan is correct at any position.
@@ -86,20 +79,20 @@ void DeviceBackend::download(Act src, size_t n, float* host) {
   for (size_t i = 0; i < n; ++i) host[i] = half_bits_to_float(h[i]);
 }
 
+// A queued launch may still name an outgrown buffer, so it lives until the backend does.
+void DeviceBackend::grow(dev::Buffer& b, size_t need, size_t bytes) {
+  if (b.bytes() >= need) return;
+  if (b.bytes()) retired_.push_back(std::move(b));
+  b = dev::Buffer(device_, bytes);
+}
+
 dev::DevPtr DeviceBackend::scratch(size_t bytes) {
-  if (scratch_.bytes() < bytes) {
-    // A queued launch may still name the old buffer, so it lives until the backend does.
-    if (scratch_.bytes()) retired_.push_back(std::move(scratch_));
-    scratch_ = dev::Buffer(device_, bytes);
-  }
+  grow(scratch_, bytes, bytes);
   return scratch_.ptr();
 }
 
 void DeviceBackend::stage_tokens(const int32_t* tokens, int64_t m) {
-  if (tokens_.bytes() < size_t(m) * 4) {
-    if (tokens_.bytes()) retired_.push_back(std::move(tokens_));
-    tokens_ = dev::Buffer(device_, size_t(std::max<int64_t>(m, 16)) * 4);
-  }
+  grow(tokens_, size_t(m) * 4, size_t(std::max<int64_t>(m, 16)) * 4);
   queue_.flush();
   device_.copy_to_device(tokens_.ptr(), tokens, size_t(m) * 4);
   staged_tokens_ = tokens;
@@ -122,6 +115,15 @@ void DeviceBackend::end_step() {
   for (const PendingTokens& t : token_outputs_) device_.copy_to_host(t.host, argmax_.ptr(), size_t(t.m) * 4);
   token_outputs_.clear();
   staged_tokens_ = nullptr;
+}
+
+// Kernels read the position from device memory, written by begin_step: an op at any other position would
+// silently compute at the wrong one.
+void DeviceBackend::check_step_position(const char* op, int64_t pos0) const {
+  if (!in_step_ || pos0 != step_pos0_)
+    throw Error(std::string("device backend: ") + op + " at position " + std::to_string(pos0) +
+                    " outside a step begun at that position (positions are read from device memory)",
+                kExitFailure);
 }
 
 void DeviceBackend::run(const std::string& op, const WeightType* type, const kernels::Shape& shape, const Bindings& b) {
@@ -173,7 +175,7 @@ void DeviceBackend::gate_up_swiglu(const QTensor& gate, const QTensor& up_w, Act
   const DeviceTensor& g = weights_.tensor(gate);
   const DeviceTensor& u = weights_.tensor(up_w);
   const kernels::Shape fused{{"M", "N", "K", "G"}, {m, g.rows, g.cols, g.group}, "gate+up"};
-  if (m <= kGemvRows && g.type == u.type && g.rows == u.rows && g.group == u.group && registered("gate_up_swiglu", g.type)) {
+  if (m <= kGemvRows && g.type == u.type && g.rows == u.rows && g.group == u.group && chooser_.serves("gate_up_swiglu", &g.type)) {
     const KernelChoice& c = chooser_.choose("gate_up_swiglu", &g.type, fused);
     Bindings b;
     b.buf("x", dp(x), h16(m * g.cols)).buf("h", dp(h), h16(m * g.rows));
@@ -203,10 +205,7 @@ void DeviceBackend::qk_norm_rope_kv(const QkRopeKv& s) {
   if (s.pos0 < 0 || s.pos0 + s.m > s.capacity)
     throw Error("qk_norm_rope_kv: positions " + std::to_string(s.pos0) + ".." + std::to_string(s.pos0 + s.m - 1) +
                 " do not fit the cache of " + std::to_string(s.capacity) + " tokens");
-  if (!in_step_ || s.pos0 != step_pos0_)
-    throw Error("device backend: qk_norm_rope_kv at position " + std::to_string(s.pos0) +
-                    " outside a step begun at that position (positions are read from device memory)",
-                kExitFailure);
+  check_step_position("qk_norm_rope_kv", s.pos0);
   const int64_t qd = s.n_heads * s.head_dim, kvd = s.n_kv_heads * s.head_dim;
   const DeviceTensor::Array qn = weights_.vector(s.q_norm), kn = weights_.vector(s.k_norm);
   Bindings b;
@@ -223,10 +222,7 @@ void DeviceBackend::qk_norm_rope_kv(const QkRopeKv& s) {
 
 void DeviceBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0, int64_t m,
                               int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, Act out) {
-  if (!in_step_ || pos0 != step_pos0_)
-    throw Error("device backend: attention at position " + std::to_string(pos0) +
-                    " outside a step begun at that position (positions are read from device memory)",
-                kExitFailure);
+  check_step_position("attention", pos0);
   const int64_t qd = n_heads * head_dim, kvd = n_kv_heads * head_dim;
   Bindings b;
   b.buf("q", dp(q), h16(m * qd)).buf("k_cache", dp(k_cache), h16(capacity * kvd));
@@ -238,10 +234,7 @@ void DeviceBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity,
 }
 
 void DeviceBackend::argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) {
-  if (argmax_.bytes() < size_t(m) * 4) {
-    if (argmax_.bytes()) retired_.push_back(std::move(argmax_));
-    argmax_ = dev::Buffer(device_, size_t(std::max<int64_t>(m, 16)) * 4);
-  }
+  grow(argmax_, size_t(m) * 4, size_t(std::max<int64_t>(m, 16)) * 4);
   Bindings b;
   b.buf("logits", dp(logits), h16(m * vocab)).buf("token", argmax_.ptr(), m * 4);
   run("argmax", nullptr, kernels::Shape{{"M", "V"}, {m, vocab}, "argmax"}, b);

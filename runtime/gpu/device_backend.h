@@ -63,6 +63,8 @@ class DeviceBackend final : public Backend {
   void run(const std::string& op, const WeightType* type, const kernels::Shape& shape, const Bindings& b);
   void linear(const DeviceTensor& w, Act x, int64_t m, Act y);
   dev::DevPtr scratch(size_t bytes);
+  void grow(dev::Buffer& b, size_t need, size_t bytes);  // at least `need` bytes; `bytes` when it reallocates
+  void check_step_position(const char* op, int64_t pos0) const;
   void stage_tokens(const int32_t* tokens, int64_t m);
 
   dev::Device& device_;

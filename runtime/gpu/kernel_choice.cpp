@@ -65,17 +65,22 @@ std::optional<KernelChoice> KernelChooser::tuned(const kernels::KernelFamily& f,
   return KernelChoice{&f, *point, w->exact ? KernelChoice::Source::Tuned : KernelChoice::Source::Nearest};
 }
 
-const KernelChoice& KernelChooser::choose(const std::string& op, const WeightType* type, const kernels::Shape& shape) {
-  const std::string key = op + "|" + (type ? weight_type_name(*type) : "-") + "|" + kernels::shape_key(shape);
-  if (auto it = chosen_.find(key); it != chosen_.end()) return it->second;
-
-  std::vector<const kernels::KernelFamily*> candidates;
+std::vector<const kernels::KernelFamily*> KernelChooser::candidates(const std::string& op, const WeightType* type) const {
+  std::vector<const kernels::KernelFamily*> out;
   for (const kernels::KernelFamily* f : kernels::all_families()) {
     if (f->on_host() || f->op != op || f->min_sm > arch_) continue;
     if (type && !f->serves(*type)) continue;
     if (!type && !f->weight_types.empty()) continue;
-    candidates.push_back(f);
+    out.push_back(f);
   }
+  return out;
+}
+
+const KernelChoice& KernelChooser::choose(const std::string& op, const WeightType* type, const kernels::Shape& shape) {
+  const std::string key = op + "|" + (type ? weight_type_name(*type) : "-") + "|" + kernels::shape_key(shape);
+  if (auto it = chosen_.find(key); it != chosen_.end()) return it->second;
+
+  const std::vector<const kernels::KernelFamily*> candidates = this->candidates(op, type);
   std::optional<KernelChoice> best;
   double best_s = std::numeric_limits<double>::infinity();
   for (const kernels::KernelFamily* f : candidates) {

@@ -35,6 +35,8 @@ class KernelChooser {
 
   // Throws qt::Error naming the op, type and shape when no registered family can run it.
   const KernelChoice& choose(const std::string& op, const WeightType* type, const kernels::Shape& shape);
+  // Whether any registered family serves the op and type on this architecture (whatever the shape).
+  bool serves(const std::string& op, const WeightType* type) const { return !candidates(op, type).empty(); }
 
   struct Counts {
     int tuned = 0, nearest = 0, fallback = 0;
@@ -45,6 +47,7 @@ class KernelChooser {
   std::vector<std::string> details() const;
 
  private:
+  std::vector<const kernels::KernelFamily*> candidates(const std::string& op, const WeightType* type) const;
   std::optional<KernelChoice> tuned(const kernels::KernelFamily& f, const kernels::Shape& shape, double* seconds) const;
   std::shared_ptr<const winners::WinnersTable> table_;
   winners::DeviceFingerprint fingerprint_;
