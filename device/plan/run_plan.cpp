@@ -1,12 +1,19 @@
 #include "device/plan/run_plan.h"
 
 #include <chrono>
+#include <map>
 #include <set>
 
 #include "common/error.h"
 #include "kernels_src/registry/registry.h"
 
 namespace qt::plan {
+
+namespace {
+
+using kernels::BufferSpec;
+using kernels::KernelArg;
+using kernels::PointRejected;
 
 void add_scalar(dev::KernelArgs& args, const kernels::ScalarSpec& spec, double value) {
   switch (spec.dtype) {
@@ -19,34 +26,50 @@ void add_scalar(dev::KernelArgs& args, const kernels::ScalarSpec& spec, double v
   }
 }
 
-namespace {
+}  // namespace
 
-using kernels::BufferSpec;
-using kernels::KernelArg;
-using kernels::PointRejected;
-
-dev::KernelArgs device_args(const kernels::KernelFamily& family, const kernels::Launch& l,
-                            const std::vector<std::pair<std::string, dev::Buffer>>& buffers) {
+dev::KernelArgs launch_args(const kernels::KernelFamily& family, const kernels::Launch& l,
+                            const std::map<std::string, dev::DevPtr>& buffers,
+                            const std::map<std::string, double>* scalars) {
   dev::KernelArgs args;
   for (const KernelArg& a : l.args) {
     switch (a.kind) {
       case KernelArg::Kind::Buffer: {
-        bool found = false;
-        for (const auto& [name, b] : buffers)
-          if (name == a.buffer) args.add(b.ptr()), found = true;
-        if (!found) throw Error("launch " + l.kernel + " names buffer '" + a.buffer + "' that the plan lacks", kExitFailure);
+        const auto it = buffers.find(a.buffer);
+        if (it == buffers.end())
+          throw Error(family.name + ": launch " + l.kernel + " names buffer '" + a.buffer + "' that is not bound",
+                      kExitFailure);
+        args.add(it->second);
         break;
       }
       case KernelArg::Kind::I32: args.add(static_cast<int32_t>(a.integer)); break;
       case KernelArg::Kind::I64: args.add(static_cast<int64_t>(a.integer)); break;
       case KernelArg::Kind::F32: args.add(a.real); break;
-      case KernelArg::Kind::Scalar: add_scalar(args, family.scalar(a.buffer), family.scalar(a.buffer).test_value); break;
+      case KernelArg::Kind::Scalar: {
+        const kernels::ScalarSpec& spec = family.scalar(a.buffer);
+        if (!scalars) {
+          add_scalar(args, spec, spec.test_value);
+          break;
+        }
+        const auto it = scalars->find(a.buffer);
+        if (it == scalars->end())
+          throw Error(family.name + ": launch " + l.kernel + " needs run-time scalar '" + a.buffer + "', which is not set",
+                      kExitFailure);
+        add_scalar(args, spec, it->second);
+        break;
+      }
     }
   }
   return args;
 }
 
-}  // namespace
+dev::LaunchConfig launch_config(const kernels::Launch& l) {
+  dev::LaunchConfig cfg;
+  cfg.grid = {l.grid.x, l.grid.y, l.grid.z};
+  cfg.block = {l.block.x, l.block.y, l.block.z};
+  cfg.dynamic_smem_bytes = static_cast<uint32_t>(l.dynamic_smem);
+  return cfg;
+}
 
 PlanRun::PlanRun(dev::Device* device, const kernels::KernelFamily& family, const kernels::Point& point,
                  const kernels::Shape& shape, const kernels::HostBuffers& inputs, std::shared_ptr<dev::Module> module)
@@ -93,13 +116,11 @@ PlanRun::PlanRun(dev::Device* device, const kernels::KernelFamily& family, const
     if (spec.filled_from_inputs()) device_->copy_to_device(b.ptr(), inputs.at(spec.name).data(), b.bytes());
     buffers_.emplace_back(spec.name, std::move(b));
   }
+  std::map<std::string, dev::DevPtr> ptrs;
+  for (const auto& [name, b] : buffers_) ptrs[name] = b.ptr();
   for (const kernels::Launch& l : plan_.launches) {
-    dev::LaunchConfig cfg;
-    cfg.grid = {l.grid.x, l.grid.y, l.grid.z};
-    cfg.block = {l.block.x, l.block.y, l.block.z};
-    cfg.dynamic_smem_bytes = static_cast<uint32_t>(l.dynamic_smem);
-    launches_.emplace_back(module_->kernel(l.kernel), cfg);
-    args_.push_back(device_args(family, l, buffers_));
+    launches_.emplace_back(module_->kernel(l.kernel), launch_config(l));
+    args_.push_back(launch_args(family, l, ptrs));
   }
 }
 

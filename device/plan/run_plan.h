@@ -3,6 +3,7 @@
 // its host kernel run on the CPU, outputs read back and compared with the family's CPU reference.
 // Verification (tests, `qtune --device emu`) and the tuner's worker both use it.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,8 +45,12 @@ class PlanRun {
   std::unique_ptr<kernels::HostKernel> host_kernel_;
 };
 
-// Appends a run-time scalar to `args` in the scalar's declared type.
-void add_scalar(dev::KernelArgs& args, const kernels::ScalarSpec& spec, double value);
+// A launch's arguments: buffers by name from `buffers`, run-time scalars from `scalars` in their declared
+// types (null: the family's test values). Throws qt::Error naming what is not bound.
+dev::KernelArgs launch_args(const kernels::KernelFamily& family, const kernels::Launch& launch,
+                            const std::map<std::string, dev::DevPtr>& buffers,
+                            const std::map<std::string, double>* scalars = nullptr);
+dev::LaunchConfig launch_config(const kernels::Launch& launch);
 
 struct VerifyResult {
   bool passed = false;

@@ -6,7 +6,6 @@
 namespace qt::rt {
 
 using kernels::BufferSpec;
-using kernels::KernelArg;
 
 FamilyLauncher::Prepared& FamilyLauncher::prepare(const KernelChoice& choice, const kernels::Shape& shape) {
   const kernels::KernelFamily& f = *choice.family;
@@ -48,32 +47,7 @@ void FamilyLauncher::run(const KernelChoice& choice, const kernels::Shape& shape
   }
   for (size_t i = 0; i < p.plan.launches.size(); ++i) {
     const kernels::Launch& l = p.plan.launches[i];
-    dev::KernelArgs args;
-    for (const KernelArg& a : l.args) {
-      switch (a.kind) {
-        case KernelArg::Kind::Buffer: {
-          const auto it = ptrs.find(a.buffer);
-          if (it == ptrs.end()) throw Error(where() + ": launch " + l.kernel + " names buffer '" + a.buffer +
-                                                "' that the plan lacks", kExitFailure);
-          args.add(it->second);
-          break;
-        }
-        case KernelArg::Kind::I32: args.add(static_cast<int32_t>(a.integer)); break;
-        case KernelArg::Kind::I64: args.add(static_cast<int64_t>(a.integer)); break;
-        case KernelArg::Kind::F32: args.add(a.real); break;
-        case KernelArg::Kind::Scalar: {
-          const auto it = bindings.scalars.find(a.buffer);
-          if (it == bindings.scalars.end()) throw Error(where() + ": the op sets no scalar '" + a.buffer + "'", kExitFailure);
-          plan::add_scalar(args, f.scalar(a.buffer), it->second);
-          break;
-        }
-      }
-    }
-    dev::LaunchConfig cfg;
-    cfg.grid = {l.grid.x, l.grid.y, l.grid.z};
-    cfg.block = {l.block.x, l.block.y, l.block.z};
-    cfg.dynamic_smem_bytes = static_cast<uint32_t>(l.dynamic_smem);
-    queue_.launch(p.kernels[i], cfg, std::move(args));
+    queue_.launch(p.kernels[i], plan::launch_config(l), plan::launch_args(f, l, ptrs, &bindings.scalars));
   }
 }
 
