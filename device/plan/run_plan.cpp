@@ -45,6 +45,7 @@ dev::KernelArgs launch_args(const kernels::KernelFamily& family, const kernels::
       case KernelArg::Kind::I32: args.add(static_cast<int32_t>(a.integer)); break;
       case KernelArg::Kind::I64: args.add(static_cast<int64_t>(a.integer)); break;
       case KernelArg::Kind::F32: args.add(a.real); break;
+      case KernelArg::Kind::Null: args.add(dev::DevPtr{0}); break;
       case KernelArg::Kind::Scalar: {
         const kernels::ScalarSpec& spec = family.scalar(a.buffer);
         if (!scalars) {

@@ -256,9 +256,9 @@ std::vector<MatvecShape> model_matvec_shapes(const ModelWeights& w) {
     add(L.w2, "mlp down_proj");
     add(L.w3, "mlp up_proj");
     add(L.router, "moe router");
-    for (const auto& e : L.expert_w1) add(e, "expert gate_proj");
-    for (const auto& e : L.expert_w2) add(e, "expert down_proj");
-    for (const auto& e : L.expert_w3) add(e, "expert up_proj");
+    add(L.expert_w1.base, "expert gate_proj");  // every expert of a stack shares the base's shape
+    add(L.expert_w2.base, "expert down_proj");
+    add(L.expert_w3.base, "expert up_proj");
   }
   add(w.classifier, "lm_head");
   return out;

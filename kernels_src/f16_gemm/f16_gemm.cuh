@@ -41,8 +41,11 @@ struct F16GemmTile {
   }
 
   static __device__ __forceinline__ void mma(const __half* stage, float (&acc)[MF][NF][4], int warp, int lane) {
-    const __half* As = stage;
-    const __half* Bs = stage + A_HALVES;
+    mma(stage, stage + A_HALVES, acc, warp, lane);
+  }
+  // The same on an A tile [BM][STRIDE] and a B tile [BN][STRIDE] anywhere in shared memory.
+  static __device__ __forceinline__ void mma(const __half* As, const __half* Bs, float (&acc)[MF][NF][4], int warp,
+                                             int lane) {
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
       uint32_t a[MF][4], b[NF][2];

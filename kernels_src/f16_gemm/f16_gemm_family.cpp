@@ -99,7 +99,7 @@ std::vector<Shape> model_shapes(const ModelConfig& c, const ModelWeights* w, int
       add("wq", &l.wq), add("wk", &l.wk), add("wv", &l.wv), add("wo", &l.wo);
       add("w1", &l.w1), add("w3", &l.w3), add("w2", &l.w2);
       if (!l.expert_w1.empty()) {
-        add("expert.w1", &l.expert_w1[0]), add("expert.w3", &l.expert_w3[0]), add("expert.w2", &l.expert_w2[0]);
+        add("expert.w1", &l.expert_w1.base), add("expert.w3", &l.expert_w3.base), add("expert.w2", &l.expert_w2.base);
       }
     }
     add("lm_head", &w->classifier);

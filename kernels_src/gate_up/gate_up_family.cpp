@@ -10,26 +10,15 @@
 #include "family_source_hash.h"
 
 namespace qt::kernels::gate_up {
-namespace {
 
-using Role = BufferSpec::Role;
-const std::vector<std::string> kDims = {"M", "N", "K", "G"};
-const char* kReduce = "gate_up_reduce_kernel<256>";
+double fp32_sum_error(int64_t k) { return 16.0 * std::sqrt(double(k)) * std::ldexp(1.0, -24); }
 
-// The exact gate and up projections of every output (double), with sum |x*w| of each: that sum bounds the
-// error of any fp32 accumulation order.
-struct Projections {
-  std::vector<double> g, g_abs, u, u_abs;
-};
-
-// h = silu(g) * u against the kernels' fp32 g and u. Each of those is within a = 16 sqrt(K) 2^-24 sum|x*w|
-// of the exact value (fp32 accumulation in any order; the GEMV families' bound). silu' stays within
-// [-0.1, 1.1], so h moves by at most 1.1 a_g |u| + |silu(g)| a_u + 1.1 a_g a_u; the largest such bound is
-// the absolute tolerance. The fp32 silu and product and the one fp16 rounding stay within rel 2^-10.
-Expected swiglu_expected(const Projections& p, int64_t k) {
+// h = silu(g) * u against the kernels' fp32 g and u, each within a * sum|x*w| of the exact value. silu' stays
+// within [-0.1, 1.1], so h moves by at most 1.1 a_g |u| + |silu(g)| a_u + 1.1 a_g a_u; the largest such bound
+// is the absolute tolerance. The fp32 silu and product and the one fp16 rounding stay within rel 2^-10.
+Expected swiglu_expected(const Projections& p, double a) {
   Expected e;
   e.buffer = "h";
-  const double a = 16.0 * std::sqrt(double(k)) * std::ldexp(1.0, -24);
   double tol = 0;
   for (size_t i = 0; i < p.g.size(); ++i) {
     const double silu = p.g[i] / (1.0 + std::exp(-p.g[i]));
@@ -41,6 +30,12 @@ Expected swiglu_expected(const Projections& p, int64_t k) {
   e.rel_tol = std::ldexp(1.0, -10);
   return e;
 }
+
+namespace {
+
+using Role = BufferSpec::Role;
+const std::vector<std::string> kDims = {"M", "N", "K", "G"};
+const char* kReduce = "gate_up_reduce_kernel<256>";
 
 std::string common_check(const Shape& s) {
   const int64_t m = s["M"], n = s["N"], k = s["K"], g = s["G"];
@@ -129,7 +124,7 @@ std::vector<Expected> q8_reference(const Shape& s, const HostBuffers& in) {
         out_abs.push_back(abs_sum);
       }
   }
-  return {swiglu_expected(p, k)};
+  return {swiglu_expected(p, fp32_sum_error(k))};
 }
 
 KernelFamily make_q8_0() {
@@ -275,7 +270,7 @@ KernelFamily make_awq_int4() {
     Projections p;
     p.g = awq::reference_gemm(data("gate"), &p.g_abs);
     p.u = awq::reference_gemm(data("up"), &p.u_abs);
-    return std::vector<Expected>{swiglu_expected(p, s["K"])};
+    return std::vector<Expected>{swiglu_expected(p, fp32_sum_error(s["K"]))};
   };
   f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) {
     const QTensor* w1 = w && !w->layers.empty() ? &w->layers[0].w1 : nullptr;

@@ -7,6 +7,16 @@
 
 namespace qt::kernels::gate_up {
 
+// The exact gate and up projections of every output (double), with sum |x*w| of each: that sum bounds the
+// error of any fp32 accumulation order.
+struct Projections {
+  std::vector<double> g, g_abs, u, u_abs;
+};
+// The bound 16 sqrt(K) 2^-24 on |fp32 sum - exact| / sum|x*w| for a K-term dot product in any order.
+double fp32_sum_error(int64_t k);
+// Expected h = fp16(silu(g) * u) (buffer "h") for kernels whose g and u are within a * sum|x*w| of exact.
+Expected swiglu_expected(const Projections& p, double a);
+
 const KernelFamily& q8_0_family();
 const KernelFamily& awq_int4_family();
 

@@ -297,7 +297,7 @@ std::vector<Shape> q8_layer_shapes(const ModelConfig& c, const ModelWeights* w, 
     seen[key] += (seen[key].empty() ? "" : "+") + label;
   };
   const LayerWeights* l = w && !w->layers.empty() ? &w->layers[0] : nullptr;
-  auto first = [](const std::vector<QTensor>& v) { return v.empty() ? nullptr : &v[0]; };
+  auto first = [](const ExpertStack& v) { return v.empty() ? nullptr : &v.base; };
   const bool moe = c.is_moe();
   add("wq", l ? &l->wq : nullptr, c.q_dim(), c.dim);
   add("wk", l ? &l->wk : nullptr, c.kv_dim(), c.dim);

@@ -99,6 +99,10 @@ std::vector<Point> KernelFamily::default_points() const {
   return defaults.empty() ? std::vector<Point>{default_point()} : defaults;
 }
 
+std::vector<Point> KernelFamily::default_points(const Shape& shape) const {
+  return defaults_for ? defaults_for(shape) : default_points();
+}
+
 bool KernelFamily::serves(WeightType t) const {
   for (WeightType w : weight_types)
     if (w == t) return true;

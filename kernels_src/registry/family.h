@@ -78,10 +78,11 @@ struct ScalarSpec {
   double test_value = 0;
 };
 
-// A kernel argument: a device pointer to a named buffer, a scalar passed by value, or a named run-time scalar
-// (one of the family's `scalars`, bound by whoever runs the plan).
+// A kernel argument: a device pointer to a named buffer, a scalar passed by value, a named run-time scalar
+// (one of the family's `scalars`, bound by whoever runs the plan), or a null pointer (an optional output a
+// point does not produce).
 struct KernelArg {
-  enum class Kind { Buffer, I32, I64, F32, Scalar };
+  enum class Kind { Buffer, I32, I64, F32, Scalar, Null };
   Kind kind = Kind::I32;
   std::string buffer;  // the buffer's name, or the scalar's for Kind::Scalar
   int64_t integer = 0;
@@ -91,6 +92,7 @@ struct KernelArg {
   static KernelArg i64(int64_t v) { return {Kind::I64, "", v, 0}; }
   static KernelArg f32(float v) { return {Kind::F32, "", 0, v}; }
   static KernelArg scalar(std::string name) { return {Kind::Scalar, std::move(name), 0, 0}; }
+  static KernelArg null() { return {Kind::Null, "", 0, 0}; }
 };
 
 struct Dim3 {
@@ -151,6 +153,9 @@ struct KernelFamily {
 
   std::vector<Param> params;
   std::vector<Point> defaults;  // the points CI compiles and verifies; empty = each parameter's default
+  // The default points in the order this family prefers them for a shape, where that depends on the shape
+  // (a decode tile first for one token, a large tile first for a long prompt); unset = `defaults` order.
+  std::function<std::vector<Point>(const Shape&)> defaults_for;
   // "" when the point is meaningful for every shape, else a reason (e.g. shared memory too large).
   std::function<std::string(const Point&)> point_constraint;
   // "" when the point can run `shape`, else a reason.
@@ -182,6 +187,7 @@ struct KernelFamily {
   bool on_host() const { return static_cast<bool>(host_prepare); }
   Shape shape(std::vector<int64_t> values, std::string label = "") const;  // checks the count of dims
   std::vector<Point> default_points() const;
+  std::vector<Point> default_points(const Shape& shape) const;  // in defaults_for's order when set
   Point default_point() const;
   bool serves(WeightType t) const;
   const ScalarSpec& scalar(std::string_view name) const;  // throws qt::Error naming an undeclared scalar

@@ -14,6 +14,7 @@
 #include "kernels_src/f16_gemm/f16_gemm_family.h"
 #include "kernels_src/f16_linear/f16_gemv_family.h"
 #include "kernels_src/gate_up/gate_up_family.h"
+#include "kernels_src/moe/moe_family.h"
 #include "kernels_src/norm/rmsnorm_family.h"
 #include "kernels_src/q8_0/q8_family.h"
 #include "kernels_src/rope_kv/rope_kv_family.h"
@@ -46,8 +47,13 @@ std::vector<const KernelFamily*> builtin_families() {
       &rope_kv::qk_norm_rope_kv_family(),
       &attention::decode_family(),
       &attention::prefill_family(),
+      &moe::gating_family(),
+      &moe::init_routing_family(),
+      &moe::align_family(),
+      &moe::finalize_family(),
   };
   list.insert(list.end(), embedding::families().begin(), embedding::families().end());
+  list.insert(list.end(), moe::grouped_families().begin(), moe::grouped_families().end());
   return list;
 }
 

@@ -2,6 +2,8 @@
 
 #include <cstddef>
 
+#include "common/error.h"
+
 namespace qt {
 
 const char* weight_type_name(WeightType t) {
@@ -50,6 +52,46 @@ void QTensor::set_array(WeightArray array, const void* p) {
     case WeightArray::Zeros: zeros_f16 = static_cast<const uint16_t*>(p); return;
     case WeightArray::QZeros: qzeros = static_cast<const int32_t*>(p); return;
   }
+}
+
+QTensor ExpertStack::expert(int64_t e) const {
+  if (e < 0 || e >= experts)
+    throw Error("expert " + std::to_string(e) + " is outside the stack of " + std::to_string(experts));
+  QTensor t = base;
+  const auto specs = weight_traits(base.type).array_specs();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto* p = static_cast<const uint8_t*>(base.array(specs[i].array));
+    t.set_array(specs[i].array, p + stride[i] * uint64_t(e));
+  }
+  return t;
+}
+
+ExpertStack stack_experts(const std::vector<QTensor>& experts, const std::string& what) {
+  ExpertStack s;
+  bool none = true;
+  for (const QTensor& t : experts) none = none && t.empty();
+  if (none) return s;  // a dense layer of a MoE model
+  s.base = experts[0];
+  s.experts = int64_t(experts.size());
+  const auto specs = weight_traits(s.base.type).array_specs();
+  if (specs.size() > s.stride.size()) throw Error(what + ": too many arrays per expert");
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto addr = [&](size_t e) { return reinterpret_cast<uintptr_t>(experts[e].array(specs[i].array)); };
+    if (experts.size() > 1) s.stride[i] = uint64_t(addr(1) - addr(0));
+    if (addr(0) == 0) throw Error(what + ": expert 0 has no " + weight_array_name(specs[i].array) + " array");
+  }
+  for (size_t e = 0; e < experts.size(); ++e) {
+    const QTensor& t = experts[e];
+    if (t.type != s.base.type || t.rows != s.base.rows || t.cols != s.base.cols || t.group_size != s.base.group_size)
+      throw Error(what + ": expert " + std::to_string(e) + " differs in type or shape from expert 0");
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const uintptr_t want = reinterpret_cast<uintptr_t>(s.base.array(specs[i].array)) + s.stride[i] * e;
+      if (reinterpret_cast<uintptr_t>(t.array(specs[i].array)) != want)
+        throw Error(what + ": the " + weight_array_name(specs[i].array) + " array of expert " + std::to_string(e) +
+                    " is not evenly spaced after the others (experts must be stored as one [E][N][K] block)");
+    }
+  }
+  return s;
 }
 
 float dequant_element(const QTensor& t, int64_t row, int64_t col) {

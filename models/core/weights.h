@@ -18,6 +18,7 @@
 //                    w[n][k] = (q[k][n] - z[k/G][n]) * s[k/G][n].
 //
 // All scale arithmetic is fp32 after widening the stored value (fp16 -> fp32 exactly).
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,6 +57,24 @@ float dequant_element(const QTensor& t, int64_t row, int64_t col);
 void dequantize_row(const QTensor& t, int64_t row, float* out);  // out[cols]
 std::vector<float> dequantize(const QTensor& t);                  // [rows][cols]
 
+// The E experts of one MoE projection in one layer, one [E][N][K] tensor: `base` views expert 0 and each of
+// its type's arrays (array_specs() order) continues `stride[i]` bytes further per expert. moe3 stores Q8_0
+// experts as consecutive tensors and the other types array by array, so strides differ by type, but within
+// a stack they are regular: a kernel reaches expert e by address arithmetic alone.
+struct ExpertStack {
+  QTensor base;
+  int64_t experts = 0;
+  std::array<uint64_t, 4> stride{};
+
+  bool empty() const { return experts == 0; }
+  QTensor expert(int64_t e) const;  // expert e's view (throws qt::Error outside [0, experts))
+  uint64_t storage_bytes() const { return base.storage_bytes() * uint64_t(experts); }
+};
+
+// The stack of `experts` (all of one type and shape, in order), or a qt::Error naming `what` when they differ
+// or their arrays are not evenly spaced in memory.
+ExpertStack stack_experts(const std::vector<QTensor>& experts, const std::string& what);
+
 struct LayerWeights {
   std::vector<float> attn_norm;  // input_layernorm [dim]; norms are widened to fp32 whatever the file holds
   std::vector<float> ffn_norm;   // post_attention_layernorm [dim]
@@ -64,7 +83,7 @@ struct LayerWeights {
   QTensor wq, wk, wv, wo;        // q_proj [q_dim, dim], k/v_proj [kv_dim, dim], o_proj [dim, q_dim]
   QTensor w1, w2, w3;            // dense: gate_proj [hidden, dim], down_proj [dim, hidden], up_proj [hidden, dim]
   QTensor router;                // MoE: mlp.gate [num_experts, dim]
-  std::vector<QTensor> expert_w1, expert_w2, expert_w3;  // MoE: per expert, shapes as w1/w2/w3
+  ExpertStack expert_w1, expert_w2, expert_w3;  // MoE: [E] x the shapes of w1/w2/w3
 };
 
 struct ModelWeights {

@@ -93,12 +93,11 @@ class MappedModelFile final : public ModelFile {
     const ModelConfig& c = header_.config;
     weights_.config = c;
     weights_.layers.resize(static_cast<size_t>(c.n_layers));
-    for (LayerWeights& lw : weights_.layers) {
-      if (c.is_moe()) {
-        lw.expert_w1.resize(static_cast<size_t>(c.num_experts));
-        lw.expert_w2.resize(static_cast<size_t>(c.num_experts));
-        lw.expert_w3.resize(static_cast<size_t>(c.num_experts));
-      }
+    // Experts are collected one by one, then checked to form one evenly spaced block per projection.
+    const size_t layers = static_cast<size_t>(c.n_layers), experts = static_cast<size_t>(c.num_experts);
+    std::vector<std::vector<QTensor>> w1(layers), w2(layers), w3(layers);
+    if (c.is_moe()) {
+      for (size_t l = 0; l < layers; ++l) w1[l].resize(experts), w2[l].resize(experts), w3[l].resize(experts);
     }
     for (const TensorEntry& e : entries_) {
       LayerWeights* lw = e.layer >= 0 ? &weights_.layers[static_cast<size_t>(e.layer)] : nullptr;
@@ -119,10 +118,17 @@ class MappedModelFile final : public ModelFile {
         case TensorKind::W2: lw->w2 = view(e); break;
         case TensorKind::W3: lw->w3 = view(e); break;
         case TensorKind::Router: lw->router = view(e); break;
-        case TensorKind::ExpertW1: lw->expert_w1[x] = view(e); break;
-        case TensorKind::ExpertW2: lw->expert_w2[x] = view(e); break;
-        case TensorKind::ExpertW3: lw->expert_w3[x] = view(e); break;
+        case TensorKind::ExpertW1: w1[static_cast<size_t>(e.layer)][x] = view(e); break;
+        case TensorKind::ExpertW2: w2[static_cast<size_t>(e.layer)][x] = view(e); break;
+        case TensorKind::ExpertW3: w3[static_cast<size_t>(e.layer)][x] = view(e); break;
       }
+    }
+    for (size_t l = 0; l < layers && c.is_moe(); ++l) {
+      const std::string at = map_.path() + ": layer " + std::to_string(l) + " ";
+      LayerWeights& lw = weights_.layers[l];
+      lw.expert_w1 = stack_experts(w1[l], at + "expert gate_proj");
+      lw.expert_w2 = stack_experts(w2[l], at + "expert down_proj");
+      lw.expert_w3 = stack_experts(w3[l], at + "expert up_proj");
     }
     if (c.shared_classifier) weights_.classifier = weights_.embedding;
   }

@@ -45,7 +45,9 @@ CliArgs make_cli() {
       .flag("--no-think", "non-thinking mode: the template's empty <think></think> block")
       .flag("--raw", "no chat template: the prompt is encoded as plain text")
       .flag("-i,--interactive", "chat on stdin, keeping the KV cache across turns (/reset, /exit)")
-      .option("--device", "NAME", "cpu; emu (the CUDA emulator) or cuda (a GPU): dense models, fp16 activations", "cpu")
+      .option("--device", "NAME", "cpu; emu (the CUDA emulator) or cuda (a GPU): fp16 activations", "cpu")
+      .option("--int8-layout", "L", "emu/cuda: INT8 group-wise MoE experts as stored (plain) or in TensorRT-LLM's "
+              "preprocessed layout (trtllm), made at load time", "plain")
       .flag("--no-checks", "emu: run kernels without the race and bounds instrumentation (about 3x faster)")
       .flag("--no-graphs", "emu/cuda: launch every kernel instead of replaying captured decode steps")
       .flag("-v,--verbose", "emu/cuda: list the kernel chosen for every op shape and why")
@@ -161,6 +163,10 @@ int run(int argc, char** argv) {
   run_opts.graphs = !cli.get_flag("--no-graphs");
   run_opts.emu_checks = !cli.get_flag("--no-checks");
   if (device != "emu" && cli.get_flag("--no-checks")) throw Error("--no-checks is an emulator option (--device emu)");
+  const std::string layout = cli.get("--int8-layout");
+  if (layout != "plain" && layout != "trtllm") throw Error("--int8-layout is plain or trtllm, got '" + layout + "'");
+  if (device == "cpu" && cli.given("--int8-layout")) throw Error("--int8-layout is a device option (--device emu/cuda)");
+  run_opts.trtllm_int8 = layout == "trtllm";
   CpuOptions& opts = run_opts.cpu;
   opts.reference = cli.get_flag("--reference");
   if (cli.given("--threads")) {

@@ -12,8 +12,9 @@
 //    backend uploads or repacks them in prepare() and finds its copy by the view's data address.
 //  * Small per-layer vectors (norm weights) are passed as host pointers; they are part of the weights.
 //  * The KV cache is ordinary activation memory the model allocates: per layer [capacity][n_kv*head_dim].
-//  * Index lists for MoE routing live on the host: the grouping of tokens by expert decides the batch
-//    size of each expert's matmul, which the host needs to know anyway to launch them.
+//  * A MoE block is one op: routing, the grouping of routed rows by expert and the grouped expert matmuls all
+//    stay in the backend's memory (on a device nothing comes back to the host, so MoE decode steps are
+//    captured like dense ones).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -68,6 +69,16 @@ struct QkRopeKv {
   Act q_out;                        // [m][n_heads*head_dim]: normalized and rotated queries
 };
 
+// One MoE block's weights and routing settings: the router and the layer's stacked experts.
+struct MoeBlock {
+  const QTensor* router = nullptr;      // [E][dim]
+  const ExpertStack* gate = nullptr;    // [E] x [hidden][dim]
+  const ExpertStack* up = nullptr;      // [E] x [hidden][dim]
+  const ExpertStack* down = nullptr;    // [E] x [dim][hidden]
+  int64_t top_k = 0;
+  bool renormalize = false;             // norm_topk_prob
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -115,19 +126,14 @@ class Backend {
   // greedy decoding without bringing the logits back.
   virtual void argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) = 0;
 
-  // MoE routing of m tokens: softmax (fp32) over all n_experts logits, the top_k largest (ties: lower expert
-  // index first), renormalized to sum 1 when `renormalize`. Writes host arrays experts/weights [m][top_k].
-  virtual void route(Act logits, int64_t m, int64_t n_experts, int64_t top_k, bool renormalize, int32_t* experts,
-                     float* weights) = 0;
-  // dst[j][:] = src[rows[j]][:] for j < count.
-  virtual void gather_rows(Act src, int64_t cols, const int32_t* rows, int64_t count, Act dst) = 0;
-  // dst[rows[j]][:] += scale[j] * src[j][:] for j < count (rows distinct within one call).
-  virtual void scatter_add_rows(Act src, int64_t cols, const int32_t* rows, const float* scale, int64_t count,
-                                Act dst) = 0;
+  // The MoE MLP of m tokens x [m][dim] into out [m][dim]: router logits (fp32 activations on the CPU), gating
+  // (fp32 softmax over all experts, the top_k largest with ties to the lower expert index, renormalized when
+  // asked), then out[t] = sum over t's experts e of weight_e * down_e(silu(gate_e x_t) * up_e x_t). Routed rows
+  // are grouped by expert and each projection is one grouped call over every expert.
+  virtual void moe(const MoeBlock& block, Act x, int64_t m, Act out) = 0;
 
   // A forward step over `m` tokens at positions pos0.. is bracketed by begin_step/end_step. Host outputs
-  // of download and argmax inside it are complete when end_step returns, not before (route's are complete
-  // at once: the host needs them mid-step, so a step that routes is never captured): a device
+  // of download and argmax inside it are complete when end_step returns, not before: a device
   // backend may queue the whole step and replay a captured one (a CUDA graph of a decode step, whose launch
   // sequence is the same at every position because positions and tokens are read from device memory).
   // `tokens` is the step's host token array; embed() is called with the same pointer.

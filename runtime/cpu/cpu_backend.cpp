@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "common/error.h"
-#include "runtime/core/routing.h"
 #include "kernels_src/cpu_matvec/quantized_matvec.h"
 
 namespace qt::rt {
@@ -57,8 +56,8 @@ void CpuBackend::prepare(const ModelWeights& weights) {
   add(weights.classifier);
   for (const auto& l : weights.layers) {
     for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) add(*t);
-    for (const auto* list : {&l.expert_w1, &l.expert_w2, &l.expert_w3})
-      for (const auto& t : *list) add(t);
+    for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3})
+      for (int64_t e = 0; e < s->experts; ++e) add(s->expert(e));
   }
 }
 
@@ -339,25 +338,6 @@ void CpuBackend::add(Act y_act, Act x_act, int64_t n) {
   float* y = y_act.f32();
   const float* x = x_act.f32();
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
-}
-
-void CpuBackend::route(Act logits, int64_t m, int64_t n_experts, int64_t top_k, bool renormalize,
-                       int32_t* experts, float* weights) {
-  route_topk(logits.f32(), m, n_experts, top_k, renormalize, experts, weights);
-}
-
-void CpuBackend::gather_rows(Act src, int64_t cols, const int32_t* rows, int64_t count, Act dst) {
-  for (int64_t j = 0; j < count; ++j)
-    std::memcpy(dst.f32() + j * cols, src.f32() + rows[j] * cols, sizeof(float) * size_t(cols));
-}
-
-void CpuBackend::scatter_add_rows(Act src, int64_t cols, const int32_t* rows, const float* scale, int64_t count,
-                                  Act dst) {
-  for (int64_t j = 0; j < count; ++j) {
-    float* d = dst.f32() + rows[j] * cols;
-    const float* s = src.f32() + j * cols;
-    for (int64_t c = 0; c < cols; ++c) d[c] += scale[j] * s[c];
-  }
 }
 
 }  // namespace qt::rt

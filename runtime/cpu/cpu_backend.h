@@ -58,11 +58,7 @@ class CpuBackend final : public Backend {
   void silu_mul(Act gate, Act up, int64_t n) override;
   void add(Act y, Act x, int64_t n) override;
   void argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) override;
-  void route(Act logits, int64_t m, int64_t n_experts, int64_t top_k, bool renormalize, int32_t* experts,
-             float* weights) override;
-  void gather_rows(Act src, int64_t cols, const int32_t* rows, int64_t count, Act dst) override;
-  void scatter_add_rows(Act src, int64_t cols, const int32_t* rows, const float* scale, int64_t count,
-                        Act dst) override;
+  void moe(const MoeBlock& block, Act x, int64_t m, Act out) override;  // cpu_moe.cpp
 
   // The fp32 host kernels behind the ops, for tests that check them one by one.
   void matmul(const QTensor& w, const float* x, int64_t m, float* y, MatmulMode mode = MatmulMode::kDefault) {
@@ -82,6 +78,10 @@ class CpuBackend final : public Backend {
   void matmul_float(const QTensor& w, const float* x, int64_t m, float* y);
   void matmul_quantized(const QTensor& w, const PackedMatrix& p, const float* x, int64_t m, float* y);
   int64_t rows_per_task(const QTensor& w) const;
+  // ys[s][rows of expert e] = x[rows of expert e] * stacks[s].expert(e)^T for every expert, where expert e's
+  // rows are [offsets[e], offsets[e+1]) of x (grouped by expert): one parallel pass over all experts' work.
+  void grouped_matmul(const ExpertStack* const* stacks, float* const* ys, int count, const float* x,
+                      const std::vector<int64_t>& offsets);
 
   CpuOptions options_;
   const CpuKernels* kernels_;

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/half.h"
+#include "runtime/gpu/device_act.h"
 
 namespace qt::rt {
 namespace {
@@ -19,8 +20,6 @@ class ActBuffer final : public DeviceBuffer {
   size_t n_;
 };
 
-dev::DevPtr dp(Act a) { return dev::DevPtr{a.addr}; }
-int64_t h16(int64_t elements) { return elements * 2; }
 constexpr int64_t kGemvRows = 8;  // the decode GEMV families serve M <= 8
 
 // Attention cost grows with the context, so its kernel is chosen per power-of-two context bucket; every
@@ -45,15 +44,12 @@ DeviceBackend::~DeviceBackend() = default;
 std::string DeviceBackend::name() const { return "device (" + device_.name() + ", fp16 activations)"; }
 
 void DeviceBackend::prepare(const ModelWeights& w) {
-  if (w.config.is_moe())
-    throw Error("the device backend runs dense Qwen3 models; Qwen3-MoE on the device is not implemented yet "
-                "(use --device cpu)",
-                kExitUnavailable);
   weights_.add(w.embedding);
   weights_.add(w.classifier);
   weights_.add_vector(w.final_norm);
   for (const LayerWeights& l : w.layers) {
-    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) weights_.add(*t);
+    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) weights_.add(*t);
+    for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3}) weights_.add_stack(*s, options_.trtllm_int8);
     for (const std::vector<float>* v : {&l.attn_norm, &l.ffn_norm, &l.q_norm, &l.k_norm}) weights_.add_vector(*v);
   }
 }
@@ -71,6 +67,15 @@ void DeviceBackend::upload(const float* host, size_t n, Act dst) {
 
 void DeviceBackend::download(Act src, size_t n, float* host) {
   if (in_step_) {
+    if (!step_replayable_) {
+      // A prefill step reuses the logits buffer every 16 rows, so its downloads happen where they are asked
+      // for; a decode step (one row, the only kind replayed from a graph) keeps them for end_step.
+      queue_.flush();
+      std::vector<uint16_t> h(n);
+      device_.copy_to_host(h.data(), dp(src), n * 2);
+      for (size_t i = 0; i < n; ++i) host[i] = half_bits_to_float(h[i]);
+      return;
+    }
     downloads_.push_back({src, n, host});
     return;
   }
@@ -104,6 +109,7 @@ void DeviceBackend::begin_step(const int32_t* tokens, int64_t m, int64_t pos0) {
   device_.copy_to_device(pos_.ptr(), &p, 4);
   step_pos0_ = pos0;
   in_step_ = true;
+  step_replayable_ = m == 1;
   queue_.begin_step(m == 1);
 }
 
@@ -245,19 +251,12 @@ void DeviceBackend::argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens
   device_.copy_to_host(tokens, argmax_.ptr(), size_t(m) * 4);
 }
 
-namespace {
-[[noreturn]] void moe_only(const char* op) {
-  throw Error(std::string("device backend: ") + op + " serves Qwen3-MoE, which does not run on the device yet",
-              kExitUnavailable);
+// The model reaches SwiGLU and residual adds through the fused ops, which this backend overrides.
+void DeviceBackend::silu_mul(Act, Act, int64_t) {
+  throw Error("device backend: silu_mul is served by gate_up_swiglu on the device", kExitFailure);
 }
-}  // namespace
-
-void DeviceBackend::silu_mul(Act, Act, int64_t) { moe_only("silu_mul"); }
-void DeviceBackend::add(Act, Act, int64_t) { moe_only("add"); }
-void DeviceBackend::route(Act, int64_t, int64_t, int64_t, bool, int32_t*, float*) { moe_only("route"); }
-void DeviceBackend::gather_rows(Act, int64_t, const int32_t*, int64_t, Act) { moe_only("gather_rows"); }
-void DeviceBackend::scatter_add_rows(Act, int64_t, const int32_t*, const float*, int64_t, Act) {
-  moe_only("scatter_add_rows");
+void DeviceBackend::add(Act, Act, int64_t) {
+  throw Error("device backend: add is served by add_rmsnorm on the device", kExitFailure);
 }
 
 }  // namespace qt::rt

@@ -4,7 +4,8 @@
 // the point the tuning store chose for this device and shape (else the nearest tuned shape's, else the
 // family default; see kernel_choice.h). A forward step is queued and, for decode steps whose launches repeat,
 // replayed as a captured graph; only sampled tokens, or logits when asked, come back to the host.
-// Dense Qwen3 models run here; MoE routing on the device is not implemented yet, and prepare() says so.
+// Dense Qwen3 and Qwen3-MoE models run here; a MoE block is routed, grouped and finalized on the device
+// (device_moe.cpp), so MoE decode steps are captured and replayed like dense ones.
 #include <memory>
 #include <string>
 
@@ -23,6 +24,7 @@ struct DeviceBackendOptions {
   winners::DeviceFingerprint fingerprint;              // of the device, for tuned lookups
   std::string store_prefix;                            // "emu." or "cuda."
   bool graphs = true;                                  // capture and replay decode steps
+  bool trtllm_int8 = false;  // INT8 group-wise experts in TensorRT-LLM's preprocessed layout (ops *.trtllm)
 };
 
 class DeviceBackend final : public Backend {
@@ -47,11 +49,7 @@ class DeviceBackend final : public Backend {
   void silu_mul(Act gate, Act up, int64_t n) override;
   void add(Act y, Act x, int64_t n) override;
   void argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) override;
-  void route(Act logits, int64_t m, int64_t n_experts, int64_t top_k, bool renormalize, int32_t* experts,
-             float* weights) override;
-  void gather_rows(Act src, int64_t cols, const int32_t* rows, int64_t count, Act dst) override;
-  void scatter_add_rows(Act src, int64_t cols, const int32_t* rows, const float* scale, int64_t count,
-                        Act dst) override;
+  void moe(const MoeBlock& block, Act x, int64_t m, Act out) override;  // device_moe.cpp
   void begin_step(const int32_t* tokens, int64_t m, int64_t pos0) override;
   void end_step() override;
 
@@ -74,10 +72,15 @@ class DeviceBackend final : public Backend {
   FamilyLauncher launcher_;
   DeviceWeights weights_;
   dev::Buffer tokens_, pos_, argmax_, scratch_;
+  struct MoeBuffers {
+    dev::Buffer logits, ids, weights, h, y, rows;  // rows: the identity map finalize reads y through
+    int64_t rows_filled = 0;
+  } moe_;
   std::vector<dev::Buffer> retired_;  // outgrown buffers queued launches may still name
   const int32_t* staged_tokens_ = nullptr;  // the step's host tokens, already on the device
   int64_t step_pos0_ = -1;
   bool in_step_ = false;
+  bool step_replayable_ = false;  // a decode step: its launches may be captured and replayed
   struct PendingDownload {
     Act src;
     size_t n;

@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/half.h"
+#include "kernels_src/moe/moe_reference.h"
 
 namespace qt::rt {
 
@@ -38,6 +39,35 @@ void DeviceWeights::add(const QTensor& t) {
                             weight_array_name(spec.array) + "' array", kExitFailure);
       d.arrays[weight_array_name(spec.array)] = {upload(src, bytes), int64_t(bytes)};
     }
+  }
+  tensors_.emplace(t.data, std::move(d));
+}
+
+void DeviceWeights::add_stack(const ExpertStack& s, bool trtllm) {
+  if (s.empty() || tensors_.count(s.base.data)) return;
+  const QTensor& t = s.base;
+  if (!weight_traits(t.type).quantized)
+    throw Error(std::string("device backend: MoE experts of type ") + weight_type_name(t.type) +
+                    " are not served (moe3 experts are q8_0, int8-sym, int8-asym or awq)",
+                kExitUnavailable);
+  const bool relayout = trtllm && (t.type == WeightType::INT8_GW_SYM || t.type == WeightType::INT8_GW_ASYM);
+  DeviceTensor d;
+  d.type = t.type, d.rows = t.rows, d.cols = t.cols, d.experts = s.experts;
+  d.group = t.group_size > 0 ? t.group_size : t.cols;
+  const auto specs = weight_traits(t.type).array_specs();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const uint64_t per = t.array_bytes(specs[i]);
+    std::vector<uint8_t> block(per * uint64_t(s.experts));
+    for (int64_t e = 0; e < s.experts; ++e) {
+      const auto* src = static_cast<const uint8_t*>(s.expert(e).array(specs[i].array));
+      if (relayout && specs[i].array == WeightArray::Q) {
+        const auto l = kernels::moe::trtllm_int8_layout(src, t.cols, t.rows);
+        std::copy(l.begin(), l.end(), block.begin() + int64_t(per) * e);
+      } else {
+        std::copy(src, src + per, block.begin() + int64_t(per) * e);
+      }
+    }
+    d.arrays[weight_array_name(specs[i].array)] = {upload(block.data(), block.size()), int64_t(block.size())};
   }
   tensors_.emplace(t.data, std::move(d));
 }

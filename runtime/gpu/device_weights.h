@@ -15,7 +15,8 @@ namespace qt::rt {
 
 struct DeviceTensor {
   WeightType type = WeightType::F16;  // as stored on the device
-  int64_t rows = 0, cols = 0, group = 0;
+  int64_t rows = 0, cols = 0, group = 0;  // one expert's, for a stack
+  int64_t experts = 0;                    // 0 for a plain tensor
   struct Array {
     dev::DevPtr ptr;
     int64_t bytes = 0;
@@ -27,6 +28,10 @@ class DeviceWeights {
  public:
   explicit DeviceWeights(dev::Device& device) : device_(device) {}
   void add(const QTensor& t);
+  // A MoE projection's experts: each array as one block of E experts back to back, as the grouped families
+  // take them, found again by the stack's base address. `trtllm` stores INT8 group-wise codes in
+  // TensorRT-LLM's preprocessed layout (done here, once, at load time).
+  void add_stack(const ExpertStack& s, bool trtllm);
   void add_vector(const std::vector<float>& v);
   // Throws qt::Error when the tensor or vector was never added (an op on weights prepare() did not see).
   const DeviceTensor& tensor(const QTensor& t) const;

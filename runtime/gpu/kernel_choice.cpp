@@ -95,7 +95,7 @@ const KernelChoice& KernelChooser::choose(const std::string& op, const WeightTyp
   if (!best) {
     std::string why;
     for (const kernels::KernelFamily* f : candidates) {
-      for (const kernels::Point& p : f->default_points()) {
+      for (const kernels::Point& p : f->default_points(shape)) {
         const std::string reason = runs(*f, p, shape);
         if (reason.empty()) {
           best = KernelChoice{f, p, KernelChoice::Source::Default};

@@ -39,11 +39,6 @@ Qwen3Model::Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t co
   h1_ = be_.alloc(B * size_t(hidden));
   h3_ = be_.alloc(B * size_t(hidden));
   logits_ = be_.alloc(size_t(std::min(max_batch_, kLogitRowsPerPass)) * size_t(c.vocab_size));
-  if (c.is_moe()) {
-    router_ = be_.alloc(B * size_t(c.num_experts));
-    ex_in_ = be_.alloc(B * dim);
-    ex_out_ = be_.alloc(B * dim);
-  }
   q_rot_ = be_.alloc(B * qd);
   be_.prepare(w_);
 }
@@ -162,42 +157,14 @@ void Qwen3Model::dense_mlp(const LayerWeights& lw, int64_t m) {
   be_.matmul(lw.w2, h1_->view(), m, o_->view());
 }
 
-// Tokens are grouped by expert so each selected expert runs one matmul over all its tokens; experts are
-// visited in ascending index, the order in which transformers accumulates them.
 void Qwen3Model::moe_mlp(const LayerWeights& lw, int64_t m) {
   const ModelConfig& c = w_.config;
-  const int64_t E = c.num_experts, k = c.num_experts_per_tok;
-  be_.matmul(lw.router, xn_->view(), m, router_->view(), MatmulMode::kExact);
-  std::vector<int32_t> experts(size_t(m * k));
-  std::vector<float> weights(size_t(m * k));
-  be_.route(router_->view(), m, E, k, c.norm_topk_prob, experts.data(), weights.data());
-
-  std::vector<int32_t> count(size_t(E) + 1, 0);
-  for (int32_t e : experts) ++count[size_t(e) + 1];
-  for (int64_t e = 0; e < E; ++e) count[size_t(e) + 1] += count[size_t(e)];
-  std::vector<int32_t> rows(size_t(m * k));
-  std::vector<float> scale(size_t(m * k));
-  std::vector<int32_t> fill(count.begin(), count.end() - 1);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < k; ++j) {
-      const int32_t e = experts[size_t(i * k + j)];
-      rows[size_t(fill[size_t(e)])] = int32_t(i);
-      scale[size_t(fill[size_t(e)]++)] = weights[size_t(i * k + j)];
-    }
-  }
-
-  const std::vector<float> zeros(size_t(m * c.dim), 0.0f);
-  be_.upload(zeros.data(), zeros.size(), o_->view());
-  for (int64_t e = 0; e < E; ++e) {
-    const int32_t begin = count[size_t(e)], n = count[size_t(e) + 1] - begin;
-    if (n == 0) continue;
-    be_.gather_rows(xn_->view(), c.dim, rows.data() + begin, n, ex_in_->view());
-    const MatmulJob gate_up[2] = {{&lw.expert_w1[size_t(e)], h1_->view()}, {&lw.expert_w3[size_t(e)], h3_->view()}};
-    be_.matmul_group(gate_up, 2, ex_in_->view(), n);
-    be_.silu_mul(h1_->view(), h3_->view(), int64_t(n) * c.hidden_dim);
-    be_.matmul(lw.expert_w2[size_t(e)], h1_->view(), n, ex_out_->view());
-    be_.scatter_add_rows(ex_out_->view(), c.dim, rows.data() + begin, scale.data() + begin, n, o_->view());
-  }
+  MoeBlock b;
+  b.router = &lw.router;
+  b.gate = &lw.expert_w1, b.up = &lw.expert_w3, b.down = &lw.expert_w2;
+  b.top_k = c.num_experts_per_tok;
+  b.renormalize = c.norm_topk_prob;
+  be_.moe(b, xn_->view(), m, o_->view());
 }
 
 uint64_t Qwen3Model::decode_weight_bytes() const {
@@ -208,7 +175,7 @@ uint64_t Qwen3Model::decode_weight_bytes() const {
     for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) bytes += tensor_bytes(*t);
     if (c.is_moe() && !l.expert_w1.empty()) {
       bytes += uint64_t(c.num_experts_per_tok) *
-               (tensor_bytes(l.expert_w1[0]) + tensor_bytes(l.expert_w2[0]) + tensor_bytes(l.expert_w3[0]));
+               (tensor_bytes(l.expert_w1.base) + tensor_bytes(l.expert_w2.base) + tensor_bytes(l.expert_w3.base));
     }
   }
   return bytes;

@@ -56,8 +56,7 @@ class Qwen3Model {
   int64_t context_, max_batch_, pos_ = 0;
   std::unique_ptr<DeviceBuffer> k_cache_, v_cache_;
   // Activations for one chunk of up to max_batch_ tokens.
-  std::unique_ptr<DeviceBuffer> x_, xn_, q_, k_, v_, q_rot_, att_, o_, h1_, h3_, logits_, router_, ex_in_,
-      ex_out_;
+  std::unique_ptr<DeviceBuffer> x_, xn_, q_, k_, v_, q_rot_, att_, o_, h1_, h3_, logits_;
 };
 
 }  // namespace qt::rt

@@ -2,6 +2,8 @@
 // checked against the brief's quantization rules; AWQ pass-through; byte-identity with direct writing.
 #include <catch2/catch.hpp>
 
+#include <deque>
+
 #include <functional>
 
 #include "common/error.h"
@@ -47,6 +49,13 @@ std::vector<float> source_values(const hf::HfCheckpoint& ck, const std::string& 
   return v;
 }
 
+// Expert views are made on demand from their stack; the maps below hand out pointers, so they live here.
+const QTensor* kept_view(const QTensor& t) {
+  static std::deque<QTensor> views;
+  views.push_back(t);
+  return &views.back();
+}
+
 // Every matrix of a model file with the Hugging Face name it came from.
 std::vector<std::pair<std::string, const QTensor*>> matrices(const ModelWeights& w) {
   std::vector<std::pair<std::string, const QTensor*>> m;
@@ -65,11 +74,11 @@ std::vector<std::pair<std::string, const QTensor*>> matrices(const ModelWeights&
       m.emplace_back(p + "mlp.up_proj.weight", &L.w3);
     } else {
       m.emplace_back(p + "mlp.gate.weight", &L.router);
-      for (size_t e = 0; e < L.expert_w1.size(); ++e) {
+      for (int64_t e = 0; e < L.expert_w1.experts; ++e) {
         const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
-        m.emplace_back(x + "gate_proj.weight", &L.expert_w1[e]);
-        m.emplace_back(x + "down_proj.weight", &L.expert_w2[e]);
-        m.emplace_back(x + "up_proj.weight", &L.expert_w3[e]);
+        m.emplace_back(x + "gate_proj.weight", kept_view(L.expert_w1.expert(e)));
+        m.emplace_back(x + "down_proj.weight", kept_view(L.expert_w2.expert(e)));
+        m.emplace_back(x + "up_proj.weight", kept_view(L.expert_w3.expert(e)));
       }
     }
   }
@@ -194,7 +203,7 @@ TEST_CASE("convert: moe3 experts are encoded by the rule of each expert type", "
     auto mf = ModelFile::open((root / "m.moe3").string());
     CHECK(mf->config().num_experts == 8);
     CHECK(mf->config().norm_topk_prob);
-    CHECK(mf->weights().layers[1].expert_w2[7].type == type);
+    CHECK(mf->weights().layers[1].expert_w2.expert(7).type == type);
     check_file_against_source(root / "m.moe3", hf);
   }
 }
@@ -322,7 +331,7 @@ TEST_CASE("convert: AWQ MoE experts pass through and fused v5 experts equal per-
   auto mf = ModelFile::open((root / "awq.moe3").string());
   const hf::HfCheckpoint ck(hf_awq);
   hf::TensorRef q = ck.get("model.layers.0.mlp.experts.5.up_proj.qweight");
-  CHECK(std::memcmp(mf->weights().layers[0].expert_w3[5].data, q.file->data(*q.info), q.info->nbytes) == 0);
+  CHECK(std::memcmp(mf->weights().layers[0].expert_w3.expert(5).data, q.file->data(*q.info), q.info->nbytes) == 0);
 
   synthetic::HfWriteOptions fused;
   fused.fused_experts = true;

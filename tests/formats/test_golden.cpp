@@ -4,6 +4,8 @@
 // for byte from the same Hugging Face checkpoint.
 #include <catch2/catch.hpp>
 
+#include <deque>
+
 #include <cstring>
 #include <map>
 #include <string>
@@ -123,6 +125,13 @@ WriterOptions options_for(const nlohmann::json& entry, const nlohmann::json& cfg
 
 std::string awq_base(const std::string& hf_name) { return hf_name.substr(0, hf_name.size() - std::string(".weight").size()); }
 
+// Expert views are made on demand from their stack; the maps below hand out pointers, so they live here.
+const QTensor* kept_view(const QTensor& t) {
+  static std::deque<QTensor> views;
+  views.push_back(t);
+  return &views.back();
+}
+
 std::map<std::string, const QTensor*> matrices(const ModelWeights& w) {
   std::map<std::string, const QTensor*> m;
   m["model.embed_tokens.weight"] = &w.embedding;
@@ -138,11 +147,11 @@ std::map<std::string, const QTensor*> matrices(const ModelWeights& w) {
     m[p + "mlp.down_proj.weight"] = &lw.w2;
     m[p + "mlp.up_proj.weight"] = &lw.w3;
     m[p + "mlp.gate.weight"] = &lw.router;
-    for (size_t e = 0; e < lw.expert_w1.size(); ++e) {
+    for (int64_t e = 0; e < lw.expert_w1.experts; ++e) {
       const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
-      m[x + "gate_proj.weight"] = &lw.expert_w1[e];
-      m[x + "down_proj.weight"] = &lw.expert_w2[e];
-      m[x + "up_proj.weight"] = &lw.expert_w3[e];
+      m[x + "gate_proj.weight"] = kept_view(lw.expert_w1.expert(e));
+      m[x + "down_proj.weight"] = kept_view(lw.expert_w2.expert(e));
+      m[x + "up_proj.weight"] = kept_view(lw.expert_w3.expert(e));
     }
   }
   return m;

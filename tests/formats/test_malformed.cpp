@@ -47,7 +47,7 @@ std::string open_error(const std::filesystem::path& path, const std::vector<uint
     for (const LayerWeights& l : w.layers) {
       for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) touch(*t);
       for (const auto* v : {&l.expert_w1, &l.expert_w2, &l.expert_w3}) {
-        for (const QTensor& t : *v) touch(t);
+        for (int64_t e = 0; e < v->experts; ++e) touch(v->expert(e));
       }
     }
     (void)sink;

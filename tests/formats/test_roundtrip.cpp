@@ -3,6 +3,8 @@
 // size must equal the closed-form size of the format.
 #include <catch2/catch.hpp>
 
+#include <deque>
+
 #include <cstring>
 #include <map>
 #include <string>
@@ -22,6 +24,13 @@ struct Found {
 };
 
 // Name -> view, built from ModelWeights with names spelled out here (not by the library's naming code).
+// Expert views are made on demand from their stack; the maps below hand out pointers, so they live here.
+const QTensor* kept_view(const QTensor& t) {
+  static std::deque<QTensor> views;
+  views.push_back(t);
+  return &views.back();
+}
+
 std::map<std::string, Found> index_weights(const ModelWeights& w) {
   std::map<std::string, Found> m;
   m["model.embed_tokens.weight"].matrix = &w.embedding;
@@ -42,11 +51,11 @@ std::map<std::string, Found> index_weights(const ModelWeights& w) {
     m[p + "mlp.down_proj.weight"].matrix = &lw.w2;
     m[p + "mlp.up_proj.weight"].matrix = &lw.w3;
     m[p + "mlp.gate.weight"].matrix = &lw.router;
-    for (size_t e = 0; e < lw.expert_w1.size(); ++e) {
+    for (int64_t e = 0; e < lw.expert_w1.experts; ++e) {
       const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
-      m[x + "gate_proj.weight"].matrix = &lw.expert_w1[e];
-      m[x + "down_proj.weight"].matrix = &lw.expert_w2[e];
-      m[x + "up_proj.weight"].matrix = &lw.expert_w3[e];
+      m[x + "gate_proj.weight"].matrix = kept_view(lw.expert_w1.expert(e));
+      m[x + "down_proj.weight"].matrix = kept_view(lw.expert_w2.expert(e));
+      m[x + "up_proj.weight"].matrix = kept_view(lw.expert_w3.expert(e));
     }
   }
   return m;
@@ -198,9 +207,9 @@ TEST_CASE("moe3 round trip for every expert type, size matches the formula", "[f
         const uint64_t eg = et == WeightType::Q8_0 ? 64 : 32;
         CHECK(f->file_size() == moe3_size(c, 64, et, eg));
         const LayerWeights& l1 = f->weights().layers[1];
-        REQUIRE(l1.expert_w2.size() == 4);
-        CHECK(l1.expert_w2[3].type == et);
-        CHECK(l1.expert_w2[3].group_size == static_cast<int32_t>(eg));
+        REQUIRE(l1.expert_w2.experts == 4);
+        CHECK(l1.expert_w2.expert(3).type == et);
+        CHECK(l1.expert_w2.expert(3).group_size == static_cast<int32_t>(eg));
         CHECK(l1.router.rows == 4);
         CHECK(l1.router.cols == 64);
         check_values(path, o);

@@ -49,7 +49,7 @@ std::string try_open(const std::filesystem::path& path, const std::vector<uint8_
       for (const QTensor* t : {&l.wq, &l.wo, &l.w2}) {
         if (!t->empty()) (void)dequantize(*t);
       }
-      for (const QTensor& t : l.expert_w2) (void)dequantize(t);
+      for (int64_t e = 0; e < l.expert_w2.experts; ++e) (void)dequantize(l.expert_w2.expert(e));
     }
     return "";
   } catch (const Error& e) {

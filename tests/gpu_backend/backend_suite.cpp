@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "models/formats/model_file.h"
@@ -34,9 +37,11 @@ struct Fixture {
     o.threads = 2;
     return o;
   }()};
-  Fixture(const DeviceFactory& make, const std::string& name) : file(ModelFile::open(kFiles + name)), device(make()) {
+  Fixture(const DeviceFactory& make, const std::string& name, bool trtllm = false)
+      : file(ModelFile::open(kFiles + name)), device(make()) {
     DeviceBackendOptions opts;
     opts.store_prefix = "emu.";
+    opts.trtllm_int8 = trtllm;
     gpu = std::make_unique<DeviceBackend>(*device, opts);
   }
   const ModelWeights& w() const { return file->weights(); }
@@ -70,8 +75,8 @@ std::vector<int32_t> greedy(Qwen3Model& m, const std::vector<int32_t>& p, int st
 
 }  // namespace
 
-void check_golden_logits(const DeviceFactory& make, const std::string& name) {
-  Fixture f(make, name);
+void check_golden_logits(const DeviceFactory& make, const std::string& name, bool trtllm) {
+  Fixture f(make, name, trtllm);
   const auto tokens = prompt(13, f.w().config.vocab_size, 1);
   Qwen3Model ref(f.w(), f.cpu, 64), dev(f.w(), *f.gpu, 64);
   const float d = max_diff(dev.forward(tokens, LogitsRows::kAll), ref.forward(tokens, LogitsRows::kAll));
@@ -88,6 +93,13 @@ void check_greedy_tokens(const DeviceFactory& make, const std::string& name) {
   // Decode steps after the first two repeat one launch sequence: they are replayed from a captured graph.
   CHECK(f.gpu->launch_stats().captures >= 1);
   CHECK(f.gpu->launch_stats().replays >= 10);
+}
+
+void check_prompt_logits_one_step(const DeviceFactory& make, const std::string& name) {
+  Fixture f(make, name);
+  const auto tokens = prompt(24, f.w().config.vocab_size, 7);
+  Qwen3Model ref(f.w(), f.cpu, 64), dev(f.w(), *f.gpu, 64, 64);
+  CHECK(max_diff(dev.forward(tokens, LogitsRows::kAll), ref.forward(tokens, LogitsRows::kAll)) <= kLogitTolerance);
 }
 
 void check_multi_turn(const DeviceFactory& make, const std::string& name) {
@@ -127,6 +139,43 @@ void check_full_context(const DeviceFactory& make, const std::string& name) {
   CHECK(d <= kLogitTolerance);  // ... and the last row
   CHECK(dev.position() == C);
   CHECK_THROWS_AS(dev.forward(&last, 1, LogitsRows::kLast), Error);  // a full cache refuses more
+}
+
+void check_moe_transformers_goldens(const DeviceFactory& make, bool trtllm) {
+  std::ifstream in(std::string(QTUNE_SOURCE_DIR) + "/tests/golden/manifest.json");
+  REQUIRE(in.good());
+  const nlohmann::json m = nlohmann::json::parse(in);
+  int files = 0;
+  for (const auto& file : m["files"]) {
+    const std::string model = file["model"].get<std::string>();
+    if (model.rfind("moe", 0) != 0) continue;
+    const std::string name = file["file"].get<std::string>();
+    INFO(name);
+    Fixture f(make, name.substr(name.rfind('/') + 1), trtllm);
+    const auto& entry = m["models"][model];
+    const auto& scheme = entry["schemes"][file["scheme"].get<std::string>()];
+    float worst = 0;
+    for (size_t i = 0; i < entry["sequences"].size(); ++i) {
+      const std::vector<int32_t> tokens = entry["sequences"][i].get<std::vector<int32_t>>();
+      const auto& lg = scheme["logits"][i];
+      const int64_t T = lg["shape"][0], V = lg["shape"][1];
+      std::ifstream lf(std::string(QTUNE_SOURCE_DIR) + "/tests/golden/" + lg["file"].get<std::string>(), std::ios::binary);
+      std::vector<float> want(size_t(T * V));
+      lf.read(reinterpret_cast<char*>(want.data()), std::streamsize(want.size() * 4));
+      REQUIRE(lf.gcount() == std::streamsize(want.size() * 4));
+      Qwen3Model dev(f.w(), *f.gpu, 64);
+      const std::vector<float> got = dev.forward(tokens, LogitsRows::kAll);
+      worst = std::max(worst, max_diff(got, want));
+      for (int64_t t = 0; t < T; ++t) {
+        const float* g = got.data() + t * V;
+        CHECK((std::max_element(g, g + V) - g) == lg["top1"][size_t(t)].get<int64_t>());
+      }
+    }
+    WARN(name << ": max |device - transformers| = " << worst);
+    CHECK(worst <= kLogitTolerance);
+    ++files;
+  }
+  CHECK(files >= 5);
 }
 
 }  // namespace qt::test

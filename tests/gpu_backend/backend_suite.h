@@ -12,9 +12,16 @@ namespace qt::test {
 
 using DeviceFactory = std::function<std::unique_ptr<dev::Device>()>;
 
-// Golden dense files: dense and dense-tied in ajc1 (Q8_0) and ak48 (AWQ, fp16 embedding and lm_head).
-void check_golden_logits(const DeviceFactory& make, const std::string& file);
+// Golden dense files: dense and dense-tied in ajc1 (Q8_0) and ak48 (AWQ, fp16 embedding and lm_head); golden
+// MoE files: moe-norm.{q8_0,int8-sym,int8-asym,awq}.moe3 and moe-nonorm.q8_0.moe3. `trtllm` puts INT8 experts
+// in TensorRT-LLM's preprocessed layout on the device.
+void check_golden_logits(const DeviceFactory& make, const std::string& file, bool trtllm = false);
+// Every sequence of the transformers goldens (tests/golden/manifest.json) of each golden MoE file, on the
+// device: logits within the fp16 tolerance of transformers' and the same top-1 at every position.
+void check_moe_transformers_goldens(const DeviceFactory& make, bool trtllm = false);
 void check_greedy_tokens(const DeviceFactory& make, const std::string& file);
+// A 24-token prompt in one step: its logits come back in two passes of the logits buffer, every row intact.
+void check_prompt_logits_one_step(const DeviceFactory& make, const std::string& file);
 void check_multi_turn(const DeviceFactory& make, const std::string& file);
 void check_long_prompt(const DeviceFactory& make, const std::string& file);
 void check_full_context(const DeviceFactory& make, const std::string& file);

@@ -33,6 +33,18 @@ TEST_CASE("cuda: greedy decoding gives the CPU reference's 16 tokens, later step
   }
 }
 
+TEST_CASE("cuda: Qwen3-MoE golden models give the CPU reference's logits and match the transformers goldens") {
+  NEED_GPU();
+  for (const char* file : {"moe-norm.q8_0.moe3", "moe-norm.int8-sym.moe3", "moe-norm.int8-asym.moe3",
+                           "moe-norm.awq.moe3", "moe-nonorm.q8_0.moe3"}) {
+    INFO(file);
+    qt::test::check_golden_logits(gpu, file);
+  }
+  qt::test::check_moe_transformers_goldens(gpu);
+  qt::test::check_moe_transformers_goldens(gpu, true);
+  qt::test::check_greedy_tokens(gpu, "moe-norm.awq.moe3");
+}
+
 TEST_CASE("cuda: a second turn continues on the kept KV cache") {
   NEED_GPU();
   qt::test::check_multi_turn(gpu, "dense-tied.ajc1");

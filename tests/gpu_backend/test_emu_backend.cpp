@@ -29,6 +29,33 @@ TEST_CASE("emu: greedy decoding gives the CPU reference's 16 tokens, later steps
   }
 }
 
+TEST_CASE("emu: Qwen3-MoE golden models (Q8_0, INT8 sym/asym, AWQ experts) give the CPU reference's logits") {
+  for (const char* file : {"moe-norm.q8_0.moe3", "moe-norm.int8-sym.moe3", "moe-norm.int8-asym.moe3",
+                           "moe-norm.awq.moe3", "moe-nonorm.q8_0.moe3"}) {
+    INFO(file);
+    qt::test::check_golden_logits(emu, file);
+  }
+}
+
+TEST_CASE("emu: Qwen3-MoE matches the transformers goldens on every sequence, norm_topk_prob on and off") {
+  qt::test::check_moe_transformers_goldens(emu);
+}
+
+TEST_CASE("emu: INT8 experts in TensorRT-LLM's preprocessed layout give the same logits") {
+  for (const char* file : {"moe-norm.int8-sym.moe3", "moe-norm.int8-asym.moe3"}) {
+    INFO(file);
+    qt::test::check_golden_logits(emu, file, true);
+  }
+}
+
+TEST_CASE("emu: MoE greedy decoding gives the CPU reference's tokens, later steps replayed from a graph") {
+  qt::test::check_greedy_tokens(emu, "moe-norm.awq.moe3");
+}
+
+TEST_CASE("emu: a 24-token prompt's logits, downloaded in two passes within one step, are all the prompt's") {
+  qt::test::check_prompt_logits_one_step(emu, "dense.ajc1");
+}
+
 TEST_CASE("emu: a second turn continues on the kept KV cache") { qt::test::check_multi_turn(emu, "dense-tied.ajc1"); }
 
 TEST_CASE("emu: a prompt longer than one prefill chunk") { qt::test::check_long_prompt(emu, "dense.ak48"); }

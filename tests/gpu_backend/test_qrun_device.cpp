@@ -1,5 +1,5 @@
 // qrun --device emu|cuda as a user runs it: the emulator generates the CPU reference's greedy tokens and
-// writes logits close to the golden ones; cuda without a driver, a MoE model on the device and
+// writes logits close to the golden ones; cuda without a driver, MoE models on the device and
 // contradictory options each end with one clear line and their exit code.
 #include <catch2/catch.hpp>
 
@@ -91,11 +91,26 @@ TEST_CASE("qrun --device cuda without a driver exits 3 with one line naming the 
   CHECK(r.err.find("cuda") != std::string::npos);
 }
 
-TEST_CASE("qrun --device emu refuses a MoE model and --reference with one line each") {
-  const Result moe = qrun("--device emu --model " + kFiles + "moe-norm.q8_0.moe3 --prompt-ids 1,2 -n 1");
-  CHECK(moe.code == 3);
-  CHECK(lines(moe.err) == 1);
-  CHECK(moe.err.find("MoE") != std::string::npos);
+TEST_CASE("qrun --device emu runs a MoE model to the CPU reference's tokens, TensorRT-LLM INT8 layout included") {
+  const std::string args = " --prompt-ids 5,6,7,8 -n 6 --temp 0 --no-stats";
+  for (const char* file : {"moe-norm.int8-sym.moe3", "moe-nonorm.q8_0.moe3"}) {
+    INFO(file);
+    const Result cpu = qrun("--reference --model " + kFiles + file + args);
+    const Result emu = qrun("--device emu --model " + kFiles + file + args);
+    REQUIRE(cpu.code == 0);
+    CHECK(emu.code == 0);
+    CHECK(emu.out == cpu.out);
+  }
+  const Result trt = qrun("--device emu --int8-layout trtllm --model " + kFiles + "moe-norm.int8-asym.moe3" + args);
+  const Result cpu = qrun("--reference --model " + kFiles + "moe-norm.int8-asym.moe3" + args);
+  CHECK(trt.code == 0);
+  CHECK(trt.out == cpu.out);
+  const Result bad = qrun("--device emu --int8-layout cutlass --model " + kFiles + "moe-norm.int8-asym.moe3" + args);
+  CHECK(bad.code == 2);
+  CHECK(lines(bad.err) == 1);
+}
+
+TEST_CASE("qrun --device emu refuses --reference with one line") {
   const Result ref = qrun("--device emu --reference --model " + kFiles + "dense.ajc1 --prompt-ids 1 -n 1");
   CHECK(ref.code == 2);
   CHECK(lines(ref.err) == 1);

@@ -1,6 +1,7 @@
 #include "tests/runtime/random_model.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 namespace qt::test {
@@ -32,6 +33,27 @@ ModelConfig small_config(bool moe, int32_t n_layers) {
   }
   return c;
 }
+
+namespace {
+
+// One [E][N][K] block per array, as moe3 stores experts, from separately quantized experts.
+ExpertStack stacked(const std::vector<QTensor>& experts, RandomModel& m) {
+  ExpertStack s;
+  s.base = experts.at(0);
+  s.experts = int64_t(experts.size());
+  const auto specs = weight_traits(s.base.type).array_specs();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const uint64_t bytes = s.base.array_bytes(specs[i]);
+    auto& block = m.stacks.emplace_back(bytes * experts.size());
+    for (size_t e = 0; e < experts.size(); ++e)
+      std::memcpy(block.data() + bytes * e, experts[e].array(specs[i].array), bytes);
+    s.base.set_array(specs[i].array, block.data());
+    s.stride[i] = bytes;
+  }
+  return s;
+}
+
+}  // namespace
 
 std::unique_ptr<RandomModel> make_random_model(const RandomModelSpec& spec) {
   auto m = std::make_unique<RandomModel>();
@@ -65,11 +87,13 @@ std::unique_ptr<RandomModel> make_random_model(const RandomModelSpec& spec) {
     lw.wo = tensor(c.dim, c.q_dim(), spec.linear_type, 1.7f);
     if (c.is_moe()) {
       lw.router = tensor(c.num_experts, c.dim, WeightType::F32, 3.0f);
+      std::vector<QTensor> w1, w2, w3;
       for (int32_t e = 0; e < c.num_experts; ++e) {
-        lw.expert_w1.push_back(tensor(c.hidden_dim, c.dim, spec.expert_type, 1.7f));
-        lw.expert_w2.push_back(tensor(c.dim, c.hidden_dim, spec.expert_type, 1.7f));
-        lw.expert_w3.push_back(tensor(c.hidden_dim, c.dim, spec.expert_type, 1.7f));
+        w1.push_back(tensor(c.hidden_dim, c.dim, spec.expert_type, 1.7f));
+        w2.push_back(tensor(c.dim, c.hidden_dim, spec.expert_type, 1.7f));
+        w3.push_back(tensor(c.hidden_dim, c.dim, spec.expert_type, 1.7f));
       }
+      lw.expert_w1 = stacked(w1, *m), lw.expert_w2 = stacked(w2, *m), lw.expert_w3 = stacked(w3, *m);
     } else {
       lw.w1 = tensor(c.hidden_dim, c.dim, spec.linear_type, 1.7f);
       lw.w2 = tensor(c.dim, c.hidden_dim, spec.linear_type, 1.7f);

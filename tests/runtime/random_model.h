@@ -25,6 +25,7 @@ struct RandomModelSpec {
 struct RandomModel {
   ModelWeights weights;
   std::vector<std::unique_ptr<quant::QuantizedTensor>> storage;
+  std::vector<std::vector<uint8_t>> stacks;  // expert blocks, [E] x one array each
 };
 
 std::unique_ptr<RandomModel> make_random_model(const RandomModelSpec& spec);

@@ -102,7 +102,7 @@ std::vector<Vec> naive_forward(const ModelWeights& mw, const std::vector<int32_t
         for (int e : order) top += r[e];
         std::sort(order.begin(), order.end());
         for (int e : order) {
-          const Vec y = mlp(lw.expert_w1[e], lw.expert_w2[e], lw.expert_w3[e]);
+          const Vec y = mlp(lw.expert_w1.expert(e), lw.expert_w2.expert(e), lw.expert_w3.expert(e));
           const double wgt = c.norm_topk_prob ? r[e] / top : r[e];
           for (int64_t i = 0; i < c.dim; ++i) x[i] += wgt * y[i];
         }

@@ -97,7 +97,7 @@ ModelShapes model_shapes(const std::string& path) {
       if (!t->empty()) types.insert(t->type);
   for (const LayerWeights& l : w.layers)
     for (const auto* experts : {&l.expert_w1, &l.expert_w2, &l.expert_w3})
-      for (const QTensor& t : *experts) types.insert(t.type);
+      if (!experts->empty()) types.insert(experts->base.type);
   ModelConfig c = file->config();
   if (c.group_size <= 0) c.group_size = w.layers.front().wq.group_size;
   return {path + " (" + file_format_name(file->format()) + ", " + std::to_string(c.n_layers) + " layers)", c, file,

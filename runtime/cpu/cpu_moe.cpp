@@ -1,0 +1,95 @@
+// The CPU backend's MoE block, the same steps as on a device: router logits (fp32 activations), gating, init
+// routing (routed rows sorted by expert and their rows gathered), one grouped gate/up call and one grouped
+// down call over every expert, and finalize. The step definitions are kernels_src/moe's CPU references.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels_src/cpu_matvec/quantized_matvec.h"
+#include "kernels_src/moe/moe_reference.h"
+#include "runtime/cpu/cpu_backend.h"
+
+namespace qt::rt {
+
+void CpuBackend::moe(const MoeBlock& b, Act x_act, int64_t m, Act out_act) {
+  if (m <= 0) return;
+  const int64_t experts = b.gate->experts, k = b.top_k, dim = b.router->cols, hidden = b.gate->base.rows;
+  const int64_t count = m * k;
+  std::vector<float> logits(size_t(m * experts));
+  matmul(*b.router, x_act, m, host(logits.data()), MatmulMode::kExact);
+  std::vector<int32_t> ids(static_cast<size_t>(count));
+  std::vector<float> weights(static_cast<size_t>(count));
+  kernels::moe::gating(logits.data(), m, experts, k, b.renormalize, ids.data(), weights.data());
+
+  const kernels::moe::InitRouting r =
+      kernels::moe::init_routing(ids.data(), m, k, experts, 0, experts, kernels::moe::TokenCounts::Count);
+  std::vector<int64_t> offsets(size_t(experts) + 1, 0);
+  for (int64_t e = 0; e < experts; ++e) offsets[size_t(e) + 1] = offsets[size_t(e)] + r.expert_tokens[size_t(e)];
+  std::vector<float> xe(size_t(count * dim)), gate(size_t(count * hidden)), up(size_t(count * hidden));
+  kernels::moe::expand_rows(r, k, x_act.f32(), dim, xe.data());
+
+  const ExpertStack* front[2] = {b.gate, b.up};
+  float* front_out[2] = {gate.data(), up.data()};
+  grouped_matmul(front, front_out, 2, xe.data(), offsets);
+  silu_mul(host(gate.data()), host(up.data()), count * hidden);
+  std::vector<float> y(size_t(count * dim));
+  float* down_out[1] = {y.data()};
+  grouped_matmul(&b.down, down_out, 1, gate.data(), offsets);
+  kernels::moe::finalize(y.data(), r.expanded_row_idx.data(), weights.data(), m, k, dim, out_act.f32());
+}
+
+// The fast path quantizes each expert's rows once and splits every (matrix, expert, block of output rows)
+// over the pool in one pass, so decode's k small matmuls share the threads instead of taking turns. The
+// reference path, float weights and unpacked types run expert by expert through matmul().
+void CpuBackend::grouped_matmul(const ExpertStack* const* stacks, float* const* ys, int count, const float* x,
+                                const std::vector<int64_t>& offsets) {
+  const int64_t experts = int64_t(offsets.size()) - 1, K = stacks[0]->base.cols;
+  bool fast = !options_.reference && weight_traits(stacks[0]->base.type).quantized;
+  for (int s = 0; fast && s < count; ++s)
+    for (int64_t e = 0; fast && e < experts; ++e) {
+      const PackedMatrix& p = packed(stacks[s]->expert(e));
+      fast = p.kind != PackedMatrix::Kind::kUnpacked && p.group == packed(stacks[0]->expert(0)).group;
+    }
+  if (!fast) {
+    for (int s = 0; s < count; ++s) {
+      const int64_t N = stacks[s]->base.rows;
+      for (int64_t e = 0; e < experts; ++e) {
+        const int64_t r0 = offsets[size_t(e)], rows = offsets[size_t(e) + 1] - r0;
+        if (rows > 0) matmul(stacks[s]->expert(e), host(x + r0 * K), rows, host(ys[s] + r0 * N));
+      }
+    }
+    return;
+  }
+  const int64_t group = packed(stacks[0]->expert(0)).group;
+  std::vector<QuantizedRows> xq(static_cast<size_t>(experts));
+  pool_.parallel_for(experts, 1, [&](int64_t e0, int64_t e1) {
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t r0 = offsets[size_t(e)], rows = offsets[size_t(e) + 1] - r0;
+      if (rows > 0) quantize_rows(x + r0 * K, rows, K, group, xq[size_t(e)]);
+    }
+  });
+  struct Work {
+    int s;
+    int64_t e, n0, n1;
+  };
+  std::vector<Work> work;
+  std::vector<const PackedMatrix*> packs(size_t(count * experts), nullptr);
+  for (int s = 0; s < count; ++s)
+    for (int64_t e = 0; e < experts; ++e) {
+      if (offsets[size_t(e) + 1] == offsets[size_t(e)]) continue;
+      const QTensor w = stacks[s]->expert(e);
+      packs[size_t(s * experts + e)] = &packed(w);
+      const int64_t step = rows_per_task(w);
+      for (int64_t n = 0; n < w.rows; n += step) work.push_back({s, e, n, std::min(w.rows, n + step)});
+    }
+  pool_.parallel_for(int64_t(work.size()), 1, [&](int64_t w0, int64_t w1) {
+    for (int64_t i = w0; i < w1; ++i) {
+      const Work& t = work[size_t(i)];
+      const int64_t r0 = offsets[size_t(t.e)], rows = offsets[size_t(t.e) + 1] - r0;
+      const PackedMatrix& p = *packs[size_t(t.s * experts + t.e)];
+      quantized_rows(*kernels_, p, xq[size_t(t.e)], rows, t.n0, t.n1, ys[t.s] + r0 * p.rows);
+    }
+  });
+}
+
+}  // namespace qt::rt
