@@ -104,7 +104,11 @@ int tune_command(const std::vector<std::string>& args) {
       auto gs = device_model_shapes(reg, *mf);
       std::printf("GPU family %-14s %zu shapes%s", reg.c_str(), gs.size(), gs.empty() ? " (does not serve this model)\n" : ":");
       for (const auto& s : gs) std::printf(" %s", shape_text(s).c_str());
-      if (!gs.empty()) std::printf("  (M x N x K x G)\n");
+      if (!gs.empty()) {
+        std::string dims;
+        for (const std::string& d : qt::kernels::find_family(reg).dims) dims += (dims.empty() ? "" : " x ") + d;
+        std::printf("  (%s)\n", dims.c_str());
+      }
     }
     CudaProbe probe = probe_cuda();
     if (!probe.available) {
