@@ -11,7 +11,7 @@
 #include "common/rng.h"
 #include "kernels_src/gate_up/gate_up_family.h"
 #include "kernels_src/moe/moe_family.h"
-#include "kernels_src/moe/moe_inputs.h"
+#include "kernels_src/moe/moe_family_util.h"
 #include "kernels_src/moe/moe_reference.h"
 #include "kernels_src/registry/family_util.h"
 #include "family_source_hash.h"
@@ -207,14 +207,9 @@ KernelFamily make(const Format& fmt, bool fused) {
     plan.buffers.push_back({"total", DType::I32, 1, Role::Workspace});
     plan.buffers.push_back({"ws", DType::F32, split > 1 ? split * mats * count * n : 1, Role::Workspace});
 
-    Launch place;
-    place.kernel = kPlace;
-    place.grid.x = uint32_t(cdiv(e, 4));
-    place.block.x = 128;
-    place.args = {KernelArg::buf("ids"), KernelArg::buf("sorted"), KernelArg::buf("position"), KernelArg::null(),
-                  KernelArg::null(), KernelArg::null(), KernelArg::buf("block_expert"), KernelArg::buf("total"),
-                  KernelArg::i32(count), KernelArg::i32(e), KernelArg::i32(0), KernelArg::i32(e), KernelArg::i32(bm),
-                  KernelArg::i32(cap), KernelArg::i32(count)};
+    PlaceBuffers pb;
+    pb.sorted = "sorted", pb.position = "position", pb.block_expert = "block_expert", pb.total = "total";
+    const Launch place = place_launch(4, pb, count, e, 0, e, bm, cap, count);
     Launch gemm;
     gemm.kernel = gemm_kernel(fmt, fused, p);
     gemm.grid.x = uint32_t(cdiv(n, p.at("bn")));

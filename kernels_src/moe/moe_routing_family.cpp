@@ -6,7 +6,7 @@
 #include "common/half.h"
 #include "common/rng.h"
 #include "kernels_src/moe/moe_family.h"
-#include "kernels_src/moe/moe_inputs.h"
+#include "kernels_src/moe/moe_family_util.h"
 #include "kernels_src/moe/moe_reference.h"
 #include "kernels_src/registry/family_util.h"
 #include "family_source_hash.h"
@@ -154,15 +154,11 @@ KernelFamily make_init_routing() {
     } else {
       plan.buffers.push_back({"expanded_x", DType::F16, count * h, Role::Output});
     }
-    Launch place;
-    place.kernel = place_kernel(p.at("warps"));
-    place.grid.x = uint32_t(cdiv(e, p.at("warps")));
-    place.block.x = uint32_t(32 * p.at("warps"));
-    place.args = {KernelArg::buf("ids"), KernelArg::buf("sorted_row"), KernelArg::buf("expanded_row_idx"),
-                  kv ? KernelArg::null() : KernelArg::buf("counts"), kv ? KernelArg::buf("pairs") : KernelArg::null(),
-                  kv ? KernelArg::buf("pairs_used") : KernelArg::null(), KernelArg::null(), KernelArg::buf("total"),
-                  KernelArg::i32(count), KernelArg::i32(e), KernelArg::i32(s["S"]), KernelArg::i32(s["T"]),
-                  KernelArg::i32(1), KernelArg::i32(count), KernelArg::i32(-1)};
+    PlaceBuffers pb;
+    pb.sorted = "sorted_row", pb.position = "expanded_row_idx", pb.total = "total";
+    if (kv) pb.pairs = "pairs", pb.pairs_used = "pairs_used";
+    else pb.counts = "counts";
+    const Launch place = place_launch(p.at("warps"), pb, count, e, s["S"], s["T"], 1, count, -1);
     Launch expand;
     expand.kernel = expand_kernel(p);
     expand.grid.x = uint32_t(count);
@@ -264,14 +260,9 @@ KernelFamily make_align() {
                     {"position", DType::I32, c, Role::Output},
                     {"block_expert", DType::I32, cap / b, Role::Output},
                     {"total", DType::I32, 1, Role::Output}};
-    Launch l;
-    l.kernel = place_kernel(p.at("warps"));
-    l.grid.x = uint32_t(cdiv(e, p.at("warps")));
-    l.block.x = uint32_t(32 * p.at("warps"));
-    l.args = {KernelArg::buf("ids"), KernelArg::buf("sorted"), KernelArg::buf("position"), KernelArg::null(),
-              KernelArg::null(), KernelArg::null(), KernelArg::buf("block_expert"), KernelArg::buf("total"),
-              KernelArg::i32(c), KernelArg::i32(e), KernelArg::i32(0), KernelArg::i32(e), KernelArg::i32(b),
-              KernelArg::i32(cap), KernelArg::i32(c)};
+    PlaceBuffers pb;
+    pb.sorted = "sorted", pb.position = "position", pb.block_expert = "block_expert", pb.total = "total";
+    const Launch l = place_launch(p.at("warps"), pb, c, e, 0, e, b, cap, c);
     plan.launches.push_back(l);
     return plan;
   };
@@ -376,6 +367,19 @@ KernelFamily make_finalize() {
 }
 
 }  // namespace
+
+Launch place_launch(int64_t warps, const PlaceBuffers& b, int64_t count, int64_t experts, int64_t start, int64_t end,
+                    int64_t block, int64_t cap, int64_t sentinel) {
+  auto arg = [](const std::string& name) { return name.empty() ? KernelArg::null() : KernelArg::buf(name); };
+  Launch l;
+  l.kernel = place_kernel(warps);
+  l.grid.x = uint32_t(cdiv(experts, warps));
+  l.block.x = uint32_t(32 * warps);
+  l.args = {KernelArg::buf("ids"), arg(b.sorted), arg(b.position), arg(b.counts), arg(b.pairs), arg(b.pairs_used),
+            arg(b.block_expert), arg(b.total), KernelArg::i32(count), KernelArg::i32(experts), KernelArg::i32(start),
+            KernelArg::i32(end), KernelArg::i32(block), KernelArg::i32(cap), KernelArg::i32(sentinel)};
+  return l;
+}
 
 std::vector<int32_t> routed_ids(int64_t rows, int64_t k, int64_t experts, int pattern, Rng& rng) {
   std::vector<int32_t> ids(size_t(rows * k));

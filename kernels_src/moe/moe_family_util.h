@@ -1,0 +1,29 @@
+#pragma once
+// What the MoE family descriptions share: the launch of moe_place_kernel (init routing, align and every
+// grouped plan start with it) and test expert ids that exercise the routing rules.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/rng.h"
+#include "kernels_src/registry/family.h"
+
+namespace qt::kernels::moe {
+
+// Expert ids [rows][k] by `pattern`:
+//   0 skewed: low experts popular, expert E-1 never chosen when E > k (an expert with zero rows), distinct
+//     within a token (as gating gives them);
+//   1 every row to expert 0 (one expert takes everything);
+//   2 uniform, repeats allowed.
+// Buffers moe_place_kernel writes; an empty name passes a null pointer (that output is not produced).
+struct PlaceBuffers {
+  std::string sorted, position, counts, pairs, pairs_used, block_expert, total;
+};
+// moe_place_kernel<warps> over the routed rows of buffer "ids": experts [start, end) of `experts`, each padded
+// to `block` slots, `cap` slots in all, `sentinel` in the unused ones.
+Launch place_launch(int64_t warps, const PlaceBuffers& b, int64_t count, int64_t experts, int64_t start, int64_t end,
+                    int64_t block, int64_t cap, int64_t sentinel);
+
+std::vector<int32_t> routed_ids(int64_t rows, int64_t k, int64_t experts, int pattern, Rng& rng);
+
+}  // namespace qt::kernels::moe
