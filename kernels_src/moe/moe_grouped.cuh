@@ -9,6 +9,7 @@
 //
 // Each K tile: A rows gathered by cp.async into shared memory, the expert's weight tile dequantized from its
 // stored format into an fp16 [BN][BK] tile (FMT below), both double-buffered with one barrier per tile.
+// STAGES 2 requests the next tile's weight codes before this tile's multiply (register prefetch); 1 does not.
 // BM >= 16 multiplies on tensor cores (mma.m16n8k16 through F16GemmTile's fragment loads); BM < 16 (decode,
 // a grouped GEMV) on the FMA pipes: lane l of warp w sums k pairs 2l + 64j for the warp's BN/WARPS columns,
 // reducing across the warp once at the end. Split-k (gridDim.z > 1): fp32 partials in ws, reduced by
@@ -34,98 +35,128 @@ struct MoeMatrix {
   const void* zeros;
 };
 
-// Weight (n, k..) tile of expert e as fp16 rows Bs[n - n0][k - k0] (stride STRIDE); zero past N and K.
-template <int FMT, int BN, int BK, int THREADS, int STRIDE>
-__device__ __forceinline__ void moe_dequant_tile(__half* Bs, MoeMatrix w, int e, int n0, int k0, int N, int K, int G,
-                                                 int tid) {
-  if constexpr (FMT == kMoeQ8_0) {
-    constexpr int U = BK / 8;  // 8 consecutive weights of a row share one scale (G % 8 == 0)
-    for (int u = tid; u < BN * U; u += THREADS) {
-      const int r = u / U, c = (u % U) * 8, n = n0 + r, k = k0 + c;
-      uint32_t h[4] = {0u, 0u, 0u, 0u};
-      if (n < N && k < K) {
-        const int64_t flat = ((int64_t)e * N + n) * K + k;
-        const uint2 q = *reinterpret_cast<const uint2*>(static_cast<const signed char*>(w.q) + flat);
-        const float s = static_cast<const float*>(w.scales)[flat / G];
+// A weight tile (BN columns x BK of K) of expert e is loaded as "units", one global load of codes each:
+//   Q8_0: 8 consecutive k of row n (8 bytes, one scale); INT8: 4 columns of one k (4 bytes); AWQ: one packed
+//   word, 8 columns of one k; TensorRT-LLM: 16 stored bytes, 16 k of one column.
+// Loading (codes into registers) and storing (dequantized fp16 into Bs[n - n0][k - k0], stride STRIDE) are
+// separate steps so the next tile's loads can be in flight while this tile multiplies (STAGES = 2).
+template <int FMT, int BN, int BK, int THREADS>
+struct MoeUnits {
+  static constexpr int PER_ROW_K = FMT == kMoeQ8_0 ? BK / 8 : BK / 16;  // row-major formats: units along k
+  static constexpr int PER_K = FMT == kMoeAwq ? BN / 8 : BN / 4;          // [K][N] formats: units along n
+  static constexpr bool ALONG_K = FMT == kMoeQ8_0 || FMT >= kMoeTrtInt8Sym;
+  static constexpr int COUNT = ALONG_K ? BN * PER_ROW_K : BK * PER_K;
+  static constexpr int PER_THREAD = (COUNT + THREADS - 1) / THREADS;
+  static constexpr int WORDS = FMT == kMoeQ8_0 ? 2 : FMT >= kMoeTrtInt8Sym ? 4 : 1;  // 32-bit codes per unit
+  static constexpr int RAW = PER_THREAD * WORDS;
+  // The unit's first column (relative to n0) and first k (relative to k0).
+  static __device__ __forceinline__ int dn(int u) { return ALONG_K ? u / PER_ROW_K : (u % PER_K) * (FMT == kMoeAwq ? 8 : 4); }
+  static __device__ __forceinline__ int dk(int u) { return ALONG_K ? (u % PER_ROW_K) * (FMT == kMoeQ8_0 ? 8 : 16) : u / PER_K; }
+};
+
+template <int FMT, int BN, int BK, int THREADS>
+__device__ __forceinline__ void moe_load_tile(uint32_t (&raw)[MoeUnits<FMT, BN, BK, THREADS>::RAW], MoeMatrix w,
+                                              int e, int n0, int k0, int N, int K, int tid) {
+  using U = MoeUnits<FMT, BN, BK, THREADS>;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const uint32_t word = j < 2 ? q.x : q.y;
-          const int sh = (j & 1) * 16;
-          h[j] = qt::cvt_f16x2((float)(signed char)(word >> sh) * s, (float)(signed char)(word >> (sh + 8)) * s);
-        }
-      }
-      *reinterpret_cast<uint4*>(Bs + r * STRIDE + c) = make_uint4(h[0], h[1], h[2], h[3]);
-    }
-  } else if constexpr (FMT == kMoeInt8Sym || FMT == kMoeInt8Asym) {
-    constexpr int U = BN / 4;  // 4 columns of one k per 32-bit load (N % 4 == 0)
-    for (int u = tid; u < BK * U; u += THREADS) {
-      const int kk = u / U, c = (u % U) * 4, n = n0 + c, k = k0 + kk;
-      float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      if (n < N && k < K) {
-        const uint32_t q = *reinterpret_cast<const uint32_t*>(static_cast<const unsigned char*>(w.q) +
-                                                              ((int64_t)e * K + k) * N + n);
-        const int64_t g = ((int64_t)e * (K / G) + k / G) * N + n;
+  for (int i = 0; i < U::PER_THREAD; ++i) {
+    const int u = tid + i * THREADS;
+    const int dn = U::dn(u), dk = U::dk(u);
+    const int n = n0 + dn, k = k0 + dk;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          v[j] = (float)((int)((q >> (8 * j)) & 255u) - 128) * __half2float(static_cast<const __half*>(w.scales)[g + j]);
-          if (FMT == kMoeInt8Asym) v[j] += __half2float(static_cast<const __half*>(w.zeros)[g + j]);
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < 4; ++j) Bs[(c + j) * STRIDE + kk] = __float2half_rn(v[j]);
-    }
-  } else if constexpr (FMT == kMoeAwq) {
-    constexpr int U = BN / 8;  // one packed word: 8 columns of one k (N % 8 == 0)
-    for (int u = tid; u < BK * U; u += THREADS) {
-      const int kk = u / U, c = (u % U) * 8, n = n0 + c, k = k0 + kk;
-      float v[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = 0.0f;
-      if (n < N && k < K) {
-        const uint32_t q = static_cast<const uint32_t*>(w.q)[((int64_t)e * K + k) * (N / 8) + n / 8];
-        const uint32_t z = static_cast<const uint32_t*>(w.zeros)[((int64_t)e * (K / G) + k / G) * (N / 8) + n / 8];
-        const __half* s = static_cast<const __half*>(w.scales) + ((int64_t)e * (K / G) + k / G) * N + n;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int sh = 4 * (j / 2 + 4 * (j % 2));  // column j sits in nibble 0,4,1,5,2,6,3,7
-          v[j] = (float)((int)((q >> sh) & 15u) - (int)((z >> sh) & 15u)) * __half2float(s[j]);
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < 8; ++j) Bs[(c + j) * STRIDE + kk] = __float2half_rn(v[j]);
-    }
-  } else {
-    // 16 stored bytes: 16 k of one column, rows permuted within 16 and bytes 1, 2 of each word swapped.
-    constexpr int U = BK / 16;
-    constexpr int kRowPerm[16] = {0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15};
-    for (int u = tid; u < BN * U; u += THREADS) {
-      const int r = u / U, c = (u % U) * 16, n = n0 + r, kb = k0 + c;
-      float v[16];
-#pragma unroll
-      for (int j = 0; j < 16; ++j) v[j] = 0.0f;
-      if (n < N && kb < K) {
-        const unsigned char* col = static_cast<const unsigned char*>(w.q) + (int64_t)e * N * K +
-                                   (int64_t)(n / 2) * 2 * K + (kb / 64) * 128 + (n % 2) * 64 + kb % 64;
-        const uint4 raw = *reinterpret_cast<const uint4*>(col);
-        const int64_t g = ((int64_t)e * (K / G) + kb / G) * N + n;  // G % 16 == 0: one group
-        const float s = __half2float(static_cast<const __half*>(w.scales)[g]);
-        const float z = FMT == kMoeTrtInt8Asym ? __half2float(static_cast<const __half*>(w.zeros)[g]) : 0.0f;
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-          const uint32_t word = j < 4 ? raw.x : j < 8 ? raw.y : j < 12 ? raw.z : raw.w;
-          const int pos = (j & ~3) | ((j & 1) << 1) | ((j & 2) >> 1);  // undo the byte swap
-          v[kRowPerm[pos]] = (float)((int)((word >> (8 * (j & 3))) & 255u) - 128) * s + z;
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < 16; j += 2)
-        *reinterpret_cast<uint32_t*>(Bs + r * STRIDE + c + j) = qt::cvt_f16x2(v[j], v[j + 1]);
+    for (int j = 0; j < U::WORDS; ++j) raw[i * U::WORDS + j] = 0u;
+    if (u >= U::COUNT || n >= N || k >= K) continue;
+    if constexpr (FMT == kMoeQ8_0) {
+      const uint2 q = *reinterpret_cast<const uint2*>(static_cast<const signed char*>(w.q) + ((int64_t)e * N + n) * K + k);
+      raw[i * U::WORDS] = q.x, raw[i * U::WORDS + 1] = q.y;
+    } else if constexpr (FMT == kMoeInt8Sym || FMT == kMoeInt8Asym) {
+      raw[i * U::WORDS] = *reinterpret_cast<const uint32_t*>(static_cast<const unsigned char*>(w.q) + ((int64_t)e * K + k) * N + n);
+    } else if constexpr (FMT == kMoeAwq) {
+      raw[i * U::WORDS] = static_cast<const uint32_t*>(w.q)[((int64_t)e * K + k) * (N / 8) + n / 8];
+    } else {
+      const uint4 q = *reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(w.q) + (int64_t)e * N * K +
+                                                      (int64_t)(n / 2) * 2 * K + (k / 64) * 128 + (n % 2) * 64 + k % 64);
+      raw[i * U::WORDS] = q.x, raw[i * U::WORDS + 1] = q.y, raw[i * U::WORDS + 2] = q.z, raw[i * U::WORDS + 3] = q.w;
     }
   }
 }
 
-template <int FMT, int FUSED, int BM, int BN, int BK, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32)
+template <int FMT, int BN, int BK, int THREADS, int STRIDE>
+__device__ __forceinline__ void moe_store_tile(__half* Bs, const uint32_t (&raw)[MoeUnits<FMT, BN, BK, THREADS>::RAW],
+                                               MoeMatrix w, int e, int n0, int k0, int N, int K, int G, int tid) {
+  using U = MoeUnits<FMT, BN, BK, THREADS>;
+#pragma unroll
+  for (int i = 0; i < U::PER_THREAD; ++i) {
+    const int u = tid + i * THREADS;
+    if (u >= U::COUNT) continue;
+    const int dn = U::dn(u), dk = U::dk(u);
+    const int n = n0 + dn, k = k0 + dk;
+    const bool valid = n < N && k < K;
+    if constexpr (FMT == kMoeQ8_0) {
+      const float s = valid ? static_cast<const float*>(w.scales)[(((int64_t)e * N + n) * K + k) / G] : 0.0f;
+      uint32_t h[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t word = raw[i * U::WORDS + j / 2];
+        const int sh = (j & 1) * 16;
+        h[j] = qt::cvt_f16x2((float)(signed char)(word >> sh) * s, (float)(signed char)(word >> (sh + 8)) * s);
+      }
+      *reinterpret_cast<uint4*>(Bs + dn * STRIDE + dk) = make_uint4(h[0], h[1], h[2], h[3]);
+    } else if constexpr (FMT == kMoeInt8Sym || FMT == kMoeInt8Asym) {
+      const int64_t g = ((int64_t)e * (K / G) + k / G) * N + n;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        float v = 0.0f;
+        if (valid) {
+          v = (float)((int)((raw[i] >> (8 * j)) & 255u) - 128) * __half2float(static_cast<const __half*>(w.scales)[g + j]);
+          if (FMT == kMoeInt8Asym) v += __half2float(static_cast<const __half*>(w.zeros)[g + j]);
+        }
+        Bs[(dn + j) * STRIDE + dk] = __float2half_rn(v);
+      }
+    } else if constexpr (FMT == kMoeAwq) {
+      const int64_t g = (int64_t)e * (K / G) + k / G;
+      const uint32_t z = valid ? static_cast<const uint32_t*>(w.zeros)[g * (N / 8) + n / 8] : 0u;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int sh = 4 * (j / 2 + 4 * (j % 2));  // column j sits in nibble 0,4,1,5,2,6,3,7
+        const float s = valid ? __half2float(static_cast<const __half*>(w.scales)[g * N + n + j]) : 0.0f;
+        Bs[(dn + j) * STRIDE + dk] = __float2half_rn((float)((int)((raw[i] >> sh) & 15u) - (int)((z >> sh) & 15u)) * s);
+      }
+    } else {
+      // Rows were permuted within 16 and bytes 1, 2 of each word swapped; undo both.
+      constexpr int kRowPerm[16] = {0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15};
+      const int64_t g = ((int64_t)e * (K / G) + k / G) * N + n;  // G % 16 == 0: one group
+      const float s = valid ? __half2float(static_cast<const __half*>(w.scales)[g]) : 0.0f;
+      const float z = valid && FMT == kMoeTrtInt8Asym ? __half2float(static_cast<const __half*>(w.zeros)[g]) : 0.0f;
+      float v[16];
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const uint32_t word = raw[i * U::WORDS + j / 4];
+        const int pos = (j & ~3) | ((j & 1) << 1) | ((j & 2) >> 1);
+        v[kRowPerm[pos]] = valid ? (float)((int)((word >> (8 * (j & 3))) & 255u) - 128) * s + z : 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < 16; j += 2) *reinterpret_cast<uint32_t*>(Bs + dn * STRIDE + dk + j) = qt::cvt_f16x2(v[j], v[j + 1]);
+    }
+  }
+}
+
+// One output value (or, FUSED, its gate/up pair g, u) at routed row i (-1: padding), column n: fp16 to y, or with
+// a split K this split's fp32 partials in ws[z][mat][count][N].
+template <int FUSED>
+__device__ __forceinline__ void moe_store_output(__half* y, float* ws, int i, int n, int N, int count, float g, float u) {
+  if (i < 0 || n >= N) return;
+  if (gridDim.z > 1) {
+    const int64_t plane = (int64_t)count * N, at = (int64_t)i * N + n;
+    ws[(int64_t)blockIdx.z * (FUSED ? 2 : 1) * plane + at] = g;
+    if (FUSED) ws[((int64_t)blockIdx.z * 2 + 1) * plane + at] = u;
+  } else {
+    y[(int64_t)i * N + n] = FUSED ? gate_up_swiglu(g, u) : __float2half_rn(g);
+  }
+}
+
+template <int FMT, int FUSED, int BM, int BN, int BK, int WARPS, int STAGES>
+__global__ void __launch_bounds__(WARPS * 32, 1)
     moe_grouped_kernel(const __half* __restrict__ a, const int* __restrict__ sorted, const int* __restrict__ block_expert,
                        const int* __restrict__ total, const void* w_q, const void* w_scales, const void* w_zeros,
                        const void* u_q, const void* u_scales, const void* u_zeros, __half* __restrict__ y,
@@ -163,6 +194,13 @@ __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
         for (int c = 0; c < (kMma ? 4 : 1); ++c) acc[m][i][j][c] = 0.0f;
 
+  using Units = MoeUnits<FMT, BN, BK, THREADS>;
+  const MoeMatrix wm{w_q, w_scales, w_zeros}, um{u_q, u_scales, u_zeros};
+  uint32_t raw[MATS][Units::RAW];
+  if (STAGES == 2 && ntiles > 0) {
+    moe_load_tile<FMT, BN, BK, THREADS>(raw[0], wm, e, n0, kt_begin * BK, N, K, tid);
+    if (FUSED) moe_load_tile<FMT, BN, BK, THREADS>(raw[MATS - 1], um, e, n0, kt_begin * BK, N, K, tid);
+  }
   for (int t = 0; t < ntiles; ++t) {
     __half* As = smem + (t & 1) * STAGE;
     const int k0 = (kt_begin + t) * BK;
@@ -174,11 +212,17 @@ __global__ void __launch_bounds__(WARPS * 32)
       qt::cp_async_cg16(qt::smem_u32(As + r * STRIDE + (c % CH) * 8), src, valid ? 16u : 0u);
     }
     qt::cp_async_commit();
-    moe_dequant_tile<FMT, BN, BK, THREADS, STRIDE>(As + A_HALVES, MoeMatrix{w_q, w_scales, w_zeros}, e, n0, k0, N, K, G,
-                                                   tid);
-    if (FUSED)
-      moe_dequant_tile<FMT, BN, BK, THREADS, STRIDE>(As + A_HALVES + B_HALVES, MoeMatrix{u_q, u_scales, u_zeros}, e, n0,
-                                                     k0, N, K, G, tid);
+    if (STAGES == 1) {
+      moe_load_tile<FMT, BN, BK, THREADS>(raw[0], wm, e, n0, k0, N, K, tid);
+      if (FUSED) moe_load_tile<FMT, BN, BK, THREADS>(raw[MATS - 1], um, e, n0, k0, N, K, tid);
+    }
+    moe_store_tile<FMT, BN, BK, THREADS, STRIDE>(As + A_HALVES, raw[0], wm, e, n0, k0, N, K, G, tid);
+    if (FUSED) moe_store_tile<FMT, BN, BK, THREADS, STRIDE>(As + A_HALVES + B_HALVES, raw[MATS - 1], um, e, n0, k0, N, K, G, tid);
+    // STAGES 2: the next tile's codes are requested now and arrive while this tile multiplies.
+    if (STAGES == 2 && t + 1 < ntiles) {
+      moe_load_tile<FMT, BN, BK, THREADS>(raw[0], wm, e, n0, k0 + BK, N, K, tid);
+      if (FUSED) moe_load_tile<FMT, BN, BK, THREADS>(raw[MATS - 1], um, e, n0, k0 + BK, N, K, tid);
+    }
     qt::cp_async_wait<0>();
     __syncthreads();
     if constexpr (kMma) {
@@ -205,17 +249,6 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
   }
 
-  // One output value (or, FUSED, its gate/up pair) at routed row i, column n.
-  const int64_t plane = (int64_t)count * N;
-  auto store = [&](int i, int n, float g, float u) {
-    if (i < 0 || n >= N) return;
-    if (gridDim.z > 1) {
-      ws[(int64_t)blockIdx.z * MATS * plane + (int64_t)i * N + n] = g;
-      if (FUSED) ws[((int64_t)blockIdx.z * MATS + 1) * plane + (int64_t)i * N + n] = u;
-    } else {
-      y[(int64_t)i * N + n] = FUSED ? gate_up_swiglu(g, u) : __float2half_rn(g);
-    }
-  };
   if constexpr (kMma) {
     const int gid = lane >> 2, t4 = lane & 3;
 #pragma unroll
@@ -225,7 +258,7 @@ __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int r = mf * 16 + gid + 8 * (c >> 1), n = n0 + warp * WN + nf * 8 + 2 * t4 + (c & 1);
-          store(rows[r], n, acc[0][mf][nf][c], acc[MATS - 1][mf][nf][c]);
+          moe_store_output<FUSED>(y, ws, rows[r], n, N, count, acc[0][mf][nf][c], acc[MATS - 1][mf][nf][c]);
         }
   } else {
 #pragma unroll
@@ -240,6 +273,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     for (int r = 0; r < BM; ++r)
 #pragma unroll
       for (int c = 0; c < WN; ++c)
-        if (lane == c % 32) store(rows[r], n0 + warp * WN + c, acc[0][r][c][0], acc[MATS - 1][r][c][0]);
+        if (lane == c % 32)
+          moe_store_output<FUSED>(y, ws, rows[r], n0 + warp * WN + c, N, count, acc[0][r][c][0], acc[MATS - 1][r][c][0]);
   }
 }

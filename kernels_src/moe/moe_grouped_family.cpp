@@ -56,7 +56,8 @@ std::vector<std::string> kernel_arrays(const Format& fmt) {
 }
 
 std::string gemm_kernel(const Format& fmt, bool fused, const Point& p) {
-  return name_expr("moe_grouped_kernel", {fmt.code, fused ? 1 : 0, p.at("bm"), p.at("bn"), p.at("bk"), p.at("warps")});
+  return name_expr("moe_grouped_kernel",
+                   {fmt.code, fused ? 1 : 0, p.at("bm"), p.at("bn"), p.at("bk"), p.at("warps"), p.at("stages")});
 }
 const std::string kPlace = "moe_place_kernel<4>";
 const std::string kFusedReduce = "gate_up_reduce_kernel<256>";
@@ -65,8 +66,16 @@ int64_t smem_bytes(const Point& p, bool fused) {
   return 2 * (p.at("bm") + (fused ? 2 : 1) * p.at("bn")) * (p.at("bk") + 8) * 2;
 }
 
-std::string point_check(const Point& p, bool fused) {
+// 32-bit registers one thread holds for a weight tile's codes (moe_grouped.cuh's units).
+int64_t code_registers(const Format& fmt, const Point& p) {
+  const int64_t elems = p.at("bn") * p.at("bk"), threads = 32 * p.at("warps");
+  const int64_t per_unit = fmt.type == WeightType::Q8_0 ? 8 : fmt.trtllm ? 16 : fmt.type == WeightType::AWQ_INT4 ? 8 : 4;
+  return cdiv(elems / per_unit, threads) * (fmt.type == WeightType::Q8_0 ? 2 : fmt.trtllm ? 4 : 1);
+}
+
+std::string point_check(const Format& fmt, const Point& p, bool fused) {
   const int64_t mats = fused ? 2 : 1, bm = p.at("bm"), wn = p.at("bn") / p.at("warps");
+  if (mats * code_registers(fmt, p) > 32) return std::string("more than 32 registers of prefetched weight codes");
   if (wn < 8 || wn % 8) return "each warp needs whole 8-column fragments (bn / warps = " + std::to_string(wn) + ")";
   if (bm >= 16) {
     if (p.at("bn") % 64) return std::string("tensor-core tiles take bn 64 or 128");
@@ -168,10 +177,11 @@ KernelFamily make(const Format& fmt, bool fused) {
               {"bn", {32, 64, 128}, 64, "output columns per block"},
               {"bk", {64, 128}, 64, "K per pipeline stage"},
               {"warps", {2, 4, 8}, 4, "warps per block, side by side along N"},
-              {"split_k", {1, 2, 4}, 1, "blocks along K (fp32 partials + a reduction launch when > 1)"}};
-  const Point decode = {{"bm", 1}, {"bn", 64}, {"bk", 64}, {"warps", 4}, {"split_k", 1}};
-  const Point small = {{"bm", 16}, {"bn", 64}, {"bk", 64}, {"warps", 4}, {"split_k", 2}};
-  const Point large = {{"bm", 64}, {"bn", 64}, {"bk", 64}, {"warps", 4}, {"split_k", 1}};
+              {"split_k", {1, 2, 4}, 1, "blocks along K (fp32 partials + a reduction launch when > 1)"},
+              {"stages", {1, 2}, 2, "2: the next K tile's weight codes are loaded while this one multiplies"}};
+  const Point decode = {{"bm", 1}, {"bn", 64}, {"bk", 64}, {"warps", 4}, {"split_k", 1}, {"stages", 2}};
+  const Point small = {{"bm", 16}, {"bn", 64}, {"bk", 64}, {"warps", 4}, {"split_k", 2}, {"stages", 1}};
+  const Point large = {{"bm", 64}, {"bn", 64}, {"bk", 64}, {"warps", 4}, {"split_k", 1}, {"stages", 2}};
   f.defaults = {decode, small, large};
   // Like vLLM's untuned rule: one row per block when experts see about one token, then 16-row tensor-core
   // tiles, 64-row tiles once the average expert has 32 rows.
@@ -181,7 +191,7 @@ KernelFamily make(const Format& fmt, bool fused) {
     if (per_expert < 32.0) return std::vector<Point>{small, large, decode};
     return std::vector<Point>{large, small, decode};
   };
-  f.point_constraint = [fused](const Point& p) { return point_check(p, fused); };
+  f.point_constraint = [fmt, fused](const Point& p) { return point_check(fmt, p, fused); };
   f.shape_constraint = [fmt](const Point& p, const Shape& s) { return shape_check(fmt, p, s); };
   f.kernels = [fmt, fused](const Point& p) {
     std::vector<std::string> k = {kPlace, gemm_kernel(fmt, fused, p)};
