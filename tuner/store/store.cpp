@@ -326,14 +326,18 @@ size_t Store::import_json(const nlohmann::json& j) {
 
 size_t Store::import_kt_cache(const std::string& path) {
   RecordedSpace rs = load_kt_cache(path);
+  // The run id names the cache's content: importing the same cache again (under any file name) adds nothing.
+  const std::string run = "kt:" + rs.content_sha256.substr(0, 16);
+  {
+    Stmt q(db_, "SELECT COUNT(*) FROM result WHERE run_id=?");
+    q.bind(1, run);
+    q.step();
+    if (q.i64(0) > 0) return 0;
+  }
   std::vector<ResultRow> rows_in;
   DeviceFingerprint dev;
   dev.name = rs.device_name;
-  std::vector<int64_t> shape;
-  if (rs.problem_size.is_array())
-    for (const auto& x : rs.problem_size)
-      if (x.is_number()) shape.push_back(x.get<int64_t>());
-  if (rs.problem_size.is_number()) shape.push_back(rs.problem_size.get<int64_t>());
+  const std::vector<int64_t>& shape = rs.problem_shape;
   std::string stamp = utc_timestamp();
   for (PointId id = 0; id < rs.space.size(); ++id) {
     const RecordedPoint& p = rs.points[id];
@@ -351,7 +355,7 @@ size_t Store::import_kt_cache(const std::string& path) {
       r.stats = summarize(s);
     }
     r.detail = p.failure;
-    r.run_id = "kt:" + path;
+    r.run_id = run;
     r.created_at = stamp;
     rows_in.push_back(std::move(r));
   }
