@@ -247,17 +247,17 @@ NumberScan scan_numbers(std::string_view in) {
       i = j;
       continue;
     }
-    for (const char* word : {"NaN", "Infinity", "-Infinity"}) {
-      std::string_view w(word);
+    bool word = false;
+    for (std::string_view w : {"NaN", "Infinity", "-Infinity"}) {
       if (in.substr(i, w.size()) == w) {
         s.literals.emplace_back(w);
         s.text += '0';
         i += w.size();
-        c = 0;
+        word = true;
         break;
       }
     }
-    if (c == 0) continue;
+    if (word) continue;
     if (c == '-' || (c >= '0' && c <= '9')) {
       size_t j = i + 1;
       while (j < in.size() && (std::isdigit(static_cast<unsigned char>(in[j])) || in[j] == '.' || in[j] == 'e' ||

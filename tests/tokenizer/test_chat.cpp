@@ -113,3 +113,9 @@ TEST_CASE("conversations transformers refuses are refused with one line naming t
   }
   REQUIRE_THROWS_AS(render_chat(std::vector<ChatMessage>{}), qt::Error);
 }
+
+TEST_CASE("a conversation holding a NUL byte outside strings is an error, not a hang", "[tokenizer]") {
+  // Found by qtune_fuzz_chat_json: the number scan did not advance past a 0x00 byte.
+  REQUIRE_THROWS_AS(parse_conversation_json(std::string("[1, \0 2]", 8)), qt::Error);
+  REQUIRE_THROWS_AS(to_template_json(std::string("\0", 1)), qt::Error);
+}
