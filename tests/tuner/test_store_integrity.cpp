@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <string>
 
 #include "common/error.h"
@@ -139,10 +141,32 @@ TEST_CASE("winner lookups skip unreadable rows and the runtime's table warns onc
     st.put(row(64, 2, 1e-3));  // the fastest, then damaged below
   }
   sql(p, "UPDATE result SET point='{not json' WHERE id=2");
-  qt::winners::WinnersTable table(p);
-  auto w = table.lookup(row(64, 1, 0).device, "cpu.q8_0_matvec", "q8_0xf32->f32", {1, 64, 64}, "h1");
+  // stderr into a file for the two lookups: the warning must appear once, naming the store.
+  const std::string err_path = p + ".stderr";
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  FILE* err = std::fopen(err_path.c_str(), "w");
+  REQUIRE(err != nullptr);
+  ::dup2(::fileno(err), 2);
+  std::optional<qt::winners::Winner> w, again;
+  {
+    qt::winners::WinnersTable table(p);
+    w = table.lookup(row(64, 1, 0).device, "cpu.q8_0_matvec", "q8_0xf32->f32", {1, 64, 64}, "h1");
+    again = table.lookup(row(64, 1, 0).device, "cpu.q8_0_matvec", "q8_0xf32->f32", {1, 64, 64}, "h1");
+  }
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::fclose(err);
+  std::ifstream in(err_path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   REQUIRE(w.has_value());
   REQUIRE(w->point["rows_per_task"] == 1);
+  REQUIRE(again.has_value());
+  size_t warnings = 0;
+  for (size_t at = text.find("warning: tuning store " + p); at != std::string::npos; at = text.find("warning:", at + 1))
+    ++warnings;
+  REQUIRE(warnings == 1);
 }
 
 TEST_CASE("a store SQLite reports malformed gets a warning and is written only with force_write", "[tuner][store]") {
