@@ -1,8 +1,25 @@
 # Compile settings shared by every qtune target. Third-party code is never built with these flags.
 
-set(QTUNE_WARNING_FLAGS -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor -Wimplicit-fallthrough)
+# Shadowed locals: GCC spells it -Wshadow=local; clang (14 included) does not know that spelling, which with
+# -Werror fails every compile, and has -Wshadow-uncaptured-local for the same job.
+include(CheckCXXCompilerFlag)
+check_cxx_compiler_flag(-Wshadow=local QTUNE_HAS_WSHADOW_LOCAL)
+check_cxx_compiler_flag(-Wshadow-uncaptured-local QTUNE_HAS_WSHADOW_UNCAPTURED_LOCAL)
+set(QTUNE_SHADOW_FLAG "")
+if(QTUNE_HAS_WSHADOW_LOCAL)
+  set(QTUNE_SHADOW_FLAG -Wshadow=local)
+elseif(QTUNE_HAS_WSHADOW_UNCAPTURED_LOCAL)
+  set(QTUNE_SHADOW_FLAG -Wshadow-uncaptured-local)
+endif()
+set(QTUNE_WARNING_FLAGS -Wall -Wextra -Wpedantic ${QTUNE_SHADOW_FLAG} -Wnon-virtual-dtor -Wimplicit-fallthrough)
 if(QTUNE_WERROR)
   list(APPEND QTUNE_WARNING_FLAGS -Werror)
+endif()
+
+# Fuzz build: coverage instrumentation for all of qtune's code, so every parser's target is guided; the
+# fuzz executables add the libFuzzer runtime themselves (tests/fuzz).
+if(QTUNE_FUZZ AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  add_compile_options(-fsanitize=fuzzer-no-link)
 endif()
 
 if(QTUNE_SANITIZE)

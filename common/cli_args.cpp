@@ -169,6 +169,28 @@ int64_t parse_int(const std::string& text, const std::string& what) {
   return v;
 }
 
+uint64_t parse_uint(const std::string& text, const std::string& what) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])))
+    throw Error(what + ": expected a non-negative integer, got '" + text + "'");
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0')
+    throw Error(what + ": expected a non-negative integer below 2^64, got '" + text + "'");
+  return v;
+}
+
+int64_t parse_int_in(const std::string& text, const std::string& what, int64_t lo, int64_t hi) {
+  const size_t sign = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  if (text.size() == sign || text.find_first_not_of("0123456789", sign) != std::string::npos)
+    throw Error(what + ": expected an integer, got '" + text + "'");
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), nullptr, 10);  // ERANGE past int64: out of range as well
+  if (errno == ERANGE || v < lo || v > hi)
+    throw Error(what + ": " + text + " is out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  return v;
+}
+
 double parse_double(const std::string& text, const std::string& what) {
   if (text.empty()) throw Error(what + ": expected a number, got an empty value");
   errno = 0;

@@ -3,9 +3,11 @@
 // as the next argument or --name=value, positionals, generated --help. Unknown flags, missing values and
 // malformed numbers are qt::Error (exit code 2) naming the flag, never silently ignored.
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace qt {
@@ -30,6 +32,9 @@ class CliArgs {
   std::string get(const std::string& long_name) const;  // throws if absent without default
   std::optional<std::string> get_optional(const std::string& long_name) const;
   int64_t get_int(const std::string& long_name) const;
+  // The value as T, range-checked at T's full width (a value that does not fit is an error, never cut).
+  template <typename T>
+  T get_int_as(const std::string& long_name) const;
   double get_double(const std::string& long_name) const;
   bool get_flag(const std::string& long_name) const;
   const std::vector<std::string>& positional() const { return positional_; }
@@ -57,5 +62,22 @@ class CliArgs {
 int64_t parse_int(const std::string& text, const std::string& what);
 double parse_double(const std::string& text, const std::string& what);
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what);  // "1,2,3"
+uint64_t parse_uint(const std::string& text, const std::string& what);  // no sign, up to 2^64-1
+// An integer that must fit `lo..hi`; the error names `what`, the value and the range.
+int64_t parse_int_in(const std::string& text, const std::string& what, int64_t lo, int64_t hi);
+
+template <typename T>
+T CliArgs::get_int_as(const std::string& long_name) const {
+  static_assert(std::is_integral_v<T> && sizeof(T) <= 8);
+  if constexpr (std::is_unsigned_v<T>) {
+    const uint64_t v = parse_uint(get(long_name), long_name);
+    if (v > std::numeric_limits<T>::max())
+      return static_cast<T>(parse_int_in(get(long_name), long_name, 0, int64_t(std::numeric_limits<T>::max())));
+    return static_cast<T>(v);
+  } else {
+    return static_cast<T>(
+        parse_int_in(get(long_name), long_name, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+  }
+}
 
 }  // namespace qt

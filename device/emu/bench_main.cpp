@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
     const std::string checks = cli.get("--checks");
     if (checks != "on" && checks != "off") throw qt::Error("--checks must be on or off, not '" + checks + "'");
     qt::emu::EmuOptions o;
-    o.threads = static_cast<uint32_t>(cli.get_int("--threads"));
+    o.threads = cli.get_int_as<uint32_t>("--threads");
     o.checks = checks == "on";
     o.opt_level = cli.get("--opt");
     if (auto c = cli.get_optional("--cache")) o.cache_dir = *c;

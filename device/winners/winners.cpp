@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -22,7 +23,7 @@ struct Measured {
 using ByShape = std::map<std::vector<int64_t>, std::vector<Measured>>;
 
 ByShape measured_by_shape(sqlite3* db, const DeviceFingerprint& dev, const std::string& family,
-                          const std::string& dtypes, const std::string& hash) {
+                          const std::string& dtypes, const std::string& hash, int64_t* skipped) {
   std::string sql =
       "SELECT r.shape, r.point, r.median_s FROM result r JOIN device d ON r.device_id=d.id "
       "JOIN kernel k ON r.kernel_id=k.id WHERE d.fingerprint=? AND k.family=? AND r.dtypes=? AND r.status='ok'";
@@ -31,9 +32,26 @@ ByShape measured_by_shape(sqlite3* db, const DeviceFingerprint& dev, const std::
   q.bind(1, dev.key()).bind(2, family).bind(3, dtypes);
   if (!hash.empty()) q.bind(4, hash);
   ByShape out;
-  while (q.step()) {
-    auto shape = nlohmann::json::parse(q.text(0)).get<std::vector<int64_t>>();
-    out[shape].push_back({q.text(1), q.f64(2)});
+  for (;;) {
+    // SQLite stops a scan at a damaged page: the rows read so far still count, the rest are skipped.
+    try {
+      if (!q.step()) break;
+    } catch (const Error&) {
+      if (skipped) ++*skipped;
+      break;
+    }
+    // A damaged row (text that is not a shape or a point, a time that is not one) never becomes a winner.
+    auto shape = nlohmann::json::parse(q.text(0), nullptr, false);
+    auto point = nlohmann::json::parse(q.text(1), nullptr, false);
+    double median = q.f64(2);
+    bool shape_ok = shape.is_array() && std::all_of(shape.begin(), shape.end(), [](const nlohmann::json& x) {
+      return x.is_number_integer();
+    });
+    if (!shape_ok || !point.is_object() || !std::isfinite(median) || median < 0) {
+      if (skipped) ++*skipped;
+      continue;
+    }
+    out[shape.get<std::vector<int64_t>>()].push_back({q.text(1), median});
   }
   return out;
 }
@@ -79,6 +97,17 @@ std::optional<double> loo_regret(const ByShape& shapes, const std::vector<int64_
 
 }  // namespace
 
+std::string quick_check(sqlite3* db) {
+  try {
+    Stmt q(db, "PRAGMA quick_check");
+    std::string out;
+    while (q.step()) out += (out.empty() ? "" : "; ") + q.text(0);
+    return out;
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
 double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   double d = 0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i)
@@ -88,8 +117,8 @@ double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>&
 
 std::optional<Winner> lookup_winner(sqlite3* db_, const DeviceFingerprint& dev, const std::string& family,
                                     const std::string& dtypes, const std::vector<int64_t>& shape,
-                                    const std::string& hash) {
-  ByShape shapes = measured_by_shape(db_, dev, family, dtypes, hash);
+                                    const std::string& hash, int64_t* skipped) {
+  ByShape shapes = measured_by_shape(db_, dev, family, dtypes, hash, skipped);
   Winner w;
   std::vector<int64_t> donor = shape;
   if (!shapes.count(shape)) {
@@ -109,7 +138,7 @@ std::optional<Winner> lookup_winner(sqlite3* db_, const DeviceFingerprint& dev, 
 
 std::vector<ShapeRegret> shape_regrets(sqlite3* db_, const DeviceFingerprint& dev, const std::string& family,
                                        const std::string& dtypes, const std::string& hash) {
-  ByShape shapes = measured_by_shape(db_, dev, family, dtypes, hash);
+  ByShape shapes = measured_by_shape(db_, dev, family, dtypes, hash, nullptr);
   std::vector<ShapeRegret> out;
   for (const auto& [s, rows] : shapes) {
     ShapeRegret r;
@@ -149,6 +178,15 @@ WinnersTable::WinnersTable(const std::string& path) : path_(path) {
     db_ = nullptr;
     throw Error(path + ": not a qtune tuning store (no result, kernel and device tables)", kExitBadInput);
   }
+  std::string qc = quick_check(db_);
+  if (qc != "ok") warn_once("SQLite reports it damaged (" + qc + ")");
+}
+
+void WinnersTable::warn_once(const std::string& why) const {
+  if (warned_) return;
+  warned_ = true;
+  std::fprintf(stderr, "warning: tuning store %s: %s; rows that cannot be read are ignored (qtune store check lists them)\n",
+               path_.c_str(), why.c_str());
 }
 
 WinnersTable::~WinnersTable() { sqlite3_close(db_); }
@@ -156,7 +194,10 @@ WinnersTable::~WinnersTable() { sqlite3_close(db_); }
 std::optional<Winner> WinnersTable::lookup(const DeviceFingerprint& dev, const std::string& family,
                                            const std::string& dtypes, const std::vector<int64_t>& shape,
                                            const std::string& source_hash) const {
-  return lookup_winner(db_, dev, family, dtypes, shape, source_hash);
+  int64_t skipped = 0;
+  auto w = lookup_winner(db_, dev, family, dtypes, shape, source_hash, &skipped);
+  if (skipped > 0) warn_once(std::to_string(skipped) + " result rows cannot be read");
+  return w;
 }
 
 std::vector<StaleRows> WinnersTable::stale(const std::string& family, const std::string& source_hash) const {

@@ -38,10 +38,14 @@ struct ShapeRegret {
 
 double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 
-// The rule above on an open store connection ("" hash: any source hash).
+// SQLite's PRAGMA quick_check: "ok", or what it found (also when the check itself fails on a broken file).
+std::string quick_check(sqlite3* db);
+
+// The rule above on an open store connection ("" hash: any source hash). Rows whose shape, point or time
+// cannot be read (a damaged store) are skipped; `skipped`, when given, is increased by their number.
 std::optional<Winner> lookup_winner(sqlite3* db, const DeviceFingerprint& dev, const std::string& family,
                                     const std::string& dtypes, const std::vector<int64_t>& shape,
-                                    const std::string& source_hash);
+                                    const std::string& source_hash, int64_t* skipped = nullptr);
 std::vector<ShapeRegret> shape_regrets(sqlite3* db, const DeviceFingerprint& dev, const std::string& family,
                                        const std::string& dtypes, const std::string& source_hash);
 
@@ -53,7 +57,8 @@ struct StaleRows {
 };
 std::vector<StaleRows> stale_rows(sqlite3* db, const std::string& family, const std::string& source_hash);
 
-// A store opened read-only, for the runtime.
+// A store opened read-only, for the runtime. A store that fails SQLite's quick check, or holds rows that
+// cannot be read, gets one warning on stderr naming it; lookups ignore the bad rows.
 class WinnersTable {
  public:
   explicit WinnersTable(const std::string& path);  // throws qt::Error (exit 2) if it is not a qtune store
@@ -66,8 +71,10 @@ class WinnersTable {
   std::vector<StaleRows> stale(const std::string& family, const std::string& source_hash) const;
 
  private:
+  void warn_once(const std::string& why) const;
   std::string path_;
   sqlite3* db_ = nullptr;
+  mutable bool warned_ = false;
 };
 
 }  // namespace qt::winners

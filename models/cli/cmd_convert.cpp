@@ -51,7 +51,6 @@ int cmd_convert(const std::vector<std::string>& args) {
   const std::string tokenizer_json = o.hf_dir + "/tokenizer.json";
   if (o.copy_tokenizer && file_exists(tokenizer_json)) tokenizer.emplace(tok::Tokenizer::load(tokenizer_json));
 
-  ensure_parent_dir(o.out_path);
   const convert::ConvertResult r = convert::convert_checkpoint(o);
   if (tokenizer) {
     const hf::HfModelConfig hc = hf::load_hf_config(o.hf_dir + "/config.json");

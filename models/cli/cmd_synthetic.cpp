@@ -13,14 +13,6 @@
 
 namespace qt::cli {
 
-void ensure_parent_dir(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (parent.empty()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(parent, ec);
-  if (ec) fail_file(parent.string(), "cannot create the output folder: " + ec.message(), kExitFailure);
-}
-
 uint64_t parse_byte_size(const std::string& text, const std::string& what) {
   size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
@@ -147,7 +139,6 @@ int cmd_synthetic(const std::vector<std::string>& args) {
     w.expert_type = convert::parse_expert_type(a.get("--expert-type"));
   }
   if (a.given("--expert-group-size")) w.expert_group_size = positive_int(a, "--expert-group-size", 1 << 16);
-  ensure_parent_dir(out);
   synthetic::write_model_file(out, w, seed, quiet);
   std::fprintf(stderr, "qconvert: wrote %s (%s), peak RSS %.1f MB\n", out.c_str(), format.c_str(),
                static_cast<double>(peak_rss_bytes()) / 1e6);

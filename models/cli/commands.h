@@ -11,9 +11,6 @@ int cmd_convert(const std::vector<std::string>& args);
 int cmd_info(const std::vector<std::string>& args);
 int cmd_synthetic(const std::vector<std::string>& args);
 
-// Creates the folder that will hold `path` if it does not exist yet (qt::Error naming it on failure).
-void ensure_parent_dir(const std::string& path);
-
 // "5GB", "500MB", "64MiB", "1048576" -> bytes (qt::Error naming `what` otherwise).
 uint64_t parse_byte_size(const std::string& text, const std::string& what);
 

@@ -1,7 +1,12 @@
 #pragma once
 // A file written at explicit offsets. Writes go to "<path>.partial", renamed to <path> by commit(); a
 // sink destroyed before commit() removes the partial file, so a failed conversion leaves nothing behind
-// and never clobbers an existing good file.
+// and never clobbers an existing good file. SIGINT and SIGTERM (when the program has not taken them over)
+// also remove the partial files of live sinks before the process dies.
+//
+// Before anything is written the sink checks its output: `path` must be a regular file or not exist (a
+// device, FIFO, symlink or folder is never replaced), its folder must exist (none is created), and the
+// folder's file system must have `expected_size` bytes free.
 #include <cstdint>
 #include <string>
 
@@ -9,7 +14,7 @@ namespace qt::formats {
 
 class FileSink {
  public:
-  explicit FileSink(const std::string& path);
+  FileSink(const std::string& path, uint64_t expected_size);
   ~FileSink();
   FileSink(const FileSink&) = delete;
   FileSink& operator=(const FileSink&) = delete;
@@ -23,6 +28,7 @@ class FileSink {
   [[noreturn]] void fail_errno(const std::string& what) const;
   std::string path_, tmp_path_;
   int fd_ = -1;
+  int signal_slot_ = -1;  // the partial file's slot in the signal handler's list
   bool committed_ = false;
 };
 

@@ -54,7 +54,7 @@ class StreamingWriter final : public ModelWriter {
       entries_.push_back(e);
       plan_.push_back(TensorSlot{formats::tensor_hf_name(e), e.rows, e.cols, e.type, e.group_size});
     });
-    sink_ = std::make_unique<formats::FileSink>(path);
+    sink_ = std::make_unique<formats::FileSink>(path, total_size_);
   }
 
   const std::vector<TensorSlot>& plan() const override { return plan_; }

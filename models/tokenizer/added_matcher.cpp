@@ -41,7 +41,7 @@ void AddedMatcher::build(const std::vector<const AddedToken*>& tokens) {
   }
 }
 
-void AddedMatcher::split(std::string_view text, std::vector<Split>& out) const {
+void AddedMatcher::split(std::string_view text, std::vector<Split>& out, bool special_as_text) const {
   size_t emitted = 0;  // text before this offset is already covered by splits
   size_t pos = 0;
   const size_t n = text.size();
@@ -61,6 +61,7 @@ void AddedMatcher::split(std::string_view text, std::vector<Split>& out) const {
     }
     size_t start = pos, stop = pos + hit->content.size();
     pos = stop;  // the scan resumes after this match even if the flags below reject it, as HF's does
+    if (special_as_text && hit->special) continue;
     size_t b = 0, e = 0;
     if (hit->single_word) {
       bool word_before = start > 0 && word_at_end().find(text.substr(0, start), 0, &b, &e);

@@ -3,6 +3,9 @@
 
 #include <pcre2.h>
 
+#include <cstdint>
+#include <cstdio>
+
 #include "common/error.h"
 
 namespace qt::tok {
@@ -23,6 +26,47 @@ pcre2_match_data* thread_match_data() {
 // \s also matches U+180E (a space until Unicode 6.3), which would split Mongolian text differently.
 constexpr const char* kWhiteSpace = "\\t\\n\\x{0B}\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
 
+struct CodeRange {
+  uint32_t first, last;
+};
+#include "models/tokenizer/unicode_classes.inc"
+
+// The ranges as PCRE2 class items (no brackets), so they can stand inside a larger class.
+template <size_t N>
+std::string class_items(const CodeRange (&ranges)[N]) {
+  std::string out;
+  char buf[32];
+  for (const CodeRange& r : ranges) {
+    if (r.first == r.last) {
+      std::snprintf(buf, sizeof(buf), "\\x{%X}", r.first);
+    } else {
+      std::snprintf(buf, sizeof(buf), "\\x{%X}-\\x{%X}", r.first, r.last);
+    }
+    out += buf;
+  }
+  return out;
+}
+
+const std::string& letter_items() {
+  static const std::string items = class_items(kLetterRanges);
+  return items;
+}
+
+const std::string& number_items() {
+  static const std::string items = class_items(kNumberRanges);
+  return items;
+}
+
+// \p{L} / \p{N} (or \P{..}) at pattern[i] (the backslash); the class items and whether it is negated, or null.
+const std::string* unicode_class_at(const std::string& pattern, size_t i, bool* negated, size_t* length) {
+  if (pattern.compare(i + 1, 1, "p") != 0 && pattern.compare(i + 1, 1, "P") != 0) return nullptr;
+  *negated = pattern[i + 1] == 'P';
+  *length = 5;
+  if (pattern.compare(i + 2, 3, "{L}") == 0) return &letter_items();
+  if (pattern.compare(i + 2, 3, "{N}") == 0) return &number_items();
+  return nullptr;
+}
+
 }  // namespace
 
 std::string onig_compatible_pattern(const std::string& pattern) {
@@ -31,6 +75,14 @@ std::string onig_compatible_pattern(const std::string& pattern) {
   for (size_t i = 0; i < pattern.size(); ++i) {
     char c = pattern[i];
     if (c == '\\' && i + 1 < pattern.size()) {
+      bool negated = false;
+      size_t length = 0;
+      if (const std::string* items = unicode_class_at(pattern, i, &negated, &length)) {
+        if (in_class && negated) throw Error("pre-tokenizer regex: \\P{L} / \\P{N} inside a class is not supported");
+        out += in_class ? *items : (negated ? "[^" : "[") + *items + "]";
+        i += length - 1;
+        continue;
+      }
       char e = pattern[i + 1];
       ++i;
       if (e == 's') {

@@ -8,7 +8,9 @@
 
 namespace qt::tok {
 
-// The pattern with \s / \S spelled as the explicit Unicode White_Space class, so PCRE2 splits where
+// The pattern with \s / \S spelled as the explicit Unicode White_Space class, and \p{L} / \p{N} (and their
+// \P negations outside classes) spelled as explicit ranges from unicode_classes.inc (Unicode 16.0, HF's
+// version; PCRE2's own tables follow the installed library's older Unicode), so PCRE2 splits where
 // Oniguruma does. Other constructs are copied unchanged.
 std::string onig_compatible_pattern(const std::string& pattern);
 

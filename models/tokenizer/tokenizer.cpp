@@ -75,7 +75,7 @@ void Tokenizer::Impl::encode_normalized(std::string_view text, std::vector<int32
   if (pos < text.size()) encode_piece(text.substr(pos), out);
 }
 
-void Tokenizer::Impl::encode_segment(std::string_view segment, std::vector<int32_t>& out) const {
+void Tokenizer::Impl::encode_segment(std::string_view segment, std::vector<int32_t>& out, bool special_as_text) const {
   std::string normalized;
   std::string_view text = segment;
   if (nfc && !utf8::nfc_quick_yes(segment)) {
@@ -87,7 +87,7 @@ void Tokenizer::Impl::encode_segment(std::string_view segment, std::vector<int32
     return;
   }
   std::vector<AddedMatcher::Split> splits;
-  norm_matcher.split(text, splits);
+  norm_matcher.split(text, splits, special_as_text);
   for (const auto& s : splits) {
     if (s.id >= 0) {
       out.push_back(s.id);
@@ -110,17 +110,18 @@ void Tokenizer::encode_into(std::string_view text, std::vector<int32_t>& out, co
     utf8::append_repaired(text, repaired);
     text = repaired;
   }
-  if (impl_->raw_matcher.empty() || !options.parse_added_tokens) {
-    impl_->encode_segment(text, out);
+  const bool special_as_text = !options.parse_added_tokens;
+  if (impl_->raw_matcher.empty()) {
+    impl_->encode_segment(text, out, special_as_text);
     return;
   }
   std::vector<AddedMatcher::Split> splits;
-  impl_->raw_matcher.split(text, splits);
+  impl_->raw_matcher.split(text, splits, special_as_text);
   for (const auto& s : splits) {
     if (s.id >= 0) {
       out.push_back(s.id);
     } else {
-      impl_->encode_segment(text.substr(s.begin, s.end - s.begin), out);
+      impl_->encode_segment(text.substr(s.begin, s.end - s.begin), out, special_as_text);
     }
   }
 }

@@ -37,7 +37,8 @@ enum class InvalidUtf8 { kError, kReplace };
 
 struct EncodeOptions {
   InvalidUtf8 invalid_utf8 = InvalidUtf8::kError;
-  // false treats the text as plain text: added tokens are not recognised (HF split_special_tokens=True).
+  // false is HF's split_special_tokens=True: special added tokens (<|im_start|>, ...) are plain text, while
+  // non-special ones (<think>, <tool_call>) are still recognised.
   bool parse_added_tokens = true;
 };
 

@@ -24,8 +24,10 @@ class AddedMatcher {
   };
   void build(const std::vector<const AddedToken*>& tokens);
   bool empty() const { return tokens_.empty(); }
-  // Appends the splits of `text` in order (covering it exactly, empty text gives nothing).
-  void split(std::string_view text, std::vector<Split>& out) const;
+  // Appends the splits of `text` in order (covering it exactly, empty text gives nothing). special_as_text:
+  // HF's split_special_tokens — matches of special tokens are found (so they still consume their span, as
+  // HF's scan does) and then left as plain text; non-special added tokens (<think>) still split.
+  void split(std::string_view text, std::vector<Split>& out, bool special_as_text = false) const;
 
  private:
   std::vector<const AddedToken*> tokens_;
@@ -58,7 +60,7 @@ struct Tokenizer::Impl {
   bool chat_template_qwen3 = false;
   uint32_t max_token_length = 0;
 
-  void encode_segment(std::string_view segment, std::vector<int32_t>& out) const;
+  void encode_segment(std::string_view segment, std::vector<int32_t>& out, bool special_as_text = false) const;
   void encode_normalized(std::string_view text, std::vector<int32_t>& out) const;
   void encode_piece(std::string_view piece, std::vector<int32_t>& out) const;
 };

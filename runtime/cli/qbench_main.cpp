@@ -38,7 +38,7 @@ WeightType expert_type_of(const std::string& s) {
 // Creates the synthetic model file the flags describe, unless it is already there.
 std::string synthetic_model(const CliArgs& cli) {
   ModelConfig c = synthetic::preset_config(cli.get("--preset"));
-  if (cli.given("--layers")) c.n_layers = int32_t(cli.get_int("--layers"));
+  if (cli.given("--layers")) c.n_layers = cli.get_int_as<int32_t>("--layers");
   if (c.n_layers <= 0) throw Error("--layers must be positive");
   WriterOptions o;
   o.config = c;
@@ -80,11 +80,11 @@ int run(int argc, char** argv) {
   const ModelConfig& c = file->config();
   CpuOptions opts;
   opts.reference = cli.get_flag("--reference");
-  if (cli.given("--threads")) opts.threads = int(cli.get_int("--threads"));
+  if (cli.given("--threads")) opts.threads = cli.get_int_as<int>("--threads");
   CpuBackend backend(opts);
 
   ThreadPool pool(backend.threads());
-  const uint64_t bw_bytes = uint64_t(cli.get_int("--bandwidth-mb")) << 20;
+  const uint64_t bw_bytes = uint64_t(cli.get_int_as<uint32_t>("--bandwidth-mb")) << 20;
   // Bandwidth is re-measured before every repetition and the best value kept: on a shared machine it
   // varies with the neighbours' load, and the best value gives the most conservative roofline fraction.
   BandwidthResult bw = measure_bandwidth(pool, bw_bytes, 2);

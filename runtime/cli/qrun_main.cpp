@@ -75,12 +75,12 @@ SamplerConfig sampling_from(const CliArgs& cli, bool think) {
   s.top_k = 20;
   s.min_p = 0.0f;
   if (cli.given("--temp")) s.temperature = float(cli.get_double("--temp"));
-  if (cli.given("--top-k")) s.top_k = int32_t(cli.get_int("--top-k"));
+  if (cli.given("--top-k")) s.top_k = cli.get_int_as<int32_t>("--top-k");
   if (cli.given("--top-p")) s.top_p = float(cli.get_double("--top-p"));
   if (cli.given("--min-p")) s.min_p = float(cli.get_double("--min-p"));
   s.repetition_penalty = float(cli.get_double("--repeat-penalty"));
-  s.repeat_last_n = int32_t(cli.get_int("--repeat-last-n"));
-  s.seed = cli.given("--seed") ? uint64_t(cli.get_int("--seed")) : uint64_t(std::random_device{}()) << 16 ^
+  s.repeat_last_n = cli.get_int_as<int32_t>("--repeat-last-n");
+  s.seed = cli.given("--seed") ? cli.get_int_as<uint64_t>("--seed") : uint64_t(std::random_device{}()) << 16 ^
                                                                         uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   validate_sampler_config(s);
   return s;
@@ -170,7 +170,7 @@ int run(int argc, char** argv) {
   CpuOptions& opts = run_opts.cpu;
   opts.reference = cli.get_flag("--reference");
   if (cli.given("--threads")) {
-    opts.threads = int(cli.get_int("--threads"));
+    opts.threads = cli.get_int_as<int>("--threads");
     if (opts.threads <= 0 || opts.threads > 1024) throw Error("--threads must be in 1..1024");
     run_opts.emu_threads = opts.threads;
   }

@@ -46,3 +46,23 @@ TEST_CASE("cli: negative numbers are values, not flags", "[cli]") {
   REQUIRE(a.parse({"-n", "-3"}));
   CHECK(a.get_int("--count") == -3);
 }
+
+TEST_CASE("cli: integer flags are range-checked at the full width of their type, never cut", "[cli]") {
+  auto parsed = [](const std::string& v) {
+    auto a = make_parser();
+    a.parse({"-n", v});
+    return a;
+  };
+  CHECK_THROWS_WITH(parsed("4294967297").get_int_as<int32_t>("--count"),
+                    Catch::Contains("--count") && Catch::Contains("4294967297") && Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(parsed("2147483648").get_int_as<int>("--count"), Catch::Contains("out of range"));
+  CHECK(parsed("2147483647").get_int_as<int>("--count") == 2147483647);
+  CHECK(parsed("-2147483648").get_int_as<int32_t>("--count") == INT32_MIN);
+  CHECK_THROWS_WITH(parsed("-1").get_int_as<uint64_t>("--count"), Catch::Contains("non-negative"));
+  CHECK(parsed("18446744073709551615").get_int_as<uint64_t>("--count") == UINT64_MAX);
+  CHECK_THROWS_WITH(parsed("18446744073709551616").get_int_as<uint64_t>("--count"), Catch::Contains("--count"));
+  CHECK_THROWS_WITH(parsed("4294967296").get_int_as<uint32_t>("--count"), Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(parsed("99999999999999999999").get_int_as<int64_t>("--count"), Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(parsed("12x").get_int_as<int32_t>("--count"), Catch::Contains("12x"));
+  CHECK_THROWS_WITH(parsed("99999999999999999999").get_int("--count"), Catch::Contains("--count"));
+}

@@ -2,6 +2,7 @@
 // synthetic -> convert path end to end.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/convert/convert_test_support.h"
+#include "tests/skip.h"
 
 namespace fs = std::filesystem;
 
@@ -123,4 +125,77 @@ TEST_CASE("qconvert cli: a checkpoint's tokenizer.json becomes <out>.tokenizer w
   // The golden config.json sets bos_token_id 0 and eos_token_id 1; qwen3.c's exporter copies them from there.
   CHECK(u32(4) == 0);
   CHECK(u32(8) == 1);
+}
+
+TEST_CASE("qconvert cli: an output path that is not a regular file is refused, never replaced", "[cli]") {
+  const auto dir = qt::test::convert_scratch("cli-out-kinds");
+  qt::test::put_bytes(dir / "target.bin", "keep me");
+  fs::create_symlink(dir / "target.bin", dir / "link.bin");
+  REQUIRE(::mkfifo((dir / "fifo.bin").c_str(), 0644) == 0);
+  fs::create_directory(dir / "folder.bin");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {(dir / "link.bin").string(), "symbolic link"},
+      {(dir / "fifo.bin").string(), "FIFO"},
+      {(dir / "folder.bin").string(), "folder"},
+      {"/dev/null", "character device"},
+  };
+  for (const auto& [out, kind] : cases) {
+    const Run r = qconvert("synthetic --preset tiny --format ajc1 --out " + out, dir);
+    INFO(out << "\nstderr: " << r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK_THAT(r.err, Catch::Contains(out) && Catch::Contains(kind));
+    CHECK_FALSE(fs::exists(out + ".partial"));
+  }
+  CHECK(fs::is_symlink(dir / "link.bin"));
+  CHECK(slurp(dir / "target.bin") == "keep me");
+  CHECK(fs::is_fifo(dir / "fifo.bin"));
+  CHECK(fs::is_character_file("/dev/null"));
+}
+
+TEST_CASE("qconvert cli: a missing output folder is an error and is not created", "[cli]") {
+  const auto dir = qt::test::convert_scratch("cli-out-folder");
+  const fs::path out = dir / "missing" / "deeper" / "x.bin";
+  const Run r = qconvert("synthetic --preset tiny --format ajc1 --out " + out.string(), dir);
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK_THAT(r.err, Catch::Contains("does not exist"));
+  CHECK_FALSE(fs::exists(dir / "missing"));
+}
+
+TEST_CASE("qconvert cli: a model larger than the free space is refused before writing", "[cli]") {
+  const auto dir = qt::test::convert_scratch("cli-out-space");
+  const fs::path out = dir / "huge.bin";
+  // 1024 layers of the 30B-A3B shape with 1024 experts: 5.3 TB, more than a test machine has free. Where a
+  // file system does have that much, the check would rightly let it write; the test must not do that.
+  if (fs::space(dir).available >= 5'280'536'043'776ull) QTUNE_SKIP("the scratch file system has 5.3 TB free");
+  const Run r = qconvert("synthetic --preset qwen3-30b-a3b --layers 1024 --experts 1024 --format moe3 --out " +
+                             out.string(), dir);
+  INFO(r.err);
+  CHECK(r.code == 1);
+  CHECK(lines(r.err) == 1);
+  CHECK_THAT(r.err, Catch::Contains("bytes free"));
+  CHECK_FALSE(fs::exists(out.string() + ".partial"));
+}
+
+TEST_CASE("qconvert cli: SIGINT or SIGTERM while writing removes the partial file", "[cli]") {
+  const auto dir = qt::test::convert_scratch("cli-out-signal");
+  for (const char* sig : {"TERM", "INT"}) {
+    const fs::path out = dir / (std::string("big-") + sig + ".bin");
+    const std::string partial = out.string() + ".partial";
+    // A model that takes seconds to write; the signal arrives once its partial file exists.
+    // Job control on: a background job of a non-interactive shell would otherwise start with SIGINT ignored.
+    const std::string cmd = "set -m; " + std::string(QTUNE_BINARY_DIR) + "/bin/qconvert synthetic --preset qwen3-0.6b --quiet " +
+                            "--format ajc1 --out " + out.string() + " 2>/dev/null & pid=$!; " +
+                            "for i in $(seq 200); do [ -e " + partial + " ] && break; sleep 0.05; done; " +
+                            "[ -e " + partial + " ] || exit 90; kill -" + sig + " $pid; wait $pid; exit $?";
+    const int status = std::system(("bash -c '" + cmd + "'").c_str());
+    INFO("signal " << sig);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) != 90);   // the partial file did appear
+    CHECK(WEXITSTATUS(status) >= 128);  // the process died of the signal
+    CHECK_FALSE(fs::exists(partial));
+    CHECK_FALSE(fs::exists(out));
+  }
 }

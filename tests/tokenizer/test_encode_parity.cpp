@@ -92,6 +92,19 @@ TEST_CASE("added tokens are recognised before pre-tokenization, with plain-text 
   REQUIRE(t.encode("</think>") == std::vector<int32_t>{151668});
 }
 
+TEST_CASE("plain-text mode gives HF's split_special_tokens=True ids: special tokens split, <think> kept",
+          "[tokenizer]") {
+  EncodeOptions plain;
+  plain.parse_added_tokens = false;
+  auto cases = load_json("split_special_cases.json");
+  REQUIRE(cases.size() >= 10);
+  for (const auto& c : cases) {
+    std::string text = c["text"].get<std::string>();
+    INFO(text);
+    REQUIRE(qwen3().encode(text, plain) == c["ids"].get<std::vector<int32_t>>());
+  }
+}
+
 TEST_CASE("token and id lookups and special ids match tokenizer.json and tokenizer_config.json", "[tokenizer]") {
   const auto& t = qwen3();
   CHECK(t.vocab_size() == 151669);

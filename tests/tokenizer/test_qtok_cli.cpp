@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <cstdio>
@@ -74,6 +75,24 @@ TEST_CASE("qtok rejects bad input with exit code 2 and one error line", "[tokeni
   auto bad_tok = run_qtok("encode --tokenizer /nonexistent/tokenizer.json", "x");
   REQUIRE(bad_tok.status == 2);
   REQUIRE_THAT(bad_tok.out, Catch::Contains("/nonexistent/tokenizer.json"));
+}
+
+TEST_CASE("qtok decode rejects ids outside the vocabulary with one line naming the element", "[tokenizer]") {
+  for (const char* id : {"151669", "151935", "2147483647"}) {
+    auto r = run_qtok("decode", std::string("[9707, ") + id + "]");
+    INFO(id);
+    REQUIRE(r.status == 2);
+    REQUIRE(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+    REQUIRE_THAT(r.out, Catch::Contains("element 1") && Catch::Contains(id) && Catch::Contains("vocabulary"));
+  }
+  REQUIRE(run_qtok("decode", "[151668]").status == 0);  // the last id is in the vocabulary
+}
+
+TEST_CASE("qtok encode --no-added-tokens splits special tokens but keeps <think> (HF split_special_tokens)",
+          "[tokenizer]") {
+  auto r = run_qtok("encode --no-added-tokens", "<think>hi</think>");
+  REQUIRE(r.status == 0);
+  REQUIRE(r.out == "[151667, 6023, 151668]\n");
 }
 
 TEST_CASE("qtok export writes the qwen3.c file", "[tokenizer]") {

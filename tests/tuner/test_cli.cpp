@@ -151,3 +151,21 @@ TEST_CASE("qtune store check reports results measured on other kernel sources as
   REQUIRE(check.out.find("stale: cpu.matvec.q8_0: 2 results for ") != std::string::npos);
   REQUIRE(check.out.find("measured on sources 0123456789ab, not this build's") != std::string::npos);
 }
+
+TEST_CASE("qtune refuses a shape its family cannot run and out-of-range flags before tuning, writing nothing",
+          "[tuner][cli]") {
+  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
+  std::filesystem::create_directories(dir);
+  std::string db = dir + "/cli-refuse-" + std::to_string(getpid()) + ".sqlite";
+  std::filesystem::remove(db);
+  Run group = run("--device cpu --shape 64,64,7 --type q8_0 --budget 2 --quiet --cache " + db);
+  REQUIRE(group.rc == 2);
+  REQUIRE(group.out.find("64x64x7") != std::string::npos);
+  for (const char* flags : {"--min-time -1", "--min-reps 4294967297", "--seed -1", "--budget 0"}) {
+    Run r = run(std::string("--device cpu --shape 64,64,32 --type q8_0 --quiet ") + flags + " --cache " + db);
+    INFO(flags << ": " << r.out);
+    REQUIRE(r.rc == 2);
+  }
+  Run check = run("store check --cache " + db);
+  REQUIRE(check.out.find(" 0 results") != std::string::npos);
+}

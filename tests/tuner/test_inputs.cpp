@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -86,4 +87,81 @@ TEST_CASE("malformed store imports are rejected whole, naming the bad result", "
   REQUIRE_THROWS_WITH(st.import_json(bad), Catch::Contains("unknown result status 'splendid'"));
   REQUIRE(st.count() == 0);
   REQUIRE_THROWS_WITH(Store("/nonexistent-dir/x.sqlite"), Catch::Contains("/nonexistent-dir/x.sqlite"));
+}
+
+namespace {
+std::string scratch(const std::string& name) {
+  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
+  std::filesystem::create_directories(dir);
+  return dir + "/" + name + "-" + std::to_string(getpid());
+}
+
+std::string with_problem_size(const std::string& ps) {
+  std::string text = kGood;
+  return text.replace(text.find("[64]"), 4, ps);
+}
+}  // namespace
+
+TEST_CASE("NaN and Infinity times, as Python's json writes them, make that point a failure", "[tuner][inputs]") {
+  std::string text = kGood;
+  text.replace(text.find("\"time\":2.0"), 10, "\"time\":NaN");
+  text.replace(text.find("[2.0,2.1]"), 9, "[Infinity,-Infinity]");
+  RecordedSpace rs = parse_kt_cache(text, "nan.json");
+  REQUIRE(rs.space.size() == 3);
+  REQUIRE(rs.points[0].status == Status::RuntimeError);
+  REQUIRE_THAT(rs.points[0].failure, Catch::Contains("NaN"));
+  REQUIRE(rs.points[1].status == Status::Ok);
+  // Only a repetition non-finite: the point is a failure too, its samples are not kept.
+  std::string rep = kGood;
+  rep.replace(rep.find("[2.0,2.1]"), 9, "[2.0,NaN]");
+  RecordedSpace rs2 = parse_kt_cache(rep, "rep.json");
+  REQUIRE(rs2.points[0].status == Status::RuntimeError);
+  REQUIRE(rs2.points[0].times_ms.empty());
+  // A string that merely contains the word is not touched.
+  std::string str = kGood;
+  str.replace(str.find("\"GPU\""), 5, "\"NaN GPU\"");
+  REQUIRE(parse_kt_cache(str, "s.json").device_name == "NaN GPU");
+  std::string bad_sample = kGood;
+  bad_sample.replace(bad_sample.find("[2.0,2.1]"), 9, "[2.0,\"x\"]");
+  REQUIRE_THROWS_WITH(parse_kt_cache(bad_sample, "t.json"), Catch::Contains("'times' holds \"x\""));
+}
+
+TEST_CASE("problem_size must hold sizes in 0..2^53, never wrapped into negative integers", "[tuner][inputs]") {
+  REQUIRE(parse_kt_cache(with_problem_size("[4096, 4096.0, 1]"), "ok.json").problem_shape ==
+          std::vector<int64_t>{4096, 4096, 1});
+  REQUIRE(parse_kt_cache(with_problem_size("77"), "ok.json").problem_shape == std::vector<int64_t>{77});
+  for (const char* bad : {"[1e30]", "[-5]", "[4096.5]", "[\"x\"]", "[18446744073709551615]", "[9007199254740993]",
+                          "[NaN]", "[Infinity]"}) {
+    INFO(bad);
+    REQUIRE_THROWS_WITH(parse_kt_cache(with_problem_size(bad), "ps.json"),
+                        Catch::Contains("ps.json") && Catch::Contains("problem_size"));
+  }
+}
+
+TEST_CASE("a gzip file that expands past the cap is refused without reading it all", "[tuner][inputs]") {
+  std::string p = scratch("bomb") + ".json.gz";
+  gzFile f = gzopen(p.c_str(), "wb9");
+  REQUIRE(f != nullptr);
+  std::string zeros(1 << 20, '0');
+  for (int i = 0; i < 4; ++i) REQUIRE(gzwrite(f, zeros.data(), unsigned(zeros.size())) == int(zeros.size()));
+  gzclose(f);
+  REQUIRE(std::filesystem::file_size(p) < 64 * 1024);  // 4 MiB of zeros compress to a few KiB
+  REQUIRE_THROWS_WITH(read_maybe_gzip(p, 1 << 20), Catch::Contains(p) && Catch::Contains("uncompressed"));
+  REQUIRE(read_maybe_gzip(p, 8 << 20).size() == 4u << 20);
+  REQUIRE(kMaxCacheBytes <= (size_t(1) << 30));
+}
+
+TEST_CASE("importing the same Kernel Tuner cache twice, under any name, adds its rows once", "[tuner][inputs]") {
+  std::string a = scratch("kt-a") + ".json", b = scratch("kt-b") + ".json", db = scratch("kt-store") + ".sqlite";
+  for (const auto& path : {a, b}) {
+    std::ofstream f(path);
+    f << kGood;
+  }
+  std::filesystem::remove(db);
+  Store st(db);
+  REQUIRE(st.import_kt_cache(a) == 3);
+  REQUIRE(st.import_kt_cache(a) == 0);
+  REQUIRE(st.import_kt_cache(b) == 0);
+  REQUIRE(st.count() == 3);
+  REQUIRE(st.rows()[0].shape == std::vector<int64_t>{64});
 }

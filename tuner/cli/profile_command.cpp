@@ -79,7 +79,7 @@ int profile_command(const std::vector<std::string>& args) {
   if (const std::string why = f.shape_constraint(point, shape); !why.empty()) {
     throw Error("point " + kernels::point_key(point) + " cannot run " + kernels::shape_key(shape) + ": " + why);
   }
-  const uint64_t seed = static_cast<uint64_t>(cli.get_int("--seed"));
+  const uint64_t seed = cli.get_int_as<uint64_t>("--seed");
 
   emu::EmuOptions o;
   o.profile = true;

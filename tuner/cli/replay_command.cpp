@@ -98,9 +98,9 @@ int leave_one_out_command(const CliArgs& cli, const std::vector<std::string>& fi
   }
   opt.budgets = split_list(cli.get("--budget"));
   for (const auto& b : opt.budgets) parse_budget(b, 100);  // reject bad budgets before any work
-  opt.seeds = int(cli.get_int("--seeds"));
-  opt.first_seed = uint64_t(cli.get_int("--first-seed"));
-  opt.curve_points = int(cli.get_int("--curve-points"));
+  opt.seeds = cli.get_int_as<int>("--seeds");
+  opt.first_seed = cli.get_int_as<uint64_t>("--first-seed");
+  opt.curve_points = cli.get_int_as<int>("--curve-points");
   const bool json = cli.get_flag("--json");
   // Progress on a terminal only: scripts read stdout and stderr together.
   std::function<void(const std::string&)> progress;
@@ -183,9 +183,9 @@ int replay_command(const std::vector<std::string>& args) {
       .flag("--json", "print one JSON object (an array of them for a list of budgets)");
   if (!cli.parse(args)) return 0;
   const std::vector<std::string> files = space_files(cli);
-  const int seeds = int(cli.get_int("--seeds"));
+  const int seeds = cli.get_int_as<int>("--seeds");
   if (seeds <= 0 || seeds > 100000) throw Error("--seeds must be in 1..100000");
-  const int curve_points = int(cli.get_int("--curve-points"));
+  const int curve_points = cli.get_int_as<int>("--curve-points");
   if (curve_points <= 0 || curve_points > 10000) throw Error("--curve-points must be in 1..10000");
   if (cli.get_flag("--leave-one-out")) {
     if (cli.given("--transfer")) throw Error("--transfer and --leave-one-out cannot be combined");
@@ -201,7 +201,7 @@ int replay_command(const std::vector<std::string>& args) {
   std::vector<Budget> parsed;
   for (const auto& b : budgets) parsed.push_back(parse_budget(b, rs.space.size()));
   opt.seeds = seeds;
-  opt.first_seed = uint64_t(cli.get_int("--first-seed"));
+  opt.first_seed = cli.get_int_as<uint64_t>("--first-seed");
   opt.curve_points = curve_points;
   Knowledge prior;
   double copied = -1;

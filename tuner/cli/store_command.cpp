@@ -40,6 +40,7 @@ int store_command(const std::vector<std::string>& args) {
     cli.option("--out", "FILE", "JSON output (- = stdout)", "-").option("--family", "F", "only this kernel family", "");
   } else if (sub == "import" || sub == "import-kt") {
     cli.positionals("FILE", "JSON export (import) or Kernel Tuner cache .json/.json.gz (import-kt)");
+    cli.flag("--force-write", "write even into a store SQLite reports malformed");
   } else if (sub == "lookup" || sub == "regret") {
     cli.option("--device-name", "NAME", "device name as stored").option("--family", "F", "kernel family");
     cli.option("--dtypes", "D", "dtypes as stored", "").option("--source-hash", "H", "restrict to this source hash", "");
@@ -48,10 +49,23 @@ int store_command(const std::vector<std::string>& args) {
     throw Error("unknown store subcommand '" + sub + "'");
   }
   if (!cli.parse(std::vector<std::string>(args.begin() + 1, args.end()))) return 0;
-  Store st(cli.get("--cache"));
+  StoreOptions options;
+  options.warn_if_damaged = sub != "check";  // check reports it itself
+  options.force_write = (sub == "import" || sub == "import-kt") && cli.get_flag("--force-write");
+  Store st(cli.get("--cache"), options);
+  auto report_bad = [&](const std::vector<BadRow>& bad) {
+    for (const BadRow& b : bad)
+      std::fprintf(stderr, "bad row: %s: result id %lld (%s): %s\n", st.path().c_str(), (long long)b.id,
+                   b.key.c_str(), b.problem.c_str());
+  };
   if (sub == "check") {
     std::string ic = st.integrity_check();
-    std::printf("%s: %lld results, integrity %s\n", st.path().c_str(), (long long)st.count(), ic.c_str());
+    std::vector<BadRow> bad;
+    size_t good = st.rows("", &bad).size();
+    std::printf("%s: %lld results, integrity %s, %zu rows readable, %zu bad\n", st.path().c_str(),
+                (long long)st.count(), ic.c_str(), good, bad.size());
+    for (const BadRow& b : bad)
+      std::printf("bad row: result id %lld (%s): %s\n", (long long)b.id, b.key.c_str(), b.problem.c_str());
     // Rows of a registry family measured on other sources than this build's: lookups ignore them.
     for (const char* device : {"cpu", "emu", "cuda"})
       for (const std::string& name : family_names(device)) {
@@ -61,17 +75,20 @@ int store_command(const std::vector<std::string>& args) {
                       name.c_str(), (long long)stale.rows, stale.device_name.c_str(),
                       stale.source_hash.substr(0, 12).c_str(), hash.substr(0, 12).c_str());
       }
-    return ic == "ok" ? 0 : 1;
+    return ic == "ok" && bad.empty() ? 0 : 1;
   }
   if (sub == "export") {
-    std::string text = st.export_json(cli.get("--family")).dump(1);
+    std::vector<BadRow> bad;
+    std::string text = st.export_json(cli.get("--family"), &bad).dump(1);
     if (cli.get("--out") == "-") {
       std::printf("%s\n", text.c_str());
     } else {
       std::ofstream f(cli.get("--out"));
       if (!(f << text << '\n')) fail_file(cli.get("--out"), "cannot write");
     }
-    return 0;
+    // The good rows are exported either way; the exit code says some were left out.
+    report_bad(bad);
+    return bad.empty() ? 0 : 1;
   }
   if (sub == "import" || sub == "import-kt") {
     if (cli.positional().empty()) throw Error("qtune store " + sub + " needs a FILE");

@@ -79,7 +79,8 @@ int tune_command(const std::vector<std::string>& args) {
       .flag("--no-transfer", "do not start from the store's results of the same family on other devices")
       .option("--static", "FILE", "a `qtune static --json` report: registers, spills, shared memory and occupancy "
               "per point guide the model-based search (features; spilling points left out of its first picks)")
-      .flag("--quiet", "no progress line");
+      .flag("--quiet", "no progress line")
+      .flag("--force-write", "write results even into a store SQLite reports malformed");
   if (!cli.parse(args)) return 0;
 
   std::string device = cli.get("--device");
@@ -173,13 +174,14 @@ int tune_command(const std::vector<std::string>& args) {
   TuneOptions opt;
   opt.strategy = cli.get("--strategy");
   make_strategy(opt.strategy);
-  opt.seed = uint64_t(cli.get_int("--seed"));
+  opt.seed = cli.get_int_as<uint64_t>("--seed");
   opt.timeout_s = cli.given("--timeout") ? cli.get_double("--timeout") : emu ? 300.0 : 20.0;
   if (!(opt.timeout_s > 0)) throw Error("--timeout must be positive");
-  opt.measure.min_reps = int(cli.get_int("--min-reps"));
+  opt.measure.min_reps = cli.get_int_as<int>("--min-reps");
   if (opt.measure.min_reps < 1 || opt.measure.min_reps > 100000) throw Error("--min-reps must be in 1..100000");
   opt.measure.max_reps = std::max(opt.measure.max_reps, opt.measure.min_reps);
   opt.measure.min_seconds = cli.get_double("--min-time");
+  if (opt.measure.min_seconds < 0 || opt.measure.min_seconds > 3600) throw Error("--min-time must be in 0..3600 seconds");
   opt.measure.racing = !cli.get_flag("--no-racing");
   opt.flush = cli.get_flag("--flush");
   if (emu) {  // correctness only: one verified run per point, emulator time means nothing
@@ -190,7 +192,10 @@ int tune_command(const std::vector<std::string>& args) {
   }
   std::string budget_text = cli.get("--budget");
 
-  Store store(cli.get("--cache"));
+  StoreOptions store_options;
+  store_options.force_write = cli.get_flag("--force-write");
+  Store store(cli.get("--cache"), store_options);
+  store.check_writable();  // refuse before tuning, not after the measurements are done
   DeviceFingerprint dev = cpu_fingerprint();
   if (emu) dev = qt::winners::emu_fingerprint();
   std::string run = run_id();

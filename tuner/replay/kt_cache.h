@@ -24,6 +24,8 @@ struct RecordedPoint {
 struct RecordedSpace {
   std::string device_name, kernel_name;
   nlohmann::json problem_size;
+  std::vector<int64_t> problem_shape;  // problem_size validated: sizes in 0..2^53
+  std::string content_sha256;          // of the cache's text, so a re-import is recognised
   Space space{{}};
   std::vector<RecordedPoint> points;  // indexed by PointId
   PointId optimum = 0;
@@ -31,10 +33,15 @@ struct RecordedSpace {
   size_t failures = 0;
 };
 
-// Reads a whole file, gunzipping when it starts with the gzip magic. Throws qt::Error naming the path.
-std::string read_maybe_gzip(const std::string& path);
+// Decompressed size above which a cache is refused (the largest recorded space is a few MiB).
+constexpr size_t kMaxCacheBytes = size_t(256) << 20;
 
-// Parses a Kernel Tuner cache; throws qt::Error naming the path and the bad field.
+// Reads a whole file, gunzipping when it starts with the gzip magic, up to kMaxCacheBytes. Throws qt::Error
+// naming the path.
+std::string read_maybe_gzip(const std::string& path, size_t max_bytes = kMaxCacheBytes);
+
+// Parses a Kernel Tuner cache; throws qt::Error naming the path and the bad field. Python's NaN / Infinity
+// as a time (or a repetition's time) make that point a failure.
 RecordedSpace load_kt_cache(const std::string& path);
 RecordedSpace parse_kt_cache(const std::string& text, const std::string& source);
 

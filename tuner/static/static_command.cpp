@@ -141,7 +141,7 @@ int run_static_command(const std::vector<std::string>& args) {
   ServiceOptions opt;
   opt.cache_dir = cli.get_optional("--cache-dir").value_or("");
   opt.use_cache = !cli.get_flag("--no-cache");
-  opt.threads = static_cast<int>(cli.get_int("--threads"));
+  opt.threads = cli.get_int_as<int>("--threads");
   CompileService service(opt);
 
   std::cout << "qtune static: " << arch_name(sm) << " (e.g. " << arch.example << ", " << arch.example_sms

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <cstdio>
 #include <map>
 
 #include "common/error.h"
@@ -82,7 +83,7 @@ std::string utc_timestamp() {
 }
 
 
-Store::Store(const std::string& path) : path_(path) {
+Store::Store(const std::string& path, const StoreOptions& options) : path_(path), options_(options) {
   if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
@@ -101,6 +102,10 @@ Store::Store(const std::string& path) : path_(path) {
       if (rc != SQLITE_BUSY || attempt > 200) fail_file(path, std::string("not a usable SQLite store: ") + sqlite3_errmsg(db_));
       usleep(10000);
     }
+    quick_check_ = winners::quick_check(db_);
+    if (quick_check_ != "ok" && options_.warn_if_damaged)
+      std::fprintf(stderr, "warning: %s: SQLite reports the store damaged (%s); rows that cannot be read are ignored, "
+                   "and nothing is written without --force-write\n", path.c_str(), quick_check_.c_str());
     exec("PRAGMA synchronous=NORMAL");
     exec("PRAGMA foreign_keys=ON");
     exec("BEGIN IMMEDIATE");
@@ -133,7 +138,14 @@ void Store::exec(const std::string& sql) const {
 
 void Store::put(const ResultRow& row) { put_many({row}); }
 
+void Store::check_writable() const {
+  if (quick_check_ != "ok" && !options_.force_write)
+    fail_file(path_, "SQLite reports the store malformed (" + quick_check_ +
+                         "); refusing to write into it (--force-write writes anyway; qtune store export saves the good rows)");
+}
+
 size_t Store::put_many(const std::vector<ResultRow>& rows) {
+  check_writable();
   size_t inserted = 0;
   exec("BEGIN IMMEDIATE");
   try {
@@ -166,18 +178,36 @@ int64_t Store::count() const {
   return q.i64(0);
 }
 
-std::vector<ResultRow> Store::rows(const std::string& family) const {
+namespace {
+
+std::string shortened(std::string s) {
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
+}
+
+}  // namespace
+
+std::vector<ResultRow> Store::rows(const std::string& family, std::vector<BadRow>* bad) const {
   std::string sql =
       "SELECT d.name,d.arch,d.sm_count,d.memory_bytes,d.clock_mhz,d.mem_clock_mhz,d.l2_bytes,d.driver,"
       "d.cuda_version,d.nvrtc_version,d.qtune_version,k.family,k.source_hash,r.shape,r.dtypes,r.point,r.status,"
-      "r.samples,r.median_s,r.n_samples,r.detail,r.run_id,r.created_at FROM result r "
+      "r.samples,r.median_s,r.n_samples,r.detail,r.run_id,r.created_at,r.id FROM result r "
       "JOIN device d ON r.device_id=d.id JOIN kernel k ON r.kernel_id=k.id";
   if (!family.empty()) sql += " WHERE k.family=?";
   sql += " ORDER BY r.id";
   Stmt q(db_, sql);
   if (!family.empty()) q.bind(1, family);
   std::vector<ResultRow> out;
-  while (q.step()) {
+  int64_t last_id = 0;
+  for (;;) {
+    // SQLite stops a scan at a damaged page; the rows read so far stay usable and the rest is reported.
+    try {
+      if (!q.step()) break;
+    } catch (const Error& e) {
+      if (bad) bad->push_back({last_id + 1, "the rows after result id " + std::to_string(last_id), e.what()});
+      break;
+    }
+    last_id = q.i64(23);
     ResultRow r;
     r.device.name = q.text(0);
     r.device.arch = q.text(1);
@@ -192,16 +222,38 @@ std::vector<ResultRow> Store::rows(const std::string& family) const {
     r.device.qtune_version = q.text(10);
     r.family = q.text(11);
     r.source_hash = q.text(12);
-    r.shape = nlohmann::json::parse(q.text(13)).get<std::vector<int64_t>>();
     r.dtypes = q.text(14);
-    r.point = nlohmann::json::parse(q.text(15));
-    r.status = parse_status(q.text(16));
-    auto samples = nlohmann::json::parse(q.text(17)).get<std::vector<double>>();
-    if (!samples.empty()) {
-      r.stats = summarize(samples);
-    } else {
-      r.stats.median = q.f64(18);
-      r.stats.n = int(q.i64(19));
+    // A row whose JSON columns do not parse is reported by key and skipped; the others stay usable.
+    try {
+      auto shape = nlohmann::json::parse(q.text(13));
+      if (!shape.is_array()) throw Error("shape is not an array");
+      for (const auto& x : shape)
+        if (!x.is_number_integer()) throw Error("shape holds " + x.dump() + ", not an integer");
+      r.shape = shape.get<std::vector<int64_t>>();
+      r.point = nlohmann::json::parse(q.text(15));
+      if (!r.point.is_object()) throw Error("point is not a JSON object");
+      r.status = parse_status(q.text(16));
+      auto samples_j = nlohmann::json::parse(q.text(17));
+      if (!samples_j.is_array()) throw Error("samples is not an array");
+      std::vector<double> samples;
+      for (const auto& x : samples_j) {
+        if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() < 0)
+          throw Error("samples hold " + x.dump() + ", not a time");
+        samples.push_back(x.get<double>());
+      }
+      if (!samples.empty()) {
+        r.stats = summarize(samples);
+      } else {
+        r.stats.median = q.f64(18);
+        r.stats.n = int(q.i64(19));
+      }
+    } catch (const std::exception& e) {
+      if (bad)
+        bad->push_back({q.i64(23),
+                        "family " + r.family + ", shape " + shortened(q.text(13)) + ", dtypes " + r.dtypes + ", point " +
+                            shortened(q.text(15)),
+                        e.what()});
+      continue;
     }
     r.detail = q.text(20);
     r.run_id = q.text(21);
@@ -225,9 +277,9 @@ std::vector<winners::StaleRows> Store::stale(const std::string& family, const st
   return winners::stale_rows(db_, family, source_hash);
 }
 
-nlohmann::json Store::export_json(const std::string& family) const {
+nlohmann::json Store::export_json(const std::string& family, std::vector<BadRow>* bad) const {
   nlohmann::json rows_j = nlohmann::json::array();
-  for (const ResultRow& r : rows(family)) {
+  for (const ResultRow& r : rows(family, bad)) {
     rows_j.push_back({{"device", r.device.to_json()},
                       {"family", r.family},
                       {"source_hash", r.source_hash},
@@ -274,14 +326,18 @@ size_t Store::import_json(const nlohmann::json& j) {
 
 size_t Store::import_kt_cache(const std::string& path) {
   RecordedSpace rs = load_kt_cache(path);
+  // The run id names the cache's content: importing the same cache again (under any file name) adds nothing.
+  const std::string run = "kt:" + rs.content_sha256.substr(0, 16);
+  {
+    Stmt q(db_, "SELECT COUNT(*) FROM result WHERE run_id=?");
+    q.bind(1, run);
+    q.step();
+    if (q.i64(0) > 0) return 0;
+  }
   std::vector<ResultRow> rows_in;
   DeviceFingerprint dev;
   dev.name = rs.device_name;
-  std::vector<int64_t> shape;
-  if (rs.problem_size.is_array())
-    for (const auto& x : rs.problem_size)
-      if (x.is_number()) shape.push_back(x.get<int64_t>());
-  if (rs.problem_size.is_number()) shape.push_back(rs.problem_size.get<int64_t>());
+  const std::vector<int64_t>& shape = rs.problem_shape;
   std::string stamp = utc_timestamp();
   for (PointId id = 0; id < rs.space.size(); ++id) {
     const RecordedPoint& p = rs.points[id];
@@ -299,7 +355,7 @@ size_t Store::import_kt_cache(const std::string& path) {
       r.stats = summarize(s);
     }
     r.detail = p.failure;
-    r.run_id = "kt:" + path;
+    r.run_id = run;
     r.created_at = stamp;
     rows_in.push_back(std::move(r));
   }
@@ -307,10 +363,14 @@ size_t Store::import_kt_cache(const std::string& path) {
 }
 
 std::string Store::integrity_check() const {
-  Stmt q(db_, "PRAGMA integrity_check");
-  std::string out;
-  while (q.step()) out += (out.empty() ? "" : "; ") + q.text(0);
-  return out;
+  try {
+    Stmt q(db_, "PRAGMA integrity_check");
+    std::string out;
+    while (q.step()) out += (out.empty() ? "" : "; ") + q.text(0);
+    return out;
+  } catch (const Error& e) {
+    return e.what();  // the check itself failed on a broken file: that is its finding
+  }
 }
 
 }  // namespace qt::tune

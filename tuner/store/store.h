@@ -45,17 +45,35 @@ struct ResultRow {
   std::string created_at;  // ISO 8601 UTC; filled by put() when empty
 };
 
+// A result row that cannot be read back (corrupted JSON, unknown status, ...): its id and key, and why.
+struct BadRow {
+  int64_t id = 0;
+  std::string key;  // family, shape, dtypes and point as stored (shortened)
+  std::string problem;
+};
+
+struct StoreOptions {
+  // Print one warning on stderr, naming the store, when SQLite's quick check fails at open.
+  bool warn_if_damaged = true;
+  // Write even into a store SQLite reports malformed (otherwise put() refuses with an error).
+  bool force_write = false;
+};
+
 class Store {
  public:
-  explicit Store(const std::string& path);  // creates the schema if needed; throws qt::Error
+  // Creates the schema if needed; throws qt::Error. Runs SQLite's quick check once (see StoreOptions).
+  explicit Store(const std::string& path, const StoreOptions& options = {});
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
+  // Both refuse (qt::Error) when the quick check at open failed, unless StoreOptions::force_write.
   void put(const ResultRow& row);
+  void check_writable() const;  // the refusal put() would give, for callers that fail before doing work
   // One transaction; returns how many rows were new (identical rows already stored are skipped).
   size_t put_many(const std::vector<ResultRow>& rows);
-  std::vector<ResultRow> rows(const std::string& family = "") const;
+  // The rows that parse; the others are skipped and, when `bad` is given, listed there.
+  std::vector<ResultRow> rows(const std::string& family = "", std::vector<BadRow>* bad = nullptr) const;
   int64_t count() const;
 
   std::optional<Winner> lookup(const DeviceFingerprint& dev, const std::string& family, const std::string& dtypes,
@@ -63,7 +81,7 @@ class Store {
   std::vector<ShapeRegret> regrets(const DeviceFingerprint& dev, const std::string& family,
                                    const std::string& dtypes, const std::string& source_hash = "") const;
 
-  nlohmann::json export_json(const std::string& family = "") const;
+  nlohmann::json export_json(const std::string& family = "", std::vector<BadRow>* bad = nullptr) const;
   size_t import_json(const nlohmann::json& j);  // idempotent: rows already present are skipped
   // Kernel Tuner cache: device = name only, family = kernel_name, shape = problem_size, times ms -> s.
   size_t import_kt_cache(const std::string& path);
@@ -72,12 +90,15 @@ class Store {
   std::vector<winners::StaleRows> stale(const std::string& family, const std::string& source_hash) const;
 
   std::string integrity_check() const;  // "ok" when the file is consistent
+  const std::string& quick_check() const { return quick_check_; }  // PRAGMA quick_check at open ("ok")
   const std::string& path() const { return path_; }
 
  private:
   void exec(const std::string& sql) const;
   std::string path_;
   sqlite3* db_ = nullptr;
+  StoreOptions options_;
+  std::string quick_check_ = "ok";
 };
 
 std::string utc_timestamp();

@@ -52,7 +52,7 @@ int cmd_encode(int argc, char** argv) {
   CliArgs args("qtok encode", "Reads UTF-8 text on stdin and prints its token ids as a JSON array.");
   add_tokenizer_option(args);
   args.flag("--replace-invalid", "replace invalid UTF-8 with U+FFFD (as Python's errors=\"replace\") instead of failing");
-  args.flag("--no-added-tokens", "treat <|im_start|> etc. as plain text (HF split_special_tokens=True)");
+  args.flag("--no-added-tokens", "treat special tokens (<|im_start|> etc.) as plain text; <think> and other non-special added tokens still match (HF split_special_tokens=True)");
   if (!args.parse(argc, argv, 2)) return 0;
   tok::Tokenizer t = tok::Tokenizer::load(args.get("--tokenizer"));
   tok::EncodeOptions opt;
@@ -86,7 +86,13 @@ int cmd_decode(int argc, char** argv) {
   for (size_t i = 0; i < j.size(); ++i) {
     if (!j[i].is_number_integer() || j[i].get<int64_t>() < 0 || j[i].get<int64_t>() > INT32_MAX)
       throw Error("stdin: element " + std::to_string(i) + " (" + j[i].dump() + ") is not a token id");
-    ids.push_back(static_cast<int32_t>(j[i].get<int64_t>()));
+    auto id = static_cast<int32_t>(j[i].get<int64_t>());
+    // The library skips unknown ids as HF's decode does (a model may sample its unused rows); asked to decode
+    // ids by hand, an id with no token is a mistake worth naming.
+    if (!t.id_to_token(id))
+      throw Error("stdin: element " + std::to_string(i) + " (" + std::to_string(id) +
+                  ") is not in the tokenizer's vocabulary (ids 0.." + std::to_string(t.vocab_size() - 1) + ")");
+    ids.push_back(id);
   }
   write_stdout(t.decode(ids, args.get_flag("--skip-special")));
   return 0;

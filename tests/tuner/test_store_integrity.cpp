@@ -1,0 +1,200 @@
+// A damaged store never hides damage: rows that do not parse are named by key and skipped, a store SQLite
+// reports malformed gets one warning and is not written to unless forced.
+#include <catch2/catch.hpp>
+
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+
+#include "common/error.h"
+#include "device/winners/winners.h"
+#include "tuner/store/store.h"
+
+using namespace qt::tune;
+
+namespace {
+
+std::string fresh_db(const std::string& name) {
+  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/" + name + "-" + std::to_string(getpid()) + ".sqlite";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  return path;
+}
+
+ResultRow row(int64_t n, int bx, double median_s) {
+  ResultRow r;
+  r.device.name = "cpu-test";
+  r.family = "cpu.q8_0_matvec";
+  r.source_hash = "h1";
+  r.shape = {1, n, n};
+  r.dtypes = "q8_0xf32->f32";
+  r.point = {{"rows_per_task", bx}};
+  r.stats = summarize({median_s, median_s * 1.01, median_s * 0.99});
+  r.run_id = "test";
+  r.detail = std::string(200, 'x');  // rows spread over several pages, so one page can be damaged
+  return r;
+}
+
+void sql(const std::string& path, const std::string& statement) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &err);
+  INFO((err ? err : ""));
+  sqlite3_free(err);
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+struct Run {
+  int status;
+  std::string out;
+};
+
+Run run(const std::string& command) {
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string qtune() { return std::string(QTUNE_BINARY_DIR) + "/bin/qtune"; }
+
+// A store with 40 rows whose rows 7 and 23 hold JSON that does not parse.
+std::string store_with_bad_rows(const std::string& name) {
+  std::string p = fresh_db(name);
+  {
+    Store st(p);
+    std::vector<ResultRow> rows;
+    for (int i = 0; i < 40; ++i) rows.push_back(row(64 + i, 1 + i % 4, 1e-3 * (1 + i)));
+    REQUIRE(st.put_many(rows) == 40);
+  }
+  sql(p, "UPDATE result SET point='{\"rows_per_task\": ' WHERE id=7");
+  sql(p, "UPDATE result SET shape='[1, \"x\"]', samples='[NaN' WHERE id=23");
+  return p;
+}
+
+// Overwrites the header of the store's last page, so SQLite's quick check reports the file malformed.
+void damage_last_page(const std::string& path) {
+  auto size = std::filesystem::file_size(path);
+  REQUIRE(size >= 8 * 4096);
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(size - 4096));
+  const char junk[16] = {0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F};
+  f.write(junk, sizeof junk);
+}
+
+}  // namespace
+
+TEST_CASE("rows whose JSON does not parse are listed by id and key, and the others are still read",
+          "[tuner][store]") {
+  std::string p = store_with_bad_rows("bad-rows");
+  Store st(p);
+  std::vector<BadRow> bad;
+  auto good = st.rows("", &bad);
+  REQUIRE(good.size() == 38);
+  REQUIRE(bad.size() == 2);
+  CHECK(bad[0].id == 7);
+  CHECK(bad[1].id == 23);
+  CHECK_THAT(bad[0].key, Catch::Contains("cpu.q8_0_matvec") && Catch::Contains("[1,70,70]"));
+  CHECK_THAT(bad[1].problem, Catch::Contains("shape"));
+  std::vector<BadRow> bad_export;
+  REQUIRE(st.export_json("", &bad_export)["results"].size() == 38);
+  REQUIRE(bad_export.size() == 2);
+}
+
+TEST_CASE("qtune store check names each bad row and fails, store export writes the good rows and reports the bad",
+          "[tuner][store]") {
+  std::string p = store_with_bad_rows("bad-rows-cli");
+  Run check = run(qtune() + " store check --cache " + p);
+  INFO(check.out);
+  REQUIRE(check.status == 1);
+  REQUIRE_THAT(check.out, Catch::Contains("2 bad") && Catch::Contains("result id 7 ") && Catch::Contains("result id 23 "));
+  std::string out = p + ".json";
+  Run exp = run(qtune() + " store export --cache " + p + " --out " + out);
+  INFO(exp.out);
+  REQUIRE(exp.status == 1);
+  REQUIRE_THAT(exp.out, Catch::Contains("bad row") && Catch::Contains("result id 23"));
+  std::ifstream f(out);
+  auto j = nlohmann::json::parse(f);
+  REQUIRE(j["results"].size() == 38);
+}
+
+TEST_CASE("winner lookups skip unreadable rows and the runtime's table warns once naming the store",
+          "[tuner][store]") {
+  std::string p = fresh_db("bad-winner");
+  {
+    Store st(p);
+    st.put(row(64, 1, 2e-3));
+    st.put(row(64, 2, 1e-3));  // the fastest, then damaged below
+  }
+  sql(p, "UPDATE result SET point='{not json' WHERE id=2");
+  // stderr into a file for the two lookups: the warning must appear once, naming the store.
+  const std::string err_path = p + ".stderr";
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  FILE* err = std::fopen(err_path.c_str(), "w");
+  REQUIRE(err != nullptr);
+  ::dup2(::fileno(err), 2);
+  std::optional<qt::winners::Winner> w, again;
+  {
+    qt::winners::WinnersTable table(p);
+    w = table.lookup(row(64, 1, 0).device, "cpu.q8_0_matvec", "q8_0xf32->f32", {1, 64, 64}, "h1");
+    again = table.lookup(row(64, 1, 0).device, "cpu.q8_0_matvec", "q8_0xf32->f32", {1, 64, 64}, "h1");
+  }
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::fclose(err);
+  std::ifstream in(err_path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(w.has_value());
+  REQUIRE(w->point["rows_per_task"] == 1);
+  REQUIRE(again.has_value());
+  size_t warnings = 0;
+  for (size_t at = text.find("warning: tuning store " + p); at != std::string::npos; at = text.find("warning:", at + 1))
+    ++warnings;
+  REQUIRE(warnings == 1);
+}
+
+TEST_CASE("a store SQLite reports malformed gets a warning and is written only with force_write", "[tuner][store]") {
+  std::string p = fresh_db("malformed");
+  {
+    Store st(p);
+    std::vector<ResultRow> rows;
+    for (int i = 0; i < 200; ++i) rows.push_back(row(64 + i, 1, 1e-3));
+    st.put_many(rows);
+  }
+  damage_last_page(p);
+  Store st(p);
+  REQUIRE(st.quick_check() != "ok");
+  REQUIRE_THROWS_WITH(st.put(row(8, 1, 1e-3)), Catch::Contains(p) && Catch::Contains("malformed") &&
+                                                   Catch::Contains("--force-write"));
+  StoreOptions force;
+  force.force_write = true;
+  Store forced(p, force);
+  // Forced, the write is attempted: it lands, or SQLite itself reports the damage; never the refusal.
+  try {
+    forced.put(row(8, 1, 1e-3));
+  } catch (const qt::Error& e) {
+    REQUIRE_THAT(e.what(), !Catch::Contains("refusing"));
+  }
+  Run check = run(qtune() + " store check --cache " + p);
+  REQUIRE(check.status == 1);
+  Run tune = run(qtune() + " --device cpu --family q8_0_matvec --shape 1,64,64 --budget 1 --quiet --cache " + p);
+  INFO(tune.out);
+  REQUIRE(tune.status != 0);
+  REQUIRE_THAT(tune.out, Catch::Contains("warning: " + p) && Catch::Contains("refusing to write"));
+}
