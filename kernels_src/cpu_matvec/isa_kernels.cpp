@@ -1,5 +1,7 @@
 #include "kernels_src/cpu_matvec/isa_kernels.h"
 
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -17,12 +19,18 @@ const char* isa_name(Isa isa) {
 }
 
 namespace {
+// F16C through cpuid (leaf 1, ECX bit 29): clang 14's __builtin_cpu_supports does not know "f16c".
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+}
+
 bool cpu_supports(Isa isa) {
   __builtin_cpu_init();
   switch (isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     case Isa::kAvx512Vnni:
       return cpu_supports(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
