@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 
@@ -9,6 +11,7 @@ namespace qt::rt {
 namespace {
 
 constexpr int64_t kLogitRowsPerPass = 16;  // bounds the logits buffer for --logits-out on long prompts
+constexpr int64_t kInitialCacheTokens = 256;
 
 uint64_t tensor_bytes(const QTensor& t) { return t.empty() ? 0 : t.storage_bytes(); }
 
@@ -23,9 +26,6 @@ Qwen3Model::Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t co
     throw Error("context length " + std::to_string(context_) + " exceeds the model's max_position_embeddings " +
                 std::to_string(c.max_seq_len));
   const size_t B = size_t(max_batch_), dim = size_t(c.dim), qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim());
-  const size_t cache = size_t(c.n_layers) * size_t(context_) * kvd;
-  k_cache_ = be_.alloc(cache);
-  v_cache_ = be_.alloc(cache);
   x_ = be_.alloc(B * dim);
   xn_ = be_.alloc(B * dim);
   q_ = be_.alloc(B * qd);
@@ -46,9 +46,33 @@ Qwen3Model::Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t co
   }
   q_rot_ = be_.alloc(B * qd);
   be_.prepare(w_);
+  reserve(std::min(context_, kInitialCacheTokens));  // after prepare(), which may choose the cache's type
 }
 
 Qwen3Model::~Qwen3Model() = default;
+
+// The cache is [layer][capacity][kv_dim], so a new capacity moves every layer's rows: they pass through the
+// host as fp32, which every backend's cache type converts to and from exactly.
+void Qwen3Model::reserve(int64_t tokens) {
+  if (tokens <= capacity_) return;
+  const ModelConfig& c = w_.config;
+  const int64_t kvd = c.kv_dim();
+  const int64_t cap = std::min(context_, std::max(tokens, 2 * capacity_));
+  auto k = be_.alloc_kv(size_t(c.n_layers) * size_t(cap) * size_t(kvd));
+  auto v = be_.alloc_kv(size_t(c.n_layers) * size_t(cap) * size_t(kvd));
+  if (pos_ > 0) {
+    std::vector<float> rows(size_t(pos_ * kvd));
+    for (int64_t l = 0; l < c.n_layers; ++l) {
+      for (auto [from, to] : {std::pair{k_cache_.get(), k.get()}, std::pair{v_cache_.get(), v.get()}}) {
+        be_.download(from->view().at(l * capacity_ * kvd), rows.size(), rows.data());
+        be_.upload(rows.data(), rows.size(), to->view().at(l * cap * kvd));
+      }
+    }
+  }
+  k_cache_ = std::move(k);
+  v_cache_ = std::move(v);
+  capacity_ = cap;
+}
 
 void Qwen3Model::truncate(int64_t pos) {
   if (pos < 0 || pos > pos_) throw Error("cannot truncate the KV cache to " + std::to_string(pos));
@@ -71,6 +95,7 @@ void Qwen3Model::check_input(const int32_t* tokens, int64_t n) const {
 std::vector<float> Qwen3Model::forward(const int32_t* tokens, int64_t n, LogitsRows rows) {
   const int64_t vocab = w_.config.vocab_size;
   check_input(tokens, n);
+  reserve(pos_ + n);
   std::vector<float> logits;
   if (rows == LogitsRows::kAll) logits.resize(size_t(n * vocab));
   if (rows == LogitsRows::kLast) logits.resize(size_t(vocab));
@@ -90,6 +115,7 @@ std::vector<float> Qwen3Model::forward(const int32_t* tokens, int64_t n, LogitsR
 
 int32_t Qwen3Model::forward_greedy(const int32_t* tokens, int64_t n) {
   check_input(tokens, n);
+  reserve(pos_ + n);
   int32_t next = -1;
   for (int64_t start = 0; start < n; start += max_batch_) {
     const int64_t m = std::min(max_batch_, n - start);
@@ -148,12 +174,12 @@ void Qwen3Model::attention_block(int64_t layer, int64_t m) {
   s.q_norm = lw.q_norm.data(), s.k_norm = lw.k_norm.data();
   s.m = m, s.n_heads = c.n_heads, s.n_kv_heads = c.n_kv_heads, s.head_dim = c.head_dim;
   s.pos0 = pos_, s.eps = c.rms_norm_eps, s.theta = c.rope_theta;
-  s.k_cache = k_cache_->view().at(layer * context_ * kvd);
-  s.v_cache = v_cache_->view().at(layer * context_ * kvd);
-  s.capacity = context_;
+  s.k_cache = k_cache_->view().at(layer * capacity_ * kvd);
+  s.v_cache = v_cache_->view().at(layer * capacity_ * kvd);
+  s.capacity = capacity_;
   s.q_out = q_rot_->view();
   be_.qk_norm_rope_kv(s);
-  be_.attention(s.q_out, s.k_cache, s.v_cache, context_, pos_, m, c.n_heads, c.n_kv_heads, c.head_dim, att_->view());
+  be_.attention(s.q_out, s.k_cache, s.v_cache, capacity_, pos_, m, c.n_heads, c.n_kv_heads, c.head_dim, att_->view());
   be_.matmul(lw.wo, att_->view(), m, o_->view());
 }
 

@@ -1,0 +1,30 @@
+#pragma once
+// The Q8_0 weights of the fast path's GEMM (q8_gemm_kernels.h), repacked once at load time from the file's
+// row-major int8 + scales. The repacked matrix is the same size as the file's tensor (1 byte per weight, 4
+// per group scale) and replaces it: once a tensor is repacked, its pages of the file mapping are handed back
+// to the kernel (they are only read again if something else reads that tensor, such as the embedding rows of
+// a tied classifier), so resident memory holds one copy of the weights, not two.
+#include <cstdint>
+#include <memory>
+
+#include "models/core/weights.h"
+
+namespace qt::rt {
+
+class ThreadPool;
+
+struct RepackedQ8 {
+  int64_t rows = 0, cols = 0, group = 0, panels = 0;
+  std::unique_ptr<uint8_t[]> w;      // [panels][16 * cols], layout of q8_gemm_kernels.h
+  std::unique_ptr<float[]> scale;    // [panels][cols / group][16]; rows past `rows` have scale 0
+  const uint8_t* panel(int64_t p) const { return w.get() + p * 16 * cols; }
+  const float* panel_scale(int64_t p) const { return scale.get() + p * 16 * (cols / group); }
+};
+
+// Whether `t` can take the GEMM layout: Q8_0 with a group that is a multiple of 4.
+bool repackable_q8(const QTensor& t);
+
+// Repacks `t` (repackable_q8(t) must hold), releasing the source pages as it goes. `pool` may be null.
+RepackedQ8 repack_q8(const QTensor& t, ThreadPool* pool);
+
+}  // namespace qt::rt
