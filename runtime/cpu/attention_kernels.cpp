@@ -7,12 +7,20 @@
 namespace qt::rt {
 namespace {
 
-void scores_scalar(const float* q, const uint16_t* k, int64_t stride, int64_t n, int64_t d, float scale, float* s) {
-  for (int64_t p = 0; p < n; ++p) {
-    const uint16_t* kp = k + p * stride;
-    float acc = 0.0f;
-    for (int64_t i = 0; i < d; ++i) acc += q[i] * half_bits_to_float(kp[i]);
-    s[p] = acc * scale;
+inline float widen(uint16_t h) { return half_bits_to_float(h); }
+inline float widen(float f) { return f; }
+
+template <typename T>
+void scores_scalar(const float* q, int64_t q_stride, int64_t nq, const T* k, int64_t stride, int64_t n, int64_t d,
+                   float scale, float* s, int64_t s_stride) {
+  for (int64_t j = 0; j < nq; ++j) {
+    const float* qj = q + j * q_stride;
+    for (int64_t p = 0; p < n; ++p) {
+      const T* kp = k + p * stride;
+      float acc = 0.0f;
+      for (int64_t i = 0; i < d; ++i) acc += qj[i] * widen(kp[i]);
+      s[j * s_stride + p] = acc * scale;
+    }
   }
 }
 
@@ -25,26 +33,16 @@ float exp_sum_scalar(float* s, int64_t n, float mx) {
   return sum;
 }
 
-void accumulate_scalar(const float* w, const uint16_t* v, int64_t stride, int64_t n, int64_t d, float* out) {
-  for (int64_t p = 0; p < n; ++p) {
-    const uint16_t* vp = v + p * stride;
-    for (int64_t i = 0; i < d; ++i) out[i] += w[p] * half_bits_to_float(vp[i]);
-  }
-}
-
-void scores_f32_scalar(const float* q, const float* k, int64_t stride, int64_t n, int64_t d, float scale, float* s) {
-  for (int64_t p = 0; p < n; ++p) {
-    const float* kp = k + p * stride;
-    float acc = 0.0f;
-    for (int64_t i = 0; i < d; ++i) acc += q[i] * kp[i];
-    s[p] = acc * scale;
-  }
-}
-
-void accumulate_f32_scalar(const float* w, const float* v, int64_t stride, int64_t n, int64_t d, float* out) {
-  for (int64_t p = 0; p < n; ++p) {
-    const float* vp = v + p * stride;
-    for (int64_t i = 0; i < d; ++i) out[i] += w[p] * vp[i];
+template <typename T>
+void accumulate_scalar(const float* w, int64_t w_stride, int64_t nq, const T* v, int64_t stride, int64_t n, int64_t d,
+                       float* out, int64_t out_stride) {
+  for (int64_t j = 0; j < nq; ++j) {
+    float* oj = out + j * out_stride;
+    for (int64_t p = 0; p < n; ++p) {
+      const T* vp = v + p * stride;
+      const float wp = w[j * w_stride + p];
+      for (int64_t i = 0; i < d; ++i) oj[i] += wp * widen(vp[i]);
+    }
   }
 }
 
@@ -58,9 +56,14 @@ void from_f16_scalar(const uint16_t* x, int64_t n, float* y) {
 
 }  // namespace
 
-const AttentionKernels kScalarAttention = {Isa::kScalar,         scores_scalar,         exp_sum_scalar,
-                                           accumulate_scalar,   scores_f32_scalar,     accumulate_f32_scalar,
-                                           to_f16_scalar,       from_f16_scalar};
+const AttentionKernels kScalarAttention = {Isa::kScalar,
+                                           scores_scalar<uint16_t>,
+                                           exp_sum_scalar,
+                                           accumulate_scalar<uint16_t>,
+                                           scores_scalar<float>,
+                                           accumulate_scalar<float>,
+                                           to_f16_scalar,
+                                           from_f16_scalar};
 
 const AttentionKernels& attention_kernels_for(Isa isa) {
   // kernels_for() has already refused an ISA this CPU cannot run.

@@ -1,8 +1,10 @@
-// AVX2 + F16C attention loops: the AVX-512 ones (attention_kernels_avx512.cpp) at 8 lanes per step.
+// AVX2 + F16C attention loops: the AVX-512 ones (attention_kernels_avx512.cpp) at 8 lanes per step, with
+// 16 output lanes per pass of the values so four queries' accumulators fit the 16 registers.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "common/half.h"
 #include "runtime/cpu/attention_kernels.h"
@@ -17,9 +19,13 @@ inline float hsum256(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-inline __m256 load_f16(const uint16_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
+
+inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 
 // See exp512 in attention_kernels_avx512.cpp.
 inline __m256 exp256(__m256 x) {
@@ -40,26 +46,37 @@ inline __m256 exp256(__m256 x) {
   return _mm256_and_ps(keep, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
 }
 
-void scores_avx2(const float* q, const uint16_t* k, int64_t stride, int64_t n, int64_t d, float scale, float* s) {
-  if (d % 8 != 0) return kScalarAttention.scores(q, k, stride, n, d, scale, s);
-  int64_t p = 0;
-  for (; p + 2 <= n; p += 2) {
-    const uint16_t* k0 = k + p * stride;
-    const uint16_t* k1 = k0 + stride;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+template <typename T, int NQ>
+void scores_n(const float* q, int64_t q_stride, const T* k, int64_t stride, int64_t n, int64_t d, float scale,
+              float* s, int64_t s_stride) {
+  for (int64_t p = 0; p < n; ++p) {
+    const T* kp = k + p * stride;
+    __m256 acc[NQ];
+    for (int j = 0; j < NQ; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < d; i += 8) {
-      const __m256 qv = _mm256_loadu_ps(q + i);
-      a0 = _mm256_fmadd_ps(load_f16(k0 + i), qv, a0);
-      a1 = _mm256_fmadd_ps(load_f16(k1 + i), qv, a1);
+      const __m256 kv = load8(kp + i);
+      for (int j = 0; j < NQ; ++j) acc[j] = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q + j * q_stride + i), acc[j]);
     }
-    s[p] = hsum256(a0) * scale;
-    s[p + 1] = hsum256(a1) * scale;
+    // One reduction order for every query, whatever NQ: a row's scores do not depend on how many queries
+    // share its pass (prefill and decode agree bit for bit).
+    alignas(16) float r[4];
+    _mm_store_ps(r, _mm_mul_ps(hsum4(acc[0], acc[NQ > 1 ? 1 : 0], acc[NQ > 2 ? 2 : 0], acc[NQ - 1]), _mm_set1_ps(scale)));
+    for (int j = 0; j < NQ; ++j) s[j * s_stride + p] = r[j];
   }
-  for (; p < n; ++p) {
-    const uint16_t* k0 = k + p * stride;
-    __m256 a0 = _mm256_setzero_ps();
-    for (int64_t i = 0; i < d; i += 8) a0 = _mm256_fmadd_ps(load_f16(k0 + i), _mm256_loadu_ps(q + i), a0);
-    s[p] = hsum256(a0) * scale;
+}
+
+template <typename T>
+void scores(const float* q, int64_t q_stride, int64_t nq, const T* k, int64_t stride, int64_t n, int64_t d,
+            float scale, float* s, int64_t s_stride) {
+  if (d % 8 != 0) {
+    if constexpr (std::is_same_v<T, uint16_t>) return kScalarAttention.scores(q, q_stride, nq, k, stride, n, d, scale, s, s_stride);
+    else return kScalarAttention.scores_f32(q, q_stride, nq, k, stride, n, d, scale, s, s_stride);
+  }
+  switch (nq) {
+    case 1: return scores_n<T, 1>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+    case 2: return scores_n<T, 2>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+    case 3: return scores_n<T, 3>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+    default: return scores_n<T, 4>(q, q_stride, k, stride, n, d, scale, s, s_stride);
   }
 }
 
@@ -80,56 +97,40 @@ float exp_sum_avx2(float* s, int64_t n, float mx) {
   return total;
 }
 
-void accumulate_avx2(const float* w, const uint16_t* v, int64_t stride, int64_t n, int64_t d, float* out) {
-  if (d % 8 != 0) return kScalarAttention.accumulate(w, v, stride, n, d, out);
-  for (int64_t d0 = 0; d0 < d; d0 += 64) {
-    const int blocks = int(std::min<int64_t>(8, (d - d0) / 8));
-    __m256 acc[8];
-    for (int b = 0; b < blocks; ++b) acc[b] = _mm256_loadu_ps(out + d0 + 8 * b);
+template <typename T, int NQ>
+void accumulate_n(const float* w, int64_t w_stride, const T* v, int64_t stride, int64_t n, int64_t d, float* out,
+                  int64_t out_stride) {
+  for (int64_t d0 = 0; d0 < d; d0 += 16) {
+    const int blocks = int(std::min<int64_t>(2, (d - d0) / 8));
+    __m256 acc[NQ][2];
+    for (int j = 0; j < NQ; ++j)
+      for (int b = 0; b < blocks; ++b) acc[j][b] = _mm256_loadu_ps(out + j * out_stride + d0 + 8 * b);
     for (int64_t p = 0; p < n; ++p) {
-      const __m256 wp = _mm256_set1_ps(w[p]);
-      const uint16_t* vp = v + p * stride + d0;
-      for (int b = 0; b < blocks; ++b) acc[b] = _mm256_fmadd_ps(wp, load_f16(vp + 8 * b), acc[b]);
+      const T* vp = v + p * stride + d0;
+      __m256 vv[2];
+      for (int b = 0; b < blocks; ++b) vv[b] = load8(vp + 8 * b);
+      for (int j = 0; j < NQ; ++j) {
+        const __m256 wj = _mm256_set1_ps(w[j * w_stride + p]);
+        for (int b = 0; b < blocks; ++b) acc[j][b] = _mm256_fmadd_ps(wj, vv[b], acc[j][b]);
+      }
     }
-    for (int b = 0; b < blocks; ++b) _mm256_storeu_ps(out + d0 + 8 * b, acc[b]);
+    for (int j = 0; j < NQ; ++j)
+      for (int b = 0; b < blocks; ++b) _mm256_storeu_ps(out + j * out_stride + d0 + 8 * b, acc[j][b]);
   }
 }
 
-void scores_f32_avx2(const float* q, const float* k, int64_t stride, int64_t n, int64_t d, float scale, float* s) {
-  if (d % 8 != 0) return kScalarAttention.scores_f32(q, k, stride, n, d, scale, s);
-  int64_t p = 0;
-  for (; p + 2 <= n; p += 2) {
-    const float* k0 = k + p * stride;
-    const float* k1 = k0 + stride;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    for (int64_t i = 0; i < d; i += 8) {
-      const __m256 qv = _mm256_loadu_ps(q + i);
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(k0 + i), qv, a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(k1 + i), qv, a1);
-    }
-    s[p] = hsum256(a0) * scale;
-    s[p + 1] = hsum256(a1) * scale;
+template <typename T>
+void accumulate(const float* w, int64_t w_stride, int64_t nq, const T* v, int64_t stride, int64_t n, int64_t d,
+                float* out, int64_t out_stride) {
+  if (d % 8 != 0) {
+    if constexpr (std::is_same_v<T, uint16_t>) return kScalarAttention.accumulate(w, w_stride, nq, v, stride, n, d, out, out_stride);
+    else return kScalarAttention.accumulate_f32(w, w_stride, nq, v, stride, n, d, out, out_stride);
   }
-  for (; p < n; ++p) {
-    const float* k0 = k + p * stride;
-    __m256 a0 = _mm256_setzero_ps();
-    for (int64_t i = 0; i < d; i += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(k0 + i), _mm256_loadu_ps(q + i), a0);
-    s[p] = hsum256(a0) * scale;
-  }
-}
-
-void accumulate_f32_avx2(const float* w, const float* v, int64_t stride, int64_t n, int64_t d, float* out) {
-  if (d % 8 != 0) return kScalarAttention.accumulate_f32(w, v, stride, n, d, out);
-  for (int64_t d0 = 0; d0 < d; d0 += 64) {
-    const int blocks = int(std::min<int64_t>(8, (d - d0) / 8));
-    __m256 acc[8];
-    for (int b = 0; b < blocks; ++b) acc[b] = _mm256_loadu_ps(out + d0 + 8 * b);
-    for (int64_t p = 0; p < n; ++p) {
-      const __m256 wp = _mm256_set1_ps(w[p]);
-      const float* vp = v + p * stride + d0;
-      for (int b = 0; b < blocks; ++b) acc[b] = _mm256_fmadd_ps(wp, _mm256_loadu_ps(vp + 8 * b), acc[b]);
-    }
-    for (int b = 0; b < blocks; ++b) _mm256_storeu_ps(out + d0 + 8 * b, acc[b]);
+  switch (nq) {
+    case 1: return accumulate_n<T, 1>(w, w_stride, v, stride, n, d, out, out_stride);
+    case 2: return accumulate_n<T, 2>(w, w_stride, v, stride, n, d, out, out_stride);
+    case 3: return accumulate_n<T, 3>(w, w_stride, v, stride, n, d, out, out_stride);
+    default: return accumulate_n<T, 4>(w, w_stride, v, stride, n, d, out, out_stride);
   }
 }
 
@@ -143,13 +144,13 @@ void to_f16_avx2(const float* x, int64_t n, uint16_t* y) {
 
 void from_f16_avx2(const uint16_t* x, int64_t n, float* y) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load_f16(x + i));
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load8(x + i));
   for (; i < n; ++i) y[i] = half_bits_to_float(x[i]);
 }
 
 }  // namespace
 
-const AttentionKernels kAvx2Attention = {Isa::kAvx2, scores_avx2, exp_sum_avx2, accumulate_avx2, scores_f32_avx2,
-                                           accumulate_f32_avx2, to_f16_avx2, from_f16_avx2};
+const AttentionKernels kAvx2Attention = {Isa::kAvx2,   scores<uint16_t>,  exp_sum_avx2, accumulate<uint16_t>,
+                                         scores<float>, accumulate<float>, to_f16_avx2,  from_f16_avx2};
 
 }  // namespace qt::rt

@@ -1,8 +1,10 @@
-// AVX-512 attention loops: fp16 keys/values widened with vcvtph2ps, 16 lanes per step.
+// AVX-512 attention loops: fp16 keys/values widened with vcvtph2ps, 16 lanes per step, each cached row
+// loaded once for up to four queries.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "common/half.h"
 #include "runtime/cpu/attention_kernels.h"
@@ -10,19 +12,27 @@
 namespace qt::rt {
 namespace {
 
+inline __m256 fold(__m512 v) {
+  return _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
 inline float hsum512(__m512 v) {
-  const __m256 lo = _mm512_castps512_ps256(v);
-  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-  __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m256 s8 = fold(v);
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
 
-inline __m512 load_f16(const uint16_t* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+// The four sums of a, b, c, d in one vector.
+inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m256 ab = _mm256_hadd_ps(fold(a), fold(b)), cd = _mm256_hadd_ps(fold(c), fold(d));
+  const __m256 abcd = _mm256_hadd_ps(ab, cd);
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
+
+inline __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 
 // exp(x) for x <= 88: x = n ln2 + r with |r| <= ln2/2, e^r by its degree-6 Taylor polynomial (relative
 // error about 2e-7), 2^n put into the exponent bits. Inputs below -87.3 give 0.
@@ -44,27 +54,37 @@ inline __m512 exp512(__m512 x) {
   return _mm512_maskz_mul_ps(~tiny, p, _mm512_castsi512_ps(e));
 }
 
-void scores_avx512(const float* q, const uint16_t* k, int64_t stride, int64_t n, int64_t d, float scale, float* s) {
-  if (d % 16 != 0) return kScalarAttention.scores(q, k, stride, n, d, scale, s);
-  int64_t p = 0;
-  // Two positions per step: two independent FMA chains and one shared horizontal reduction tail.
-  for (; p + 2 <= n; p += 2) {
-    const uint16_t* k0 = k + p * stride;
-    const uint16_t* k1 = k0 + stride;
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+template <typename T, int NQ>
+void scores_n(const float* q, int64_t q_stride, const T* k, int64_t stride, int64_t n, int64_t d, float scale,
+              float* s, int64_t s_stride) {
+  for (int64_t p = 0; p < n; ++p) {
+    const T* kp = k + p * stride;
+    __m512 acc[NQ];
+    for (int j = 0; j < NQ; ++j) acc[j] = _mm512_setzero_ps();
     for (int64_t i = 0; i < d; i += 16) {
-      const __m512 qv = _mm512_loadu_ps(q + i);
-      a0 = _mm512_fmadd_ps(load_f16(k0 + i), qv, a0);
-      a1 = _mm512_fmadd_ps(load_f16(k1 + i), qv, a1);
+      const __m512 kv = load16(kp + i);
+      for (int j = 0; j < NQ; ++j) acc[j] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + j * q_stride + i), acc[j]);
     }
-    s[p] = hsum512(a0) * scale;
-    s[p + 1] = hsum512(a1) * scale;
+    // One reduction order for every query, whatever NQ: a row's scores do not depend on how many queries
+    // share its pass (prefill and decode agree bit for bit).
+    alignas(16) float r[4];
+    _mm_store_ps(r, _mm_mul_ps(hsum4(acc[0], acc[NQ > 1 ? 1 : 0], acc[NQ > 2 ? 2 : 0], acc[NQ - 1]), _mm_set1_ps(scale)));
+    for (int j = 0; j < NQ; ++j) s[j * s_stride + p] = r[j];
   }
-  for (; p < n; ++p) {
-    const uint16_t* k0 = k + p * stride;
-    __m512 a0 = _mm512_setzero_ps();
-    for (int64_t i = 0; i < d; i += 16) a0 = _mm512_fmadd_ps(load_f16(k0 + i), _mm512_loadu_ps(q + i), a0);
-    s[p] = hsum512(a0) * scale;
+}
+
+template <typename T>
+void scores(const float* q, int64_t q_stride, int64_t nq, const T* k, int64_t stride, int64_t n, int64_t d,
+            float scale, float* s, int64_t s_stride) {
+  if (d % 16 != 0) {
+    if constexpr (std::is_same_v<T, uint16_t>) return kScalarAttention.scores(q, q_stride, nq, k, stride, n, d, scale, s, s_stride);
+    else return kScalarAttention.scores_f32(q, q_stride, nq, k, stride, n, d, scale, s, s_stride);
+  }
+  switch (nq) {
+    case 1: return scores_n<T, 1>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+    case 2: return scores_n<T, 2>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+    case 3: return scores_n<T, 3>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+    default: return scores_n<T, 4>(q, q_stride, k, stride, n, d, scale, s, s_stride);
   }
 }
 
@@ -86,58 +106,41 @@ float exp_sum_avx512(float* s, int64_t n, float mx) {
   return hsum512(sum);
 }
 
-// Up to 128 output lanes stay in registers while every position is streamed once.
-void accumulate_avx512(const float* w, const uint16_t* v, int64_t stride, int64_t n, int64_t d, float* out) {
-  if (d % 16 != 0) return kScalarAttention.accumulate(w, v, stride, n, d, out);
-  for (int64_t d0 = 0; d0 < d; d0 += 128) {
-    const int blocks = int(std::min<int64_t>(8, (d - d0) / 16));
-    __m512 acc[8];
-    for (int b = 0; b < blocks; ++b) acc[b] = _mm512_loadu_ps(out + d0 + 16 * b);
+// 64 output lanes of up to four queries stay in registers while the value rows stream past once.
+template <typename T, int NQ>
+void accumulate_n(const float* w, int64_t w_stride, const T* v, int64_t stride, int64_t n, int64_t d, float* out,
+                  int64_t out_stride) {
+  for (int64_t d0 = 0; d0 < d; d0 += 64) {
+    const int blocks = int(std::min<int64_t>(4, (d - d0) / 16));
+    __m512 acc[NQ][4];
+    for (int j = 0; j < NQ; ++j)
+      for (int b = 0; b < blocks; ++b) acc[j][b] = _mm512_loadu_ps(out + j * out_stride + d0 + 16 * b);
     for (int64_t p = 0; p < n; ++p) {
-      const __m512 wp = _mm512_set1_ps(w[p]);
-      const uint16_t* vp = v + p * stride + d0;
-      for (int b = 0; b < blocks; ++b) acc[b] = _mm512_fmadd_ps(wp, load_f16(vp + 16 * b), acc[b]);
+      const T* vp = v + p * stride + d0;
+      __m512 vv[4];
+      for (int b = 0; b < blocks; ++b) vv[b] = load16(vp + 16 * b);
+      for (int j = 0; j < NQ; ++j) {
+        const __m512 wj = _mm512_set1_ps(w[j * w_stride + p]);
+        for (int b = 0; b < blocks; ++b) acc[j][b] = _mm512_fmadd_ps(wj, vv[b], acc[j][b]);
+      }
     }
-    for (int b = 0; b < blocks; ++b) _mm512_storeu_ps(out + d0 + 16 * b, acc[b]);
+    for (int j = 0; j < NQ; ++j)
+      for (int b = 0; b < blocks; ++b) _mm512_storeu_ps(out + j * out_stride + d0 + 16 * b, acc[j][b]);
   }
 }
 
-void scores_f32_avx512(const float* q, const float* k, int64_t stride, int64_t n, int64_t d, float scale, float* s) {
-  if (d % 16 != 0) return kScalarAttention.scores_f32(q, k, stride, n, d, scale, s);
-  int64_t p = 0;
-  // Two positions per step: two independent FMA chains and one shared horizontal reduction tail.
-  for (; p + 2 <= n; p += 2) {
-    const float* k0 = k + p * stride;
-    const float* k1 = k0 + stride;
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    for (int64_t i = 0; i < d; i += 16) {
-      const __m512 qv = _mm512_loadu_ps(q + i);
-      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(k0 + i), qv, a0);
-      a1 = _mm512_fmadd_ps(_mm512_loadu_ps(k1 + i), qv, a1);
-    }
-    s[p] = hsum512(a0) * scale;
-    s[p + 1] = hsum512(a1) * scale;
+template <typename T>
+void accumulate(const float* w, int64_t w_stride, int64_t nq, const T* v, int64_t stride, int64_t n, int64_t d,
+                float* out, int64_t out_stride) {
+  if (d % 16 != 0) {
+    if constexpr (std::is_same_v<T, uint16_t>) return kScalarAttention.accumulate(w, w_stride, nq, v, stride, n, d, out, out_stride);
+    else return kScalarAttention.accumulate_f32(w, w_stride, nq, v, stride, n, d, out, out_stride);
   }
-  for (; p < n; ++p) {
-    const float* k0 = k + p * stride;
-    __m512 a0 = _mm512_setzero_ps();
-    for (int64_t i = 0; i < d; i += 16) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(k0 + i), _mm512_loadu_ps(q + i), a0);
-    s[p] = hsum512(a0) * scale;
-  }
-}
-
-void accumulate_f32_avx512(const float* w, const float* v, int64_t stride, int64_t n, int64_t d, float* out) {
-  if (d % 16 != 0) return kScalarAttention.accumulate_f32(w, v, stride, n, d, out);
-  for (int64_t d0 = 0; d0 < d; d0 += 128) {
-    const int blocks = int(std::min<int64_t>(8, (d - d0) / 16));
-    __m512 acc[8];
-    for (int b = 0; b < blocks; ++b) acc[b] = _mm512_loadu_ps(out + d0 + 16 * b);
-    for (int64_t p = 0; p < n; ++p) {
-      const __m512 wp = _mm512_set1_ps(w[p]);
-      const float* vp = v + p * stride + d0;
-      for (int b = 0; b < blocks; ++b) acc[b] = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp + 16 * b), acc[b]);
-    }
-    for (int b = 0; b < blocks; ++b) _mm512_storeu_ps(out + d0 + 16 * b, acc[b]);
+  switch (nq) {
+    case 1: return accumulate_n<T, 1>(w, w_stride, v, stride, n, d, out, out_stride);
+    case 2: return accumulate_n<T, 2>(w, w_stride, v, stride, n, d, out, out_stride);
+    case 3: return accumulate_n<T, 3>(w, w_stride, v, stride, n, d, out, out_stride);
+    default: return accumulate_n<T, 4>(w, w_stride, v, stride, n, d, out, out_stride);
   }
 }
 
@@ -151,13 +154,13 @@ void to_f16_avx512(const float* x, int64_t n, uint16_t* y) {
 
 void from_f16_avx512(const uint16_t* x, int64_t n, float* y) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, load_f16(x + i));
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, load16(x + i));
   for (; i < n; ++i) y[i] = half_bits_to_float(x[i]);
 }
 
 }  // namespace
 
-const AttentionKernels kAvx512Attention = {Isa::kAvx512Vnni, scores_avx512, exp_sum_avx512, accumulate_avx512, scores_f32_avx512,
-                                           accumulate_f32_avx512, to_f16_avx512, from_f16_avx512};
+const AttentionKernels kAvx512Attention = {Isa::kAvx512Vnni, scores<uint16_t>, exp_sum_avx512, accumulate<uint16_t>,
+                                           scores<float>,    accumulate<float>, to_f16_avx512, from_f16_avx512};
 
 }  // namespace qt::rt

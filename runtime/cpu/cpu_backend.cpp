@@ -100,7 +100,21 @@ const RepackedQ8* CpuBackend::repacked(const QTensor& w) const {
 void CpuBackend::gemm_q8(const RepackedQ8* const* mats, float* const* ys, int count, const float* x, int64_t m) {
   thread_local QuantizedRows scratch_rows;
   QuantizedRows& xq = scratch_rows;  // named outside the lambda: see quantized_matvec
-  quantize_rows(x, m, mats[0]->cols, mats[0]->group, xq);
+  const Q8GemmKernels& kr = *gemm_;
+  const int64_t K = mats[0]->cols, G = mats[0]->group, ng = K / G;
+  xq.k = K, xq.group = G;
+  xq.q.resize(size_t(m * K));
+  xq.scale.resize(size_t(m * ng));
+  xq.qsum.resize(size_t(m * ng));
+  auto quantize = [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      kr.quantize_row(x + i * K, K, G, xq.q.data() + i * K, xq.scale.data() + i * ng, xq.qsum.data() + i * ng);
+  };
+  if (m * K >= (int64_t(1) << 16)) {
+    pool_.parallel_for(m, std::max<int64_t>(1, m / (4 * int64_t(pool_.threads()))), quantize);
+  } else {
+    quantize(0, m);
+  }
   struct Segment {
     int mat;
     int64_t p0, p1;
@@ -113,8 +127,6 @@ void CpuBackend::gemm_q8(const RepackedQ8* const* mats, float* const* ys, int co
   for (int j = 0; j < count; ++j)
     for (int64_t p = 0; p < mats[j]->panels; p += step)
       segments.push_back(Segment{j, p, std::min(mats[j]->panels, p + step)});
-  const Q8GemmKernels& kr = *gemm_;
-  const int64_t K = mats[0]->cols, ng = K / mats[0]->group;
   pool_.parallel_for(int64_t(segments.size()), 1, [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; ++s) {
       const Segment& seg = segments[size_t(s)];
@@ -417,10 +429,11 @@ void CpuBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity, in
   attention(q.f32(), k_cache.f32(), v_cache.f32(), pos0, m, n_heads, n_kv_heads, head_dim, out.f32());
 }
 
-// Work items are (query row, kv head, span of cached positions); the query heads that share a kv head run in
-// the same item, so its keys and values come from cache once. A context is cut into spans only when rows x
-// kv heads are too few to keep every thread busy (decode), and spans are never shorter than kMinSpan
-// positions; each span's softmax is then kept unnormalized with its own maximum and the spans are merged.
+// Work items are (block of query rows, kv head, span of cached positions). An item's queries are the query
+// heads that share its kv head for each of its rows (up to kAttnQueries in all), so every cached key and value
+// is loaded once for all of them. A context is cut into spans only when items are too few to keep every thread
+// busy (decode), and spans are never shorter than kMinSpan positions; each span's softmax is then kept
+// unnormalized with its own maximum and the spans are merged.
 template <typename T>
 void CpuBackend::attention_fast(const float* q, const T* k_cache, const T* v_cache, int64_t pos0, int64_t m,
                                 int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out) {
@@ -428,59 +441,78 @@ void CpuBackend::attention_fast(const float* q, const T* k_cache, const T* v_cac
   const int64_t q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim, rep = n_heads / n_kv_heads;
   const float scale = 1.0f / std::sqrt(float(head_dim));
   const AttentionKernels& ak = *attn_;
-  const int64_t pairs = m * n_kv_heads, longest = pos0 + m;
+  const int64_t rows_per = std::max<int64_t>(1, kAttnQueries / rep), per_item = rows_per * rep;
+  const int64_t pairs = (m + rows_per - 1) / rows_per * n_kv_heads, longest = pos0 + m;
   const int64_t wanted = (4 * int64_t(threads()) + pairs - 1) / pairs;
   const int64_t spans = std::clamp<int64_t>(wanted, 1, (longest + kMinSpan - 1) / kMinSpan);
   const int64_t span_len = (longest + spans - 1) / spans;
-  // Per item and query head: the span's maximum score, its sum of exponentials, and the unnormalized output.
+  // Per item and query: the span's maximum score, its sum of exponentials, and the unnormalized output.
   const int64_t part_size = head_dim + 2;
-  std::vector<float> parts(spans > 1 ? size_t(pairs * spans * rep * part_size) : 0);
+  std::vector<float> parts(spans > 1 ? size_t(pairs * spans * per_item * part_size) : 0);
+  auto row_of = [&](int64_t pair, int64_t j) { return pair / n_kv_heads * rows_per + j / rep; };
+  auto head_of = [&](int64_t pair, int64_t j) { return pair % n_kv_heads * rep + j % rep; };
   pool_.parallel_for(pairs * spans, 1, [&](int64_t t0, int64_t t1) {
+    float* qs = scratch(tls_row, 2 * kAttnQueries * head_dim);
+    float* acc = qs + kAttnQueries * head_dim;
+    float* scores = scratch(tls_scores, kAttnQueries * span_len);
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t pair = t / spans, span = t % spans, i = pair / n_kv_heads, g = pair % n_kv_heads;
-      const int64_t len = pos0 + i + 1, p0 = span * span_len, p1 = std::min(len, p0 + span_len);
+      const int64_t pair = t / spans, span = t % spans, g = pair % n_kv_heads, p0 = span * span_len;
+      const int64_t queries = std::min(per_item, (m - row_of(pair, 0)) * rep);
       const T* k = k_cache + p0 * kv_dim + g * head_dim;
       const T* v = v_cache + p0 * kv_dim + g * head_dim;
-      for (int64_t r = 0; r < rep; ++r) {
-        const int64_t h = g * rep + r;
-        float* part = spans > 1 ? parts.data() + ((pair * spans + span) * rep + r) * part_size : nullptr;
-        if (p1 <= p0) {  // this row's causal context ends before the span
-          part[0] = -INFINITY, part[1] = 0.0f;
-          continue;
+      for (int64_t j0 = 0; j0 < queries; j0 += kAttnQueries) {
+        const int64_t nq = std::min(kAttnQueries, queries - j0);
+        int64_t n = 0, len[kAttnQueries];
+        for (int64_t j = 0; j < nq; ++j) {
+          const int64_t row = row_of(pair, j0 + j);
+          len[j] = std::clamp<int64_t>(pos0 + row + 1 - p0, 0, span_len);  // the row's causal part of the span
+          n = std::max(n, len[j]);
+          std::memcpy(qs + j * head_dim, q + row * q_dim + head_of(pair, j0 + j) * head_dim, sizeof(float) * size_t(head_dim));
         }
-        const int64_t n = p1 - p0;
-        float* scores = scratch(tls_scores, n);
-        if constexpr (std::is_same_v<T, uint16_t>) {
-          ak.scores(q + i * q_dim + h * head_dim, k, kv_dim, n, head_dim, scale, scores);
-        } else {
-          ak.scores_f32(q + i * q_dim + h * head_dim, k, kv_dim, n, head_dim, scale, scores);
+        float mx[kAttnQueries], sum[kAttnQueries];
+        if (n > 0) {
+          if constexpr (std::is_same_v<T, uint16_t>) {
+            ak.scores(qs, head_dim, nq, k, kv_dim, n, head_dim, scale, scores, span_len);
+          } else {
+            ak.scores_f32(qs, head_dim, nq, k, kv_dim, n, head_dim, scale, scores, span_len);
+          }
+          for (int64_t j = 0; j < nq; ++j) {
+            float* sj = scores + j * span_len;
+            mx[j] = len[j] > 0 ? *std::max_element(sj, sj + len[j]) : -INFINITY;
+            sum[j] = len[j] > 0 ? ak.exp_sum(sj, len[j], mx[j]) : 0.0f;
+            std::fill(sj + len[j], sj + n, 0.0f);  // positions after the row's own: no weight
+          }
+          std::fill(acc, acc + nq * head_dim, 0.0f);
+          if constexpr (std::is_same_v<T, uint16_t>) {
+            ak.accumulate(scores, span_len, nq, v, kv_dim, n, head_dim, acc, head_dim);
+          } else {
+            ak.accumulate_f32(scores, span_len, nq, v, kv_dim, n, head_dim, acc, head_dim);
+          }
         }
-        const float mx = *std::max_element(scores, scores + n);
-        const float sum = ak.exp_sum(scores, n, mx);
-        float* o = part ? part + 2 : out + i * q_dim + h * head_dim;
-        std::fill(o, o + head_dim, 0.0f);
-        if constexpr (std::is_same_v<T, uint16_t>) {
-          ak.accumulate(scores, v, kv_dim, n, head_dim, o);
-        } else {
-          ak.accumulate_f32(scores, v, kv_dim, n, head_dim, o);
-        }
-        if (part) {
-          part[0] = mx, part[1] = sum;
-        } else {
-          const float inv = 1.0f / sum;
-          for (int64_t d = 0; d < head_dim; ++d) o[d] *= inv;
+        for (int64_t j = 0; j < nq; ++j) {
+          const float* aj = acc + j * head_dim;
+          if (spans > 1) {
+            float* part = parts.data() + ((pair * spans + span) * per_item + j0 + j) * part_size;
+            part[0] = len[j] > 0 ? mx[j] : -INFINITY;
+            part[1] = len[j] > 0 ? sum[j] : 0.0f;
+            if (len[j] > 0) std::memcpy(part + 2, aj, sizeof(float) * size_t(head_dim));
+          } else {
+            float* o = out + row_of(pair, j0 + j) * q_dim + head_of(pair, j0 + j) * head_dim;
+            const float inv = 1.0f / sum[j];
+            for (int64_t d = 0; d < head_dim; ++d) o[d] = aj[d] * inv;
+          }
         }
       }
     }
   });
   if (spans == 1) return;
   for (int64_t pair = 0; pair < pairs; ++pair) {
-    const int64_t i = pair / n_kv_heads, g = pair % n_kv_heads;
-    for (int64_t r = 0; r < rep; ++r) {
-      auto part = [&](int64_t span) { return parts.data() + ((pair * spans + span) * rep + r) * part_size; };
+    const int64_t queries = std::min(per_item, (m - row_of(pair, 0)) * rep);
+    for (int64_t j = 0; j < queries; ++j) {
+      auto part = [&](int64_t span) { return parts.data() + ((pair * spans + span) * per_item + j) * part_size; };
       float mx = -INFINITY;
       for (int64_t c = 0; c < spans; ++c) mx = std::max(mx, part(c)[0]);
-      float* o = out + i * q_dim + (g * rep + r) * head_dim;
+      float* o = out + row_of(pair, j) * q_dim + head_of(pair, j) * head_dim;
       std::fill(o, o + head_dim, 0.0f);
       float sum = 0.0f;
       for (int64_t c = 0; c < spans; ++c) {

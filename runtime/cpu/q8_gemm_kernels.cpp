@@ -1,5 +1,6 @@
 #include "runtime/cpu/q8_gemm_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace qt::rt {
@@ -27,7 +28,25 @@ void panel_scalar(const uint8_t* w, const float* w_scale, int64_t k, int64_t gro
 
 }  // namespace
 
-const Q8GemmKernels kScalarQ8Gemm = {Isa::kScalar, panel_scalar};
+void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum) {
+  for (int64_t g = 0; g < k / group; ++g) {
+    const float* xg = x + g * group;
+    float amax = 0.0f;
+    for (int64_t j = 0; j < group; ++j) amax = std::max(amax, std::fabs(xg[j]));
+    const float s = amax / 127.0f;
+    const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+    int32_t sum = 0;
+    for (int64_t j = 0; j < group; ++j) {
+      const int32_t v = std::clamp(static_cast<int32_t>(std::nearbyint(xg[j] * inv)), -127, 127);
+      q[g * group + j] = static_cast<int8_t>(v);
+      sum += v;
+    }
+    scale[g] = s;
+    qsum[g] = sum;
+  }
+}
+
+const Q8GemmKernels kScalarQ8Gemm = {Isa::kScalar, panel_scalar, quantize_row_scalar};
 
 const Q8GemmKernels& q8_gemm_kernels_for(Isa isa) {
   switch (isa) {

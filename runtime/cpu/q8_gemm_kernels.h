@@ -24,9 +24,16 @@ struct Q8GemmKernels {
   void (*panel)(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                 const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                 int64_t y_stride, int64_t rows);
+  // One activation row to the panel's int8 input, per group of `group`: scale = amax / 127, q =
+  // clamp(round-half-even(x / scale), -127, 127), qsum = sum of q. The same numbers as quantize_rows()
+  // (kernels_src/cpu_matvec/quantized_matvec.h), which defines them.
+  void (*quantize_row)(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum);
 };
 
 const Q8GemmKernels& q8_gemm_kernels_for(Isa isa);
+
+// The portable quantizer, also used by the SIMD tables for groups their vectors do not fit.
+void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum);
 
 extern const Q8GemmKernels kScalarQ8Gemm;
 extern const Q8GemmKernels kAvx2Q8Gemm;

@@ -75,8 +75,41 @@ void panel_avx2(const uint8_t* w, const float* w_scale, int64_t k, int64_t group
   }
 }
 
+inline float hmax256(__m256 v) {
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+// vcvtps2dq rounds half to even under the default MXCSR, like nearbyint.
+void quantize_row_avx2(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum) {
+  if (group % 8 != 0) return quantize_row_scalar(x, k, group, q, scale, qsum);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t g = 0; g < k / group; ++g) {
+    const float* xg = x + g * group;
+    __m256 amax = _mm256_setzero_ps();
+    for (int64_t j = 0; j < group; j += 8) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(xg + j)));
+    const float s = hmax256(amax) / 127.0f;
+    const __m256 inv = _mm256_set1_ps(s > 0.0f ? 1.0f / s : 0.0f);
+    __m256i sum = _mm256_setzero_si256();
+    for (int64_t j = 0; j < group; j += 8) {
+      __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + j), inv));
+      v = _mm256_max_epi32(_mm256_min_epi32(v, _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
+      alignas(32) int32_t lanes[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
+      for (int i = 0; i < 8; ++i) q[g * group + j + i] = static_cast<int8_t>(lanes[i]);
+      sum = _mm256_add_epi32(sum, v);
+    }
+    alignas(32) int32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), sum);
+    scale[g] = s;
+    qsum[g] = lanes[0] + lanes[1] + lanes[2] + lanes[3] + lanes[4] + lanes[5] + lanes[6] + lanes[7];
+  }
+}
+
 }  // namespace
 
-const Q8GemmKernels kAvx2Q8Gemm = {Isa::kAvx2, panel_avx2};
+const Q8GemmKernels kAvx2Q8Gemm = {Isa::kAvx2, panel_avx2, quantize_row_avx2};
 
 }  // namespace qt::rt

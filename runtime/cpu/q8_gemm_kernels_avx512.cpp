@@ -61,8 +61,45 @@ void panel_avx512(const uint8_t* w, const float* w_scale, int64_t k, int64_t gro
   }
 }
 
+inline float hmax512(__m512 v) {
+  __m256 m = _mm256_max_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+inline int32_t hsum_epi32(__m512i v) {
+  __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+  return _mm_cvtsi128_si32(h);
+}
+
+// vcvtps2dq rounds half to even under the default MXCSR, like nearbyint.
+void quantize_row_avx512(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum) {
+  if (group % 16 != 0) return quantize_row_scalar(x, k, group, q, scale, qsum);
+  for (int64_t g = 0; g < k / group; ++g) {
+    const float* xg = x + g * group;
+    __m512 amax = _mm512_setzero_ps();
+    for (int64_t j = 0; j < group; j += 16) amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_loadu_ps(xg + j)));
+    const float s = hmax512(amax) / 127.0f;
+    const __m512 inv = _mm512_set1_ps(s > 0.0f ? 1.0f / s : 0.0f);
+    __m512i sum = _mm512_setzero_si512();
+    for (int64_t j = 0; j < group; j += 16) {
+      __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xg + j), inv));
+      v = _mm512_max_epi32(_mm512_min_epi32(v, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + g * group + j), _mm512_cvtepi32_epi8(v));
+      sum = _mm512_add_epi32(sum, v);
+    }
+    scale[g] = s;
+    qsum[g] = hsum_epi32(sum);
+  }
+}
+
 }  // namespace
 
-const Q8GemmKernels kAvx512Q8Gemm = {Isa::kAvx512Vnni, panel_avx512};
+const Q8GemmKernels kAvx512Q8Gemm = {Isa::kAvx512Vnni, panel_avx512, quantize_row_avx512};
 
 }  // namespace qt::rt

@@ -77,14 +77,39 @@ TEST_CASE("Q8_0 GEMM over repacked panels equals the exact integer sums of every
   }
 }
 
+TEST_CASE("the GEMM's activation quantizer of every ISA gives quantize_rows' numbers", "[runtime][kernels]") {
+  std::mt19937_64 rng(23);
+  for (int64_t group : {32, 64, 128}) {
+    const int64_t k = group * 3;
+    std::vector<float> x = test::random_values(rng, size_t(k), 3.0f);
+    // Group 0 has amax 127 (scale 1): halves round to even; group 1 is all zero (scale 0).
+    x[0] = 127.0f, x[1] = 2.5f, x[2] = -3.5f, x[3] = 0.5f;
+    std::fill(x.begin() + group, x.begin() + 2 * group, 0.0f);
+    QuantizedRows expect;
+    quantize_rows(x.data(), 1, k, group, expect);
+    for (Isa isa : available_isas()) {
+      INFO("isa " << isa_name(isa) << " group " << group);
+      std::vector<int8_t> q(static_cast<size_t>(k));
+      std::vector<float> scale(size_t(k / group));
+      std::vector<int32_t> qsum(size_t(k / group));
+      q8_gemm_kernels_for(isa).quantize_row(x.data(), k, group, q.data(), scale.data(), qsum.data());
+      CHECK(q == expect.q);
+      CHECK(scale == expect.scale);
+      CHECK(qsum == expect.qsum);
+    }
+  }
+}
+
 TEST_CASE("attention over an fp16 KV cache at depth equals the double-precision reference on the same cached values",
           "[runtime][kernels]") {
   std::mt19937_64 rng(22);
-  const int64_t n_heads = 4, n_kv = 2, hd = 64, kvd = n_kv * hd, qd = n_heads * hd;
+  for (const int64_t hd : {32, 64}) {
+  const int64_t n_heads = 4, n_kv = 2, kvd = n_kv * hd, qd = n_heads * hd;
   // 1500 cached positions, decode (1 row) and a short prefill (5 rows): with 4 threads and 2 kv heads a
-  // decode step is split into spans of the context whose softmaxes are merged.
-  for (int64_t m : {1, 5}) {
-    const int64_t pos0 = 1500 - m, cap = 1500;
+  // decode step is split into spans of the context whose softmaxes are merged. And a prompt from position 0,
+  // whose rows see causal contexts of different lengths.
+  for (const auto& [pos0, m] : {std::pair<int64_t, int64_t>{1499, 1}, {1495, 5}, {0, 7}}) {
+    const int64_t cap = 1500;
     std::vector<float> kc = test::random_values(rng, size_t(cap * kvd), 3.0f), vc = test::random_values(rng, size_t(cap * kvd), 1.0f);
     for (float& v : kc) v = round_to_half(v);
     for (float& v : vc) v = round_to_half(v);
@@ -93,7 +118,7 @@ TEST_CASE("attention over an fp16 KV cache at depth equals the double-precision 
     CpuBackend ref(test::cpu_options(true, 1));
     ref.attention(q.data(), kc.data(), vc.data(), pos0, m, n_heads, n_kv, hd, expect.data());
     for (Isa isa : available_isas()) {
-      INFO("isa " << isa_name(isa) << " rows " << m);
+      INFO("isa " << isa_name(isa) << " rows " << m << " after " << pos0 << " head_dim " << hd);
       CpuBackend fast(test::cpu_options(false, 4, isa));
       auto k16 = fast.alloc_kv(size_t(cap * kvd)), v16 = fast.alloc_kv(size_t(cap * kvd));
       REQUIRE(k16->view().type == ActType::F16);
@@ -107,6 +132,7 @@ TEST_CASE("attention over an fp16 KV cache at depth equals the double-precision 
       CHECK(worst < 2e-5);
     }
   }
+  }
 }
 
 TEST_CASE("the KV cache grows with the tokens run, not to the context, and keeps what it holds", "[runtime][model]") {
@@ -117,9 +143,11 @@ TEST_CASE("the KV cache grows with the tokens run, not to the context, and keeps
   auto m = test::make_random_model(s);
   const int vocab = int(s.config.vocab_size);
   const auto tokens = prompt(300, vocab);
-  for (bool reference : {true, false}) {
-    INFO((reference ? "reference" : "fast"));
-    CpuBackend be(test::cpu_options(reference, 2));
+  std::vector<std::pair<bool, Isa>> paths{{true, Isa::kScalar}};
+  for (Isa isa : available_isas()) paths.emplace_back(false, isa);
+  for (const auto& [reference, isa] : paths) {
+    INFO((reference ? "reference" : "fast ") << (reference ? "" : isa_name(isa)));
+    CpuBackend be(test::cpu_options(reference, 2, isa));
     // Context 0 is the model's maximum: none of it is allocated up front.
     Qwen3Model whole(m->weights, be, 0), grown(m->weights, be, 0);
     CHECK(whole.context() == 40960);
