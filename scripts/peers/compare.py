@@ -122,6 +122,8 @@ def main():
     if a.rounds < 3:
         print("compare.py: fewer than 3 rounds make the ratios unreliable on a shared machine", file=sys.stderr)
 
+    a.qtune_rev = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe", "--always", "--dirty"],
+                                 capture_output=True, text=True).stdout.strip()
     results = {}  # (shape, threads) -> {"qtune": [...], "llama": [...]}
     started = datetime.datetime.now(datetime.timezone.utc)
     with open(a.raw, "a") as raw:
@@ -142,8 +144,7 @@ def main():
 
 
 def write_report(a, results, started, finished):
-    qtune_rev = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe", "--always", "--dirty"],
-                               capture_output=True, text=True).stdout.strip()
+    qtune_rev = a.qtune_rev
     any_llama = next(iter(results.values()))["llama"][0]
     loads = [l for v in results.values() for side in v.values() for r in side for pair in r["load"] for l in pair]
     cpu = any_llama.get("cpu") or platform.processor()

@@ -8,7 +8,8 @@
 # A benchmark, not a test: CI does not run it. Every step is skipped when its output already exists, so a
 # second run only measures. Usage (from the repository root, after configuring build/):
 #   scripts/peers/cpu_vs_llama_cpp.sh [--rounds N] [--threads "1 2"] [--prepare-only]
-# Environment: QTUNE_BUILD (default build), PEERS_DIR (default $QTUNE_BUILD/peers),
+# Environment: QTUNE_BUILD (default build), PEERS_DIR (default $QTUNE_BUILD/peers), QBENCH (default
+#   $QTUNE_BUILD/bin/qbench: point it at a copy to keep rebuilding while a run goes on),
 #   LLAMA_CPP_PYTHON_VERSION (default 0.3.36), PYTHON (default python3).
 set -euo pipefail
 
@@ -90,6 +91,6 @@ make_model qwen3-0.6b qwen3-0.6b "" ajc1
 make_model qwen3-30b-a3b-L2 qwen3-30b-a3b 2 moe3
 [[ $PREPARE_ONLY == 1 ]] && { log "prepared in $WORK"; exit 0; }
 
-"$PYTHON" "$ROOT/scripts/peers/compare.py" --qbench "$BUILD/bin/qbench" --llama-bench "$LLAMA_BENCH" \
+"$PYTHON" "$ROOT/scripts/peers/compare.py" --qbench "${QBENCH:-$BUILD/bin/qbench}" --llama-bench "$LLAMA_BENCH" \
   --llama-src "$SRC" --llama-version "$VERSION" --models "$WORK/models" --rounds "$ROUNDS" --threads $THREADS \
   --out "$ROOT/results/cpu-vs-llama.cpp.md" --raw "$WORK/raw.jsonl"
