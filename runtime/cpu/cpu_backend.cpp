@@ -70,6 +70,7 @@ void CpuBackend::prepare(const ModelWeights& weights) {
   // Dense matrices run for every token, so repacking them pays in prefill and costs no memory (the file's
   // pages are released). Experts keep the file layout: a MoE model touches only the experts it routes to.
   repack(weights.classifier.empty() ? weights.embedding : weights.classifier);
+  advise_random_rows(weights.embedding);
   add(weights.classifier);
   for (const auto& l : weights.layers) {
     for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) repack(*t);
@@ -172,8 +173,17 @@ void CpuBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m, A
       throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary [0, " +
                   std::to_string(table.rows) + ")");
   }
+  // A tied table was repacked as the classifier: its rows are read from that copy, so the file's pages
+  // released behind the repack are not brought back.
+  const RepackedQ8* r = repacked(table);
   pool_.parallel_for(m, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) dequantize_row(table, tokens[i], out + i * table.cols);
+    for (int64_t i = i0; i < i1; ++i) {
+      if (r) {
+        r->dequantize_row(tokens[i], out + i * table.cols);
+      } else {
+        dequantize_row(table, tokens[i], out + i * table.cols);
+      }
+    }
   });
 }
 

@@ -26,6 +26,13 @@ void release_pages(const void* p, uint64_t bytes) {
 #endif
 }
 
+void advise_range(const void* p, uint64_t bytes, int advice) {
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = reinterpret_cast<uint64_t>(p) / page * page;
+  const uint64_t end = reinterpret_cast<uint64_t>(p) + bytes;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, advice);
+}
+
 constexpr int64_t kPanelsPerBlock = 64;  // 1024 rows: the source pages behind a block are released at once
 
 }  // namespace
@@ -33,6 +40,19 @@ constexpr int64_t kPanelsPerBlock = 64;  // 1024 rows: the source pages behind a
 bool repackable_q8(const QTensor& t) {
   return t.type == WeightType::Q8_0 && !t.empty() && t.group_size > 0 && t.group_size % 4 == 0 &&
          t.cols % t.group_size == 0;
+}
+
+void RepackedQ8::dequantize_row(int64_t row, float* out) const {
+  const uint8_t* w = panel(row / 16) + (row % 16) * 4;
+  const float* s = panel_scale(row / 16) + row % 16;
+  for (int64_t c = 0; c < cols; ++c)
+    out[c] = float(int32_t(w[(c / 4) * 64 + c % 4]) - 128) * s[(c / group) * 16];
+}
+
+void advise_random_rows(const QTensor& t) {
+  if (t.type != WeightType::Q8_0 || t.empty()) return;
+  advise_range(t.data, uint64_t(t.rows * t.cols), MADV_RANDOM);
+  advise_range(t.scales_f32, uint64_t(t.rows * t.cols / t.group_size) * sizeof(float), MADV_RANDOM);
 }
 
 RepackedQ8 repack_q8(const QTensor& t, ThreadPool* pool) {

@@ -19,6 +19,8 @@ struct RepackedQ8 {
   std::unique_ptr<float[]> scale;    // [panels][cols / group][16]; rows past `rows` have scale 0
   const uint8_t* panel(int64_t p) const { return w.get() + p * 16 * cols; }
   const float* panel_scale(int64_t p) const { return scale.get() + p * 16 * (cols / group); }
+  // out[c] = q[row][c] * scale: the values dequantize_row() gives for the source tensor.
+  void dequantize_row(int64_t row, float* out) const;
 };
 
 // Whether `t` can take the GEMM layout: Q8_0 with a group that is a multiple of 4.
@@ -26,5 +28,10 @@ bool repackable_q8(const QTensor& t);
 
 // Repacks `t` (repackable_q8(t) must hold), releasing the source pages as it goes. `pool` may be null.
 RepackedQ8 repack_q8(const QTensor& t, ThreadPool* pool);
+
+// Tells the kernel that a Q8_0 tensor is read a row here and there (the embedding table, whose rows are read
+// by token id): no read-ahead around each row read, which would bring megabytes back for a few tokens. A
+// hint only, whatever owns the memory.
+void advise_random_rows(const QTensor& t);
 
 }  // namespace qt::rt

@@ -51,26 +51,27 @@ Qwen3Model::Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t co
 
 Qwen3Model::~Qwen3Model() = default;
 
-// The cache is [layer][capacity][kv_dim], so a new capacity moves every layer's rows: they pass through the
-// host as fp32, which every backend's cache type converts to and from exactly.
+// Each layer's keys and values are a buffer of [capacity][kv_dim]. A new capacity moves the cached rows
+// through the host as fp32, which every backend's cache type converts to and from exactly, one buffer at a
+// time, each old buffer freed as soon as it is copied: growing never holds two caches at once.
 void Qwen3Model::reserve(int64_t tokens) {
   if (tokens <= capacity_) return;
   const ModelConfig& c = w_.config;
   const int64_t kvd = c.kv_dim();
   const int64_t cap = std::min(context_, std::max(tokens, 2 * capacity_));
-  auto k = be_.alloc_kv(size_t(c.n_layers) * size_t(cap) * size_t(kvd));
-  auto v = be_.alloc_kv(size_t(c.n_layers) * size_t(cap) * size_t(kvd));
-  if (pos_ > 0) {
-    std::vector<float> rows(size_t(pos_ * kvd));
-    for (int64_t l = 0; l < c.n_layers; ++l) {
-      for (auto [from, to] : {std::pair{k_cache_.get(), k.get()}, std::pair{v_cache_.get(), v.get()}}) {
-        be_.download(from->view().at(l * capacity_ * kvd), rows.size(), rows.data());
-        be_.upload(rows.data(), rows.size(), to->view().at(l * cap * kvd));
+  std::vector<float> rows(size_t(pos_ * kvd));
+  k_cache_.resize(size_t(c.n_layers));
+  v_cache_.resize(size_t(c.n_layers));
+  for (auto* caches : {&k_cache_, &v_cache_}) {
+    for (auto& buffer : *caches) {
+      auto grown = be_.alloc_kv(size_t(cap) * size_t(kvd));
+      if (pos_ > 0) {
+        be_.download(buffer->view(), rows.size(), rows.data());
+        be_.upload(rows.data(), rows.size(), grown->view());
       }
+      buffer = std::move(grown);
     }
   }
-  k_cache_ = std::move(k);
-  v_cache_ = std::move(v);
   capacity_ = cap;
 }
 
@@ -165,7 +166,6 @@ void Qwen3Model::run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, fl
 void Qwen3Model::attention_block(int64_t layer, int64_t m) {
   const ModelConfig& c = w_.config;
   const LayerWeights& lw = w_.layers[size_t(layer)];
-  const int64_t kvd = c.kv_dim();
   const Act xn = xn_->view(), q = q_->view(), k = k_->view(), v = v_->view();
   const MatmulJob qkv[3] = {{&lw.wq, q}, {&lw.wk, k}, {&lw.wv, v}};
   be_.matmul_group(qkv, 3, xn, m);
@@ -174,8 +174,8 @@ void Qwen3Model::attention_block(int64_t layer, int64_t m) {
   s.q_norm = lw.q_norm.data(), s.k_norm = lw.k_norm.data();
   s.m = m, s.n_heads = c.n_heads, s.n_kv_heads = c.n_kv_heads, s.head_dim = c.head_dim;
   s.pos0 = pos_, s.eps = c.rms_norm_eps, s.theta = c.rope_theta;
-  s.k_cache = k_cache_->view().at(layer * capacity_ * kvd);
-  s.v_cache = v_cache_->view().at(layer * capacity_ * kvd);
+  s.k_cache = k_cache_[size_t(layer)]->view();
+  s.v_cache = v_cache_[size_t(layer)]->view();
   s.capacity = capacity_;
   s.q_out = q_rot_->view();
   be_.qk_norm_rope_kv(s);

@@ -57,7 +57,7 @@ class Qwen3Model {
   const ModelWeights& w_;
   Backend& be_;
   int64_t context_, max_batch_, pos_ = 0, capacity_ = 0;
-  std::unique_ptr<DeviceBuffer> k_cache_, v_cache_;
+  std::vector<std::unique_ptr<DeviceBuffer>> k_cache_, v_cache_;  // per layer: [capacity][kv_dim]
   // Activations for one chunk of up to max_batch_ tokens.
   std::unique_ptr<DeviceBuffer> x_, xn_, q_, k_, v_, q_rot_, att_, o_, h1_, h3_, logits_, router_, ex_in_,
       ex_out_;

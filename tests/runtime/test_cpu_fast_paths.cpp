@@ -77,6 +77,24 @@ TEST_CASE("Q8_0 GEMM over repacked panels equals the exact integer sums of every
   }
 }
 
+TEST_CASE("embedding rows read from a repacked (tied) table equal the file's rows", "[runtime][kernels]") {
+  std::mt19937_64 rng(24);
+  const int64_t rows = 37, cols = 128;
+  const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
+  const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::Q8_0, 32);
+  const QTensor w = wt.view();
+  CpuBackend be(test::cpu_options(false, 2));
+  REQUIRE(be.repack(w));
+  const std::vector<int32_t> tokens{0, 15, 16, 36, 7};
+  std::vector<float> got(tokens.size() * size_t(cols));
+  std::vector<float> expect(static_cast<size_t>(cols));
+  be.embed(w, tokens.data(), int64_t(tokens.size()), CpuBackend::host(got.data()));
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    dequantize_row(w, tokens[i], expect.data());
+    CHECK(std::equal(expect.begin(), expect.end(), got.begin() + long(i) * cols));
+  }
+}
+
 TEST_CASE("the GEMM's activation quantizer of every ISA gives quantize_rows' numbers", "[runtime][kernels]") {
   std::mt19937_64 rng(23);
   for (int64_t group : {32, 64, 128}) {
