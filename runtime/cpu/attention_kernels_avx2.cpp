@@ -12,6 +12,15 @@
 namespace qt::rt {
 namespace {
 
+// Rows of one kv head are kv_dim elements apart, so a head's keys or values sit in a few cache lines per
+// 2-4 KB: too sparse for the hardware prefetcher at decode, where attention is a stream from memory.
+constexpr int64_t kPrefetchRows = 8;
+template <typename T>
+inline void prefetch_row(const T* row, int64_t d) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int64_t b = 0; b < d * int64_t(sizeof(T)); b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+}
+
 inline float hsum256(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -51,6 +60,7 @@ void scores_n(const float* q, int64_t q_stride, const T* k, int64_t stride, int6
               float* s, int64_t s_stride) {
   for (int64_t p = 0; p < n; ++p) {
     const T* kp = k + p * stride;
+    if (p + kPrefetchRows < n) prefetch_row(kp + kPrefetchRows * stride, d);
     __m256 acc[NQ];
     for (int j = 0; j < NQ; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < d; i += 8) {
@@ -107,6 +117,7 @@ void accumulate_n(const float* w, int64_t w_stride, const T* v, int64_t stride, 
       for (int b = 0; b < blocks; ++b) acc[j][b] = _mm256_loadu_ps(out + j * out_stride + d0 + 8 * b);
     for (int64_t p = 0; p < n; ++p) {
       const T* vp = v + p * stride + d0;
+      if (p + kPrefetchRows < n) prefetch_row(vp + kPrefetchRows * stride, std::min<int64_t>(16, d - d0));
       __m256 vv[2];
       for (int b = 0; b < blocks; ++b) vv[b] = load8(vp + 8 * b);
       for (int j = 0; j < NQ; ++j) {

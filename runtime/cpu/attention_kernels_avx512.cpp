@@ -12,6 +12,15 @@
 namespace qt::rt {
 namespace {
 
+// Rows of one kv head are kv_dim elements apart, so a head's keys or values sit in a few cache lines per
+// 2-4 KB: too sparse for the hardware prefetcher at decode, where attention is a stream from memory.
+constexpr int64_t kPrefetchRows = 8;
+template <typename T>
+inline void prefetch_row(const T* row, int64_t d) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int64_t b = 0; b < d * int64_t(sizeof(T)); b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+}
+
 inline __m256 fold(__m512 v) {
   return _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
 }
@@ -59,6 +68,7 @@ void scores_n(const float* q, int64_t q_stride, const T* k, int64_t stride, int6
               float* s, int64_t s_stride) {
   for (int64_t p = 0; p < n; ++p) {
     const T* kp = k + p * stride;
+    if (p + kPrefetchRows < n) prefetch_row(kp + kPrefetchRows * stride, d);
     __m512 acc[NQ];
     for (int j = 0; j < NQ; ++j) acc[j] = _mm512_setzero_ps();
     for (int64_t i = 0; i < d; i += 16) {
@@ -117,6 +127,7 @@ void accumulate_n(const float* w, int64_t w_stride, const T* v, int64_t stride, 
       for (int b = 0; b < blocks; ++b) acc[j][b] = _mm512_loadu_ps(out + j * out_stride + d0 + 16 * b);
     for (int64_t p = 0; p < n; ++p) {
       const T* vp = v + p * stride + d0;
+      if (p + kPrefetchRows < n) prefetch_row(vp + kPrefetchRows * stride, std::min<int64_t>(64, d - d0));
       __m512 vv[4];
       for (int b = 0; b < blocks; ++b) vv[b] = load16(vp + 16 * b);
       for (int j = 0; j < NQ; ++j) {
