@@ -69,7 +69,9 @@ int run(int argc, char** argv) {
       .option("--repeat", "R", "repetitions (best is reported)", "3")
       .option("--threads", "N", "threads (default: all)")
       .flag("--reference", "benchmark the reference path instead of the fast one")
-      .option("--bandwidth-mb", "MB", "buffer for the bandwidth measurement", "512")
+      .option("--bandwidth-mb", "MB", "buffer for the bandwidth measurement; 0 skips it (no roofline), so the peak RSS is the runtime's own", "512")
+      .option("--context", "N", "KV-cache limit in tokens (default: prompt + gen + 1); the cache grows up to it as tokens come")
+      .option("--kv", "T", "fast path's KV-cache type: f16 or f32 (default: f16, f32 for MoE models)")
       .flag("--json", "print one JSON object instead of text");
   if (!cli.parse(argc, argv)) return 0;
   const int64_t prompt = cli.get_int("--prompt"), gen = cli.get_int("--gen"), repeat = cli.get_int("--repeat");
@@ -81,25 +83,37 @@ int run(int argc, char** argv) {
   CpuOptions opts;
   opts.reference = cli.get_flag("--reference");
   if (cli.given("--threads")) opts.threads = cli.get_int_as<int>("--threads");
+  if (cli.given("--kv")) {
+    const std::string kv = cli.get("--kv");
+    if (kv != "f16" && kv != "f32") throw Error("--kv: expected f16 or f32, got '" + kv + "'");
+    opts.kv_cache = kv == "f16" ? ActType::F16 : ActType::F32;
+  }
   CpuBackend backend(opts);
+  const int64_t context = cli.given("--context") ? cli.get_int("--context") : prompt + gen + 1;
+  if (context < prompt + gen) throw Error("--context must hold the prompt and the generated tokens");
+  if (context > c.max_seq_len)
+    throw Error("--context " + std::to_string(context) + " exceeds the model's " + std::to_string(c.max_seq_len));
 
   ThreadPool pool(backend.threads());
   const uint64_t bw_bytes = uint64_t(cli.get_int_as<uint32_t>("--bandwidth-mb")) << 20;
   // Bandwidth is re-measured before every repetition and the best value kept: on a shared machine it
   // varies with the neighbours' load, and the best value gives the most conservative roofline fraction.
-  BandwidthResult bw = measure_bandwidth(pool, bw_bytes, 2);
+  BandwidthResult bw;
+  if (bw_bytes > 0) bw = measure_bandwidth(pool, bw_bytes, 2);
 
   const auto t_load = Clock::now();
-  Qwen3Model model(file->weights(), backend, std::min<int64_t>(c.max_seq_len, prompt + gen + 1));
+  Qwen3Model model(file->weights(), backend, context);
   const double prepare_s = since(t_load);
   std::vector<int32_t> tokens(static_cast<size_t>(prompt));
   for (int64_t i = 0; i < prompt; ++i) tokens[size_t(i)] = int32_t((i * 7919 + 13) % c.vocab_size);
 
   double best_prefill = 0, best_decode = 0;
   for (int64_t r = 0; r < repeat; ++r) {
-    const BandwidthResult again = measure_bandwidth(pool, bw_bytes, 2);
-    bw.read_gbps = std::max(bw.read_gbps, again.read_gbps);
-    bw.copy_gbps = std::max(bw.copy_gbps, again.copy_gbps);
+    if (bw_bytes > 0) {
+      const BandwidthResult again = measure_bandwidth(pool, bw_bytes, 2);
+      bw.read_gbps = std::max(bw.read_gbps, again.read_gbps);
+      bw.copy_gbps = std::max(bw.copy_gbps, again.copy_gbps);
+    }
     model.reset();
     auto t0 = Clock::now();
     model.forward(tokens, LogitsRows::kLast);
@@ -121,6 +135,8 @@ int run(int argc, char** argv) {
                       {"layers", c.n_layers},
                       {"file_bytes", file->file_size()},
                       {"backend", backend.name()},
+                      {"kv_cache", act_type_name(backend.kv_type())},
+                      {"context", context},
                       {"prepare_s", prepare_s},
                       {"prompt_tokens", prompt},
                       {"gen_tokens", gen},
@@ -129,8 +145,9 @@ int run(int argc, char** argv) {
                       {"decode_weight_bytes_per_token", bytes},
                       {"read_bandwidth_gbps", bw.read_gbps},
                       {"copy_bandwidth_gbps", bw.copy_gbps},
-                      {"roofline_decode_tok_s", roofline},
-                      {"decode_fraction_of_roofline", best_decode / roofline},
+                      {"roofline_decode_tok_s", bw_bytes > 0 ? nlohmann::json(roofline) : nlohmann::json()},
+                      {"decode_fraction_of_roofline",
+                       bw_bytes > 0 ? nlohmann::json(best_decode / roofline) : nlohmann::json()},
                       {"weights_fit_in_cache", fits_in_cache},
                       {"peak_rss_mb", double(peak_rss_bytes()) / 1e6}};
   if (cli.get_flag("--json")) {
@@ -139,16 +156,19 @@ int run(int argc, char** argv) {
   }
   std::printf("model        %s (%s, %d layers, %.1f MB)\n", path.c_str(), j["arch"].get<std::string>().c_str(),
               c.n_layers, double(file->file_size()) / 1e6);
-  std::printf("backend      %s (prepare %.2f s)\n", backend.name().c_str(), prepare_s);
-  std::printf("bandwidth    read %.2f GB/s, copy %.2f GB/s (%llu MB buffer, best of all repetitions)\n", bw.read_gbps, bw.copy_gbps,
-              static_cast<unsigned long long>(bw.buffer_bytes >> 20));
+  std::printf("backend      %s, KV cache %s (prepare %.2f s)\n", backend.name().c_str(),
+              act_type_name(backend.kv_type()), prepare_s);
+  if (bw_bytes > 0)
+    std::printf("bandwidth    read %.2f GB/s, copy %.2f GB/s (%llu MB buffer, best of all repetitions)\n", bw.read_gbps,
+                bw.copy_gbps, static_cast<unsigned long long>(bw.buffer_bytes >> 20));
   std::printf("prefill      %.1f tok/s (%lld-token prompt, best of %lld)\n", best_prefill,
               static_cast<long long>(prompt), static_cast<long long>(repeat));
   std::printf("decode       %.2f tok/s (%lld steps after the prompt, best of %lld)\n", best_decode,
               static_cast<long long>(gen), static_cast<long long>(repeat));
-  std::printf("roofline     %.1f MB of weights per decode step -> %.2f tok/s at the read bandwidth; decode reaches "
-              "%.0f%% of it\n",
-              double(bytes) / 1e6, roofline, 100.0 * best_decode / roofline);
+  if (bw_bytes > 0)
+    std::printf("roofline     %.1f MB of weights per decode step -> %.2f tok/s at the read bandwidth; decode reaches "
+                "%.0f%% of it\n",
+                double(bytes) / 1e6, roofline, 100.0 * best_decode / roofline);
   if (fits_in_cache)
     std::printf("note         the decode bytes fit in twice the last-level cache (%.1f MB): the DRAM roofline does "
                 "not bound this model\n", double(l3) / 1e6);

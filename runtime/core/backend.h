@@ -11,7 +11,8 @@
 //  * Weights are the QTensor views of models/core/weights.h (host memory, usually a file mapping). A device
 //    backend uploads or repacks them in prepare() and finds its copy by the view's data address.
 //  * Small per-layer vectors (norm weights) are passed as host pointers; they are part of the weights.
-//  * The KV cache is ordinary activation memory the model allocates: per layer [capacity][n_kv*head_dim].
+//  * The KV cache is memory the model allocates through alloc_kv(): per layer [capacity][n_kv*head_dim], of the
+//    activation type unless a backend keeps it narrower (its views carry their type).
 //  * A MoE block is one op: routing, the grouping of routed rows by expert and the grouped expert matmuls all
 //    stay in the backend's memory (on a device nothing comes back to the host, so MoE decode steps are
 //    captured like dense ones).
@@ -88,6 +89,9 @@ class Backend {
   // Called once per model before any op uses its weights (repacking, uploads). Views must outlive the backend.
   virtual void prepare(const ModelWeights& weights) = 0;
   virtual std::unique_ptr<DeviceBuffer> alloc(size_t elements) = 0;
+  // Memory for a KV cache: activation memory unless a backend stores keys and values in another type (the CPU
+  // fast path keeps them fp16, as llama.cpp does). upload/download convert it like any view.
+  virtual std::unique_ptr<DeviceBuffer> alloc_kv(size_t elements) { return alloc(elements); }
   virtual void upload(const float* host, size_t n, Act dst) = 0;   // converts to the activation type
   virtual void download(Act src, size_t n, float* host) = 0;       // converts to fp32
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "common/error.h"
@@ -14,17 +15,25 @@ namespace {
 
 class HostBuffer final : public DeviceBuffer {
  public:
-  explicit HostBuffer(size_t n) : data_(new (std::align_val_t(64)) float[std::max<size_t>(n, 1)]()), n_(n) {}
-  ~HostBuffer() override { ::operator delete[](data_, std::align_val_t(64)); }
+  // Activation buffers start zeroed. A KV cache is not: every row is written before it is read, and pages of
+  // context never reached then never become resident.
+  HostBuffer(size_t n, ActType type, bool zero)
+      : data_(::operator new(std::max<size_t>(n, 1) * act_size(type), std::align_val_t(64))), n_(n), type_(type) {
+    if (zero) std::memset(data_, 0, std::max<size_t>(n, 1) * act_size(type));
+  }
+  ~HostBuffer() override { ::operator delete(data_, std::align_val_t(64)); }
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
-  Act view() override { return CpuBackend::host(data_); }
+  Act view() override { return Act{reinterpret_cast<uint64_t>(data_), type_}; }
   size_t size() const override { return n_; }
 
  private:
-  float* data_;
+  void* data_;
   size_t n_;
+  ActType type_;
 };
+
+uint16_t* f16(Act a) { return reinterpret_cast<uint16_t*>(a.addr); }
 
 thread_local std::vector<float> tls_row;
 thread_local std::vector<float> tls_scores;
@@ -39,6 +48,9 @@ float* scratch(std::vector<float>& v, int64_t n) {
 CpuBackend::CpuBackend(const CpuOptions& options)
     : options_(options),
       kernels_(&kernels_for(options.isa.value_or(detect_isa()))),
+      attn_(&attention_kernels_for(kernels_->isa)),
+      gemm_(&q8_gemm_kernels_for(kernels_->isa)),
+      kv_type_(options.reference ? ActType::F32 : options.kv_cache.value_or(ActType::F16)),
       pool_(options.threads > 0 ? options.threads : default_thread_count()) {}
 
 CpuBackend::~CpuBackend() = default;
@@ -50,15 +62,82 @@ std::string CpuBackend::name() const {
 
 void CpuBackend::prepare(const ModelWeights& weights) {
   if (options_.reference) return;
+  if (!options_.kv_cache && weights.config.is_moe()) kv_type_ = ActType::F32;
   auto add = [&](const QTensor& t) {
     if (!t.empty()) packed(t);
   };
+  // Dense matrices run for every token, so repacking them pays in prefill and costs no memory (the file's
+  // pages are released). Experts keep the file layout: a MoE model touches only the experts it routes to.
+  repack(weights.classifier.empty() ? weights.embedding : weights.classifier);
+  advise_random_rows(weights.embedding);
   add(weights.classifier);
   for (const auto& l : weights.layers) {
+    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) repack(*t);
     for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) add(*t);
     for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3})
       for (int64_t e = 0; e < s->experts; ++e) add(s->expert(e));
   }
+}
+
+bool CpuBackend::repack(const QTensor& w) {
+  if (options_.reference || !repackable_q8(w)) return false;
+  if (repacked(w)) return true;
+  auto r = std::make_unique<RepackedQ8>(repack_q8(w, &pool_));
+  std::lock_guard<std::mutex> lock(packed_mutex_);
+  repacked_[w.data] = std::move(r);
+  return true;
+}
+
+const RepackedQ8* CpuBackend::repacked(const QTensor& w) const {
+  if (repacked_.empty()) return nullptr;
+  const auto it = repacked_.find(w.data);
+  if (it == repacked_.end() || it->second->rows != w.rows || it->second->cols != w.cols) return nullptr;
+  return it->second.get();
+}
+
+// One quantization of x serves every matrix; work items are runs of panels of one matrix, each against all
+// m rows, so a panel's weights are read from memory once per call and reused from cache across the tokens.
+void CpuBackend::gemm_q8(const RepackedQ8* const* mats, float* const* ys, int count, const float* x, int64_t m) {
+  thread_local QuantizedRows scratch_rows;
+  QuantizedRows& xq = scratch_rows;  // named outside the lambda: see quantized_matvec
+  const Q8GemmKernels& kr = *gemm_;
+  const int64_t K = mats[0]->cols, G = mats[0]->group, ng = K / G;
+  xq.k = K, xq.group = G;
+  xq.q.resize(size_t(m * K));
+  xq.scale.resize(size_t(m * ng));
+  xq.qsum.resize(size_t(m * ng));
+  auto quantize = [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      kr.quantize_row(x + i * K, K, G, xq.q.data() + i * K, xq.scale.data() + i * ng, xq.qsum.data() + i * ng);
+  };
+  if (m * K >= (int64_t(1) << 16)) {
+    pool_.parallel_for(m, std::max<int64_t>(1, m / (4 * int64_t(pool_.threads()))), quantize);
+  } else {
+    quantize(0, m);
+  }
+  struct Segment {
+    int mat;
+    int64_t p0, p1;
+  };
+  std::vector<Segment> segments;
+  int64_t total = 0;
+  for (int j = 0; j < count; ++j) total += mats[j]->panels;
+  // About 8 work items per thread, as for the matvec (rows_per_task).
+  const int64_t step = std::max<int64_t>(1, total / (int64_t(pool_.threads()) * 8));
+  for (int j = 0; j < count; ++j)
+    for (int64_t p = 0; p < mats[j]->panels; p += step)
+      segments.push_back(Segment{j, p, std::min(mats[j]->panels, p + step)});
+  pool_.parallel_for(int64_t(segments.size()), 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t s = s0; s < s1; ++s) {
+      const Segment& seg = segments[size_t(s)];
+      const RepackedQ8& r = *mats[seg.mat];
+      for (int64_t p = seg.p0; p < seg.p1; ++p) {
+        const int64_t rows = std::min<int64_t>(kQ8PanelRows, r.rows - p * kQ8PanelRows);
+        kr.panel(r.panel(p), r.panel_scale(p), K, r.group, xq.q.data(), K, xq.scale.data(), xq.qsum.data(), ng, m,
+                 ys[seg.mat] + p * kQ8PanelRows, r.rows, rows);
+      }
+    }
+  });
 }
 
 const PackedMatrix& CpuBackend::packed(const QTensor& w) {
@@ -71,9 +150,20 @@ const PackedMatrix& CpuBackend::packed(const QTensor& w) {
   return ref;
 }
 
-std::unique_ptr<DeviceBuffer> CpuBackend::alloc(size_t elements) { return std::make_unique<HostBuffer>(elements); }
-void CpuBackend::upload(const float* src, size_t n, Act dst) { std::memcpy(dst.f32(), src, n * sizeof(float)); }
-void CpuBackend::download(Act src, size_t n, float* dst) { std::memcpy(dst, src.f32(), n * sizeof(float)); }
+std::unique_ptr<DeviceBuffer> CpuBackend::alloc(size_t elements) {
+  return std::make_unique<HostBuffer>(elements, ActType::F32, true);
+}
+std::unique_ptr<DeviceBuffer> CpuBackend::alloc_kv(size_t elements) {
+  return std::make_unique<HostBuffer>(elements, kv_type_, false);
+}
+void CpuBackend::upload(const float* src, size_t n, Act dst) {
+  if (dst.type == ActType::F16) return attn_->to_f16(src, int64_t(n), f16(dst));
+  std::memcpy(dst.f32(), src, n * sizeof(float));
+}
+void CpuBackend::download(Act src, size_t n, float* dst) {
+  if (src.type == ActType::F16) return attn_->from_f16(f16(src), int64_t(n), dst);
+  std::memcpy(dst, src.f32(), n * sizeof(float));
+}
 
 void CpuBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m, Act out_act) {
   float* out = out_act.f32();
@@ -82,8 +172,17 @@ void CpuBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m, A
       throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary [0, " +
                   std::to_string(table.rows) + ")");
   }
+  // A tied table was repacked as the classifier: its rows are read from that copy, so the file's pages
+  // released behind the repack are not brought back.
+  const RepackedQ8* r = repacked(table);
   pool_.parallel_for(m, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) dequantize_row(table, tokens[i], out + i * table.cols);
+    for (int64_t i = i0; i < i1; ++i) {
+      if (r) {
+        r->dequantize_row(tokens[i], out + i * table.cols);
+      } else {
+        dequantize_row(table, tokens[i], out + i * table.cols);
+      }
+    }
   });
 }
 
@@ -106,6 +205,7 @@ void CpuBackend::matmul(const QTensor& w, Act x_act, int64_t m, Act y_act, Matmu
   if (options_.reference) return matmul_reference(w, x, m, y);
   const bool float_type = !weight_traits(w.type).quantized;
   if (float_type || mode == MatmulMode::kExact) return matmul_float(w, x, m, y);
+  if (const RepackedQ8* r = repacked(w)) return gemm_q8(&r, &y, 1, x, m);
   const PackedMatrix& p = packed(w);
   if (p.kind == PackedMatrix::Kind::kUnpacked) return matmul_float(w, x, m, y);
   matmul_quantized(w, p, x, m, y);
@@ -162,6 +262,17 @@ void CpuBackend::matmul_quantized(const QTensor& w, const PackedMatrix& p, const
 
 void CpuBackend::matmul_group(const MatmulJob* jobs, int count, Act x_act, int64_t m) {
   const float* x = x_act.f32();
+  if (!options_.reference && count > 0 && count <= 8) {
+    const RepackedQ8* mats[8];
+    float* ys[8];
+    bool all = true;
+    for (int j = 0; j < count && all; ++j) {
+      mats[j] = repacked(*jobs[j].w);
+      ys[j] = jobs[j].y.f32();
+      all = mats[j] && mats[j]->cols == mats[0]->cols && mats[j]->group == mats[0]->group;
+    }
+    if (all) return gemm_q8(mats, ys, count, x, m);
+  }
   // Fused only when every weight is packed and shares K and the group, so one quantized copy of x serves all.
   std::vector<const PackedMatrix*> packs;
   bool fuse = !options_.reference && count > 1;
@@ -300,11 +411,18 @@ void CpuBackend::qk_norm_rope_kv(const QkRopeKv& s) {
   std::memcpy(q, s.q.f32(), sizeof(float) * size_t(s.m * qd));
   rmsnorm(q, s.q_norm, s.m * s.n_heads, s.head_dim, s.eps, q);
   rope(q, s.m, s.n_heads, s.head_dim, s.pos0, s.theta);
-  float* k = s.k_cache.f32() + s.pos0 * kvd;
+  const bool half = s.k_cache.type == ActType::F16;
+  // An fp16 cache gets the keys rounded once, after the fp32 norm and rotation.
+  float* k = half ? scratch(tls_row, s.m * kvd) : s.k_cache.f32() + s.pos0 * kvd;
   std::memcpy(k, s.k.f32(), sizeof(float) * size_t(s.m * kvd));
   rmsnorm(k, s.k_norm, s.m * s.n_kv_heads, s.head_dim, s.eps, k);
   rope(k, s.m, s.n_kv_heads, s.head_dim, s.pos0, s.theta);
-  std::memcpy(s.v_cache.f32() + s.pos0 * kvd, s.v.f32(), sizeof(float) * size_t(s.m * kvd));
+  if (half) {
+    attn_->to_f16(k, s.m * kvd, f16(s.k_cache) + s.pos0 * kvd);
+    attn_->to_f16(s.v.f32(), s.m * kvd, f16(s.v_cache) + s.pos0 * kvd);
+  } else {
+    std::memcpy(s.v_cache.f32() + s.pos0 * kvd, s.v.f32(), sizeof(float) * size_t(s.m * kvd));
+  }
 }
 
 void CpuBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0, int64_t m,
@@ -312,7 +430,111 @@ void CpuBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity, in
   if (pos0 < 0 || pos0 + m > capacity)
     throw Error("attention: positions " + std::to_string(pos0) + ".." + std::to_string(pos0 + m - 1) +
                 " do not fit the cache of " + std::to_string(capacity) + " tokens");
+  if (k_cache.type != v_cache.type) throw Error("attention: keys and values are cached in different types");
+  if (k_cache.type == ActType::F16)
+    return attention_fast(q.f32(), f16(k_cache), f16(v_cache), pos0, m, n_heads, n_kv_heads, head_dim, out.f32());
+  if (!options_.reference)
+    return attention_fast(q.f32(), k_cache.f32(), v_cache.f32(), pos0, m, n_heads, n_kv_heads, head_dim, out.f32());
   attention(q.f32(), k_cache.f32(), v_cache.f32(), pos0, m, n_heads, n_kv_heads, head_dim, out.f32());
+}
+
+// Work items are (block of query rows, kv head, span of cached positions). An item's queries are the query
+// heads that share its kv head for each of its rows (up to kAttnQueries in all), so every cached key and value
+// is loaded once for all of them. A context is cut into spans only when items are too few to keep every thread
+// busy (decode), and spans are never shorter than kMinSpan positions; each span's softmax is then kept
+// unnormalized with its own maximum and the spans are merged.
+template <typename T>
+void CpuBackend::attention_fast(const float* q, const T* k_cache, const T* v_cache, int64_t pos0, int64_t m,
+                                int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out) {
+  constexpr int64_t kMinSpan = 256;
+  const int64_t q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim, rep = n_heads / n_kv_heads;
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  const AttentionKernels& ak = *attn_;
+  const int64_t rows_per = std::max<int64_t>(1, kAttnQueries / rep), per_item = rows_per * rep;
+  const int64_t pairs = (m + rows_per - 1) / rows_per * n_kv_heads, longest = pos0 + m;
+  const int64_t wanted = (4 * int64_t(threads()) + pairs - 1) / pairs;
+  const int64_t spans = std::clamp<int64_t>(wanted, 1, (longest + kMinSpan - 1) / kMinSpan);
+  const int64_t span_len = (longest + spans - 1) / spans;
+  // Per item and query: the span's maximum score, its sum of exponentials, and the unnormalized output.
+  const int64_t part_size = head_dim + 2;
+  std::vector<float> parts(spans > 1 ? size_t(pairs * spans * per_item * part_size) : 0);
+  auto row_of = [&](int64_t pair, int64_t j) { return pair / n_kv_heads * rows_per + j / rep; };
+  auto head_of = [&](int64_t pair, int64_t j) { return pair % n_kv_heads * rep + j % rep; };
+  pool_.parallel_for(pairs * spans, 1, [&](int64_t t0, int64_t t1) {
+    float* qs = scratch(tls_row, 2 * kAttnQueries * head_dim);
+    float* acc = qs + kAttnQueries * head_dim;
+    float* scores = scratch(tls_scores, kAttnQueries * span_len);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t pair = t / spans, span = t % spans, g = pair % n_kv_heads, p0 = span * span_len;
+      const int64_t queries = std::min(per_item, (m - row_of(pair, 0)) * rep);
+      const T* k = k_cache + p0 * kv_dim + g * head_dim;
+      const T* v = v_cache + p0 * kv_dim + g * head_dim;
+      for (int64_t j0 = 0; j0 < queries; j0 += kAttnQueries) {
+        const int64_t nq = std::min(kAttnQueries, queries - j0);
+        int64_t n = 0, len[kAttnQueries];
+        for (int64_t j = 0; j < nq; ++j) {
+          const int64_t row = row_of(pair, j0 + j);
+          len[j] = std::clamp<int64_t>(pos0 + row + 1 - p0, 0, span_len);  // the row's causal part of the span
+          n = std::max(n, len[j]);
+          std::memcpy(qs + j * head_dim, q + row * q_dim + head_of(pair, j0 + j) * head_dim, sizeof(float) * size_t(head_dim));
+        }
+        float mx[kAttnQueries], sum[kAttnQueries];
+        if (n > 0) {
+          if constexpr (std::is_same_v<T, uint16_t>) {
+            ak.scores(qs, head_dim, nq, k, kv_dim, n, head_dim, scale, scores, span_len);
+          } else {
+            ak.scores_f32(qs, head_dim, nq, k, kv_dim, n, head_dim, scale, scores, span_len);
+          }
+          for (int64_t j = 0; j < nq; ++j) {
+            float* sj = scores + j * span_len;
+            mx[j] = len[j] > 0 ? *std::max_element(sj, sj + len[j]) : -INFINITY;
+            sum[j] = len[j] > 0 ? ak.exp_sum(sj, len[j], mx[j]) : 0.0f;
+            std::fill(sj + len[j], sj + n, 0.0f);  // positions after the row's own: no weight
+          }
+          std::fill(acc, acc + nq * head_dim, 0.0f);
+          if constexpr (std::is_same_v<T, uint16_t>) {
+            ak.accumulate(scores, span_len, nq, v, kv_dim, n, head_dim, acc, head_dim);
+          } else {
+            ak.accumulate_f32(scores, span_len, nq, v, kv_dim, n, head_dim, acc, head_dim);
+          }
+        }
+        for (int64_t j = 0; j < nq; ++j) {
+          const float* aj = acc + j * head_dim;
+          if (spans > 1) {
+            float* part = parts.data() + ((pair * spans + span) * per_item + j0 + j) * part_size;
+            part[0] = len[j] > 0 ? mx[j] : -INFINITY;
+            part[1] = len[j] > 0 ? sum[j] : 0.0f;
+            if (len[j] > 0) std::memcpy(part + 2, aj, sizeof(float) * size_t(head_dim));
+          } else {
+            float* o = out + row_of(pair, j0 + j) * q_dim + head_of(pair, j0 + j) * head_dim;
+            const float inv = 1.0f / sum[j];
+            for (int64_t d = 0; d < head_dim; ++d) o[d] = aj[d] * inv;
+          }
+        }
+      }
+    }
+  });
+  if (spans == 1) return;
+  for (int64_t pair = 0; pair < pairs; ++pair) {
+    const int64_t queries = std::min(per_item, (m - row_of(pair, 0)) * rep);
+    for (int64_t j = 0; j < queries; ++j) {
+      auto part = [&](int64_t span) { return parts.data() + ((pair * spans + span) * per_item + j) * part_size; };
+      float mx = -INFINITY;
+      for (int64_t c = 0; c < spans; ++c) mx = std::max(mx, part(c)[0]);
+      float* o = out + row_of(pair, j) * q_dim + head_of(pair, j) * head_dim;
+      std::fill(o, o + head_dim, 0.0f);
+      float sum = 0.0f;
+      for (int64_t c = 0; c < spans; ++c) {
+        const float* pc = part(c);
+        if (pc[0] == -INFINITY) continue;
+        const float w = std::exp(pc[0] - mx);
+        sum += w * pc[1];
+        for (int64_t d = 0; d < head_dim; ++d) o[d] += w * pc[2 + d];
+      }
+      const float inv = 1.0f / sum;
+      for (int64_t d = 0; d < head_dim; ++d) o[d] *= inv;
+    }
+  }
 }
 
 void CpuBackend::argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) {

@@ -4,8 +4,13 @@
 //              activations — the plain definition GPU kernels and the fast path are checked against;
 //   fast:      multithreaded SIMD kernels chosen for this CPU at run time; Q8_0 / INT8 group-wise / AWQ
 //              weights multiply int8-quantized activations (per weight group, scale amax/127, like
-//              qwen3.c and llama.cpp); fp16/bf16/fp32 weights keep fp32 activations.
-// Non-matmul ops (norms, RoPE, attention, SiLU) are fp32 in both; activations are fp32 host memory.
+//              qwen3.c and llama.cpp); fp16/bf16/fp32 weights keep fp32 activations. The dense Q8_0
+//              matrices (attention, dense MLP, classifier) are repacked by prepare() for the tiled GEMM of
+//              q8_gemm_kernels.h, which serves prefill and decode; MoE experts keep the file layout.
+// Non-matmul ops (norms, RoPE, attention, SiLU) are fp32 in both; activations are fp32 host memory. The KV
+// cache is fp32 on the reference path and fp16 on the fast one for dense models (llama.cpp's default; see
+// CpuOptions::kv_cache), where attention runs the SIMD loops of attention_kernels.h split over heads and, for
+// long contexts, over cached positions.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,6 +19,9 @@
 #include <unordered_map>
 
 #include "runtime/core/backend.h"
+#include "runtime/cpu/attention_kernels.h"
+#include "runtime/cpu/q8_gemm_kernels.h"
+#include "runtime/cpu/q8_repack.h"
 #include "kernels_src/cpu_matvec/isa_kernels.h"
 #include "kernels_src/cpu_matvec/packed_weights.h"
 #include "kernels_src/cpu_matvec/thread_pool.h"
@@ -30,6 +38,11 @@ struct CpuOptions {
   int64_t rows_per_task = 0;    // matmul output rows per work item; 0 = chosen from the shape (tunable)
   // Tuned rows per work item for particular shapes (from a `qtune --device cpu` cache); wins over the above.
   std::map<MatvecShapeKey, int64_t> rows_per_task_by_shape;
+  // The fast path's KV-cache type (the reference path's is fp32). Unset: fp16, which halves the cache and the
+  // bytes attention reads at depth, except for MoE models: rounding keys or values to fp16 moves the hidden
+  // state enough to flip near-tied expert choices (the golden MoE models' router gap is 0.0116), so MoE keeps
+  // fp32, for the reason the router itself runs on fp32 activations. prepare() applies the MoE rule.
+  std::optional<ActType> kv_cache;
 };
 
 class CpuBackend final : public Backend {
@@ -41,10 +54,12 @@ class CpuBackend final : public Backend {
   const CpuOptions& options() const { return options_; }
   Isa isa() const { return kernels_->isa; }
   int threads() const { return pool_.threads(); }
+  ActType kv_type() const { return kv_type_; }
 
   ActType act_type() const override { return ActType::F32; }
   void prepare(const ModelWeights& weights) override;
   std::unique_ptr<DeviceBuffer> alloc(size_t elements) override;
+  std::unique_ptr<DeviceBuffer> alloc_kv(size_t elements) override;
   void upload(const float* host, size_t n, Act dst) override;
   void download(Act src, size_t n, float* host) override;
 
@@ -70,24 +85,37 @@ class CpuBackend final : public Backend {
   void rope(float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta);
   void attention(const float* q, const float* k_cache, const float* v_cache, int64_t pos0, int64_t m,
                  int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out);
+  // Gives a Q8_0 matrix the GEMM layout (prepare() does it for every dense Q8_0 matrix of a model); a no-op
+  // on the reference path or for a matrix that cannot take it. Returns whether w now has it.
+  bool repack(const QTensor& w);
   static Act host(const float* p) { return Act{reinterpret_cast<uint64_t>(p), ActType::F32}; }
+  static Act host_f16(const uint16_t* p) { return Act{reinterpret_cast<uint64_t>(p), ActType::F16}; }
 
  private:
   const PackedMatrix& packed(const QTensor& w);
   void matmul_reference(const QTensor& w, const float* x, int64_t m, float* y);
   void matmul_float(const QTensor& w, const float* x, int64_t m, float* y);
   void matmul_quantized(const QTensor& w, const PackedMatrix& p, const float* x, int64_t m, float* y);
+  const RepackedQ8* repacked(const QTensor& w) const;
+  void gemm_q8(const RepackedQ8* const* mats, float* const* ys, int count, const float* x, int64_t m);
   int64_t rows_per_task(const QTensor& w) const;
   // ys[s][rows of expert e] = x[rows of expert e] * stacks[s].expert(e)^T for every expert, where expert e's
   // rows are [offsets[e], offsets[e+1]) of x (grouped by expert): one parallel pass over all experts' work.
   void grouped_matmul(const ExpertStack* const* stacks, float* const* ys, int count, const float* x,
                       const std::vector<int64_t>& offsets);
+  template <typename T>
+  void attention_fast(const float* q, const T* k_cache, const T* v_cache, int64_t pos0, int64_t m, int64_t n_heads,
+                      int64_t n_kv_heads, int64_t head_dim, float* out);
 
   CpuOptions options_;
   const CpuKernels* kernels_;
+  const AttentionKernels* attn_;
+  const Q8GemmKernels* gemm_;
+  ActType kv_type_;
   ThreadPool pool_;
   std::mutex packed_mutex_;
   std::unordered_map<const void*, std::unique_ptr<PackedMatrix>> packed_;
+  std::unordered_map<const void*, std::unique_ptr<RepackedQ8>> repacked_;  // written by prepare()/repack() only
 };
 
 }  // namespace qt::rt

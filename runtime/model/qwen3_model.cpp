@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 
@@ -9,6 +11,7 @@ namespace qt::rt {
 namespace {
 
 constexpr int64_t kLogitRowsPerPass = 16;  // bounds the logits buffer for --logits-out on long prompts
+constexpr int64_t kInitialCacheTokens = 256;
 
 uint64_t tensor_bytes(const QTensor& t) { return t.empty() ? 0 : t.storage_bytes(); }
 
@@ -23,9 +26,6 @@ Qwen3Model::Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t co
     throw Error("context length " + std::to_string(context_) + " exceeds the model's max_position_embeddings " +
                 std::to_string(c.max_seq_len));
   const size_t B = size_t(max_batch_), dim = size_t(c.dim), qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim());
-  const size_t cache = size_t(c.n_layers) * size_t(context_) * kvd;
-  k_cache_ = be_.alloc(cache);
-  v_cache_ = be_.alloc(cache);
   x_ = be_.alloc(B * dim);
   xn_ = be_.alloc(B * dim);
   q_ = be_.alloc(B * qd);
@@ -41,9 +41,34 @@ Qwen3Model::Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t co
   logits_ = be_.alloc(size_t(std::min(max_batch_, kLogitRowsPerPass)) * size_t(c.vocab_size));
   q_rot_ = be_.alloc(B * qd);
   be_.prepare(w_);
+  reserve(std::min(context_, kInitialCacheTokens));  // after prepare(), which may choose the cache's type
 }
 
 Qwen3Model::~Qwen3Model() = default;
+
+// Each layer's keys and values are a buffer of [capacity][kv_dim]. A new capacity moves the cached rows
+// through the host as fp32, which every backend's cache type converts to and from exactly, one buffer at a
+// time, each old buffer freed as soon as it is copied: growing never holds two caches at once.
+void Qwen3Model::reserve(int64_t tokens) {
+  if (tokens <= capacity_) return;
+  const ModelConfig& c = w_.config;
+  const int64_t kvd = c.kv_dim();
+  const int64_t cap = std::min(context_, std::max(tokens, 2 * capacity_));
+  std::vector<float> rows(size_t(pos_ * kvd));
+  k_cache_.resize(size_t(c.n_layers));
+  v_cache_.resize(size_t(c.n_layers));
+  for (auto* caches : {&k_cache_, &v_cache_}) {
+    for (auto& buffer : *caches) {
+      auto grown = be_.alloc_kv(size_t(cap) * size_t(kvd));
+      if (pos_ > 0) {
+        be_.download(buffer->view(), rows.size(), rows.data());
+        be_.upload(rows.data(), rows.size(), grown->view());
+      }
+      buffer = std::move(grown);
+    }
+  }
+  capacity_ = cap;
+}
 
 void Qwen3Model::truncate(int64_t pos) {
   if (pos < 0 || pos > pos_) throw Error("cannot truncate the KV cache to " + std::to_string(pos));
@@ -66,6 +91,7 @@ void Qwen3Model::check_input(const int32_t* tokens, int64_t n) const {
 std::vector<float> Qwen3Model::forward(const int32_t* tokens, int64_t n, LogitsRows rows) {
   const int64_t vocab = w_.config.vocab_size;
   check_input(tokens, n);
+  reserve(pos_ + n);
   std::vector<float> logits;
   if (rows == LogitsRows::kAll) logits.resize(size_t(n * vocab));
   if (rows == LogitsRows::kLast) logits.resize(size_t(vocab));
@@ -85,6 +111,7 @@ std::vector<float> Qwen3Model::forward(const int32_t* tokens, int64_t n, LogitsR
 
 int32_t Qwen3Model::forward_greedy(const int32_t* tokens, int64_t n) {
   check_input(tokens, n);
+  reserve(pos_ + n);
   int32_t next = -1;
   for (int64_t start = 0; start < n; start += max_batch_) {
     const int64_t m = std::min(max_batch_, n - start);
@@ -134,7 +161,6 @@ void Qwen3Model::run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, fl
 void Qwen3Model::attention_block(int64_t layer, int64_t m) {
   const ModelConfig& c = w_.config;
   const LayerWeights& lw = w_.layers[size_t(layer)];
-  const int64_t kvd = c.kv_dim();
   const Act xn = xn_->view(), q = q_->view(), k = k_->view(), v = v_->view();
   const MatmulJob qkv[3] = {{&lw.wq, q}, {&lw.wk, k}, {&lw.wv, v}};
   be_.matmul_group(qkv, 3, xn, m);
@@ -143,12 +169,12 @@ void Qwen3Model::attention_block(int64_t layer, int64_t m) {
   s.q_norm = lw.q_norm.data(), s.k_norm = lw.k_norm.data();
   s.m = m, s.n_heads = c.n_heads, s.n_kv_heads = c.n_kv_heads, s.head_dim = c.head_dim;
   s.pos0 = pos_, s.eps = c.rms_norm_eps, s.theta = c.rope_theta;
-  s.k_cache = k_cache_->view().at(layer * context_ * kvd);
-  s.v_cache = v_cache_->view().at(layer * context_ * kvd);
-  s.capacity = context_;
+  s.k_cache = k_cache_[size_t(layer)]->view();
+  s.v_cache = v_cache_[size_t(layer)]->view();
+  s.capacity = capacity_;
   s.q_out = q_rot_->view();
   be_.qk_norm_rope_kv(s);
-  be_.attention(s.q_out, s.k_cache, s.v_cache, context_, pos_, m, c.n_heads, c.n_kv_heads, c.head_dim, att_->view());
+  be_.attention(s.q_out, s.k_cache, s.v_cache, capacity_, pos_, m, c.n_heads, c.n_kv_heads, c.head_dim, att_->view());
   be_.matmul(lw.wo, att_->view(), m, o_->view());
 }
 

@@ -16,14 +16,16 @@ enum class LogitsRows { kLast, kAll, kNone };
 
 class Qwen3Model {
  public:
-  // `context`: KV-cache capacity in tokens (0 = the model's max_seq_len). `max_batch`: tokens per prefill
-  // chunk (longer inputs are processed in chunks of this many rows).
+  // `context`: the most tokens the KV cache may hold (0 = the model's max_seq_len). The cache is allocated for
+  // the tokens actually run and grows (doubling, up to `context`) as they come, so a large context costs
+  // nothing up front. `max_batch`: tokens per prefill chunk (longer inputs are processed in chunks).
   Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t context, int64_t max_batch = 256);
   ~Qwen3Model();
 
   const ModelConfig& config() const { return w_.config; }
   int64_t context() const { return context_; }
   int64_t position() const { return pos_; }  // tokens in the KV cache
+  int64_t kv_capacity() const { return capacity_; }  // tokens the KV cache has room for now (<= context())
   void reset() { pos_ = 0; }
   // Drops cached tokens after `pos` (pos <= position()).
   void truncate(int64_t pos);
@@ -46,6 +48,7 @@ class Qwen3Model {
 
  private:
   void check_input(const int32_t* tokens, int64_t n) const;
+  void reserve(int64_t tokens);
   void run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, float* logits_out, int32_t* argmax_out);
   void attention_block(int64_t layer, int64_t m);
   void dense_mlp(const LayerWeights& l, int64_t m);
@@ -53,8 +56,8 @@ class Qwen3Model {
 
   const ModelWeights& w_;
   Backend& be_;
-  int64_t context_, max_batch_, pos_ = 0;
-  std::unique_ptr<DeviceBuffer> k_cache_, v_cache_;
+  int64_t context_, max_batch_, pos_ = 0, capacity_ = 0;
+  std::vector<std::unique_ptr<DeviceBuffer>> k_cache_, v_cache_;  // per layer: [capacity][kv_dim]
   // Activations for one chunk of up to max_batch_ tokens.
   std::unique_ptr<DeviceBuffer> x_, xn_, q_, k_, v_, q_rot_, att_, o_, h1_, h3_, logits_;
 };

@@ -1,0 +1,43 @@
+#pragma once
+// The inner loops of the fast path's attention over an fp16 (or fp32) KV cache, one implementation per
+// instruction set, picked by the same Isa as the matmul kernels (kernels_src/cpu_matvec/isa_kernels.h).
+// Scores and the weighted sum of values take up to kAttnQueries queries at once (the query heads that share a
+// kv head, and neighbouring prompt rows), so each cached key and value is loaded and widened once for all of
+// them. Included by translation units compiled with -mavx2 / -mavx512*: only plain functions and POD types.
+#include <cstdint>
+
+#include "kernels_src/cpu_matvec/isa_kernels.h"
+
+namespace qt::rt {
+
+constexpr int64_t kAttnQueries = 4;
+
+struct AttentionKernels {
+  Isa isa;
+  // s[j * s_stride + p] = scale * dot(q[j * q_stride + 0..d), k[p * stride + 0..d)) for j < nq <= 4, p < n;
+  // keys fp16, accumulation fp32.
+  void (*scores)(const float* q, int64_t q_stride, int64_t nq, const uint16_t* k, int64_t stride, int64_t n,
+                 int64_t d, float scale, float* s, int64_t s_stride);
+  // s[p] = exp(s[p] - mx) for p < n (every s[p] <= mx); returns their sum.
+  float (*exp_sum)(float* s, int64_t n, float mx);
+  // out[j * out_stride + i] += sum_p w[j * w_stride + p] * v[p * stride + i] for j < nq <= 4, i < d; values fp16.
+  void (*accumulate)(const float* w, int64_t w_stride, int64_t nq, const uint16_t* v, int64_t stride, int64_t n,
+                     int64_t d, float* out, int64_t out_stride);
+  // The same two loops over an fp32 cache.
+  void (*scores_f32)(const float* q, int64_t q_stride, int64_t nq, const float* k, int64_t stride, int64_t n,
+                     int64_t d, float scale, float* s, int64_t s_stride);
+  void (*accumulate_f32)(const float* w, int64_t w_stride, int64_t nq, const float* v, int64_t stride, int64_t n,
+                         int64_t d, float* out, int64_t out_stride);
+  // y[i] = fp16(x[i]), round to nearest even.
+  void (*to_f16)(const float* x, int64_t n, uint16_t* y);
+  // y[i] = float(x[i]).
+  void (*from_f16)(const uint16_t* x, int64_t n, float* y);
+};
+
+const AttentionKernels& attention_kernels_for(Isa isa);
+
+extern const AttentionKernels kScalarAttention;
+extern const AttentionKernels kAvx2Attention;
+extern const AttentionKernels kAvx512Attention;
+
+}  // namespace qt::rt

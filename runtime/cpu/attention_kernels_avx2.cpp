@@ -1,0 +1,167 @@
+// AVX2 + F16C attention loops: the AVX-512 ones (attention_kernels_avx512.cpp) at 8 lanes per step, with
+// 16 output lanes per pass of the values so four queries' accumulators fit the 16 registers.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "common/half.h"
+#include "runtime/cpu/attention_kernels.h"
+
+namespace qt::rt {
+namespace {
+
+// Rows of one kv head are kv_dim elements apart, so a head's keys or values sit in a few cache lines per
+// 2-4 KB: too sparse for the hardware prefetcher at decode, where attention is a stream from memory.
+constexpr int64_t kPrefetchRows = 8;
+template <typename T>
+inline void prefetch_row(const T* row, int64_t d) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int64_t b = 0; b < d * int64_t(sizeof(T)); b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+}
+
+inline float hsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+
+// See exp512 in attention_kernels_avx512.cpp.
+inline __m256 exp256(__m256 x) {
+  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_GE_OQ);
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 720);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_and_ps(keep, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+
+template <typename T, int NQ>
+void scores_n(const float* q, int64_t q_stride, const T* k, int64_t stride, int64_t n, int64_t d, float scale,
+              float* s, int64_t s_stride) {
+  for (int64_t p = 0; p < n; ++p) {
+    const T* kp = k + p * stride;
+    if (p + kPrefetchRows < n) prefetch_row(kp + kPrefetchRows * stride, d);
+    __m256 acc[NQ];
+    for (int j = 0; j < NQ; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < d; i += 8) {
+      const __m256 kv = load8(kp + i);
+      for (int j = 0; j < NQ; ++j) acc[j] = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q + j * q_stride + i), acc[j]);
+    }
+    // One reduction order for every query, whatever NQ: a row's scores do not depend on how many queries
+    // share its pass (prefill and decode agree bit for bit).
+    alignas(16) float r[4];
+    _mm_store_ps(r, _mm_mul_ps(hsum4(acc[0], acc[NQ > 1 ? 1 : 0], acc[NQ > 2 ? 2 : 0], acc[NQ - 1]), _mm_set1_ps(scale)));
+    for (int j = 0; j < NQ; ++j) s[j * s_stride + p] = r[j];
+  }
+}
+
+template <typename T>
+void scores(const float* q, int64_t q_stride, int64_t nq, const T* k, int64_t stride, int64_t n, int64_t d,
+            float scale, float* s, int64_t s_stride) {
+  if (d % 8 != 0) {
+    if constexpr (std::is_same_v<T, uint16_t>) return kScalarAttention.scores(q, q_stride, nq, k, stride, n, d, scale, s, s_stride);
+    else return kScalarAttention.scores_f32(q, q_stride, nq, k, stride, n, d, scale, s, s_stride);
+  }
+  switch (nq) {
+    case 1: return scores_n<T, 1>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+    case 2: return scores_n<T, 2>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+    case 3: return scores_n<T, 3>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+    default: return scores_n<T, 4>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+  }
+}
+
+float exp_sum_avx2(float* s, int64_t n, float mx) {
+  const __m256 m = _mm256_set1_ps(mx);
+  __m256 sum = _mm256_setzero_ps();
+  int64_t p = 0;
+  for (; p + 8 <= n; p += 8) {
+    const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(s + p), m));
+    _mm256_storeu_ps(s + p, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  float total = hsum256(sum);
+  for (; p < n; ++p) {
+    s[p] = std::exp(s[p] - mx);
+    total += s[p];
+  }
+  return total;
+}
+
+template <typename T, int NQ>
+void accumulate_n(const float* w, int64_t w_stride, const T* v, int64_t stride, int64_t n, int64_t d, float* out,
+                  int64_t out_stride) {
+  for (int64_t d0 = 0; d0 < d; d0 += 16) {
+    const int blocks = int(std::min<int64_t>(2, (d - d0) / 8));
+    __m256 acc[NQ][2];
+    for (int j = 0; j < NQ; ++j)
+      for (int b = 0; b < blocks; ++b) acc[j][b] = _mm256_loadu_ps(out + j * out_stride + d0 + 8 * b);
+    for (int64_t p = 0; p < n; ++p) {
+      const T* vp = v + p * stride + d0;
+      if (p + kPrefetchRows < n) prefetch_row(vp + kPrefetchRows * stride, std::min<int64_t>(16, d - d0));
+      __m256 vv[2];
+      for (int b = 0; b < blocks; ++b) vv[b] = load8(vp + 8 * b);
+      for (int j = 0; j < NQ; ++j) {
+        const __m256 wj = _mm256_set1_ps(w[j * w_stride + p]);
+        for (int b = 0; b < blocks; ++b) acc[j][b] = _mm256_fmadd_ps(wj, vv[b], acc[j][b]);
+      }
+    }
+    for (int j = 0; j < NQ; ++j)
+      for (int b = 0; b < blocks; ++b) _mm256_storeu_ps(out + j * out_stride + d0 + 8 * b, acc[j][b]);
+  }
+}
+
+template <typename T>
+void accumulate(const float* w, int64_t w_stride, int64_t nq, const T* v, int64_t stride, int64_t n, int64_t d,
+                float* out, int64_t out_stride) {
+  if (d % 8 != 0) {
+    if constexpr (std::is_same_v<T, uint16_t>) return kScalarAttention.accumulate(w, w_stride, nq, v, stride, n, d, out, out_stride);
+    else return kScalarAttention.accumulate_f32(w, w_stride, nq, v, stride, n, d, out, out_stride);
+  }
+  switch (nq) {
+    case 1: return accumulate_n<T, 1>(w, w_stride, v, stride, n, d, out, out_stride);
+    case 2: return accumulate_n<T, 2>(w, w_stride, v, stride, n, d, out, out_stride);
+    case 3: return accumulate_n<T, 3>(w, w_stride, v, stride, n, d, out, out_stride);
+    default: return accumulate_n<T, 4>(w, w_stride, v, stride, n, d, out, out_stride);
+  }
+}
+
+void to_f16_avx2(const float* x, int64_t n, uint16_t* y) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) y[i] = float_to_half_bits(x[i]);
+}
+
+void from_f16_avx2(const uint16_t* x, int64_t n, float* y) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load8(x + i));
+  for (; i < n; ++i) y[i] = half_bits_to_float(x[i]);
+}
+
+}  // namespace
+
+const AttentionKernels kAvx2Attention = {Isa::kAvx2,   scores<uint16_t>,  exp_sum_avx2, accumulate<uint16_t>,
+                                         scores<float>, accumulate<float>, to_f16_avx2,  from_f16_avx2};
+
+}  // namespace qt::rt

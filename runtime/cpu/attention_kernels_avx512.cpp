@@ -1,0 +1,177 @@
+// AVX-512 attention loops: fp16 keys/values widened with vcvtph2ps, 16 lanes per step, each cached row
+// loaded once for up to four queries.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "common/half.h"
+#include "runtime/cpu/attention_kernels.h"
+
+namespace qt::rt {
+namespace {
+
+// Rows of one kv head are kv_dim elements apart, so a head's keys or values sit in a few cache lines per
+// 2-4 KB: too sparse for the hardware prefetcher at decode, where attention is a stream from memory.
+constexpr int64_t kPrefetchRows = 8;
+template <typename T>
+inline void prefetch_row(const T* row, int64_t d) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int64_t b = 0; b < d * int64_t(sizeof(T)); b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+}
+
+inline __m256 fold(__m512 v) {
+  return _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+inline float hsum512(__m512 v) {
+  const __m256 s8 = fold(v);
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// The four sums of a, b, c, d in one vector.
+inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m256 ab = _mm256_hadd_ps(fold(a), fold(b)), cd = _mm256_hadd_ps(fold(c), fold(d));
+  const __m256 abcd = _mm256_hadd_ps(ab, cd);
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+inline __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+
+// exp(x) for x <= 88: x = n ln2 + r with |r| <= ln2/2, e^r by its degree-6 Taylor polynomial (relative
+// error about 2e-7), 2^n put into the exponent bits. Inputs below -87.3 give 0.
+inline __m512 exp512(__m512 x) {
+  const __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_maskz_mul_ps(~tiny, p, _mm512_castsi512_ps(e));
+}
+
+template <typename T, int NQ>
+void scores_n(const float* q, int64_t q_stride, const T* k, int64_t stride, int64_t n, int64_t d, float scale,
+              float* s, int64_t s_stride) {
+  for (int64_t p = 0; p < n; ++p) {
+    const T* kp = k + p * stride;
+    if (p + kPrefetchRows < n) prefetch_row(kp + kPrefetchRows * stride, d);
+    __m512 acc[NQ];
+    for (int j = 0; j < NQ; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < d; i += 16) {
+      const __m512 kv = load16(kp + i);
+      for (int j = 0; j < NQ; ++j) acc[j] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + j * q_stride + i), acc[j]);
+    }
+    // One reduction order for every query, whatever NQ: a row's scores do not depend on how many queries
+    // share its pass (prefill and decode agree bit for bit).
+    alignas(16) float r[4];
+    _mm_store_ps(r, _mm_mul_ps(hsum4(acc[0], acc[NQ > 1 ? 1 : 0], acc[NQ > 2 ? 2 : 0], acc[NQ - 1]), _mm_set1_ps(scale)));
+    for (int j = 0; j < NQ; ++j) s[j * s_stride + p] = r[j];
+  }
+}
+
+template <typename T>
+void scores(const float* q, int64_t q_stride, int64_t nq, const T* k, int64_t stride, int64_t n, int64_t d,
+            float scale, float* s, int64_t s_stride) {
+  if (d % 16 != 0) {
+    if constexpr (std::is_same_v<T, uint16_t>) return kScalarAttention.scores(q, q_stride, nq, k, stride, n, d, scale, s, s_stride);
+    else return kScalarAttention.scores_f32(q, q_stride, nq, k, stride, n, d, scale, s, s_stride);
+  }
+  switch (nq) {
+    case 1: return scores_n<T, 1>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+    case 2: return scores_n<T, 2>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+    case 3: return scores_n<T, 3>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+    default: return scores_n<T, 4>(q, q_stride, k, stride, n, d, scale, s, s_stride);
+  }
+}
+
+float exp_sum_avx512(float* s, int64_t n, float mx) {
+  const __m512 m = _mm512_set1_ps(mx);
+  __m512 sum = _mm512_setzero_ps();
+  int64_t p = 0;
+  for (; p + 16 <= n; p += 16) {
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(s + p), m));
+    _mm512_storeu_ps(s + p, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (p < n) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << (n - p)) - 1);
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, s + p), m));
+    _mm512_mask_storeu_ps(s + p, mask, e);
+    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(mask, e));
+  }
+  return hsum512(sum);
+}
+
+// 64 output lanes of up to four queries stay in registers while the value rows stream past once.
+template <typename T, int NQ>
+void accumulate_n(const float* w, int64_t w_stride, const T* v, int64_t stride, int64_t n, int64_t d, float* out,
+                  int64_t out_stride) {
+  for (int64_t d0 = 0; d0 < d; d0 += 64) {
+    const int blocks = int(std::min<int64_t>(4, (d - d0) / 16));
+    __m512 acc[NQ][4];
+    for (int j = 0; j < NQ; ++j)
+      for (int b = 0; b < blocks; ++b) acc[j][b] = _mm512_loadu_ps(out + j * out_stride + d0 + 16 * b);
+    for (int64_t p = 0; p < n; ++p) {
+      const T* vp = v + p * stride + d0;
+      if (p + kPrefetchRows < n) prefetch_row(vp + kPrefetchRows * stride, std::min<int64_t>(64, d - d0));
+      __m512 vv[4];
+      for (int b = 0; b < blocks; ++b) vv[b] = load16(vp + 16 * b);
+      for (int j = 0; j < NQ; ++j) {
+        const __m512 wj = _mm512_set1_ps(w[j * w_stride + p]);
+        for (int b = 0; b < blocks; ++b) acc[j][b] = _mm512_fmadd_ps(wj, vv[b], acc[j][b]);
+      }
+    }
+    for (int j = 0; j < NQ; ++j)
+      for (int b = 0; b < blocks; ++b) _mm512_storeu_ps(out + j * out_stride + d0 + 16 * b, acc[j][b]);
+  }
+}
+
+template <typename T>
+void accumulate(const float* w, int64_t w_stride, int64_t nq, const T* v, int64_t stride, int64_t n, int64_t d,
+                float* out, int64_t out_stride) {
+  if (d % 16 != 0) {
+    if constexpr (std::is_same_v<T, uint16_t>) return kScalarAttention.accumulate(w, w_stride, nq, v, stride, n, d, out, out_stride);
+    else return kScalarAttention.accumulate_f32(w, w_stride, nq, v, stride, n, d, out, out_stride);
+  }
+  switch (nq) {
+    case 1: return accumulate_n<T, 1>(w, w_stride, v, stride, n, d, out, out_stride);
+    case 2: return accumulate_n<T, 2>(w, w_stride, v, stride, n, d, out, out_stride);
+    case 3: return accumulate_n<T, 3>(w, w_stride, v, stride, n, d, out, out_stride);
+    default: return accumulate_n<T, 4>(w, w_stride, v, stride, n, d, out, out_stride);
+  }
+}
+
+void to_f16_avx512(const float* x, int64_t n, uint16_t* y) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) y[i] = float_to_half_bits(x[i]);
+}
+
+void from_f16_avx512(const uint16_t* x, int64_t n, float* y) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, load16(x + i));
+  for (; i < n; ++i) y[i] = half_bits_to_float(x[i]);
+}
+
+}  // namespace
+
+const AttentionKernels kAvx512Attention = {Isa::kAvx512Vnni, scores<uint16_t>, exp_sum_avx512, accumulate<uint16_t>,
+                                           scores<float>,    accumulate<float>, to_f16_avx512, from_f16_avx512};
+
+}  // namespace qt::rt

@@ -1,0 +1,59 @@
+#include "runtime/cpu/q8_gemm_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace qt::rt {
+namespace {
+
+void panel_scalar(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                  const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
+                  int64_t y_stride, int64_t rows) {
+  const int64_t ng = k / group;
+  for (int64_t t = 0; t < tokens; ++t) {
+    const int8_t* xt = x + t * x_stride;
+    for (int64_t r = 0; r < rows; ++r) {
+      float acc = 0.0f;
+      for (int64_t g = 0; g < ng; ++g) {
+        int32_t s = 0;
+        for (int64_t c = g * group; c < (g + 1) * group; ++c)
+          s += int32_t(w[(c / 4) * 64 + r * 4 + c % 4]) * int32_t(xt[c]);
+        s -= 128 * x_qsum[t * xs_stride + g];
+        acc = std::fma(float(s), w_scale[g * kQ8PanelRows + r] * x_scale[t * xs_stride + g], acc);
+      }
+      y[t * y_stride + r] = acc;
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum) {
+  for (int64_t g = 0; g < k / group; ++g) {
+    const float* xg = x + g * group;
+    float amax = 0.0f;
+    for (int64_t j = 0; j < group; ++j) amax = std::max(amax, std::fabs(xg[j]));
+    const float s = amax / 127.0f;
+    const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+    int32_t sum = 0;
+    for (int64_t j = 0; j < group; ++j) {
+      const int32_t v = std::clamp(static_cast<int32_t>(std::nearbyint(xg[j] * inv)), -127, 127);
+      q[g * group + j] = static_cast<int8_t>(v);
+      sum += v;
+    }
+    scale[g] = s;
+    qsum[g] = sum;
+  }
+}
+
+const Q8GemmKernels kScalarQ8Gemm = {Isa::kScalar, panel_scalar, quantize_row_scalar};
+
+const Q8GemmKernels& q8_gemm_kernels_for(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512Vnni: return kAvx512Q8Gemm;
+    case Isa::kAvx2: return kAvx2Q8Gemm;
+    default: return kScalarQ8Gemm;
+  }
+}
+
+}  // namespace qt::rt

@@ -1,0 +1,42 @@
+#pragma once
+// Q8_0 matmul as a GEMM: the weights repacked (q8_repack.h) into panels of 16 output rows in which every
+// 4 consecutive columns of the 16 rows form one 64-byte vector, so a SIMD step multiplies 16 rows by 4
+// columns of one token with the token's 4 int8 activations broadcast, and a tile of 16 rows x several tokens
+// accumulates in registers with no horizontal sum. One implementation per instruction set, picked by the
+// matmul kernels' Isa. Included by translation units compiled for wider ISAs: plain functions and PODs only.
+#include <cstdint>
+
+#include "kernels_src/cpu_matvec/isa_kernels.h"
+
+namespace qt::rt {
+
+constexpr int64_t kQ8PanelRows = 16;
+
+struct Q8GemmKernels {
+  Isa isa;
+  // One panel against `tokens` activation rows:
+  //   y[t * y_stride + r] = sum_g w_scale[g*16 + r] * x_scale[t*xs_stride + g] * sum_{k in g} q[r][k] * x[t][k]
+  // for r < rows (<= 16). `w`: the panel's 16*k bytes, q + 128 as uint8, in the order above; `w_scale`: [k/group][16].
+  // x: int8 rows (x_stride apart) in [-127, 127] with per-group scales and per-group sums x_qsum (the +128 of
+  // the weights is taken out as 128 * x_qsum). group % 4 == 0, k % group == 0. The integer sums are exact and
+  // the float steps are the same per output whatever `tokens` is, so a token's result does not depend on
+  // how many others share its tile.
+  void (*panel)(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
+                int64_t y_stride, int64_t rows);
+  // One activation row to the panel's int8 input, per group of `group`: scale = amax / 127, q =
+  // clamp(round-half-even(x / scale), -127, 127), qsum = sum of q. The same numbers as quantize_rows()
+  // (kernels_src/cpu_matvec/quantized_matvec.h), which defines them.
+  void (*quantize_row)(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum);
+};
+
+const Q8GemmKernels& q8_gemm_kernels_for(Isa isa);
+
+// The portable quantizer, also used by the SIMD tables for groups their vectors do not fit.
+void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum);
+
+extern const Q8GemmKernels kScalarQ8Gemm;
+extern const Q8GemmKernels kAvx2Q8Gemm;
+extern const Q8GemmKernels kAvx512Q8Gemm;
+
+}  // namespace qt::rt

@@ -1,0 +1,105 @@
+// AVX-512 VNNI Q8_0 GEMM: vpdpbusd multiplies the panel's 64 unsigned weight bytes (q + 128) by a token's 4
+// broadcast int8 activations, 16 rows x 4 columns per instruction; up to 8 tokens share each weight load.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "runtime/cpu/q8_gemm_kernels.h"
+
+namespace qt::rt {
+namespace {
+
+inline int32_t load4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+template <int T>
+void tile(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+          const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, float* y, int64_t y_stride, __mmask16 rows) {
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  const int64_t ng = k / group;
+  for (int64_t g = 0; g < ng; ++g) {
+    __m512i s[T];
+    for (int t = 0; t < T; ++t) s[t] = _mm512_setzero_si512();
+    for (int64_t c = g * group; c < (g + 1) * group; c += 4) {
+      const __m512i wv = _mm512_loadu_si512(w + c * kQ8PanelRows);
+      for (int t = 0; t < T; ++t) s[t] = _mm512_dpbusd_epi32(s[t], wv, _mm512_set1_epi32(load4(x + t * x_stride + c)));
+    }
+    const __m512 ws = _mm512_loadu_ps(w_scale + g * kQ8PanelRows);
+    for (int t = 0; t < T; ++t) {
+      const __m512i exact = _mm512_sub_epi32(s[t], _mm512_set1_epi32(128 * x_qsum[t * xs_stride + g]));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(ws, _mm512_set1_ps(x_scale[t * xs_stride + g])),
+                               acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * y_stride, rows, acc[t]);
+}
+
+void panel_avx512(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                  const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
+                  int64_t y_stride, int64_t rows) {
+  if (group % 4 != 0) return kScalarQ8Gemm.panel(w, w_scale, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
+  const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
+  int64_t t = 0;
+  auto at = [&](auto fn) {
+    fn(w, w_scale, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, x_qsum + t * xs_stride, xs_stride,
+       y + t * y_stride, y_stride, mask);
+  };
+  for (; t + 8 <= tokens; t += 8) at(tile<8>);
+  switch (tokens - t) {
+    case 7: at(tile<7>); break;
+    case 6: at(tile<6>); break;
+    case 5: at(tile<5>); break;
+    case 4: at(tile<4>); break;
+    case 3: at(tile<3>); break;
+    case 2: at(tile<2>); break;
+    case 1: at(tile<1>); break;
+    default: break;
+  }
+}
+
+inline float hmax512(__m512 v) {
+  __m256 m = _mm256_max_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+inline int32_t hsum_epi32(__m512i v) {
+  __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+  return _mm_cvtsi128_si32(h);
+}
+
+// vcvtps2dq rounds half to even under the default MXCSR, like nearbyint.
+void quantize_row_avx512(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum) {
+  if (group % 16 != 0) return quantize_row_scalar(x, k, group, q, scale, qsum);
+  for (int64_t g = 0; g < k / group; ++g) {
+    const float* xg = x + g * group;
+    __m512 amax = _mm512_setzero_ps();
+    for (int64_t j = 0; j < group; j += 16) amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_loadu_ps(xg + j)));
+    const float s = hmax512(amax) / 127.0f;
+    const __m512 inv = _mm512_set1_ps(s > 0.0f ? 1.0f / s : 0.0f);
+    __m512i sum = _mm512_setzero_si512();
+    for (int64_t j = 0; j < group; j += 16) {
+      __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xg + j), inv));
+      v = _mm512_max_epi32(_mm512_min_epi32(v, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + g * group + j), _mm512_cvtepi32_epi8(v));
+      sum = _mm512_add_epi32(sum, v);
+    }
+    scale[g] = s;
+    qsum[g] = hsum_epi32(sum);
+  }
+}
+
+}  // namespace
+
+const Q8GemmKernels kAvx512Q8Gemm = {Isa::kAvx512Vnni, panel_avx512, quantize_row_avx512};
+
+}  // namespace qt::rt

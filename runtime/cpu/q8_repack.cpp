@@ -1,0 +1,102 @@
+#include "runtime/cpu/q8_repack.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error.h"
+#include "kernels_src/cpu_matvec/thread_pool.h"
+#include "runtime/cpu/q8_gemm_kernels.h"
+
+namespace qt::rt {
+namespace {
+
+// Asks the kernel to reclaim the whole pages inside [p, p + bytes). MADV_PAGEOUT never changes what the
+// memory reads (file pages are read back, anonymous ones swapped), so it is safe whatever owns the tensor.
+void release_pages(const void* p, uint64_t bytes) {
+#ifdef MADV_PAGEOUT
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = (reinterpret_cast<uint64_t>(p) + page - 1) / page * page;
+  const uint64_t end = (reinterpret_cast<uint64_t>(p) + bytes) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
+void advise_range(const void* p, uint64_t bytes, int advice) {
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = reinterpret_cast<uint64_t>(p) / page * page;
+  const uint64_t end = reinterpret_cast<uint64_t>(p) + bytes;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, advice);
+}
+
+constexpr int64_t kPanelsPerBlock = 64;  // 1024 rows: the source pages behind a block are released at once
+
+}  // namespace
+
+bool repackable_q8(const QTensor& t) {
+  return t.type == WeightType::Q8_0 && !t.empty() && t.group_size > 0 && t.group_size % 4 == 0 &&
+         t.cols % t.group_size == 0;
+}
+
+void RepackedQ8::dequantize_row(int64_t row, float* out) const {
+  const uint8_t* w = panel(row / 16) + (row % 16) * 4;
+  const float* s = panel_scale(row / 16) + row % 16;
+  for (int64_t c = 0; c < cols; ++c)
+    out[c] = float(int32_t(w[(c / 4) * 64 + c % 4]) - 128) * s[(c / group) * 16];
+}
+
+void advise_random_rows(const QTensor& t) {
+  if (t.type != WeightType::Q8_0 || t.empty()) return;
+  advise_range(t.data, uint64_t(t.rows * t.cols), MADV_RANDOM);
+  advise_range(t.scales_f32, uint64_t(t.rows * t.cols / t.group_size) * sizeof(float), MADV_RANDOM);
+}
+
+RepackedQ8 repack_q8(const QTensor& t, ThreadPool* pool) {
+  if (!repackable_q8(t)) throw Error("repack_q8: the tensor is not Q8_0 with a group that is a multiple of 4");
+  RepackedQ8 r;
+  r.rows = t.rows, r.cols = t.cols, r.group = t.group_size;
+  r.panels = (t.rows + kQ8PanelRows - 1) / kQ8PanelRows;
+  const int64_t K = t.cols, ng = K / t.group_size;
+  r.w.reset(new uint8_t[size_t(r.panels * kQ8PanelRows * K)]);
+  r.scale.reset(new float[size_t(r.panels * kQ8PanelRows * ng)]);
+  const auto* q = static_cast<const int8_t*>(t.data);
+  auto pack = [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      uint8_t* wp = r.w.get() + p * kQ8PanelRows * K;
+      float* sp = r.scale.get() + p * kQ8PanelRows * ng;
+      for (int64_t row = 0; row < kQ8PanelRows; ++row) {
+        const int64_t n = p * kQ8PanelRows + row;
+        if (n >= t.rows) {
+          // Padding rows: weight 0 (stored +128) and scale 0, never stored to an output.
+          for (int64_t c = 0; c < K; ++c) wp[(c / 4) * 64 + row * 4 + c % 4] = 128;
+          for (int64_t g = 0; g < ng; ++g) sp[g * kQ8PanelRows + row] = 0.0f;
+          continue;
+        }
+        const int8_t* qn = q + n * K;
+        for (int64_t c = 0; c < K; c += 4) {
+          uint8_t* dst = wp + (c / 4) * 64 + row * 4;
+          for (int64_t b = 0; b < 4; ++b) dst[b] = static_cast<uint8_t>(qn[c + b] ^ int8_t(-128));
+        }
+        for (int64_t g = 0; g < ng; ++g) sp[g * kQ8PanelRows + row] = t.scales_f32[n * ng + g];
+      }
+    }
+  };
+  for (int64_t b0 = 0; b0 < r.panels; b0 += kPanelsPerBlock) {
+    const int64_t b1 = std::min(r.panels, b0 + kPanelsPerBlock);
+    if (pool) {
+      pool->parallel_for(b1 - b0, 1, [&](int64_t i0, int64_t i1) { pack(b0 + i0, b0 + i1); });
+    } else {
+      pack(b0, b1);
+    }
+    const int64_t n0 = b0 * kQ8PanelRows, n1 = std::min(t.rows, b1 * kQ8PanelRows);
+    release_pages(q + n0 * K, uint64_t((n1 - n0) * K));
+  }
+  release_pages(t.scales_f32, uint64_t(t.rows * ng) * sizeof(float));
+  return r;
+}
+
+}  // namespace qt::rt

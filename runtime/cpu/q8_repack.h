@@ -1,0 +1,37 @@
+#pragma once
+// The Q8_0 weights of the fast path's GEMM (q8_gemm_kernels.h), repacked once at load time from the file's
+// row-major int8 + scales. The repacked matrix is the same size as the file's tensor (1 byte per weight, 4
+// per group scale) and replaces it: once a tensor is repacked, its pages of the file mapping are handed back
+// to the kernel (they are only read again if something else reads that tensor, such as the embedding rows of
+// a tied classifier), so resident memory holds one copy of the weights, not two.
+#include <cstdint>
+#include <memory>
+
+#include "models/core/weights.h"
+
+namespace qt::rt {
+
+class ThreadPool;
+
+struct RepackedQ8 {
+  int64_t rows = 0, cols = 0, group = 0, panels = 0;
+  std::unique_ptr<uint8_t[]> w;      // [panels][16 * cols], layout of q8_gemm_kernels.h
+  std::unique_ptr<float[]> scale;    // [panels][cols / group][16]; rows past `rows` have scale 0
+  const uint8_t* panel(int64_t p) const { return w.get() + p * 16 * cols; }
+  const float* panel_scale(int64_t p) const { return scale.get() + p * 16 * (cols / group); }
+  // out[c] = q[row][c] * scale: the values dequantize_row() gives for the source tensor.
+  void dequantize_row(int64_t row, float* out) const;
+};
+
+// Whether `t` can take the GEMM layout: Q8_0 with a group that is a multiple of 4.
+bool repackable_q8(const QTensor& t);
+
+// Repacks `t` (repackable_q8(t) must hold), releasing the source pages as it goes. `pool` may be null.
+RepackedQ8 repack_q8(const QTensor& t, ThreadPool* pool);
+
+// Tells the kernel that a Q8_0 tensor is read a row here and there (the embedding table, whose rows are read
+// by token id): no read-ahead around each row read, which would bring megabytes back for a few tokens. A
+// hint only, whatever owns the memory.
+void advise_random_rows(const QTensor& t);
+
+}  // namespace qt::rt

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The CPU runtime side by side with llama.cpp on the same synthetic Qwen3 checkpoints, from a fresh machine:
+#   1. fetches the llama-cpp-python sdist from PyPI (pip) and builds llama-bench from its vendored llama.cpp
+#      (CPU only, GGML_NATIVE), and a Python environment for llama.cpp's convert_hf_to_gguf.py;
+#   2. writes each shape once with `qconvert synthetic --format hf`, then converts that checkpoint to GGUF
+#      Q8_0 (convert_hf_to_gguf.py) and to ajc1 / moe3 (qconvert convert);
+#   3. runs qbench and llama-bench interleaved (compare.py) and writes results/cpu-vs-llama.cpp.md.
+# A benchmark, not a test: CI does not run it. Every step is skipped when its output already exists, so a
+# second run only measures. Usage (from the repository root, after configuring build/):
+#   scripts/peers/cpu_vs_llama_cpp.sh [--rounds N] [--threads "1 2"] [--prepare-only]
+# Environment: QTUNE_BUILD (default build), PEERS_DIR (default $QTUNE_BUILD/peers), QBENCH (default
+#   $QTUNE_BUILD/bin/qbench: point it at a copy to keep rebuilding while a run goes on),
+#   LLAMA_CPP_PYTHON_VERSION (default 0.3.36), PYTHON (default python3).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${QTUNE_BUILD:-$ROOT/build}
+WORK=${PEERS_DIR:-$BUILD/peers}
+VERSION=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
+PYTHON=${PYTHON:-python3}
+ROUNDS=3
+THREADS="1 2"
+PREPARE_ONLY=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    --prepare-only) PREPARE_ONLY=1; shift ;;
+    *) echo "cpu_vs_llama_cpp.sh: unknown argument '$1' (--rounds N, --threads \"1 2\", --prepare-only)" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$WORK"
+log() { echo "[peers] $*" >&2; }
+
+# qtune's tools.
+if [[ ! -x $BUILD/bin/qbench || ! -x $BUILD/bin/qconvert ]]; then
+  log "building qbench and qconvert in $BUILD"
+  cmake --build "$BUILD" --target qbench qconvert
+fi
+
+# llama.cpp as PyPI ships it inside llama-cpp-python.
+SRC=$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp
+if [[ ! -d $SRC ]]; then
+  log "fetching llama-cpp-python $VERSION (sdist) with pip"
+  "$PYTHON" -m pip download --no-deps --no-binary :all: "llama-cpp-python==$VERSION" -d "$WORK/sdist"
+  tar -xzf "$WORK/sdist/llama_cpp_python-$VERSION.tar.gz" -C "$WORK"
+fi
+LLAMA_BENCH=$WORK/llama-build/bin/llama-bench
+if [[ ! -x $LLAMA_BENCH ]]; then
+  log "building llama-bench (CPU only, GGML_NATIVE, -j$(nproc))"
+  cmake -S "$SRC" -B "$WORK/llama-build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_CUDA=OFF \
+    -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF > "$WORK/llama-configure.log"
+  cmake --build "$WORK/llama-build" --target llama-bench -j"$(nproc)" > "$WORK/llama-build.log"
+fi
+
+# convert_hf_to_gguf.py's requirements (llama.cpp's requirements-convert_hf_to_gguf.txt, from PyPI) and the
+# gguf package vendored beside it.
+VENV=$WORK/venv
+if [[ ! -x $VENV/bin/python ]] || ! "$VENV/bin/python" -c "import torch, transformers, gguf" 2>/dev/null; then
+  log "installing the converter's Python packages into $VENV"
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet "torch==2.11.0" "numpy~=2.2.6" "sentencepiece>=0.1.98,<0.3.0" \
+    "transformers==4.57.6" "protobuf>=4.21.0,<5.0.0" "$SRC/gguf-py"
+fi
+
+# The same checkpoint for both sides: a synthetic Hugging Face folder (bf16, which both converters read)
+# with the Qwen3 tokenizer the repository ships, converted both ways.
+make_model() {  # name preset layers qtune-format
+  local name=$1 preset=$2 layers=$3 format=$4 hf=$WORK/models/$1-hf
+  if [[ ! -f $hf/config.json ]]; then
+    log "writing the synthetic checkpoint $name"
+    local extra=()
+    [[ -n $layers ]] && extra=(--layers "$layers")
+    "$BUILD/bin/qconvert" synthetic --preset "$preset" "${extra[@]}" --format hf --dtype bf16 --out "$hf" --quiet
+    cp "$ROOT/models/tokenizers/qwen3/tokenizer.json" "$ROOT/models/tokenizers/qwen3/tokenizer_config.json" "$hf/"
+  fi
+  if [[ ! -f $WORK/models/$name.gguf ]]; then
+    log "converting $name to GGUF Q8_0"
+    "$VENV/bin/python" "$SRC/convert_hf_to_gguf.py" "$hf" --outtype q8_0 --outfile "$WORK/models/$name.gguf.tmp" \
+      > "$WORK/models/$name.gguf.log" 2>&1
+    mv "$WORK/models/$name.gguf.tmp" "$WORK/models/$name.gguf"
+  fi
+  if [[ ! -f $WORK/models/$name.bin ]]; then
+    log "converting $name to $format"
+    "$BUILD/bin/qconvert" convert --hf "$hf" --format "$format" --out "$WORK/models/$name.bin.tmp" --no-tokenizer --quiet
+    mv "$WORK/models/$name.bin.tmp" "$WORK/models/$name.bin"
+  fi
+}
+make_model qwen3-0.6b qwen3-0.6b "" ajc1
+make_model qwen3-30b-a3b-L2 qwen3-30b-a3b 2 moe3
+[[ $PREPARE_ONLY == 1 ]] && { log "prepared in $WORK"; exit 0; }
+
+"$PYTHON" "$ROOT/scripts/peers/compare.py" --qbench "${QBENCH:-$BUILD/bin/qbench}" --llama-bench "$LLAMA_BENCH" \
+  --llama-src "$SRC" --llama-version "$VERSION" --models "$WORK/models" --rounds "$ROUNDS" --threads $THREADS \
+  --out "$ROOT/results/cpu-vs-llama.cpp.md" --raw "$WORK/raw.jsonl"

@@ -1,0 +1,228 @@
+// The fast path's own layouts against independent definitions: the Q8_0 GEMM over repacked panels, attention
+// over an fp16 KV cache at depth (spans merged across threads), and a KV cache that grows with the tokens run.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "common/error.h"
+#include "common/half.h"
+#include "kernels_src/cpu_matvec/quantized_matvec.h"
+#include "models/quant/quantized_tensor.h"
+#include "runtime/model/qwen3_model.h"
+#include "tests/runtime/random_model.h"
+
+using namespace qt;
+using namespace qt::rt;
+
+namespace {
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> out{Isa::kScalar};
+  if (detect_isa() >= Isa::kAvx2) out.push_back(Isa::kAvx2);
+  if (detect_isa() >= Isa::kAvx512Vnni) out.push_back(Isa::kAvx512Vnni);
+  return out;
+}
+
+std::vector<int32_t> prompt(int n, int vocab) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) t[size_t(i)] = (i * 37 + 11) % vocab;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("Q8_0 GEMM over repacked panels equals the exact integer sums of every row and token, for every ISA",
+          "[runtime][kernels]") {
+  std::mt19937_64 rng(21);
+  // Rows that do not fill the last 16-row panel, groups of 32 and 64, token counts around the register tiles.
+  for (const auto& [rows, cols, group] : {std::tuple<int64_t, int64_t, int32_t>{37, 128, 32}, {48, 192, 64}, {5, 64, 32}}) {
+    const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
+    const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::Q8_0, group);
+    const QTensor w = wt.view();
+    for (int64_t m : {1, 3, 8, 13}) {
+      const std::vector<float> x = test::random_values(rng, size_t(m * cols), 2.0f);
+      QuantizedRows xq;
+      quantize_rows(x.data(), m, cols, group, xq);
+      const int64_t ng = cols / group;
+      const auto* q = static_cast<const int8_t*>(w.data);
+      std::vector<double> expect(size_t(m * rows));
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t n = 0; n < rows; ++n) {
+          double acc = 0;
+          for (int64_t g = 0; g < ng; ++g) {
+            int64_t s = 0;
+            for (int64_t c = g * group; c < (g + 1) * group; ++c) s += int64_t(q[n * cols + c]) * xq.q[size_t(i * cols + c)];
+            acc += double(s) * w.scales_f32[n * ng + g] * xq.scale[size_t(i * ng + g)];
+          }
+          expect[size_t(i * rows + n)] = acc;
+        }
+      for (Isa isa : available_isas()) {
+        INFO("isa " << isa_name(isa) << " rows " << rows << " cols " << cols << " group " << group << " tokens " << m);
+        CpuBackend be(test::cpu_options(false, 2, isa));
+        REQUIRE(be.repack(w));
+        std::vector<float> y(size_t(m * rows), -1.0f);
+        std::vector<float> one(static_cast<size_t>(rows));
+        be.matmul(w, x.data(), m, y.data());
+        double worst = 0;
+        for (size_t j = 0; j < y.size(); ++j) worst = std::max(worst, std::fabs(y[j] - expect[j]) / (1.0 + std::fabs(expect[j])));
+        CHECK(worst < 1e-5);
+        // A token's result does not depend on how many tokens share its tile.
+        be.matmul(w, x.data() + (m - 1) * cols, 1, one.data());
+        CHECK(std::equal(one.begin(), one.end(), y.begin() + (m - 1) * rows));
+      }
+    }
+  }
+}
+
+TEST_CASE("embedding rows read from a repacked (tied) table equal the file's rows", "[runtime][kernels]") {
+  std::mt19937_64 rng(24);
+  const int64_t rows = 37, cols = 128;
+  const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
+  const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::Q8_0, 32);
+  const QTensor w = wt.view();
+  CpuBackend be(test::cpu_options(false, 2));
+  REQUIRE(be.repack(w));
+  const std::vector<int32_t> tokens{0, 15, 16, 36, 7};
+  std::vector<float> got(tokens.size() * size_t(cols));
+  std::vector<float> expect(static_cast<size_t>(cols));
+  be.embed(w, tokens.data(), int64_t(tokens.size()), CpuBackend::host(got.data()));
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    dequantize_row(w, tokens[i], expect.data());
+    CHECK(std::equal(expect.begin(), expect.end(), got.begin() + long(i) * cols));
+  }
+}
+
+TEST_CASE("the GEMM's activation quantizer of every ISA gives quantize_rows' numbers", "[runtime][kernels]") {
+  std::mt19937_64 rng(23);
+  for (int64_t group : {32, 64, 128}) {
+    const int64_t k = group * 3;
+    std::vector<float> x = test::random_values(rng, size_t(k), 3.0f);
+    // Group 0 has amax 127 (scale 1): halves round to even; group 1 is all zero (scale 0).
+    x[0] = 127.0f, x[1] = 2.5f, x[2] = -3.5f, x[3] = 0.5f;
+    std::fill(x.begin() + group, x.begin() + 2 * group, 0.0f);
+    QuantizedRows expect;
+    quantize_rows(x.data(), 1, k, group, expect);
+    for (Isa isa : available_isas()) {
+      INFO("isa " << isa_name(isa) << " group " << group);
+      std::vector<int8_t> q(static_cast<size_t>(k));
+      std::vector<float> scale(size_t(k / group));
+      std::vector<int32_t> qsum(size_t(k / group));
+      q8_gemm_kernels_for(isa).quantize_row(x.data(), k, group, q.data(), scale.data(), qsum.data());
+      CHECK(q == expect.q);
+      CHECK(scale == expect.scale);
+      CHECK(qsum == expect.qsum);
+    }
+  }
+}
+
+TEST_CASE("attention over an fp16 KV cache at depth equals the double-precision reference on the same cached values",
+          "[runtime][kernels]") {
+  std::mt19937_64 rng(22);
+  for (const int64_t hd : {32, 64}) {
+  const int64_t n_heads = 4, n_kv = 2, kvd = n_kv * hd, qd = n_heads * hd;
+  // 1500 cached positions, decode (1 row) and a short prefill (5 rows): with 4 threads and 2 kv heads a
+  // decode step is split into spans of the context whose softmaxes are merged. And a prompt from position 0,
+  // whose rows see causal contexts of different lengths.
+  for (const auto& [pos0, m] : {std::pair<int64_t, int64_t>{1499, 1}, {1495, 5}, {0, 7}}) {
+    const int64_t cap = 1500;
+    std::vector<float> kc = test::random_values(rng, size_t(cap * kvd), 3.0f), vc = test::random_values(rng, size_t(cap * kvd), 1.0f);
+    for (float& v : kc) v = round_to_half(v);
+    for (float& v : vc) v = round_to_half(v);
+    const std::vector<float> q = test::random_values(rng, size_t(m * qd), 1.0f);
+    std::vector<float> expect(size_t(m * qd));
+    CpuBackend ref(test::cpu_options(true, 1));
+    ref.attention(q.data(), kc.data(), vc.data(), pos0, m, n_heads, n_kv, hd, expect.data());
+    for (Isa isa : available_isas()) {
+      INFO("isa " << isa_name(isa) << " rows " << m << " after " << pos0 << " head_dim " << hd);
+      CpuBackend fast(test::cpu_options(false, 4, isa));
+      auto k16 = fast.alloc_kv(size_t(cap * kvd)), v16 = fast.alloc_kv(size_t(cap * kvd));
+      REQUIRE(k16->view().type == ActType::F16);
+      fast.upload(kc.data(), kc.size(), k16->view());
+      fast.upload(vc.data(), vc.size(), v16->view());
+      std::vector<float> got(size_t(m * qd));
+      fast.attention(CpuBackend::host(q.data()), k16->view(), v16->view(), cap, pos0, m, n_heads, n_kv, hd,
+                     CpuBackend::host(got.data()));
+      double worst = 0;
+      for (size_t j = 0; j < got.size(); ++j) worst = std::max(worst, double(std::fabs(got[j] - expect[j])));
+      CHECK(worst < 2e-5);
+    }
+  }
+  }
+}
+
+TEST_CASE("the KV cache grows with the tokens run, not to the context, and keeps what it holds", "[runtime][model]") {
+  test::RandomModelSpec s;
+  s.config = test::small_config(false);
+  s.config.max_seq_len = 40960;  // Qwen3's
+  s.linear_type = s.embed_type = WeightType::Q8_0;
+  auto m = test::make_random_model(s);
+  const int vocab = int(s.config.vocab_size);
+  const auto tokens = prompt(300, vocab);
+  std::vector<std::pair<bool, Isa>> paths{{true, Isa::kScalar}};
+  for (Isa isa : available_isas()) paths.emplace_back(false, isa);
+  for (const auto& [reference, isa] : paths) {
+    INFO((reference ? "reference" : "fast ") << (reference ? "" : isa_name(isa)));
+    CpuBackend be(test::cpu_options(reference, 2, isa));
+    // Context 0 is the model's maximum: none of it is allocated up front.
+    Qwen3Model whole(m->weights, be, 0), grown(m->weights, be, 0);
+    CHECK(whole.context() == 40960);
+    CHECK(whole.kv_capacity() <= 256);
+    const std::vector<float> all = whole.forward(tokens, LogitsRows::kAll);
+    // 250 tokens, then one at a time: the cache grows while holding 256 tokens and must carry them over.
+    grown.forward(tokens.data(), 250, LogitsRows::kNone);
+    std::vector<float> last;
+    for (size_t i = 250; i < tokens.size(); ++i) last = grown.forward(&tokens[i], 1, LogitsRows::kLast);
+    CHECK(grown.kv_capacity() >= 300);
+    CHECK(grown.kv_capacity() <= 600);
+    float worst = 0;
+    for (int v = 0; v < vocab; ++v) worst = std::max(worst, std::fabs(last[size_t(v)] - all[size_t(299 * vocab + v)]));
+    CHECK(worst < 1e-4f);
+  }
+}
+
+TEST_CASE("fp16 KV keeps the fast path's top token at depth on a dense model", "[runtime][model]") {
+  test::RandomModelSpec s;
+  s.config = test::small_config(false);
+  s.linear_type = s.embed_type = WeightType::Q8_0;
+  auto m = test::make_random_model(s);
+  const int vocab = int(s.config.vocab_size);
+  const auto tokens = prompt(480, vocab);
+  CpuOptions f32 = test::cpu_options(false, 2);
+  f32.kv_cache = ActType::F32;
+  CpuBackend half_kv(test::cpu_options(false, 2)), full_kv(f32);
+  Qwen3Model a(m->weights, half_kv, 0), b(m->weights, full_kv, 0);
+  CHECK(half_kv.kv_type() == ActType::F16);
+  CHECK(full_kv.kv_type() == ActType::F32);
+  const std::vector<float> la = a.forward(tokens, LogitsRows::kAll), lb = b.forward(tokens, LogitsRows::kAll);
+  int same = 0, positions = 0;
+  float worst = 0, scale = 0;
+  for (size_t i = 400; i < tokens.size(); ++i, ++positions) {  // depth 400..479
+    const auto ra = la.begin() + long(i) * vocab, rb = lb.begin() + long(i) * vocab;
+    same += std::max_element(ra, ra + vocab) - ra == std::max_element(rb, rb + vocab) - rb;
+    for (int v = 0; v < vocab; ++v) {
+      worst = std::max(worst, std::fabs(ra[v] - rb[v]));
+      scale = std::max(scale, std::fabs(rb[v]));
+    }
+  }
+  INFO("worst logit difference " << worst << " of logits up to " << scale << ", same top-1 " << same << "/" << positions);
+  CHECK(same * 100 >= positions * 98);
+  // The fast path's documented bound on random models (int8 activations, test_model.cpp): 3% of the range.
+  CHECK(worst < 0.03f * scale);
+}
+
+TEST_CASE("the fast path keeps fp32 KV for MoE models unless told otherwise", "[runtime][model]") {
+  test::RandomModelSpec s;
+  s.config = test::small_config(true);
+  s.linear_type = s.expert_type = s.embed_type = WeightType::Q8_0;
+  auto m = test::make_random_model(s);
+  CpuBackend auto_kv(test::cpu_options(false, 1));
+  CpuOptions forced = test::cpu_options(false, 1);
+  forced.kv_cache = ActType::F16;
+  CpuBackend half_kv(forced);
+  Qwen3Model a(m->weights, auto_kv, 64), b(m->weights, half_kv, 64);
+  CHECK(auto_kv.kv_type() == ActType::F32);
+  CHECK(half_kv.kv_type() == ActType::F16);
+}
