@@ -67,7 +67,8 @@ void CpuBackend::prepare(const ModelWeights& weights) {
     if (!t.empty()) packed(t);
   };
   // Dense matrices run for every token, so repacking them pays in prefill and costs no memory (the file's
-  // pages are released). Experts keep the file layout: a MoE model touches only the experts it routes to.
+  // pages are released). Q8_0 experts are repacked when first routed to (cpu_moe.cpp): a MoE model touches
+  // only the experts it routes to.
   repack(weights.classifier.empty() ? weights.embedding : weights.classifier);
   advise_random_rows(weights.embedding);
   add(weights.classifier);
@@ -231,6 +232,15 @@ void CpuBackend::matmul_float(const QTensor& w, const float* x, int64_t m, float
   const int64_t N = w.rows, K = w.cols;
   const CpuKernels& kr = *kernels_;
   pool_.parallel_for(N, rows_per_task(w), [&](int64_t n0, int64_t n1) {
+    if (weight_traits(w.type).quantized) {
+      // Each row dequantized once for all m activation rows (the MoE router at prefill: 512 rows x 128).
+      float* row = scratch(tls_row, K);
+      for (int64_t n = n0; n < n1; ++n) {
+        dequantize_row(w, n, row);
+        for (int64_t i = 0; i < m; ++i) y[i * N + n] = kr.dot_f32(row, x + i * K, K);
+      }
+      return;
+    }
     for (int64_t i = 0; i < m; ++i) {
       const float* xi = x + i * K;
       float* yi = y + i * N;
@@ -244,13 +254,7 @@ void CpuBackend::matmul_float(const QTensor& w, const float* x, int64_t m, float
         case WeightType::BF16:
           for (int64_t n = n0; n < n1; ++n) yi[n] = kr.dot_bf16(static_cast<const uint16_t*>(w.data) + n * K, xi, K);
           break;
-        default: {
-          float* row = scratch(tls_row, K);
-          for (int64_t n = n0; n < n1; ++n) {
-            dequantize_row(w, n, row);
-            yi[n] = kr.dot_f32(row, xi, K);
-          }
-        }
+        default: break;
       }
     }
   });

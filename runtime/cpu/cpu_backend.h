@@ -103,6 +103,8 @@ class CpuBackend final : public Backend {
   // rows are [offsets[e], offsets[e+1]) of x (grouped by expert): one parallel pass over all experts' work.
   void grouped_matmul(const ExpertStack* const* stacks, float* const* ys, int count, const float* x,
                       const std::vector<int64_t>& offsets);
+  void grouped_gemm_q8(const ExpertStack* const* stacks, float* const* ys, int count, const float* x,
+                       const std::vector<int64_t>& offsets);
   template <typename T>
   void attention_fast(const float* q, const T* k_cache, const T* v_cache, int64_t pos0, int64_t m, int64_t n_heads,
                       int64_t n_kv_heads, int64_t head_dim, float* out);
