@@ -33,6 +33,14 @@ std::unique_ptr<RandomModel> make_random_model(const RandomModelSpec& spec);
 // A dense or MoE config with the given sizes; head_dim 16, theta 1e4 so rotations vary within short prompts.
 ModelConfig small_config(bool moe, int32_t n_layers = 2);
 
+// Every instruction set this CPU runs, scalar first: the SIMD kernels are each checked on the ones present.
+inline std::vector<rt::Isa> available_isas() {
+  std::vector<rt::Isa> out{rt::Isa::kScalar};
+  if (rt::detect_isa() >= rt::Isa::kAvx2) out.push_back(rt::Isa::kAvx2);
+  if (rt::detect_isa() >= rt::Isa::kAvx512Vnni) out.push_back(rt::Isa::kAvx512Vnni);
+  return out;
+}
+
 inline rt::CpuOptions cpu_options(bool reference, int threads, std::optional<rt::Isa> isa = std::nullopt) {
   rt::CpuOptions o;
   o.reference = reference;

@@ -19,13 +19,6 @@ using namespace qt::rt;
 
 namespace {
 
-std::vector<Isa> available_isas() {
-  std::vector<Isa> out{Isa::kScalar};
-  if (detect_isa() >= Isa::kAvx2) out.push_back(Isa::kAvx2);
-  if (detect_isa() >= Isa::kAvx512Vnni) out.push_back(Isa::kAvx512Vnni);
-  return out;
-}
-
 std::vector<int32_t> prompt(int n, int vocab) {
   std::vector<int32_t> t(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) t[size_t(i)] = (i * 37 + 11) % vocab;
@@ -59,7 +52,7 @@ TEST_CASE("Q8_0 GEMM over repacked panels equals the exact integer sums of every
           }
           expect[size_t(i * rows + n)] = acc;
         }
-      for (Isa isa : available_isas()) {
+      for (Isa isa : test::available_isas()) {
         INFO("isa " << isa_name(isa) << " rows " << rows << " cols " << cols << " group " << group << " tokens " << m);
         CpuBackend be(test::cpu_options(false, 2, isa));
         REQUIRE(be.repack(w));
@@ -105,7 +98,7 @@ TEST_CASE("the GEMM's activation quantizer of every ISA gives quantize_rows' num
     std::fill(x.begin() + group, x.begin() + 2 * group, 0.0f);
     QuantizedRows expect;
     quantize_rows(x.data(), 1, k, group, expect);
-    for (Isa isa : available_isas()) {
+    for (Isa isa : test::available_isas()) {
       INFO("isa " << isa_name(isa) << " group " << group);
       std::vector<int8_t> q(static_cast<size_t>(k));
       std::vector<float> scale(size_t(k / group));
@@ -135,7 +128,7 @@ TEST_CASE("attention over an fp16 KV cache at depth equals the double-precision 
     std::vector<float> expect(size_t(m * qd));
     CpuBackend ref(test::cpu_options(true, 1));
     ref.attention(q.data(), kc.data(), vc.data(), pos0, m, n_heads, n_kv, hd, expect.data());
-    for (Isa isa : available_isas()) {
+    for (Isa isa : test::available_isas()) {
       INFO("isa " << isa_name(isa) << " rows " << m << " after " << pos0 << " head_dim " << hd);
       CpuBackend fast(test::cpu_options(false, 4, isa));
       auto k16 = fast.alloc_kv(size_t(cap * kvd)), v16 = fast.alloc_kv(size_t(cap * kvd));
@@ -162,7 +155,7 @@ TEST_CASE("the KV cache grows with the tokens run, not to the context, and keeps
   const int vocab = int(s.config.vocab_size);
   const auto tokens = prompt(300, vocab);
   std::vector<std::pair<bool, Isa>> paths{{true, Isa::kScalar}};
-  for (Isa isa : available_isas()) paths.emplace_back(false, isa);
+  for (Isa isa : test::available_isas()) paths.emplace_back(false, isa);
   for (const auto& [reference, isa] : paths) {
     INFO((reference ? "reference" : "fast ") << (reference ? "" : isa_name(isa)));
     CpuBackend be(test::cpu_options(reference, 2, isa));

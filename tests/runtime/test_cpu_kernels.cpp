@@ -12,17 +12,6 @@
 using namespace qt;
 using namespace qt::rt;
 
-namespace {
-
-std::vector<Isa> available_isas() {
-  std::vector<Isa> out{Isa::kScalar};
-  if (detect_isa() >= Isa::kAvx2) out.push_back(Isa::kAvx2);
-  if (detect_isa() >= Isa::kAvx512Vnni) out.push_back(Isa::kAvx512Vnni);
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("int8 group dot products of every ISA equal the exact integer sums", "[runtime][kernels]") {
   std::mt19937_64 rng(7);
   std::uniform_int_distribution<int> wq(-128, 127), xq(-127, 127);
@@ -40,7 +29,7 @@ TEST_CASE("int8 group dot products of every ISA equal the exact integer sums", "
       for (int64_t i = g * group; i < (g + 1) * group; ++i) s += int64_t(w[i]) * x[i];
       expect += double(s) * double(ws[g]) * double(xs[g]);
     }
-    for (Isa isa : available_isas()) {
+    for (Isa isa : test::available_isas()) {
       INFO("isa " << isa_name(isa) << " group " << group);
       const float got = kernels_for(isa).dot_i8(w.data(), x.data(), ws.data(), xs.data(), k, group);
       CHECK(std::fabs(got - expect) <= 1e-5 * (1.0 + std::fabs(expect)));
@@ -73,7 +62,7 @@ TEST_CASE("4-bit dot products of every ISA equal the dequantized sums", "[runtim
         expect += (double(q[i]) - wz[g]) * ws[g] * double(x[i]) * xs[g];
       }
     }
-    for (Isa isa : available_isas()) {
+    for (Isa isa : test::available_isas()) {
       INFO("isa " << isa_name(isa) << " group " << group);
       const float got =
           kernels_for(isa).dot_u4(packed.data(), x.data(), ws.data(), wz.data(), xs.data(), qsum.data(), k, group);
@@ -95,7 +84,7 @@ TEST_CASE("float dot products of every ISA match double sums for any length", "[
       e16 += double(half_bits_to_float(h[i])) * x[i];
       eb += double(bf16_bits_to_float(b[i])) * x[i];
     }
-    for (Isa isa : available_isas()) {
+    for (Isa isa : test::available_isas()) {
       INFO("isa " << isa_name(isa) << " k " << k);
       const CpuKernels& kr = kernels_for(isa);
       CHECK(kr.dot_f32(w.data(), x.data(), k) == Approx(e32).margin(1e-5));
@@ -120,7 +109,7 @@ TEST_CASE("the four-row int8 kernel is bit-identical to four single-row calls", 
     for (auto& v : w) v = int8_t(wq(rng));
     for (auto& v : x) v = int8_t(xq(rng));
     const std::vector<float> ws = test::random_values(rng, ng, 0.01f), xs = test::random_values(rng, 4 * ng, 0.02f);
-    for (Isa isa : available_isas()) {
+    for (Isa isa : test::available_isas()) {
       INFO("isa " << isa_name(isa) << " group " << group);
       const CpuKernels& kr = kernels_for(isa);
       float out[4];

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/search/strategies.h"
+#include "tests/tuner/scratch_path.h"
 
 using nlohmann::json;
 
@@ -100,10 +101,7 @@ TEST_CASE("qtune rejects bad input with one line and exit code 2", "[tuner][cli]
 }
 
 TEST_CASE("qtune --device cpu tunes a shape into the store and lookup finds the winner", "[tuner][cli]") {
-  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
-  std::filesystem::create_directories(dir);
-  std::string db = dir + "/cli-" + std::to_string(getpid()) + ".sqlite";
-  std::filesystem::remove(db);
+  const std::string db = qt::test::tuner_scratch("cli", ".sqlite");
   Run t = run("--device cpu --shape 128,256,64 --type q8_0 --budget 5 --min-time 0.001 --quiet --cache " + db);
   REQUIRE(t.rc == 0);
   REQUIRE(t.out.find("summary: 5 candidates") != std::string::npos);
@@ -124,10 +122,7 @@ TEST_CASE("qtune --device cpu tunes a shape into the store and lookup finds the 
 }
 
 TEST_CASE("qtune store check reports results measured on other kernel sources as stale", "[tuner][cli]") {
-  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
-  std::filesystem::create_directories(dir);
-  std::string db = dir + "/stale-" + std::to_string(getpid()) + ".sqlite";
-  std::filesystem::remove(db);
+  const std::string db = qt::test::tuner_scratch("stale", ".sqlite");
   Run t = run("--device cpu --shape 128,256,64 --type q8_0 --budget 2 --min-time 0.001 --quiet --cache " + db);
   REQUIRE(t.rc == 0);
   Run fresh = run("store check --cache " + db);
@@ -138,7 +133,7 @@ TEST_CASE("qtune store check reports results measured on other kernel sources as
   REQUIRE(exp.rc == 0);
   json j = json::parse(exp.out);
   for (auto& r : j["results"]) r["source_hash"] = "0123456789abcdef-older";
-  const std::string old_json = dir + "/stale-" + std::to_string(getpid()) + ".json";
+  const std::string old_json = qt::test::tuner_scratch("stale", ".json");
   {
     FILE* f = std::fopen(old_json.c_str(), "w");
     REQUIRE(f);
@@ -154,10 +149,7 @@ TEST_CASE("qtune store check reports results measured on other kernel sources as
 
 TEST_CASE("qtune refuses a shape its family cannot run and out-of-range flags before tuning, writing nothing",
           "[tuner][cli]") {
-  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
-  std::filesystem::create_directories(dir);
-  std::string db = dir + "/cli-refuse-" + std::to_string(getpid()) + ".sqlite";
-  std::filesystem::remove(db);
+  const std::string db = qt::test::tuner_scratch("cli-refuse", ".sqlite");
   Run group = run("--device cpu --shape 64,64,7 --type q8_0 --budget 2 --quiet --cache " + db);
   REQUIRE(group.rc == 2);
   REQUIRE(group.out.find("64x64x7") != std::string::npos);

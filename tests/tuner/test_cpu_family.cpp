@@ -8,6 +8,7 @@
 #include "device/winners/fingerprint.h"
 #include "tuner/family/candidate.h"
 #include "tuner/store/store.h"
+#include "tests/tuner/scratch_path.h"
 
 using namespace qt::tune;
 using qt::winners::cpu_fingerprint;
@@ -25,10 +26,7 @@ TEST_CASE("cpu matvec spaces respect the rows-per-task constraint", "[tuner][cpu
 }
 
 TEST_CASE("every cpu matvec type verifies against the reference and is tuned into the store", "[tuner][cpu]") {
-  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
-  std::filesystem::create_directories(dir);
-  std::string path = dir + "/cpu-" + std::to_string(getpid()) + ".sqlite";
-  std::filesystem::remove(path);
+  const std::string path = qt::test::tuner_scratch("cpu", ".sqlite");
   Store store(path);
   Worker worker(handle_candidate_request);
   DeviceFingerprint dev = cpu_fingerprint();

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "tuner/replay/kt_cache.h"
 #include "tuner/store/store.h"
+#include "tests/tuner/scratch_path.h"
 
 using namespace qt::tune;
 
@@ -61,9 +62,7 @@ TEST_CASE("malformed caches fail with a message naming the file and the field", 
 
 TEST_CASE("a missing or corrupt gzip file is an error naming it", "[tuner][inputs]") {
   REQUIRE_THROWS_WITH(load_kt_cache("/nonexistent/space.json.gz"), Catch::Contains("/nonexistent/space.json.gz"));
-  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
-  std::filesystem::create_directories(dir);
-  std::string p = dir + "/corrupt-" + std::to_string(getpid()) + ".json.gz";
+  const std::string p = qt::test::tuner_scratch("corrupt", ".json.gz");
   {
     std::ofstream f(p, std::ios::binary);
     f << "\x1f\x8b\x08\x00garbage-that-is-not-deflate";
@@ -72,10 +71,7 @@ TEST_CASE("a missing or corrupt gzip file is an error naming it", "[tuner][input
 }
 
 TEST_CASE("malformed store imports are rejected whole, naming the bad result", "[tuner][inputs]") {
-  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
-  std::filesystem::create_directories(dir);
-  std::string p = dir + "/inputs-" + std::to_string(getpid()) + ".sqlite";
-  std::filesystem::remove(p);
+  const std::string p = qt::test::tuner_scratch("inputs", ".sqlite");
   Store st(p);
   nlohmann::json bad = {{"format", "qtune-store"},
                         {"results", {{{"device", {{"name", "x"}}}, {"family", "f"}, {"shape", "oops"},
@@ -90,11 +86,6 @@ TEST_CASE("malformed store imports are rejected whole, naming the bad result", "
 }
 
 namespace {
-std::string scratch(const std::string& name) {
-  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
-  std::filesystem::create_directories(dir);
-  return dir + "/" + name + "-" + std::to_string(getpid());
-}
 
 std::string with_problem_size(const std::string& ps) {
   std::string text = kGood;
@@ -139,7 +130,7 @@ TEST_CASE("problem_size must hold sizes in 0..2^53, never wrapped into negative 
 }
 
 TEST_CASE("a gzip file that expands past the cap is refused without reading it all", "[tuner][inputs]") {
-  std::string p = scratch("bomb") + ".json.gz";
+  std::string p = qt::test::tuner_scratch("bomb", ".json.gz");
   gzFile f = gzopen(p.c_str(), "wb9");
   REQUIRE(f != nullptr);
   std::string zeros(1 << 20, '0');
@@ -152,7 +143,8 @@ TEST_CASE("a gzip file that expands past the cap is refused without reading it a
 }
 
 TEST_CASE("importing the same Kernel Tuner cache twice, under any name, adds its rows once", "[tuner][inputs]") {
-  std::string a = scratch("kt-a") + ".json", b = scratch("kt-b") + ".json", db = scratch("kt-store") + ".sqlite";
+  const std::string a = qt::test::tuner_scratch("kt-a", ".json"), b = qt::test::tuner_scratch("kt-b", ".json"),
+                    db = qt::test::tuner_scratch("kt-store", ".sqlite");
   for (const auto& path : {a, b}) {
     std::ofstream f(path);
     f << kGood;

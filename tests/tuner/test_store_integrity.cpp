@@ -16,18 +16,13 @@
 #include "common/error.h"
 #include "device/winners/winners.h"
 #include "tuner/store/store.h"
+#include "tests/tuner/scratch_path.h"
 
 using namespace qt::tune;
 
 namespace {
 
-std::string fresh_db(const std::string& name) {
-  std::string dir = std::string(QTUNE_BINARY_DIR) + "/test-tmp/tuner";
-  std::filesystem::create_directories(dir);
-  std::string path = dir + "/" + name + "-" + std::to_string(getpid()) + ".sqlite";
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
-  return path;
-}
+std::string fresh_db(const std::string& name) { return qt::test::tuner_scratch(name, ".sqlite"); }
 
 ResultRow row(int64_t n, int bx, double median_s) {
   ResultRow r;
