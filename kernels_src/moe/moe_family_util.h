@@ -15,6 +15,9 @@ namespace qt::kernels::moe {
 //     within a token (as gating gives them);
 //   1 every row to expert 0 (one expert takes everything);
 //   2 uniform, repeats allowed.
+// The name expression of moe_place_kernel<warps>.
+std::string place_kernel(int64_t warps);
+
 // Buffers moe_place_kernel writes; an empty name passes a null pointer (that output is not produced).
 struct PlaceBuffers {
   std::string sorted, position, counts, pairs, pairs_used, block_expert, total;

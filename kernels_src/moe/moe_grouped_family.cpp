@@ -59,7 +59,7 @@ std::string gemm_kernel(const Format& fmt, bool fused, const Point& p) {
   return name_expr("moe_grouped_kernel",
                    {fmt.code, fused ? 1 : 0, p.at("bm"), p.at("bn"), p.at("bk"), p.at("warps"), p.at("stages")});
 }
-const std::string kPlace = "moe_place_kernel<4>";
+constexpr int64_t kPlaceWarps = 4;  // the alignment launch each plan starts with
 const std::string kFusedReduce = "gate_up_reduce_kernel<256>";
 
 int64_t smem_bytes(const Point& p, bool fused) {
@@ -194,7 +194,7 @@ KernelFamily make(const Format& fmt, bool fused) {
   f.point_constraint = [fmt, fused](const Point& p) { return point_check(fmt, p, fused); };
   f.shape_constraint = [fmt](const Point& p, const Shape& s) { return shape_check(fmt, p, s); };
   f.kernels = [fmt, fused](const Point& p) {
-    std::vector<std::string> k = {kPlace, gemm_kernel(fmt, fused, p)};
+    std::vector<std::string> k = {place_kernel(kPlaceWarps), gemm_kernel(fmt, fused, p)};
     if (p.at("split_k") > 1) k.push_back(fused ? kFusedReduce : kSplitkReduce);
     return k;
   };
@@ -219,7 +219,7 @@ KernelFamily make(const Format& fmt, bool fused) {
 
     PlaceBuffers pb;
     pb.sorted = "sorted", pb.position = "position", pb.block_expert = "block_expert", pb.total = "total";
-    const Launch place = place_launch(4, pb, count, e, 0, e, bm, cap, count);
+    const Launch place = place_launch(kPlaceWarps, pb, count, e, 0, e, bm, cap, count);
     Launch gemm;
     gemm.kernel = gemm_kernel(fmt, fused, p);
     gemm.grid.x = uint32_t(cdiv(n, p.at("bn")));

@@ -18,7 +18,6 @@ using Role = BufferSpec::Role;
 const char* kSource = "moe/moe_routing.cuh";
 constexpr int64_t kMaxExperts = 1024;  // moe_place_kernel's shared-memory histogram
 
-std::string place_kernel(int64_t warps) { return name_expr("moe_place_kernel", {warps}); }
 
 template <class T>
 Expected exact(const std::string& name, const std::vector<T>& v) {
@@ -368,6 +367,8 @@ KernelFamily make_finalize() {
 
 }  // namespace
 
+std::string place_kernel(int64_t warps) { return name_expr("moe_place_kernel", {warps}); }
+
 Launch place_launch(int64_t warps, const PlaceBuffers& b, int64_t count, int64_t experts, int64_t start, int64_t end,
                     int64_t block, int64_t cap, int64_t sentinel) {
   auto arg = [](const std::string& name) { return name.empty() ? KernelArg::null() : KernelArg::buf(name); };
@@ -391,9 +392,9 @@ std::vector<int32_t> routed_ids(int64_t rows, int64_t k, int64_t experts, int pa
       int32_t e = 0;
       if (pattern == 0) {
         // A draw biased towards the front of the remaining experts, without replacement.
-        const size_t at = size_t(rng.below(uint64_t(std::max<int64_t>(1, (pool - j + 1) / 2))));
-        e = order[size_t(j) + at % (order.size() - size_t(j))];
-        std::swap(order[size_t(j)], order[size_t(j) + at % (order.size() - size_t(j))]);
+        const size_t at = size_t(j) + size_t(rng.below(uint64_t(std::max<int64_t>(1, (pool - j + 1) / 2))));
+        std::swap(order[size_t(j)], order[at]);
+        e = order[size_t(j)];
       } else if (pattern == 2) {
         e = int32_t(rng.below(uint64_t(experts)));
       }

@@ -96,13 +96,24 @@ const RepackedQ8* CpuBackend::repacked(const QTensor& w) const {
   return it->second.get();
 }
 
-// One quantization of x serves every matrix; work items are runs of panels of one matrix, each against all
-// m rows, so a panel's weights are read from memory once per call and reused from cache across the tokens.
 void CpuBackend::gemm_q8(const RepackedQ8* const* mats, float* const* ys, int count, const float* x, int64_t m) {
+  gemm_q8(mats, ys, count, x, {0, m});
+}
+
+// One quantization of x serves every matrix; work items are runs of panels of one matrix, each against all
+// the rows of one group, so a panel's weights are read from memory once per call and reused from cache across
+// those tokens. Groups are the experts of a MoE projection (rows [offsets[e], offsets[e+1]) of x, matrix
+// mats[j * groups + e], null when the group has no rows); a dense matmul is one group of all m rows.
+void CpuBackend::gemm_q8(const RepackedQ8* const* mats, float* const* ys, int count, const float* x,
+                         const std::vector<int64_t>& offsets) {
   thread_local QuantizedRows scratch_rows;
   QuantizedRows& xq = scratch_rows;  // named outside the lambda: see quantized_matvec
   const Q8GemmKernels& kr = *gemm_;
-  const int64_t K = mats[0]->cols, G = mats[0]->group, ng = K / G;
+  const int64_t groups = int64_t(offsets.size()) - 1, m = offsets.back();
+  const RepackedQ8* first = nullptr;
+  for (int64_t i = 0; !first && i < count * groups; ++i) first = mats[i];
+  if (!first) return;
+  const int64_t K = first->cols, G = first->group, ng = K / G;
   xq.k = K, xq.group = G;
   xq.q.resize(size_t(m * K));
   xq.scale.resize(size_t(m * ng));
@@ -118,25 +129,26 @@ void CpuBackend::gemm_q8(const RepackedQ8* const* mats, float* const* ys, int co
   }
   struct Segment {
     int mat;
-    int64_t p0, p1;
+    int64_t group, p0, p1;
   };
   std::vector<Segment> segments;
   int64_t total = 0;
-  for (int j = 0; j < count; ++j) total += mats[j]->panels;
+  for (int64_t i = 0; i < count * groups; ++i) total += mats[i] ? mats[i]->panels : 0;
   // About 8 work items per thread, as for the matvec (rows_per_task).
   const int64_t step = std::max<int64_t>(1, total / (int64_t(pool_.threads()) * 8));
   for (int j = 0; j < count; ++j)
-    for (int64_t p = 0; p < mats[j]->panels; p += step)
-      segments.push_back(Segment{j, p, std::min(mats[j]->panels, p + step)});
+    for (int64_t e = 0; e < groups; ++e)
+      if (const RepackedQ8* r = mats[j * groups + e])
+        for (int64_t p = 0; p < r->panels; p += step) segments.push_back(Segment{j, e, p, std::min(r->panels, p + step)});
   pool_.parallel_for(int64_t(segments.size()), 1, [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; ++s) {
       const Segment& seg = segments[size_t(s)];
-      const RepackedQ8& r = *mats[seg.mat];
-      for (int64_t p = seg.p0; p < seg.p1; ++p) {
-        const int64_t rows = std::min<int64_t>(kQ8PanelRows, r.rows - p * kQ8PanelRows);
-        kr.panel(r.panel(p), r.panel_scale(p), K, r.group, xq.q.data(), K, xq.scale.data(), xq.qsum.data(), ng, m,
-                 ys[seg.mat] + p * kQ8PanelRows, r.rows, rows);
-      }
+      const RepackedQ8& r = *mats[seg.mat * groups + seg.group];
+      const int64_t r0 = offsets[size_t(seg.group)], rows = offsets[size_t(seg.group) + 1] - r0;
+      for (int64_t p = seg.p0; p < seg.p1; ++p)
+        kr.panel(r.panel(p), r.panel_scale(p), K, r.group, xq.q.data() + r0 * K, K, xq.scale.data() + r0 * ng,
+                 xq.qsum.data() + r0 * ng, ng, rows, ys[seg.mat] + r0 * r.rows + p * kQ8PanelRows, r.rows,
+                 std::min<int64_t>(kQ8PanelRows, r.rows - p * kQ8PanelRows));
     }
   });
 }

@@ -98,6 +98,8 @@ class CpuBackend final : public Backend {
   void matmul_quantized(const QTensor& w, const PackedMatrix& p, const float* x, int64_t m, float* y);
   const RepackedQ8* repacked(const QTensor& w) const;
   void gemm_q8(const RepackedQ8* const* mats, float* const* ys, int count, const float* x, int64_t m);
+  void gemm_q8(const RepackedQ8* const* mats, float* const* ys, int count, const float* x,
+               const std::vector<int64_t>& offsets);
   int64_t rows_per_task(const QTensor& w) const;
   // ys[s][rows of expert e] = x[rows of expert e] * stacks[s].expert(e)^T for every expert, where expert e's
   // rows are [offsets[e], offsets[e+1]) of x (grouped by expert): one parallel pass over all experts' work.

@@ -8,7 +8,6 @@
 #include "kernels_src/cpu_matvec/quantized_matvec.h"
 #include "kernels_src/moe/moe_reference.h"
 #include "runtime/cpu/cpu_backend.h"
-#include "runtime/cpu/q8_gemm_kernels.h"
 #include "runtime/cpu/q8_repack.h"
 
 namespace qt::rt {
@@ -51,11 +50,14 @@ void CpuBackend::grouped_matmul(const ExpertStack* const* stacks, float* const* 
     for (int s = 0; s < count; ++s) q8 = q8 && repackable_q8(stacks[s]->base);
     if (q8) return grouped_gemm_q8(stacks, ys, count, x, offsets);
   }
+  // The packed layout of every expert (made by prepare()), or fast = false if any cannot take the int8 path.
   bool fast = !options_.reference && weight_traits(stacks[0]->base.type).quantized;
+  std::vector<const PackedMatrix*> packs(static_cast<size_t>(count * experts), nullptr);
   for (int s = 0; fast && s < count; ++s)
     for (int64_t e = 0; fast && e < experts; ++e) {
       const PackedMatrix& p = packed(stacks[s]->expert(e));
-      fast = p.kind != PackedMatrix::Kind::kUnpacked && p.group == packed(stacks[0]->expert(0)).group;
+      packs[size_t(s * experts + e)] = &p;
+      fast = p.kind != PackedMatrix::Kind::kUnpacked && p.group == packs[0]->group;
     }
   if (!fast) {
     for (int s = 0; s < count; ++s) {
@@ -67,7 +69,7 @@ void CpuBackend::grouped_matmul(const ExpertStack* const* stacks, float* const* 
     }
     return;
   }
-  const int64_t group = packed(stacks[0]->expert(0)).group;
+  const int64_t group = packs[0]->group;
   std::vector<QuantizedRows> xq(static_cast<size_t>(experts));
   pool_.parallel_for(experts, 1, [&](int64_t e0, int64_t e1) {
     for (int64_t e = e0; e < e1; ++e) {
@@ -80,12 +82,10 @@ void CpuBackend::grouped_matmul(const ExpertStack* const* stacks, float* const* 
     int64_t e, n0, n1;
   };
   std::vector<Work> work;
-  std::vector<const PackedMatrix*> packs(size_t(count * experts), nullptr);
   for (int s = 0; s < count; ++s)
     for (int64_t e = 0; e < experts; ++e) {
       if (offsets[size_t(e) + 1] == offsets[size_t(e)]) continue;
       const QTensor w = stacks[s]->expert(e);
-      packs[size_t(s * experts + e)] = &packed(w);
       const int64_t step = rows_per_task(w);
       for (int64_t n = 0; n < w.rows; n += step) work.push_back({s, e, n, std::min(w.rows, n + step)});
     }
@@ -101,12 +101,11 @@ void CpuBackend::grouped_matmul(const ExpertStack* const* stacks, float* const* 
 
 // Q8_0 experts take the panel GEMM of the dense matrices: an expert is repacked the first time it is routed
 // to (its file pages released behind the repack, so memory still holds one copy, and experts never routed to
-// are never read), all routed rows are quantized once, and every (matrix, expert, run of panels) is one work
-// item against all of that expert's rows, so prefill reads each panel once for its 30-odd tokens.
+// are never read); gemm_q8 then runs every (matrix, expert, run of panels) against all of that expert's rows,
+// so prefill reads each panel once for its 30-odd tokens.
 void CpuBackend::grouped_gemm_q8(const ExpertStack* const* stacks, float* const* ys, int count, const float* x,
                                  const std::vector<int64_t>& offsets) {
-  const int64_t experts = int64_t(offsets.size()) - 1, rows_total = offsets.back();
-  const int64_t K = stacks[0]->base.cols, G = stacks[0]->base.group_size, ng = K / G;
+  const int64_t experts = int64_t(offsets.size()) - 1;
   std::vector<const RepackedQ8*> mats(size_t(count * experts), nullptr);
   for (int s = 0; s < count; ++s)
     for (int64_t e = 0; e < experts; ++e) {
@@ -115,41 +114,7 @@ void CpuBackend::grouped_gemm_q8(const ExpertStack* const* stacks, float* const*
       repack(w);
       mats[size_t(s * experts + e)] = repacked(w);
     }
-  const Q8GemmKernels& kr = *gemm_;
-  thread_local QuantizedRows scratch_rows;
-  QuantizedRows& xq = scratch_rows;  // named outside the lambdas: see quantized_matvec
-  xq.q.resize(size_t(rows_total * K));
-  xq.scale.resize(size_t(rows_total * ng));
-  xq.qsum.resize(size_t(rows_total * ng));
-  pool_.parallel_for(rows_total, std::max<int64_t>(1, rows_total / (4 * int64_t(pool_.threads()))),
-                     [&](int64_t i0, int64_t i1) {
-                       for (int64_t i = i0; i < i1; ++i)
-                         kr.quantize_row(x + i * K, K, G, xq.q.data() + i * K, xq.scale.data() + i * ng,
-                                         xq.qsum.data() + i * ng);
-                     });
-  struct Work {
-    int s;
-    int64_t e, p0, p1;
-  };
-  std::vector<Work> work;
-  int64_t panels = 0;
-  for (const RepackedQ8* r : mats) panels += r ? r->panels : 0;
-  const int64_t step = std::max<int64_t>(1, panels / (int64_t(pool_.threads()) * 8));
-  for (int s = 0; s < count; ++s)
-    for (int64_t e = 0; e < experts; ++e)
-      if (const RepackedQ8* r = mats[size_t(s * experts + e)])
-        for (int64_t p = 0; p < r->panels; p += step) work.push_back({s, e, p, std::min(r->panels, p + step)});
-  pool_.parallel_for(int64_t(work.size()), 1, [&](int64_t w0, int64_t w1) {
-    for (int64_t i = w0; i < w1; ++i) {
-      const Work& t = work[size_t(i)];
-      const RepackedQ8& r = *mats[size_t(t.s * experts + t.e)];
-      const int64_t r0 = offsets[size_t(t.e)], rows = offsets[size_t(t.e) + 1] - r0;
-      for (int64_t p = t.p0; p < t.p1; ++p)
-        kr.panel(r.panel(p), r.panel_scale(p), K, G, xq.q.data() + r0 * K, K, xq.scale.data() + r0 * ng,
-                 xq.qsum.data() + r0 * ng, ng, rows, ys[t.s] + r0 * r.rows + p * kQ8PanelRows, r.rows,
-                 std::min<int64_t>(kQ8PanelRows, r.rows - p * kQ8PanelRows));
-    }
-  });
+  gemm_q8(mats.data(), ys, count, x, offsets);
 }
 
 }  // namespace qt::rt
