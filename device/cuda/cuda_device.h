@@ -48,9 +48,13 @@ class CudaDevice : public dev::Device {
   void begin_capture() override;
   std::unique_ptr<dev::Graph> end_capture() override;
 
+  // For libraries that queue their own work on this device (cuBLASLt): the CUstream everything goes to, and
+  // making the device's context current on the calling thread before such a call.
+  void* stream() const { return stream_; }
+  void make_current() const;
+
  private:
   friend class CudaGraph;  // replays on stream_
-  void make_current() const;
   // Throws the error for `call`, which graph capture cannot record, when a capture is open.
   void refuse_in_capture(const char* call) const;
   int ordinal_ = 0;

@@ -49,6 +49,8 @@ CliArgs make_cli() {
       .option("--int8-layout", "L", "emu/cuda: INT8 group-wise MoE experts as stored (plain) or in TensorRT-LLM's "
               "preprocessed layout (trtllm), made at load time", "plain")
       .flag("--no-checks", "emu: run kernels without the race and bounds instrumentation (about 3x faster)")
+      .flag("--predequantize", "emu/cuda: dense linear weights dequantized to fp16 once at load and run through "
+            "cuBLASLt (cuda) or the fp16 kernels, whichever the tuned cache measured faster: more memory, faster prefill")
       .flag("--no-graphs", "emu/cuda: launch every kernel instead of replaying captured decode steps")
       .flag("-v,--verbose", "emu/cuda: list the kernel chosen for every op shape and why")
       .flag("--reference", "reference path: dequantized weights, fp32 activations (slow, exact)")
@@ -167,6 +169,8 @@ int run(int argc, char** argv) {
   if (layout != "plain" && layout != "trtllm") throw Error("--int8-layout is plain or trtllm, got '" + layout + "'");
   if (device == "cpu" && cli.given("--int8-layout")) throw Error("--int8-layout is a device option (--device emu/cuda)");
   run_opts.trtllm_int8 = layout == "trtllm";
+  run_opts.predequantize = cli.get_flag("--predequantize");
+  if (device == "cpu" && run_opts.predequantize) throw Error("--predequantize is a device option (--device emu/cuda)");
   CpuOptions& opts = run_opts.cpu;
   opts.reference = cli.get_flag("--reference");
   if (cli.given("--threads")) {

@@ -1,6 +1,9 @@
 #include "runtime/cli/run_device.h"
 
+#include <cstdio>
+
 #include "common/error.h"
+#include "device/blas/blas_lt.h"
 #include "device/cuda/cuda_device.h"
 #include "device/emu/emu_device.h"
 #include "device/winners/fingerprint.h"
@@ -31,6 +34,15 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
   } else {
     throw Error("--device: unknown device '" + o.device + "' (cpu, emu, cuda)");
   }
+  opts.predequantize = o.predequantize;
+  if (o.predequantize && o.device == "cuda") {
+    try {
+      opts.blas = std::make_shared<blas::BlasLt>(*d.device);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "qrun: --predequantize without cuBLASLt (%s): the fp16 kernel families run every GEMM\n",
+                   e.what());
+    }
+  }
   if (!o.tuned_cache.empty()) opts.tuned = std::make_shared<winners::WinnersTable>(o.tuned_cache);
   auto backend = std::make_unique<DeviceBackend>(*d.device, std::move(opts));
   d.device_backend = backend.get();
@@ -41,7 +53,10 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
 std::string device_report(const RunDevice& d) {
   if (!d.device_backend) return "";
   const LaunchQueue::Stats& s = d.device_backend->launch_stats();
-  return d.device->name() + ": kernels for " + d.device_backend->chooser().summary() + " | " +
+  const DeviceBackend::BlasCounts& b = d.device_backend->blas_counts();
+  const std::string fp16 = b.blas + b.families == 0 ? "" :
+      " | fp16 linears: " + std::to_string(b.blas) + " on cuBLASLt, " + std::to_string(b.families) + " on our kernels";
+  return d.device->name() + ": kernels for " + d.device_backend->chooser().summary() + fp16 + " | " +
          std::to_string(s.launches) + " launches, " + std::to_string(s.replays) + " steps replayed from " +
          std::to_string(s.captures) + " captured graph" + (s.captures == 1 ? "" : "s");
 }

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/half.h"
+#include "runtime/gpu/blas_choice.h"
 #include "runtime/gpu/device_act.h"
 
 namespace qt::rt {
@@ -45,10 +46,10 @@ std::string DeviceBackend::name() const { return "device (" + device_.name() + "
 
 void DeviceBackend::prepare(const ModelWeights& w) {
   weights_.add(w.embedding);
-  weights_.add(w.classifier);
+  weights_.add(w.classifier, options_.predequantize);
   weights_.add_vector(w.final_norm);
   for (const LayerWeights& l : w.layers) {
-    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) weights_.add(*t);
+    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) weights_.add(*t, options_.predequantize);
     for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3}) weights_.add_stack(*s, options_.trtllm_int8);
     for (const std::vector<float>* v : {&l.attn_norm, &l.ffn_norm, &l.q_norm, &l.k_norm}) weights_.add_vector(*v);
   }
@@ -153,7 +154,37 @@ void DeviceBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m
   run("embedding", &t.type, shape, b);
 }
 
+// A predequantized weight's GEMM on cuBLASLt, when blas_choice.h says so; false leaves it to the families.
+bool DeviceBackend::linear_on_blas(const DeviceTensor& w, Act x, int64_t m, Act y) {
+  const kernels::Shape shape{{"M", "N", "K", "G"}, {m, w.rows, w.cols, w.group}, "linear"};
+  const KernelChoice* family = nullptr;
+  try {
+    family = &chooser_.choose("linear", &w.type, shape);
+  } catch (const Error&) {
+    family = nullptr;  // no fp16 family tiles this shape: cuBLASLt serves it whatever M is
+  }
+  const BlasDecision d = family ? choose_blas(options_.tuned.get(), options_.fingerprint, options_.store_prefix,
+                                              *family, shape)
+                                : BlasDecision{true, false};
+  if (!d.blas) {
+    ++blas_counts_.families;
+    return false;
+  }
+  ++blas_counts_.blas;
+  blas::BlasLt& lt = *options_.blas;
+  const dev::DevPtr values = w.arrays.at("values").ptr;
+  lt.prepare(blas::WeightLayout::NK, m, w.rows, w.cols);  // the heuristic is asked here, never during a capture
+  const std::string sig = "cublaslt " + std::to_string(values.addr) + " " + std::to_string(x.addr) + " " +
+                          std::to_string(y.addr) + " " + std::to_string(m) + "x" + std::to_string(w.rows) + "x" +
+                          std::to_string(w.cols);
+  const int64_t n = w.rows, k = w.cols;
+  const dev::DevPtr xp = dp(x), yp = dp(y);
+  queue_.call([&lt, values, xp, yp, m, n, k] { lt.gemm_f16(values, blas::WeightLayout::NK, xp, yp, m, n, k); }, sig);
+  return true;
+}
+
 void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
+  if (w.type == WeightType::F16 && options_.blas && linear_on_blas(w, x, m, y)) return;
   const kernels::Shape shape{{"M", "N", "K", "G"}, {m, w.rows, w.cols, w.group}, "linear"};
   const KernelChoice* choice = nullptr;
   try {

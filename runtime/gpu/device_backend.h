@@ -10,6 +10,7 @@
 #include <string>
 
 #include "device/api/device.h"
+#include "device/blas/blas_lt.h"
 #include "device/winners/winners.h"
 #include "runtime/core/backend.h"
 #include "runtime/gpu/device_weights.h"
@@ -25,6 +26,10 @@ struct DeviceBackendOptions {
   std::string store_prefix;                            // "emu." or "cuda."
   bool graphs = true;                                  // capture and replay decode steps
   bool trtllm_int8 = false;  // INT8 group-wise experts in TensorRT-LLM's preprocessed layout (ops *.trtllm)
+  // Dense linear weights dequantized to fp16 once at load (MoE experts and the embedding table stay quantized);
+  // their GEMMs go to cuBLASLt (`blas`, when given) or to the fp16 families, as blas_choice.h decides.
+  bool predequantize = false;
+  std::shared_ptr<blas::BlasLt> blas;
 };
 
 class DeviceBackend final : public Backend {
@@ -55,11 +60,17 @@ class DeviceBackend final : public Backend {
 
   const KernelChooser& chooser() const { return chooser_; }
   const LaunchQueue::Stats& launch_stats() const { return queue_.stats(); }
+  // Linear calls that went to cuBLASLt and to the fp16 families (predequantized weights only).
+  struct BlasCounts {
+    int64_t blas = 0, families = 0;
+  };
+  const BlasCounts& blas_counts() const { return blas_counts_; }
   uint64_t weight_bytes() const { return weights_.bytes(); }
 
  private:
   void run(const std::string& op, const WeightType* type, const kernels::Shape& shape, const Bindings& b);
   void linear(const DeviceTensor& w, Act x, int64_t m, Act y);
+  bool linear_on_blas(const DeviceTensor& w, Act x, int64_t m, Act y);
   dev::DevPtr scratch(size_t bytes);
   void grow(dev::Buffer& b, size_t need, size_t bytes);  // at least `need` bytes; `bytes` when it reallocates
   void check_step_position(const char* op, int64_t pos0) const;
@@ -76,6 +87,7 @@ class DeviceBackend final : public Backend {
     dev::Buffer logits, ids, weights, h, y, rows;  // rows: the identity map finalize reads y through
     int64_t rows_filled = 0;
   } moe_;
+  BlasCounts blas_counts_;
   std::vector<dev::Buffer> retired_;  // outgrown buffers queued launches may still name
   const int32_t* staged_tokens_ = nullptr;  // the step's host tokens, already on the device
   int64_t step_pos0_ = -1;

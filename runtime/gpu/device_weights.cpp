@@ -15,11 +15,11 @@ dev::DevPtr DeviceWeights::upload(const void* data, size_t bytes) {
   return p;
 }
 
-void DeviceWeights::add(const QTensor& t) {
+void DeviceWeights::add(const QTensor& t, bool to_f16) {
   if (t.empty() || tensors_.count(t.data)) return;
   DeviceTensor d;
   d.rows = t.rows, d.cols = t.cols;
-  if (t.type == WeightType::F32 || t.type == WeightType::BF16) {
+  if (t.type == WeightType::F32 || t.type == WeightType::BF16 || (to_f16 && weight_traits(t.type).quantized)) {
     std::vector<uint16_t> h(size_t(t.rows * t.cols));
     std::vector<float> row(size_t(t.cols));
     for (int64_t r = 0; r < t.rows; ++r) {

@@ -27,7 +27,9 @@ struct DeviceTensor {
 class DeviceWeights {
  public:
   explicit DeviceWeights(dev::Device& device) : device_(device) {}
-  void add(const QTensor& t);
+  // `to_f16`: a quantized matrix is dequantized here, once, and kept only as fp16 "values" (qrun
+  // --predequantize: twice to four times the memory, for the fp16 GEMMs' prefill speed).
+  void add(const QTensor& t, bool to_f16 = false);
   // A MoE projection's experts: each array as one block of E experts back to back, as the grouped families
   // take them, found again by the stack's base address. `trtllm` stores INT8 group-wise codes in
   // TensorRT-LLM's preprocessed layout (done here, once, at load time).

@@ -16,11 +16,30 @@ void LaunchQueue::launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg
     ++stats_.launches;
     return;
   }
-  queue_.push_back(Queued{kernel, cfg, std::move(args)});
+  queue_.push_back(Queued{kernel, cfg, std::move(args), {}, {}});
+}
+
+void LaunchQueue::call(std::function<void()> fn, std::string signature) {
+  if (!in_step_) {
+    fn();
+    ++stats_.launches;
+    return;
+  }
+  Queued q;
+  q.call = std::move(fn);
+  q.call_signature = std::move(signature);
+  queue_.push_back(std::move(q));
+}
+
+void LaunchQueue::run_one(const Queued& q) {
+  if (q.call)
+    q.call();
+  else
+    device_.launch(q.kernel, q.cfg, q.args);
 }
 
 void LaunchQueue::run_queued() {
-  for (const Queued& q : queue_) device_.launch(q.kernel, q.cfg, q.args);
+  for (const Queued& q : queue_) run_one(q);
   stats_.launches += int64_t(queue_.size());
   queue_.clear();
 }
@@ -36,6 +55,10 @@ void LaunchQueue::flush() {
 std::string LaunchQueue::signature() const {
   std::string s;
   for (const Queued& q : queue_) {
+    if (q.call) {
+      s += "call:" + q.call_signature + "|";
+      continue;
+    }
     const uint64_t id[2] = {reinterpret_cast<uint64_t>(q.kernel.module), uint64_t(q.kernel.index)};
     const uint32_t cfg[7] = {q.cfg.grid.x,  q.cfg.grid.y,  q.cfg.grid.z, q.cfg.block.x,
                              q.cfg.block.y, q.cfg.block.z, q.cfg.dynamic_smem_bytes};
@@ -64,7 +87,7 @@ void LaunchQueue::end_step() {
   } else if (sig == last_signature_) {
     // Seen twice in a row: worth a graph.
     device_.begin_capture();
-    for (const Queued& q : queue_) device_.launch(q.kernel, q.cfg, q.args);
+    for (const Queued& q : queue_) run_one(q);
     graph_ = device_.end_capture();
     graph_signature_ = sig;
     ++stats_.captures;

@@ -5,6 +5,7 @@
 // once into a dev::Graph (a CUDA graph on a GPU) and later identical steps replay it. Any other device work
 // in the middle of a step (an upload, a memset) first runs what is queued and makes the step uncapturable.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,11 @@ class LaunchQueue {
   void begin_step(bool capturable);
   // Outside a step the launch runs at once.
   void launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg, dev::KernelArgs args);
+  // Work a library queues on the device's stream itself (a cuBLASLt GEMM), in order with the launches.
+  // `signature` must name everything the call reads and writes (sizes and device addresses), so that a step
+  // is replayed from its graph only when it would do the same; the call is recorded into the graph when the
+  // step is captured.
+  void call(std::function<void()> fn, std::string signature);
   // Runs what is queued now (before other device work inside a step).
   void flush();
   void end_step();
@@ -37,7 +43,10 @@ class LaunchQueue {
     dev::Kernel kernel;
     dev::LaunchConfig cfg;
     dev::KernelArgs args;
+    std::function<void()> call;  // set for call(): runs instead of a launch
+    std::string call_signature;
   };
+  void run_one(const Queued& q);
   void run_queued();
   std::string signature() const;
 

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "models/formats/model_file.h"
 #include "runtime/cpu/cpu_backend.h"
+#include "device/blas/blas_lt.h"
 #include "runtime/gpu/device_backend.h"
 #include "runtime/model/qwen3_model.h"
 
@@ -37,11 +38,13 @@ struct Fixture {
     o.threads = 2;
     return o;
   }()};
-  Fixture(const DeviceFactory& make, const std::string& name, bool trtllm = false)
+  Fixture(const DeviceFactory& make, const std::string& name, bool trtllm = false,
+          const std::function<void(dev::Device&, DeviceBackendOptions&)>& configure = {})
       : file(ModelFile::open(kFiles + name)), device(make()) {
     DeviceBackendOptions opts;
     opts.store_prefix = "emu.";
     opts.trtllm_int8 = trtllm;
+    if (configure) configure(*device, opts);
     gpu = std::make_unique<DeviceBackend>(*device, opts);
   }
   const ModelWeights& w() const { return file->weights(); }
@@ -82,6 +85,33 @@ void check_golden_logits(const DeviceFactory& make, const std::string& name, boo
   const float d = max_diff(dev.forward(tokens, LogitsRows::kAll), ref.forward(tokens, LogitsRows::kAll));
   WARN(name << ": max |device - CPU reference| over 13 positions = " << d);
   CHECK(d <= kLogitTolerance);
+}
+
+void check_predequantized(const DeviceFactory& make, const std::string& name, bool blas) {
+  Fixture quantized(make, name);
+  Fixture f(make, name, false, [&](dev::Device& d, DeviceBackendOptions& o) {
+    o.predequantize = true;
+    if (blas) o.blas = std::make_shared<blas::BlasLt>(d);
+  });
+  const auto tokens = prompt(13, f.w().config.vocab_size, 1);
+  Qwen3Model ref(f.w(), f.cpu, 64), dev(f.w(), *f.gpu, 64), q(quantized.w(), *quantized.gpu, 64);
+  const float d = max_diff(dev.forward(tokens, LogitsRows::kAll), ref.forward(tokens, LogitsRows::kAll));
+  WARN(name << " predequantized: max |device - CPU reference| over 13 positions = " << d);
+  CHECK(d <= kLogitTolerance);
+  q.forward(tokens, LogitsRows::kLast);
+  // The dense weights now live on the device as fp16 only: more bytes than the quantized upload, no copy of both.
+  const uint64_t fp16_bytes = f.gpu->weight_bytes(), quantized_bytes = quantized.gpu->weight_bytes();
+  CHECK(fp16_bytes > quantized_bytes);
+  const auto& counts = f.gpu->blas_counts();
+  if (blas) {
+    // The 13-row prompt's linears (M > 8) go to cuBLASLt without a tuned table; decode rows to the fp16 GEMV.
+    CHECK(counts.blas > 0);
+    const auto want = greedy(ref, tokens, 8), got = greedy(dev, tokens, 8);
+    CHECK(got == want);
+    CHECK(counts.families > 0);
+  } else {
+    CHECK(counts.blas == 0);
+  }
 }
 
 void check_greedy_tokens(const DeviceFactory& make, const std::string& name) {

@@ -20,6 +20,9 @@ void check_golden_logits(const DeviceFactory& make, const std::string& file, boo
 // device: logits within the fp16 tolerance of transformers' and the same top-1 at every position.
 void check_moe_transformers_goldens(const DeviceFactory& make, bool trtllm = false);
 void check_greedy_tokens(const DeviceFactory& make, const std::string& file);
+// --predequantize: the dense weights dequantized to fp16 at load give the CPU reference's logits; with `blas`
+// (a GPU) the prompt's GEMMs run on cuBLASLt and decode still gives the reference's greedy tokens.
+void check_predequantized(const DeviceFactory& make, const std::string& file, bool blas);
 // A 24-token prompt in one step: its logits come back in two passes of the logits buffer, every row intact.
 void check_prompt_logits_one_step(const DeviceFactory& make, const std::string& file);
 void check_multi_turn(const DeviceFactory& make, const std::string& file);

@@ -25,6 +25,14 @@ TEST_CASE("cuda: Q8_0 and AWQ golden models give the CPU reference's logits with
   }
 }
 
+TEST_CASE("cuda: predequantized weights on cuBLASLt give the CPU reference's logits and greedy tokens") {
+  NEED_GPU();
+  for (const char* file : {"dense.ak48", "dense.ajc1"}) {
+    INFO(file);
+    qt::test::check_predequantized(gpu, file, true);
+  }
+}
+
 TEST_CASE("cuda: greedy decoding gives the CPU reference's 16 tokens, later steps replayed from a graph") {
   NEED_GPU();
   for (const char* file : {"dense.ajc1", "dense.ak48"}) {

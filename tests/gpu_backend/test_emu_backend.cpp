@@ -22,6 +22,13 @@ TEST_CASE("emu: Q8_0 and AWQ golden models give the CPU reference's logits withi
   }
 }
 
+TEST_CASE("emu: predequantized AWQ and Q8_0 weights (fp16 on the device) give the CPU reference's logits") {
+  for (const char* file : {"dense.ak48", "dense.ajc1"}) {
+    INFO(file);
+    qt::test::check_predequantized(emu, file, false);
+  }
+}
+
 TEST_CASE("emu: greedy decoding gives the CPU reference's 16 tokens, later steps replayed from a graph") {
   for (const char* file : {"dense.ajc1", "dense.ak48"}) {
     INFO(file);
