@@ -158,6 +158,17 @@ double PlanRun::run() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+void PlanRun::enqueue() {
+  if (host_kernel_) throw Error("PlanRun::enqueue: " + family_.name + " runs on the host", kExitFailure);
+  for (size_t i = 0; i < launches_.size(); ++i) device_->launch(launches_[i].first, launches_[i].second, args_[i]);
+}
+
+dev::DevPtr PlanRun::buffer(const std::string& name) const {
+  for (const auto& [n, b] : buffers_)
+    if (n == name) return b.ptr();
+  throw Error("launch plan of " + family_.name + " has no device buffer '" + name + "'", kExitFailure);
+}
+
 std::vector<uint8_t> PlanRun::output(const std::string& buffer) const {
   if (host_kernel_) return host_.at(buffer);
   for (const auto& [name, b] : buffers_)

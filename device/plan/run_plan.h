@@ -28,6 +28,11 @@ class PlanRun {
   // Runs every launch (or the host kernel) once and waits; returns the seconds measured on the host, or the
   // host kernel's own measurement.
   double run();
+  // Queues every launch once and returns at once, outputs not refilled: for timing between device events
+  // (a kernel must be right on any prior contents, so repeating it is the same work). Device families only.
+  void enqueue();
+  // A buffer's device address, for work outside the plan that reads or writes it. Device families only.
+  dev::DevPtr buffer(const std::string& name) const;
   std::vector<uint8_t> output(const std::string& buffer) const;
   const kernels::LaunchPlan& plan() const { return plan_; }
 

@@ -14,6 +14,7 @@
 #include "kernels_src/f16_gemm/f16_gemm_family.h"
 #include "kernels_src/f16_linear/f16_gemv_family.h"
 #include "kernels_src/gate_up/gate_up_family.h"
+#include "kernels_src/memcopy/mem_copy_family.h"
 #include "kernels_src/moe/moe_family.h"
 #include "kernels_src/norm/rmsnorm_family.h"
 #include "kernels_src/q8_0/q8_family.h"
@@ -51,6 +52,7 @@ std::vector<const KernelFamily*> builtin_families() {
       &moe::init_routing_family(),
       &moe::align_family(),
       &moe::finalize_family(),
+      &memcopy::copy_family(),
   };
   list.insert(list.end(), embedding::families().begin(), embedding::families().end());
   list.insert(list.end(), moe::grouped_families().begin(), moe::grouped_families().end());

@@ -1,11 +1,15 @@
-// qbench: prefill and decode speed of the CPU runtime on a model file (or a synthetic model of a real
-// Qwen3 shape it creates), and decode speed as a fraction of the memory-bandwidth roofline measured in the
-// same process: roofline tok/s = measured read bandwidth / weight bytes one decode step reads.
+// qbench: prefill and decode speed of the runtime on a model file (or a synthetic model of a real Qwen3 shape
+// it creates), and decode speed as a fraction of the memory-bandwidth roofline measured in the same process:
+// roofline tok/s = measured read bandwidth / weight bytes one decode step reads. --report DIR measures a whole
+// report instead (report_measure.h: every linear shape against cuBLAS and FP16, and end to end per variant)
+// and renders it (runtime/report/bench_report.h); --render FILE --report DIR renders a recorded one.
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
+#include <fstream>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -18,8 +22,13 @@
 #include "models/formats/model_file.h"
 #include "models/synthetic/presets.h"
 #include "models/synthetic/synthetic.h"
+#include "device/winners/fingerprint.h"
 #include "runtime/cli/bandwidth.h"
+#include "runtime/cli/report_measure.h"
+#include "runtime/cli/run_device.h"
+#include "runtime/cli/tuned_cache.h"
 #include "runtime/cpu/cpu_backend.h"
+#include "runtime/report/bench_report.h"
 #include "runtime/model/qwen3_model.h"
 
 namespace {
@@ -35,8 +44,10 @@ WeightType expert_type_of(const std::string& s) {
   throw Error("--expert-type: unknown type '" + s + "' (q8_0, int8-sym, int8-asym, awq)");
 }
 
-// Creates the synthetic model file the flags describe, unless it is already there.
-std::string synthetic_model(const CliArgs& cli) {
+// Creates the synthetic model file the flags describe, unless it is already there. `format`, when given,
+// overrides --format (a report's Q8_0 companion of an AWQ model); `expert` likewise --expert-type.
+std::string synthetic_model(const CliArgs& cli, std::optional<FileFormat> format = std::nullopt,
+                            std::optional<WeightType> expert = std::nullopt) {
   ModelConfig c = synthetic::preset_config(cli.get("--preset"));
   if (cli.given("--layers")) c.n_layers = cli.get_int_as<int32_t>("--layers");
   if (c.n_layers <= 0) throw Error("--layers must be positive");
@@ -45,6 +56,8 @@ std::string synthetic_model(const CliArgs& cli) {
   o.format = c.is_moe() ? FileFormat::MOE3 : FileFormat::AJC1;
   if (cli.given("--format")) o.format = parse_file_format(cli.get("--format"));
   if (cli.given("--expert-type")) o.expert_type = expert_type_of(cli.get("--expert-type"));
+  if (format) o.format = *format;
+  if (expert) o.expert_type = *expert;
   const std::string dir = cli.get("--work-dir");
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/" + cli.get("--preset") + "-L" + std::to_string(c.n_layers) + "-" +
@@ -54,6 +67,156 @@ std::string synthetic_model(const CliArgs& cli) {
   synthetic::write_model_file(path + ".tmp", o, 1, false);
   std::filesystem::rename(path + ".tmp", path);
   return path;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return b;
+}
+
+std::string command_line(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  return s;
+}
+
+// "AWQ", "Q8_0", ...: how a report names a model variant by the weight type of its linear layers.
+std::string type_label(WeightType t) {
+  switch (t) {
+    case WeightType::AWQ_INT4: return "AWQ";
+    case WeightType::Q8_0: return "Q8_0";
+    case WeightType::INT8_GW_SYM: return "INT8 sym";
+    case WeightType::INT8_GW_ASYM: return "INT8 asym";
+    default: return weight_type_name(t);
+  }
+}
+
+WeightType linear_type(const ModelWeights& w) {
+  if (w.layers.empty()) return w.classifier.type;
+  const LayerWeights& l = w.layers[0];
+  if (!l.expert_w1.empty()) return l.expert_w1.base.type;
+  return l.wq.type;
+}
+
+// The whole report: kernels per linear shape, the bandwidth, end to end per variant; then REPORT.md.
+int run_report(const CliArgs& cli, int argc, char** argv, const std::string& path) {
+  const std::string device = cli.get("--device");
+  if (device != "cpu" && device != "emu" && device != "cuda")
+    throw Error("--device: unknown device '" + device + "' (cpu, emu, cuda)");
+  const auto file = ModelFile::open(path);
+  const ModelWeights& w = file->weights();
+  const ModelConfig& c = file->config();
+  const std::string cache = cli.given("--tuned-cache") ? cli.get("--tuned-cache") : "";
+  KernelBenchOptions ko;
+  ko.tuned_cache = cache;
+  if (cli.given("--buckets")) ko.buckets = parse_int_list(cli.get("--buckets"), "--buckets");
+  for (int64_t m : ko.buckets)
+    if (m < 1 || m > 65536) throw Error("--buckets: each batch size must be in 1..65536");
+  EndToEndOptions eo;
+  if (cli.given("--prompts")) eo.prompts = parse_int_list(cli.get("--prompts"), "--prompts");
+  for (int64_t p : eo.prompts)
+    if (p < 1) throw Error("--prompts: each prompt length must be positive");
+  eo.decode_steps = cli.given("--gen") ? cli.get_int("--gen") : 128;
+  eo.repeat = int(cli.get_int("--repeat"));
+  if (eo.decode_steps < 1 || eo.repeat < 1) throw Error("--gen and --repeat must be positive");
+
+  nlohmann::json data = {{"schema", report::kReportSchema}, {"generated", utc_now()}, {"command", command_line(argc, argv)}};
+  data["model"] = {{"path", path}, {"arch", c.is_moe() ? "qwen3-moe" : "qwen3"}, {"layers", c.n_layers},
+                   {"weight_type", weight_type_name(linear_type(w))}};
+  data["tuned_cache"] = cache.empty() ? nlohmann::json() : nlohmann::json(cache);
+  nlohmann::json notes = nlohmann::json::array();
+  nlohmann::json e2e = nlohmann::json::array();
+  const uint64_t decode_bytes = [&] {
+    CpuOptions o;
+    o.threads = 1;
+    CpuBackend b(o);
+    return Qwen3Model(w, b, 2).decode_weight_bytes();
+  }();
+  // The companion Q8_0 model of the same shape, for the end-to-end comparison.
+  std::string q8_path = cli.given("--q8-model") ? cli.get("--q8-model") : "";
+  if (q8_path.empty() && !cli.given("--model") && linear_type(w) != WeightType::Q8_0)
+    q8_path = c.is_moe() ? synthetic_model(cli, std::nullopt, WeightType::Q8_0) : synthetic_model(cli, FileFormat::AJC1);
+  const std::string label = type_label(linear_type(w));
+
+  RunDeviceOptions ro;
+  ro.device = device;
+  ro.emu_threads = cli.given("--threads") ? cli.get_int_as<int>("--threads") : 0;
+  if (cli.given("--threads")) ro.cpu.threads = cli.get_int_as<int>("--threads");
+  if (device == "cpu") {
+    ThreadPool pool(CpuBackend(ro.cpu).threads());
+    const uint64_t bw_bytes = uint64_t(cli.get_int_as<uint32_t>("--bandwidth-mb")) << 20;
+    if (bw_bytes == 0) throw Error("--report needs the bandwidth measurement (--bandwidth-mb > 0)");
+    const BandwidthResult bw = measure_bandwidth(pool, bw_bytes, 3);
+    data["device"] = {{"kind", "cpu"}, {"name", winners::cpu_fingerprint().name},
+                      {"fingerprint", winners::cpu_fingerprint().key()}, {"bandwidth_gbps", bw.read_gbps},
+                      {"bandwidth_method", "STREAM-like read of " + std::to_string(bw_bytes >> 20) + " MiB with " +
+                                               std::to_string(pool.threads()) + " threads, best of 3"}};
+    data["kernels"] = bench_cpu_kernels(w, ko);
+    auto rss = [] { return double(peak_rss_bytes()) / 1e6; };
+    auto cpu_variant = [&](const std::string& name, const std::string& p, const ModelWeights& mw, bool tuned) {
+      CpuOptions o = ro.cpu;
+      if (tuned) std::fprintf(stderr, "qbench: %s\n", apply_tuned_cache(cache, mw, o, cli.given("--threads")).c_str());
+      CpuBackend b(o);
+      const uint64_t bytes = Qwen3Model(mw, b, 2).decode_weight_bytes();
+      e2e.push_back(bench_end_to_end(name, p, mw, b, eo, rss, bytes));
+    };
+    cpu_variant(label + " default", path, w, false);
+    if (!cache.empty()) cpu_variant(label + " tuned", path, w, true);
+    if (!q8_path.empty()) {
+      const auto q8 = ModelFile::open(q8_path);
+      cpu_variant("Q8_0", q8_path, q8->weights(), false);
+    }
+    notes.push_back("memory is the process's peak resident set (it includes the bandwidth buffer)");
+    notes.push_back("the CPU has no FP16 or cuBLAS variant: its kernels are compared tuned against default");
+  } else {
+    RunDevice kd = make_run_device(ro);
+    dev::Device& d = *kd.device;
+    const winners::DeviceFingerprint fp =
+        device == "emu" ? winners::emu_fingerprint(d.arch()) : winners::gpu_fingerprint(d.name(), d.arch());
+    const std::string prefix = device + ".";
+    const uint64_t bw_bytes = device == "emu" ? uint64_t(1) << 20 : uint64_t(1) << 30;
+    const DeviceBandwidth bw = measure_device_bandwidth(d, bw_bytes);
+    data["device"] = {{"kind", device}, {"name", d.name()}, {"fingerprint", d.fingerprint()},
+                      {"bandwidth_gbps", bw.gbps}, {"bandwidth_method", bw.method}};
+    data["kernels"] = bench_device_kernels(d, w, fp, prefix, ko);
+    kd.backend.reset();  // the backend before its device
+    kd.device.reset();
+    auto device_variant = [&](const std::string& name, const std::string& p, const ModelWeights& mw, bool tuned,
+                              bool predequantize, uint64_t bytes) {
+      RunDeviceOptions o = ro;
+      o.tuned_cache = tuned ? cache : "";
+      o.predequantize = predequantize;
+      RunDevice rd = make_run_device(o);
+      DeviceBackend* db = rd.device_backend;
+      e2e.push_back(bench_end_to_end(name, p, mw, *rd.backend, eo,
+                                     [db] { return double(db->weight_bytes()) / 1e6; }, bytes));
+      std::fprintf(stderr, "qbench: %s: %s\n", name.c_str(), device_report(rd).c_str());
+    };
+    device_variant("FP16", path, w, !cache.empty(), true, predequantized_decode_bytes(w, decode_bytes));
+    device_variant(label + " default", path, w, false, false, decode_bytes);
+    if (!cache.empty()) device_variant(label + " tuned", path, w, true, false, decode_bytes);
+    if (!q8_path.empty()) {
+      const auto q8 = ModelFile::open(q8_path);
+      CpuOptions one;
+      one.threads = 1;
+      CpuBackend b(one);
+      const uint64_t bytes = Qwen3Model(q8->weights(), b, 2).decode_weight_bytes();
+      device_variant("Q8_0", q8_path, q8->weights(), !cache.empty(), false, bytes);
+    }
+    notes.push_back("FP16 is the same model with its dense weights dequantized to fp16 at load (qrun "
+                    "--predequantize): GEMMs on cuBLASLt where available, else the fp16 kernel families");
+    notes.push_back("memory is the weight bytes held on the device");
+  }
+  if (cache.empty()) notes.push_back("no --tuned-cache: the tuned rows are the default choices");
+  data["end_to_end"] = e2e;
+  data["notes"] = notes;
+  const std::string dir = cli.get("--report");
+  report::write_report(data, dir);
+  std::printf("report written to %s/REPORT.md (%zu kernel rows, %zu end-to-end variants)\n", dir.c_str(),
+              data["kernels"].size(), e2e.size());
+  return 0;
 }
 
 int run(int argc, char** argv) {
@@ -72,12 +235,41 @@ int run(int argc, char** argv) {
       .option("--bandwidth-mb", "MB", "buffer for the bandwidth measurement; 0 skips it (no roofline), so the peak RSS is the runtime's own", "512")
       .option("--context", "N", "KV-cache limit in tokens (default: prompt + gen + 1); the cache grows up to it as tokens come")
       .option("--kv", "T", "fast path's KV-cache type: f16 or f32 (default: f16, f32 for MoE models)")
-      .flag("--json", "print one JSON object instead of text");
+      .flag("--json", "print one JSON object instead of text")
+      .option("--device", "D", "cpu, emu or cuda (the device backend; cuda needs a GPU)", "cpu")
+      .option("--tuned-cache", "FILE", "qtune's store: the tuned choices (cpu: matvec rows; emu/cuda: kernel points)")
+      .option("--report", "DIR", "measure a whole report (kernels per linear shape and batch against cuBLAS and "
+              "FP16, end to end per variant) and write DIR/REPORT.md, report.json and plots/")
+      .option("--render", "FILE", "with --report DIR: render a recorded report.json instead of measuring")
+      .option("--buckets", "LIST", "--report: batch rows per linear call (default 1,2,4,...,4096)")
+      .option("--prompts", "LIST", "--report: prompt lengths for the end-to-end prefill (default 128,512)")
+      .option("--q8-model", "PATH", "--report: a Q8_0 model of the same shape for the end-to-end comparison "
+              "(with --preset, made automatically)");
   if (!cli.parse(argc, argv)) return 0;
+  if (cli.given("--render")) {
+    if (!cli.given("--report")) throw Error("--render FILE needs --report DIR (where to write the report)");
+    std::ifstream in(cli.get("--render"));
+    if (!in) throw Error("cannot read " + cli.get("--render"));
+    nlohmann::json data;
+    try {
+      data = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(cli.get("--render") + ": not JSON (" + std::string(e.what()) + ")");
+    }
+    report::write_report(data, cli.get("--report"));
+    std::printf("report written to %s/REPORT.md\n", cli.get("--report").c_str());
+    return 0;
+  }
   const int64_t prompt = cli.get_int("--prompt"), gen = cli.get_int("--gen"), repeat = cli.get_int("--repeat");
   if (prompt <= 0 || gen <= 0 || repeat <= 0) throw Error("--prompt, --gen and --repeat must be positive");
 
+  if (cli.given("--report") && !cli.given("--format") && !cli.given("--model") && cli.get("--device") != "cpu" &&
+      !synthetic::preset_config(cli.get("--preset")).is_moe())
+    return run_report(cli, argc, argv, synthetic_model(cli, FileFormat::AK48));  // the device report is AWQ's
   const std::string path = cli.given("--model") ? cli.get("--model") : synthetic_model(cli);
+  if (cli.given("--report")) return run_report(cli, argc, argv, path);
+  if (cli.get("--device") != "cpu")
+    throw Error("--device " + cli.get("--device") + " measures with --report DIR (qrun --device runs a model)");
   const auto file = ModelFile::open(path);
   const ModelConfig& c = file->config();
   CpuOptions opts;

@@ -184,7 +184,13 @@ bool DeviceBackend::linear_on_blas(const DeviceTensor& w, Act x, int64_t m, Act 
 }
 
 void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
-  if (w.type == WeightType::F16 && options_.blas && linear_on_blas(w, x, m, y)) return;
+  if (w.type == WeightType::F16 && options_.predequantize) {
+    if (options_.blas) {
+      if (linear_on_blas(w, x, m, y)) return;
+    } else {
+      ++blas_counts_.families;
+    }
+  }
   const kernels::Shape shape{{"M", "N", "K", "G"}, {m, w.rows, w.cols, w.group}, "linear"};
   const KernelChoice* choice = nullptr;
   try {

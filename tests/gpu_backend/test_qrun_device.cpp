@@ -110,6 +110,21 @@ TEST_CASE("qrun --device emu runs a MoE model to the CPU reference's tokens, Ten
   CHECK(lines(bad.err) == 1);
 }
 
+TEST_CASE("qrun --device emu --predequantize generates the CPU reference's tokens from fp16 weights; the CPU refuses it") {
+  const std::string common = "--model "s + kFiles + "dense.ak48 --prompt-ids 0,361,239,262,343 -n 10 --temp 0";
+  const Result cpu = qrun(common + " --reference --no-stats");
+  const Result emu = qrun(common + " --device emu --predequantize -v");
+  REQUIRE(cpu.code == 0);
+  REQUIRE(emu.code == 0);
+  CHECK(emu.out == cpu.out);
+  // The emulator has no cuBLASLt, so every fp16 linear runs on our kernels, and the line says so.
+  CHECK(emu.err.find("on our kernels") != std::string::npos);
+  const Result bad = qrun(common + " --predequantize");
+  CHECK(bad.code == 2);
+  CHECK(lines(bad.err) == 1);
+  CHECK(bad.err.find("--predequantize") != std::string::npos);
+}
+
 TEST_CASE("qrun --device emu refuses --reference with one line") {
   const Result ref = qrun("--device emu --reference --model " + kFiles + "dense.ajc1 --prompt-ids 1 -n 1");
   CHECK(ref.code == 2);

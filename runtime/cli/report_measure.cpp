@@ -1,0 +1,336 @@
+#include "runtime/cli/report_measure.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "common/error.h"
+#include "common/half.h"
+#include "common/rng.h"
+#include "device/blas/blas_lt.h"
+#include "device/plan/run_plan.h"
+#include "kernels_src/awq/awq_family.h"
+#include "kernels_src/cpu_matvec/cpu_matvec_family.h"
+#include "kernels_src/memcopy/mem_copy_family.h"
+#include "kernels_src/registry/registry.h"
+#include "runtime/gpu/kernel_choice.h"
+#include "runtime/model/qwen3_model.h"
+
+namespace qt::rt {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+bool is_emulator(const dev::Device& d) { return d.fingerprint().rfind("emu", 0) == 0; }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Times queued device work between two events. On a GPU: three warm-up runs, then repetitions until both
+// minimums are met, each after overwriting a buffer far larger than any L2 so that weights come from DRAM as
+// they do in a model step; the median is kept. On the emulator one run: its time means nothing.
+class DeviceTimer {
+ public:
+  DeviceTimer(dev::Device& d, const KernelBenchOptions& o) : device_(d), options_(o), emu_(is_emulator(d)) {
+    // Twice the largest L2 of the GPUs qtune targets (H100/H200: 50 MiB; B200: 126 MiB).
+    if (!emu_) flush_ = dev::Buffer(d, size_t(256) << 20);
+  }
+  double time(const std::function<void()>& enqueue) {
+    if (emu_) return once(enqueue);
+    for (int i = 0; i < 3; ++i) enqueue();
+    device_.synchronize();
+    std::vector<double> t;
+    double total = 0;
+    while ((int(t.size()) < options_.min_reps || total < options_.min_seconds) && t.size() < 2000) {
+      device_.memset(flush_.ptr(), int(t.size() & 0x7f), flush_.bytes());
+      t.push_back(once(enqueue));
+      total += t.back();
+    }
+    return median(t);
+  }
+
+ private:
+  double once(const std::function<void()>& enqueue) {
+    const auto start = device_.record_event();
+    enqueue();
+    const auto end = device_.record_event();
+    return device_.seconds_between(*start, *end);
+  }
+  dev::Device& device_;
+  const KernelBenchOptions& options_;
+  bool emu_;
+  dev::Buffer flush_;
+};
+
+struct LinearShape {
+  WeightType type;  // as the device stores it (fp32/bf16 matrices become fp16)
+  int64_t n, k, g;
+  std::string what;
+};
+
+WeightType device_type(WeightType t) { return t == WeightType::F32 || t == WeightType::BF16 ? WeightType::F16 : t; }
+
+// The distinct dense linear shapes of a model (its first layer's projections and the lm_head).
+std::vector<LinearShape> linear_shapes(const ModelWeights& w) {
+  std::vector<LinearShape> out;
+  auto add = [&](const QTensor& t, const char* what) {
+    if (t.empty()) return;
+    const WeightType type = device_type(t.type);
+    const int64_t g = weight_traits(type).quantized && t.group_size > 0 ? t.group_size : t.cols;
+    for (LinearShape& s : out)
+      if (s.type == type && s.n == t.rows && s.k == t.cols && s.g == g) {
+        s.what += std::string(", ") + what;
+        return;
+      }
+    out.push_back({type, t.rows, t.cols, g, what});
+  };
+  if (!w.layers.empty()) {
+    const LayerWeights& l = w.layers[0];
+    add(l.wq, "q_proj"), add(l.wk, "k_proj"), add(l.wv, "v_proj"), add(l.wo, "o_proj");
+    add(l.w1, "gate_proj"), add(l.w3, "up_proj"), add(l.w2, "down_proj");
+  }
+  add(w.classifier.empty() ? w.embedding : w.classifier, "lm_head");
+  return out;
+}
+
+uint64_t stored_bytes(WeightType type, int64_t n, int64_t k, int64_t g) {
+  QTensor t;
+  t.type = type, t.rows = n, t.cols = k, t.group_size = weight_traits(type).quantized ? g : 0;
+  return t.storage_bytes();
+}
+
+json unavailable(const std::string& name, const std::string& why) { return {{"name", name}, {"unavailable", why}}; }
+
+std::vector<uint16_t> random_halves(size_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<uint16_t> h(n);
+  for (auto& v : h) v = float_to_half_bits(float(rng.uniform() - 0.5) * 0.25f);
+  return h;
+}
+
+}  // namespace
+
+DeviceBandwidth measure_device_bandwidth(dev::Device& device, uint64_t bytes) {
+  const kernels::KernelFamily& f = kernels::memcopy::copy_family();
+  const kernels::Point point = f.default_point();
+  const int64_t vectors = int64_t(std::max<uint64_t>(bytes / 16, 1));
+  const kernels::Shape shape = f.shape({vectors}, "bandwidth");
+  kernels::HostBuffers inputs;
+  inputs["src"] = std::vector<uint8_t>(size_t(vectors) * 16, 0x5a);
+  plan::PlanRun run(&device, f, point, shape, inputs);
+  KernelBenchOptions o;
+  o.min_reps = 20;
+  o.min_seconds = 0.1;
+  DeviceTimer timer(device, o);
+  const double s = timer.time([&] { run.enqueue(); });
+  DeviceBandwidth b;
+  b.gbps = 2.0 * double(vectors) * 16 / s / 1e9;
+  char text[160];
+  std::snprintf(text, sizeof text, "mem_copy %s of %.0f MiB, read + written bytes over the median time",
+                kernels::point_key(point).c_str(), double(vectors) * 16 / (1 << 20));
+  b.method = text;
+  return b;
+}
+
+json bench_device_kernels(dev::Device& device, const ModelWeights& weights,
+                          const winners::DeviceFingerprint& fingerprint, const std::string& store_prefix,
+                          const KernelBenchOptions& options) {
+  std::shared_ptr<const winners::WinnersTable> table;
+  if (!options.tuned_cache.empty()) table = std::make_shared<winners::WinnersTable>(options.tuned_cache);
+  KernelChooser tuned_chooser(table, fingerprint, store_prefix, device.arch());
+  KernelChooser default_chooser(nullptr, fingerprint, store_prefix, device.arch());
+  std::unique_ptr<blas::BlasLt> lt;
+  std::string no_blas;
+  try {
+    lt = std::make_unique<blas::BlasLt>(device);
+  } catch (const Error& e) {
+    no_blas = e.what();
+  }
+  DeviceTimer timer(device, options);
+  json out = json::array();
+  for (const LinearShape& ls : linear_shapes(weights)) {
+    std::fprintf(stderr, "qbench: %s N=%lld K=%lld (%s)\n", weight_type_name(ls.type), (long long)ls.n,
+                 (long long)ls.k, ls.what.c_str());
+    const int64_t max_m = options.buckets.empty() ? 1 : *std::max_element(options.buckets.begin(), options.buckets.end());
+    dev::Buffer w16, x16, y16;
+    if (lt) {
+      w16 = dev::Buffer(device, size_t(ls.n * ls.k) * 2);
+      w16.upload(random_halves(size_t(ls.n * ls.k), 7));
+      x16 = dev::Buffer(device, size_t(max_m * ls.k) * 2);
+      x16.upload(random_halves(size_t(max_m * ls.k), 8));
+      y16 = dev::Buffer(device, size_t(max_m * ls.n) * 2);
+    }
+    const uint64_t wbytes = stored_bytes(ls.type, ls.n, ls.k, ls.g), f16bytes = uint64_t(ls.n * ls.k) * 2;
+    std::unique_ptr<plan::PlanRun> dequant;  // AWQ's dequant kernel, once per shape (it does not depend on M)
+    std::string no_dequant = ls.type == WeightType::AWQ_INT4 ? "" : "no dequant kernel for this type";
+    for (const int64_t m : options.buckets) {
+      const kernels::Shape shape{{"M", "N", "K", "G"}, {m, ls.n, ls.k, ls.g}, ls.what};
+      const uint64_t act = uint64_t(m * ls.k + m * ls.n) * 2;
+      json variants = json::array();
+      std::map<std::string, kernels::HostBuffers> inputs;  // by family, for this M
+      auto family_variant = [&](const std::string& name, KernelChooser& chooser) {
+        try {
+          const KernelChoice& c = chooser.choose("linear", &ls.type, shape);
+          auto it = inputs.find(c.family->name);
+          if (it == inputs.end()) it = inputs.emplace(c.family->name, c.family->make_inputs(shape, 1)).first;
+          plan::PlanRun run(&device, *c.family, c.point, shape, it->second);
+          const double s = timer.time([&] { run.enqueue(); });
+          variants.push_back({{"name", name}, {"seconds", s}, {"bytes", double(wbytes + act)},
+                              {"detail", c.family->name + " " + kernels::point_key(c.point) + " (" +
+                                             choice_source_name(c.source) + ")"}});
+        } catch (const kernels::PointRejected& e) {
+          variants.push_back(unavailable(name, e.what()));
+        } catch (const Error& e) {
+          variants.push_back(unavailable(name, e.what()));
+        }
+      };
+      family_variant("tuned", tuned_chooser);
+      family_variant("default", default_chooser);
+      if (!lt) {
+        variants.push_back(unavailable("dequant+cublas", no_blas));
+        variants.push_back(unavailable("fp16 cublas", no_blas));
+      } else {
+        if (no_dequant.empty() && !dequant) {
+          try {
+            const kernels::KernelFamily& dq = kernels::awq::dequant_family();
+            const kernels::Shape dshape = dq.shape({1, ls.n, ls.k, ls.g}, "dequant");
+            dequant = std::make_unique<plan::PlanRun>(&device, dq, dq.default_point(), dshape, dq.make_inputs(dshape, 1));
+          } catch (const std::exception& e) {
+            no_dequant = e.what();
+          }
+        }
+        if (dequant) {
+          const dev::DevPtr wkn = dequant->buffer("w");
+          lt->prepare(blas::WeightLayout::KN, m, ls.n, ls.k);
+          const double s = timer.time([&] {
+            dequant->enqueue();
+            lt->gemm_f16(wkn, blas::WeightLayout::KN, x16.ptr(), y16.ptr(), m, ls.n, ls.k);
+          });
+          variants.push_back({{"name", "dequant+cublas"}, {"seconds", s}, {"bytes", double(wbytes + 2 * f16bytes + act)},
+                              {"detail", "awq_dequant + " + lt->describe(blas::WeightLayout::KN, m, ls.n, ls.k)}});
+        } else {
+          variants.push_back(unavailable("dequant+cublas", no_dequant));
+        }
+        lt->prepare(blas::WeightLayout::NK, m, ls.n, ls.k);
+        const double s = timer.time([&] { lt->gemm_f16(w16.ptr(), blas::WeightLayout::NK, x16.ptr(), y16.ptr(), m, ls.n, ls.k); });
+        variants.push_back({{"name", "fp16 cublas"}, {"seconds", s}, {"bytes", double(f16bytes + act)},
+                            {"detail", lt->describe(blas::WeightLayout::NK, m, ls.n, ls.k)}});
+      }
+      out.push_back({{"type", weight_type_name(ls.type)}, {"what", ls.what}, {"N", ls.n}, {"K", ls.k}, {"G", ls.g},
+                     {"M", m}, {"variants", variants}});
+    }
+  }
+  return out;
+}
+
+json bench_cpu_kernels(const ModelWeights& weights, const KernelBenchOptions& options) {
+  namespace cm = kernels::cpu_matvec;
+  std::unique_ptr<winners::WinnersTable> table;
+  if (!options.tuned_cache.empty()) table = std::make_unique<winners::WinnersTable>(options.tuned_cache);
+  const winners::DeviceFingerprint cpu = winners::cpu_fingerprint();
+  json out = json::array();
+  for (const cm::MatvecShape& s : cm::model_matvec_shapes(weights)) {
+    const kernels::KernelFamily& f = kernels::find_family(cm::matvec_family_name(s.type));
+    const kernels::Shape shape = f.shape(s.shape, s.what);
+    const kernels::HostBuffers inputs = f.make_inputs(shape, 1);
+    const uint64_t bytes = stored_bytes(s.type, s.shape[0], s.shape[1], s.shape[2]) + uint64_t(s.shape[0] + s.shape[1]) * 4;
+    json variants = json::array();
+    auto time_point = [&](const std::string& name, const kernels::Point& p, const std::string& source) {
+      try {
+        plan::PlanRun run(nullptr, f, p, shape, inputs);
+        run.run();  // warm-up: caches, the thread pool's threads
+        std::vector<double> t;
+        double total = 0;
+        while ((int(t.size()) < options.min_reps || total < options.min_seconds) && t.size() < 2000) {
+          t.push_back(run.run());
+          total += t.back();
+        }
+        variants.push_back({{"name", name}, {"seconds", median(t)}, {"bytes", double(bytes)},
+                            {"detail", f.name + " " + kernels::point_key(p) + " (" + source + ")"}});
+      } catch (const std::exception& e) {
+        variants.push_back(unavailable(name, e.what()));
+      }
+    };
+    std::optional<kernels::Point> tuned;
+    std::string source = "no tuned cache: the default";
+    if (table) {
+      if (const auto w = table->lookup(cpu, "cpu." + f.name, f.dtypes, s.shape, f.source_hash)) {
+        tuned = point_from_json(f, w->point);
+        source = w->exact ? "tuned" : "nearest tuned shape";
+      } else {
+        source = "no winner for this CPU and shape: the default";
+      }
+    }
+    time_point("tuned", tuned.value_or(f.default_point()), source);
+    time_point("default", f.default_point(), "default");
+    for (const char* n : {"dequant+cublas", "fp16 cublas"}) variants.push_back(unavailable(n, "not on the CPU"));
+    out.push_back({{"type", weight_type_name(s.type)}, {"what", s.what}, {"N", s.shape[0]}, {"K", s.shape[1]},
+                   {"G", s.shape[2]}, {"M", 1}, {"variants", variants}});
+  }
+  return out;
+}
+
+json bench_end_to_end(const std::string& name, const std::string& model_path, const ModelWeights& weights,
+                      Backend& backend, const EndToEndOptions& o, const std::function<double()>& memory_mb,
+                      uint64_t decode_bytes) {
+  const ModelConfig& c = weights.config;
+  if (o.prompts.empty() || o.decode_steps <= 0 || o.repeat <= 0) throw Error("end to end: nothing to measure");
+  const int64_t longest = *std::max_element(o.prompts.begin(), o.prompts.end());
+  const int64_t context = std::max(longest, o.prompts[0] + o.decode_steps) + 1;
+  if (context > c.max_seq_len)
+    throw Error("end to end: a context of " + std::to_string(context) + " exceeds the model's " +
+                std::to_string(c.max_seq_len));
+  Qwen3Model model(weights, backend, context);
+  auto tokens = [&](int64_t n) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) t[size_t(i)] = int32_t((i * 7919 + 13) % c.vocab_size);
+    return t;
+  };
+  auto since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  json prefill = json::object();
+  double decode = 0;
+  for (int r = 0; r < o.repeat; ++r) {
+    for (int64_t p : o.prompts) {
+      const auto t = tokens(p);
+      model.reset();
+      const auto t0 = Clock::now();
+      model.forward_greedy(t.data(), p);
+      const double rate = double(p) / since(t0);
+      const std::string key = std::to_string(p);
+      prefill[key] = std::max(prefill.value(key, 0.0), rate);
+    }
+    const auto t = tokens(o.prompts[0]);
+    model.reset();
+    int32_t next = model.forward_greedy(t.data(), int64_t(t.size()));
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < o.decode_steps; ++i) next = model.forward_greedy(&next, 1);
+    decode = std::max(decode, double(o.decode_steps) / since(t0));
+  }
+  return {{"name", name},
+          {"model", model_path},
+          {"prefill_tok_s", prefill},
+          {"decode_tok_s", decode},
+          {"decode_steps", o.decode_steps},
+          {"decode_bytes_per_token", double(decode_bytes)},
+          {"memory_mb", memory_mb()}};
+}
+
+uint64_t predequantized_decode_bytes(const ModelWeights& w, uint64_t quantized) {
+  uint64_t bytes = quantized;
+  auto swap = [&](const QTensor& t) {
+    if (t.empty() || !weight_traits(t.type).quantized) return;
+    bytes = bytes - t.storage_bytes() + uint64_t(t.rows * t.cols) * 2;
+  };
+  for (const LayerWeights& l : w.layers)
+    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) swap(*t);
+  if (!w.classifier.empty() && w.classifier.data != w.embedding.data) swap(w.classifier);
+  return bytes;
+}
+
+}  // namespace qt::rt

@@ -1,0 +1,215 @@
+// Benchmark reports as a user reads them: a recorded report.json renders to REPORT.md with every shape,
+// variant, speedup and goal verdict worked out from the figures, and plots; bad JSON is refused naming the
+// field; qbench --report measures a whole report on the emulator and on the CPU.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "runtime/report/bench_report.h"
+#include "runtime/report/svg_plot.h"
+
+using namespace std::string_literals;
+using nlohmann::json;
+
+namespace {
+
+const std::string kQbench = QTUNE_BINARY_DIR "/bin/qbench"s;
+const std::string kFiles = QTUNE_SOURCE_DIR "/tests/golden/files/"s;
+const std::string kRecorded = QTUNE_SOURCE_DIR "/tests/report/data/recorded-cuda.json"s;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+json recorded() { return json::parse(slurp(kRecorded)); }
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+std::string scratch(const std::string& what) {
+  const std::string p = QTUNE_BINARY_DIR "/tests/report-"s + what + "-" + std::to_string(::getpid());
+  std::filesystem::remove_all(p);
+  return p;
+}
+
+Result qbench(const std::string& args, const std::string& env = "") {
+  const std::string out = scratch("out"), err = scratch("err");
+  const int status = std::system((env + " " + kQbench + " " + args + " >" + out + " 2>" + err).c_str());
+  Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  std::filesystem::remove(out), std::filesystem::remove(err);
+  return r;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("A recorded GPU report renders every goal's verdict from its figures") {
+  const std::string md = qt::report::render_report(recorded()).markdown;
+  // M=1 tuned: 8,732,672 bytes in 8 us = 1,091.6 GB/s, 36% of 3,000 GB/s.
+  CHECK(md.find("| AWQ GEMV at M=1 >= 85% of the measured bandwidth (worst shape) | 36% | NOT met |") != std::string::npos);
+  // Default over tuned: 12/8 and 150/100 (the lm_head's 450/450 too): geomean (1.5 * 1.5 * 1)^(1/3) = 1.31.
+  CHECK(md.find("| tuned geomean >= 1.3x the default | 1.31x | met |") != std::string::npos);
+  // cuBLAS over tuned at M=256: 95/100.
+  CHECK(md.find("| GEMM at M >= 256 >= 0.9x FP16 cuBLAS (geomean) | 0.95x | met |") != std::string::npos);
+  // 150 tok/s * 4.5 GB per token over 3,000 GB/s = 22.5%.
+  CHECK(md.find("| decode end to end (AWQ tuned) >= 70% of the bandwidth roofline | 22% | NOT met |") != std::string::npos);
+}
+
+TEST_CASE("A recorded report's kernel tables give time, TFLOP/s, GB/s, bandwidth share and tuned speedup") {
+  const std::string md = qt::report::render_report(recorded()).markdown;
+  CHECK(md.find("### AWQ_INT4 N=4096 K=4096 G=128 (q_proj, o_proj)") != std::string::npos);
+  // 2*1*4096*4096 flops in 12 us = 2.796 TFLOP/s; 8,732,672 B / 12 us = 727.7 GB/s = 24%; tuned 1.50x faster.
+  CHECK(md.find("| 1 | default | 12.00 | 2.796 | 727.7 | 24% | 1.50x | awq_gemv warps=4 (family default) |") != std::string::npos);
+  // M=256 fp16 cuBLAS: 2*256*4096*4096 / 95 us = 90.420 TFLOP/s; 37,765,120 B / 95 us = 397.5 GB/s; 0.95x.
+  CHECK(md.find("| 256 | fp16 cublas | 95.00 | 90.420 | 397.5 | 13% | 0.95x |") != std::string::npos);
+  CHECK(md.find("| 1 | dequant+cublas | - | - | - | - | - | no dequant kernel for this type |") != std::string::npos);
+  // End to end: the prompt lengths present become columns; roofline 3,000 GB/s / 4.5 GB = 666.7 tok/s.
+  CHECK(md.find("| variant | pp128 tok/s | pp512 tok/s | tg128 tok/s | roofline tok/s | decode / roofline | memory (MB) |") != std::string::npos);
+  CHECK(md.find("| AWQ tuned | 7000.0 | 8000.0 | 150.00 | 666.7 | 22% | 5800 |") != std::string::npos);
+  CHECK(md.find("| Q8_0 | no Q8_0 model given |") != std::string::npos);
+}
+
+TEST_CASE("A recorded report's plots are one SVG per linear shape with a line per measured variant, and the end-to-end bars") {
+  const auto r = qt::report::render_report(recorded());
+  REQUIRE(r.plots.count("linear-AWQ_INT4-4096x4096-g128.svg") == 1);
+  REQUIRE(r.plots.count("linear-F16-151936x4096-g4096.svg") == 1);
+  REQUIRE(r.plots.count("end-to-end.svg") == 1);
+  const std::string& awq = r.plots.at("linear-AWQ_INT4-4096x4096-g128.svg");
+  CHECK(awq.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+  CHECK(count(awq, "<path ") == 4);    // tuned, default, dequant+cublas, fp16 cublas
+  CHECK(count(awq, "<circle ") == 8);  // two batch sizes each
+  const std::string& f16 = r.plots.at("linear-F16-151936x4096-g4096.svg");
+  CHECK(count(f16, "<circle ") == 3);  // dequant+cublas is unavailable: no point
+  // The frame, three available variants x (pp128, pp512, tg128) bars, and three legend swatches.
+  CHECK(count(r.plots.at("end-to-end.svg"), "<rect x=") == 1 + 9 + 3);
+}
+
+TEST_CASE("A report JSON with a missing or mistyped field is refused with the field named") {
+  json j = recorded();
+  j["kernels"][0]["variants"][1].erase("seconds");
+  CHECK_THROWS_WITH(qt::report::render_report(j), Catch::Contains("kernels[0].variants[1] has neither 'seconds' nor 'unavailable'"));
+  j = recorded();
+  j["schema"] = "something-else/2";
+  CHECK_THROWS_WITH(qt::report::render_report(j), Catch::Contains("schema 'something-else/2'"));
+  j = recorded();
+  j["device"]["kind"] = "tpu";
+  CHECK_THROWS_WITH(qt::report::render_report(j), Catch::Contains("device.kind must be cuda, emu or cpu"));
+  j = recorded();
+  j["end_to_end"][0]["prefill_tok_s"] = {{"long", 3}};
+  CHECK_THROWS_WITH(qt::report::render_report(j), Catch::Contains("end_to_end[0].prefill_tok_s has a key 'long'"));
+  j = recorded();
+  j["kernels"][1]["variants"][0]["seconds"] = -1;
+  CHECK_THROWS_WITH(qt::report::render_report(j), Catch::Contains("kernels[1].variants[0].seconds must be positive"));
+}
+
+TEST_CASE("SVG text is escaped, so a shape label cannot break the file") {
+  CHECK(qt::report::xml_escape("a<b & \"c\">") == "a&lt;b &amp; &quot;c&quot;&gt;");
+  qt::report::LinePlot p;
+  p.title = "<script>";
+  p.series.push_back({"x&y", {{1, 2}, {2, 4}}});
+  const std::string svg = qt::report::render_line_plot(p);
+  CHECK(svg.find("<script>") == std::string::npos);
+  CHECK(svg.find("&lt;script&gt;") != std::string::npos);
+  CHECK(svg.find("x&amp;y") != std::string::npos);
+}
+
+TEST_CASE("qbench --render writes REPORT.md, report.json and the plots from a recorded report") {
+  const std::string dir = scratch("render");
+  const Result r = qbench("--render " + kRecorded + " --report " + dir);
+  REQUIRE(r.code == 0);
+  CHECK(std::filesystem::exists(dir + "/REPORT.md"));
+  CHECK(std::filesystem::exists(dir + "/plots/end-to-end.svg"));
+  CHECK(json::parse(slurp(dir + "/report.json")) == recorded());
+  CHECK(slurp(dir + "/REPORT.md") == qt::report::render_report(recorded()).markdown);
+  const Result bad = qbench("--render " + kRecorded);
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--render FILE needs --report DIR") != std::string::npos);
+  const Result missing = qbench("--render /nonexistent.json --report " + dir);
+  CHECK(missing.code != 0);
+  CHECK(missing.err.find("/nonexistent.json") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("qbench --device emu --report measures every linear shape against cuBLAS and FP16, and each model variant") {
+  const std::string dir = scratch("emu");
+  const Result r = qbench("--device emu --model " + kFiles + "dense.ak48 --report " + dir +
+                          " --buckets 1,4 --prompts 6,12 --gen 3 --repeat 1");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(slurp(dir + "/report.json"));
+  CHECK(j["device"]["kind"] == "emu");
+  CHECK(j["device"]["bandwidth_gbps"].get<double>() > 0);
+  // dense.ak48: q/gate/up 160x96, k/v 80x96, o/down 96x160 (AWQ) and the fp16 lm_head, each at M = 1 and 4.
+  REQUIRE(j["kernels"].size() == 8);
+  for (const json& k : j["kernels"]) {
+    INFO(k.dump());
+    REQUIRE(k["variants"].size() == 4);
+    CHECK(k["variants"][0]["name"] == "tuned");
+    CHECK(k["variants"][0]["seconds"].get<double>() > 0);  // the GEMVs serve M <= 8 for every shape
+    CHECK(k["variants"][1]["seconds"].get<double>() > 0);
+    CHECK(k["variants"][3]["unavailable"].get<std::string>().find("CUDA GPU only") != std::string::npos);
+  }
+  // FP16 (predequantized) and AWQ default; no Q8_0 model was given with --model.
+  REQUIRE(j["end_to_end"].size() == 2);
+  CHECK(j["end_to_end"][0]["name"] == "FP16");
+  CHECK(j["end_to_end"][1]["name"] == "AWQ default");
+  for (const json& e : j["end_to_end"]) {
+    CHECK(e["prefill_tok_s"]["6"].get<double>() > 0);
+    CHECK(e["prefill_tok_s"]["12"].get<double>() > 0);
+    CHECK(e["decode_tok_s"].get<double>() > 0);
+  }
+  // fp16 weights take more device memory and a decode step reads more bytes than the AWQ ones.
+  CHECK(j["end_to_end"][0]["memory_mb"].get<double>() > j["end_to_end"][1]["memory_mb"].get<double>());
+  CHECK(j["end_to_end"][0]["decode_bytes_per_token"].get<double>() > j["end_to_end"][1]["decode_bytes_per_token"].get<double>());
+  const std::string md = slurp(dir + "/REPORT.md");
+  CHECK(md.find("These times are the CPU emulator's") != std::string::npos);
+  CHECK(md.find("not applicable (emu report)") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("qbench --device cpu --report compares tuned and default CPU kernels per shape and runs end to end") {
+  const std::string dir = scratch("cpu");
+  const Result r = qbench("--device cpu --model " + kFiles + "dense.ajc1 --report " + dir +
+                          " --prompts 8 --gen 4 --repeat 1 --threads 1 --bandwidth-mb 16");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(slurp(dir + "/report.json"));
+  CHECK(j["device"]["kind"] == "cpu");
+  REQUIRE(!j["kernels"].empty());
+  for (const json& k : j["kernels"]) {
+    CHECK(k["M"] == 1);
+    CHECK(k["variants"][0]["seconds"].get<double>() > 0);
+    CHECK(k["variants"][1]["seconds"].get<double>() > 0);
+    CHECK(k["variants"][0]["detail"].get<std::string>().find("no tuned cache") != std::string::npos);
+  }
+  REQUIRE(j["end_to_end"].size() == 1);
+  CHECK(j["end_to_end"][0]["name"] == "Q8_0 default");
+  CHECK(j["end_to_end"][0]["decode_tok_s"].get<double>() > 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("qbench --device cuda --report without a driver exits 3 with one line naming the reason") {
+  const Result r = qbench("--device cuda --model " + kFiles + "dense.ak48 --report " + scratch("nocuda"),
+                          "QTUNE_LIBCUDA=/nonexistent/libcuda.so.1");
+  CHECK(r.code == 3);
+  CHECK(count(r.err, "\n") == 1);
+  CHECK(r.err.find("cuda") != std::string::npos);
+}

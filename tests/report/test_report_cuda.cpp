@@ -1,0 +1,36 @@
+// qbench --device cuda --report on a GPU (label gpu): the whole report measured for real, cuBLASLt and the
+// copy kernel included. Without a driver it reports itself skipped, with the reason.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "device/cuda/cuda_device.h"
+#include "tests/skip.h"
+
+using namespace std::string_literals;
+
+TEST_CASE("cuda: qbench --report times every variant of every linear shape, cuBLASLt included") {
+  if (!qt::cuda::cuda_available()) QTUNE_SKIP("no CUDA GPU: " + qt::cuda::cuda_unavailable_reason());
+  const std::string dir = QTUNE_BINARY_DIR "/tests/report-cuda-"s + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  const std::string cmd = QTUNE_BINARY_DIR "/bin/qbench --device cuda --model "s + QTUNE_SOURCE_DIR +
+                          "/tests/golden/files/dense.ak48 --report " + dir + " --buckets 1,16 --prompts 8 --gen 4 --repeat 1";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream in(dir + "/report.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  CHECK(j["device"]["bandwidth_gbps"].get<double>() > 50);
+  for (const auto& k : j["kernels"]) {
+    INFO(k.dump());
+    CHECK(k["variants"][3]["seconds"].get<double>() > 0);  // fp16 cuBLASLt runs every shape
+    if (k["type"] == "AWQ_INT4") CHECK(k["variants"][2]["seconds"].get<double>() > 0);  // dequant + cuBLASLt
+  }
+  std::filesystem::remove_all(dir);
+}
