@@ -3,6 +3,9 @@
 // winning, and a run stopped half-way resuming from the store instead of measuring again.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 
@@ -135,4 +138,56 @@ TEST_CASE("a GPU tuning run stopped half-way resumes from the store and measures
   };
   REQUIRE(straight.count() == 3 * int64_t(jobs.size()));
   REQUIRE(keys(resumed) == keys(straight));
+}
+
+namespace {
+
+struct Run {
+  int rc;
+  std::string out;
+};
+Run qtune_with(const std::string& env, const std::string& args) {
+  const std::string cmd = env + " " + std::string(QTUNE_BINARY_DIR) + "/bin/qtune " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+Run qtune(const std::string& args) { return qtune_with("", args); }
+
+}  // namespace
+
+TEST_CASE("qtune --gpu without a GPU prints the static table and exits 3, with --static-only it exits 0", "[tuner][gpu-flow][cli]") {
+  const std::string store = test::tuner_scratch("gpu-flow-cli-nogpu", ".sqlite");
+  // The driver is pointed at a file that does not exist, so the answer is the same on a machine with a GPU.
+  const Run n = qtune_with("QTUNE_LIBCUDA=/nonexistent/libcuda.so.1", "--model " + kModel + " --gpu sm86 --cache " +
+                           store + " --quiet");
+  INFO(n.out);
+  REQUIRE(n.rc == 3);
+  REQUIRE(n.out.find("compile: ") != std::string::npos);  // the static table's summary line
+  REQUIRE(n.out.find("nothing was tuned") != std::string::npos);
+  const Run s = qtune("--model " + kModel + " --gpu sm86 --static-only --cache " + store);
+  INFO(s.out);
+  REQUIRE(s.rc == 0);
+  REQUIRE(s.out.find("compile: ") != std::string::npos);
+}
+
+TEST_CASE("qtune --device emu --model X --gpu smNN runs the GPU flow and a second run resumes it from the store",
+          "[tuner][gpu-flow][cli]") {
+  const std::string store = test::tuner_scratch("gpu-flow-cli-emu", ".sqlite");
+  const std::string args = "--device emu --model " + kModel + " --gpu sm86 --families awq_gemv --buckets 1,2 --budget 2 "
+                           "--strategy random --cache " + store + " --quiet";
+  const Run first = qtune(args);
+  INFO(first.out);
+  REQUIRE(first.rc == 0);
+  REQUIRE(first.out.find("12 candidates measured, 0 resumed") != std::string::npos);  // 3 shapes x 2 buckets x 2
+  REQUIRE(first.out.find("dispatch: linear AWQ_INT4") != std::string::npos);
+  const Run again = qtune(args);
+  INFO(again.out);
+  REQUIRE(again.rc == 0);
+  REQUIRE(again.out.find("0 candidates measured, 12 resumed") != std::string::npos);
 }
