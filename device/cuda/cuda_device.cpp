@@ -102,6 +102,20 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
     hex += b;
   }
   fingerprint_ = "cuda/sm" + std::to_string(arch_) + "/" + hex;
+  auto attribute = [&](CUdevice_attribute a, const char* what) {
+    int v = 0;
+    d.check(d.cuDeviceGetAttribute(&v, a, dev), what);
+    return v;
+  };
+  facts_.sm_count = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessor count");
+  facts_.clock_mhz = attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE, "clock rate") / 1000;
+  facts_.mem_clock_mhz = attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, "memory clock rate") / 1000;
+  facts_.bus_width_bits = attribute(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, "memory bus width");
+  facts_.l2_bytes = uint64_t(attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "L2 cache size"));
+  size_t total = 0;
+  d.check(d.cuDeviceTotalMem(&total, dev), "cuDeviceTotalMem");
+  facts_.memory_bytes = total;
+  facts_.driver_version = d.driver_version;
 
   CUcontext ctx;
   d.check(d.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");

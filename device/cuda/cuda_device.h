@@ -11,6 +11,7 @@
 // are CUDA graphs made by stream capture (relaxed mode: our own checks refuse what capture cannot record).
 // Every driver failure is a qt::Error "<call> <what>: CUDA_ERROR_NAME (description)". A device is meant to
 // be used from one host thread at a time.
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,16 @@ namespace qt::cuda {
 std::string cuda_unavailable_reason();
 inline bool cuda_available() { return cuda_unavailable_reason().empty(); }
 
+// What the driver says about the GPU, for result-store fingerprints and for sizing the L2 flush.
+struct CudaFacts {
+  int sm_count = 0;
+  int clock_mhz = 0, mem_clock_mhz = 0;
+  int bus_width_bits = 0;
+  uint64_t l2_bytes = 0;
+  uint64_t memory_bytes = 0;
+  int driver_version = 0;  // cuDriverGetVersion, e.g. 13000
+};
+
 class CudaDevice : public dev::Device {
  public:
   explicit CudaDevice(int ordinal = 0);
@@ -32,6 +43,7 @@ class CudaDevice : public dev::Device {
   std::string name() const override { return name_; }
   std::string fingerprint() const override { return fingerprint_; }
   int arch() const override { return arch_; }
+  const CudaFacts& facts() const { return facts_; }
 
   dev::DevPtr allocate(size_t bytes) override;
   void free(dev::DevPtr p) override;
@@ -63,6 +75,7 @@ class CudaDevice : public dev::Device {
   void* stream_ = nullptr;   // CUstream
   bool capturing_ = false;
   int arch_ = 0;
+  CudaFacts facts_;
   std::string name_, fingerprint_;
 };
 

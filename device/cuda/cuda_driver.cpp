@@ -70,6 +70,7 @@ DriverApi load_driver(const std::string& library) {
   resolve("cuDeviceGetName", api.cuDeviceGetName);
   resolve("cuDeviceGetAttribute", api.cuDeviceGetAttribute);
   resolve("cuDeviceGetUuid", api.cuDeviceGetUuid);
+  resolve("cuDeviceTotalMem", api.cuDeviceTotalMem);
   resolve("cuDevicePrimaryCtxRetain", api.cuDevicePrimaryCtxRetain);
   resolve("cuDevicePrimaryCtxRelease", api.cuDevicePrimaryCtxRelease);
   resolve("cuCtxSetCurrent", api.cuCtxSetCurrent);

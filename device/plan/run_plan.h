@@ -25,8 +25,8 @@ class PlanRun {
   PlanRun(const PlanRun&) = delete;
   PlanRun& operator=(const PlanRun&) = delete;
 
-  // Runs every launch (or the host kernel) once and waits; returns the seconds measured on the host, or the
-  // host kernel's own measurement.
+  // Runs every launch (or the host kernel) once and waits; returns the seconds between device events recorded
+  // before the first launch and after the last (on a GPU, CUDA events), or the host kernel's own measurement.
   double run();
   // Queues every launch once and returns at once, outputs not refilled: for timing between device events
   // (a kernel must be right on any prior contents, so repeating it is the same work). Device families only.

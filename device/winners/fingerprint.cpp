@@ -33,7 +33,7 @@ std::string cpu_model_name() {
 std::string DeviceFingerprint::key() const { return to_json().dump(); }
 
 nlohmann::json DeviceFingerprint::to_json() const {
-  return {{"name", name},
+  nlohmann::json j = {{"name", name},
           {"arch", arch},
           {"sm_count", sm_count},
           {"memory_bytes", memory_bytes},
@@ -44,6 +44,9 @@ nlohmann::json DeviceFingerprint::to_json() const {
           {"cuda_version", cuda_version},
           {"nvrtc_version", nvrtc_version},
           {"qtune_version", qtune_version}};
+  // Only where known, so that the keys of CPU and emulator rows stored before the field existed still match.
+  if (bus_width_bits != 0) j["bus_width_bits"] = bus_width_bits;
+  return j;
 }
 
 DeviceFingerprint DeviceFingerprint::from_json(const nlohmann::json& j) {
@@ -56,6 +59,7 @@ DeviceFingerprint DeviceFingerprint::from_json(const nlohmann::json& j) {
   d.clock_mhz = j.value("clock_mhz", 0);
   d.mem_clock_mhz = j.value("mem_clock_mhz", 0);
   d.l2_bytes = j.value("l2_bytes", uint64_t(0));
+  d.bus_width_bits = j.value("bus_width_bits", 0);
   d.driver = j.value("driver", "");
   d.cuda_version = j.value("cuda_version", "");
   d.nvrtc_version = j.value("nvrtc_version", "");

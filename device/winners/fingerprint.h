@@ -15,6 +15,7 @@ struct DeviceFingerprint {
   uint64_t memory_bytes = 0;
   int clock_mhz = 0, mem_clock_mhz = 0;
   uint64_t l2_bytes = 0;
+  int bus_width_bits = 0;  // GPUs only; with mem_clock_mhz it gives the DRAM bandwidth
   std::string driver, cuda_version, nvrtc_version, qtune_version;
 
   std::string key() const;  // canonical text of every field; rows match devices by it

@@ -204,4 +204,17 @@ std::vector<StaleRows> WinnersTable::stale(const std::string& family, const std:
   return stale_rows(db_, family, source_hash);
 }
 
+std::optional<DispatchEntry> WinnersTable::dispatch(const DeviceFingerprint& dev, const std::string& op,
+                                                    const std::string& weight_type, const std::vector<int64_t>& rest,
+                                                    int64_t m) const {
+  const std::vector<DispatchEntry> entries = read_dispatch(db_, dev, op, weight_type, rest);
+  if (entries.empty()) return std::nullopt;
+  std::vector<int64_t> buckets;
+  for (const DispatchEntry& e : entries) buckets.push_back(e.bucket);
+  const int64_t b = bucket_for(buckets, m);
+  for (const DispatchEntry& e : entries)
+    if (e.bucket == b) return e;
+  return std::nullopt;
+}
+
 }  // namespace qt::winners

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "device/winners/dispatch.h"
 #include "device/winners/fingerprint.h"
 
 struct sqlite3;
@@ -69,6 +70,10 @@ class WinnersTable {
   std::optional<Winner> lookup(const DeviceFingerprint& dev, const std::string& family, const std::string& dtypes,
                                const std::vector<int64_t>& shape, const std::string& source_hash) const;
   std::vector<StaleRows> stale(const std::string& family, const std::string& source_hash) const;
+  // The measured ranking for a batch of `m` rows of a linear shape (`rest`: its dims after M), from the
+  // bucket that serves m (dispatch.h); nullopt when the store holds none for the key.
+  std::optional<DispatchEntry> dispatch(const DeviceFingerprint& dev, const std::string& op, const std::string& weight_type,
+                                        const std::vector<int64_t>& rest, int64_t m) const;
 
  private:
   void warn_once(const std::string& why) const;

@@ -6,6 +6,7 @@
 #include "device/blas/blas_lt.h"
 #include "device/cuda/cuda_device.h"
 #include "device/emu/emu_device.h"
+#include "device/cuda/cuda_fingerprint.h"
 #include "device/winners/fingerprint.h"
 #include "device/winners/winners.h"
 
@@ -28,8 +29,9 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
     opts.fingerprint = winners::emu_fingerprint(d.device->arch());
     opts.store_prefix = "emu.";
   } else if (o.device == "cuda") {
-    d.device = std::make_unique<cuda::CudaDevice>();  // throws with exit code 3 and the reason when unusable
-    opts.fingerprint = winners::gpu_fingerprint(d.device->name(), d.device->arch());
+    auto gpu = std::make_unique<cuda::CudaDevice>();  // throws with exit code 3 and the reason when unusable
+    opts.fingerprint = cuda::cuda_fingerprint(*gpu);  // the one qtune stores its winners under
+    d.device = std::move(gpu);
     opts.store_prefix = "cuda.";
   } else {
     throw Error("--device: unknown device '" + o.device + "' (cpu, emu, cuda)");

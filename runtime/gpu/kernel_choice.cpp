@@ -62,7 +62,49 @@ std::optional<KernelChoice> KernelChooser::tuned(const kernels::KernelFamily& f,
   const auto point = point_from_json(f, w->point);
   if (!point || !runs(f, *point, shape).empty()) return std::nullopt;
   *seconds = w->median_s;
-  return KernelChoice{&f, *point, w->exact ? KernelChoice::Source::Tuned : KernelChoice::Source::Nearest};
+  return KernelChoice{&f, *point, w->exact ? KernelChoice::Source::Tuned : KernelChoice::Source::Nearest, false, ""};
+}
+
+std::optional<KernelChoice> KernelChooser::default_choice(const kernels::KernelFamily& f, const kernels::Shape& shape,
+                                                         std::string* why) const {
+  for (const kernels::Point& p : f.default_points(shape)) {
+    const std::string reason = runs(f, p, shape);
+    if (reason.empty()) return KernelChoice{&f, p, KernelChoice::Source::Default, false, ""};
+    if (why) *why += "; " + f.name + " " + kernels::point_key(p) + ": " + reason;
+  }
+  return std::nullopt;
+}
+
+std::optional<KernelChoice> KernelChooser::dispatched(const std::string& op, const WeightType* type,
+                                                      const kernels::Shape& shape,
+                                                      const std::vector<const kernels::KernelFamily*>& candidates) const {
+  // Only batch-shaped ops are dispatched: the first dimension is the batch M.
+  if (!table_ || !type || shape.names.empty() || shape.names[0] != "M") return std::nullopt;
+  const std::vector<int64_t> rest(shape.values.begin() + 1, shape.values.end());
+  const auto entry = table_->dispatch(fingerprint_, op, weight_type_name(*type), rest, shape.values[0]);
+  if (!entry) return std::nullopt;
+  for (const winners::Ranked& r : entry->ranking) {
+    const kernels::KernelFamily* family = nullptr;
+    for (const kernels::KernelFamily* f : candidates)
+      if (prefix_ + f->name == r.family) family = f;
+    if (!family) {
+      if (external_ && external_(r.family)) {
+        KernelChoice c;
+        c.source = KernelChoice::Source::Tuned;
+        c.dispatched = true;
+        c.external = r.family;
+        return c;
+      }
+      continue;  // measured elsewhere, or a contender this backend does not run
+    }
+    double seconds = 0;
+    std::optional<KernelChoice> c = tuned(*family, shape, &seconds);
+    if (!c) c = default_choice(*family, shape, nullptr);
+    if (!c) continue;
+    c->dispatched = true;
+    return c;
+  }
+  return std::nullopt;
 }
 
 std::vector<const kernels::KernelFamily*> KernelChooser::candidates(const std::string& op, const WeightType* type) const {
@@ -81,7 +123,8 @@ const KernelChoice& KernelChooser::choose(const std::string& op, const WeightTyp
   if (auto it = chosen_.find(key); it != chosen_.end()) return it->second;
 
   const std::vector<const kernels::KernelFamily*> candidates = this->candidates(op, type);
-  std::optional<KernelChoice> best;
+  std::optional<KernelChoice> best = dispatched(op, type, shape, candidates);
+  if (best) return chosen_.emplace(key, *best).first->second;
   double best_s = std::numeric_limits<double>::infinity();
   for (const kernels::KernelFamily* f : candidates) {
     double s = 0;
@@ -94,17 +137,8 @@ const KernelChoice& KernelChooser::choose(const std::string& op, const WeightTyp
   }
   if (!best) {
     std::string why;
-    for (const kernels::KernelFamily* f : candidates) {
-      for (const kernels::Point& p : f->default_points(shape)) {
-        const std::string reason = runs(*f, p, shape);
-        if (reason.empty()) {
-          best = KernelChoice{f, p, KernelChoice::Source::Default};
-          break;
-        }
-        why += "; " + f->name + " " + kernels::point_key(p) + ": " + reason;
-      }
-      if (best) break;
-    }
+    for (const kernels::KernelFamily* f : candidates)
+      if ((best = default_choice(*f, shape, &why))) break;
     if (!best)
       throw Error("no kernel family runs op '" + op + "'" + (type ? std::string(" on ") + weight_type_name(*type) : "") +
                       " at " + kernels::shape_key(shape) + " on sm_" + std::to_string(arch_) +
@@ -135,8 +169,8 @@ std::string KernelChooser::summary() const {
 std::vector<std::string> KernelChooser::details() const {
   std::vector<std::string> out;
   for (const auto& [key, c] : chosen_)
-    out.push_back(key + " -> " + c.family->name + " " + kernels::point_key(c.point) + " (" +
-                  choice_source_name(c.source) + ")");
+    out.push_back(key + " -> " + (c.family ? c.family->name + " " + kernels::point_key(c.point) : c.external) + " (" +
+                  choice_source_name(c.source) + (c.dispatched ? ", measured batch dispatch" : "") + ")");
   return out;
 }
 

@@ -6,8 +6,14 @@
 //   nearest: else the winner of the nearest tuned shape (device/winners' rule), if that point can run here;
 //   default: else the first default point that accepts the shape, of the first family in registry order
 //            that has one (registry order lists decode GEMVs before GEMMs).
+// Where the store holds a measured batch dispatch for the shape (dims after M, device/winners/dispatch.h),
+// the family comes from it instead: the first family of the ranking of the batch's bucket that can run
+// here, at its tuned (or nearest-tuned, or default) point. Rankings may name contenders that are no
+// registry family (dequant + cuBLAS): accept_external() lets a backend that runs them take such a choice.
 // Choices are made once per (op, weight type, shape) and counted for qrun's verbose line.
+#include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,9 +25,11 @@ namespace qt::rt {
 
 struct KernelChoice {
   enum class Source { Tuned, Nearest, Default };
-  const kernels::KernelFamily* family = nullptr;
+  const kernels::KernelFamily* family = nullptr;  // null only for an external choice
   kernels::Point point;
   Source source = Source::Default;
+  bool dispatched = false;  // the family was picked by the measured batch dispatch
+  std::string external;     // store name of an accepted external contender ("cuda.blas.dequant_f16"), else ""
 };
 
 const char* choice_source_name(KernelChoice::Source s);
@@ -35,6 +43,9 @@ class KernelChooser {
 
   // Throws qt::Error naming the op, type and shape when no registered family can run it.
   const KernelChoice& choose(const std::string& op, const WeightType* type, const kernels::Shape& shape);
+  // Contenders of a measured dispatch that are no registry family are skipped unless `can_run` says this
+  // backend runs them; then choose() returns them with family == nullptr and `external` set.
+  void accept_external(std::function<bool(const std::string& store_name)> can_run) { external_ = std::move(can_run); }
   // Whether any registered family serves the op and type on this architecture (whatever the shape).
   bool serves(const std::string& op, const WeightType* type) const { return !candidates(op, type).empty(); }
 
@@ -49,6 +60,11 @@ class KernelChooser {
  private:
   std::vector<const kernels::KernelFamily*> candidates(const std::string& op, const WeightType* type) const;
   std::optional<KernelChoice> tuned(const kernels::KernelFamily& f, const kernels::Shape& shape, double* seconds) const;
+  std::optional<KernelChoice> default_choice(const kernels::KernelFamily& f, const kernels::Shape& shape,
+                                             std::string* why) const;
+  std::optional<KernelChoice> dispatched(const std::string& op, const WeightType* type, const kernels::Shape& shape,
+                                         const std::vector<const kernels::KernelFamily*>& candidates) const;
+  std::function<bool(const std::string&)> external_;
   std::shared_ptr<const winners::WinnersTable> table_;
   winners::DeviceFingerprint fingerprint_;
   std::string prefix_;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 #include <memory>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@
 #include "kernels_src/registry/registry.h"
 #include "device/cuda/cuda_probe.h"
 #include "tuner/family/candidate.h"
+#include "tuner/flow/gpu_tuning.h"
 #include "tuner/replay/replay.h"
 #include "tuner/search/strategies.h"
 #include "tuner/static/static_knowledge.h"
@@ -57,6 +59,137 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 std::string run_id() { return "qtune-" + utc_timestamp(); }
 
+// Search and measurement options shared by the CPU, emulator and GPU flows.
+TuneOptions tune_options(const CliArgs& cli, bool emu) {
+  TuneOptions opt;
+  opt.strategy = cli.get("--strategy");
+  make_strategy(opt.strategy);
+  opt.seed = cli.get_int_as<uint64_t>("--seed");
+  opt.timeout_s = cli.given("--timeout") ? cli.get_double("--timeout") : emu ? 300.0 : 20.0;
+  if (!(opt.timeout_s > 0)) throw Error("--timeout must be positive");
+  opt.measure.min_reps = cli.get_int_as<int>("--min-reps");
+  if (opt.measure.min_reps < 1 || opt.measure.min_reps > 100000) throw Error("--min-reps must be in 1..100000");
+  opt.measure.max_reps = std::max(opt.measure.max_reps, opt.measure.min_reps);
+  opt.measure.min_seconds = cli.get_double("--min-time");
+  if (opt.measure.min_seconds < 0 || opt.measure.min_seconds > 3600) throw Error("--min-time must be in 0..3600 seconds");
+  opt.measure.racing = !cli.get_flag("--no-racing");
+  if (emu) {  // correctness only: one verified run per point, emulator time means nothing
+    opt.measure.warmup = 0;
+    opt.measure.min_reps = opt.measure.max_reps = 1;
+    opt.measure.min_seconds = 0;
+    opt.measure.racing = false;
+  }
+  return opt;
+}
+
+// The model's shapes per GPU family, as the static step and the tuning flow see them.
+void print_model_shapes(const std::string& path, const ModelFile& mf) {
+  auto shapes = model_matvec_shapes(mf.weights());
+  std::printf("model %s needs %zu matvec shapes:\n", path.c_str(), shapes.size());
+  for (const auto& s : shapes)
+    std::printf("  %-18s %-10s %s\n", shape_text(s.shape).c_str(), weight_type_name(s.type), s.what.c_str());
+  // The GPU kernel families' own shape lists (registry model_shapes: GEMV for decode, GEMM for prefill).
+  for (const std::string& fam : family_names("emu")) {
+    std::string reg = fam.substr(4);
+    auto gs = device_model_shapes(reg, mf);
+    std::printf("GPU family %-14s %zu shapes%s", reg.c_str(), gs.size(), gs.empty() ? " (does not serve this model)\n" : ":");
+    for (const auto& s : gs) std::printf(" %s", shape_text(s).c_str());
+    if (!gs.empty()) {
+      std::string dims;
+      for (const std::string& d : qt::kernels::find_family(reg).dims) dims += (dims.empty() ? "" : " x ") + d;
+      std::printf("  (%s)\n", dims.c_str());
+    }
+  }
+}
+
+// `qtune --model X.bin --gpu smNN [--device emu]`: gpu_tuning.h's flow. Without a GPU: the static table, one
+// line saying why, exit code 3.
+int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
+  if (!cli.given("--model")) throw Error("--gpu needs --model X.bin");
+  const std::string arch = "sm" + std::to_string(target_sm);
+  auto mf = ModelFile::open(cli.get("--model"));
+  print_model_shapes(cli.get("--model"), *mf);
+  auto static_step = [&] {
+    std::fflush(stdout);
+    return static_command({"--gpu", arch, "--model", cli.get("--model")});
+  };
+  if (cli.get_flag("--static-only")) return static_step();
+
+  const bool emu = device == "emu";
+  GpuTuningOptions opt;
+  opt.device = device;
+  opt.target_sm = target_sm;
+  if (auto f = cli.get_optional("--families")) {
+    opt.families.clear();
+    for (size_t p = 0; p <= f->size();) {
+      size_t q = f->find(',', p);
+      if (q == std::string::npos) q = f->size();
+      if (q > p) opt.families.push_back(f->substr(p, q - p));
+      p = q + 1;
+    }
+  }
+  if (cli.given("--buckets")) {
+    opt.buckets = parse_int_list(cli.get("--buckets"), "--buckets");
+    for (int64_t m : opt.buckets)
+      if (m < 1 || m > 65536) throw Error("--buckets: batch sizes must be in 1..65536");
+  }
+  opt.budget = cli.get("--budget");
+  opt.tune = tune_options(cli, emu);
+  opt.tune.flush = !emu && !cli.get_flag("--no-flush");
+  const int cores = int(std::thread::hardware_concurrency());
+  opt.compile_threads = cli.given("--compile-threads") ? int(cli.get_int_as<int>("--compile-threads"))
+                                                       : emu ? 0 : std::max(1, cores - 2);
+  if (opt.compile_threads < 0 || opt.compile_threads > 256) throw Error("--compile-threads must be in 0..256");
+  opt.quiet = cli.get_flag("--quiet");
+
+  StoreOptions store_options;
+  store_options.force_write = cli.get_flag("--force-write");
+  Store store(cli.get("--cache"), store_options);
+  store.check_writable();
+  const std::vector<GpuJob> jobs = plan_gpu_jobs(mf->config(), &mf->weights(), opt);
+
+  Worker worker(handle_candidate_request);
+  DeviceFingerprint dev;
+  try {
+    dev = worker_device_fingerprint(worker, device, target_sm);
+  } catch (const Error& e) {
+    if (emu || e.exit_code() != kExitUnavailable) throw;
+    const int rc = static_step();
+    if (rc != 0) return rc;
+    std::fflush(stdout);
+    std::fprintf(stderr, "qtune: %s; printed the static compile-and-prune table for %s only, nothing was tuned\n",
+                 e.what(), arch.c_str());
+    return kExitUnavailable;
+  }
+  if (!emu && dev.arch != "sm_" + std::to_string(target_sm))
+    throw Error("--gpu " + arch + ": the GPU here is " + dev.name + " (" + dev.arch + "); tune for it with --gpu sm" +
+                    dev.arch.substr(3),
+                kExitUnavailable);
+
+  int64_t evals = 0;
+  for (const GpuJob& j : jobs) evals += j.budget;
+  std::fprintf(stderr, "qtune: %zu (family, shape, batch) jobs on %s (%s), up to %lld candidates, %d compile threads, "
+               "store %s\n", jobs.size(), dev.name.c_str(), dev.arch.c_str(), (long long)evals, opt.compile_threads,
+               store.path().c_str());
+  const GpuTuningResult res = tune_gpu_jobs(jobs, store, worker, dev, opt, run_id());
+
+  std::printf("%-22s %-18s %6s  %-55s %s\n", "family", "shape", "evals", "best point", "median");
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const TuneReport& r = res.reports[i];
+    std::printf("%-22s %-18s %6lld  %-55s %s\n", jobs[i].family->name().c_str(), shape_text(r.shape).c_str(),
+                (long long)r.evaluations, r.best_point ? r.best_point->dump().c_str() : "(none valid)",
+                !r.best_point ? "-" : emu ? "(emu: verified)" : (std::to_string(r.best_stats.median * 1e6) + " us").c_str());
+  }
+  for (const std::string& line : res.dispatch_lines) std::printf("dispatch: %s\n", line.c_str());
+  std::string counts;
+  for (const auto& [k, v] : res.statuses) counts += (counts.empty() ? "" : ", ") + k + " " + std::to_string(v);
+  std::printf("summary: %lld candidates measured, %lld resumed from the store (%s), worker processes started %d, "
+              "%.1f s; winners in %s\n",
+              (long long)res.measured, (long long)res.resumed, counts.c_str(), worker.spawned(), res.seconds,
+              store.path().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int tune_command(const std::vector<std::string>& args) {
@@ -66,7 +199,8 @@ int tune_command(const std::vector<std::string>& args) {
       .option("--shape", "N,K,G", "tune one matvec shape instead of a model's")
       .option("--type", "T", "weight type for --shape: q8_0, int8_sym, int8_asym, awq_int4", "q8_0")
       .option("--family", "F", "emu: GPU kernel family from kernels_src/registry (awq_gemv, ...)")
-      .option("--gpu", "smXX", "target GPU architecture (e.g. sm86); with --device emu: prune points statically for it")
+      .option("--gpu", "smXX", "target GPU architecture (e.g. sm86): with --model, tune every family, shape and batch "
+              "bucket on that GPU (--device emu: on the emulator); with --family, prune points statically for it")
       .option("--cache", "FILE", "results store (SQLite); qrun --tuned-cache reads it", "qtune-cache.sqlite")
       .option("--strategy", "S", "search strategy (exhaustive, random, genetic, annealing, ils, bandit, best)", "best")
       .option("--budget", "B", "evaluations per shape, or a share of each space (25%)", "24")
@@ -79,50 +213,29 @@ int tune_command(const std::vector<std::string>& args) {
       .flag("--no-transfer", "do not start from the store's results of the same family on other devices")
       .option("--static", "FILE", "a `qtune static --json` report: registers, spills, shared memory and occupancy "
               "per point guide the model-based search (features; spilling points left out of its first picks)")
+      .option("--families", "F,F", "--gpu: only these device families (registry names; default every one the model uses)")
+      .option("--buckets", "M,M", "--gpu: batch sizes M to tune batched families at (default 1,2,4,...,4096)")
+      .option("--compile-threads", "N", "--gpu: NVRTC threads compiling ahead of the measurements (default: cores - 2 "
+              "on cuda, 0 on emu)")
+      .flag("--static-only", "--gpu: print the static compile-and-prune table only, even where a GPU is present")
+      .flag("--no-flush", "--gpu on cuda: do not overwrite the L2 between timed repetitions")
       .flag("--quiet", "no progress line")
       .flag("--force-write", "write results even into a store SQLite reports malformed");
   if (!cli.parse(args)) return 0;
 
   std::string device = cli.get("--device");
   int target_sm = 0;
-  if (cli.given("--gpu") && device == "emu") {
+  if (cli.given("--gpu")) {
     std::string arch = cli.get("--gpu");
-    if (arch.rfind("sm", 0) == 0) arch = arch.substr(arch[2] == '_' ? 3 : 2);
+    if (arch.rfind("sm", 0) == 0) arch = arch.substr(arch.size() > 2 && arch[2] == '_' ? 3 : 2);
     target_sm = int(parse_int(arch, "--gpu"));
     if (target_sm < 50 || target_sm > 200) throw Error("--gpu must name an architecture like sm86");
   }
-  if (cli.given("--gpu") && device != "emu") {
-    std::string arch = cli.get("--gpu");
-    if (!cli.given("--model")) throw Error("--gpu needs --model X.bin");
-    auto mf = ModelFile::open(cli.get("--model"));
-    auto shapes = model_matvec_shapes(mf->weights());
-    std::printf("model %s needs %zu matvec shapes:\n", cli.get("--model").c_str(), shapes.size());
-    for (const auto& s : shapes)
-      std::printf("  %-18s %-10s %s\n", shape_text(s.shape).c_str(), weight_type_name(s.type), s.what.c_str());
-    // The GPU kernel families' own shape lists (registry model_shapes: GEMV for decode, GEMM for prefill).
-    for (const std::string& fam : family_names("emu")) {
-      std::string reg = fam.substr(4);
-      auto gs = device_model_shapes(reg, *mf);
-      std::printf("GPU family %-14s %zu shapes%s", reg.c_str(), gs.size(), gs.empty() ? " (does not serve this model)\n" : ":");
-      for (const auto& s : gs) std::printf(" %s", shape_text(s).c_str());
-      if (!gs.empty()) {
-        std::string dims;
-        for (const std::string& d : qt::kernels::find_family(reg).dims) dims += (dims.empty() ? "" : " x ") + d;
-        std::printf("  (%s)\n", dims.c_str());
-      }
-    }
-    CudaProbe probe = probe_cuda();
-    if (!probe.available) {
-      std::printf("no GPU: %s; running the static compile-and-prune step for %s only\n", probe.reason.c_str(),
-                  arch.c_str());
-      std::fflush(stdout);
-      return static_command({"--gpu", arch, "--model", cli.get("--model")});
-    }
-    std::printf("GPU found: %s; running the static compile-and-prune step for %s (timing on the GPU is done by the "
-                "cuda device of the runtime, not in this build)\n",
-                probe.reason.c_str(), arch.c_str());
-    std::fflush(stdout);
-    return static_command({"--gpu", arch, "--model", cli.get("--model")});
+  // `--gpu` without --family: the whole model on a GPU (or, with --device emu, the same flow on the emulator).
+  if (cli.given("--gpu") && !cli.given("--family")) {
+    if (device != "emu" && device != "cuda" && cli.given("--device"))
+      throw Error("--gpu tunes on --device cuda (the default) or emu, not " + device);
+    return gpu_flow(cli, device == "emu" ? "emu" : "cuda", target_sm);
   }
   if (device == "cuda") {
     CudaProbe probe = probe_cuda();
@@ -171,25 +284,8 @@ int tune_command(const std::vector<std::string>& args) {
     for (const auto& s : shapes) jobs.push_back({find_family("cpu." + matvec_family_name(s.type)), s.shape, s.what});
   }
 
-  TuneOptions opt;
-  opt.strategy = cli.get("--strategy");
-  make_strategy(opt.strategy);
-  opt.seed = cli.get_int_as<uint64_t>("--seed");
-  opt.timeout_s = cli.given("--timeout") ? cli.get_double("--timeout") : emu ? 300.0 : 20.0;
-  if (!(opt.timeout_s > 0)) throw Error("--timeout must be positive");
-  opt.measure.min_reps = cli.get_int_as<int>("--min-reps");
-  if (opt.measure.min_reps < 1 || opt.measure.min_reps > 100000) throw Error("--min-reps must be in 1..100000");
-  opt.measure.max_reps = std::max(opt.measure.max_reps, opt.measure.min_reps);
-  opt.measure.min_seconds = cli.get_double("--min-time");
-  if (opt.measure.min_seconds < 0 || opt.measure.min_seconds > 3600) throw Error("--min-time must be in 0..3600 seconds");
-  opt.measure.racing = !cli.get_flag("--no-racing");
+  TuneOptions opt = tune_options(cli, emu);
   opt.flush = cli.get_flag("--flush");
-  if (emu) {  // correctness only: one verified run per point, emulator time means nothing
-    opt.measure.warmup = 0;
-    opt.measure.min_reps = opt.measure.max_reps = 1;
-    opt.measure.min_seconds = 0;
-    opt.measure.racing = false;
-  }
   std::string budget_text = cli.get("--budget");
 
   StoreOptions store_options;

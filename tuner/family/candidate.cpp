@@ -45,9 +45,13 @@ CandidateOutcome run_candidate(KernelInstance& inst, const nlohmann::json& point
       return out;
     }
     std::unique_ptr<CacheFlusher> flusher;
-    if (flush_bytes) flusher = std::make_unique<CacheFlusher>(flush_bytes);
     std::function<void()> flush;
-    if (flusher) flush = [&] { (*flusher)(); };
+    if (flush_bytes && inst.flush_device_cache()) {
+      flush = [&] { inst.flush_device_cache(); };
+    } else if (flush_bytes) {
+      flusher = std::make_unique<CacheFlusher>(flush_bytes);
+      flush = [&] { (*flusher)(); };
+    }
     Measurement meas = measure([&] { return inst.run(); }, flush, m, incumbent);
     out.stats = meas.stats;
     out.status = meas.raced_out ? Status::RacedOut : Status::Ok;
@@ -67,6 +71,8 @@ CandidateOutcome run_candidate(KernelInstance& inst, const nlohmann::json& point
 std::string handle_candidate_request(const std::string& request) {
   static std::map<std::string, std::unique_ptr<KernelInstance>> instances;
   nlohmann::json j = nlohmann::json::parse(request);
+  if (j.value("op", "") == "describe")
+    return describe_device(j.at("device").get<std::string>(), j.value("target_sm", 0)).dump();
   static std::map<std::string, std::shared_ptr<Tunable>> families;  // instances refer to their family
   const int target_sm = j.value("target_sm", 0);
   const std::string family_key = j.at("family").get<std::string>() + "@" + std::to_string(target_sm);
@@ -101,6 +107,12 @@ class WorkerObjective : public Objective {
 
   Observation evaluate(PointId id) override {
     nlohmann::json point = nlohmann::json::parse(space_.point_json(id));
+    if (opt_.recorded)
+      if (std::optional<CandidateOutcome> o = opt_.recorded(point)) {
+        o->from_store = true;
+        ++rep_.resumed;
+        return finish(point, *o, 0);
+      }
     nlohmann::json req = {{"family", fam_.name()},
                           {"target_sm", fam_.target_sm()},
                           {"shape", shape_},
@@ -125,6 +137,10 @@ class WorkerObjective : public Objective {
       case WorkerReply::Crashed: o.status = Status::Crashed, o.detail = r.reason; break;
       case WorkerReply::TimedOut: o.status = Status::Timeout, o.detail = r.reason; break;
     }
+    return finish(point, o, r.seconds);
+  }
+
+  Observation finish(const nlohmann::json& point, const CandidateOutcome& o, double cost_s) {
     rep_.status_counts[status_name(o.status)]++;
     if (o.status == Status::Ok && (!incumbent_ || o.stats.median < incumbent_->median)) {
       incumbent_ = o.stats;
@@ -135,7 +151,7 @@ class WorkerObjective : public Objective {
     Observation ob;
     ob.status = o.status;
     ob.time = o.stats.median;
-    ob.cost_s = r.seconds;
+    ob.cost_s = cost_s;
     ob.detail = o.detail;
     return ob;
   }

@@ -20,12 +20,15 @@ struct CandidateOutcome {
   Status status = Status::Ok;
   Stats stats;  // seconds
   std::string detail;
+  bool from_store = false;  // a resumed run's earlier measurement, read back instead of run again (not serialized)
   nlohmann::json to_json() const;
   static CandidateOutcome from_json(const nlohmann::json& j);
 };
 
 // The protocol for one candidate (in the worker): prepare, one run checked against the reference, then
-// warm-up + timed repetitions with optional flush and racing against `incumbent`.
+// warm-up + timed repetitions with racing against `incumbent`. `flush_bytes` > 0 flushes before every timed
+// repetition: the device's L2 where the instance has one (KernelInstance::flush_device_cache), else that
+// many bytes of host memory.
 CandidateOutcome run_candidate(KernelInstance& inst, const nlohmann::json& point, const MeasureOptions& m,
                                const Stats* incumbent, size_t flush_bytes);
 
@@ -43,6 +46,9 @@ struct TuneOptions {
   // What is known about the shape's space before the search (another GPU's results from the store, static
   // data); called once the space is built. Unset: nothing.
   std::function<Knowledge(const Space&)> knowledge;
+  // A point's outcome measured by an earlier run on this device (a run killed half-way and started again):
+  // used as it is, without the worker. Unset, or nullopt: measure it.
+  std::function<std::optional<CandidateOutcome>(const nlohmann::json& point)> recorded;
 };
 
 struct TuneReport {
@@ -53,6 +59,7 @@ struct TuneReport {
   Stats best_stats;
   std::map<std::string, int> status_counts;
   int worker_restarts = 0;
+  int64_t resumed = 0;  // outcomes taken from `recorded`
   double seconds = 0;
 };
 

@@ -6,9 +6,11 @@
 
 #include "common/error.h"
 #include "device/cuda/cuda_device.h"
+#include "device/cuda/cuda_fingerprint.h"
 #include "device/emu/emu_device.h"
 #include "device/jit/compile_service.h"
 #include "device/plan/run_plan.h"
+#include "device/winners/fingerprint.h"
 #include "kernels_src/registry/registry.h"
 #include "tuner/measure/flush.h"
 
@@ -94,6 +96,17 @@ class FamilyInstance final : public KernelInstance {
     return plan::compare_outputs(*run_, t_.family(), point_, shape_, expected_);
   }
 
+  bool flush_device_cache() override {
+    if (t_.family().on_host()) return false;
+    dev::Device& device = worker_device(t_.device());
+    const auto* gpu = dynamic_cast<const cuda::CudaDevice*>(&device);
+    if (!gpu || gpu->facts().l2_bytes == 0) return false;  // the emulator has no cache to empty
+    if (!flush_.bytes()) flush_ = dev::Buffer(device, size_t(2 * gpu->facts().l2_bytes));
+    // A different byte each time, so that no write is skipped as redundant.
+    device.memset(flush_.ptr(), ++flush_round_, flush_.bytes());
+    return true;
+  }
+
  private:
   // Static screening on the target GPU: the compile service's ptxas report decides before any run.
   void prune_statically(const kernels::Point& p) {
@@ -118,6 +131,8 @@ class FamilyInstance final : public KernelInstance {
   std::vector<kernels::Expected> expected_;
   std::vector<float> ref_, out_;
   std::unique_ptr<plan::PlanRun> run_;
+  dev::Buffer flush_;
+  unsigned char flush_round_ = 0;
 };
 
 }  // namespace
@@ -190,6 +205,13 @@ std::shared_ptr<Tunable> find_family(const std::string& name, int target_sm) {
   if (device != "cpu" && device != "emu" && device != "cuda")
     throw Error("unknown device '" + device + "' in family name '" + name + "' (cpu, emu or cuda)");
   return std::make_shared<Tunable>(kernels::find_family(name.substr(dot + 1)), device, target_sm);
+}
+
+nlohmann::json describe_device(const std::string& kind, int target_sm) {
+  if (kind == "emu") return winners::emu_fingerprint(target_sm > 0 ? target_sm : 80).to_json();
+  if (kind != "cuda") throw Error("no device of kind '" + kind + "' (emu, cuda)");
+  const auto& gpu = dynamic_cast<const cuda::CudaDevice&>(worker_device("cuda"));
+  return cuda::cuda_fingerprint(gpu).to_json();
 }
 
 std::vector<std::string> family_names(const std::string& device) {

@@ -40,6 +40,9 @@ class KernelInstance {
   // "" when the last run's output is right, else what is wrong. By default every element against reference()
   // within tolerance(); an instance whose outputs have tolerances of their own checks each against its own.
   virtual std::string verify();
+  // Overwrites the device's L2 (a buffer of twice its size) before a timed repetition, queued ahead of the
+  // timing events; false when the instance has no device cache to flush (host families use CacheFlusher).
+  virtual bool flush_device_cache() { return false; }
 };
 
 class Tunable {
@@ -71,6 +74,11 @@ class Tunable {
 
 // "emu.awq_gemv", "cpu.matvec.q8_0": the registry family on that device; throws qt::Error naming the known ones.
 std::shared_ptr<Tunable> find_family(const std::string& name, int target_sm = 0);
+// The fingerprint of the device a worker runs candidates on ("emu": the emulator of `target_sm`; "cuda": the
+// GPU as its driver describes it). Called in the worker: the parent never creates a CUDA context, since a
+// context does not survive fork(). Throws qt::Error (exit code 3) when there is no such device.
+nlohmann::json describe_device(const std::string& kind, int target_sm);
+
 // Every tunable name for a device kind: "cpu" lists the host families, "emu"/"cuda" the device families.
 std::vector<std::string> family_names(const std::string& device);
 

@@ -111,6 +111,7 @@ Store::Store(const std::string& path, const StoreOptions& options) : path_(path)
     exec("BEGIN IMMEDIATE");
     try {
       exec(kSchema);
+      winners::create_dispatch_schema(db_);
       exec("COMMIT");
     } catch (...) {
       sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -371,6 +372,19 @@ std::string Store::integrity_check() const {
   } catch (const Error& e) {
     return e.what();  // the check itself failed on a broken file: that is its finding
   }
+}
+
+void Store::put_dispatch(const DeviceFingerprint& dev, const std::string& op, const std::string& weight_type,
+                         const std::vector<int64_t>& rest, const std::vector<winners::DispatchEntry>& entries,
+                         const std::string& run_id) {
+  check_writable();
+  winners::put_dispatch(db_, dev, op, weight_type, rest, entries, run_id);
+}
+
+std::vector<winners::DispatchEntry> Store::dispatch(const DeviceFingerprint& dev, const std::string& op,
+                                                    const std::string& weight_type,
+                                                    const std::vector<int64_t>& rest) const {
+  return winners::read_dispatch(db_, dev, op, weight_type, rest);
 }
 
 }  // namespace qt::tune

@@ -89,6 +89,13 @@ class Store {
   // Rows stored for `family` under another source hash than `source_hash`, per (hash, device name).
   std::vector<winners::StaleRows> stale(const std::string& family, const std::string& source_hash) const;
 
+  // The batch dispatch of one linear shape (device/winners/dispatch.h), replacing what was stored for the key.
+  void put_dispatch(const DeviceFingerprint& dev, const std::string& op, const std::string& weight_type,
+                    const std::vector<int64_t>& rest, const std::vector<winners::DispatchEntry>& entries,
+                    const std::string& run_id);
+  std::vector<winners::DispatchEntry> dispatch(const DeviceFingerprint& dev, const std::string& op,
+                                               const std::string& weight_type, const std::vector<int64_t>& rest) const;
+
   std::string integrity_check() const;  // "ok" when the file is consistent
   const std::string& quick_check() const { return quick_check_; }  // PRAGMA quick_check at open ("ok")
   const std::string& path() const { return path_; }

@@ -110,7 +110,9 @@ void Worker::spawn() {
   if (::pipe2(down, O_CLOEXEC) != 0 || ::pipe2(up, O_CLOEXEC) != 0)
     throw Error(std::string("cannot create worker pipes: ") + std::strerror(errno), kExitFailure);
   pid_t parent = ::getpid();
+  if (before_fork_) before_fork_();
   pid_t pid = ::fork();
+  if (pid != 0 && after_fork_) after_fork_();
   if (pid < 0) throw Error(std::string("cannot fork a worker: ") + std::strerror(errno), kExitFailure);
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the tuner

@@ -30,6 +30,12 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   WorkerReply call(const std::string& request, double timeout_s);
+  // Run around every fork(): only the forking thread is copied into the child, so a thread of the tuner that
+  // holds a lock inside a library the worker uses too (NVRTC) must be stopped at a safe point first.
+  void set_fork_guard(std::function<void()> before, std::function<void()> after) {
+    before_fork_ = std::move(before);
+    after_fork_ = std::move(after);
+  }
   int spawned() const { return spawned_; }  // how many worker processes were started
   pid_t pid() const { return pid_; }
 
@@ -37,6 +43,7 @@ class Worker {
   void spawn();
   void reap(bool kill_first, WorkerReply& r);
   Handler handler_;
+  std::function<void()> before_fork_, after_fork_;
   pid_t pid_ = -1;
   int to_child_ = -1, from_child_ = -1;
   int spawned_ = 0;

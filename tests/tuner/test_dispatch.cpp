@@ -1,0 +1,95 @@
+// Dispatch by batch size learned per shape: the crossovers stored by the tuner make the device backend's
+// kernel choice pick the family measured fastest in the bucket of each batch.
+#include <catch2/catch.hpp>
+
+#include "kernels_src/registry/registry.h"
+#include "runtime/gpu/kernel_choice.h"
+#include "tests/tuner/scratch_path.h"
+#include "tuner/store/store.h"
+
+using namespace qt;
+using namespace qt::tune;
+
+namespace {
+
+const std::vector<int64_t> kRest = {1024, 4096, 128};  // N, K, G
+
+ResultRow winner_row(const winners::DeviceFingerprint& dev, const std::string& family, int64_t m, double s) {
+  const kernels::KernelFamily& f = kernels::find_family(family);
+  ResultRow r;
+  r.device = dev;
+  r.family = "emu." + family;
+  r.source_hash = f.source_hash;
+  r.dtypes = f.dtypes;
+  r.shape = {m, kRest[0], kRest[1], kRest[2]};
+  nlohmann::json p = nlohmann::json::object();
+  for (const auto& [k, v] : f.default_point()) p[k] = v;
+  r.point = p;
+  r.stats = summarize({s});
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("crossovers are the batch sizes where the fastest family changes", "[tuner][dispatch]") {
+  using winners::DispatchEntry;
+  const std::vector<DispatchEntry> e = {{8, {{"gemm", 1.0}, {"gemv", 2.0}}},
+                                        {1, {{"gemv", 1.0}, {"gemm", 3.0}}},
+                                        {4, {{"gemv", 1.0}}},
+                                        {4096, {{"blas", 1.0}, {"gemm", 1.1}}}};
+  const auto c = winners::crossovers(e);
+  REQUIRE(c.size() == 2);
+  REQUIRE(c[0].m == 8);
+  REQUIRE(c[0].below == "gemv");
+  REQUIRE(c[0].above == "gemm");
+  REQUIRE(c[1].m == 4096);
+  REQUIRE(c[1].above == "blas");
+  REQUIRE(winners::bucket_for({1, 4, 8, 4096}, 5) == 8);
+  REQUIRE(winners::bucket_for({1, 4, 8, 4096}, 4) == 4);
+  REQUIRE(winners::bucket_for({1, 4, 8, 4096}, 9000) == 4096);
+}
+
+TEST_CASE("a store with recorded crossovers makes the device backend pick the measured family per batch size",
+          "[tuner][dispatch]") {
+  const std::string path = test::tuner_scratch("dispatch", ".sqlite");
+  const winners::DeviceFingerprint dev = winners::emu_fingerprint(80);
+  {
+    Store store(path);
+    // Winners of both families at every bucket; the dispatch says the GEMV leads up to M=4, the GEMM from 8,
+    // and an external dequant + BLAS path from 4096.
+    for (int64_t m : {1, 4, 8, 4096}) {
+      store.put(winner_row(dev, "awq_gemm", m, 1e-3));
+      if (m <= 8) store.put(winner_row(dev, "awq_gemv", m, 2e-3));  // slower per row, but the dispatch decides
+    }
+    store.put_dispatch(dev, "linear", "AWQ_INT4", kRest,
+                       {{1, {{"emu.awq_gemv", 1e-5}, {"emu.awq_gemm", 3e-5}}},
+                        {4, {{"emu.awq_gemv", 2e-5}, {"emu.awq_gemm", 3e-5}}},
+                        {8, {{"emu.awq_gemm", 3e-5}, {"emu.awq_gemv", 4e-5}}},
+                        {4096, {{"emu.blas.dequant_f16", 1e-3}, {"emu.awq_gemm", 2e-3}}}},
+                       "test");
+  }
+  auto table = std::make_shared<winners::WinnersTable>(path);
+  const WeightType awq = WeightType::AWQ_INT4;
+  const kernels::KernelFamily& gemm = kernels::find_family("awq_gemm");
+  auto family_at = [&](rt::KernelChooser& ch, int64_t m) {
+    const rt::KernelChoice& c = ch.choose("linear", &awq, kernels::Shape{gemm.dims, {m, kRest[0], kRest[1], kRest[2]}, ""});
+    REQUIRE(c.dispatched);
+    return c.family ? c.family->name : c.external;
+  };
+  rt::KernelChooser chooser(table, dev, "emu.", 80);
+  CHECK(family_at(chooser, 1) == "awq_gemv");
+  CHECK(family_at(chooser, 3) == "awq_gemv");  // bucket 4
+  CHECK(family_at(chooser, 5) == "awq_gemm");  // bucket 8
+  CHECK(family_at(chooser, 37) == "awq_gemm");
+  CHECK(family_at(chooser, 4096) == "awq_gemm");  // the external leader is not run by this backend
+
+  rt::KernelChooser with_blas(table, dev, "emu.", 80);
+  with_blas.accept_external([](const std::string& name) { return name == "emu.blas.dequant_f16"; });
+  CHECK(family_at(with_blas, 4096) == "emu.blas.dequant_f16");
+  CHECK(family_at(with_blas, 1) == "awq_gemv");
+
+  // Another device's dispatch is not this one's.
+  rt::KernelChooser other(table, winners::emu_fingerprint(86), "emu.", 86);
+  const rt::KernelChoice& c = other.choose("linear", &awq, kernels::Shape{gemm.dims, {1, kRest[0], kRest[1], kRest[2]}, ""});
+  REQUIRE_FALSE(c.dispatched);
+}

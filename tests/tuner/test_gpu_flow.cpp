@@ -1,0 +1,193 @@
+// The GPU tuning flow (qtune --model X --gpu smNN) run on the emulator: every family, shape and batch bucket
+// tuned and stored with a batch dispatch, a crashing candidate costing only its worker, a wrong one never
+// winning, and a run stopped half-way resuming from the store instead of measuring again.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "kernels_src/registry/registry.h"
+#include "models/formats/model_file.h"
+#include "tests/tuner/scratch_path.h"
+#include "tuner/flow/gpu_tuning.h"
+
+using namespace qt;
+using namespace qt::tune;
+
+namespace {
+
+const std::string kModel = std::string(QTUNE_SOURCE_DIR) + "/tests/golden/files/dense-tied.ak48";
+
+GpuTuningOptions emu_options(std::vector<std::string> families, std::vector<int64_t> buckets, std::string budget) {
+  GpuTuningOptions o;
+  o.device = "emu";
+  o.families = std::move(families);
+  o.buckets = std::move(buckets);
+  o.budget = std::move(budget);
+  o.quiet = true;
+  o.tune.strategy = "random";
+  o.tune.timeout_s = 120;
+  o.tune.measure.warmup = 0;
+  o.tune.measure.min_reps = o.tune.measure.max_reps = 1;
+  o.tune.measure.min_seconds = 0;
+  o.tune.measure.racing = false;
+  return o;
+}
+
+// awq_gemv restricted to three points: warps=2 aborts the worker, warps=8 launches nothing (its output
+// stays garbage), warps=4 is the real kernel.
+const kernels::KernelFamily& faulty_gemv() {
+  static const kernels::KernelFamily f = [] {
+    kernels::KernelFamily k = kernels::find_family("awq_gemv");
+    k.name = "test.awq_gemv_faulty";
+    k.params = {{"warps", {2, 4, 8}, 4, ""}, {"vec", {1}, 1, ""}, {"mt", {1}, 1, ""}, {"split_k", {1}, 1, ""}};
+    k.defaults = {{{"warps", 4}, {"vec", 1}, {"mt", 1}, {"split_k", 1}}};
+    auto plan = k.plan;
+    k.plan = [plan](const kernels::Point& p, const kernels::Shape& s) {
+      if (p.at("warps") == 2) std::abort();
+      kernels::LaunchPlan lp = plan(p, s);
+      if (p.at("warps") == 8) lp.launches.clear();
+      return lp;
+    };
+    return k;
+  }();
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("the GPU flow on the emulator tunes every batch bucket of every shape and stores a batch dispatch",
+          "[tuner][gpu-flow]") {
+  auto mf = ModelFile::open(kModel);
+  GpuTuningOptions o = emu_options({"awq_gemv", "awq_gemm"}, {1, 4, 16}, "1");
+  const std::vector<GpuJob> jobs = plan_gpu_jobs(mf->config(), &mf->weights(), o);
+  std::set<std::vector<int64_t>> gemv_shapes, gemm_shapes;
+  for (const GpuJob& j : jobs) (j.family->family().name == "awq_gemv" ? gemv_shapes : gemm_shapes).insert(j.shape);
+  // The GEMV serves M <= 8 only, so bucket 16 is the GEMM's alone.
+  for (const auto& s : gemv_shapes) REQUIRE(s[0] <= 8);
+  REQUIRE(gemm_shapes.size() == 3 * gemv_shapes.size() / 2);
+
+  Store store(test::tuner_scratch("gpu-flow", ".sqlite"));
+  Worker worker(handle_candidate_request);
+  const winners::DeviceFingerprint dev = worker_device_fingerprint(worker, "emu", 86);
+  REQUIRE(dev.arch == "sm_86");
+  const GpuTuningResult res = tune_gpu_jobs(jobs, store, worker, dev, o, "test");
+  REQUIRE(res.measured == int64_t(jobs.size()));
+  for (const TuneReport& r : res.reports) REQUIRE(r.best_point);
+  REQUIRE(store.count() == int64_t(jobs.size()));
+  // One dispatch line per linear shape, and each shape's buckets are stored ranked.
+  REQUIRE(res.dispatch_lines.size() == gemv_shapes.size() / 2);
+  const auto& any = *gemv_shapes.begin();
+  const auto entries = store.dispatch(dev, "linear", "AWQ_INT4", {any.begin() + 1, any.end()});
+  REQUIRE(entries.size() == 3);
+  REQUIRE(entries[0].ranking.size() == 2);  // both families measured at M=1
+  REQUIRE(entries[2].bucket == 16);
+  REQUIRE(entries[2].ranking.size() == 1);
+  REQUIRE(entries[2].ranking[0].family == "emu.awq_gemm");
+}
+
+TEST_CASE("in the GPU flow a faulting candidate kills only its worker and a wrong one never wins", "[tuner][gpu-flow]") {
+  kernels::add_family(&faulty_gemv());
+  auto mf = ModelFile::open(kModel);
+  GpuTuningOptions o = emu_options({"test.awq_gemv_faulty"}, {1}, "100%");
+  o.tune.strategy = "exhaustive";
+  const std::vector<GpuJob> jobs = plan_gpu_jobs(mf->config(), &mf->weights(), o);
+  REQUIRE(!jobs.empty());
+  Store store(test::tuner_scratch("gpu-flow-faults", ".sqlite"));
+  Worker worker(handle_candidate_request);
+  const winners::DeviceFingerprint dev = worker_device_fingerprint(worker, "emu", 86);
+  const GpuTuningResult res = tune_gpu_jobs(jobs, store, worker, dev, o, "test");
+  for (const auto& [k, v] : res.statuses) UNSCOPED_INFO(k << " " << v);
+  REQUIRE(res.statuses.at("crashed") == int(jobs.size()));
+  REQUIRE(res.statuses.at("wrong_result") == int(jobs.size()));
+  REQUIRE(res.statuses.at("ok") == int(jobs.size()));
+  for (const TuneReport& r : res.reports) {
+    REQUIRE(r.best_point);
+    REQUIRE(r.best_point->at("warps") == 4);
+  }
+  REQUIRE(worker.spawned() == 1 + int(jobs.size()));  // the first, then one after each fault
+}
+
+TEST_CASE("a GPU tuning run stopped half-way resumes from the store and measures only what is left",
+          "[tuner][gpu-flow]") {
+  auto mf = ModelFile::open(kModel);
+  const std::vector<std::string> families = {"awq_gemv"};
+  // Stopped after the first candidate of every job (a run with budget 1), then started again with 3.
+  Store resumed(test::tuner_scratch("gpu-flow-resumed", ".sqlite"));
+  Worker worker(handle_candidate_request);
+  const winners::DeviceFingerprint dev = worker_device_fingerprint(worker, "emu", 86);
+  GpuTuningOptions first = emu_options(families, {1, 2}, "1");
+  const auto jobs1 = plan_gpu_jobs(mf->config(), &mf->weights(), first);
+  tune_gpu_jobs(jobs1, resumed, worker, dev, first, "first");
+  GpuTuningOptions full = emu_options(families, {1, 2}, "3");
+  const auto jobs = plan_gpu_jobs(mf->config(), &mf->weights(), full);
+  const GpuTuningResult res = tune_gpu_jobs(jobs, resumed, worker, dev, full, "second");
+  REQUIRE(res.resumed == int64_t(jobs.size()));
+  REQUIRE(res.measured == 2 * int64_t(jobs.size()));
+
+  // The same points as one uninterrupted run.
+  Store straight(test::tuner_scratch("gpu-flow-straight", ".sqlite"));
+  tune_gpu_jobs(jobs, straight, worker, dev, full, "straight");
+  auto keys = [](const Store& s) {
+    std::set<std::string> k;
+    for (const ResultRow& r : s.rows()) k.insert(nlohmann::json(r.shape).dump() + r.point.dump());
+    return k;
+  };
+  REQUIRE(straight.count() == 3 * int64_t(jobs.size()));
+  REQUIRE(keys(resumed) == keys(straight));
+}
+
+namespace {
+
+struct Run {
+  int rc;
+  std::string out;
+};
+Run qtune_with(const std::string& env, const std::string& args) {
+  const std::string cmd = env + " " + std::string(QTUNE_BINARY_DIR) + "/bin/qtune " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+Run qtune(const std::string& args) { return qtune_with("", args); }
+
+}  // namespace
+
+TEST_CASE("qtune --gpu without a GPU prints the static table and exits 3, with --static-only it exits 0", "[tuner][gpu-flow][cli]") {
+  const std::string store = test::tuner_scratch("gpu-flow-cli-nogpu", ".sqlite");
+  // The driver is pointed at a file that does not exist, so the answer is the same on a machine with a GPU.
+  const Run n = qtune_with("QTUNE_LIBCUDA=/nonexistent/libcuda.so.1", "--model " + kModel + " --gpu sm86 --cache " +
+                           store + " --quiet");
+  INFO(n.out);
+  REQUIRE(n.rc == 3);
+  REQUIRE(n.out.find("compile: ") != std::string::npos);  // the static table's summary line
+  REQUIRE(n.out.find("nothing was tuned") != std::string::npos);
+  const Run s = qtune("--model " + kModel + " --gpu sm86 --static-only --cache " + store);
+  INFO(s.out);
+  REQUIRE(s.rc == 0);
+  REQUIRE(s.out.find("compile: ") != std::string::npos);
+}
+
+TEST_CASE("qtune --device emu --model X --gpu smNN runs the GPU flow and a second run resumes it from the store",
+          "[tuner][gpu-flow][cli]") {
+  const std::string store = test::tuner_scratch("gpu-flow-cli-emu", ".sqlite");
+  const std::string args = "--device emu --model " + kModel + " --gpu sm86 --families awq_gemv --buckets 1,2 --budget 2 "
+                           "--strategy random --cache " + store + " --quiet";
+  const Run first = qtune(args);
+  INFO(first.out);
+  REQUIRE(first.rc == 0);
+  REQUIRE(first.out.find("12 candidates measured, 0 resumed") != std::string::npos);  // 3 shapes x 2 buckets x 2
+  REQUIRE(first.out.find("dispatch: linear AWQ_INT4") != std::string::npos);
+  const Run again = qtune(args);
+  INFO(again.out);
+  REQUIRE(again.rc == 0);
+  REQUIRE(again.out.find("0 candidates measured, 12 resumed") != std::string::npos);
+}

@@ -1,0 +1,59 @@
+// The GPU tuning flow on a real GPU: the worker's CUDA context (never this process's, which forks it), the
+// full fingerprint, event timings with the L2 flushed between repetitions, and the batch dispatch stored.
+// Without a GPU the test is reported skipped with the worker's reason.
+#include <catch2/catch.hpp>
+
+#include "common/error.h"
+#include "models/formats/model_file.h"
+#include "tests/skip.h"
+#include "tests/tuner/scratch_path.h"
+#include "tuner/flow/gpu_tuning.h"
+
+using namespace qt;
+using namespace qt::tune;
+
+TEST_CASE("on a GPU the flow times verified candidates with events and stores the GPU's fingerprint and dispatch",
+          "[tuner][gpu-flow][gpu]") {
+  Worker worker(handle_candidate_request);
+  winners::DeviceFingerprint dev;
+  try {
+    dev = worker_device_fingerprint(worker, "cuda", 0);
+  } catch (const Error& e) {
+    if (e.exit_code() != kExitUnavailable) throw;
+    QTUNE_SKIP(e.what());
+  }
+  REQUIRE(dev.arch.rfind("sm_", 0) == 0);
+  REQUIRE(dev.sm_count > 0);
+  REQUIRE(dev.l2_bytes > 0);
+  REQUIRE(dev.bus_width_bits > 0);
+  REQUIRE(dev.mem_clock_mhz > 0);
+  REQUIRE(!dev.driver.empty());
+  REQUIRE(!dev.cuda_version.empty());
+
+  auto mf = ModelFile::open(std::string(QTUNE_SOURCE_DIR) + "/tests/golden/files/dense-tied.ak48");
+  GpuTuningOptions o;
+  o.device = "cuda";
+  o.target_sm = std::stoi(dev.arch.substr(3));
+  o.families = {"awq_gemv", "awq_gemm"};
+  o.buckets = {1, 16};
+  o.budget = "2";
+  o.quiet = true;
+  o.compile_threads = 2;
+  o.tune.strategy = "random";
+  o.tune.timeout_s = 60;
+  o.tune.flush = true;
+  o.tune.measure.min_reps = 5;
+  const auto jobs = plan_gpu_jobs(mf->config(), &mf->weights(), o);
+  Store store(test::tuner_scratch("gpu-flow-cuda", ".sqlite"));
+  const GpuTuningResult res = tune_gpu_jobs(jobs, store, worker, dev, o, "test");
+  for (const TuneReport& r : res.reports) {
+    REQUIRE(r.best_point);
+    REQUIRE(r.best_stats.n >= 5);
+    REQUIRE(r.best_stats.median > 0);
+    REQUIRE(r.best_stats.median < 1.0);  // a tiny GEMV/GEMM: microseconds, not host round trips of seconds
+    REQUIRE(r.best_stats.ci_low <= r.best_stats.median);
+    REQUIRE(r.best_stats.median <= r.best_stats.ci_high);
+  }
+  REQUIRE(!res.dispatch_lines.empty());
+  for (const ResultRow& row : store.rows()) REQUIRE(row.device.key() == dev.key());
+}

@@ -1,0 +1,75 @@
+#include "tuner/flow/compile_ahead.h"
+
+#include "device/jit/compile_service.h"
+
+namespace qt::tune {
+
+CompileAhead::CompileAhead(int sm, int threads) : sm_(sm) {
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
+}
+
+CompileAhead::~CompileAhead() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    queue_.clear();
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void CompileAhead::enqueue(const kernels::KernelFamily& family, const std::vector<kernels::Point>& points) {
+  if (threads_.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const kernels::Point& p : points) queue_.push_back({&family, p});
+  }
+  cv_.notify_all();
+}
+
+void CompileAhead::pause() {
+  std::unique_lock<std::mutex> lock(mu_);
+  paused_ = true;
+  cv_.wait(lock, [&] { return active_ == 0; });
+}
+
+void CompileAhead::resume() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    paused_ = false;
+  }
+  cv_.notify_all();
+}
+
+int64_t CompileAhead::compiled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+void CompileAhead::loop() {
+  compile::CompileService service;
+  for (;;) {
+    Item item;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || (!paused_ && !queue_.empty()); });
+      if (stop_) return;
+      item = queue_.front();
+      queue_.pop_front();
+      ++active_;
+    }
+    try {
+      service.compile_cached(service.request_for(*item.family, item.point, sm_));
+    } catch (const std::exception&) {
+      // The worker compiles the point again and records the failure against the candidate.
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --active_;
+      ++done_;
+    }
+    cv_.notify_all();
+  }
+}
+
+}  // namespace qt::tune

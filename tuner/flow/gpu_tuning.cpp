@@ -1,0 +1,202 @@
+#include "tuner/flow/gpu_tuning.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/progress.h"
+#include "kernels_src/registry/registry.h"
+#include "tuner/flow/compile_ahead.h"
+#include "tuner/replay/replay.h"
+#include "tuner/store/prior.h"
+
+namespace qt::tune {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t;
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? "x" : "") + std::to_string(s[i]);
+  return t;
+}
+
+// Earlier outcomes of this device, family, sources and shape, by point: what a resumed run does not redo.
+std::map<std::string, CandidateOutcome> recorded_outcomes(const Store& store, const winners::DeviceFingerprint& device,
+                                                          const Tunable& family, const std::vector<int64_t>& shape) {
+  std::map<std::string, CandidateOutcome> out;
+  const std::string me = device.key();
+  for (const ResultRow& r : store.rows(family.name())) {
+    if (r.device.key() != me || r.source_hash != family.source_hash() || r.dtypes != family.dtypes() || r.shape != shape)
+      continue;
+    CandidateOutcome o;
+    o.status = r.status;
+    o.stats = r.stats;
+    o.detail = r.detail;
+    out[r.point.dump()] = o;
+  }
+  return out;
+}
+
+// The store names of the linear shape's contenders, with their best verified time, for each bucket.
+void store_dispatch(const std::vector<GpuJob>& jobs, Store& store, const winners::DeviceFingerprint& device,
+                    const std::string& run_id, std::vector<std::string>& lines) {
+  struct Key {
+    std::string op, weight_type;
+    std::vector<int64_t> rest;
+    bool operator<(const Key& o) const { return std::tie(op, weight_type, rest) < std::tie(o.op, o.weight_type, o.rest); }
+  };
+  std::map<Key, std::map<int64_t, std::vector<winners::Ranked>>> groups;
+  for (const GpuJob& j : jobs) {
+    const kernels::KernelFamily& f = j.family->family();
+    if (!j.batched || f.weight_types.size() != 1) continue;
+    const Key key{f.op, weight_type_name(f.weight_types[0]), {j.shape.begin() + 1, j.shape.end()}};
+    auto& per_bucket = groups[key][j.shape[0]];
+    const auto w = store.lookup(device, j.family->name(), j.family->dtypes(), j.shape, j.family->source_hash());
+    if (w && w->exact) per_bucket.push_back({j.family->name(), w->median_s});
+  }
+  for (auto& [key, buckets] : groups) {
+    std::vector<winners::DispatchEntry> entries;
+    for (auto& [m, ranking] : buckets) {
+      if (ranking.empty()) continue;
+      std::sort(ranking.begin(), ranking.end(), [](const auto& a, const auto& b) { return a.median_s < b.median_s; });
+      entries.push_back({m, ranking});
+    }
+    if (entries.empty()) continue;
+    store.put_dispatch(device, key.op, key.weight_type, key.rest, entries, run_id);
+    // Leaders by bucket range: "awq_gemv M<=4, awq_gemm M>=8".
+    std::string line = key.op + " " + key.weight_type + " " + shape_text(key.rest) + ": " +
+                       entries.front().ranking.front().family + " from M=" + std::to_string(entries.front().bucket);
+    for (const winners::Crossover& c : winners::crossovers(entries))
+      line += ", " + c.above + " from M=" + std::to_string(c.m);
+    lines.push_back(line);
+  }
+}
+
+}  // namespace
+
+std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights* weights, const GpuTuningOptions& opt) {
+  std::vector<std::string> names = opt.families;
+  if (names.empty())
+    for (const kernels::KernelFamily* f : kernels::all_families())
+      if (!f->on_host() && f->model_shapes) names.push_back(f->name);
+  std::vector<GpuJob> jobs;
+  for (const std::string& name : names) {
+    auto fam = find_family(opt.device + "." + name, opt.target_sm);
+    const kernels::KernelFamily& f = fam->family();
+    if (opt.target_sm > 0 && f.min_sm > opt.target_sm) continue;
+    if (!f.model_shapes) continue;
+    const bool batched = !f.dims.empty() && f.dims[0] == "M";
+    std::set<std::vector<int64_t>> seen;
+    for (const kernels::Shape& s : f.model_shapes(config, weights)) {
+      std::vector<std::vector<int64_t>> variants;
+      if (!batched) variants.push_back(s.values);
+      for (int64_t m : batched ? opt.buckets : std::vector<int64_t>{}) {
+        std::vector<int64_t> v = s.values;
+        v[0] = m;
+        variants.push_back(v);
+      }
+      for (const auto& v : variants) {
+        if (!seen.insert(v).second) continue;
+        const size_t n = fam->space(v).size();
+        if (n == 0) continue;  // a bucket this family cannot run (a GEMV at large M)
+        jobs.push_back({fam, v, std::min<int64_t>(parse_eval_budget(opt.budget, n), int64_t(n)), batched});
+      }
+    }
+  }
+  if (jobs.empty()) throw Error("no device kernel family has a shape of this model to tune");
+  return jobs;
+}
+
+winners::DeviceFingerprint worker_device_fingerprint(Worker& worker, const std::string& device, int target_sm) {
+  const nlohmann::json req = {{"op", "describe"}, {"device", device}, {"target_sm", target_sm}};
+  // Creating a CUDA context and reading the attributes takes seconds at most; a driver that hangs is no GPU.
+  const WorkerReply r = worker.call(req.dump(), 120);
+  switch (r.kind) {
+    case WorkerReply::Ok: return winners::DeviceFingerprint::from_json(nlohmann::json::parse(r.payload));
+    case WorkerReply::HandlerError: throw Error("no " + device + " device: " + r.payload, kExitUnavailable);
+    case WorkerReply::Crashed:
+    case WorkerReply::TimedOut: break;
+  }
+  throw Error("no " + device + " device: the worker asking for it " + r.reason, kExitUnavailable);
+}
+
+GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Worker& worker,
+                              const winners::DeviceFingerprint& device, const GpuTuningOptions& opt,
+                              const std::string& run_id) {
+  GpuTuningResult res;
+  // Compiles never straddle a fork: the worker restarted after a crash gets a quiet NVRTC.
+  const int sm = opt.target_sm > 0 ? opt.target_sm : std::atoi(device.arch.c_str() + (device.arch.rfind("sm_", 0) == 0 ? 3 : 0));
+  CompileAhead ahead(sm, sm > 0 ? opt.compile_threads : 0);
+  worker.set_fork_guard([&] { ahead.pause(); }, [&] { ahead.resume(); });
+  struct Unguard {
+    Worker& w;
+    ~Unguard() { w.set_fork_guard(nullptr, nullptr); }
+  } unguard{worker};
+  std::set<const kernels::KernelFamily*> queued;
+  for (const GpuJob& j : jobs) {
+    const kernels::KernelFamily& f = j.family->family();
+    if (!queued.insert(&f).second) continue;
+    std::vector<kernels::Point> points = f.default_points();  // what every search tries early
+    for (const kernels::Point& p : kernels::enumerate_points(f))
+      if (std::find(points.begin(), points.end(), p) == points.end()) points.push_back(p);
+    ahead.enqueue(f, points);
+  }
+
+  int64_t total = 0;
+  for (const GpuJob& j : jobs) total += j.budget;
+  Progress progress("tuning", double(total), "candidates", opt.quiet);
+  int64_t done = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const GpuJob& job = jobs[i];
+    const Tunable& fam = *job.family;
+    TuneOptions t = opt.tune;
+    t.budget = Budget{job.budget, -1};
+    const std::map<std::string, CandidateOutcome> earlier = recorded_outcomes(store, device, fam, job.shape);
+    t.recorded = [&](const nlohmann::json& point) -> std::optional<CandidateOutcome> {
+      auto it = earlier.find(point.dump());
+      if (it == earlier.end()) return std::nullopt;
+      return it->second;
+    };
+    if (!t.knowledge)
+      t.knowledge = [&](const Space& space) {
+        return prior_from_store(store, space, device, fam.name(), fam.source_hash(), fam.dtypes(), job.shape);
+      };
+    const std::string label = "shape " + std::to_string(i + 1) + "/" + std::to_string(jobs.size()) + " " +
+                              fam.family().name + " " + shape_text(job.shape);
+    int64_t job_done = 0;
+    TuneReport rep = tune_shape(fam, job.shape, worker, t, [&](const nlohmann::json& point, const CandidateOutcome& o) {
+      if (!o.from_store) {
+        ResultRow row;
+        row.device = device;
+        row.family = fam.name();
+        row.source_hash = fam.source_hash();
+        row.shape = job.shape;
+        row.dtypes = fam.dtypes();
+        row.point = point;
+        row.status = o.status;
+        row.stats = o.stats;
+        row.detail = o.detail;
+        row.run_id = run_id;
+        store.put(row);
+      }
+      ++job_done;
+      progress.update(double(++done), label);
+    });
+    // A search that stops short of its budget (space exhausted) leaves the total ahead of the count.
+    done += std::max<int64_t>(0, job.budget - job_done);
+    res.measured += rep.evaluations - rep.resumed;
+    res.resumed += rep.resumed;
+    for (const auto& [k, v] : rep.status_counts) res.statuses[k] += v;
+    res.reports.push_back(std::move(rep));
+  }
+  progress.finish();
+  store_dispatch(jobs, store, device, run_id, res.dispatch_lines);
+  res.seconds = progress.elapsed_seconds();
+  return res;
+}
+
+}  // namespace qt::tune

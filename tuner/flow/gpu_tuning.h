@@ -1,0 +1,67 @@
+#pragma once
+// The GPU tuning flow behind `qtune --model X.bin --gpu smNN`: for every device family that serves the
+// model, every shape it needs from that family and every batch bucket (M = 1, 2, 4, ... for families whose
+// first dimension is the batch M; the buckets a family's space cannot run are left out), search the space
+// in the crash-isolated worker and write every candidate to the store. Candidates are verified against the
+// CPU reference before they may win (run_candidate). A run killed half-way, started again with the same
+// options, takes the candidates it already measured on this device from the store and goes on from there.
+// Last, the measured batch dispatch of each linear shape (which family is fastest in each bucket, and
+// where the leader changes) is stored with the winners for the runtime.
+//
+// The device is the worker's: "cuda" (the GPU, timed with events, L2 flushed between repetitions) or "emu"
+// (the emulator: one verified run per point, timings meaningless), so the whole flow runs without a GPU.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/winners/dispatch.h"
+#include "models/core/model_config.h"
+#include "models/core/weights.h"
+#include "tuner/family/candidate.h"
+#include "tuner/store/store.h"
+#include "tuner/worker/worker.h"
+
+namespace qt::tune {
+
+struct GpuTuningOptions {
+  std::string device = "cuda";        // "cuda" or "emu"
+  int target_sm = 0;                  // compile and prune for it (0: the device's own)
+  std::vector<std::string> families;  // registry names; empty = every device family serving the model
+  std::vector<int64_t> buckets = winners::default_batch_buckets();
+  std::string budget = "24";          // per (family, shape, bucket): evaluations or a share of the space
+  TuneOptions tune;
+  int compile_threads = 0;            // NVRTC threads compiling ahead (0: none)
+  bool quiet = false;                 // no progress line
+};
+
+struct GpuJob {
+  std::shared_ptr<Tunable> family;
+  std::vector<int64_t> shape;
+  int64_t budget = 0;
+  bool batched = false;  // the first dimension is the batch M
+};
+
+// The jobs in tuning order (family by family, shape by shape, bucket by bucket). Throws qt::Error naming an
+// unknown family, or when nothing is left to tune.
+std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights* weights, const GpuTuningOptions& opt);
+
+// Asks the worker (never this process: a CUDA context must be created after fork) for the fingerprint of
+// its device. Throws qt::Error with kExitUnavailable, and the reason, when there is no such device.
+winners::DeviceFingerprint worker_device_fingerprint(Worker& worker, const std::string& device, int target_sm);
+
+struct GpuTuningResult {
+  std::vector<TuneReport> reports;  // one per job
+  int64_t measured = 0, resumed = 0;
+  std::map<std::string, int> statuses;
+  // One line per linear shape with a stored dispatch: "linear awq_int4 [N,K,G]: cuda.awq_gemv M<=4, cuda.awq_gemm M>=8".
+  std::vector<std::string> dispatch_lines;
+  double seconds = 0;
+};
+
+GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Worker& worker,
+                              const winners::DeviceFingerprint& device, const GpuTuningOptions& opt,
+                              const std::string& run_id);
+
+}  // namespace qt::tune
