@@ -104,7 +104,8 @@ size_t blas_lt_version() { return lt().unavailable_reason.empty() ? lt().version
 struct BlasLt::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulHeuristicResult_t best{};
+  cublasLtMatmulHeuristicResult_t ranked[BlasLt::kMaxRanks]{};
+  int found = 0;
   ~Plan() {
     if (a) lt().layout_destroy(a);
     if (b) lt().layout_destroy(b);
@@ -154,12 +155,11 @@ BlasLt::Plan& BlasLt::plan(WeightLayout layout, int64_t m, int64_t n, int64_t k)
   check(lt().pref_create(&pref), "cublasLtMatmulPreferenceCreate");
   const uint64_t ws = workspace_.bytes();
   cublasStatus_t s = lt().pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-  int found = 0;
   if (s == CUBLAS_STATUS_SUCCESS) s = lt().heuristic(static_cast<cublasLtHandle_t>(handle_), p->desc, p->a, p->b,
-                                                     p->c, p->c, pref, 1, &p->best, &found);
+                                                     p->c, p->c, pref, kMaxRanks, p->ranked, &p->found);
   lt().pref_destroy(pref);
   check(s, "cublasLtMatmulAlgoGetHeuristic");
-  if (found == 0)
+  if (p->found == 0)
     throw Error("cuBLASLt has no algorithm for the fp16 GEMM M=" + std::to_string(m) + " N=" + std::to_string(n) +
                     " K=" + std::to_string(k),
                 kExitFailure);
@@ -168,9 +168,21 @@ BlasLt::Plan& BlasLt::plan(WeightLayout layout, int64_t m, int64_t n, int64_t k)
 
 void BlasLt::prepare(WeightLayout layout, int64_t m, int64_t n, int64_t k) { plan(layout, m, n, k); }
 
+int BlasLt::algorithms(WeightLayout layout, int64_t m, int64_t n, int64_t k) { return plan(layout, m, n, k).found; }
+
+namespace {
+const cublasLtMatmulHeuristicResult_t& ranked_algo(const cublasLtMatmulHeuristicResult_t* ranked, int found, int rank) {
+  if (rank < 0 || rank >= found)
+    throw Error("cuBLASLt offers " + std::to_string(found) + " algorithms for this GEMM, not rank " + std::to_string(rank),
+                kExitFailure);
+  return ranked[rank];
+}
+}  // namespace
+
 void BlasLt::gemm_f16(dev::DevPtr w, WeightLayout layout, dev::DevPtr x, dev::DevPtr y, int64_t m, int64_t n,
-                      int64_t k) {
+                      int64_t k, int rank) {
   Plan& p = plan(layout, m, n, k);
+  const cublasLtMatmulHeuristicResult_t& algo = ranked_algo(p.ranked, p.found, rank);
   auto& cuda = static_cast<cuda::CudaDevice&>(device_);
   cuda.make_current();
   const float alpha = 1.0f, beta = 0.0f;
@@ -178,22 +190,23 @@ void BlasLt::gemm_f16(dev::DevPtr w, WeightLayout layout, dev::DevPtr x, dev::De
   const void* xp = reinterpret_cast<const void*>(x.addr);
   void* yp = reinterpret_cast<void*>(y.addr);
   check(lt().matmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha, wp, p.a, xp, p.b, &beta, yp, p.c, yp,
-                    p.c, &p.best.algo, reinterpret_cast<void*>(workspace_.ptr().addr), workspace_.bytes(),
+                    p.c, &algo.algo, reinterpret_cast<void*>(workspace_.ptr().addr), workspace_.bytes(),
                     static_cast<cudaStream_t>(cuda.stream())),
         "cublasLtMatmul");
 }
 
-std::string BlasLt::describe(WeightLayout layout, int64_t m, int64_t n, int64_t k) {
+std::string BlasLt::describe(WeightLayout layout, int64_t m, int64_t n, int64_t k, int rank) {
   Plan& p = plan(layout, m, n, k);
+  const cublasLtMatmulHeuristicResult_t& best = ranked_algo(p.ranked, p.found, rank);
   int id = -1, tile = -1, stages = -1;
   size_t written = 0;
-  lt().algo_get(&p.best.algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
-  lt().algo_get(&p.best.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written);
-  lt().algo_get(&p.best.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &written);
+  lt().algo_get(&best.algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
+  lt().algo_get(&best.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written);
+  lt().algo_get(&best.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &written);
   const size_t v = lt().version;
   return "cuBLASLt " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) +
          " algo " + std::to_string(id) + " tile " + std::to_string(tile) + " stages " + std::to_string(stages) +
-         " (" + std::to_string(p.best.workspaceSize) + " B workspace, " + std::to_string(p.best.wavesCount) + " waves)";
+         " (" + std::to_string(best.workspaceSize) + " B workspace, " + std::to_string(best.wavesCount) + " waves)";
 }
 
 }  // namespace qt::blas

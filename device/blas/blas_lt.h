@@ -22,6 +22,11 @@ size_t blas_lt_version();
 
 enum class WeightLayout { NK, KN };
 
+// Store names of the cuBLASLt baselines (after the device prefix, "cuda."): the tuner times them beside our
+// kernels under these names, and the runtime runs them when the stored dispatch ranks them first.
+inline constexpr const char* kStoreNameF16 = "cublaslt_f16";                 // fp16 weights [N][K]
+inline constexpr const char* kStoreNameAwqDequant = "awq_dequant_cublaslt";  // awq_dequant, then the GEMM
+
 class BlasLt {
  public:
   // `device` must be a cuda::CudaDevice (the emulator has no cuBLAS: exit 3).
@@ -32,10 +37,15 @@ class BlasLt {
 
   // Queues the GEMM on the device's stream (also while the device captures a graph: the heuristic is asked the
   // first time a problem is seen, which must be outside a capture; `prepare` does that ahead of time).
-  void gemm_f16(dev::DevPtr w, WeightLayout layout, dev::DevPtr x, dev::DevPtr y, int64_t m, int64_t n, int64_t k);
+  // `rank` picks among the heuristic's candidates, best first (0: its choice; the tuner times the others).
+  void gemm_f16(dev::DevPtr w, WeightLayout layout, dev::DevPtr x, dev::DevPtr y, int64_t m, int64_t n, int64_t k,
+                int rank = 0);
   void prepare(WeightLayout layout, int64_t m, int64_t n, int64_t k);
-  // "cuBLASLt 13.1.0, algo 21 (tile ...)" style text for reports: the version and the chosen algorithm's id.
-  std::string describe(WeightLayout layout, int64_t m, int64_t n, int64_t k);
+  // How many algorithms the heuristic offers for the problem (at most kMaxRanks).
+  int algorithms(WeightLayout layout, int64_t m, int64_t n, int64_t k);
+  static constexpr int kMaxRanks = 4;
+  // "cuBLASLt 13.1.0 algo 21 tile 15 stages 8 ..." for reports: the version and the ranked algorithm's ids.
+  std::string describe(WeightLayout layout, int64_t m, int64_t n, int64_t k, int rank = 0);
 
  private:
   struct Plan;

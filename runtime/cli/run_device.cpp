@@ -37,12 +37,12 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
     throw Error("--device: unknown device '" + o.device + "' (cpu, emu, cuda)");
   }
   opts.predequantize = o.predequantize;
-  if (o.predequantize && o.device == "cuda") {
+  // cuBLASLt where it may run: predequantized GEMMs, or a tuned dispatch that ranks it first somewhere.
+  if (o.device == "cuda" && (o.predequantize || !o.tuned_cache.empty())) {
     try {
       opts.blas = std::make_shared<blas::BlasLt>(*d.device);
     } catch (const Error& e) {
-      std::fprintf(stderr, "qrun: --predequantize without cuBLASLt (%s): the fp16 kernel families run every GEMM\n",
-                   e.what());
+      std::fprintf(stderr, "qrun: no cuBLASLt (%s): our kernel families run every GEMM\n", e.what());
     }
   }
   if (!o.tuned_cache.empty()) opts.tuned = std::make_shared<winners::WinnersTable>(o.tuned_cache);

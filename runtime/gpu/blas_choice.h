@@ -1,28 +1,15 @@
 #pragma once
-// Where a predequantized fp16 linear layer runs: cuBLASLt or the fp16 kernel family the chooser picked.
-//   measured: the tuning store holds both times for this device and exact shape -> the faster one;
-//   default:  otherwise cuBLASLt above the decode GEMVs' rows (M > 8), where a tensor-core GEMM is the right
-//             tool and cuBLASLt's heuristic is the vendor's tuned choice, and the fp16 GEMV at M <= 8.
-// cuBLASLt's times are stored like a family's, as "<prefix>cublaslt_f16" with dtypes kBlasDtypes at shape
-// {M, N, K, G}, so that `qtune` measures it beside our kernels and the crossover is learned per shape.
-#include <string>
-
-#include "device/winners/winners.h"
-#include "kernels_src/registry/family.h"
-#include "runtime/gpu/kernel_choice.h"
+// Where a linear layer runs when cuBLASLt is at hand (a GPU, with --predequantize or a tuned cache):
+//   measured: the tuning store's dispatch for the shape ranks cuBLASLt ("cuda.cublaslt_f16", or AWQ's
+//             "cuda.awq_dequant_cublaslt") first in the batch's bucket -> cuBLASLt (kernel_choice.h's external
+//             choice, at the heuristic candidate the tuner found fastest);
+//   default:  with no dispatch, fp16 weights (predequantized) go to cuBLASLt above the decode GEMVs' rows
+//             (M > 8), where a tensor-core GEMM is the right tool and cuBLASLt's heuristic is the vendor's tuned
+//             choice, and to the fp16 GEMV at M <= 8; quantized weights stay on our kernels.
+#include <cstdint>
 
 namespace qt::rt {
 
-inline constexpr const char* kBlasFamily = "cublaslt_f16";
-inline constexpr const char* kBlasDtypes = "f16xf16->f16";
-
-struct BlasDecision {
-  bool blas = false;
-  bool measured = false;  // both times came from the store
-};
-
-BlasDecision choose_blas(const winners::WinnersTable* table, const winners::DeviceFingerprint& fingerprint,
-                         const std::string& store_prefix, const KernelChoice& family_choice,
-                         const kernels::Shape& shape);
+inline bool default_prefers_blas(int64_t m) { return m > 8; }
 
 }  // namespace qt::rt

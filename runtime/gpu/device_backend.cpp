@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/half.h"
+#include "kernels_src/registry/registry.h"
 #include "runtime/gpu/blas_choice.h"
 #include "runtime/gpu/device_act.h"
 
@@ -38,6 +39,11 @@ DeviceBackend::DeviceBackend(dev::Device& device, DeviceBackendOptions options)
       chooser_(options_.tuned, options_.fingerprint, options_.store_prefix, device.arch()),
       queue_(device, options_.graphs), launcher_(device, queue_), weights_(device) {
   pos_ = dev::Buffer(device_, 4);
+  if (options_.blas) {
+    const std::string f16 = options_.store_prefix + blas::kStoreNameF16;
+    const std::string awq = options_.store_prefix + blas::kStoreNameAwqDequant;
+    chooser_.accept_external([f16, awq](const std::string& name) { return name == f16 || name == awq; });
+  }
 }
 
 DeviceBackend::~DeviceBackend() = default;
@@ -154,54 +160,68 @@ void DeviceBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m
   run("embedding", &t.type, shape, b);
 }
 
-// A predequantized weight's GEMM on cuBLASLt, when blas_choice.h says so; false leaves it to the families.
-bool DeviceBackend::linear_on_blas(const DeviceTensor& w, Act x, int64_t m, Act y) {
-  const kernels::Shape shape{{"M", "N", "K", "G"}, {m, w.rows, w.cols, w.group}, "linear"};
-  const KernelChoice* family = nullptr;
-  try {
-    family = &chooser_.choose("linear", &w.type, shape);
-  } catch (const Error&) {
-    family = nullptr;  // no fp16 family tiles this shape: cuBLASLt serves it whatever M is
-  }
-  const BlasDecision d = family ? choose_blas(options_.tuned.get(), options_.fingerprint, options_.store_prefix,
-                                              *family, shape)
-                                : BlasDecision{true, false};
-  if (!d.blas) {
-    ++blas_counts_.families;
-    return false;
-  }
+// y = x W^T on cuBLASLt, queued in order with the step's launches (and recorded into its graph).
+void DeviceBackend::queue_blas(dev::DevPtr w, blas::WeightLayout layout, Act x, int64_t m, int64_t n, int64_t k, Act y,
+                               int rank) {
   ++blas_counts_.blas;
   blas::BlasLt& lt = *options_.blas;
-  const dev::DevPtr values = w.arrays.at("values").ptr;
-  lt.prepare(blas::WeightLayout::NK, m, w.rows, w.cols);  // the heuristic is asked here, never during a capture
-  const std::string sig = "cublaslt " + std::to_string(values.addr) + " " + std::to_string(x.addr) + " " +
-                          std::to_string(y.addr) + " " + std::to_string(m) + "x" + std::to_string(w.rows) + "x" +
-                          std::to_string(w.cols);
-  const int64_t n = w.rows, k = w.cols;
+  lt.prepare(layout, m, n, k);  // the heuristic is asked here, never during a capture
+  const std::string sig = "cublaslt " + std::to_string(w.addr) + " " + std::to_string(int(layout)) + " " +
+                          std::to_string(x.addr) + " " + std::to_string(y.addr) + " " + std::to_string(m) + "x" +
+                          std::to_string(n) + "x" + std::to_string(k) + " r" + std::to_string(rank);
   const dev::DevPtr xp = dp(x), yp = dp(y);
-  queue_.call([&lt, values, xp, yp, m, n, k] { lt.gemm_f16(values, blas::WeightLayout::NK, xp, yp, m, n, k); }, sig);
-  return true;
+  queue_.call([&lt, w, layout, xp, yp, m, n, k, rank] { lt.gemm_f16(w, layout, xp, yp, m, n, k, rank); }, sig);
+}
+
+// The heuristic candidate the tuner measured fastest for this external contender and shape (0 if none).
+int DeviceBackend::blas_rank(const std::string& store_name, const std::string& dtypes, const kernels::Shape& shape) const {
+  if (!options_.tuned) return 0;
+  const auto w = options_.tuned->lookup(options_.fingerprint, store_name, dtypes, shape.values, "");
+  return w && w->exact ? int(w->point.value("rank", 0)) : 0;
+}
+
+// A contender of the stored dispatch that is no kernel family: cuBLASLt on fp16 weights, or AWQ weights
+// dequantized to fp16 [K][N] by awq_dequant and then multiplied on cuBLASLt.
+void DeviceBackend::linear_external(const KernelChoice& c, const DeviceTensor& w, Act x, int64_t m, Act y,
+                                    const kernels::Shape& shape) {
+  const std::string& f16 = kernels::find_family("f16_gemm").dtypes;
+  if (c.external == options_.store_prefix + blas::kStoreNameF16) {
+    queue_blas(w.arrays.at("values").ptr, blas::WeightLayout::NK, x, m, w.rows, w.cols, y, blas_rank(c.external, f16, shape));
+    return;
+  }
+  if (c.external == options_.store_prefix + blas::kStoreNameAwqDequant) {
+    const size_t bytes = size_t(h16(w.rows * w.cols));
+    grow(dequantized_, bytes, bytes);
+    Bindings b;
+    for (const auto& [name, a] : w.arrays) b.buf(name, a.ptr, a.bytes);
+    b.buf("w", dequantized_.ptr(), int64_t(bytes));
+    run("dequant", &w.type, shape, b);
+    queue_blas(dequantized_.ptr(), blas::WeightLayout::KN, x, m, w.rows, w.cols, y,
+               blas_rank(c.external, kernels::find_family("awq_gemm").dtypes, shape));
+    return;
+  }
+  throw Error("device backend: the dispatch names '" + c.external + "', which this backend does not run", kExitFailure);
 }
 
 void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
-  if (w.type == WeightType::F16 && options_.predequantize) {
-    if (options_.blas) {
-      if (linear_on_blas(w, x, m, y)) return;
-    } else {
-      ++blas_counts_.families;
-    }
-  }
   const kernels::Shape shape{{"M", "N", "K", "G"}, {m, w.rows, w.cols, w.group}, "linear"};
+  const bool fp16_blas = w.type == WeightType::F16 && options_.blas != nullptr;
   const KernelChoice* choice = nullptr;
   try {
     choice = &chooser_.choose("linear", &w.type, shape);
   } catch (const Error&) {
+    // No fp16 family tiles this shape: cuBLASLt serves it whatever M is.
+    if (fp16_blas) return queue_blas(w.arrays.at("values").ptr, blas::WeightLayout::NK, x, m, w.rows, w.cols, y, 0);
     // No GEMM tiles this shape (a tiny model's N below a tile): decode GEMVs over row blocks of 8 serve it.
     if (m <= kGemvRows) throw;
     for (int64_t r = 0; r < m; r += kGemvRows)
       linear(w, x.at(r * w.cols), std::min(kGemvRows, m - r), y.at(r * w.rows));
     return;
   }
+  if (!choice->external.empty()) return linear_external(*choice, w, x, m, y, shape);
+  if (fp16_blas && options_.predequantize && !choice->dispatched && default_prefers_blas(m))
+    return queue_blas(w.arrays.at("values").ptr, blas::WeightLayout::NK, x, m, w.rows, w.cols, y, 0);
+  if (w.type == WeightType::F16 && options_.predequantize) ++blas_counts_.families;
   Bindings b;
   b.buf("x", dp(x), h16(m * w.cols)).buf("y", dp(y), h16(m * w.rows));
   for (const auto& [name, a] : w.arrays) b.buf(name, a.ptr, a.bytes);

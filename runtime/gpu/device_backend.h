@@ -27,7 +27,8 @@ struct DeviceBackendOptions {
   bool graphs = true;                                  // capture and replay decode steps
   bool trtllm_int8 = false;  // INT8 group-wise experts in TensorRT-LLM's preprocessed layout (ops *.trtllm)
   // Dense linear weights dequantized to fp16 once at load (MoE experts and the embedding table stay quantized);
-  // their GEMMs go to cuBLASLt (`blas`, when given) or to the fp16 families, as blas_choice.h decides.
+  // their GEMMs go to cuBLASLt (`blas`, when given) or to the fp16 families, as blas_choice.h decides. With
+  // `blas`, a stored dispatch that ranks a cuBLASLt baseline first in a bucket is followed too.
   bool predequantize = false;
   std::shared_ptr<blas::BlasLt> blas;
 };
@@ -70,7 +71,9 @@ class DeviceBackend final : public Backend {
  private:
   void run(const std::string& op, const WeightType* type, const kernels::Shape& shape, const Bindings& b);
   void linear(const DeviceTensor& w, Act x, int64_t m, Act y);
-  bool linear_on_blas(const DeviceTensor& w, Act x, int64_t m, Act y);
+  void linear_external(const KernelChoice& c, const DeviceTensor& w, Act x, int64_t m, Act y, const kernels::Shape& shape);
+  void queue_blas(dev::DevPtr w, blas::WeightLayout layout, Act x, int64_t m, int64_t n, int64_t k, Act y, int rank);
+  int blas_rank(const std::string& store_name, const std::string& dtypes, const kernels::Shape& shape) const;
   dev::DevPtr scratch(size_t bytes);
   void grow(dev::Buffer& b, size_t need, size_t bytes);  // at least `need` bytes; `bytes` when it reallocates
   void check_step_position(const char* op, int64_t pos0) const;
@@ -83,6 +86,7 @@ class DeviceBackend final : public Backend {
   FamilyLauncher launcher_;
   DeviceWeights weights_;
   dev::Buffer tokens_, pos_, argmax_, scratch_;
+  dev::Buffer dequantized_;  // fp16 [K][N] of an AWQ weight on its way to cuBLASLt
   struct MoeBuffers {
     dev::Buffer logits, ids, weights, h, y, rows;  // rows: the identity map finalize reads y through
     int64_t rows_filled = 0;

@@ -110,7 +110,7 @@ TEST_CASE("qrun --device emu runs a MoE model to the CPU reference's tokens, Ten
   CHECK(lines(bad.err) == 1);
 }
 
-TEST_CASE("qrun --device emu --predequantize generates the CPU reference's tokens from fp16 weights; the CPU refuses it") {
+TEST_CASE("qrun --device emu --predequantize generates the CPU reference's tokens from fp16 weights, and the CPU refuses it") {
   const std::string common = "--model "s + kFiles + "dense.ak48 --prompt-ids 0,361,239,262,343 -n 10 --temp 0";
   const Result cpu = qrun(common + " --reference --no-stats");
   const Result emu = qrun(common + " --device emu --predequantize -v");

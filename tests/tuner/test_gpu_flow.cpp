@@ -191,3 +191,57 @@ TEST_CASE("qtune --device emu --model X --gpu smNN runs the GPU flow and a secon
   REQUIRE(again.rc == 0);
   REQUIRE(again.out.find("0 candidates measured, 12 resumed") != std::string::npos);
 }
+
+TEST_CASE("on cuda the GPU flow times the cuBLASLt baselines at every linear job's shape, and fp16 ones with --predequantize",
+          "[tuner][gpu-flow]") {
+  // Planning needs no GPU: it only builds each family's space for each shape.
+  auto mf = ModelFile::open(std::string(QTUNE_SOURCE_DIR) + "/tests/golden/files/dense-tied.ak48");
+  GpuTuningOptions o;
+  o.device = "cuda";
+  o.target_sm = 90;
+  o.families = {"awq_gemv", "awq_gemm", "f16_gemv", "f16_gemm"};
+  o.buckets = {1, 64};
+  o.budget = "2";
+  auto count = [](const std::vector<GpuJob>& jobs, const std::string& family, const std::vector<int64_t>* shape = nullptr) {
+    int n = 0;
+    for (const GpuJob& j : jobs) n += j.family->name() == family && (!shape || j.shape == *shape);
+    return n;
+  };
+  const auto plain = plan_gpu_jobs(mf->config(), &mf->weights(), o);
+  CHECK(count(plain, "cuda.awq_dequant_cublaslt") == 0);
+  o.baselines = true;
+  const auto with = plan_gpu_jobs(mf->config(), &mf->weights(), o);
+  // Every AWQ linear job has the dequant + cuBLASLt baseline beside it at the same shape, and every fp16 one
+  // (the tied lm_head is fp16 in ak48) has cuBLASLt; the baseline's space is the heuristic's ranks.
+  for (const GpuJob& j : plain) {
+    INFO(j.family->name() << " " << j.shape[0] << "x" << j.shape[1] << "x" << j.shape[2]);
+    if (j.family->family().weight_types == std::vector<WeightType>{WeightType::AWQ_INT4})
+      CHECK(count(with, "cuda.awq_dequant_cublaslt", &j.shape) == 1);
+    if (j.family->family().weight_types == std::vector<WeightType>{WeightType::F16})
+      CHECK(count(with, "cuda.cublaslt_f16", &j.shape) == 1);
+  }
+  for (const GpuJob& j : with)
+    if (j.family->name() == "cuda.cublaslt_f16") CHECK(j.family->space(j.shape).size() == 4);
+  // --predequantize: each quantized linear shape is also tuned as fp16 (G = K) on our kernels and cuBLASLt.
+  o.predequantize = true;
+  const auto pre = plan_gpu_jobs(mf->config(), &mf->weights(), o);
+  for (const GpuJob& j : plain) {
+    if (j.family->family().weight_types != std::vector<WeightType>{WeightType::AWQ_INT4}) continue;
+    const std::vector<int64_t> fp16{j.shape[0], j.shape[1], j.shape[2], j.shape[2]};
+    CHECK(count(pre, "cuda.cublaslt_f16", &fp16) == 1);
+    CHECK(count(pre, "cuda.f16_gemv", &fp16) + count(pre, "cuda.f16_gemm", &fp16) >= (j.shape[0] <= 8 ? 1 : 0));
+  }
+}
+
+TEST_CASE("a cuBLASLt baseline on the emulator fails as a runtime error naming why, never as a result", "[tuner][gpu-flow]") {
+  auto t = find_family("emu.cublaslt_f16");
+  auto inst = t->instantiate({4, 64, 64, 64});
+  try {
+    inst->prepare(nlohmann::json{{"rank", 0}});
+    FAIL("prepare succeeded without a GPU");
+  } catch (const CandidateError& e) {
+    CHECK(e.status == Status::RuntimeError);
+    CHECK(std::string(e.what()).find("CUDA GPU only") != std::string::npos);
+  }
+  CHECK_THROWS_WITH(find_family("cpu.cublaslt_f16"), Catch::Contains("run on a GPU device"));
+}

@@ -57,3 +57,39 @@ TEST_CASE("on a GPU the flow times verified candidates with events and stores th
   REQUIRE(!res.dispatch_lines.empty());
   for (const ResultRow& row : store.rows()) REQUIRE(row.device.key() == dev.key());
 }
+
+TEST_CASE("on a GPU the cuBLASLt baselines are verified, timed and ranked in the stored dispatch", "[tuner][gpu-flow][gpu]") {
+  Worker worker(handle_candidate_request);
+  winners::DeviceFingerprint dev;
+  try {
+    dev = worker_device_fingerprint(worker, "cuda", 0);
+  } catch (const Error& e) {
+    if (e.exit_code() != kExitUnavailable) throw;
+    QTUNE_SKIP(e.what());
+  }
+  auto mf = ModelFile::open(std::string(QTUNE_SOURCE_DIR) + "/tests/golden/files/dense-tied.ak48");
+  GpuTuningOptions o;
+  o.device = "cuda";
+  o.target_sm = std::stoi(dev.arch.substr(3));
+  o.families = {"awq_gemv", "awq_gemm"};
+  o.buckets = {1, 64};
+  o.budget = "2";
+  o.quiet = true;
+  o.baselines = true;
+  o.tune.strategy = "random";
+  o.tune.timeout_s = 60;
+  o.tune.flush = true;
+  const auto jobs = plan_gpu_jobs(mf->config(), &mf->weights(), o);
+  Store store(test::tuner_scratch("gpu-flow-cuda-blas", ".sqlite"));
+  const GpuTuningResult res = tune_gpu_jobs(jobs, store, worker, dev, o, "test");
+  bool timed = false;
+  for (size_t i = 0; i < jobs.size(); ++i)
+    if (jobs[i].family->name() == "cuda.awq_dequant_cublaslt") {
+      REQUIRE(res.reports[i].best_point);  // verified against awq_gemm's CPU reference
+      timed = true;
+    }
+  REQUIRE(timed);
+  bool ranked = false;
+  for (const std::string& line : res.dispatch_lines) ranked |= line.find("linear AWQ_INT4") != std::string::npos;
+  REQUIRE(ranked);
+}

@@ -141,6 +141,8 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
                                                        : emu ? 0 : std::max(1, cores - 2);
   if (opt.compile_threads < 0 || opt.compile_threads > 256) throw Error("--compile-threads must be in 0..256");
   opt.quiet = cli.get_flag("--quiet");
+  opt.baselines = !emu && !cli.get_flag("--no-baselines");
+  opt.predequantize = cli.get_flag("--predequantize");
 
   StoreOptions store_options;
   store_options.force_write = cli.get_flag("--force-write");
@@ -219,6 +221,10 @@ int tune_command(const std::vector<std::string>& args) {
               "on cuda, 0 on emu)")
       .flag("--static-only", "--gpu: print the static compile-and-prune table only, even where a GPU is present")
       .flag("--no-flush", "--gpu on cuda: do not overwrite the L2 between timed repetitions")
+      .flag("--no-baselines", "--gpu on cuda: do not time cuBLASLt (fp16, and AWQ dequant + fp16) beside the linear "
+            "families; the dispatch then chooses among our kernels only")
+      .flag("--predequantize", "--gpu: also tune every quantized linear shape as fp16 (our fp16 kernels and "
+            "cuBLASLt), the dispatch qrun --predequantize uses")
       .flag("--quiet", "no progress line")
       .flag("--force-write", "write results even into a store SQLite reports malformed");
   if (!cli.parse(args)) return 0;

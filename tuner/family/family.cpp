@@ -12,6 +12,7 @@
 #include "device/plan/run_plan.h"
 #include "device/winners/fingerprint.h"
 #include "kernels_src/registry/registry.h"
+#include "tuner/family/blas_baselines.h"
 #include "tuner/measure/flush.h"
 
 namespace qt::tune {
@@ -27,19 +28,6 @@ Status status_of(PointRejected::Reason r) {
     case PointRejected::Reason::ResourceFailed: return Status::ResourceFailed;
   }
   return Status::RuntimeError;
-}
-
-// One device of each kind per worker process, created on first use: after the fork, so a GPU context or the
-// emulator's threads never cross it.
-dev::Device& worker_device(const std::string& kind) {
-  static std::map<std::string, std::unique_ptr<dev::Device>> devices;
-  auto& d = devices[kind];
-  if (!d) {
-    if (kind == "emu") d = std::make_unique<emu::EmuDevice>();
-    else if (kind == "cuda") d = std::make_unique<cuda::CudaDevice>();
-    else throw Error("no device of kind '" + kind + "'", kExitFailure);
-  }
-  return *d;
 }
 
 class FamilyInstance final : public KernelInstance {
@@ -98,13 +86,7 @@ class FamilyInstance final : public KernelInstance {
 
   bool flush_device_cache() override {
     if (t_.family().on_host()) return false;
-    dev::Device& device = worker_device(t_.device());
-    const auto* gpu = dynamic_cast<const cuda::CudaDevice*>(&device);
-    if (!gpu || gpu->facts().l2_bytes == 0) return false;  // the emulator has no cache to empty
-    if (!flush_.bytes()) flush_ = dev::Buffer(device, size_t(2 * gpu->facts().l2_bytes));
-    // A different byte each time, so that no write is skipped as redundant.
-    device.memset(flush_.ptr(), ++flush_round_, flush_.bytes());
-    return true;
+    return flush_l2(worker_device(t_.device()), flush_, flush_round_);
   }
 
  private:
@@ -136,6 +118,28 @@ class FamilyInstance final : public KernelInstance {
 };
 
 }  // namespace
+
+// One device of each kind per worker process, created on first use: after the fork, so a GPU context or the
+// emulator's threads never cross it.
+dev::Device& worker_device(const std::string& kind) {
+  static std::map<std::string, std::unique_ptr<dev::Device>> devices;
+  auto& d = devices[kind];
+  if (!d) {
+    if (kind == "emu") d = std::make_unique<emu::EmuDevice>();
+    else if (kind == "cuda") d = std::make_unique<cuda::CudaDevice>();
+    else throw Error("no device of kind '" + kind + "'", kExitFailure);
+  }
+  return *d;
+}
+
+bool flush_l2(dev::Device& device, dev::Buffer& buffer, unsigned char& round) {
+  const auto* gpu = dynamic_cast<const cuda::CudaDevice*>(&device);
+  if (!gpu || gpu->facts().l2_bytes == 0) return false;  // the emulator has no cache to empty
+  if (!buffer.bytes()) buffer = dev::Buffer(device, size_t(2 * gpu->facts().l2_bytes));
+  // A different byte each time, so that no write is skipped as redundant.
+  device.memset(buffer.ptr(), ++round, buffer.bytes());
+  return true;
+}
 
 Tunable::Tunable(const kernels::KernelFamily& family, std::string device, int target_sm)
     : family_(family), device_(std::move(device)), target_sm_(target_sm) {
@@ -188,6 +192,7 @@ kernels::Point Tunable::to_point(const nlohmann::json& j) const {
 }
 
 std::unique_ptr<KernelInstance> Tunable::instantiate(const std::vector<int64_t>& shape) const {
+  if (is_blas_baseline(family_)) return make_blas_instance(family_, device_, family_.shape(shape));
   return std::make_unique<FamilyInstance>(*this, family_.shape(shape));
 }
 
@@ -204,6 +209,10 @@ std::shared_ptr<Tunable> find_family(const std::string& name, int target_sm) {
   const std::string device = name.substr(0, dot);
   if (device != "cpu" && device != "emu" && device != "cuda")
     throw Error("unknown device '" + device + "' in family name '" + name + "' (cpu, emu or cuda)");
+  if (const kernels::KernelFamily* b = find_blas_baseline(name.substr(dot + 1))) {
+    if (device == "cpu") throw Error(name + ": the cuBLASLt baselines run on a GPU device (cuda)");
+    return std::make_shared<Tunable>(*b, device, target_sm);
+  }
   return std::make_shared<Tunable>(kernels::find_family(name.substr(dot + 1)), device, target_sm);
 }
 

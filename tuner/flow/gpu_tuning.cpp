@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/progress.h"
 #include "kernels_src/registry/registry.h"
+#include "tuner/family/blas_baselines.h"
 #include "tuner/flow/compile_ahead.h"
 #include "tuner/replay/replay.h"
 #include "tuner/store/prior.h"
@@ -76,6 +77,39 @@ void store_dispatch(const std::vector<GpuJob>& jobs, Store& store, const winners
   }
 }
 
+// The baselines at each batched linear job's shape, and with `predequantize` the fp16 families and cuBLASLt
+// at each quantized linear shape as fp16 (G = K), once per (family, shape).
+void add_linear_extras(std::vector<GpuJob>& jobs, const GpuTuningOptions& opt) {
+  std::set<std::pair<std::string, std::vector<int64_t>>> have;
+  for (const GpuJob& j : jobs) have.insert({j.family->name(), j.shape});
+  std::vector<GpuJob> extra;
+  auto add = [&](const kernels::KernelFamily& f, std::vector<int64_t> shape) {
+    auto t = std::make_shared<Tunable>(f, opt.device, opt.target_sm);
+    if (!have.insert({t->name(), shape}).second) return;
+    const size_t n = t->space(shape).size();
+    if (n == 0) return;
+    extra.push_back({t, shape, std::min<int64_t>(parse_eval_budget(opt.budget, n), int64_t(n)), true});
+  };
+  std::vector<const kernels::KernelFamily*> f16_linears;
+  for (const kernels::KernelFamily* f : kernels::all_families())
+    if (!f->on_host() && f->op == "linear" && f->weight_types == std::vector<WeightType>{WeightType::F16} &&
+        (opt.target_sm == 0 || f->min_sm <= opt.target_sm))
+      f16_linears.push_back(f);
+  for (const GpuJob& j : jobs) {
+    const kernels::KernelFamily& f = j.family->family();
+    if (!j.batched || f.op != "linear" || f.weight_types.size() != 1) continue;
+    const WeightType t = f.weight_types[0];
+    if (opt.baselines)
+      if (const kernels::KernelFamily* b = blas_baseline_for(t)) add(*b, j.shape);
+    if (opt.predequantize && weight_traits(t).quantized && j.shape.size() == 4) {
+      const std::vector<int64_t> fp16{j.shape[0], j.shape[1], j.shape[2], j.shape[2]};
+      for (const kernels::KernelFamily* g : f16_linears) add(*g, fp16);
+      if (opt.baselines) add(*blas_baseline_for(WeightType::F16), fp16);
+    }
+  }
+  jobs.insert(jobs.end(), extra.begin(), extra.end());
+}
+
 }  // namespace
 
 std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights* weights, const GpuTuningOptions& opt) {
@@ -107,6 +141,7 @@ std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights*
       }
     }
   }
+  add_linear_extras(jobs, opt);
   if (jobs.empty()) throw Error("no device kernel family has a shape of this model to tune");
   return jobs;
 }
@@ -139,7 +174,7 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
   std::set<const kernels::KernelFamily*> queued;
   for (const GpuJob& j : jobs) {
     const kernels::KernelFamily& f = j.family->family();
-    if (!queued.insert(&f).second) continue;
+    if (is_blas_baseline(f) || !queued.insert(&f).second) continue;
     std::vector<kernels::Point> points = f.default_points();  // what every search tries early
     for (const kernels::Point& p : kernels::enumerate_points(f))
       if (std::find(points.begin(), points.end(), p) == points.end()) points.push_back(p);

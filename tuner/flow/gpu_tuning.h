@@ -33,6 +33,13 @@ struct GpuTuningOptions {
   std::string budget = "24";          // per (family, shape, bucket): evaluations or a share of the space
   TuneOptions tune;
   int compile_threads = 0;            // NVRTC threads compiling ahead (0: none)
+  // The cuBLASLt baselines (blas_baselines.h) timed beside the linear families at every shape and bucket, so
+  // the stored dispatch can send a bucket to them: cublaslt_f16 for fp16 weights, awq_dequant_cublaslt for
+  // AWQ. On by default on cuda; the emulator has no cuBLAS.
+  bool baselines = false;
+  // Also tune the fp16 linear families and cuBLASLt at every quantized linear shape (as fp16, G = K): the
+  // dispatch `qrun --predequantize` uses.
+  bool predequantize = false;
   bool quiet = false;                 // no progress line
 };
 
@@ -43,7 +50,8 @@ struct GpuJob {
   bool batched = false;  // the first dimension is the batch M
 };
 
-// The jobs in tuning order (family by family, shape by shape, bucket by bucket). Throws qt::Error naming an
+// The jobs in tuning order (family by family, shape by shape, bucket by bucket; the baselines and the
+// predequantized fp16 shapes last). Throws qt::Error naming an
 // unknown family, or when nothing is left to tune.
 std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights* weights, const GpuTuningOptions& opt);
 
