@@ -206,9 +206,11 @@ RenderedReport render_report(const json& data) {
   std::vector<std::string> shapes;
   for (const KernelRow& r : rows)
     if (std::find(shapes.begin(), shapes.end(), r.shape_key()) == shapes.end()) shapes.push_back(r.shape_key());
-  if (!shapes.empty()) md += "## Linear layers\n\nTime is the median over repetitions with the L2 cache flushed "
-                             "between them. GB/s counts the bytes each variant must move (weights in its own "
-                             "format, activations in and out); the last column is how much faster tuned is.\n\n";
+  if (!shapes.empty())
+    md += std::string("## Linear layers\n\nTime is the median over repetitions") +
+          (kind == "cuda" ? " timed with CUDA events, the L2 cache flushed between them" : "") +
+          ". GB/s counts the bytes each variant must move (weights in its own format, activations in and out); "
+          "the last column is how much slower each variant is than tuned.\n\n";
   for (const std::string& key : shapes) {
     std::vector<const KernelRow*> of;
     for (const KernelRow& r : rows)
