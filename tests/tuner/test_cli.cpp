@@ -12,26 +12,14 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/search/strategies.h"
+#include "tests/tuner/run_qtune.h"
 #include "tests/tuner/scratch_path.h"
 
 using nlohmann::json;
 
 namespace {
-struct Run {
-  int rc;
-  std::string out;
-};
-Run run(const std::string& args) {
-  std::string cmd = std::string(QTUNE_BINARY_DIR) + "/bin/qtune " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+using Run = qt::test::QtuneRun;
+Run run(const std::string& args) { return qt::test::run_qtune(args); }
 const std::string kSlice = std::string(QTUNE_SOURCE_DIR) + "/tests/tuner/data/convolution_A4000_slice.json.gz";
 }  // namespace
 

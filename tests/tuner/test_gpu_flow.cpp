@@ -11,6 +11,7 @@
 
 #include "kernels_src/registry/registry.h"
 #include "models/formats/model_file.h"
+#include "tests/tuner/run_qtune.h"
 #include "tests/tuner/scratch_path.h"
 #include "tuner/flow/gpu_tuning.h"
 
@@ -142,21 +143,8 @@ TEST_CASE("a GPU tuning run stopped half-way resumes from the store and measures
 
 namespace {
 
-struct Run {
-  int rc;
-  std::string out;
-};
-Run qtune_with(const std::string& env, const std::string& args) {
-  const std::string cmd = env + " " + std::string(QTUNE_BINARY_DIR) + "/bin/qtune " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+using Run = qt::test::QtuneRun;
+Run qtune_with(const std::string& env, const std::string& args) { return qt::test::run_qtune(args, env); }
 Run qtune(const std::string& args) { return qtune_with("", args); }
 
 }  // namespace

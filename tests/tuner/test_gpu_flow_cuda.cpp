@@ -3,6 +3,9 @@
 // Without a GPU the test is reported skipped with the worker's reason.
 #include <catch2/catch.hpp>
 
+#include <optional>
+#include <string>
+
 #include "common/error.h"
 #include "models/formats/model_file.h"
 #include "tests/skip.h"
@@ -12,16 +15,28 @@
 using namespace qt;
 using namespace qt::tune;
 
+namespace {
+
+// The worker's GPU, or nullopt and in `why` the reason there is none.
+std::optional<winners::DeviceFingerprint> worker_gpu(Worker& worker, std::string& why) {
+  try {
+    return worker_device_fingerprint(worker, "cuda", 0);
+  } catch (const Error& e) {
+    if (e.exit_code() != kExitUnavailable) throw;
+    why = e.what();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 TEST_CASE("on a GPU the flow times verified candidates with events and stores the GPU's fingerprint and dispatch",
           "[tuner][gpu-flow][gpu]") {
   Worker worker(handle_candidate_request);
-  winners::DeviceFingerprint dev;
-  try {
-    dev = worker_device_fingerprint(worker, "cuda", 0);
-  } catch (const Error& e) {
-    if (e.exit_code() != kExitUnavailable) throw;
-    QTUNE_SKIP(e.what());
-  }
+  std::string why;
+  const auto gpu = worker_gpu(worker, why);
+  if (!gpu) QTUNE_SKIP(why);
+  const winners::DeviceFingerprint& dev = *gpu;
   REQUIRE(dev.arch.rfind("sm_", 0) == 0);
   REQUIRE(dev.sm_count > 0);
   REQUIRE(dev.l2_bytes > 0);
@@ -60,13 +75,10 @@ TEST_CASE("on a GPU the flow times verified candidates with events and stores th
 
 TEST_CASE("on a GPU the cuBLASLt baselines are verified, timed and ranked in the stored dispatch", "[tuner][gpu-flow][gpu]") {
   Worker worker(handle_candidate_request);
-  winners::DeviceFingerprint dev;
-  try {
-    dev = worker_device_fingerprint(worker, "cuda", 0);
-  } catch (const Error& e) {
-    if (e.exit_code() != kExitUnavailable) throw;
-    QTUNE_SKIP(e.what());
-  }
+  std::string why;
+  const auto gpu = worker_gpu(worker, why);
+  if (!gpu) QTUNE_SKIP(why);
+  const winners::DeviceFingerprint& dev = *gpu;
   auto mf = ModelFile::open(std::string(QTUNE_SOURCE_DIR) + "/tests/golden/files/dense-tied.ak48");
   GpuTuningOptions o;
   o.device = "cuda";

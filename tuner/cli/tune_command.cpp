@@ -348,18 +348,7 @@ int tune_command(const std::vector<std::string>& args) {
       return k;
     };
     TuneReport rep = tune_shape(*fam, s.shape, worker, opt, [&](const nlohmann::json& point, const CandidateOutcome& o) {
-      ResultRow row;
-      row.device = dev;
-      row.family = fam->name();
-      row.source_hash = fam->source_hash();
-      row.shape = s.shape;
-      row.dtypes = fam->dtypes();
-      row.point = point;
-      row.status = o.status;
-      row.stats = o.stats;
-      row.detail = o.detail;
-      row.run_id = run;
-      store.put(row);
+      store.put(outcome_row(dev, *fam, s.shape, point, o, run));
       progress.update(double(++done), label);
     });
     for (const auto& [k, v] : rep.status_counts) totals[k] += v;

@@ -42,13 +42,11 @@ const std::vector<KernelFamily>& all() {
 
 // Times the baseline between two device events; the output buffer is refilled with garbage first, so an
 // unwritten element fails verification as it does for our kernels.
-class BlasInstance final : public KernelInstance {
+class BlasInstance final : public ReferencedInstance {
  public:
   BlasInstance(const KernelFamily& f, std::string device_kind, const kernels::Shape& shape)
       : f_(f), kind_(std::move(device_kind)), shape_(shape), dequant_(f.name == kAwqDequantCublas) {
-    inputs_ = f.make_inputs(shape, 1);
-    expected_ = f.reference(shape, inputs_);
-    for (const auto& e : expected_) ref_.insert(ref_.end(), e.values.begin(), e.values.end());
+    make_reference(f, shape);
   }
 
   void prepare(const nlohmann::json& point) override {
@@ -103,12 +101,6 @@ class BlasInstance final : public KernelInstance {
     return seconds;
   }
 
-  const float* output() const override { return out_.data(); }
-  const std::vector<float>& reference() override { return ref_; }
-  Tolerance tolerance(double) const override {
-    if (expected_.empty()) return {};
-    return {expected_[0].abs_tol, expected_[0].rel_tol};
-  }
   bool flush_device_cache() override { return flush_l2(worker_device(kind_), flush_, flush_round_); }
 
  private:
@@ -124,9 +116,6 @@ class BlasInstance final : public KernelInstance {
   std::string kind_;
   kernels::Shape shape_;
   bool dequant_;
-  kernels::HostBuffers inputs_;
-  std::vector<kernels::Expected> expected_;
-  std::vector<float> ref_, out_;
   std::unique_ptr<blas::BlasLt> lt_;
   std::unique_ptr<plan::PlanRun> dq_;
   dev::Buffer x_, y_, values_, flush_;

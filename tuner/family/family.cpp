@@ -30,14 +30,9 @@ Status status_of(PointRejected::Reason r) {
   return Status::RuntimeError;
 }
 
-class FamilyInstance final : public KernelInstance {
+class FamilyInstance final : public ReferencedInstance {
  public:
-  FamilyInstance(const Tunable& t, const kernels::Shape& shape) : t_(t), shape_(shape) {
-    const kernels::KernelFamily& f = t.family();
-    inputs_ = f.make_inputs(shape, 1);
-    expected_ = f.reference(shape, inputs_);
-    for (const auto& e : expected_) ref_.insert(ref_.end(), e.values.begin(), e.values.end());
-  }
+  FamilyInstance(const Tunable& t, const kernels::Shape& shape) : t_(t), shape_(shape) { make_reference(t.family(), shape); }
 
   void prepare(const nlohmann::json& point) override {
     run_.reset();
@@ -72,14 +67,7 @@ class FamilyInstance final : public KernelInstance {
     return seconds;
   }
 
-  const float* output() const override { return out_.data(); }
-  const std::vector<float>& reference() override { return ref_; }
-
-  // The family states its tolerance with its reference, per output.
-  Tolerance tolerance(double) const override {
-    if (expected_.empty()) return {};
-    return {expected_[0].abs_tol, expected_[0].rel_tol};
-  }
+  // The family states its tolerance with its reference, per output: each is checked against its own.
   std::string verify() override {
     return plan::compare_outputs(*run_, t_.family(), point_, shape_, expected_);
   }
@@ -109,15 +97,23 @@ class FamilyInstance final : public KernelInstance {
   const Tunable& t_;
   kernels::Shape shape_;
   kernels::Point point_;
-  kernels::HostBuffers inputs_;
-  std::vector<kernels::Expected> expected_;
-  std::vector<float> ref_, out_;
   std::unique_ptr<plan::PlanRun> run_;
   dev::Buffer flush_;
   unsigned char flush_round_ = 0;
 };
 
 }  // namespace
+
+void ReferencedInstance::make_reference(const kernels::KernelFamily& f, const kernels::Shape& shape) {
+  inputs_ = f.make_inputs(shape, 1);
+  expected_ = f.reference(shape, inputs_);
+  for (const auto& e : expected_) ref_.insert(ref_.end(), e.values.begin(), e.values.end());
+}
+
+Tolerance ReferencedInstance::tolerance(double) const {
+  if (expected_.empty()) return {};
+  return {expected_[0].abs_tol, expected_[0].rel_tol};
+}
 
 // One device of each kind per worker process, created on first use: after the fork, so a GPU context or the
 // emulator's threads never cross it.

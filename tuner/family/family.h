@@ -46,6 +46,22 @@ class KernelInstance {
   virtual bool flush_device_cache() { return false; }
 };
 
+// An instance checked against its family's CPU reference for the shape: the expected values of every output in
+// order, and the first output's tolerance. Subclasses fill out_ on each run.
+class ReferencedInstance : public KernelInstance {
+ public:
+  const float* output() const override { return out_.data(); }
+  const std::vector<float>& reference() override { return ref_; }
+  Tolerance tolerance(double ref_rms) const override;
+
+ protected:
+  // The family's inputs for the shape (seed 1) and its reference on them.
+  void make_reference(const kernels::KernelFamily& f, const kernels::Shape& shape);
+  kernels::HostBuffers inputs_;
+  std::vector<kernels::Expected> expected_;
+  std::vector<float> ref_, out_;
+};
+
 class Tunable {
  public:
   // `device`: "cpu" for host families, "emu" or "cuda" for device families. `target_sm` > 0 compiles each point

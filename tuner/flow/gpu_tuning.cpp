@@ -112,6 +112,22 @@ void add_linear_extras(std::vector<GpuJob>& jobs, const GpuTuningOptions& opt) {
 
 }  // namespace
 
+ResultRow outcome_row(const winners::DeviceFingerprint& device, const Tunable& family, const std::vector<int64_t>& shape,
+                      const nlohmann::json& point, const CandidateOutcome& outcome, const std::string& run_id) {
+  ResultRow row;
+  row.device = device;
+  row.family = family.name();
+  row.source_hash = family.source_hash();
+  row.shape = shape;
+  row.dtypes = family.dtypes();
+  row.point = point;
+  row.status = outcome.status;
+  row.stats = outcome.stats;
+  row.detail = outcome.detail;
+  row.run_id = run_id;
+  return row;
+}
+
 std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights* weights, const GpuTuningOptions& opt) {
   std::vector<std::string> names = opt.families;
   if (names.empty())
@@ -204,20 +220,7 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
                               fam.family().name + " " + shape_text(job.shape);
     int64_t job_done = 0;
     TuneReport rep = tune_shape(fam, job.shape, worker, t, [&](const nlohmann::json& point, const CandidateOutcome& o) {
-      if (!o.from_store) {
-        ResultRow row;
-        row.device = device;
-        row.family = fam.name();
-        row.source_hash = fam.source_hash();
-        row.shape = job.shape;
-        row.dtypes = fam.dtypes();
-        row.point = point;
-        row.status = o.status;
-        row.stats = o.stats;
-        row.detail = o.detail;
-        row.run_id = run_id;
-        store.put(row);
-      }
+      if (!o.from_store) store.put(outcome_row(device, fam, job.shape, point, o, run_id));
       ++job_done;
       progress.update(double(++done), label);
     });

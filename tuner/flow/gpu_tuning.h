@@ -50,6 +50,10 @@ struct GpuJob {
   bool batched = false;  // the first dimension is the batch M
 };
 
+// The store row of one measured candidate of `family` at `shape` on `device`.
+ResultRow outcome_row(const winners::DeviceFingerprint& device, const Tunable& family, const std::vector<int64_t>& shape,
+                      const nlohmann::json& point, const CandidateOutcome& outcome, const std::string& run_id);
+
 // The jobs in tuning order (family by family, shape by shape, bucket by bucket; the baselines and the
 // predequantized fp16 shapes last). Throws qt::Error naming an
 // unknown family, or when nothing is left to tune.
