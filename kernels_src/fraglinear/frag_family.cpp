@@ -193,7 +193,7 @@ struct LinearKind {
 
 std::string linear_kernel(const LinearKind& kind, const Point& p) {
   return name_expr("frag_linear_kernel", {kind.bits, kind.gemv ? 1 : p.at("mf"), p.at("warps"), p.at("stages"),
-                                          p.at("pf"), kind.gemv ? 1 : 0});
+                                          p.at("pf"), kind.gemv ? 1 : 0, p.at("bk")});
 }
 
 int64_t lock_count(const FragDims& d, int64_t m) { return d.n_tiles() * cdiv(m, 16); }
@@ -254,32 +254,36 @@ KernelFamily make_linear(LinearKind kind) {
               "swizzled cp.async A ring, split-K reduced in the same launch";
   if (kind.gemv) {
     f.params = {{"warps", {1, 2, 4, 8}, 2, "warps per block, each owning a 64-column tile"},
-                {"stages", {2, 3, 4}, 3, "cp.async stages of A (64 columns of K each)"},
+                {"bk", {32, 64}, 64, "columns of K per A stage (the group size must be a multiple)"},
+                {"stages", {2, 3, 4}, 3, "cp.async stages of A"},
                 {"pf", {1, 2, 4}, 4, "B tiles (16 x 64) each warp keeps in flight"},
                 {"split", {1, 2, 4, 8, 16}, 8, "blocks along K (whole groups; reduced in the same launch)"}};
-    f.defaults = {{{"warps", 2}, {"stages", 3}, {"pf", 4}, {"split", 8}},
-                  {{"warps", 4}, {"stages", 2}, {"pf", 2}, {"split", 1}},
-                  {{"warps", 1}, {"stages", 4}, {"pf", 4}, {"split", 4}}};
+    f.defaults = {{{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 4}, {"split", 8}},
+                  {{"warps", 4}, {"bk", 32}, {"stages", 4}, {"pf", 2}, {"split", 1}},
+                  {{"warps", 1}, {"bk", 64}, {"stages", 4}, {"pf", 4}, {"split", 4}}};
   } else {
     f.params = {{"mf", {2, 4}, 2, "16-row fragments of M per block"},
                 {"warps", {2, 4}, 4, "warps per block, each owning a 64-column tile"},
-                {"stages", {2, 3, 4}, 3, "cp.async stages of A (64 columns of K each)"},
+                {"bk", {32, 64}, 64, "columns of K per A stage (the group size must be a multiple)"},
+                {"stages", {2, 3, 4}, 3, "cp.async stages of A"},
                 {"pf", {1, 2, 4}, 2, "B tiles (16 x 64) each warp keeps in flight"},
                 {"split", {1, 2, 4}, 1, "blocks along K (whole groups; reduced in the same launch)"}};
-    f.defaults = {{{"mf", 2}, {"warps", 4}, {"stages", 3}, {"pf", 2}, {"split", 1}},
-                  {{"mf", 4}, {"warps", 2}, {"stages", 4}, {"pf", 2}, {"split", 1}},
-                  {{"mf", 2}, {"warps", 2}, {"stages", 3}, {"pf", 2}, {"split", 2}}};
-    f.point_constraint = [bits = kind.bits](const Point& p) {
-      // 32 accumulators per fragment row plus the B ring: keep clear of 255 registers.
-      if (p.at("mf") == 4 && p.at("pf") * (bits == 4 ? 4 : 8) > 16) return std::string("B ring too deep for mf=4");
-      return std::string();
-    };
+    f.defaults = {{{"mf", 2}, {"warps", 4}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 1}},
+                  {{"mf", 4}, {"warps", 2}, {"bk", 64}, {"stages", 4}, {"pf", 2}, {"split", 1}},
+                  {{"mf", 2}, {"warps", 2}, {"bk", 32}, {"stages", 3}, {"pf", 2}, {"split", 2}}};
   }
+  f.point_constraint = [kind](const Point& p) {
+    if (p.at("pf") > p.at("bk") / 16) return std::string("pf must divide the k-steps of an A stage (bk / 16)");
+    // 32 accumulators per fragment row plus the B ring: keep clear of 255 registers.
+    if (!kind.gemv && p.at("mf") == 4 && p.at("pf") * (kind.bits == 4 ? 4 : 8) > 16)
+      return std::string("B ring too deep for mf=4");
+    return std::string();
+  };
   f.shape_constraint = [kind](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"];
     const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};
     if (std::string e = limits_check(d, m); !e.empty()) return e;
-    if (d.group % 64) return std::string("the group size must be a multiple of 64 (one A stage)");
+    if (d.group % p.at("bk")) return "the group size must be a multiple of bk=" + std::to_string(p.at("bk"));
     if (kind.gemv && m > 16) return std::string("GEMV serves M <= 16");
     if (p.at("split") > d.groups()) return std::string("split exceeds the number of groups along K");
     return std::string();
@@ -304,7 +308,7 @@ KernelFamily make_linear(LinearKind kind) {
     l.grid.y = uint32_t(cdiv(m, 16 * mf));
     l.grid.z = uint32_t(split);
     l.block.x = uint32_t(32 * p.at("warps"));
-    l.dynamic_smem = linear_smem_bytes(kind.gemv ? Point{{"mf", 1}, {"stages", p.at("stages")}} : p);
+    l.dynamic_smem = linear_smem_bytes(kind.gemv ? Point{{"mf", 1}, {"stages", p.at("stages")}, {"bk", p.at("bk")}} : p);
     l.args = {KernelArg::buf("x"),     KernelArg::buf("bq"),
               KernelArg::buf("bs"),    kind.bits == 4 ? KernelArg::buf("bz") : KernelArg::null(),
               KernelArg::buf("y"),     KernelArg::buf("ws"),
@@ -332,19 +336,21 @@ KernelFamily make_linear(LinearKind kind) {
                      Shape{kLinearDims, {3, 128, 12288, 128}, "Qwen3-8B down_proj K=12288, M=3, N cut to 128"},
                      Shape{kLinearDims, {16, 768, 2048, 128}, "Qwen3-30B-A3B expert w1/w3, M=16"},
                      Shape{kLinearDims, {5, 2048, 768, 128}, "Qwen3-30B-A3B expert w2, M=5"},
-                     Shape{kLinearDims, {7, 80, 512, 64}, "odd: N=80 (a padded column tile), M=7, 8 groups of 64"}};
+                     Shape{kLinearDims, {7, 80, 512, 64}, "odd: N=80 (a padded column tile), M=7, 8 groups of 64"},
+                     Shape{kLinearDims, {2, 136, 96, 32}, "odd: N=136, groups of 32 (the golden AWQ models' group)"}};
   } else {
     f.test_shapes = {Shape{kLinearDims, {17, 128, 4096, 128}, "Qwen3-8B K=4096 prefill: M=17, N cut to 128"},
                      Shape{kLinearDims, {33, 768, 2048, 128}, "Qwen3-30B-A3B expert w1/w3, M=33"},
                      Shape{kLinearDims, {70, 2048, 768, 128}, "Qwen3-30B-A3B expert w2, M=70"},
-                     Shape{kLinearDims, {5, 200, 512, 64}, "odd: N=200 (a padded column tile), M=5, 8 groups"}};
+                     Shape{kLinearDims, {5, 200, 512, 64}, "odd: N=200 (a padded column tile), M=5, 8 groups"},
+                     Shape{kLinearDims, {40, 72, 128, 32}, "odd: N=72, M=40, groups of 32"}};
   }
   return f;
 }
 
 }  // namespace
 
-int64_t linear_smem_bytes(const Point& p) { return p.at("stages") * 16 * p.at("mf") * 128; }
+int64_t linear_smem_bytes(const Point& p) { return p.at("stages") * 16 * p.at("mf") * p.at("bk") * 2; }
 
 const KernelFamily& awq_repack_family() {
   static const KernelFamily f = make_repack(4);

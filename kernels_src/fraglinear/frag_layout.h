@@ -20,7 +20,7 @@
 //         32 r + 8 t halves: fragment 4r + i (i = 0..3) contributes columns 8 f + 2t and 8 f + 2t + 1, the
 //         two output columns of the mma C fragment this lane holds.
 // Zeros (INT4 only), per (column tile, group), 8 words: word g holds, at nibble f, the zero of column 8 f + g.
-// N is padded to a multiple of 64 with codes equal to the zero and scale 0, so padded columns compute 0.
+// N is padded to a multiple of 64 with (q - z) = 0 and scale 0, so padded columns compute 0.
 #include <cstdint>
 #include <vector>
 

@@ -4,9 +4,9 @@
 //
 // Block: WARPS warps; warp w owns the 64-column tile blockIdx.x * WARPS + w, the block BM = 16 MF rows of M
 // (blockIdx.y) and a contiguous range of whole groups along K (blockIdx.z of gridDim.z splits).
-//   A: the block's rows, 64 columns of K per stage, arrive by cp.async in a ring of STAGES stages, 16-byte
-//      chunks XOR-swizzled (chunk c of row r at c ^ (r & 7)) so both the copies and the ldmatrix.x4 reads of
-//      8 rows hit 8 different 16-byte bank groups.
+//   A: the block's rows, BK (32 or 64) columns of K per stage, arrive by cp.async in a ring of STAGES stages,
+//      16-byte chunks XOR-swizzled so both the copies and the ldmatrix.x4 reads of 8 rows hit 8 different
+//      16-byte bank groups.
 //   B: each lane loads its fragments of one 16 x 64 tile straight from global memory (one 16-byte load for
 //      INT4, two for INT8; each load instruction of the warp reads 512 contiguous bytes) with an evict-first
 //      hint, PF tiles ahead of use in a register ring, and dequantizes in registers (LOP3 / PRMT magic
@@ -78,13 +78,17 @@ __device__ __forceinline__ void load_tile(const uint32_t* tile, int lane, uint64
 
 }  // namespace frag
 
-template <int BITS, int MF, int WARPS, int STAGES, int PF, int FOLD>
+template <int BITS, int MF, int WARPS, int STAGES, int PF, int FOLD, int BK>
 __global__ void __launch_bounds__(WARPS * 32)
     frag_linear_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                        float* ws, unsigned* locks, int M, int N, int K, int G) {
   constexpr int BM = 16 * MF, THREADS = WARPS * 32;
-  constexpr int STAGE_BYTES = BM * 128;  // BM rows x 64 halves
-  static_assert(PF == 1 || PF == 2 || PF == 4, "the B ring depth divides the 4 k-steps of an A stage");
+  constexpr int KS = BK / 16;            // k-steps per A stage
+  constexpr int ROW = BK * 2;            // bytes per A row in a stage
+  constexpr int CHUNKS = BK / 8;         // 16-byte chunks per A row
+  constexpr int STAGE_BYTES = BM * ROW;
+  static_assert(BK == 32 || BK == 64, "A stages of 32 or 64 columns of K");
+  static_assert(KS % PF == 0, "the B ring depth divides the k-steps of an A stage");
   using Tile = frag::BTile<BITS>;
   QT_DYNAMIC_SHARED(smem, unsigned char);
 
@@ -97,19 +101,23 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int per_split = (groups + (int)gridDim.z - 1) / (int)gridDim.z;
   const int g_begin = min(groups, (int)blockIdx.z * per_split);
   const int g_end = min(groups, g_begin + per_split);
-  const int chunks_per_group = G / 64;
+  const int chunks_per_group = G / BK;
   const int chunks = (g_end - g_begin) * chunks_per_group;
-  const int steps = chunks * 4;
+  const int steps = chunks * KS;
   const int k_begin = g_begin * G;
 
-  // A stage c -> ring slot c % STAGES, swizzled.
+  // Chunk ch of A row r sits at chunk ch ^ swz(r): any 8 consecutive rows, read at one chunk by an ldmatrix
+  // phase, land in 8 different 16-byte bank groups (128-byte rows: r & 7; 64-byte rows, two per 128 bytes:
+  // the row pair's index).
+  auto swz = [](int r) { return BK == 64 ? (r & 7) : ((r >> 1) & 3); };
+  // A stage c -> ring slot c % STAGES.
   auto load_a = [&](int c) {
     unsigned char* slot = smem + (c % STAGES) * STAGE_BYTES;
-    const int k0 = k_begin + c * 64;
-    for (int i = tid; i < BM * 8; i += THREADS) {
-      const int r = i >> 3, ch = i & 7, row = m0 + r;
+    const int k0 = k_begin + c * BK;
+    for (int i = tid; i < BM * CHUNKS; i += THREADS) {
+      const int r = i / CHUNKS, ch = i % CHUNKS, row = m0 + r;
       const __half* src = x + (int64_t)min(row, M - 1) * K + k0 + ch * 8;  // valid even when zero-filled
-      qt::cp_async_cg16(qt::smem_u32(slot + r * 128 + ((ch ^ (r & 7)) << 4)), src, row < M ? 16u : 0u);
+      qt::cp_async_cg16(qt::smem_u32(slot + r * ROW + ((ch ^ swz(r)) << 4)), src, row < M ? 16u : 0u);
     }
   };
   const uint32_t* btile = bq + ((int64_t)(active ? nt : 0) * ktiles + g_begin * (G / 16)) * Tile::WORDS;
@@ -174,12 +182,12 @@ __global__ void __launch_bounds__(WARPS * 32)
       if (active) {
         const unsigned char* slot = smem + (chunk % STAGES) * STAGE_BYTES;
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk, ++step) {
+        for (int kk = 0; kk < KS; ++kk, ++step) {
           uint32_t a[MF][4];
 #pragma unroll
           for (int mf = 0; mf < MF; ++mf) {
             const int r = mf * 16 + (lane & 15), ch = kk * 2 + (lane >> 4);
-            qt::ldmatrix_x4(a[mf], qt::smem_u32(slot + r * 128 + ((ch ^ (r & 7)) << 4)));
+            qt::ldmatrix_x4(a[mf], qt::smem_u32(slot + r * ROW + ((ch ^ swz(r)) << 4)));
           }
           const Tile cur = ring[kk % PF];
           if (step + PF < steps) frag::load_tile<BITS>(btile + (int64_t)(step + PF) * Tile::WORDS, lane, policy, ring[kk % PF]);

@@ -17,6 +17,7 @@ struct RunDeviceOptions {
   std::string tuned_cache;     // "" = none; emu/cuda read their own winners from it
   bool graphs = true;
   bool trtllm_int8 = false;  // INT8 MoE experts in TensorRT-LLM's layout on the device
+  bool frag_layout = true;   // dense AWQ / INT8_GW_SYM projections in the frag layout (DeviceBackendOptions)
   int emu_threads = 0;
   bool emu_checks = true;      // the emulator's race/bounds instrumentation
 };

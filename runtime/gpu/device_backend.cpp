@@ -48,7 +48,8 @@ void DeviceBackend::prepare(const ModelWeights& w) {
   weights_.add(w.classifier);
   weights_.add_vector(w.final_norm);
   for (const LayerWeights& l : w.layers) {
-    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) weights_.add(*t);
+    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) weights_.add(*t, options_.frag_layout);
+    weights_.add(l.router);
     for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3}) weights_.add_stack(*s, options_.trtllm_int8);
     for (const std::vector<float>* v : {&l.attn_norm, &l.ffn_norm, &l.q_norm, &l.k_norm}) weights_.add_vector(*v);
   }
@@ -155,9 +156,10 @@ void DeviceBackend::embed(const QTensor& table, const int32_t* tokens, int64_t m
 
 void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
   const kernels::Shape shape{{"M", "N", "K", "G"}, {m, w.rows, w.cols, w.group}, "linear"};
+  const bool frag = w.arrays.count("bq") > 0;  // stored in the frag layout (device_weights.h)
   const KernelChoice* choice = nullptr;
   try {
-    choice = &chooser_.choose("linear", &w.type, shape);
+    choice = &chooser_.choose(frag ? "linear.frag" : "linear", &w.type, shape);
   } catch (const Error&) {
     // No GEMM tiles this shape (a tiny model's N below a tile): decode GEMVs over row blocks of 8 serve it.
     if (m <= kGemvRows) throw;
@@ -168,6 +170,16 @@ void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
   Bindings b;
   b.buf("x", dp(x), h16(m * w.cols)).buf("y", dp(y), h16(m * w.rows));
   for (const auto& [name, a] : w.arrays) b.buf(name, a.ptr, a.bytes);
+  if (frag) {
+    // One counter per 64-column tile and 16 rows; a launch leaves them at zero, so one buffer serves all.
+    const size_t bytes = size_t((w.rows + 63) / 64 * ((m + 15) / 16)) * 4;
+    if (locks_.bytes() < bytes) {
+      grow(locks_, bytes, bytes);
+      queue_.flush();
+      device_.memset(locks_.ptr(), 0, bytes);
+    }
+    b.buf("locks", locks_.ptr(), int64_t(bytes));
+  }
   launcher_.run(*choice, shape, b);
 }
 
@@ -181,7 +193,10 @@ void DeviceBackend::gate_up_swiglu(const QTensor& gate, const QTensor& up_w, Act
   const DeviceTensor& g = weights_.tensor(gate);
   const DeviceTensor& u = weights_.tensor(up_w);
   const kernels::Shape fused{{"M", "N", "K", "G"}, {m, g.rows, g.cols, g.group}, "gate+up"};
-  if (m <= kGemvRows && g.type == u.type && g.rows == u.rows && g.group == u.group && chooser_.serves("gate_up_swiglu", &g.type)) {
+  // The fused families read the file layout.
+  const bool file_layout = !g.arrays.count("bq") && !u.arrays.count("bq");
+  if (m <= kGemvRows && file_layout && g.type == u.type && g.rows == u.rows && g.group == u.group &&
+      chooser_.serves("gate_up_swiglu", &g.type)) {
     const KernelChoice& c = chooser_.choose("gate_up_swiglu", &g.type, fused);
     Bindings b;
     b.buf("x", dp(x), h16(m * g.cols)).buf("h", dp(h), h16(m * g.rows));

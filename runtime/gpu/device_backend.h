@@ -25,6 +25,9 @@ struct DeviceBackendOptions {
   std::string store_prefix;                            // "emu." or "cuda."
   bool graphs = true;                                  // capture and replay decode steps
   bool trtllm_int8 = false;  // INT8 group-wise experts in TensorRT-LLM's preprocessed layout (ops *.trtllm)
+  // Dense AWQ INT4 and INT8_GW_SYM projections in the frag layout, repacked on the device at load time and run
+  // by the op "linear.frag" families; false keeps the file layout and the op "linear" families.
+  bool frag_layout = true;
 };
 
 class DeviceBackend final : public Backend {
@@ -72,6 +75,7 @@ class DeviceBackend final : public Backend {
   FamilyLauncher launcher_;
   DeviceWeights weights_;
   dev::Buffer tokens_, pos_, argmax_, scratch_;
+  dev::Buffer locks_;  // split-K tile counters of the linear.frag families: zero between launches
   struct MoeBuffers {
     dev::Buffer logits, ids, weights, h, y, rows;  // rows: the identity map finalize reads y through
     int64_t rows_filled = 0;
