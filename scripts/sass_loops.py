@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Every loop of every function in a CUBIN (nvdisasm), innermost first, with its static instruction count by
 opcode class: the per-loop view behind results/marlin-class-kernels.md (qtune profile reports only the longest
-loop). Usage: sass_loops.py NVDISASM CUBIN [FUNCTION_SUBSTRING]"""
+loop). Usage: sass_loops.py NVDISASM CUBIN_OR_DIRECTORY [FUNCTION_SUBSTRING] (a directory: every *.cubin in it,
+e.g. qtune's NVRTC cache, each function once)."""
+import os
 import re
 import subprocess
 import sys
@@ -21,14 +23,22 @@ def opclass(op):
 
 
 def main():
-    nvdisasm, cubin = sys.argv[1], sys.argv[2]
+    nvdisasm, path = sys.argv[1], sys.argv[2]
     want = sys.argv[3] if len(sys.argv) > 3 else ""
-    text = subprocess.run([nvdisasm, "-c", "-g", cubin], capture_output=True, text=True, check=True).stdout
-    funcs = re.split(r"\n\s*\.text\.", text)
-    for f in funcs[1:]:
-        name = f.split(":", 1)[0].strip()
-        if want and want not in name:
-            continue
+    cubins = [os.path.join(path, c) for c in sorted(os.listdir(path)) if c.endswith(".cubin")] if os.path.isdir(path) else [path]
+    seen = set()
+    for cubin in cubins:
+        text = subprocess.run([nvdisasm, "-c", "-g", cubin], capture_output=True, text=True, check=True).stdout
+        for f in re.split(r"\n\s*\.text\.", text)[1:]:
+            name = f.split(":", 1)[0].strip()
+            if (want and want not in name) or name in seen:
+                continue
+            seen.add(name)
+            report(name, f)
+
+
+def report(name, f):
+    if True:
         insts = []  # (offset, opcode, arguments)
         labels, pending = {}, []
         for line in f.splitlines():

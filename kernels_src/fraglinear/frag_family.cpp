@@ -256,11 +256,11 @@ KernelFamily make_linear(LinearKind kind) {
     f.params = {{"warps", {1, 2, 4, 8}, 2, "warps per block, each owning a 64-column tile"},
                 {"bk", {32, 64}, 64, "columns of K per A stage (the group size must be a multiple)"},
                 {"stages", {2, 3, 4}, 3, "cp.async stages of A"},
-                {"pf", {1, 2, 4}, 4, "B tiles (16 x 64) each warp keeps in flight"},
+                {"pf", {1, 2, 4}, 2, "B tiles (16 x 64) each warp keeps in flight"},
                 {"split", {1, 2, 4, 8, 16}, 8, "blocks along K (whole groups; reduced in the same launch)"}};
-    f.defaults = {{{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 4}, {"split", 8}},
+    f.defaults = {{{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}},
                   {{"warps", 4}, {"bk", 32}, {"stages", 4}, {"pf", 2}, {"split", 1}},
-                  {{"warps", 1}, {"bk", 64}, {"stages", 4}, {"pf", 4}, {"split", 4}}};
+                  {{"warps", 8}, {"bk", 64}, {"stages", 2}, {"pf", 2}, {"split", 4}}};
   } else {
     f.params = {{"mf", {2, 4}, 2, "16-row fragments of M per block"},
                 {"warps", {2, 4}, 4, "warps per block, each owning a 64-column tile"},
@@ -269,14 +269,13 @@ KernelFamily make_linear(LinearKind kind) {
                 {"pf", {1, 2, 4}, 2, "B tiles (16 x 64) each warp keeps in flight"},
                 {"split", {1, 2, 4}, 1, "blocks along K (whole groups; reduced in the same launch)"}};
     f.defaults = {{{"mf", 2}, {"warps", 4}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 1}},
-                  {{"mf", 4}, {"warps", 2}, {"bk", 64}, {"stages", 4}, {"pf", 2}, {"split", 1}},
+                  {{"mf", 2}, {"warps", 4}, {"bk", 32}, {"stages", 4}, {"pf", 2}, {"split", 1}},
                   {{"mf", 2}, {"warps", 2}, {"bk", 32}, {"stages", 3}, {"pf", 2}, {"split", 2}}};
   }
   f.point_constraint = [kind](const Point& p) {
     if (p.at("pf") > p.at("bk") / 16) return std::string("pf must divide the k-steps of an A stage (bk / 16)");
     // 32 accumulators per fragment row plus the B ring: keep clear of 255 registers.
-    if (!kind.gemv && p.at("mf") == 4 && p.at("pf") * (kind.bits == 4 ? 4 : 8) > 16)
-      return std::string("B ring too deep for mf=4");
+    if (!kind.gemv && p.at("mf") == 4 && p.at("pf") > 1) return std::string("B ring too deep for mf=4");
     return std::string();
   };
   f.shape_constraint = [kind](const Point& p, const Shape& shape) {

@@ -70,16 +70,20 @@ struct BTile {
   uint4 v[LOADS];
 };
 
+// `tile` already points at this lane's first word.
 template <int BITS>
-__device__ __forceinline__ void load_tile(const uint32_t* tile, int lane, uint64_t policy, BTile<BITS>& t) {
+__device__ __forceinline__ void load_tile(const uint32_t* tile, uint64_t policy, BTile<BITS>& t) {
 #pragma unroll
-  for (int i = 0; i < BTile<BITS>::LOADS; ++i) t.v[i] = qt::ldg_stream_u4(tile + i * 128 + lane * 4, policy);
+  for (int i = 0; i < BTile<BITS>::LOADS; ++i) t.v[i] = qt::ldg_stream_u4(tile + i * 128, policy);
 }
+
 
 }  // namespace frag
 
+// FOLD points ask for at most 128 registers (512 / threads blocks per SM): their accumulators, partials, B
+// ring and zero constants fit, and the decode grid keeps enough warps resident to cover DRAM latency.
 template <int BITS, int MF, int WARPS, int STAGES, int PF, int FOLD, int BK>
-__global__ void __launch_bounds__(WARPS * 32)
+__global__ void __launch_bounds__(WARPS * 32, FOLD ? 512 / (WARPS * 32) : 1)
     frag_linear_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                        float* ws, unsigned* locks, int M, int N, int K, int G) {
   constexpr int BM = 16 * MF, THREADS = WARPS * 32;
@@ -110,28 +114,39 @@ __global__ void __launch_bounds__(WARPS * 32)
   // phase, land in 8 different 16-byte bank groups (128-byte rows: r & 7; 64-byte rows, two per 128 bytes:
   // the row pair's index).
   auto swz = [](int r) { return BK == 64 ? (r & 7) : ((r >> 1) & 3); };
-  // A stage c -> ring slot c % STAGES.
-  auto load_a = [&](int c) {
-    unsigned char* slot = smem + (c % STAGES) * STAGE_BYTES;
-    const int k0 = k_begin + c * BK;
-    for (int i = tid; i < BM * CHUNKS; i += THREADS) {
-      const int r = i / CHUNKS, ch = i % CHUNKS, row = m0 + r;
-      const __half* src = x + (int64_t)min(row, M - 1) * K + k0 + ch * 8;  // valid even when zero-filled
-      qt::cp_async_cg16(qt::smem_u32(slot + r * ROW + ((ch ^ swz(r)) << 4)), src, row < M ? 16u : 0u);
-    }
+  // A copies: each thread always moves the same A_PER (row, chunk) pairs, so their source pointers, zero-fill
+  // sizes and shared offsets are set up once; a stage only adds its K offset and its slot.
+  constexpr int A_COPIES = BM * CHUNKS;
+  constexpr int A_PER = (A_COPIES + THREADS - 1) / THREADS;
+  const __half* a_src[A_PER];
+  uint32_t a_dst[A_PER], a_bytes[A_PER];
+#pragma unroll
+  for (int j = 0; j < A_PER; ++j) {
+    const int i = min(tid + j * THREADS, A_COPIES - 1);  // surplus threads repeat the last copy's addresses
+    const int r = i / CHUNKS, ch = i % CHUNKS, row = m0 + r;
+    a_src[j] = x + (int64_t)min(row, M - 1) * K + k_begin + ch * 8;  // valid even when zero-filled
+    a_dst[j] = qt::smem_u32(smem + r * ROW + ((ch ^ swz(r)) << 4));
+    a_bytes[j] = row < M ? 16u : 0u;
+  }
+  auto load_a = [&](int c, uint32_t slot) {
+#pragma unroll
+    for (int j = 0; j < A_PER; ++j)
+      if (A_COPIES % THREADS == 0 || tid + j * THREADS < A_COPIES)
+        qt::cp_async_cg16(a_dst[j] + slot, a_src[j] + c * BK, a_bytes[j]);
   };
-  const uint32_t* btile = bq + ((int64_t)(active ? nt : 0) * ktiles + g_begin * (G / 16)) * Tile::WORDS;
+  const uint32_t* btile = bq + ((int64_t)(active ? nt : 0) * ktiles + g_begin * (G / 16)) * Tile::WORDS + lane * 4;
 
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < chunks) load_a(s);
+    if (s < chunks) load_a(s, s * STAGE_BYTES);
     qt::cp_async_commit();
   }
   const uint64_t policy = qt::policy_evict_first();
   Tile ring[PF];
 #pragma unroll
   for (int p = 0; p < PF; ++p)
-    if (active && p < steps) frag::load_tile<BITS>(btile + p * Tile::WORDS, lane, policy, ring[p]);
+    if (active && p < steps) frag::load_tile<BITS>(btile + p * Tile::WORDS, policy, ring[p]);
+  btile += PF * Tile::WORDS;  // the next tile to load
 
   float acc[MF][8][4];
 #pragma unroll
@@ -140,15 +155,69 @@ __global__ void __launch_bounds__(WARPS * 32)
     for (int f = 0; f < 8; ++f)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mf][f][e] = 0.0f;
+  float part[MF][8][4];  // FOLD: this group's sum of x (q - z)
+  const float zero4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
   int chunk = 0, step = 0;
+  uint32_t read_slot = 0, write_slot = (STAGES - 1) * STAGE_BYTES;  // byte offsets of ring slots
+  frag::Zeros4 z;
+  uint32_t sc[8];
+
+  // One A stage: wait for it, refill the slot retired last, then KS k-steps of ldmatrix + dequant + mma.
+  // first (FOLD only): the group's first stage, whose first mma starts the partials from zero.
+  // `first` is a literal at both call sites, so after inlining each copy keeps only its own mma form.
+  auto stage = [&](bool first) {
+    qt::cp_async_wait<STAGES - 2>();
+    __syncthreads();  // stage `chunk` landed for every thread; the slot refilled below is retired
+    if (chunk + STAGES - 1 < chunks) load_a(chunk + STAGES - 1, write_slot);
+    qt::cp_async_commit();
+    if (active) {
+      const uint32_t slot = qt::smem_u32(smem) + read_slot;
+#pragma unroll
+      for (int kk = 0; kk < KS; ++kk) {
+        uint32_t a[MF][4];
+#pragma unroll
+        for (int mf = 0; mf < MF; ++mf) {
+          const int r = mf * 16 + (lane & 15), ch = kk * 2 + (lane >> 4);
+          qt::ldmatrix_x4(a[mf], slot + r * ROW + ((ch ^ swz(r)) << 4));
+        }
+        // Dequantize the ring slot, then refill it PF tiles ahead (no register copy of the slot).
+        uint32_t b[8][2];
+        Tile& cur = ring[kk % PF];
+        if constexpr (BITS == 4) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) frag::unpack4((&cur.v[0].x)[i], z, i, b);
+        } else {
+#pragma unroll
+          for (int f = 0; f < 8; ++f) frag::unpack8((&cur.v[f >> 2].x)[f & 3], b[f]);
+        }
+        if (step + kk + PF < steps) frag::load_tile<BITS>(btile + kk * Tile::WORDS, policy, cur);
+        if constexpr (!FOLD) {
+#pragma unroll
+          for (int f = 0; f < 8; ++f) b[f][0] = qt::mul_f16x2(b[f][0], sc[f]), b[f][1] = qt::mul_f16x2(b[f][1], sc[f]);
+        }
+#pragma unroll
+        for (int mf = 0; mf < MF; ++mf)
+#pragma unroll
+          for (int f = 0; f < 8; ++f) {
+            if constexpr (!FOLD) qt::mma_m16n8k16_f16(acc[mf][f], a[mf], b[f], acc[mf][f]);
+            else if (first && kk == 0) qt::mma_m16n8k16_f16(part[mf][f], a[mf], b[f], zero4);
+            else qt::mma_m16n8k16_f16(part[mf][f], a[mf], b[f], part[mf][f]);
+          }
+      }
+    }
+    btile += KS * Tile::WORDS;
+    step += KS;
+    ++chunk;
+    read_slot = read_slot == (STAGES - 1) * STAGE_BYTES ? 0 : read_slot + STAGE_BYTES;
+    write_slot = write_slot == (STAGES - 1) * STAGE_BYTES ? 0 : write_slot + STAGE_BYTES;
+  };
+
   for (int grp = g_begin; grp < g_end; ++grp) {
     const int64_t tg = (int64_t)(active ? nt : 0) * groups + grp;
-    frag::Zeros4 z;
     if constexpr (BITS == 4) frag::zeros_from_word(active ? bz[tg * 8 + g8] : 0u, z);
     // FOLD: the scales of this lane's C columns (8f + 2t, +1), as two 8-half runs. Else: the scale of its B
     // column 8f + g in both halves.
-    uint32_t sc[8];
     if constexpr (FOLD) {
       if (active) {
 #pragma unroll
@@ -165,56 +234,8 @@ __global__ void __launch_bounds__(WARPS * 32)
         sc[f] = s | (s << 16);
       }
     }
-    float part[MF][8][4];
-    if constexpr (FOLD) {
-#pragma unroll
-      for (int mf = 0; mf < MF; ++mf)
-#pragma unroll
-        for (int f = 0; f < 8; ++f)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) part[mf][f][e] = 0.0f;
-    }
-    for (int c = 0; c < chunks_per_group; ++c, ++chunk) {
-      qt::cp_async_wait<STAGES - 2>();
-      __syncthreads();  // stage `chunk` landed for every thread; the slot refilled below is retired
-      if (chunk + STAGES - 1 < chunks) load_a(chunk + STAGES - 1);
-      qt::cp_async_commit();
-      if (active) {
-        const unsigned char* slot = smem + (chunk % STAGES) * STAGE_BYTES;
-#pragma unroll
-        for (int kk = 0; kk < KS; ++kk, ++step) {
-          uint32_t a[MF][4];
-#pragma unroll
-          for (int mf = 0; mf < MF; ++mf) {
-            const int r = mf * 16 + (lane & 15), ch = kk * 2 + (lane >> 4);
-            qt::ldmatrix_x4(a[mf], qt::smem_u32(slot + r * ROW + ((ch ^ swz(r)) << 4)));
-          }
-          const Tile cur = ring[kk % PF];
-          if (step + PF < steps) frag::load_tile<BITS>(btile + (int64_t)(step + PF) * Tile::WORDS, lane, policy, ring[kk % PF]);
-          uint32_t b[8][2];
-          if constexpr (BITS == 4) {
-            const uint32_t* w = reinterpret_cast<const uint32_t*>(&cur.v[0]);
-#pragma unroll
-            for (int i = 0; i < 4; ++i) frag::unpack4(w[i], z, i, b);
-          } else {
-#pragma unroll
-            for (int f = 0; f < 8; ++f)
-              frag::unpack8(reinterpret_cast<const uint32_t*>(&cur.v[f >> 2])[f & 3], b[f]);
-          }
-          if constexpr (!FOLD) {
-#pragma unroll
-            for (int f = 0; f < 8; ++f) b[f][0] = qt::mul_f16x2(b[f][0], sc[f]), b[f][1] = qt::mul_f16x2(b[f][1], sc[f]);
-          }
-#pragma unroll
-          for (int mf = 0; mf < MF; ++mf)
-#pragma unroll
-            for (int f = 0; f < 8; ++f) {
-              if constexpr (FOLD) qt::mma_m16n8k16_f16(part[mf][f], a[mf], b[f], part[mf][f]);
-              else qt::mma_m16n8k16_f16(acc[mf][f], a[mf], b[f], acc[mf][f]);
-            }
-        }
-      }
-    }
+    stage(true);
+    for (int c = 1; c < chunks_per_group; ++c) stage(false);
     if (FOLD && active) {  // partials times the group's scale, once per group
 #pragma unroll
       for (int f = 0; f < 8; ++f) {
