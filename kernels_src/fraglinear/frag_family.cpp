@@ -260,7 +260,7 @@ KernelFamily make_linear(LinearKind kind) {
                 {"split", {1, 2, 4, 8, 16}, 8, "blocks along K (whole groups; reduced in the same launch)"}};
     f.defaults = {{{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}},
                   {{"warps", 4}, {"bk", 32}, {"stages", 4}, {"pf", 2}, {"split", 1}},
-                  {{"warps", 8}, {"bk", 64}, {"stages", 2}, {"pf", 2}, {"split", 4}}};
+                  {{"warps", 4}, {"bk", 64}, {"stages", 2}, {"pf", 2}, {"split", 4}}};
   } else {
     f.params = {{"mf", {2, 4}, 2, "16-row fragments of M per block"},
                 {"warps", {2, 4}, 4, "warps per block, each owning a 64-column tile"},

@@ -80,10 +80,8 @@ __device__ __forceinline__ void load_tile(const uint32_t* tile, uint64_t policy,
 
 }  // namespace frag
 
-// FOLD points ask for at most 128 registers (512 / threads blocks per SM): their accumulators, partials, B
-// ring and zero constants fit, and the decode grid keeps enough warps resident to cover DRAM latency.
 template <int BITS, int MF, int WARPS, int STAGES, int PF, int FOLD, int BK>
-__global__ void __launch_bounds__(WARPS * 32, FOLD ? 512 / (WARPS * 32) : 1)
+__global__ void __launch_bounds__(WARPS * 32, 1)
     frag_linear_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                        float* ws, unsigned* locks, int M, int N, int K, int G) {
   constexpr int BM = 16 * MF, THREADS = WARPS * 32;
