@@ -302,6 +302,11 @@ __forceinline__ void cp_async_wait_all(QT_EMU_LOC) {
   emu::g_api->cp_async_wait(emu::ctx(), 0, QT_EMU_SITE);
 }
 
+// Cache hints have no effect on the emulated memory: the policy is a dummy and the load a plain 16-byte read
+// (checked for bounds, alignment and races like any other).
+__forceinline__ uint64_t policy_evict_first() { return 0; }
+__forceinline__ uint4 ldg_stream_u4(const void* gmem, uint64_t /*policy*/) { return *static_cast<const uint4*>(gmem); }
+
 __forceinline__ uint32_t add_f16x2(uint32_t a, uint32_t b) { return emu::f16x2_add(a, b); }
 __forceinline__ uint32_t sub_f16x2(uint32_t a, uint32_t b) { return emu::f16x2_sub(a, b); }
 __forceinline__ uint32_t mul_f16x2(uint32_t a, uint32_t b) { return emu::f16x2_mul(a, b); }

@@ -119,6 +119,22 @@ __device__ __forceinline__ void cp_async_cg16(uint32_t smem_addr, const void* gm
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(gmem), "r"(src_bytes)
                : "memory");
 }
+// A cache policy that marks lines evict-first in L2 (createpolicy), and a 16-byte read-only global load with
+// it that does not allocate in L1: for data streamed once (quantized weights), so it neither evicts the
+// activations and scales that are reused nor pollutes L1.
+__device__ __forceinline__ uint64_t policy_evict_first() {
+  uint64_t p;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ uint4 ldg_stream_u4(const void* gmem, uint64_t policy) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(gmem), "l"(policy));
+  return v;
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {

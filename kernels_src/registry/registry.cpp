@@ -13,6 +13,7 @@
 #include "kernels_src/embedding/embedding_family.h"
 #include "kernels_src/f16_gemm/f16_gemm_family.h"
 #include "kernels_src/f16_linear/f16_gemv_family.h"
+#include "kernels_src/fraglinear/frag_family.h"
 #include "kernels_src/gate_up/gate_up_family.h"
 #include "kernels_src/memcopy/mem_copy_family.h"
 #include "kernels_src/moe/moe_family.h"
@@ -32,6 +33,12 @@ std::vector<const KernelFamily*> builtin_families() {
       &awq::dequant_family(),
       &awq::gemv_family(),
       &awq::gemm_family(),
+      &frag::awq_repack_family(),
+      &frag::int8_repack_family(),
+      &frag::awq_gemv_family(),
+      &frag::awq_gemm_family(),
+      &frag::int8_gemv_family(),
+      &frag::int8_gemm_family(),
       &cpu_matvec::q8_0_family(),
       &cpu_matvec::int8_sym_family(),
       &cpu_matvec::int8_asym_family(),

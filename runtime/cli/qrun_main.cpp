@@ -46,6 +46,8 @@ CliArgs make_cli() {
       .flag("--raw", "no chat template: the prompt is encoded as plain text")
       .flag("-i,--interactive", "chat on stdin, keeping the KV cache across turns (/reset, /exit)")
       .option("--device", "NAME", "cpu; emu (the CUDA emulator) or cuda (a GPU): fp16 activations", "cpu")
+      .option("--weight-layout", "L", "emu/cuda: dense AWQ INT4 and INT8 group-wise projections repacked at load time "
+              "into mma fragment order (frag, the fraglinear families) or kept as stored (file)", "frag")
       .option("--int8-layout", "L", "emu/cuda: INT8 group-wise MoE experts as stored (plain) or in TensorRT-LLM's "
               "preprocessed layout (trtllm), made at load time", "plain")
       .flag("--no-checks", "emu: run kernels without the race and bounds instrumentation (about 3x faster)")
@@ -171,6 +173,11 @@ int run(int argc, char** argv) {
   run_opts.trtllm_int8 = layout == "trtllm";
   run_opts.predequantize = cli.get_flag("--predequantize");
   if (device == "cpu" && run_opts.predequantize) throw Error("--predequantize is a device option (--device emu/cuda)");
+  const std::string weight_layout = cli.get("--weight-layout");
+  if (weight_layout != "frag" && weight_layout != "file")
+    throw Error("--weight-layout is frag or file, got '" + weight_layout + "'");
+  if (device == "cpu" && cli.given("--weight-layout")) throw Error("--weight-layout is a device option (--device emu/cuda)");
+  run_opts.frag_layout = weight_layout == "frag";
   CpuOptions& opts = run_opts.cpu;
   opts.reference = cli.get_flag("--reference");
   if (cli.given("--threads")) {

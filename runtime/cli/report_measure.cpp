@@ -174,9 +174,9 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights,
       const uint64_t act = uint64_t(m * ls.k + m * ls.n) * 2;
       json variants = json::array();
       std::map<std::string, kernels::HostBuffers> inputs;  // by family, for this M
-      auto family_variant = [&](const std::string& name, KernelChooser& chooser) {
+      auto family_variant = [&](const std::string& name, KernelChooser& chooser, const std::string& op) {
         try {
-          const KernelChoice& c = chooser.choose("linear", &ls.type, shape);
+          const KernelChoice& c = chooser.choose(op, &ls.type, shape);
           auto it = inputs.find(c.family->name);
           if (it == inputs.end()) it = inputs.emplace(c.family->name, c.family->make_inputs(shape, 1)).first;
           plan::PlanRun run(&device, *c.family, c.point, shape, it->second);
@@ -190,8 +190,13 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights,
           variants.push_back(unavailable(name, e.what()));
         }
       };
-      family_variant("tuned", tuned_chooser);
-      family_variant("default", default_chooser);
+      // What the runtime runs: the frag layout's families where they serve the type (device_weights.h), and
+      // beside them the file layout's default, the kernels they replace.
+      const bool frag = default_chooser.serves("linear.frag", &ls.type);
+      const std::string op = frag ? "linear.frag" : "linear";
+      family_variant("tuned", tuned_chooser, op);
+      family_variant("default", default_chooser, op);
+      if (frag) family_variant("file layout default", default_chooser, "linear");
       if (!lt) {
         variants.push_back(unavailable("dequant+cublas", no_blas));
         variants.push_back(unavailable("fp16 cublas", no_blas));

@@ -18,6 +18,7 @@ struct RunDeviceOptions {
   bool graphs = true;
   bool trtllm_int8 = false;  // INT8 MoE experts in TensorRT-LLM's layout on the device
   bool predequantize = false;  // dense linear weights as fp16 on the device, GEMMs on cuBLASLt where it wins
+  bool frag_layout = true;   // dense AWQ / INT8_GW_SYM projections in the frag layout (DeviceBackendOptions)
   int emu_threads = 0;
   bool emu_checks = true;      // the emulator's race/bounds instrumentation
 };

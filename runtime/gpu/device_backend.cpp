@@ -52,10 +52,14 @@ std::string DeviceBackend::name() const { return "device (" + device_.name() + "
 
 void DeviceBackend::prepare(const ModelWeights& w) {
   weights_.add(w.embedding);
-  weights_.add(w.classifier, options_.predequantize);
+  using Storage = DeviceWeights::Storage;
+  const Storage dense = options_.predequantize ? Storage::kF16 : options_.frag_layout ? Storage::kFrag : Storage::kFile;
+  const Storage other = options_.predequantize ? Storage::kF16 : Storage::kFile;  // lm_head and router
+  weights_.add(w.classifier, other);
   weights_.add_vector(w.final_norm);
   for (const LayerWeights& l : w.layers) {
-    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) weights_.add(*t, options_.predequantize);
+    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) weights_.add(*t, dense);
+    weights_.add(l.router, other);
     for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3}) weights_.add_stack(*s, options_.trtllm_int8);
     for (const std::vector<float>* v : {&l.attn_norm, &l.ffn_norm, &l.q_norm, &l.k_norm}) weights_.add_vector(*v);
   }
@@ -206,9 +210,10 @@ void DeviceBackend::linear_external(const KernelChoice& c, const DeviceTensor& w
 void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
   const kernels::Shape shape{{"M", "N", "K", "G"}, {m, w.rows, w.cols, w.group}, "linear"};
   const bool fp16_blas = w.type == WeightType::F16 && options_.blas != nullptr;
+  const bool frag = w.arrays.count("bq") > 0;  // stored in the frag layout (device_weights.h)
   const KernelChoice* choice = nullptr;
   try {
-    choice = &chooser_.choose("linear", &w.type, shape);
+    choice = &chooser_.choose(frag ? "linear.frag" : "linear", &w.type, shape);
   } catch (const Error&) {
     // No fp16 family tiles this shape: cuBLASLt serves it whatever M is.
     if (fp16_blas) return queue_blas(w.arrays.at("values").ptr, blas::WeightLayout::NK, x, m, w.rows, w.cols, y, 0);
@@ -225,6 +230,16 @@ void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
   Bindings b;
   b.buf("x", dp(x), h16(m * w.cols)).buf("y", dp(y), h16(m * w.rows));
   for (const auto& [name, a] : w.arrays) b.buf(name, a.ptr, a.bytes);
+  if (frag) {
+    // One counter per 64-column tile and 16 rows; a launch leaves them at zero, so one buffer serves all.
+    const size_t bytes = size_t((w.rows + 63) / 64 * ((m + 15) / 16)) * 4;
+    if (locks_.bytes() < bytes) {
+      grow(locks_, bytes, bytes);
+      queue_.flush();
+      device_.memset(locks_.ptr(), 0, bytes);
+    }
+    b.buf("locks", locks_.ptr(), int64_t(bytes));
+  }
   launcher_.run(*choice, shape, b);
 }
 
@@ -238,7 +253,10 @@ void DeviceBackend::gate_up_swiglu(const QTensor& gate, const QTensor& up_w, Act
   const DeviceTensor& g = weights_.tensor(gate);
   const DeviceTensor& u = weights_.tensor(up_w);
   const kernels::Shape fused{{"M", "N", "K", "G"}, {m, g.rows, g.cols, g.group}, "gate+up"};
-  if (m <= kGemvRows && g.type == u.type && g.rows == u.rows && g.group == u.group && chooser_.serves("gate_up_swiglu", &g.type)) {
+  // The fused families read the file layout.
+  const bool file_layout = !g.arrays.count("bq") && !u.arrays.count("bq");
+  if (m <= kGemvRows && file_layout && g.type == u.type && g.rows == u.rows && g.group == u.group &&
+      chooser_.serves("gate_up_swiglu", &g.type)) {
     const KernelChoice& c = chooser_.choose("gate_up_swiglu", &g.type, fused);
     Bindings b;
     b.buf("x", dp(x), h16(m * g.cols)).buf("h", dp(h), h16(m * g.rows));

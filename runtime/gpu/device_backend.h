@@ -26,6 +26,9 @@ struct DeviceBackendOptions {
   std::string store_prefix;                            // "emu." or "cuda."
   bool graphs = true;                                  // capture and replay decode steps
   bool trtllm_int8 = false;  // INT8 group-wise experts in TensorRT-LLM's preprocessed layout (ops *.trtllm)
+  // Dense AWQ INT4 and INT8_GW_SYM projections in the frag layout, repacked on the device at load time and run
+  // by the op "linear.frag" families; false keeps the file layout and the op "linear" families.
+  bool frag_layout = true;
   // Dense linear weights dequantized to fp16 once at load (MoE experts and the embedding table stay quantized);
   // their GEMMs go to cuBLASLt (`blas`, when given) or to the fp16 families, as blas_choice.h decides. With
   // `blas`, a stored dispatch that ranks a cuBLASLt baseline first in a bucket is followed too.
@@ -87,6 +90,7 @@ class DeviceBackend final : public Backend {
   DeviceWeights weights_;
   dev::Buffer tokens_, pos_, argmax_, scratch_;
   dev::Buffer dequantized_;  // fp16 [K][N] of an AWQ weight on its way to cuBLASLt
+  dev::Buffer locks_;  // split-K tile counters of the linear.frag families: zero between launches
   struct MoeBuffers {
     dev::Buffer logits, ids, weights, h, y, rows;  // rows: the identity map finalize reads y through
     int64_t rows_filled = 0;

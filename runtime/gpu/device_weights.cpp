@@ -1,7 +1,12 @@
 #include "runtime/gpu/device_weights.h"
 
+#include <climits>
+
 #include "common/error.h"
 #include "common/half.h"
+#include "device/plan/run_plan.h"
+#include "kernels_src/fraglinear/frag_family.h"
+#include "kernels_src/fraglinear/frag_layout.h"
 #include "kernels_src/moe/moe_reference.h"
 
 namespace qt::rt {
@@ -15,11 +20,74 @@ dev::DevPtr DeviceWeights::upload(const void* data, size_t bytes) {
   return p;
 }
 
-void DeviceWeights::add(const QTensor& t, bool to_f16) {
+namespace {
+
+// The frag layout's bits for `t`, or 0 when it cannot hold it (another type, or a group the frag linear
+// families do not serve).
+int frag_bits(const QTensor& t) {
+  if (t.type != WeightType::AWQ_INT4 && t.type != WeightType::INT8_GW_SYM) return 0;
+  const kernels::frag::FragDims d{t.rows, t.cols, t.group_size, t.type == WeightType::AWQ_INT4 ? 4 : 8};
+  if (!kernels::frag::frag_dims_check(d).empty() || d.group % 32 || d.weight_words() > INT32_MAX) return 0;
+  return d.bits;
+}
+
+}  // namespace
+
+dev::DevPtr DeviceWeights::allocate(size_t bytes) {
+  dev::Buffer b(device_, bytes);
+  const dev::DevPtr p = b.ptr();
+  buffers_.push_back(std::move(b));
+  bytes_ += bytes;
+  return p;
+}
+
+// The file-layout arrays go up to temporary buffers, the repack family writes the frag arrays, and the
+// temporaries are freed once it has run.
+void DeviceWeights::add_frag(const QTensor& t, DeviceTensor& d) {
+  const kernels::KernelFamily& f =
+      frag_bits(t) == 4 ? kernels::frag::awq_repack_family() : kernels::frag::int8_repack_family();
+  const kernels::Shape shape{{"N", "K", "G"}, {t.rows, t.cols, t.group_size}, "repack"};
+  const kernels::Point point = f.default_point();
+  const kernels::LaunchPlan plan = f.plan(point, shape);
+  std::vector<dev::Buffer> sources;
+  std::map<std::string, dev::DevPtr> ptrs;
+  for (const kernels::BufferSpec& spec : plan.buffers) {
+    if (spec.role == kernels::BufferSpec::Role::Input) {
+      const void* src = nullptr;
+      for (const ArraySpec& a : weight_traits(t.type).array_specs())
+        if (spec.name == weight_array_name(a.array)) {
+          if (int64_t(t.array_bytes(a)) != spec.bytes())
+            throw Error(f.name + ": array '" + spec.name + "' holds " + std::to_string(t.array_bytes(a)) +
+                            " bytes, the repack expects " + std::to_string(spec.bytes()),
+                        kExitFailure);
+          src = t.array(a.array);
+        }
+      if (!src) throw Error(f.name + ": the weight lacks its '" + spec.name + "' array", kExitFailure);
+      sources.emplace_back(device_, size_t(spec.bytes()));
+      device_.copy_to_device(sources.back().ptr(), src, size_t(spec.bytes()));
+      ptrs[spec.name] = sources.back().ptr();
+    } else {
+      ptrs[spec.name] = allocate(size_t(spec.bytes()));
+      d.arrays[spec.name] = {ptrs[spec.name], spec.bytes()};
+    }
+  }
+  auto& module = repack_modules_[f.name];
+  if (!module) module = plan::load_family_module(device_, f, {point});
+  for (const kernels::Launch& l : plan.launches)
+    device_.launch(module->kernel(l.kernel), plan::launch_config(l), plan::launch_args(f, l, ptrs));
+  device_.synchronize();
+}
+
+void DeviceWeights::add(const QTensor& t, Storage storage) {
   if (t.empty() || tensors_.count(t.data)) return;
   DeviceTensor d;
   d.rows = t.rows, d.cols = t.cols;
-  if (t.type == WeightType::F32 || t.type == WeightType::BF16 || (to_f16 && weight_traits(t.type).quantized)) {
+  if (storage == Storage::kFrag && frag_bits(t)) {
+    d.type = t.type;
+    d.group = t.group_size;
+    add_frag(t, d);
+  } else if (t.type == WeightType::F32 || t.type == WeightType::BF16 ||
+             (storage == Storage::kF16 && weight_traits(t.type).quantized)) {
     std::vector<uint16_t> h(size_t(t.rows * t.cols));
     std::vector<float> row(size_t(t.cols));
     for (int64_t r = 0; r < t.rows; ++r) {

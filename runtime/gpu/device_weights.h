@@ -2,9 +2,13 @@
 // A model's weights on a device, uploaded once: each QTensor's arrays under the names kernel families bind
 // them by (models' weight_array_name: "q", "scales", "qweight", ...), found again by the view's data address.
 // Quantized types keep their file layout (the families read it as is); fp32 and bf16 matrices are stored as
-// fp16 "values", the one float weight type the device families take. Norm vectors stay fp32.
+// fp16 "values", the one float weight type the device families take. Norm vectors stay fp32. AWQ INT4 and
+// INT8_GW_SYM matrices may instead be stored in the frag layout (kernels_src/fraglinear/frag_layout.h), made on
+// the device by the repack family at load time: their arrays are then "bq", "bs" (and "bz" for AWQ), which
+// only the op "linear.frag" families read.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,9 +31,14 @@ struct DeviceTensor {
 class DeviceWeights {
  public:
   explicit DeviceWeights(dev::Device& device) : device_(device) {}
-  // `to_f16`: a quantized matrix is dequantized here, once, and kept only as fp16 "values" (qrun
-  // --predequantize: twice to four times the memory, for the fp16 GEMMs' prefill speed).
-  void add(const QTensor& t, bool to_f16 = false);
+  // How a matrix is kept on the device.
+  enum class Storage {
+    kFile,  // as in the file (fp32 and bf16 as fp16)
+    kFrag,  // the frag layout where it can be (AWQ INT4 or INT8_GW_SYM, a group a multiple of 32), else kFile
+    kF16,   // dequantized here, once, and kept only as fp16 "values" (qrun --predequantize: two to four times
+            // the memory, for the fp16 GEMMs' prefill speed)
+  };
+  void add(const QTensor& t, Storage storage = Storage::kFile);
   // A MoE projection's experts: each array as one block of E experts back to back, as the grouped families
   // take them, found again by the stack's base address. `trtllm` stores INT8 group-wise codes in
   // TensorRT-LLM's preprocessed layout (done here, once, at load time).
@@ -42,10 +51,13 @@ class DeviceWeights {
 
  private:
   dev::DevPtr upload(const void* data, size_t bytes);
+  dev::DevPtr allocate(size_t bytes);
+  void add_frag(const QTensor& t, DeviceTensor& d);
   dev::Device& device_;
   std::vector<dev::Buffer> buffers_;
   std::map<const void*, DeviceTensor> tensors_;
   std::map<const float*, DeviceTensor::Array> vectors_;
+  std::map<std::string, std::shared_ptr<dev::Module>> repack_modules_;  // by family name
   uint64_t bytes_ = 0;
 };
 

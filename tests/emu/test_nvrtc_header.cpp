@@ -51,7 +51,7 @@ TEST_CASE("kernel sources using every wrapper compile with NVRTC to CUBIN for sm
   const std::vector<std::pair<std::string, std::vector<std::string>>> modules = {
       {"wrappers.cu",
        {"k_lop3", "k_prmt", "k_dequant", "k_half_ops", "k_mma<false>", "k_mma<true>", "k_mma_s8", "k_ldmatrix",
-        "k_shfl", "k_vote", "k_cp_async", "k_atomics", "k_barrier_ops", "k_order"}},
+        "k_shfl", "k_vote", "k_cp_async", "k_ldg_stream", "k_atomics", "k_barrier_ops", "k_order"}},
       {"gemm.cu", {"k_reduce<128>", "k_gemm<3>"}},
       {"block_sum.cu", {"block_sum<128>"}},
       {"buggy.cu", {"k_missing_wait", "k_misaligned_ldmatrix", "k_warp_deadlock", "k_trap"}},

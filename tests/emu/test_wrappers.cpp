@@ -16,7 +16,7 @@ namespace {
 
 const std::vector<std::string> kKernels = {
     "k_lop3", "k_prmt", "k_dequant", "k_half_ops", "k_mma<false>", "k_mma<true>", "k_mma_s8", "k_ldmatrix",
-    "k_shfl", "k_vote", "k_cp_async", "k_atomics", "k_barrier_ops", "k_order"};
+    "k_shfl", "k_vote", "k_cp_async", "k_ldg_stream", "k_atomics", "k_barrier_ops", "k_order"};
 
 std::shared_ptr<dev::Module> wrappers() { return emu::test::module("wrappers.cu", kKernels); }
 
@@ -305,6 +305,15 @@ TEST_CASE("cp.async copies 4/8/16 bytes, zero-fills past src-size and completes 
       REQUIRE(r[1024 + t * 16 + i] == (i % 4 < lim2 ? src[1024 + t * 16 + i] : 0));
     }
   }
+}
+
+TEST_CASE("ldg_stream_u4 with an evict-first policy returns the 16 bytes at its address") {
+  auto& dev = emu::test::device();
+  std::vector<uint32_t> src(4 * 64);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint32_t>(i * 2654435761u);
+  Buffer bs = upload(src), out(dev, src.size() * 4);
+  dev.launch(wrappers()->kernel("k_ldg_stream"), {{2}, {32}, 0}, KernelArgs().add(bs.ptr()).add(out.ptr()));
+  CHECK(out.download<uint32_t>(src.size()) == src);
 }
 
 TEST_CASE("atomics are exact across blocks running on several host threads") {

@@ -114,6 +114,25 @@ void check_predequantized(const DeviceFactory& make, const std::string& name, bo
   }
 }
 
+void check_weight_layouts(const DeviceFactory& make, const std::string& name) {
+  for (bool frag : {true, false}) {
+    Fixture f(make, name, false, [frag](dev::Device&, DeviceBackendOptions& o) { o.frag_layout = frag; });
+    const auto tokens = prompt(13, f.w().config.vocab_size, 8);
+    Qwen3Model ref(f.w(), f.cpu, 64), dev(f.w(), *f.gpu, 64);
+    const float d = max_diff(dev.forward(tokens, LogitsRows::kAll), ref.forward(tokens, LogitsRows::kAll));
+    INFO(name << (frag ? " in the frag layout" : " in the file layout"));
+    CHECK(d <= kLogitTolerance);
+    // Which families ran the projections: the frag ones exactly when the frag layout was asked for.
+    size_t frag_choices = 0, file_choices = 0;
+    for (const std::string& line : f.gpu->chooser().details()) {
+      frag_choices += line.find("_frag_") != std::string::npos;
+      file_choices += line.find("-> awq_gemv") != std::string::npos || line.find("-> awq_gemm") != std::string::npos;
+    }
+    CHECK((frag_choices > 0) == frag);
+    CHECK((file_choices > 0) == !frag);
+  }
+}
+
 void check_greedy_tokens(const DeviceFactory& make, const std::string& name) {
   Fixture f(make, name);
   const auto tokens = prompt(5, f.w().config.vocab_size, 2);

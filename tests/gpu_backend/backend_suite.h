@@ -19,6 +19,9 @@ void check_golden_logits(const DeviceFactory& make, const std::string& file, boo
 // Every sequence of the transformers goldens (tests/golden/manifest.json) of each golden MoE file, on the
 // device: logits within the fp16 tolerance of transformers' and the same top-1 at every position.
 void check_moe_transformers_goldens(const DeviceFactory& make, bool trtllm = false);
+// The dense AWQ projections stored in the frag layout (the default) and in the file layout: each run gives the
+// CPU reference's logits, through the linear.frag families exactly when the frag layout is on.
+void check_weight_layouts(const DeviceFactory& make, const std::string& file);
 void check_greedy_tokens(const DeviceFactory& make, const std::string& file);
 // --predequantize: the dense weights dequantized to fp16 at load give the CPU reference's logits; with `blas`
 // (a GPU) the prompt's GEMMs run on cuBLASLt and decode still gives the reference's greedy tokens.

@@ -29,6 +29,10 @@ TEST_CASE("emu: predequantized AWQ and Q8_0 weights (fp16 on the device) give th
   }
 }
 
+TEST_CASE("emu: AWQ projections in the frag layout and in the file layout both give the CPU reference's logits") {
+  qt::test::check_weight_layouts(emu, "dense.ak48");
+}
+
 TEST_CASE("emu: greedy decoding gives the CPU reference's 16 tokens, later steps replayed from a graph") {
   for (const char* file : {"dense.ajc1", "dense.ak48"}) {
     INFO(file);

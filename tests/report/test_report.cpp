@@ -55,6 +55,13 @@ Result qbench(const std::string& args, const std::string& env = "") {
   return r;
 }
 
+// A kernel row's variants by name.
+json variants_by_name(const json& row) {
+  json out = json::object();
+  for (const json& v : row["variants"]) out[v["name"].get<std::string>()] = v;
+  return out;
+}
+
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
   for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
@@ -162,11 +169,16 @@ TEST_CASE("qbench --device emu --report measures every linear shape against cuBL
   REQUIRE(j["kernels"].size() == 8);
   for (const json& k : j["kernels"]) {
     INFO(k.dump());
-    REQUIRE(k["variants"].size() == 4);
-    CHECK(k["variants"][0]["name"] == "tuned");
-    CHECK(k["variants"][0]["seconds"].get<double>() > 0);  // the GEMVs serve M <= 8 for every shape
-    CHECK(k["variants"][1]["seconds"].get<double>() > 0);
-    CHECK(k["variants"][3]["unavailable"].get<std::string>().find("CUDA GPU only") != std::string::npos);
+    const json v = variants_by_name(k);
+    CHECK(v.at("tuned")["seconds"].get<double>() > 0);  // the GEMVs serve M <= 8 for every shape
+    CHECK(v.at("default")["seconds"].get<double>() > 0);
+    CHECK(v.at("fp16 cublas")["unavailable"].get<std::string>().find("CUDA GPU only") != std::string::npos);
+    CHECK(v.at("dequant+cublas").contains("unavailable"));
+    // AWQ shapes run in the frag layout, with the file layout's default kernels measured beside them.
+    if (k["type"] == "AWQ_INT4") {
+      CHECK(v.at("default")["detail"].get<std::string>().find("awq_frag_gemv") != std::string::npos);
+      CHECK(v.at("file layout default")["detail"].get<std::string>().find("awq_gemv") != std::string::npos);
+    }
   }
   // FP16 (predequantized) and AWQ default; no Q8_0 model was given with --model.
   REQUIRE(j["end_to_end"].size() == 2);

@@ -115,7 +115,8 @@ int profile_command(const std::vector<std::string>& args) {
   nlohmann::json out = {{"family", f.name}, {"point", point}, {"shape", kernels::shape_key(shape)}, {"seed", seed},
                         {"verified", vr.passed}, {"sass", sass_note}, {"kernels", nlohmann::json::array()}};
   int64_t weights = 0;
-  if (f.op == "linear" || f.op == "dequant") {
+  const bool linear = f.op == "linear" || f.op == "linear.frag";
+  if (linear || f.op == "dequant") {
     try {
       weights = shape["N"] * shape["K"];
     } catch (const Error&) {
@@ -176,7 +177,7 @@ int profile_command(const std::vector<std::string>& args) {
       // over the loop's global loads (LDG + LDGSTS) per trip.
       const uint32_t loads = (m.loop_mix.count("LDG") ? m.loop_mix.at("LDG") : 0) +
                              (m.loop_mix.count("LDGSTS") ? m.loop_mix.at("LDGSTS") : 0);
-      if (weights > 0 && loads > 0 && m.loop_instructions > 0 && f.op == "linear") {
+      if (weights > 0 && loads > 0 && m.loop_instructions > 0 && linear) {
         const double trips = double(p.global_loads.requests) / loads;
         const double ipw = trips * m.loop_instructions / double(weights);
         mj["instructions_per_weight_estimate"] = ipw;

@@ -221,6 +221,15 @@ __global__ void k_cp_async(const uint8_t* src, uint8_t* out) {
   for (int i = t; i < 1024; i += 32) out[512 + i] = (&stage[1][0])[i];
 }
 
+// Streaming 16-byte loads with an evict-first policy: each thread copies its 16 bytes (the hint changes caching,
+// never the value).
+__global__ void k_ldg_stream(const uint32_t* src, uint32_t* out) {
+  const uint64_t policy = qt::policy_evict_first();
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint4 v = qt::ldg_stream_u4(src + 4 * t, policy);
+  out[4 * t] = v.x, out[4 * t + 1] = v.y, out[4 * t + 2] = v.z, out[4 * t + 3] = v.w;
+}
+
 // Device-wide atomics from many blocks: counts, float sums, max and CAS-built increments.
 __global__ void k_atomics(int* count, float* sum, unsigned* maxv, unsigned long long* cas_count) {
   const int gid = blockIdx.x * blockDim.x + threadIdx.x;

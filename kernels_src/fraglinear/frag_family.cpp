@@ -1,0 +1,379 @@
+#include "kernels_src/fraglinear/frag_family.h"
+
+#include <climits>
+#include <cmath>
+#include <random>
+
+#include "common/half.h"
+#include "kernels_src/awq/awq_family.h"
+#include "kernels_src/awq/awq_reference.h"
+#include "kernels_src/fraglinear/frag_layout.h"
+#include "kernels_src/registry/family_util.h"
+#include "family_source_hash.h"
+
+namespace qt::kernels::frag {
+namespace {
+
+using Role = BufferSpec::Role;
+const std::vector<std::string> kLinearDims = {"M", "N", "K", "G"};
+const std::vector<std::string> kRepackDims = {"N", "K", "G"};
+
+WeightType weight_type(int bits) { return bits == 4 ? WeightType::AWQ_INT4 : WeightType::INT8_GW_SYM; }
+const char* prefix(int bits) { return bits == 4 ? "awq" : "int8gw"; }
+
+// A problem in the weights' file layout: AWQ (qweight, qzeros, scales) or INT8_GW_SYM (q, scales), plus x.
+struct Source {
+  int bits = 4;
+  int64_t m = 0, n = 0, k = 0, group = 0;
+  std::vector<uint16_t> x;
+  std::vector<int32_t> qweight, qzeros;  // INT4
+  std::vector<uint8_t> q;                // INT8, +128 bias
+  std::vector<uint16_t> scales;
+  FragDims dims() const { return {n, k, group, bits}; }
+  // w = (code - zero) * scale of row kk (K) and column nn (N), as an integer times a scale.
+  int code(int64_t kk, int64_t nn) const {
+    if (bits == 8) return int(q[size_t(kk * n + nn)]) - 128;
+    const auto nib = [&](const std::vector<int32_t>& a, int64_t row) {
+      return int((uint32_t(a[size_t(row * (n / 8) + nn / 8)]) >> awq_shift(nn % 8)) & 15u);
+    };
+    return nib(qweight, kk) - nib(qzeros, kk / group);
+  }
+  double scale(int64_t kk, int64_t nn) const { return half_bits_to_float(scales[size_t(kk / group * n + nn)]); }
+};
+
+// Deterministic random problem: AWQ as the awq families make it; INT8 codes uniform over 0..255, scales in
+// [0.0005, 0.005), x in [-1, 1).
+Source make_source(int bits, int64_t m, int64_t n, int64_t k, int64_t group, uint64_t seed) {
+  Source s;
+  s.bits = bits, s.m = m, s.n = n, s.k = k, s.group = group;
+  if (bits == 4) {
+    awq::AwqData d = awq::make_awq_data(m, n, k, group, seed);
+    s.x = std::move(d.x), s.qweight = std::move(d.qweight), s.qzeros = std::move(d.qzeros);
+    s.scales = std::move(d.scales);
+    return s;
+  }
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.005f), act(-1.0f, 1.0f);
+  s.q.resize(size_t(k * n));
+  for (auto& v : s.q) v = uint8_t(byte(rng));
+  s.scales.resize(size_t(k / group * n));
+  for (auto& v : s.scales) v = float_to_half_bits(scale(rng));
+  s.x.resize(size_t(m * k));
+  for (auto& v : s.x) v = float_to_half_bits(act(rng));
+  return s;
+}
+
+// The source arrays under their file names, with `tag` in front ("" for a repack's inputs, "ref." where a
+// linear family keeps them only for its reference).
+void put_source(const Source& s, const std::string& tag, HostBuffers& out) {
+  if (s.bits == 4) {
+    out[tag + "qweight"] = bytes_of(s.qweight);
+    out[tag + "qzeros"] = bytes_of(s.qzeros);
+  } else {
+    out[tag + "q"] = s.q;
+  }
+  out[tag + "scales"] = bytes_of(s.scales);
+}
+Source get_source(int bits, int64_t m, const FragDims& d, const std::string& tag, const HostBuffers& in) {
+  Source s;
+  s.bits = bits, s.m = m, s.n = d.n, s.k = d.k, s.group = d.group;
+  if (bits == 4) {
+    s.qweight = from_bytes<int32_t>(in.at(tag + "qweight"));
+    s.qzeros = from_bytes<int32_t>(in.at(tag + "qzeros"));
+  } else {
+    s.q = in.at(tag + "q");
+  }
+  s.scales = from_bytes<uint16_t>(in.at(tag + "scales"));
+  if (in.count("x")) s.x = from_bytes<uint16_t>(in.at("x"));
+  return s;
+}
+
+FragWeights repack(const Source& s) {
+  return s.bits == 4 ? repack_awq(s.dims(), s.qweight.data(), s.qzeros.data(), s.scales.data())
+                     : repack_int8(s.dims(), s.q.data(), s.scales.data());
+}
+
+std::string limits_check(const FragDims& d, int64_t m) {
+  if (std::string e = frag_dims_check(d); !e.empty()) return e;
+  constexpr int64_t kMaxI32 = INT32_MAX;
+  if (m < 1) return "M must be positive";
+  if (m > kMaxI32 / d.n || m > kMaxI32 / d.k || d.weight_words() > kMaxI32)
+    return "M*N, M*K and the repacked words must stay below 2^31 (32-bit kernel indexing)";
+  return "";
+}
+
+// ---- repack ------------------------------------------------------------------------------------------
+
+constexpr int64_t kRepackThreads = 256;
+
+KernelFamily make_repack(int bits) {
+  KernelFamily f;
+  f.name = std::string(prefix(bits)) + "_frag_repack";
+  f.op = "repack";
+  f.weight_types = {weight_type(bits)};
+  f.dtypes = weight_type_name(weight_type(bits)) + std::string("->frag");
+  f.dims = kRepackDims;
+  f.source_hash = kFamilySourceHash;
+  f.source = "fraglinear/frag_repack.cuh";
+  f.summary = std::string(bits == 4 ? "AWQ INT4" : "INT8 group-wise") +
+              " -> frag layout (mma B fragments in 16-byte lane loads), once at load time";
+  f.min_sm = 75;
+  f.params = {{"threads", {128, 256}, kRepackThreads, "threads per block (one output word or scale each)"}};
+  f.shape_constraint = [bits](const Point&, const Shape& s) {
+    return limits_check({s["N"], s["K"], s["G"], bits}, 1);
+  };
+  const std::string kernel = "frag_repack_kernel<" + std::to_string(bits) + ", ";
+  f.kernels = [kernel](const Point& p) { return std::vector<std::string>{kernel + std::to_string(p.at("threads")) + ">"}; };
+  f.plan = [bits, kernel](const Point& p, const Shape& shape) {
+    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
+    LaunchPlan plan;
+    if (bits == 4) {
+      plan.buffers = {{"qweight", DType::I32, d.k * d.n / 8, Role::Input},
+                      {"qzeros", DType::I32, d.groups() * d.n / 8, Role::Input}};
+    } else {
+      plan.buffers = {{"q", DType::U8, d.k * d.n, Role::Input}};
+    }
+    plan.buffers.push_back({"scales", DType::F16, d.groups() * d.n, Role::Input});
+    // Outputs as bytes: the check is bit for bit.
+    plan.buffers.push_back({"bq", DType::U8, d.weight_words() * 4, Role::Output});
+    plan.buffers.push_back({"bs", DType::U8, d.scale_halves() * 2, Role::Output});
+    if (bits == 4) plan.buffers.push_back({"bz", DType::U8, d.zero_words() * 4, Role::Output});
+    Launch l;
+    l.kernel = kernel + std::to_string(p.at("threads")) + ">";
+    l.grid.x = uint32_t(cdiv(d.weight_words() + d.scale_halves() + d.zero_words(), p.at("threads")));
+    l.block.x = uint32_t(p.at("threads"));
+    l.args = {KernelArg::buf(bits == 4 ? "qweight" : "q"), bits == 4 ? KernelArg::buf("qzeros") : KernelArg::null(),
+              KernelArg::buf("scales"), KernelArg::buf("bq"), KernelArg::buf("bs"),
+              bits == 4 ? KernelArg::buf("bz") : KernelArg::null(), KernelArg::i32(d.n), KernelArg::i32(d.k),
+              KernelArg::i32(d.group)};
+    plan.launches.push_back(l);
+    return plan;
+  };
+  f.make_inputs = [bits](const Shape& shape, uint64_t seed) {
+    HostBuffers in;
+    put_source(make_source(bits, 1, shape["N"], shape["K"], shape["G"], seed), "", in);
+    return in;
+  };
+  f.reference = [bits](const Shape& shape, const HostBuffers& in) {
+    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
+    const FragWeights w = repack(get_source(bits, 1, d, "", in));
+    auto as_bytes = [](const auto& v, const char* name) {
+      Expected e;
+      e.buffer = name;
+      for (uint8_t b : bytes_of(v)) e.values.push_back(float(b));
+      return e;  // exact: tolerance 0
+    };
+    std::vector<Expected> out = {as_bytes(w.q, "bq"), as_bytes(w.scales, "bs")};
+    if (bits == 4) out.push_back(as_bytes(w.zeros, "bz"));
+    return out;
+  };
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights*) {
+    std::vector<Shape> out;
+    for (const Shape& s : awq::awq_layer_shapes(c, 1))
+      out.push_back(Shape{kRepackDims, {s["N"], s["K"], s["G"]}, s.label});
+    return out;
+  };
+  f.probe_shape = Shape{kRepackDims, {1024, 4096, 128}, "probe"};
+  f.test_shapes = {Shape{kRepackDims, {64, 4096, 128}, "Qwen3-8B K=4096, N cut to 64"},
+                   Shape{kRepackDims, {128, 12288, 128}, "Qwen3-8B down_proj K=12288, N cut to 128"},
+                   Shape{kRepackDims, {768, 2048, 128}, "Qwen3-30B-A3B expert w1/w3"},
+                   Shape{kRepackDims, {2048, 768, 128}, "Qwen3-30B-A3B expert w2"},
+                   Shape{kRepackDims, {80, 192, 64}, "odd: N=80 (a padded column tile), 3 groups of 64"},
+                   Shape{kRepackDims, {8, 32, 16}, "odd: one fragment column, groups of 16"}};
+  return f;
+}
+
+// ---- linear ------------------------------------------------------------------------------------------
+
+struct LinearKind {
+  int bits;
+  bool gemv;  // gemv: MF = 1, scales folded per group (exact weights); gemm: fp16 weights (q - z) * s
+};
+
+std::string linear_kernel(const LinearKind& kind, const Point& p) {
+  return name_expr("frag_linear_kernel", {kind.bits, kind.gemv ? 1 : p.at("mf"), p.at("warps"), p.at("stages"),
+                                          p.at("pf"), kind.gemv ? 1 : 0, p.at("bk")});
+}
+
+int64_t lock_count(const FragDims& d, int64_t m) { return d.n_tiles() * cdiv(m, 16); }
+
+// The exact product in double, with each weight rounded to fp16 first where the kernel does (gemm) or not
+// (gemv). The tolerance is awq_gemm's: fp32 accumulation in any order within 16 sqrt(K) roundings of the
+// largest partial sum (bounded by sum |x w|), plus the fp16 output.
+std::vector<Expected> linear_expected(const LinearKind& kind, const Shape& shape, const HostBuffers& in) {
+  const int64_t m = shape["M"];
+  const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};
+  const Source s = get_source(kind.bits, m, d, "ref.", in);
+  std::vector<double> w(size_t(d.k * d.n));
+  for (int64_t kk = 0; kk < d.k; ++kk)
+    for (int64_t nn = 0; nn < d.n; ++nn) {
+      const double v = double(s.code(kk, nn)) * s.scale(kk, nn);
+      w[size_t(kk * d.n + nn)] = kind.gemv ? v : double(round_to_half(float(v)));
+    }
+  Expected y;
+  y.buffer = "y";
+  y.values.assign(size_t(m * d.n), 0.0f);
+  double bound = 0;
+  std::vector<double> row(size_t(d.n)), abs_row(size_t(d.n));
+  for (int64_t mm = 0; mm < m; ++mm) {
+    std::fill(row.begin(), row.end(), 0.0);
+    std::fill(abs_row.begin(), abs_row.end(), 0.0);
+    for (int64_t kk = 0; kk < d.k; ++kk) {
+      const double xv = half_bits_to_float(s.x[size_t(mm * d.k + kk)]);
+      for (int64_t nn = 0; nn < d.n; ++nn) {
+        row[size_t(nn)] += xv * w[size_t(kk * d.n + nn)];
+        abs_row[size_t(nn)] += std::abs(xv * w[size_t(kk * d.n + nn)]);
+      }
+    }
+    for (int64_t nn = 0; nn < d.n; ++nn) {
+      y.values[size_t(mm * d.n + nn)] = float(row[size_t(nn)]);
+      bound = std::max(bound, abs_row[size_t(nn)]);
+    }
+  }
+  y.abs_tol = 16.0 * std::sqrt(double(d.k)) * std::ldexp(1.0, -24) * bound + 1e-6;
+  y.rel_tol = std::ldexp(1.0, -10);
+  Expected locks;  // every split-K counter is back at zero for the next launch
+  locks.buffer = "locks";
+  locks.values.assign(size_t(lock_count(d, m)), 0.0f);
+  return {y, locks};
+}
+
+KernelFamily make_linear(LinearKind kind) {
+  KernelFamily f;
+  f.name = std::string(prefix(kind.bits)) + (kind.gemv ? "_frag_gemv" : "_frag_gemm");
+  f.op = "linear.frag";
+  f.weight_types = {weight_type(kind.bits)};
+  f.dtypes = linear_dtypes(weight_type(kind.bits), DType::F16, DType::F16);
+  f.dims = kLinearDims;
+  f.source_hash = kFamilySourceHash;
+  f.source = "fraglinear/frag_linear.cuh";
+  f.min_sm = 80;
+  f.summary = std::string(kind.gemv ? "decode GEMV, M <= 16" : "prefill GEMM") +
+              " on the frag layout: B fragments from global in 16-byte evict-first loads, dequant in registers, "
+              "swizzled cp.async A ring, split-K reduced in the same launch";
+  if (kind.gemv) {
+    f.params = {{"warps", {1, 2, 4, 8}, 2, "warps per block, each owning a 64-column tile"},
+                {"bk", {32, 64}, 64, "columns of K per A stage (the group size must be a multiple)"},
+                {"stages", {2, 3, 4}, 3, "cp.async stages of A"},
+                {"pf", {1, 2, 4}, 2, "B tiles (16 x 64) each warp keeps in flight"},
+                {"split", {1, 2, 4, 8, 16}, 8, "blocks along K (whole groups; reduced in the same launch)"}};
+    f.defaults = {{{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}},
+                  {{"warps", 4}, {"bk", 32}, {"stages", 4}, {"pf", 2}, {"split", 1}},
+                  {{"warps", 4}, {"bk", 64}, {"stages", 2}, {"pf", 2}, {"split", 4}}};
+  } else {
+    f.params = {{"mf", {2, 4}, 2, "16-row fragments of M per block"},
+                {"warps", {2, 4}, 4, "warps per block, each owning a 64-column tile"},
+                {"bk", {32, 64}, 64, "columns of K per A stage (the group size must be a multiple)"},
+                {"stages", {2, 3, 4}, 3, "cp.async stages of A"},
+                {"pf", {1, 2, 4}, 2, "B tiles (16 x 64) each warp keeps in flight"},
+                {"split", {1, 2, 4}, 1, "blocks along K (whole groups; reduced in the same launch)"}};
+    f.defaults = {{{"mf", 2}, {"warps", 4}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 1}},
+                  {{"mf", 2}, {"warps", 4}, {"bk", 32}, {"stages", 4}, {"pf", 2}, {"split", 1}},
+                  {{"mf", 2}, {"warps", 2}, {"bk", 32}, {"stages", 3}, {"pf", 2}, {"split", 2}}};
+  }
+  f.point_constraint = [kind](const Point& p) {
+    if (p.at("pf") > p.at("bk") / 16) return std::string("pf must divide the k-steps of an A stage (bk / 16)");
+    // 32 accumulators per fragment row plus the B ring: keep clear of 255 registers.
+    if (!kind.gemv && p.at("mf") == 4 && p.at("pf") > 1) return std::string("B ring too deep for mf=4");
+    return std::string();
+  };
+  f.shape_constraint = [kind](const Point& p, const Shape& shape) {
+    const int64_t m = shape["M"];
+    const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};
+    if (std::string e = limits_check(d, m); !e.empty()) return e;
+    if (d.group % p.at("bk")) return "the group size must be a multiple of bk=" + std::to_string(p.at("bk"));
+    if (kind.gemv && m > 16) return std::string("GEMV serves M <= 16");
+    if (p.at("split") > d.groups()) return std::string("split exceeds the number of groups along K");
+    return std::string();
+  };
+  f.kernels = [kind](const Point& p) { return std::vector<std::string>{linear_kernel(kind, p)}; };
+  f.plan = [kind](const Point& p, const Shape& shape) {
+    const int64_t m = shape["M"];
+    const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};
+    const int64_t split = p.at("split");
+    LaunchPlan plan;
+    plan.buffers = {{"x", DType::F16, m * d.k, Role::Input},
+                    {"bq", DType::I32, d.weight_words(), Role::Input},
+                    {"bs", DType::F16, d.scale_halves(), Role::Input}};
+    if (kind.bits == 4) plan.buffers.push_back({"bz", DType::I32, d.zero_words(), Role::Input});
+    plan.buffers.push_back({"locks", DType::I32, lock_count(d, m), Role::InOut});
+    plan.buffers.push_back({"y", DType::F16, m * d.n, Role::Output});
+    plan.buffers.push_back({"ws", DType::F32, split > 1 ? split * m * d.n : 1, Role::Workspace});
+    Launch l;
+    l.kernel = linear_kernel(kind, p);
+    const int64_t mf = kind.gemv ? 1 : p.at("mf");
+    l.grid.x = uint32_t(cdiv(d.n_tiles(), p.at("warps")));
+    l.grid.y = uint32_t(cdiv(m, 16 * mf));
+    l.grid.z = uint32_t(split);
+    l.block.x = uint32_t(32 * p.at("warps"));
+    l.dynamic_smem = linear_smem_bytes(kind.gemv ? Point{{"mf", 1}, {"stages", p.at("stages")}, {"bk", p.at("bk")}} : p);
+    l.args = {KernelArg::buf("x"),     KernelArg::buf("bq"),
+              KernelArg::buf("bs"),    kind.bits == 4 ? KernelArg::buf("bz") : KernelArg::null(),
+              KernelArg::buf("y"),     KernelArg::buf("ws"),
+              KernelArg::buf("locks"), KernelArg::i32(m),
+              KernelArg::i32(d.n),     KernelArg::i32(d.k),
+              KernelArg::i32(d.group)};
+    plan.launches.push_back(l);
+    return plan;
+  };
+  f.make_inputs = [kind](const Shape& shape, uint64_t seed) {
+    const Source s = make_source(kind.bits, shape["M"], shape["N"], shape["K"], shape["G"], seed);
+    const FragWeights w = repack(s);
+    HostBuffers in = {{"x", bytes_of(s.x)}, {"bq", bytes_of(w.q)}, {"bs", bytes_of(w.scales)}};
+    if (kind.bits == 4) in["bz"] = bytes_of(w.zeros);
+    in["locks"] = std::vector<uint8_t>(size_t(lock_count(s.dims(), s.m) * 4), 0);
+    put_source(s, "ref.", in);  // the reference works from the file layout, independent of the repack
+    return in;
+  };
+  f.reference = [kind](const Shape& shape, const HostBuffers& in) { return linear_expected(kind, shape, in); };
+  const int64_t model_m = kind.gemv ? 1 : 256;
+  f.model_shapes = [model_m](const ModelConfig& c, const ModelWeights*) { return awq::awq_layer_shapes(c, model_m); };
+  f.probe_shape = Shape{kLinearDims, {kind.gemv ? 8 : 64, 1024, 4096, 128}, "probe"};
+  if (kind.gemv) {
+    f.test_shapes = {Shape{kLinearDims, {1, 64, 4096, 128}, "Qwen3-8B K=4096 decode, N cut to 64"},
+                     Shape{kLinearDims, {3, 128, 12288, 128}, "Qwen3-8B down_proj K=12288, M=3, N cut to 128"},
+                     Shape{kLinearDims, {16, 768, 2048, 128}, "Qwen3-30B-A3B expert w1/w3, M=16"},
+                     Shape{kLinearDims, {5, 2048, 768, 128}, "Qwen3-30B-A3B expert w2, M=5"},
+                     Shape{kLinearDims, {7, 80, 512, 64}, "odd: N=80 (a padded column tile), M=7, 8 groups of 64"},
+                     Shape{kLinearDims, {2, 136, 96, 32}, "odd: N=136, groups of 32 (the golden AWQ models' group)"}};
+  } else {
+    f.test_shapes = {Shape{kLinearDims, {17, 128, 4096, 128}, "Qwen3-8B K=4096 prefill: M=17, N cut to 128"},
+                     Shape{kLinearDims, {33, 768, 2048, 128}, "Qwen3-30B-A3B expert w1/w3, M=33"},
+                     Shape{kLinearDims, {70, 2048, 768, 128}, "Qwen3-30B-A3B expert w2, M=70"},
+                     Shape{kLinearDims, {5, 200, 512, 64}, "odd: N=200 (a padded column tile), M=5, 8 groups"},
+                     Shape{kLinearDims, {40, 72, 128, 32}, "odd: N=72, M=40, groups of 32"}};
+  }
+  return f;
+}
+
+}  // namespace
+
+int64_t linear_smem_bytes(const Point& p) { return p.at("stages") * 16 * p.at("mf") * p.at("bk") * 2; }
+
+const KernelFamily& awq_repack_family() {
+  static const KernelFamily f = make_repack(4);
+  return f;
+}
+const KernelFamily& int8_repack_family() {
+  static const KernelFamily f = make_repack(8);
+  return f;
+}
+const KernelFamily& awq_gemv_family() {
+  static const KernelFamily f = make_linear({4, true});
+  return f;
+}
+const KernelFamily& awq_gemm_family() {
+  static const KernelFamily f = make_linear({4, false});
+  return f;
+}
+const KernelFamily& int8_gemv_family() {
+  static const KernelFamily f = make_linear({8, true});
+  return f;
+}
+const KernelFamily& int8_gemm_family() {
+  static const KernelFamily f = make_linear({8, false});
+  return f;
+}
+
+}  // namespace qt::kernels::frag

@@ -1,0 +1,23 @@
+#pragma once
+// Families on the frag layout (frag_layout.h), for AWQ INT4 and INT8 group-wise (INT8_GW_SYM) weights:
+//   awq_frag_repack, int8gw_frag_repack   op "repack": the load-time repack on the device (frag_repack.cuh),
+//                                         bit-exact with the CPU reference repack_awq / repack_int8
+//   awq_frag_gemv, int8gw_frag_gemv       op "linear.frag", M <= 16: one m16 tile, scales folded per group
+//   awq_frag_gemm, int8gw_frag_gemm       op "linear.frag", any M: 32 or 64 rows per block, fp16 weights
+// Both linear kinds read B fragments straight from global memory (frag_linear.cuh) and reduce split-K
+// partials in the same launch. The runtime binds the repacked arrays as "bq", "bs", "bz".
+#include "kernels_src/registry/family.h"
+
+namespace qt::kernels::frag {
+
+const KernelFamily& awq_repack_family();
+const KernelFamily& int8_repack_family();
+const KernelFamily& awq_gemv_family();
+const KernelFamily& awq_gemm_family();
+const KernelFamily& int8_gemv_family();
+const KernelFamily& int8_gemm_family();
+
+// Dynamic shared memory of a linear point (the A ring), bytes.
+int64_t linear_smem_bytes(const Point& p);
+
+}  // namespace qt::kernels::frag

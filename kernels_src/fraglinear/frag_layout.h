@@ -1,0 +1,57 @@
+#pragma once
+// The fragment-ordered weight layout ("frag layout") and its CPU reference repack, bit-exact with the device
+// repack (frag_repack.cuh). It serves two weight types of the same logical shape, codes q[K][N] with one scale
+// per (group of G along K, column):
+//   AWQ_INT4      q in 0..15 with a 4-bit zero per (group, column): w = (q - z) * s;
+//   INT8_GW_SYM   u in 0..255 stored with +128 bias:                 w = (u - 128) * s.
+//
+// The matrix is cut into tiles of 16 rows of K by 64 columns of N, stored column tile by column tile, K tiles
+// in order inside one, so a warp walking K reads one contiguous run. Inside a tile, lane l = 4 g + t of a warp
+// holds the mma.m16n8k16 B fragments of the eight 8-column fragments f = 0..7 at column 8 f + g and rows
+// 2t, 2t+1, 2t+8, 2t+9; one 16-byte load per lane (INT4) or two (INT8) brings all of them, and each load
+// instruction of the warp reads 512 contiguous bytes.
+//   INT4: 4 words per lane; word w holds fragments 2w and 2w+1. Nibble i of the word is, for fragment 2w:
+//         i=0: row 2t, i=4: row 2t+1, i=1: row 2t+8, i=5: row 2t+9; for fragment 2w+1 the same with i+2. The
+//         LOP3 unpack (qt::dequant_u4x8_to_f16x2) then yields the fragment registers b0, b1 of fragment 2w and
+//         b0, b1 of fragment 2w+1 in that order.
+//   INT8: 8 words per lane in two halves of 128 words: half h holds fragments 4h..4h+3, lane l's four words of
+//         a half at 4 l. The word of fragment f holds bytes (row 2t, 2t+1, 2t+8, 2t+9).
+// Scales, fp16, per (column tile, group), 64 values: lane t = l % 4 reads two 16-byte runs, run r at
+//         32 r + 8 t halves: fragment 4r + i (i = 0..3) contributes columns 8 f + 2t and 8 f + 2t + 1, the
+//         two output columns of the mma C fragment this lane holds.
+// Zeros (INT4 only), per (column tile, group), 8 words: word g holds, at nibble f, the zero of column 8 f + g.
+// N is padded to a multiple of 64 with (q - z) = 0 and scale 0, so padded columns compute 0.
+#include <cstdint>
+#include <vector>
+
+#include "models/core/weight_traits.h"
+
+namespace qt::kernels::frag {
+
+constexpr int64_t kTileK = 16, kTileN = 64;
+
+struct FragDims {
+  int64_t n = 0, k = 0, group = 0;
+  int bits = 4;  // 4 (AWQ_INT4) or 8 (INT8_GW_SYM)
+  int64_t n_tiles() const { return (n + kTileN - 1) / kTileN; }
+  int64_t groups() const { return k / group; }
+  int64_t weight_words() const { return n_tiles() * (k / kTileK) * (bits == 4 ? 128 : 256); }
+  int64_t scale_halves() const { return n_tiles() * groups() * kTileN; }
+  int64_t zero_words() const { return bits == 4 ? n_tiles() * groups() * 8 : 0; }
+};
+
+// "" when the dimensions can be stored in the frag layout, else the reason.
+std::string frag_dims_check(const FragDims& d);
+
+struct FragWeights {
+  std::vector<uint32_t> q;       // weight_words()
+  std::vector<uint16_t> scales;  // scale_halves(), fp16 bits
+  std::vector<uint32_t> zeros;   // zero_words() (empty for INT8)
+};
+
+// AWQ's qweight int32 [K][N/8], qzeros int32 [K/G][N/8], fp16 scales [K/G][N] -> frag layout.
+FragWeights repack_awq(const FragDims& d, const int32_t* qweight, const int32_t* qzeros, const uint16_t* scales);
+// INT8_GW_SYM's q uint8 [K][N] (+128 bias), fp16 scales [K/G][N] -> frag layout.
+FragWeights repack_int8(const FragDims& d, const uint8_t* q, const uint16_t* scales);
+
+}  // namespace qt::kernels::frag

@@ -1,0 +1,80 @@
+#pragma once
+// Load-time repack into the frag layout (kernels_src/fraglinear/frag_layout.h, which the CPU reference
+// implements too): one thread per output word of the weights, then per scale and (INT4) per zero word, over
+// one flat index space. It runs once per weight, so it reads the source codes where they lie.
+#include "kernels_src/common/qt_cuda.h"
+
+namespace frag {
+
+// Row inside a 16-row tile of element e (0..3) of the B fragment lane t holds: 2t, 2t+1, 2t+8, 2t+9.
+__device__ __forceinline__ int frag_row(int t, int e) { return 2 * t + (e & 1) + 8 * (e >> 1); }
+
+// Element n % 8 of an AWQ word sits at nibble {0,4,1,5,2,6,3,7}[n % 8].
+__device__ __forceinline__ uint32_t awq_code(const uint32_t* a, int64_t row, int col, int N) {
+  if (col >= N) return 0u;
+  const int e = col & 7;
+  const int nibble = (e >> 1) + 4 * (e & 1);
+  return (a[row * (N / 8) + col / 8] >> (4 * nibble)) & 15u;
+}
+
+}  // namespace frag
+
+// BITS = 4: src = AWQ qweight [K][N/8], zsrc = qzeros [K/G][N/8]; BITS = 8: src = INT8_GW q uint8 [K][N] (read as
+// bytes), zsrc unused. scales fp16 [K/G][N]. Outputs: bq (weight words), bs (scales), bz (INT4 zero words).
+template <int BITS, int THREADS>
+__global__ void __launch_bounds__(THREADS)
+    frag_repack_kernel(const uint32_t* src, const uint32_t* zsrc, const __half* scales, uint32_t* bq, __half* bs,
+                       uint32_t* bz, int N, int K, int G) {
+  const int n_tiles = (N + 63) / 64, ktiles = K / 16, groups = K / G;
+  constexpr int TILE_WORDS = BITS == 4 ? 128 : 256;
+  const int64_t q_words = (int64_t)n_tiles * ktiles * TILE_WORDS;
+  const int64_t s_items = (int64_t)n_tiles * groups * 64;
+  const int64_t z_items = BITS == 4 ? (int64_t)n_tiles * groups * 8 : 0;
+  const int64_t i = (int64_t)blockIdx.x * THREADS + threadIdx.x;
+  if (i < q_words) {
+    const int64_t tile = i / TILE_WORDS;
+    const int nt = (int)(tile / ktiles), kt = (int)(tile % ktiles);
+    const int in_tile = (int)(i % TILE_WORDS);
+    uint32_t word = 0;
+    if constexpr (BITS == 4) {
+      const int lane = in_tile / 4, w = in_tile % 4, g = lane / 4, t = lane % 4;
+      constexpr int kNibble[4] = {0, 4, 1, 5};
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int col = nt * 64 + 8 * (2 * w + half) + g;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          word |= frag::awq_code(src, kt * 16 + frag::frag_row(t, e), col, N) << (4 * (kNibble[e] + 2 * half));
+      }
+    } else {
+      const int h = in_tile / 128, lane = (in_tile % 128) / 4, f = 4 * h + in_tile % 4, g = lane / 4, t = lane % 4;
+      const int col = nt * 64 + 8 * f + g;
+      const uint8_t* q = reinterpret_cast<const uint8_t*>(src);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const uint32_t u = col < N ? (uint32_t)q[(int64_t)(kt * 16 + frag::frag_row(t, e)) * N + col] : 128u;
+        word |= u << (8 * e);
+      }
+    }
+    bq[i] = word;
+    return;
+  }
+  const int64_t j = i - q_words;
+  if (j < s_items) {
+    const int64_t tg = j / 64;  // column tile * groups + group
+    const int nt = (int)(tg / groups), grp = (int)(tg % groups);
+    const int p = (int)(j % 64), r = p / 32, t = (p % 32) / 8, ii = (p % 8) / 2, jj = p % 2;
+    const int col = nt * 64 + 8 * (4 * r + ii) + 2 * t + jj;
+    bs[j] = col < N ? scales[(int64_t)grp * N + col] : __ushort_as_half((unsigned short)0);
+    return;
+  }
+  const int64_t z = j - s_items;
+  if (z < z_items) {
+    const int64_t tg = z / 8;
+    const int nt = (int)(tg / groups), grp = (int)(tg % groups), g = (int)(z % 8);
+    uint32_t word = 0;
+#pragma unroll
+    for (int f = 0; f < 8; ++f) word |= frag::awq_code(zsrc, grp, nt * 64 + 8 * f + g, N) << (4 * f);
+    bz[z] = word;
+  }
+}
