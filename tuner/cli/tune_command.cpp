@@ -175,12 +175,22 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
                store.path().c_str());
   const GpuTuningResult res = tune_gpu_jobs(jobs, store, worker, dev, opt, run_id());
 
-  std::printf("%-22s %-18s %6s  %-55s %s\n", "family", "shape", "evals", "best point", "median");
+  std::printf("%-22s %-18s %6s  %-55s %-16s %s\n", "family", "shape", "evals", "best point", "median", "model rank corr");
+  std::vector<double> correlations;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const TuneReport& r = res.reports[i];
-    std::printf("%-22s %-18s %6lld  %-55s %s\n", jobs[i].family->name().c_str(), shape_text(r.shape).c_str(),
+    const double rho = res.model_rank_correlation[i];
+    if (std::isfinite(rho)) correlations.push_back(rho);
+    std::printf("%-22s %-18s %6lld  %-55s %-16s %s\n", jobs[i].family->name().c_str(), shape_text(r.shape).c_str(),
                 (long long)r.evaluations, r.best_point ? r.best_point->dump().c_str() : "(none valid)",
-                !r.best_point ? "-" : emu ? "(emu: verified)" : (std::to_string(r.best_stats.median * 1e6) + " us").c_str());
+                !r.best_point ? "-" : emu ? "(emu: verified)" : (std::to_string(r.best_stats.median * 1e6) + " us").c_str(),
+                std::isfinite(rho) ? std::to_string(rho).substr(0, 5).c_str() : "-");
+  }
+  if (!correlations.empty()) {
+    double mean = 0;
+    for (double c : correlations) mean += c / double(correlations.size());
+    std::printf("roofline model: mean Spearman rank correlation %.2f with the measured times over %zu jobs with 3 or "
+                "more verified points%s\n", mean, correlations.size(), emu ? " (emulator times: not meaningful)" : "");
   }
   for (const std::string& line : res.dispatch_lines) std::printf("dispatch: %s\n", line.c_str());
   std::string counts;

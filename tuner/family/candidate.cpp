@@ -1,5 +1,7 @@
 #include "tuner/family/candidate.h"
 
+#include "tuner/static/roofline.h"
+
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -68,11 +70,33 @@ CandidateOutcome run_candidate(KernelInstance& inst, const nlohmann::json& point
   return out;
 }
 
+namespace {
+
+// {"op": "roofline", "family", "shape", "sm", "points": [...]} -> the model's seconds per point (null where it
+// cannot place one). In the worker, because the model runs the family's plan, which is family code.
+nlohmann::json roofline_reply(const nlohmann::json& j) {
+  const std::shared_ptr<Tunable> fam = find_family(j.at("family").get<std::string>());
+  const kernels::Shape shape = fam->family().shape(j.at("shape").get<std::vector<int64_t>>());
+  const int sm = j.at("sm").get<int>();
+  nlohmann::json out = nlohmann::json::array();
+  for (const nlohmann::json& p : j.at("points")) {
+    try {
+      out.push_back(estimate_point(fam->family(), fam->to_point(p), shape, sm).seconds);
+    } catch (const std::exception&) {
+      out.push_back(nullptr);  // an invalid point, or an architecture without figures
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string handle_candidate_request(const std::string& request) {
   static std::map<std::string, std::unique_ptr<KernelInstance>> instances;
   nlohmann::json j = nlohmann::json::parse(request);
   if (j.value("op", "") == "describe")
     return describe_device(j.at("device").get<std::string>(), j.value("target_sm", 0)).dump();
+  if (j.value("op", "") == "roofline") return roofline_reply(j).dump();
   static std::map<std::string, std::shared_ptr<Tunable>> families;  // instances refer to their family
   const int target_sm = j.value("target_sm", 0);
   const std::string family_key = j.at("family").get<std::string>() + "@" + std::to_string(target_sm);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +14,7 @@
 #include "kernels_src/registry/registry.h"
 #include "tuner/family/blas_baselines.h"
 #include "tuner/flow/compile_ahead.h"
+#include "tuner/static/roofline.h"
 #include "tuner/replay/replay.h"
 #include "tuner/store/prior.h"
 
@@ -108,6 +111,55 @@ void add_linear_extras(std::vector<GpuJob>& jobs, const GpuTuningOptions& opt) {
     }
   }
   jobs.insert(jobs.end(), extra.begin(), extra.end());
+}
+
+// The roofline model's times (roofline.h, without registers: no compile is waited for) of `points`, asked of
+// the worker: the model runs the family's plan, which is family code the tuner never runs itself. NaN where
+// the model cannot place a point, or everywhere when the worker fails.
+std::vector<double> model_times(Worker& worker, const Tunable& fam, const std::vector<int64_t>& shape, int sm,
+                                const std::vector<nlohmann::json>& points) {
+  std::vector<double> out(points.size(), std::numeric_limits<double>::quiet_NaN());
+  if (sm <= 0 || is_blas_baseline(fam.family()) || points.empty()) return out;
+  const nlohmann::json req = {{"op", "roofline"}, {"family", fam.name()}, {"shape", shape}, {"sm", sm}, {"points", points}};
+  const WorkerReply r = worker.call(req.dump(), 120);
+  if (r.kind != WorkerReply::Ok) return out;
+  const nlohmann::json times = nlohmann::json::parse(r.payload);
+  for (size_t i = 0; i < out.size() && i < times.size(); ++i)
+    if (times[i].is_number()) out[i] = times[i].get<double>();
+  return out;
+}
+
+// The model's times as a prior: the search tries the points it ranks fastest first.
+Knowledge roofline_knowledge(Worker& worker, const Tunable& fam, const Space& space, const std::vector<int64_t>& shape,
+                             int sm) {
+  std::vector<nlohmann::json> points;
+  for (PointId id = 0; id < space.size(); ++id) points.push_back(nlohmann::json::parse(space.point_json(id)));
+  Knowledge k;
+  k.prior_time = model_times(worker, fam, shape, sm, points);
+  if (std::none_of(k.prior_time.begin(), k.prior_time.end(), [](double t) { return std::isfinite(t); }))
+    return Knowledge{};
+  k.prior_source = "roofline model, sm_" + std::to_string(sm);
+  return k;
+}
+
+// Spearman's rank correlation between the roofline model and this device's verified times for the job's points;
+// NaN when fewer than 3 points were measured or the model cannot place them.
+double model_correlation(Worker& worker, const Tunable& fam, const std::vector<int64_t>& shape, int sm,
+                         const Store& store, const winners::DeviceFingerprint& device) {
+  std::vector<nlohmann::json> points;
+  std::vector<double> measured;
+  for (const ResultRow& r : store.rows(fam.name())) {
+    if (r.device.key() != device.key() || r.shape != shape || r.source_hash != fam.source_hash() ||
+        r.status != Status::Ok || !(r.stats.median > 0))
+      continue;
+    points.push_back(r.point);
+    measured.push_back(r.stats.median);
+  }
+  const std::vector<double> model = model_times(worker, fam, shape, sm, points);
+  std::vector<double> a, b;
+  for (size_t i = 0; i < model.size(); ++i)
+    if (std::isfinite(model[i])) a.push_back(model[i]), b.push_back(measured[i]);
+  return spearman(a, b);
 }
 
 }  // namespace
@@ -214,7 +266,10 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
     };
     if (!t.knowledge)
       t.knowledge = [&](const Space& space) {
-        return prior_from_store(store, space, device, fam.name(), fam.source_hash(), fam.dtypes(), job.shape);
+        Knowledge k = prior_from_store(store, space, device, fam.name(), fam.source_hash(), fam.dtypes(), job.shape);
+        // Without another GPU's results, the roofline model orders the first candidates.
+        if (!k.has_prior() && sm > 0) k = roofline_knowledge(worker, fam, space, job.shape, sm);
+        return k;
       };
     const std::string label = "shape " + std::to_string(i + 1) + "/" + std::to_string(jobs.size()) + " " +
                               fam.family().name + " " + shape_text(job.shape);
@@ -226,6 +281,7 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
     });
     // A search that stops short of its budget (space exhausted) leaves the total ahead of the count.
     done += std::max<int64_t>(0, job.budget - job_done);
+    res.model_rank_correlation.push_back(model_correlation(worker, fam, job.shape, sm, store, device));
     res.measured += rep.evaluations - rep.resumed;
     res.resumed += rep.resumed;
     for (const auto& [k, v] : rep.status_counts) res.statuses[k] += v;

@@ -65,6 +65,9 @@ winners::DeviceFingerprint worker_device_fingerprint(Worker& worker, const std::
 
 struct GpuTuningResult {
   std::vector<TuneReport> reports;  // one per job
+  // Per job: Spearman's rank correlation between the roofline model's times (tuner/static/roofline.h) and the
+  // times measured on this device (NaN below 3 measured points; on the emulator the times mean nothing).
+  std::vector<double> model_rank_correlation;
   int64_t measured = 0, resumed = 0;
   std::map<std::string, int> statuses;
   // One line per linear shape with a stored dispatch: "linear awq_int4 [N,K,G]: cuda.awq_gemv M<=4, cuda.awq_gemm M>=8".

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <cctype>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "device/jit/compile_cache.h"
 #include "device/jit/compile_service.h"
 #include "models/formats/model_file.h"
+#include "tuner/static/roofline.h"
 
 namespace qt::compile {
 namespace {
@@ -233,17 +235,33 @@ int run_static_command(const std::vector<std::string>& args) {
         for (size_t d = 0; d < s.names.size(); ++d)
           if (s.names[d] == "M") s.values[d] = m_override;
     Table st;
-    st.head = {"shape", "layers", "usable points", "grid (first usable)", "waves on " + std::string(arch.example)};
+    st.head = {"shape", "layers", "usable points", "grid (first usable)", "waves on " + std::string(arch.example),
+               "model: fastest point on " + std::string(arch.example), "us", "bound"};
     for (const auto& s : shapes) {
       size_t usable = 0;
       std::string grid = "-", waves = "-";
       std::string why_not;
+      // The roofline model's fastest usable point (roofline.h), with the registers ptxas reported.
+      std::optional<tune::RooflineEstimate> best;
+      std::string best_key = "-";
+      nlohmann::json model_points = nlohmann::json::array();
       for (const auto& r : results) {
         if (!r.ok() || !r.pruned.empty()) continue;
         const std::string reason = f->shape_constraint(r.point, s);
         if (!reason.empty()) {
           if (why_not.empty()) why_not = reason;
           continue;
+        }
+        try {
+          std::vector<tune::KernelResources> res;
+          for (const auto& k : r.kernels) res.push_back({k.name_expression, k.resources.registers, k.resources.static_smem});
+          const tune::RooflineEstimate e = tune::estimate_point(*f, r.point, s, sm, res);
+          model_points.push_back({{"point", r.point}, {"model_us", e.seconds * 1e6}, {"bound", e.bound},
+                                  {"memory_us", e.memory_s * 1e6}, {"compute_us", e.compute_s * 1e6},
+                                  {"wave_efficiency", e.wave_efficiency}, {"memory_efficiency", e.memory_efficiency}});
+          if (!best || e.seconds < best->seconds) best = e, best_key = kernels::point_key(r.point);
+        } catch (const std::exception&) {
+          // a point the model cannot place (an architecture without figures) keeps the table's other columns
         }
         if (usable++ == 0) {
           const kernels::LaunchPlan plan = f->plan(r.point, s);
@@ -257,8 +275,9 @@ int run_static_command(const std::vector<std::string>& args) {
       st.rows.push_back({kernels::shape_key(s), s.label,
                          std::to_string(usable) + "/" + std::to_string(results.size()) +
                              (usable == 0 && !why_not.empty() ? " (" + why_not + ")" : ""),
-                         grid, waves});
-      nlohmann::json sj = {{"label", s.label}, {"usable_points", usable}};
+                         grid, waves, best_key, best ? fmt("%.2f", best->seconds * 1e6) : "-",
+                         best ? best->bound : "-"});
+      nlohmann::json sj = {{"label", s.label}, {"usable_points", usable}, {"model", model_points}};
       for (size_t d = 0; d < s.names.size() && d < s.values.size(); ++d) {
         std::string key = s.names[d];
         for (char& ch : key) ch = char(std::tolower(static_cast<unsigned char>(ch)));

@@ -1,0 +1,149 @@
+#include "tuner/static/roofline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <numeric>
+
+#include "common/error.h"
+#include "kernels_src/registry/registry.h"
+
+namespace qt::tune {
+namespace {
+
+// Public datasheet figures of each architecture's example GPU (arch_limits.cpp names it). Tensor figures are
+// dense fp16 with fp32 accumulation; GeForce parts run that at half their fp16-accumulate rate. Hopper's
+// mma.sync reaches about two thirds of its wgmma peak (989 TFLOP/s), which is what our families issue.
+const std::vector<std::pair<int, GpuPeaks>>& table() {
+  static const std::vector<std::pair<int, GpuPeaks>> t = {
+      {75, {"T4", 40, 320, 65, 8.1}},
+      {80, {"A100 SXM 80GB", 108, 2039, 312, 19.5}},
+      {86, {"RTX 3090", 82, 936, 71, 35.6}},
+      {89, {"RTX 4090", 128, 1008, 165, 82.6}},
+      {90, {"H100 SXM", 132, 3350, 660, 67}},
+  };
+  return t;
+}
+
+// What one warp keeps in flight: two coalesced 16-byte-per-lane loads (an assumption of unrolled code).
+constexpr double kWarpBytesInFlight = 1024;
+
+bool uses_tensor_cores(const kernels::KernelFamily& f) {
+  static std::mutex mutex;
+  const std::lock_guard<std::mutex> lock(mutex);
+  static std::map<std::string, bool> cache;
+  auto it = cache.find(f.name);
+  if (it != cache.end()) return it->second;
+  bool mma = false;
+  if (!f.source.empty()) {
+    try {
+      mma = kernels::read_family_source(f).find("mma") != std::string::npos;
+    } catch (const Error&) {
+      mma = false;  // a family whose source cannot be read here is modelled on the CUDA cores
+    }
+  }
+  return cache[f.name] = mma;
+}
+
+double dim_or(const kernels::Shape& s, const char* name, double fallback) {
+  for (size_t i = 0; i < s.names.size(); ++i)
+    if (s.names[i] == name) return double(s.values[i]);
+  return fallback;
+}
+
+}  // namespace
+
+const GpuPeaks& gpu_peaks(int sm) {
+  for (const auto& [arch, p] : table())
+    if (arch == sm) return p;
+  throw Error("no GPU figures for sm_" + std::to_string(sm) + " (the roofline model knows sm_75, 80, 86, 89, 90)");
+}
+
+RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::Point& point, const kernels::Shape& shape,
+                                int sm, const std::vector<KernelResources>& resources) {
+  if (f.shape_constraint) {
+    const std::string why = f.shape_constraint(point, shape);
+    if (!why.empty()) throw kernels::PointRejected(kernels::PointRejected::Reason::Invalid, why);
+  }
+  const GpuPeaks& peak = gpu_peaks(sm);
+  const compile::ArchLimits& arch = compile::arch_limits(sm);
+  const kernels::LaunchPlan plan = f.plan(point, shape);
+  RooflineEstimate e;
+  for (const kernels::BufferSpec& b : plan.buffers)
+    e.bytes += double(b.bytes()) * (b.role == kernels::BufferSpec::Role::Workspace ? 2.0 : 1.0);
+  const double m = dim_or(shape, "M", 0), n = dim_or(shape, "N", 0), k = dim_or(shape, "K", 0);
+  if (m > 0 && n > 0 && k > 0) e.flops = 2 * m * n * k;
+  const bool tensor = uses_tensor_cores(f);
+  const double needed_warps = std::max(1.0, peak.dram_gbps * peak.dram_latency_ns / double(peak.sms) /
+                                                kWarpBytesInFlight);  // GB/s x ns = bytes
+  e.launch_s = double(plan.launches.size()) * peak.launch_us * 1e-6;
+  // Each launch is modelled alone; the point's time is their sum.
+  const double total_bytes = std::max(e.bytes, 1.0);
+  for (const kernels::Launch& l : plan.launches) {
+    int regs = 0;
+    int64_t static_smem = 0;
+    for (const KernelResources& r : resources)
+      if (r.name_expression == l.kernel) regs = r.registers, static_smem = r.static_smem;
+    const int threads = int(l.block.count());
+    const compile::Occupancy occ = compile::occupancy(arch, regs, threads, static_smem + l.dynamic_smem);
+    if (occ.blocks_per_sm == 0)
+      throw kernels::PointRejected(kernels::PointRejected::Reason::ResourceFailed, l.kernel + ": " + occ.limiter);
+    const double blocks = double(l.grid.count());
+    const double slots = double(occ.blocks_per_sm) * peak.sms;
+    const double waves = std::ceil(blocks / slots);
+    // A grid within one wave is already charged through its resident warps (below); past one, the last partial
+    // wave runs with idle slots.
+    const double wave_eff = waves <= 1 ? 1.0 : blocks / (waves * slots);
+    // A launch that fills few SMs keeps few warps in flight: the resident warps averaged over the SMs.
+    const double warps_per_sm = double(occ.warps_per_sm) * std::min(1.0, blocks / slots);
+    const double mem_eff = std::min(1.0, warps_per_sm / needed_warps);
+    const double comp_eff = std::min(1.0, warps_per_sm / 8.0);
+    // Bytes and flops are shared among launches in proportion to their threads (the main launch dominates).
+    double share = 0, all = 0;
+    for (const kernels::Launch& o : plan.launches) all += double(o.grid.count() * o.block.count());
+    share = all > 0 ? double(l.grid.count() * l.block.count()) / all : 1.0;
+    const double t_mem = share * total_bytes / (peak.dram_gbps * 1e9 * mem_eff);
+    const double t_comp = share * e.flops / ((tensor ? peak.tensor_tflops : peak.fp32_tflops) * 1e12 * comp_eff);
+    e.memory_s += t_mem / wave_eff;
+    e.compute_s += t_comp / wave_eff;
+    e.seconds += std::max(t_mem, t_comp) / wave_eff;
+    if (&l == &plan.launches.front()) e.wave_efficiency = wave_eff, e.memory_efficiency = mem_eff;
+  }
+  e.seconds += e.launch_s;
+  e.bound = e.launch_s > std::max(e.memory_s, e.compute_s) ? "launch" : e.memory_s >= e.compute_s ? "memory" : "compute";
+  return e;
+}
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const size_t n = a.size();
+  if (n != b.size()) throw Error("spearman: series of different lengths");
+  if (n < 3) return std::numeric_limits<double>::quiet_NaN();
+  auto ranks = [n](const std::vector<double>& v) {
+    std::vector<size_t> idx(n);
+    std::iota(idx.begin(), idx.end(), 0);
+    std::sort(idx.begin(), idx.end(), [&](size_t x, size_t y) { return v[x] < v[y]; });
+    std::vector<double> r(n);
+    for (size_t i = 0; i < n;) {
+      size_t j = i;
+      while (j + 1 < n && v[idx[j + 1]] == v[idx[i]]) ++j;
+      for (size_t t = i; t <= j; ++t) r[idx[t]] = 0.5 * double(i + j) + 1;  // ties share their mean rank
+      i = j + 1;
+    }
+    return r;
+  };
+  const std::vector<double> ra = ranks(a), rb = ranks(b);
+  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / double(n);
+  const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / double(n);
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  if (saa == 0 || sbb == 0) return std::numeric_limits<double>::quiet_NaN();
+  return sab / std::sqrt(saa * sbb);
+}
+
+}  // namespace qt::tune
