@@ -28,19 +28,23 @@ constexpr uint32_t kMagic1024 = 0x64006400u;  // fp16 1024 in both halves
 
 // Per-group constants of the INT4 zero point of the 8 fragments this lane dequantizes (column 8 f + g):
 // lo[f] = 1024 + z (both halves), hi[f] = -(64 + z) (both halves), so the magic-number unpack of a nibble
-// gives q - z exactly in one sub or fma.
+// gives q - z exactly in one sub or fma. The zero words store each zero at the nibbles these constants need
+// (frag_layout.h), so each constant is one LOP3 after at most one shift.
 struct Zeros4 {
   uint32_t lo[8], hi[8];
 };
-__device__ __forceinline__ void zeros_from_word(uint32_t zw, Zeros4& z) {
-  uint32_t h[4];
-  qt::dequant_u4x8_to_f16x2(zw, h);  // h[r] = (z_r, z_{r+4})
+__device__ __forceinline__ void zeros_from_words(uint2 zw, Zeros4& z) {
+  constexpr int kAndOr = (0xf0 & 0xcc) | 0xaa;
+  constexpr uint32_t kNeg64 = 0xd400d400u, kLo = 0x000f000fu, kHi = 0x00f000f0u;
+  const uint32_t w[2] = {zw.x, zw.y};
 #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const uint32_t lo = qt::add_f16x2(h[r], kMagic1024);
-    const uint32_t hi = qt::sub_f16x2(0xd400d400u, h[r]);  // -64 - z
-    z.lo[r] = qt::prmt(lo, lo, 0x1010u), z.lo[r + 4] = qt::prmt(lo, lo, 0x3232u);
-    z.hi[r] = qt::prmt(hi, hi, 0x1010u), z.hi[r + 4] = qt::prmt(hi, hi, 0x3232u);
+  for (int h = 0; h < 2; ++h) {  // zero i of word h at nibbles i, i + 4: lo wants it at 0, 4; hi at 1, 5
+    const uint32_t x = w[h], up4 = x << 4, down4 = x >> 4, down8 = x >> 8, down12 = x >> 12;
+    const int f = 4 * h;
+    z.lo[f] = qt::lop3<kAndOr>(x, kLo, kMagic1024), z.hi[f] = qt::lop3<kAndOr>(up4, kHi, kNeg64);
+    z.lo[f + 1] = qt::lop3<kAndOr>(down4, kLo, kMagic1024), z.hi[f + 1] = qt::lop3<kAndOr>(x, kHi, kNeg64);
+    z.lo[f + 2] = qt::lop3<kAndOr>(down8, kLo, kMagic1024), z.hi[f + 2] = qt::lop3<kAndOr>(down4, kHi, kNeg64);
+    z.lo[f + 3] = qt::lop3<kAndOr>(down12, kLo, kMagic1024), z.hi[f + 3] = qt::lop3<kAndOr>(down8, kHi, kNeg64);
   }
 }
 
@@ -213,7 +217,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
 
   for (int grp = g_begin; grp < g_end; ++grp) {
     const int64_t tg = (int64_t)(active ? nt : 0) * groups + grp;
-    if constexpr (BITS == 4) frag::zeros_from_word(active ? bz[tg * 8 + g8] : 0u, z);
+    if constexpr (BITS == 4)
+      frag::zeros_from_words(active ? *reinterpret_cast<const uint2*>(bz + tg * 16 + 2 * g8) : uint2{0, 0}, z);
     // FOLD: the scales of this lane's C columns (8f + 2t, +1), as two 8-half runs. Else: the scale of its B
     // column 8f + g in both halves.
     if constexpr (FOLD) {
