@@ -274,6 +274,7 @@ KernelFamily make_linear(LinearKind kind) {
   }
   f.point_constraint = [kind](const Point& p) {
     if (p.at("pf") > p.at("bk") / 16) return std::string("pf must divide the k-steps of an A stage (bk / 16)");
+    if (p.at("pf") > kPadTiles) return std::string("pf exceeds the frag layout's padding tiles");
     // 32 accumulators per fragment row plus the B ring: keep clear of 255 registers.
     if (!kind.gemv && p.at("mf") == 4 && p.at("pf") > 1) return std::string("B ring too deep for mf=4");
     return std::string();

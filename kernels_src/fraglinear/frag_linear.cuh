@@ -10,7 +10,8 @@
 //   B: each lane loads its fragments of one 16 x 64 tile straight from global memory (one 16-byte load for
 //      INT4, two for INT8; each load instruction of the warp reads 512 contiguous bytes) with an evict-first
 //      hint, PF tiles ahead of use in a register ring, and dequantizes in registers (LOP3 / PRMT magic
-//      numbers) into fp16 (q - z), exact. No shared memory and no ldmatrix for B.
+//      numbers) into fp16 (q - z), exact. No shared memory and no ldmatrix for B. The loads are not
+//      predicated: the last PF of a block's range read past it, at worst into the layout's padding tiles.
 //   Scales: FOLD = 1 (decode): the mma accumulates (q - z) x per group into fp32 partials, multiplied by the
 //      group's fp32 scale once per group and column (scales fold out of the inner loop; the weight is never
 //      rounded). FOLD = 0 (prefill, MF >= 2): each fp16 weight (q - z) * s is rounded once, as the AWQ
@@ -25,6 +26,7 @@
 namespace frag {
 
 constexpr uint32_t kMagic1024 = 0x64006400u;  // fp16 1024 in both halves
+constexpr int kPadTiles = 4;  // zero tiles after the last weight tile (kPadTiles in frag_layout.h)
 
 // Per-group constants of the INT4 zero point of the 8 fragments this lane dequantizes (column 8 f + g):
 // lo[f] = 1024 + z (both halves), hi[f] = -(64 + z) (both halves), so the magic-number unpack of a nibble
@@ -95,6 +97,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   constexpr int STAGE_BYTES = BM * ROW;
   static_assert(BK == 32 || BK == 64, "A stages of 32 or 64 columns of K");
   static_assert(KS % PF == 0, "the B ring depth divides the k-steps of an A stage");
+  static_assert(PF <= frag::kPadTiles, "the B ring reads at most the layout's padding past the last tile");
   using Tile = frag::BTile<BITS>;
   QT_DYNAMIC_SHARED(smem, unsigned char);
 
@@ -160,7 +163,19 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   float part[MF][8][4];  // FOLD: this group's sum of x (q - z)
   const float zero4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
-  int chunk = 0, step = 0;
+  // This lane's ldmatrix offset in the slot being read, per fragment row, at k-step 0. The chunk of k-step
+  // kk is 2 kk + (lane >> 4); under the swizzle that is an XOR of kk << 5 on the offset, whose bits 5 and 6
+  // come from the chunk alone (rows and slots are multiples of 64 bytes, and of 128 where a chunk reaches bit
+  // 6). Carried from stage to stage, so the lane's row and swizzle are not recomputed.
+  uint32_t a_rd[MF];
+#pragma unroll
+  for (int mf = 0; mf < MF; ++mf) {
+    const int r = mf * 16 + (lane & 15);
+    a_rd[mf] = r * ROW + (((lane >> 4) ^ swz(r)) << 4);
+  }
+  const uint32_t smem_base = qt::smem_u32(smem);
+
+  int chunk = 0;
   uint32_t read_slot = 0, write_slot = (STAGES - 1) * STAGE_BYTES;  // byte offsets of ring slots
   frag::Zeros4 z;
   uint32_t sc[8];
@@ -174,15 +189,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     if (chunk + STAGES - 1 < chunks) load_a(chunk + STAGES - 1, write_slot);
     qt::cp_async_commit();
     if (active) {
-      const uint32_t slot = qt::smem_u32(smem) + read_slot;
 #pragma unroll
       for (int kk = 0; kk < KS; ++kk) {
         uint32_t a[MF][4];
 #pragma unroll
-        for (int mf = 0; mf < MF; ++mf) {
-          const int r = mf * 16 + (lane & 15), ch = kk * 2 + (lane >> 4);
-          qt::ldmatrix_x4(a[mf], slot + r * ROW + ((ch ^ swz(r)) << 4));
-        }
+        for (int mf = 0; mf < MF; ++mf) qt::ldmatrix_x4(a[mf], smem_base + (a_rd[mf] ^ (kk << 5)));
         // Dequantize the ring slot, then refill it PF tiles ahead (no register copy of the slot).
         uint32_t b[8][2];
         Tile& cur = ring[kk % PF];
@@ -193,7 +204,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
 #pragma unroll
           for (int f = 0; f < 8; ++f) frag::unpack8((&cur.v[f >> 2].x)[f & 3], b[f]);
         }
-        if (step + kk + PF < steps) frag::load_tile<BITS>(btile + kk * Tile::WORDS, policy, cur);
+        // Unpredicated: the block's last PF loads read tiles past its K range (the next range's, or the
+        // layout's padding tiles after the last), never used. A predicate here would cost a compare per
+        // stage and a register copy of the ring slot it must keep.
+        frag::load_tile<BITS>(btile + kk * Tile::WORDS, policy, cur);
         if constexpr (!FOLD) {
 #pragma unroll
           for (int f = 0; f < 8; ++f) b[f][0] = qt::mul_f16x2(b[f][0], sc[f]), b[f][1] = qt::mul_f16x2(b[f][1], sc[f]);
@@ -209,8 +223,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
       }
     }
     btile += KS * Tile::WORDS;
-    step += KS;
     ++chunk;
+#pragma unroll
+    for (int mf = 0; mf < MF; ++mf)
+      a_rd[mf] = read_slot == (STAGES - 1) * STAGE_BYTES ? a_rd[mf] - read_slot : a_rd[mf] + STAGE_BYTES;
     read_slot = read_slot == (STAGES - 1) * STAGE_BYTES ? 0 : read_slot + STAGE_BYTES;
     write_slot = write_slot == (STAGES - 1) * STAGE_BYTES ? 0 : write_slot + STAGE_BYTES;
   };
