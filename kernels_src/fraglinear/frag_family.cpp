@@ -191,9 +191,12 @@ struct LinearKind {
   bool gemv;  // gemv: MF = 1, scales folded per group (exact weights); gemm: fp16 weights (q - z) * s
 };
 
+// The GEMM's accumulators (32 per fragment row and tile) leave no room for a second tile without spills.
+int64_t tiles_per_warp(const LinearKind& kind, const Point& p) { return kind.gemv ? p.at("tn") : 1; }
+
 std::string linear_kernel(const LinearKind& kind, const Point& p) {
   return name_expr("frag_linear_kernel", {kind.bits, kind.gemv ? 1 : p.at("mf"), p.at("warps"), p.at("stages"),
-                                          p.at("pf"), kind.gemv ? 1 : 0, p.at("bk")});
+                                          p.at("pf"), kind.gemv ? 1 : 0, p.at("bk"), tiles_per_warp(kind, p)});
 }
 
 int64_t lock_count(const FragDims& d, int64_t m) { return d.n_tiles() * cdiv(m, 16); }
@@ -253,14 +256,16 @@ KernelFamily make_linear(LinearKind kind) {
               " on the frag layout: B fragments from global in 16-byte evict-first loads, dequant in registers, "
               "swizzled cp.async A ring, split-K reduced in the same launch";
   if (kind.gemv) {
-    f.params = {{"warps", {1, 2, 4, 8}, 2, "warps per block, each owning a 64-column tile"},
+    f.params = {{"warps", {1, 2, 4, 8}, 2, "warps per block, each owning tn 64-column tiles"},
                 {"bk", {32, 64}, 64, "columns of K per A stage (the group size must be a multiple)"},
                 {"stages", {2, 3, 4}, 3, "cp.async stages of A"},
                 {"pf", {1, 2, 4}, 2, "B tiles (16 x 64) each warp keeps in flight"},
-                {"split", {1, 2, 4, 8, 16}, 8, "blocks along K (whole groups; reduced in the same launch)"}};
-    f.defaults = {{{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}},
-                  {{"warps", 4}, {"bk", 32}, {"stages", 4}, {"pf", 2}, {"split", 1}},
-                  {{"warps", 4}, {"bk", 64}, {"stages", 2}, {"pf", 2}, {"split", 4}}};
+                {"split", {1, 2, 4, 8, 16}, 8, "blocks along K (whole groups; reduced in the same launch)"},
+                {"tn", {1, 2}, 1, "64-column tiles per warp, sharing its A fragments"}};
+    f.defaults = {{{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}, {"tn", 1}},
+                  {{"warps", 4}, {"bk", 32}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"tn", 1}},
+                  {{"warps", 4}, {"bk", 64}, {"stages", 2}, {"pf", 2}, {"split", 4}, {"tn", 1}},
+                  {{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}, {"tn", 2}}};
   } else {
     f.params = {{"mf", {2, 4}, 2, "16-row fragments of M per block"},
                 {"warps", {2, 4}, 4, "warps per block, each owning a 64-column tile"},
@@ -274,6 +279,7 @@ KernelFamily make_linear(LinearKind kind) {
   }
   f.point_constraint = [kind](const Point& p) {
     if (p.at("pf") > p.at("bk") / 16) return std::string("pf must divide the k-steps of an A stage (bk / 16)");
+    if (p.at("pf") > kPadTiles) return std::string("pf exceeds the frag layout's padding tiles");
     // 32 accumulators per fragment row plus the B ring: keep clear of 255 registers.
     if (!kind.gemv && p.at("mf") == 4 && p.at("pf") > 1) return std::string("B ring too deep for mf=4");
     return std::string();
@@ -303,7 +309,7 @@ KernelFamily make_linear(LinearKind kind) {
     Launch l;
     l.kernel = linear_kernel(kind, p);
     const int64_t mf = kind.gemv ? 1 : p.at("mf");
-    l.grid.x = uint32_t(cdiv(d.n_tiles(), p.at("warps")));
+    l.grid.x = uint32_t(cdiv(d.n_tiles(), p.at("warps") * tiles_per_warp(kind, p)));
     l.grid.y = uint32_t(cdiv(m, 16 * mf));
     l.grid.z = uint32_t(split);
     l.block.x = uint32_t(32 * p.at("warps"));

@@ -60,11 +60,12 @@ FragWeights repack_awq(const FragDims& d, const int32_t* qweight, const int32_t*
               const int64_t col = nt * kTileN + 8 * (4 * r + i) + 2 * t + j;
               out.scales[size_t(base * 64 + 32 * r + 8 * t + 2 * i + j)] = col < d.n ? scales[grp * d.n + col] : 0;
             }
-      for (int64_t g = 0; g < 8; ++g) {
-        uint32_t word = 0;
-        for (int64_t f = 0; f < 8; ++f) word |= code(qzeros, grp, nt * kTileN + 8 * f + g) << (4 * f);
-        out.zeros[size_t(base * 8 + g)] = word;
-      }
+      for (int64_t g = 0; g < 8; ++g)
+        for (int64_t h = 0; h < 2; ++h) {
+          uint32_t word = 0;
+          for (int64_t i = 0; i < 4; ++i) word |= code(qzeros, grp, nt * kTileN + 8 * (4 * h + i) + g) << (4 * i);
+          out.zeros[size_t(base * 16 + 2 * g + h)] = word * 0x00010001u;  // both halves
+        }
     }
   return out;
 }

@@ -19,8 +19,12 @@
 // Scales, fp16, per (column tile, group), 64 values: lane t = l % 4 reads two 16-byte runs, run r at
 //         32 r + 8 t halves: fragment 4r + i (i = 0..3) contributes columns 8 f + 2t and 8 f + 2t + 1, the
 //         two output columns of the mma C fragment this lane holds.
-// Zeros (INT4 only), per (column tile, group), 8 words: word g holds, at nibble f, the zero of column 8 f + g.
-// N is padded to a multiple of 64 with (q - z) = 0 and scale 0, so padded columns compute 0.
+// Zeros (INT4 only), per (column tile, group), 16 words: lane l reads words 2 g, 2 g + 1 in one 8-byte load.
+//         Word h holds the zero of column 8 (4h + i) + g at nibbles i and i + 4 (each nibble duplicated in the
+//         two halves), so a shift and one LOP3 under the fp16 magic numbers yield each constant of the dequant:
+//         the zero at nibbles 0 and 4 under 0x6400 gives 1024 + z, at nibbles 1 and 5 under 0xd400 -(64 + z).
+// N is padded to a multiple of 64 with (q - z) = 0 and scale 0, so padded columns compute 0. kPadTiles
+// tiles of zero words follow the last weight tile.
 #include <cstdint>
 #include <vector>
 
@@ -29,15 +33,19 @@
 namespace qt::kernels::frag {
 
 constexpr int64_t kTileK = 16, kTileN = 64;
+// Zero tiles after the last weight tile: the linear kernels' B ring (pf <= kPadTiles tiles ahead) loads
+// without a predicate and may read that far past a block's range (frag_linear.cuh keeps the same constant).
+constexpr int64_t kPadTiles = 4;
 
 struct FragDims {
   int64_t n = 0, k = 0, group = 0;
   int bits = 4;  // 4 (AWQ_INT4) or 8 (INT8_GW_SYM)
   int64_t n_tiles() const { return (n + kTileN - 1) / kTileN; }
   int64_t groups() const { return k / group; }
-  int64_t weight_words() const { return n_tiles() * (k / kTileK) * (bits == 4 ? 128 : 256); }
+  int64_t tile_words() const { return bits == 4 ? 128 : 256; }
+  int64_t weight_words() const { return (n_tiles() * (k / kTileK) + kPadTiles) * tile_words(); }
   int64_t scale_halves() const { return n_tiles() * groups() * kTileN; }
-  int64_t zero_words() const { return bits == 4 ? n_tiles() * groups() * 8 : 0; }
+  int64_t zero_words() const { return bits == 4 ? n_tiles() * groups() * 16 : 0; }
 };
 
 // "" when the dimensions can be stored in the frag layout, else the reason.

@@ -27,12 +27,17 @@ __global__ void __launch_bounds__(THREADS)
                        uint32_t* bz, int N, int K, int G) {
   const int n_tiles = (N + 63) / 64, ktiles = K / 16, groups = K / G;
   constexpr int TILE_WORDS = BITS == 4 ? 128 : 256;
-  const int64_t q_words = (int64_t)n_tiles * ktiles * TILE_WORDS;
+  constexpr int kPadTiles = 4;  // zero tiles after the last (frag_layout.h)
+  const int64_t q_words = ((int64_t)n_tiles * ktiles + kPadTiles) * TILE_WORDS;
   const int64_t s_items = (int64_t)n_tiles * groups * 64;
-  const int64_t z_items = BITS == 4 ? (int64_t)n_tiles * groups * 8 : 0;
+  const int64_t z_items = BITS == 4 ? (int64_t)n_tiles * groups * 16 : 0;
   const int64_t i = (int64_t)blockIdx.x * THREADS + threadIdx.x;
   if (i < q_words) {
     const int64_t tile = i / TILE_WORDS;
+    if (tile >= (int64_t)n_tiles * ktiles) {
+      bq[i] = 0u;
+      return;
+    }
     const int nt = (int)(tile / ktiles), kt = (int)(tile % ktiles);
     const int in_tile = (int)(i % TILE_WORDS);
     uint32_t word = 0;
@@ -70,11 +75,12 @@ __global__ void __launch_bounds__(THREADS)
   }
   const int64_t z = j - s_items;
   if (z < z_items) {
-    const int64_t tg = z / 8;
-    const int nt = (int)(tg / groups), grp = (int)(tg % groups), g = (int)(z % 8);
+    const int64_t tg = z / 16;
+    const int nt = (int)(tg / groups), grp = (int)(tg % groups), g = (int)(z % 16) / 2, h = (int)(z % 2);
     uint32_t word = 0;
 #pragma unroll
-    for (int f = 0; f < 8; ++f) word |= frag::awq_code(zsrc, grp, nt * 64 + 8 * f + g, N) << (4 * f);
+    for (int i = 0; i < 4; ++i) word |= frag::awq_code(zsrc, grp, nt * 64 + 8 * (4 * h + i) + g, N) << (4 * i);
+    word *= 0x00010001u;  // the same nibbles in both halves
     bz[z] = word;
   }
 }
