@@ -8,8 +8,10 @@
 
 #include "common/error.h"
 #include "common/half.h"
+#include "common/quantile.h"
 #include "common/rng.h"
 #include "device/blas/blas_lt.h"
+#include "device/cuda/l2_flush.h"
 #include "device/plan/run_plan.h"
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
@@ -26,21 +28,12 @@ using Clock = std::chrono::steady_clock;
 
 bool is_emulator(const dev::Device& d) { return d.fingerprint().rfind("emu", 0) == 0; }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // Times queued device work between two events. On a GPU: three warm-up runs, then repetitions until both
-// minimums are met, each after overwriting a buffer far larger than any L2 so that weights come from DRAM as
-// they do in a model step; the median is kept. On the emulator one run: its time means nothing.
+// minimums are met, each after the L2 is flushed so that weights come from DRAM as they do in a model step;
+// the median is kept. On the emulator one run: its time means nothing.
 class DeviceTimer {
  public:
-  DeviceTimer(dev::Device& d, const KernelBenchOptions& o) : device_(d), options_(o), emu_(is_emulator(d)) {
-    // Twice the largest L2 of the GPUs qtune targets (H100/H200: 50 MiB; B200: 126 MiB).
-    if (!emu_) flush_ = dev::Buffer(d, size_t(256) << 20);
-  }
+  DeviceTimer(dev::Device& d, const KernelBenchOptions& o) : device_(d), options_(o), emu_(is_emulator(d)) {}
   double time(const std::function<void()>& enqueue) {
     if (emu_) return once(enqueue);
     for (int i = 0; i < 3; ++i) enqueue();
@@ -48,7 +41,7 @@ class DeviceTimer {
     std::vector<double> t;
     double total = 0;
     while ((int(t.size()) < options_.min_reps || total < options_.min_seconds) && t.size() < 2000) {
-      device_.memset(flush_.ptr(), int(t.size() & 0x7f), flush_.bytes());
+      flusher_.flush(device_);
       t.push_back(once(enqueue));
       total += t.back();
     }
@@ -65,7 +58,7 @@ class DeviceTimer {
   dev::Device& device_;
   const KernelBenchOptions& options_;
   bool emu_;
-  dev::Buffer flush_;
+  cuda::L2Flusher flusher_;
 };
 
 struct LinearShape {

@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/half.h"
 #include "device/blas/blas_lt.h"
+#include "device/cuda/l2_flush.h"
 #include "device/plan/run_plan.h"
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/f16_gemm/f16_gemm_family.h"
@@ -101,14 +102,14 @@ class BlasInstance final : public ReferencedInstance {
     return seconds;
   }
 
-  bool flush_device_cache() override { return flush_l2(worker_device(kind_), flush_, flush_round_); }
+  bool flush_device_cache() override { return flusher_.flush(worker_device(kind_)); }
 
  private:
   dev::Buffer upload(dev::Device& device, const std::string& name) {
     const auto it = inputs_.find(name);
     if (it == inputs_.end()) throw CandidateError(Status::RuntimeError, f_.name + ": the inputs lack '" + name + "'");
     dev::Buffer b(device, it->second.size());
-    device.copy_to_device(b.ptr(), it->second.data(), it->second.size());
+    b.upload(it->second);
     return b;
   }
 
@@ -118,9 +119,9 @@ class BlasInstance final : public ReferencedInstance {
   bool dequant_;
   std::unique_ptr<blas::BlasLt> lt_;
   std::unique_ptr<plan::PlanRun> dq_;
-  dev::Buffer x_, y_, values_, flush_;
+  dev::Buffer x_, y_, values_;
+  cuda::L2Flusher flusher_;
   dev::DevPtr w_;
-  unsigned char flush_round_ = 0;
   int rank_ = 0;
 };
 

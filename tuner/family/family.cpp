@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fingerprint.h"
+#include "device/cuda/l2_flush.h"
 #include "device/emu/emu_device.h"
 #include "device/jit/compile_service.h"
 #include "device/plan/run_plan.h"
@@ -74,7 +75,7 @@ class FamilyInstance final : public ReferencedInstance {
 
   bool flush_device_cache() override {
     if (t_.family().on_host()) return false;
-    return flush_l2(worker_device(t_.device()), flush_, flush_round_);
+    return flusher_.flush(worker_device(t_.device()));
   }
 
  private:
@@ -98,8 +99,7 @@ class FamilyInstance final : public ReferencedInstance {
   kernels::Shape shape_;
   kernels::Point point_;
   std::unique_ptr<plan::PlanRun> run_;
-  dev::Buffer flush_;
-  unsigned char flush_round_ = 0;
+  cuda::L2Flusher flusher_;
 };
 
 }  // namespace
@@ -126,15 +126,6 @@ dev::Device& worker_device(const std::string& kind) {
     else throw Error("no device of kind '" + kind + "'", kExitFailure);
   }
   return *d;
-}
-
-bool flush_l2(dev::Device& device, dev::Buffer& buffer, unsigned char& round) {
-  const auto* gpu = dynamic_cast<const cuda::CudaDevice*>(&device);
-  if (!gpu || gpu->facts().l2_bytes == 0) return false;  // the emulator has no cache to empty
-  if (!buffer.bytes()) buffer = dev::Buffer(device, size_t(2 * gpu->facts().l2_bytes));
-  // A different byte each time, so that no write is skipped as redundant.
-  device.memset(buffer.ptr(), ++round, buffer.bytes());
-  return true;
 }
 
 Tunable::Tunable(const kernels::KernelFamily& family, std::string device, int target_sm)

@@ -98,9 +98,6 @@ nlohmann::json describe_device(const std::string& kind, int target_sm);
 
 // In the worker: its one device of a kind ("emu", "cuda"), created on first use, after the fork.
 dev::Device& worker_device(const std::string& kind);
-// Overwrites the L2 of a CUDA device (a buffer of twice its size, allocated on first use, a new byte each
-// round) before a timed repetition; false on a device without one to flush (the emulator).
-bool flush_l2(dev::Device& device, dev::Buffer& buffer, unsigned char& round);
 
 // Every tunable name for a device kind: "cpu" lists the host families, "emu"/"cuda" the device families.
 std::vector<std::string> family_names(const std::string& device);
