@@ -5,7 +5,6 @@
 #include "common/error.h"
 #include "common/half.h"
 #include "kernels_src/registry/registry.h"
-#include "runtime/gpu/blas_choice.h"
 #include "runtime/gpu/device_act.h"
 
 namespace qt::rt {
@@ -23,6 +22,14 @@ class ActBuffer final : public DeviceBuffer {
 };
 
 constexpr int64_t kGemvRows = 8;  // the decode GEMV families serve M <= 8
+
+// Where a linear layer runs when cuBLASLt is at hand (a GPU, with --predequantize or a tuned cache):
+//   measured: the tuning store's dispatch for the shape ranks cuBLASLt ("cuda.cublaslt_f16", or AWQ's
+//             "cuda.awq_dequant_cublaslt") first in the batch's bucket -> cuBLASLt (kernel_choice.h's external
+//             choice, at the heuristic candidate the tuner found fastest);
+//   default:  with no dispatch, fp16 weights (predequantized) go to cuBLASLt above the decode GEMVs' rows,
+//             where a tensor-core GEMM is the right tool and cuBLASLt's heuristic is the vendor's tuned choice,
+//             and to the fp16 GEMV at M <= kGemvRows; quantized weights stay on our kernels.
 
 // Attention cost grows with the context, so its kernel is chosen per power-of-two context bucket; every
 // choice reads the true position from device memory, so any bucket's plan is correct at any position.
@@ -224,7 +231,7 @@ void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
     return;
   }
   if (!choice->external.empty()) return linear_external(*choice, w, x, m, y, shape);
-  if (fp16_blas && options_.predequantize && !choice->dispatched && default_prefers_blas(m))
+  if (fp16_blas && options_.predequantize && !choice->dispatched && m > kGemvRows)
     return queue_blas(w.arrays.at("values").ptr, blas::WeightLayout::NK, x, m, w.rows, w.cols, y, 0);
   if (w.type == WeightType::F16 && options_.predequantize) ++blas_counts_.families;
   Bindings b;

@@ -30,7 +30,7 @@ struct DeviceBackendOptions {
   // by the op "linear.frag" families; false keeps the file layout and the op "linear" families.
   bool frag_layout = true;
   // Dense linear weights dequantized to fp16 once at load (MoE experts and the embedding table stay quantized);
-  // their GEMMs go to cuBLASLt (`blas`, when given) or to the fp16 families, as blas_choice.h decides. With
+  // their GEMMs go to cuBLASLt (`blas`, when given) or to the fp16 families, as DeviceBackend::linear decides. With
   // `blas`, a stored dispatch that ranks a cuBLASLt baseline first in a bucket is followed too.
   bool predequantize = false;
   std::shared_ptr<blas::BlasLt> blas;
