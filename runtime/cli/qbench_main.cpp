@@ -128,12 +128,7 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
   data["tuned_cache"] = cache.empty() ? nlohmann::json() : nlohmann::json(cache);
   nlohmann::json notes = nlohmann::json::array();
   nlohmann::json e2e = nlohmann::json::array();
-  const uint64_t decode_bytes = [&] {
-    CpuOptions o;
-    o.threads = 1;
-    CpuBackend b(o);
-    return Qwen3Model(w, b, 2).decode_weight_bytes();
-  }();
+  const uint64_t decode_bytes = decode_weight_bytes(w);
   // The companion Q8_0 model of the same shape, for the end-to-end comparison.
   std::string q8_path = cli.given("--q8-model") ? cli.get("--q8-model") : "";
   if (q8_path.empty() && !cli.given("--model") && linear_type(w) != WeightType::Q8_0)
@@ -159,8 +154,7 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
       CpuOptions o = ro.cpu;
       if (tuned) std::fprintf(stderr, "qbench: %s\n", apply_tuned_cache(cache, mw, o, cli.given("--threads")).c_str());
       CpuBackend b(o);
-      const uint64_t bytes = Qwen3Model(mw, b, 2).decode_weight_bytes();
-      e2e.push_back(bench_end_to_end(name, p, mw, b, eo, rss, bytes));
+      e2e.push_back(bench_end_to_end(name, p, mw, b, eo, rss, decode_weight_bytes(mw)));
     };
     cpu_variant(label + " default", path, w, false);
     if (!cache.empty()) cpu_variant(label + " tuned", path, w, true);
@@ -199,11 +193,7 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     if (!cache.empty()) device_variant(label + " tuned", path, w, true, false, decode_bytes);
     if (!q8_path.empty()) {
       const auto q8 = ModelFile::open(q8_path);
-      CpuOptions one;
-      one.threads = 1;
-      CpuBackend b(one);
-      const uint64_t bytes = Qwen3Model(q8->weights(), b, 2).decode_weight_bytes();
-      device_variant("Q8_0", q8_path, q8->weights(), !cache.empty(), false, bytes);
+      device_variant("Q8_0", q8_path, q8->weights(), !cache.empty(), false, decode_weight_bytes(q8->weights()));
     }
     notes.push_back("FP16 is the same model with its dense weights dequantized to fp16 at load (qrun "
                     "--predequantize): GEMMs on cuBLASLt where available, else the fp16 kernel families");

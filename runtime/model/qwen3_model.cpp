@@ -193,11 +193,13 @@ void Qwen3Model::moe_mlp(const LayerWeights& lw, int64_t m) {
   be_.moe(b, xn_->view(), m, o_->view());
 }
 
-uint64_t Qwen3Model::decode_weight_bytes() const {
-  const ModelConfig& c = w_.config;
-  uint64_t bytes = tensor_bytes(w_.classifier.empty() ? w_.embedding : w_.classifier);
-  bytes += tensor_bytes(w_.embedding) / uint64_t(std::max<int64_t>(1, w_.embedding.rows));
-  for (const LayerWeights& l : w_.layers) {
+uint64_t Qwen3Model::decode_weight_bytes() const { return rt::decode_weight_bytes(w_); }
+
+uint64_t decode_weight_bytes(const ModelWeights& w) {
+  const ModelConfig& c = w.config;
+  uint64_t bytes = tensor_bytes(w.classifier.empty() ? w.embedding : w.classifier);
+  bytes += tensor_bytes(w.embedding) / uint64_t(std::max<int64_t>(1, w.embedding.rows));
+  for (const LayerWeights& l : w.layers) {
     for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) bytes += tensor_bytes(*t);
     if (c.is_moe() && !l.expert_w1.empty()) {
       bytes += uint64_t(c.num_experts_per_tok) *

@@ -42,8 +42,7 @@ class Qwen3Model {
   // decoding); on a device backend only that token comes back to the host.
   int32_t forward_greedy(const int32_t* tokens, int64_t n);
 
-  // Weight bytes one decode step reads (dense weights, the router, top-k experts' worth of expert weights,
-  // the classifier and one embedding row): the numerator of the memory-bandwidth roofline.
+  // decode_weight_bytes() of its weights, below.
   uint64_t decode_weight_bytes() const;
 
  private:
@@ -61,5 +60,9 @@ class Qwen3Model {
   // Activations for one chunk of up to max_batch_ tokens.
   std::unique_ptr<DeviceBuffer> x_, xn_, q_, k_, v_, q_rot_, att_, o_, h1_, h3_, logits_;
 };
+
+// Weight bytes one decode step reads (dense weights, the router, top-k experts' worth of expert weights, the
+// classifier and one embedding row): the numerator of the memory-bandwidth roofline. Needs no backend.
+uint64_t decode_weight_bytes(const ModelWeights& weights);
 
 }  // namespace qt::rt
