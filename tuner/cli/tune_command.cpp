@@ -51,12 +51,6 @@ WeightType parse_type(const std::string& s) {
   throw Error("unknown --type '" + s + "' (q8_0, int8_sym, int8_asym, awq_int4)");
 }
 
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string t;
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? "x" : "") + std::to_string(s[i]);
-  return t;
-}
-
 std::string run_id() { return "qtune-" + utc_timestamp(); }
 
 // Search and measurement options shared by the CPU, emulator and GPU flows.

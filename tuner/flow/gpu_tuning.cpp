@@ -22,12 +22,6 @@ namespace qt::tune {
 
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string t;
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? "x" : "") + std::to_string(s[i]);
-  return t;
-}
-
 // Earlier outcomes of this device, family, sources and shape, by point: what a resumed run does not redo.
 std::map<std::string, CandidateOutcome> recorded_outcomes(const Store& store, const winners::DeviceFingerprint& device,
                                                           const Tunable& family, const std::vector<int64_t>& shape) {
@@ -163,6 +157,12 @@ double model_correlation(Worker& worker, const Tunable& fam, const std::vector<i
 }
 
 }  // namespace
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t;
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? "x" : "") + std::to_string(s[i]);
+  return t;
+}
 
 ResultRow outcome_row(const winners::DeviceFingerprint& device, const Tunable& family, const std::vector<int64_t>& shape,
                       const nlohmann::json& point, const CandidateOutcome& outcome, const std::string& run_id) {

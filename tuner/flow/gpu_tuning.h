@@ -50,6 +50,9 @@ struct GpuJob {
   bool batched = false;  // the first dimension is the batch M
 };
 
+// "64x4096x4096x128": a shape as the tuner's lines print it.
+std::string shape_text(const std::vector<int64_t>& shape);
+
 // The store row of one measured candidate of `family` at `shape` on `device`.
 ResultRow outcome_row(const winners::DeviceFingerprint& device, const Tunable& family, const std::vector<int64_t>& shape,
                       const nlohmann::json& point, const CandidateOutcome& outcome, const std::string& run_id);
