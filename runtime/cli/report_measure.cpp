@@ -28,6 +28,18 @@ using Clock = std::chrono::steady_clock;
 
 bool is_emulator(const dev::Device& d) { return d.fingerprint().rfind("emu", 0) == 0; }
 
+// The median of timed runs, repeated until both of `o`'s minimums (repetitions, total seconds) are met, and
+// at most 2,000 times.
+double median_of_runs(const KernelBenchOptions& o, const std::function<double()>& run_once) {
+  std::vector<double> t;
+  double total = 0;
+  while ((int(t.size()) < o.min_reps || total < o.min_seconds) && t.size() < 2000) {
+    t.push_back(run_once());
+    total += t.back();
+  }
+  return median(t);
+}
+
 // Times queued device work between two events. On a GPU: three warm-up runs, then repetitions until both
 // minimums are met, each after the L2 is flushed so that weights come from DRAM as they do in a model step;
 // the median is kept. On the emulator one run: its time means nothing.
@@ -38,14 +50,10 @@ class DeviceTimer {
     if (emu_) return once(enqueue);
     for (int i = 0; i < 3; ++i) enqueue();
     device_.synchronize();
-    std::vector<double> t;
-    double total = 0;
-    while ((int(t.size()) < options_.min_reps || total < options_.min_seconds) && t.size() < 2000) {
+    return median_of_runs(options_, [&] {
       flusher_.flush(device_);
-      t.push_back(once(enqueue));
-      total += t.back();
-    }
-    return median(t);
+      return once(enqueue);
+    });
   }
 
  private:
@@ -243,13 +251,8 @@ json bench_cpu_kernels(const ModelWeights& weights, const KernelBenchOptions& op
       try {
         plan::PlanRun run(nullptr, f, p, shape, inputs);
         run.run();  // warm-up: caches, the thread pool's threads
-        std::vector<double> t;
-        double total = 0;
-        while ((int(t.size()) < options.min_reps || total < options.min_seconds) && t.size() < 2000) {
-          t.push_back(run.run());
-          total += t.back();
-        }
-        variants.push_back({{"name", name}, {"seconds", median(t)}, {"bytes", double(bytes)},
+        const double seconds = median_of_runs(options, [&] { return run.run(); });
+        variants.push_back({{"name", name}, {"seconds", seconds}, {"bytes", double(bytes)},
                             {"detail", f.name + " " + kernels::point_key(p) + " (" + source + ")"}});
       } catch (const std::exception& e) {
         variants.push_back(unavailable(name, e.what()));
