@@ -218,6 +218,24 @@ TEST_CASE("qbench --device cpu --report compares tuned and default CPU kernels p
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("qbench runs its unmeasured warm-up prompts before the measured ones, and refuses a negative count") {
+  const std::string model = kFiles + "moe-norm.q8_0.moe3";
+  const std::string common = " --model " + model + " --prompt 6 --gen 2 --repeat 1 --threads 1 --bandwidth-mb 0 --json";
+  for (int warmup : {0, 2}) {
+    const Result r = qbench("--warmup " + std::to_string(warmup) + common);
+    REQUIRE(r.code == 0);
+    const json j = json::parse(r.out);
+    CHECK(j["warmup_runs"] == warmup);
+    CHECK(j["prefill_tok_s"].get<double>() > 0);
+    CHECK(j["decode_tok_s"].get<double>() > 0);
+  }
+  // Without --warmup, one run is unmeasured, as llama-bench warms up before it measures.
+  CHECK(json::parse(qbench(common).out)["warmup_runs"] == 1);
+  const Result bad = qbench("--warmup -1" + common);
+  CHECK(bad.code != 0);
+  CHECK(bad.err.find("--warmup") != std::string::npos);
+}
+
 TEST_CASE("qbench --device cuda --report without a driver exits 3 with one line naming the reason") {
   const Result r = qbench("--device cuda --model " + kFiles + "dense.ak48 --report " + scratch("nocuda"),
                           "QTUNE_LIBCUDA=/nonexistent/libcuda.so.1");
