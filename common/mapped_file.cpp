@@ -8,11 +8,39 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "common/error.h"
 
 namespace qt {
+namespace {
+
+// The live mappings, begin -> end, so release_mapped_pages() can tell a file's pages from anonymous memory
+// (where dropping pages would lose their contents).
+std::mutex g_mappings_mutex;
+std::map<uintptr_t, uintptr_t>& mappings() {
+  static std::map<uintptr_t, uintptr_t> m;
+  return m;
+}
+
+}  // namespace
+
+bool release_mapped_pages(const void* p, uint64_t bytes) {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = begin + bytes;
+  {
+    std::lock_guard<std::mutex> lock(g_mappings_mutex);
+    auto it = mappings().upper_bound(begin);
+    if (it == mappings().begin()) return false;
+    --it;
+    if (end > it->second) return false;
+  }
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  return true;
+}
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -36,6 +64,8 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
       fail_file(path, std::string("cannot map: ") + std::strerror(err));
     }
     data_ = static_cast<const uint8_t*>(p);
+    std::lock_guard<std::mutex> lock(g_mappings_mutex);
+    mappings()[reinterpret_cast<uintptr_t>(p)] = reinterpret_cast<uintptr_t>(p) + size_;
   }
   ::close(fd);
 }
@@ -59,7 +89,13 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 }
 
 void MappedFile::reset() noexcept {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_) {
+    {
+      std::lock_guard<std::mutex> lock(g_mappings_mutex);
+      mappings().erase(reinterpret_cast<uintptr_t>(data_));
+    }
+    ::munmap(const_cast<uint8_t*>(data_), size_);
+  }
   data_ = nullptr;
   size_ = 0;
 }

@@ -29,10 +29,17 @@ class MappedFile {
   void release_pages(uint64_t offset, uint64_t length) const;
 
  private:
+  friend bool release_mapped_pages(const void* p, uint64_t bytes);
   void reset() noexcept;
   std::string path_;
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
 };
+
+// If [p, p + bytes) lies inside a live MappedFile, unmaps its whole pages from this process and returns true;
+// otherwise does nothing and returns false. The mapping is read-only, so its pages are never private copies:
+// a later read maps them again from the page cache (or the file), with the same contents. They stay in the
+// page cache, so the next process that maps the file does not read it from disk again.
+bool release_mapped_pages(const void* p, uint64_t bytes);
 
 }  // namespace qt

@@ -67,8 +67,8 @@ void CpuBackend::prepare(const ModelWeights& weights) {
     if (!t.empty()) packed(t);
   };
   // Dense matrices run for every token, so repacking them pays in prefill and costs no memory (the file's
-  // pages are released). Q8_0 experts are repacked when first routed to (cpu_moe.cpp): a MoE model touches
-  // only the experts it routes to.
+  // pages are released). Q8_0 experts are repacked when a call first routes enough rows to them
+  // (cpu_moe.cpp): a MoE model touches only the experts it routes to.
   repack(weights.classifier.empty() ? weights.embedding : weights.classifier);
   advise_random_rows(weights.embedding);
   add(weights.classifier);

@@ -6,7 +6,8 @@
 //              weights multiply int8-quantized activations (per weight group, scale amax/127, like
 //              qwen3.c and llama.cpp); fp16/bf16/fp32 weights keep fp32 activations. The dense Q8_0
 //              matrices (attention, dense MLP, classifier) are repacked by prepare() for the tiled GEMM of
-//              q8_gemm_kernels.h, which serves prefill and decode; MoE experts keep the file layout.
+//              q8_gemm_kernels.h, which serves prefill and decode; a Q8_0 MoE expert is repacked
+//              when one call first routes kRepackExpertRows rows to it, and runs from the file until then.
 // Non-matmul ops (norms, RoPE, attention, SiLU) are fp32 in both; activations are fp32 host memory. The KV
 // cache is fp32 on the reference path and fp16 on the fast one for dense models (llama.cpp's default; see
 // CpuOptions::kv_cache), where attention runs the SIMD loops of attention_kernels.h split over heads and, for
@@ -44,6 +45,9 @@ struct CpuOptions {
   // fp32, for the reason the router itself runs on fp32 activations. prepare() applies the MoE rule.
   std::optional<ActType> kv_cache;
 };
+
+// Rows one call must route to a Q8_0 expert before it is repacked for the GEMM (cpu_moe.cpp says why).
+constexpr int64_t kRepackExpertRows = 4;
 
 class CpuBackend final : public Backend {
  public:
@@ -88,6 +92,8 @@ class CpuBackend final : public Backend {
   // Gives a Q8_0 matrix the GEMM layout (prepare() does it for every dense Q8_0 matrix of a model); a no-op
   // on the reference path or for a matrix that cannot take it. Returns whether w now has it.
   bool repack(const QTensor& w);
+  // Whether w has the GEMM layout now (repack() or a MoE call gave it).
+  bool has_gemm_layout(const QTensor& w) const { return repacked(w) != nullptr; }
   static Act host(const float* p) { return Act{reinterpret_cast<uint64_t>(p), ActType::F32}; }
   static Act host_f16(const uint16_t* p) { return Act{reinterpret_cast<uint64_t>(p), ActType::F16}; }
 
@@ -106,7 +112,7 @@ class CpuBackend final : public Backend {
   void grouped_matmul(const ExpertStack* const* stacks, float* const* ys, int count, const float* x,
                       const std::vector<int64_t>& offsets);
   void grouped_gemm_q8(const ExpertStack* const* stacks, float* const* ys, int count, const float* x,
-                       const std::vector<int64_t>& offsets);
+                       const std::vector<int64_t>& offsets, std::vector<char>& left);
   template <typename T>
   void attention_fast(const float* q, const T* k_cache, const T* v_cache, int64_t pos0, int64_t m, int64_t n_heads,
                       int64_t n_kv_heads, int64_t head_dim, float* out);

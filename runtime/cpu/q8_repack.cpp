@@ -7,15 +7,19 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/mapped_file.h"
 #include "kernels_src/cpu_matvec/thread_pool.h"
 #include "runtime/cpu/q8_gemm_kernels.h"
 
 namespace qt::rt {
 namespace {
 
-// Asks the kernel to reclaim the whole pages inside [p, p + bytes). MADV_PAGEOUT never changes what the
-// memory reads (file pages are read back, anonymous ones swapped), so it is safe whatever owns the tensor.
+// Gives back the whole pages inside [p, p + bytes). A model file's pages are unmapped from this process but
+// stay in the page cache, so the next run that maps the file does not read it from disk. Other memory (a
+// model built in memory) is only asked to be reclaimed: MADV_PAGEOUT never changes what memory reads
+// (anonymous pages are swapped, or kept where there is no swap).
 void release_pages(const void* p, uint64_t bytes) {
+  if (release_mapped_pages(p, bytes)) return;
 #ifdef MADV_PAGEOUT
   const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
   const uint64_t begin = (reinterpret_cast<uint64_t>(p) + page - 1) / page * page;

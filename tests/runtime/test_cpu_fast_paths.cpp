@@ -2,13 +2,22 @@
 // over an fp16 KV cache at depth (spans merged across threads), and a KV cache that grows with the tokens run.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "common/half.h"
+#include "common/mapped_file.h"
 #include "kernels_src/cpu_matvec/quantized_matvec.h"
 #include "models/quant/quantized_tensor.h"
 #include "runtime/model/qwen3_model.h"
@@ -23,6 +32,27 @@ std::vector<int32_t> prompt(int n, int vocab) {
   std::vector<int32_t> t(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) t[size_t(i)] = (i * 37 + 11) % vocab;
   return t;
+}
+
+// Bytes of the mapping that starts at `start` resident in this process (/proc/self/smaps' Rss).
+int64_t mapping_rss_bytes(const void* start) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::ostringstream want;
+  want << std::hex << reinterpret_cast<uintptr_t>(start) << "-";
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (line.rfind(want.str(), 0) == 0) inside = true;
+    else if (inside && line.rfind("Rss:", 0) == 0) return std::stoll(line.substr(4)) * 1024;
+  }
+  return -1;
+}
+
+// Pages of [p, p + bytes) in the page cache (mincore over a mapping of the file).
+int64_t cached_pages(const void* p, uint64_t bytes) {
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((bytes + page - 1) / page);
+  if (::mincore(const_cast<void*>(p), bytes, in.data()) != 0) return -1;
+  return std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; });
 }
 
 }  // namespace
@@ -218,4 +248,79 @@ TEST_CASE("the fast path keeps fp32 KV for MoE models unless told otherwise", "[
   Qwen3Model a(m->weights, auto_kv, 64), b(m->weights, half_kv, 64);
   CHECK(auto_kv.kv_type() == ActType::F32);
   CHECK(half_kv.kv_type() == ActType::F16);
+}
+
+TEST_CASE("repacking a mapped Q8_0 matrix leaves one copy in memory and the file in the page cache",
+          "[runtime][kernels]") {
+  std::mt19937_64 rng(5);
+  const int64_t rows = 512, cols = 1024;
+  const int32_t group = 32;
+  const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
+  const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::Q8_0, group);
+  const QTensor src = wt.view();
+  const uint64_t q_bytes = uint64_t(rows * cols), s_bytes = uint64_t(rows * cols / group) * sizeof(float);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("qtune-repack-" + std::to_string(::getpid()) + ".bin")).string();
+  {
+    // Written back to disk before it is mapped, as a model file is: the kernel may drop clean pages.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, src.data, q_bytes) == ssize_t(q_bytes));
+    REQUIRE(::write(fd, src.scales_f32, s_bytes) == ssize_t(s_bytes));
+    REQUIRE(::fdatasync(fd) == 0);
+    ::close(fd);
+  }
+  MappedFile map(path);
+  QTensor w = src;
+  w.data = map.data();
+  w.scales_f32 = reinterpret_cast<const float*>(map.data() + q_bytes);
+  const std::vector<float> x = test::random_values(rng, size_t(3 * cols), 2.0f);
+  CpuBackend be(test::cpu_options(false, 1));
+  std::vector<float> from_file(size_t(3 * rows)), from_panels(size_t(3 * rows));
+  be.matmul(w, x.data(), 3, from_file.data());  // reads the whole file through the mapping
+  CHECK(mapping_rss_bytes(map.data()) >= int64_t(map.size()) - 4096);
+  REQUIRE(be.repack(w));
+  // Only the pages the tensor's arrays share with nothing else could stay: at most one at each end.
+  CHECK(mapping_rss_bytes(map.data()) <= 2 * 4096);
+  {
+    MappedFile again(path);
+    CHECK(cached_pages(again.data(), again.size()) == int64_t((again.size() + 4095) / 4096));
+  }
+  be.matmul(w, x.data(), 3, from_panels.data());
+  for (size_t i = 0; i < from_file.size(); ++i) REQUIRE(from_panels[i] == Approx(from_file[i]).margin(1e-4));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a Q8_0 expert is repacked only when one call routes 4 rows to it, with the same logits either way",
+          "[runtime][model]") {
+  test::RandomModelSpec s;
+  s.config = test::small_config(true);
+  s.linear_type = s.expert_type = s.embed_type = WeightType::Q8_0;
+  auto m = test::make_random_model(s);
+  const ModelConfig& c = m->weights.config;
+  auto repacked_experts = [&](const CpuBackend& be) {
+    int n = 0;
+    for (const auto& l : m->weights.layers)
+      for (int64_t e = 0; e < l.expert_w1.experts; ++e) n += be.has_gemm_layout(l.expert_w1.expert(e));
+    return n;
+  };
+  const auto tokens = prompt(12, int(c.vocab_size));
+  // Token by token: every call routes one row to each of its experts, which stay in the file layout.
+  CpuBackend by_token(test::cpu_options(false, 1));
+  Qwen3Model decode(m->weights, by_token, 32);
+  std::vector<float> stepwise;
+  for (int32_t t : tokens) stepwise = decode.forward(&t, 1, LogitsRows::kLast);
+  CHECK(repacked_experts(by_token) == 0);
+  // The whole prompt at once: 12 tokens x 3 experts over 8 experts routes 5 or more rows to one, in each layer.
+  CpuBackend by_prompt(test::cpu_options(false, 1));
+  Qwen3Model prefill(m->weights, by_prompt, 32);
+  const std::vector<float> last = prefill.forward(tokens, LogitsRows::kLast);
+  CHECK(repacked_experts(by_prompt) > 0);
+  // The next decode step runs the repacked experts from their panels and the others from the file.
+  const int32_t next = 5;
+  const std::vector<float> a = decode.forward(&next, 1, LogitsRows::kLast);
+  const std::vector<float> b = prefill.forward(&next, 1, LogitsRows::kLast);
+  REQUIRE(stepwise.size() == last.size());
+  for (size_t i = 0; i < last.size(); ++i) REQUIRE(stepwise[i] == Approx(last[i]).margin(1e-4));
+  for (size_t i = 0; i < a.size(); ++i) REQUIRE(a[i] == Approx(b[i]).margin(1e-4));
 }
