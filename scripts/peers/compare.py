@@ -12,7 +12,8 @@ Measurements (same threads, prompt and generation lengths on both sides):
   peak RSS  of the whole process (wait4's ru_maxrss) for a 512-token prompt and 32 decode steps, with
             qbench's bandwidth buffer off (--bandwidth-mb 0) so only the runtime's own memory counts;
   roofline  qtune's depth-0 decode as a fraction of the read bandwidth qbench measures in the same process.
-Both tools run one unmeasured warm-up first (llama-bench's default; qbench --warmup 1), so one-time work such as
+Both model files are read once before the first round, so both start from the page cache. Both tools run one
+unmeasured warm-up first (llama-bench's default; qbench --warmup 1), so one-time work such as
 the MoE experts' repack on first use is not in the figures; it is in the peak RSS run, which includes it.
 """
 import argparse
@@ -126,6 +127,13 @@ def main():
 
     a.qtune_rev = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe", "--always", "--dirty"],
                                  capture_output=True, text=True).stdout.strip()
+    # Both tools map their model files; reading them once first puts both in the page cache, as any run after
+    # the first finds them, so neither side's figures include reads from disk.
+    for shape, _ in SHAPES:
+        for ext in (".bin", ".gguf"):
+            with open(os.path.join(a.models, shape + ext), "rb") as f:
+                while f.read(1 << 24):
+                    pass
     results = {}  # (shape, threads) -> {"qtune": [...], "llama": [...]}
     started = datetime.datetime.now(datetime.timezone.utc)
     with open(a.raw, "a") as raw:
@@ -171,7 +179,8 @@ def write_report(a, results, started, finished):
              "converted to GGUF Q8_0 by llama.cpp's `convert_hf_to_gguf.py` and to ajc1 (dense) / moe3 (MoE) Q8_0 by "
              "`qconvert convert`. Prefill is a 512-token prompt at depth 0; decode is 32 steps after 0 (qbench: 1), 512 "
              "and 2048 cached tokens; peak RSS is wait4's ru_maxrss of a run of a 512-token prompt and 32 decode "
-             "steps, with qbench's bandwidth buffer off. Each run is measured once after one unmeasured warm-up, on both "
+             "steps, with qbench's bandwidth buffer off. Both model files are read once before the first round, so "
+             "neither side reads from disk. Each run is measured once after one unmeasured warm-up, on both "
              "sides (llama-bench's default; `qbench --warmup 1`), so the MoE experts' one-time repack on first use "
              "is not in the rates.")
     L.append("")
