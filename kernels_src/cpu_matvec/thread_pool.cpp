@@ -3,8 +3,16 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace qt::rt {
+namespace {
+
+// Measured on decode of the Qwen3-0.6B shape with 2 threads: 20,000 loads (about 8 us) before sleeping gave
+// 40.2 tok/s, about 80 us gave 42.0.
+constexpr std::chrono::microseconds kSpinTime{100};
+
+}  // namespace
 
 int default_thread_count() {
   cpu_set_t set;
@@ -62,8 +70,13 @@ void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; gen == seen && spin < 20000; ++spin) {
+    // Spin for a fixed time, not a count of loads, whatever the clock rate: long enough to cover the gaps
+    // between one decode step's calls (norms, RoPE and the next call's setup on the calling thread), short
+    // enough that an oversubscribed machine loses little to it.
+    const auto until = std::chrono::steady_clock::now() + kSpinTime;
+    for (int spin = 1; gen == seen; ++spin) {
       gen = generation_.load(std::memory_order_acquire);
+      if (spin % 256 == 0 && std::chrono::steady_clock::now() > until) break;
     }
     if (gen == seen) {
       std::unique_lock<std::mutex> lock(mutex_);

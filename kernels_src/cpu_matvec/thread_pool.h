@@ -1,6 +1,6 @@
 #pragma once
 // A fixed pool of worker threads for data-parallel loops. The calling thread takes part, so a pool of n
-// threads starts n-1 workers. Workers spin briefly before sleeping: decode runs hundreds of small matvecs
+// threads starts n-1 workers. Workers spin for 100 us before sleeping: decode runs hundreds of small matvecs
 // per token, and a sleeping wake-up per matvec would cost more than the matvec itself.
 #include <atomic>
 #include <condition_variable>

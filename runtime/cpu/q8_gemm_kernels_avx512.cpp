@@ -9,6 +9,11 @@
 namespace qt::rt {
 namespace {
 
+// The panels of a matrix are one contiguous stream, but the hardware prefetcher stops at each 4 KB page and
+// ramps up again; asking for the line 2 KB ahead keeps the next page's lines coming. Measured on decode of the
+// Qwen3-0.6B shape (1 / 2 threads): about 21 -> 22 and 37 -> 39 tok/s; 1, 4 and 8 KB ahead did no better.
+constexpr int64_t kPrefetchBytes = 2048;
+
 inline int32_t load4(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -25,6 +30,7 @@ void tile(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, cons
     __m512i s[T];
     for (int t = 0; t < T; ++t) s[t] = _mm512_setzero_si512();
     for (int64_t c = g * group; c < (g + 1) * group; c += 4) {
+      _mm_prefetch(reinterpret_cast<const char*>(w + c * kQ8PanelRows) + kPrefetchBytes, _MM_HINT_T0);
       const __m512i wv = _mm512_loadu_si512(w + c * kQ8PanelRows);
       for (int t = 0; t < T; ++t) s[t] = _mm512_dpbusd_epi32(s[t], wv, _mm512_set1_epi32(load4(x + t * x_stride + c)));
     }
