@@ -205,14 +205,14 @@ def write_report(a, results, started, finished):
             roof = statistics.median(r["roofline"] for r in q)
             bw = statistics.median(r["read_gbps"] for r in q)
             L.append("")
-            L.append(f"qtune's depth-0 decode reaches {roof * 100:.0f}% of the roofline (read bandwidth {bw:.1f} GB/s "
+            L.append(f"qtune's depth-0 decode reaches {roof * 100:.1f}% of the roofline (read bandwidth {bw:.1f} GB/s "
                      f"measured by qbench in the same process); KV cache {q[0]['kv']}.")
             L.append("")
             name = f"{title}, {threads}t"
             goals.append((name, "prefill pp512 ≥ 1.2× llama.cpp", ratios["pp"] >= GOAL_SPEED, f"{ratios['pp']:.2f}×"))
             goals.append((name, "decode at depth 0 ≥ 1.2× llama.cpp", ratios["tg0"] >= GOAL_SPEED, f"{ratios['tg0']:.2f}×"))
             goals.append((name, "decode at depth 512 ≥ 1.2× llama.cpp", ratios["tg512"] >= GOAL_SPEED, f"{ratios['tg512']:.2f}×"))
-            goals.append((name, "decode at depth 0 ≥ 85% of the roofline", roof >= GOAL_ROOFLINE, f"{roof * 100:.0f}%"))
+            goals.append((name, "decode at depth 0 ≥ 85% of the roofline", roof >= GOAL_ROOFLINE, f"{roof * 100:.1f}%"))
             goals.append((name, "peak RSS ≤ llama.cpp's", ratios["rss"] <= 1.0, f"{ratios['rss']:.2f}×"))
     L.append("## Goals (issue 18)")
     L.append("")
