@@ -29,7 +29,6 @@ class MappedFile {
   void release_pages(uint64_t offset, uint64_t length) const;
 
  private:
-  friend bool release_mapped_pages(const void* p, uint64_t bytes);
   void reset() noexcept;
   std::string path_;
   const uint8_t* data_ = nullptr;

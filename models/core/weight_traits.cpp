@@ -66,6 +66,18 @@ void row_of_elements(const QTensor& t, int64_t row, float* out) {
   for (int64_t k = 0; k < t.cols; ++k) out[k] = Element(t, row, k);
 }
 
+// Q8_0 is row-major with a scale per group along the row, so its row is read a group at a time, which the
+// compiler vectorizes: the same products as q8_0_element. The MoE router reads its rows every decode step.
+void q8_0_row_values(const QTensor& t, int64_t row, float* out) {
+  const int64_t groups = t.cols / t.group_size;
+  if (t.group_size <= 0 || groups * t.group_size != t.cols) return row_of_elements<q8_0_element>(t, row, out);
+  const auto* q = static_cast<const int8_t*>(t.data) + row * t.cols;
+  for (int64_t g = 0; g < groups; ++g) {
+    const float s = load<float>(t.scales_f32, row * groups + g);
+    for (int64_t k = g * t.group_size; k < (g + 1) * t.group_size; ++k) out[k] = static_cast<float>(q[k]) * s;
+  }
+}
+
 void f32_row(const QTensor& t, int64_t row, float* out) {
   std::memcpy(out, static_cast<const uint8_t*>(t.data) + row * t.cols * 4, static_cast<size_t>(t.cols) * 4);
 }
@@ -107,7 +119,7 @@ constexpr WeightTraits q8_0_row() {
   r.array_count = 2;
   r.arrays = {kQ8, kScalesF32};
   r.dequantize_element = q8_0_element;
-  r.dequantize_row = row_of_elements<q8_0_element>;
+  r.dequantize_row = q8_0_row_values;
   return r;
 }
 

@@ -240,23 +240,6 @@ void CpuBackend::matmul_reference(const QTensor& w, const float* x, int64_t m, f
   });
 }
 
-namespace {
-
-// dequantize_row()'s values. Q8_0 (every MoE router of a Q8_0 model, read each decode step) is done a group
-// at a time, so the compiler vectorizes it; the products are the same float(q) * scale.
-void dequantize_row_fast(const QTensor& w, int64_t n, float* row) {
-  if (w.type != WeightType::Q8_0 || w.group_size <= 0 || w.cols % w.group_size != 0) return dequantize_row(w, n, row);
-  const int64_t K = w.cols, G = w.group_size;
-  const int8_t* q = static_cast<const int8_t*>(w.data) + n * K;
-  for (int64_t g = 0; g < K / G; ++g) {
-    float s;
-    std::memcpy(&s, reinterpret_cast<const char*>(w.scales_f32) + sizeof(float) * size_t(n * (K / G) + g), sizeof s);
-    for (int64_t k = g * G; k < (g + 1) * G; ++k) row[k] = float(q[k]) * s;
-  }
-}
-
-}  // namespace
-
 void CpuBackend::matmul_float(const QTensor& w, const float* x, int64_t m, float* y) {
   const int64_t N = w.rows, K = w.cols;
   const CpuKernels& kr = *kernels_;
@@ -265,7 +248,7 @@ void CpuBackend::matmul_float(const QTensor& w, const float* x, int64_t m, float
       // Each row dequantized once for all m activation rows (the MoE router at prefill: 512 rows x 128).
       float* row = scratch(tls_row, K);
       for (int64_t n = n0; n < n1; ++n) {
-        dequantize_row_fast(w, n, row);
+        dequantize_row(w, n, row);
         for (int64_t i = 0; i < m; ++i) y[i * N + n] = kr.dot_f32(row, x + i * K, K);
       }
       return;

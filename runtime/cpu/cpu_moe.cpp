@@ -124,11 +124,14 @@ void CpuBackend::grouped_gemm_q8(const ExpertStack* const* stacks, float* const*
     bool all = true;
     for (int s = 0; s < count; ++s) {
       const QTensor w = stacks[s]->expert(e);
-      if (!repacked(w) && rows >= kRepackExpertRows) repack(w);
-      all = all && repacked(w) != nullptr;
+      if (rows >= kRepackExpertRows) repack(w);  // a no-op once it has the layout
+      mats[size_t(s * experts + e)] = repacked(w);
+      all = all && mats[size_t(s * experts + e)] != nullptr;
     }
-    if (!all) continue;
-    for (int s = 0; s < count; ++s) mats[size_t(s * experts + e)] = repacked(stacks[s]->expert(e));
+    if (!all) {
+      for (int s = 0; s < count; ++s) mats[size_t(s * experts + e)] = nullptr;
+      continue;
+    }
     left[size_t(e)] = 0;
     any = true;
   }
