@@ -65,13 +65,13 @@ RepackedQ8 repack_q8(const QTensor& t, ThreadPool* pool) {
   r.rows = t.rows, r.cols = t.cols, r.group = t.group_size;
   r.panels = (t.rows + kQ8PanelRows - 1) / kQ8PanelRows;
   const int64_t K = t.cols, ng = K / t.group_size;
-  r.w.reset(new uint8_t[size_t(r.panels * kQ8PanelRows * K)]);
-  r.scale.reset(new float[size_t(r.panels * kQ8PanelRows * ng)]);
+  r.w = LargePageBuffer(size_t(r.panels * kQ8PanelRows * K));
+  r.scale = LargePageBuffer(size_t(r.panels * kQ8PanelRows * ng) * sizeof(float));
   const auto* q = static_cast<const int8_t*>(t.data);
   auto pack = [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
-      uint8_t* wp = r.w.get() + p * kQ8PanelRows * K;
-      float* sp = r.scale.get() + p * kQ8PanelRows * ng;
+      uint8_t* wp = r.w.data() + p * kQ8PanelRows * K;
+      float* sp = reinterpret_cast<float*>(r.scale.data()) + p * kQ8PanelRows * ng;
       for (int64_t row = 0; row < kQ8PanelRows; ++row) {
         const int64_t n = p * kQ8PanelRows + row;
         if (n >= t.rows) {

@@ -5,8 +5,8 @@
 // to the kernel (they are only read again if something else reads that tensor, such as the embedding rows of
 // a tied classifier), so resident memory holds one copy of the weights, not two.
 #include <cstdint>
-#include <memory>
 
+#include "common/large_pages.h"
 #include "models/core/weights.h"
 
 namespace qt::rt {
@@ -15,10 +15,12 @@ class ThreadPool;
 
 struct RepackedQ8 {
   int64_t rows = 0, cols = 0, group = 0, panels = 0;
-  std::unique_ptr<uint8_t[]> w;      // [panels][16 * cols], layout of q8_gemm_kernels.h
-  std::unique_ptr<float[]> scale;    // [panels][cols / group][16]; rows past `rows` have scale 0
-  const uint8_t* panel(int64_t p) const { return w.get() + p * 16 * cols; }
-  const float* panel_scale(int64_t p) const { return scale.get() + p * 16 * (cols / group); }
+  LargePageBuffer w;      // uint8 [panels][16 * cols], layout of q8_gemm_kernels.h
+  LargePageBuffer scale;  // float [panels][cols / group][16]; rows past `rows` have scale 0
+  const uint8_t* panel(int64_t p) const { return w.data() + p * 16 * cols; }
+  const float* panel_scale(int64_t p) const {
+    return reinterpret_cast<const float*>(scale.data()) + p * 16 * (cols / group);
+  }
   // out[c] = q[row][c] * scale: the values dequantize_row() gives for the source tensor.
   void dequantize_row(int64_t row, float* out) const;
 };
