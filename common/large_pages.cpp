@@ -44,9 +44,8 @@ LargePageBuffer::LargePageBuffer(size_t bytes) : size_(bytes) {
   // Advice only: with THP off it fails, and the pages are 4 KiB ones.
   ::madvise(reinterpret_cast<void*>(aligned), rounded, MADV_HUGEPAGE);
 #endif
-  mapped_ = reinterpret_cast<void*>(aligned);
-  mapped_bytes_ = rounded;
-  data_ = static_cast<uint8_t*>(mapped_);
+  data_ = reinterpret_cast<uint8_t*>(aligned);
+  mapped_ = true;
 }
 
 LargePageBuffer::~LargePageBuffer() { reset(); }
@@ -54,27 +53,25 @@ LargePageBuffer::~LargePageBuffer() { reset(); }
 LargePageBuffer::LargePageBuffer(LargePageBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      mapped_(std::exchange(other.mapped_, nullptr)),
-      mapped_bytes_(std::exchange(other.mapped_bytes_, 0)) {}
+      mapped_(std::exchange(other.mapped_, false)) {}
 
 LargePageBuffer& LargePageBuffer::operator=(LargePageBuffer&& other) noexcept {
   if (this != &other) {
     reset();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
-    mapped_ = std::exchange(other.mapped_, nullptr);
-    mapped_bytes_ = std::exchange(other.mapped_bytes_, 0);
+    mapped_ = std::exchange(other.mapped_, false);
   }
   return *this;
 }
 
 void LargePageBuffer::reset() noexcept {
   if (mapped_) {
-    ::munmap(mapped_, mapped_bytes_);
+    ::munmap(data_, size_);  // munmap takes every page the range touches, so the rounded tail goes too
   } else {
     std::free(data_);
   }
-  data_ = nullptr, size_ = 0, mapped_ = nullptr, mapped_bytes_ = 0;
+  data_ = nullptr, size_ = 0, mapped_ = false;
 }
 
 }  // namespace qt

@@ -25,7 +25,7 @@ class LargePageBuffer {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   // Whether the buffer was mapped for huge pages (the kernel may still back it with 4 KiB pages).
-  bool advised_huge() const { return mapped_ != nullptr; }
+  bool advised_huge() const { return mapped_; }
 
   static constexpr size_t kHugePage = size_t(2) << 20;
   static constexpr size_t kAlign = 64;  // every buffer starts on a cache line
@@ -34,8 +34,7 @@ class LargePageBuffer {
   void reset() noexcept;
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  void* mapped_ = nullptr;  // the whole mapping, when mapped rather than taken from the heap
-  size_t mapped_bytes_ = 0;
+  bool mapped_ = false;  // mapped (munmap frees it) rather than taken from the heap (free)
 };
 
 }  // namespace qt

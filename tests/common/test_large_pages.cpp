@@ -4,32 +4,13 @@
 
 #include <cstdint>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <utility>
 
 #include "common/large_pages.h"
+#include "tests/proc_smaps.h"
 
 namespace {
-
-// The "THPeligible" line of the /proc/self/smaps entry whose range holds p, or -1 if there is none.
-int thp_eligible(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto addr = reinterpret_cast<uintptr_t>(p);
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    uintptr_t lo = 0, hi = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
-      inside = addr >= lo && addr < hi;
-      continue;
-    }
-    if (inside && line.rfind("THPeligible:", 0) == 0) return std::stoi(line.substr(12));
-  }
-  return -1;
-}
 
 bool thp_enabled() {
   std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
@@ -51,7 +32,7 @@ TEST_CASE("a buffer of 2 MiB or more starts on a 2 MiB boundary, huge-page eligi
   for (size_t i = 0; i < bytes; ++i) b.data()[i] = uint8_t(i * 31);
   for (size_t i = 0; i < bytes; i += 997) REQUIRE(b.data()[i] == uint8_t(i * 31));
   if (thp_enabled()) {
-    CHECK(thp_eligible(b.data()) == 1);
+    CHECK(qt::test::smaps_value(b.data(), "THPeligible") == 1);
   } else {
     WARN("transparent huge pages are off on this machine: only the placement was checked");
   }

@@ -9,9 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +19,7 @@
 #include "kernels_src/cpu_matvec/quantized_matvec.h"
 #include "models/quant/quantized_tensor.h"
 #include "runtime/model/qwen3_model.h"
+#include "tests/proc_smaps.h"
 #include "tests/runtime/random_model.h"
 
 using namespace qt;
@@ -32,19 +31,6 @@ std::vector<int32_t> prompt(int n, int vocab) {
   std::vector<int32_t> t(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) t[size_t(i)] = (i * 37 + 11) % vocab;
   return t;
-}
-
-// Bytes of the mapping that starts at `start` resident in this process (/proc/self/smaps' Rss).
-int64_t mapping_rss_bytes(const void* start) {
-  std::ifstream smaps("/proc/self/smaps");
-  std::ostringstream want;
-  want << std::hex << reinterpret_cast<uintptr_t>(start) << "-";
-  bool inside = false;
-  for (std::string line; std::getline(smaps, line);) {
-    if (line.rfind(want.str(), 0) == 0) inside = true;
-    else if (inside && line.rfind("Rss:", 0) == 0) return std::stoll(line.substr(4)) * 1024;
-  }
-  return -1;
 }
 
 // Pages of [p, p + bytes) in the page cache (mincore over a mapping of the file).
@@ -278,10 +264,10 @@ TEST_CASE("repacking a mapped Q8_0 matrix leaves one copy in memory and the file
   CpuBackend be(test::cpu_options(false, 1));
   std::vector<float> from_file(size_t(3 * rows)), from_panels(size_t(3 * rows));
   be.matmul(w, x.data(), 3, from_file.data());  // reads the whole file through the mapping
-  CHECK(mapping_rss_bytes(map.data()) >= int64_t(map.size()) - 4096);
+  CHECK(test::smaps_value(map.data(), "Rss") * 1024 >= int64_t(map.size()) - 4096);
   REQUIRE(be.repack(w));
   // Only the pages the tensor's arrays share with nothing else could stay: at most one at each end.
-  CHECK(mapping_rss_bytes(map.data()) <= 2 * 4096);
+  CHECK(test::smaps_value(map.data(), "Rss") * 1024 <= 2 * 4096);
   {
     MappedFile again(path);
     CHECK(cached_pages(again.data(), again.size()) == int64_t((again.size() + 4095) / 4096));
