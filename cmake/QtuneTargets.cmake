@@ -69,9 +69,9 @@ function(qtune_test name)
   endif()
   add_executable(${name} ${ARG_SOURCES})
   qtune_defaults(${name})
+  # Tests find the source and build trees as the tools do (common/paths.h: QTUNE_HOME, QTUNE_BUILD), so their
+  # binaries also run from a relocated bundle (scripts/gpu/bundle.sh).
   target_link_libraries(${name} PRIVATE qtune_catch_main ${ARG_DEPS})
-  target_compile_definitions(${name} PRIVATE
-    QTUNE_SOURCE_DIR="${PROJECT_SOURCE_DIR}" QTUNE_BINARY_DIR="${PROJECT_BINARY_DIR}")
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
   catch_discover_tests(${name}
     TEST_PREFIX "${name}: "

@@ -1,7 +1,10 @@
-#define CATCH_CONFIG_MAIN
+#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
-#include "skip.h"
+#include <cstring>
+
+#include "tests/skip.h"
+#include "tests/worker_entry.h"
 
 namespace {
 
@@ -31,3 +34,9 @@ struct SkipListener : Catch::TestEventListenerBase {
 }  // namespace
 
 CATCH_REGISTER_LISTENER(SkipListener)
+
+int main(int argc, char** argv) {
+  // A tuner worker started by a test of this binary (tests/worker_entry.h), not a test run.
+  if (argc == 3 && std::strcmp(argv[1], "--qtune-test-worker") == 0) return qt::test::serve_test_worker(argv[2]);
+  return Catch::Session().run(argc, argv);
+}

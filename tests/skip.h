@@ -9,6 +9,11 @@
 // discovered test a SKIP_REGULAR_EXPRESSION for that line, so CTest reports it "***Skipped" and counts it
 // among the tests that did not run. The line is left out when an assertion failed before the skip: a
 // skip must never hide a failure.
+//
+// On a machine that must run everything (QTUNE_REQUIRE_GPU=1, which the GPU run sets: scripts/gpu/run.sh), a
+// skip is a failure naming its reason: a GPU test that finds no GPU there has found a bug.
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -20,10 +25,25 @@ inline std::optional<std::string>& skip_reason() {
   return reason;
 }
 
+inline bool skips_are_failures() {
+  const char* v = std::getenv("QTUNE_REQUIRE_GPU");
+  return v && std::strcmp(v, "1") == 0;
+}
+
 }  // namespace qt::test
 
-#define QTUNE_SKIP(reason)                             \
-  do {                                                 \
-    ::qt::test::skip_reason() = std::string(reason);   \
-    return;                                            \
+// For the few tests whose subject is the absence of a GPU: on a GPU machine they cannot run, and that is no
+// failure even there.
+#define QTUNE_SKIP_WITH_GPU(reason)                  \
+  do {                                               \
+    ::qt::test::skip_reason() = std::string(reason); \
+    return;                                          \
+  } while (false)
+
+#define QTUNE_SKIP(reason)                                                                              \
+  do {                                                                                                  \
+    if (::qt::test::skips_are_failures())                                                               \
+      FAIL("QTUNE_REQUIRE_GPU=1, so this test must run, but it would skip: " << std::string(reason)); \
+    ::qt::test::skip_reason() = std::string(reason);                                                    \
+    return;                                                                                             \
   } while (false)

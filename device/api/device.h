@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "device/api/device_fingerprint.h"
+
 namespace qt::dev {
 
 struct Dim3 {
@@ -116,7 +118,9 @@ class Device {
  public:
   virtual ~Device() = default;
   virtual std::string name() const = 0;         // "emu (2 threads, checks on)", "NVIDIA H100 80GB HBM3"
-  virtual std::string fingerprint() const = 0;  // stable id for result stores: "emu/v1/sm80", "cuda/sm90/<uuid>"
+  // The identity tuning stores file this device's results under (device_fingerprint.h). Every caller takes
+  // it from here, so the tuner's worker, qrun and qbench cannot build different keys for one device.
+  virtual DeviceFingerprint store_fingerprint() const = 0;
   virtual int arch() const = 0;                 // compute capability as 80, 86, 89, 90 (emu: the emulated one)
 
   virtual DevPtr allocate(size_t bytes) = 0;  // fresh memory is NOT zeroed (the emulator fills it with 0xFF)

@@ -93,15 +93,6 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
   char buf[256] = {};
   d.check(d.cuDeviceGetName(buf, sizeof buf - 1, dev), "cuDeviceGetName");
   name_ = buf;
-  CUuuid uuid{};
-  d.check(d.cuDeviceGetUuid(&uuid, dev), "cuDeviceGetUuid");
-  std::string hex;
-  for (char c : uuid.bytes) {
-    char b[3];
-    std::snprintf(b, sizeof b, "%02x", static_cast<unsigned char>(c));
-    hex += b;
-  }
-  fingerprint_ = "cuda/sm" + std::to_string(arch_) + "/" + hex;
   auto attribute = [&](CUdevice_attribute a, const char* what) {
     int v = 0;
     d.check(d.cuDeviceGetAttribute(&v, a, dev), what);

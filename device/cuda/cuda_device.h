@@ -41,7 +41,7 @@ class CudaDevice : public dev::Device {
   CudaDevice& operator=(const CudaDevice&) = delete;
 
   std::string name() const override { return name_; }
-  std::string fingerprint() const override { return fingerprint_; }
+  dev::DeviceFingerprint store_fingerprint() const override;  // cuda_fingerprint.cpp
   int arch() const override { return arch_; }
   const CudaFacts& facts() const { return facts_; }
 
@@ -76,7 +76,7 @@ class CudaDevice : public dev::Device {
   bool capturing_ = false;
   int arch_ = 0;
   CudaFacts facts_;
-  std::string name_, fingerprint_;
+  std::string name_;
 };
 
 }  // namespace qt::cuda

@@ -31,9 +31,17 @@ void DriverApi::check(CUresult r, const std::string& what) const {
   throw Error(what + ": " + code + " (" + (text ? text : "no description") + ")", kExitFailure);
 }
 
-DriverApi load_driver(const std::string& library) {
+namespace {
+
+enum class Namespace { Main, Isolated };
+
+DriverApi load(const std::string& library, Namespace ns) {
   DriverApi api;
-  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // A library inspected by path (a test of the toolkit's stub, a diagnostic) gets a link-map namespace of its
+  // own. The stub's soname is libcuda.so.1: loaded into the main namespace it would be what every later
+  // dlopen("libcuda.so.1") returns, and the real driver would never load in this process.
+  void* lib = ns == Namespace::Isolated ? dlmopen(LM_ID_NEWLM, library.c_str(), RTLD_NOW | RTLD_LOCAL)
+                                        : dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* err = dlerror();
     api.unavailable_reason = "no CUDA driver: cannot load " + library + " (" + (err ? err : "dlopen failed") + ")";
@@ -112,10 +120,14 @@ DriverApi load_driver(const std::string& library) {
   return api;  // the library stays loaded for the life of the process
 }
 
+}  // namespace
+
+DriverApi load_driver(const std::string& library) { return load(library, Namespace::Isolated); }
+
 const DriverApi& driver() {
   static const DriverApi api = [] {
     const char* override_path = std::getenv("QTUNE_LIBCUDA");
-    return load_driver(override_path && *override_path ? override_path : "libcuda.so.1");
+    return load(override_path && *override_path ? override_path : "libcuda.so.1", Namespace::Main);
   }();
   return api;
 }

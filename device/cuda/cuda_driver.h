@@ -65,7 +65,8 @@ struct DriverApi {
 // missing file), else libcuda.so.1 from the loader's search path.
 const DriverApi& driver();
 
-// Loads a driver from an explicit path, uncached (for tests and diagnostics).
+// Loads a driver from an explicit path, uncached, in a link-map namespace of its own (for tests and
+// diagnostics): whatever it loads cannot become the library driver() later finds as libcuda.so.1.
 DriverApi load_driver(const std::string& library);
 
 }  // namespace qt::cuda

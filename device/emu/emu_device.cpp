@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "device/winners/fingerprint.h"
 #include "device/emu/arena.h"
 
 namespace qt::emu {
@@ -102,9 +103,7 @@ std::string EmuDevice::name() const {
          ", checks " + (opts_.checks ? "on" : "off") + ", sm" + std::to_string(opts_.arch) + ")";
 }
 
-std::string EmuDevice::fingerprint() const {
-  return "emu/v" + std::to_string(kAbiVersion) + "/sm" + std::to_string(opts_.arch);
-}
+dev::DeviceFingerprint EmuDevice::store_fingerprint() const { return winners::emu_fingerprint(opts_.arch); }
 
 dev::DevPtr EmuDevice::allocate(size_t bytes) {
   refuse_in_capture("allocate()");

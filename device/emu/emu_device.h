@@ -31,7 +31,7 @@ class EmuDevice : public dev::Device {
   ~EmuDevice() override;
 
   std::string name() const override;
-  std::string fingerprint() const override;
+  dev::DeviceFingerprint store_fingerprint() const override;  // winners::emu_fingerprint(arch)
   int arch() const override { return opts_.arch; }
 
   dev::DevPtr allocate(size_t bytes) override;

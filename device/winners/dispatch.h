@@ -4,27 +4,21 @@
 // crossovers (the M where the leader changes, e.g. GEMV -> tensor-core GEMM) follow from the ranking. The
 // runtime reads the ranking of the bucket a batch falls in and runs its first family that can run here.
 //
-// Family names in a ranking are store names ("cuda.awq_gemv"). A contender that is no registry family (the
-// dequant + cuBLAS path, "cuda.blas.dequant_f16" for example) is stored and ranked the same way; a runtime
-// that cannot run it takes the next one.
+// The rows live in the store's dispatch table (store_schema.h). Family names in a ranking are store names
+// ("cuda.awq_gemv"). A contender that is no registry family (the dequant + cuBLAS path,
+// "cuda.blas.dequant_f16" for example) is stored and ranked the same way; a runtime that cannot run it takes
+// the next one.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "device/winners/fingerprint.h"
-
-struct sqlite3;
+#include "device/winners/store_schema.h"
 
 namespace qt::winners {
 
 // The batch buckets tuned by default: 1, 2, 4, ..., 4096.
 std::vector<int64_t> default_batch_buckets();
-
-struct Ranked {
-  std::string family;
-  double median_s = 0;
-};
 
 struct DispatchEntry {
   int64_t bucket = 0;            // M
@@ -43,14 +37,5 @@ std::vector<Crossover> crossovers(std::vector<DispatchEntry> entries);
 
 // The bucket that serves a batch of `m` rows among `buckets`: the smallest bucket >= m, else the largest.
 int64_t bucket_for(const std::vector<int64_t>& buckets, int64_t m);
-
-// Creates the dispatch table if missing (writers only).
-void create_dispatch_schema(sqlite3* db);
-// Replaces the entries of one (device, op, weight type, rest) key.
-void put_dispatch(sqlite3* db, const DeviceFingerprint& dev, const std::string& op, const std::string& weight_type,
-                  const std::vector<int64_t>& rest, const std::vector<DispatchEntry>& entries, const std::string& run_id);
-// Every stored entry of the key, in increasing M; empty when nothing was stored (or the store predates the table).
-std::vector<DispatchEntry> read_dispatch(sqlite3* db, const DeviceFingerprint& dev, const std::string& op,
-                                         const std::string& weight_type, const std::vector<int64_t>& rest);
 
 }  // namespace qt::winners

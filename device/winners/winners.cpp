@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 
 #include "common/error.h"
 #include "device/winners/sqlite_stmt.h"
@@ -15,44 +14,24 @@ namespace qt::winners {
 
 namespace {
 
-// Rows of one (device, family, dtypes[, hash]) as shape -> list of (point, median, status).
+// Verified rows of one (devices, family, dtypes[, hash]) as shape -> (point text, median).
 struct Measured {
   std::string point;
   double median;
 };
 using ByShape = std::map<std::vector<int64_t>, std::vector<Measured>>;
 
-ByShape measured_by_shape(sqlite3* db, const DeviceFingerprint& dev, const std::string& family,
-                          const std::string& dtypes, const std::string& hash, int64_t* skipped) {
-  std::string sql =
-      "SELECT r.shape, r.point, r.median_s FROM result r JOIN device d ON r.device_id=d.id "
-      "JOIN kernel k ON r.kernel_id=k.id WHERE d.fingerprint=? AND k.family=? AND r.dtypes=? AND r.status='ok'";
-  if (!hash.empty()) sql += " AND k.source_hash=?";
-  Stmt q(db, sql);
-  q.bind(1, dev.key()).bind(2, family).bind(3, dtypes);
-  if (!hash.empty()) q.bind(4, hash);
+ByShape measured_by_shape(sqlite3* db, const std::vector<int64_t>& device_ids, const std::string& family,
+                          const std::string& dtypes, const std::string& hash, std::vector<BadRow>* bad) {
   ByShape out;
-  for (;;) {
-    // SQLite stops a scan at a damaged page: the rows read so far still count, the rest are skipped.
-    try {
-      if (!q.step()) break;
-    } catch (const Error&) {
-      if (skipped) ++*skipped;
-      break;
-    }
-    // A damaged row (text that is not a shape or a point, a time that is not one) never becomes a winner.
-    auto shape = nlohmann::json::parse(q.text(0), nullptr, false);
-    auto point = nlohmann::json::parse(q.text(1), nullptr, false);
-    double median = q.f64(2);
-    bool shape_ok = shape.is_array() && std::all_of(shape.begin(), shape.end(), [](const nlohmann::json& x) {
-      return x.is_number_integer();
-    });
-    if (!shape_ok || !point.is_object() || !std::isfinite(median) || median < 0) {
-      if (skipped) ++*skipped;
-      continue;
-    }
-    out[shape.get<std::vector<int64_t>>()].push_back({q.text(1), median});
-  }
+  if (device_ids.empty()) return out;
+  ResultQuery q;
+  q.family = family;
+  q.device_ids = device_ids;
+  q.dtypes = dtypes;
+  q.source_hash = hash;
+  q.ok_only = true;
+  for (const ResultRow& r : read_results(db, q, bad)) out[r.shape].push_back({r.point.dump(), r.stats.median});
   return out;
 }
 
@@ -95,18 +74,20 @@ std::optional<double> loo_regret(const ByShape& shapes, const std::vector<int64_
   return *t / own->median - 1.0;
 }
 
-}  // namespace
-
-std::string quick_check(sqlite3* db) {
-  try {
-    Stmt q(db, "PRAGMA quick_check");
-    std::string out;
-    while (q.step()) out += (out.empty() ? "" : "; ") + q.text(0);
-    return out;
-  } catch (const Error& e) {
-    return e.what();
-  }
+// "driver 13.0 (this GPU: 13.1), qtune 0.1.0 (this build: 0.2.0)": the fields where two fingerprints differ.
+std::string differences(const DeviceFingerprint& measured, const DeviceFingerprint& live) {
+  const nlohmann::json a = measured.to_json(), b = live.to_json();
+  std::string out;
+  for (const auto& [name, value] : a.items())
+    if (!b.contains(name) || b[name] != value)
+      out += (out.empty() ? "" : ", ") + name + " " + (value.is_string() ? value.get<std::string>() : value.dump()) +
+             " (here " + (b.contains(name) ? (b[name].is_string() ? b[name].get<std::string>() : b[name].dump()) : "unknown") + ")";
+  for (const auto& [name, value] : b.items())
+    if (!a.contains(name)) out += (out.empty() ? "" : ", ") + name + " not recorded (here " + value.dump() + ")";
+  return out;
 }
+
+}  // namespace
 
 double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   double d = 0;
@@ -115,10 +96,55 @@ double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>&
   return d;
 }
 
-std::optional<Winner> lookup_winner(sqlite3* db_, const DeviceFingerprint& dev, const std::string& family,
+DeviceMatch match_device(sqlite3* db, const DeviceFingerprint& live, std::vector<BadRow>* bad) {
+  DeviceMatch m;
+  const std::vector<StoredDevice> devices = read_devices(db, bad);
+  for (const StoredDevice& d : devices) {
+    m.held.push_back(d.fingerprint);
+    if (d.fingerprint == live) m.device_ids.push_back(d.id);
+  }
+  if (!m.device_ids.empty()) {
+    m.kind = DeviceMatch::Kind::Exact;
+    m.measured_on = live;
+    return m;
+  }
+  // The same model under other software: its most recently measured device, so a store tuned under several
+  // drivers serves the newest timings.
+  std::map<int64_t, std::string> latest;
+  Stmt q(db, "SELECT device_id, MAX(created_at) FROM result GROUP BY device_id");
+  while (q.step()) latest[q.i64(0)] = q.text(1);
+  const StoredDevice* pick = nullptr;
+  for (const StoredDevice& d : devices)
+    if (d.fingerprint.same_model(live) && latest.count(d.id) && (!pick || latest[d.id] > latest[pick->id])) pick = &d;
+  if (!pick) return m;
+  m.kind = DeviceMatch::Kind::SameModel;
+  m.measured_on = pick->fingerprint;
+  for (const StoredDevice& d : devices)
+    if (d.fingerprint == pick->fingerprint) m.device_ids.push_back(d.id);
+  return m;
+}
+
+std::string match_line(const DeviceMatch& m, const DeviceFingerprint& live, const std::string& path) {
+  switch (m.kind) {
+    case DeviceMatch::Kind::Exact: return "";
+    case DeviceMatch::Kind::SameModel:
+      return "tuned cache " + path + ": using winners measured on this GPU model (" + live.name + ", " + live.arch +
+             ") under other conditions: " + differences(m.measured_on, live);
+    case DeviceMatch::Kind::None: break;
+  }
+  std::string held;
+  for (const DeviceFingerprint& d : m.held) {
+    const std::string one = d.name + (d.arch.empty() ? "" : " (" + d.arch + ")");
+    if (held.find(one) == std::string::npos) held += (held.empty() ? "" : ", ") + one;
+  }
+  return "tuned cache " + path + ": no results for this device, " + live.name + " (" + live.arch + "); it holds " +
+         (held.empty() ? "no device at all" : held) + "; tune this one with qtune";
+}
+
+std::optional<Winner> lookup_winner(sqlite3* db, const std::vector<int64_t>& device_ids, const std::string& family,
                                     const std::string& dtypes, const std::vector<int64_t>& shape,
-                                    const std::string& hash, int64_t* skipped) {
-  ByShape shapes = measured_by_shape(db_, dev, family, dtypes, hash, skipped);
+                                    const std::string& hash, std::vector<BadRow>* bad) {
+  ByShape shapes = measured_by_shape(db, device_ids, family, dtypes, hash, bad);
   Winner w;
   std::vector<int64_t> donor = shape;
   if (!shapes.count(shape)) {
@@ -136,9 +162,9 @@ std::optional<Winner> lookup_winner(sqlite3* db_, const DeviceFingerprint& dev, 
   return w;
 }
 
-std::vector<ShapeRegret> shape_regrets(sqlite3* db_, const DeviceFingerprint& dev, const std::string& family,
+std::vector<ShapeRegret> shape_regrets(sqlite3* db, const std::vector<int64_t>& device_ids, const std::string& family,
                                        const std::string& dtypes, const std::string& hash) {
-  ByShape shapes = measured_by_shape(db_, dev, family, dtypes, hash, nullptr);
+  ByShape shapes = measured_by_shape(db, device_ids, family, dtypes, hash, nullptr);
   std::vector<ShapeRegret> out;
   for (const auto& [s, rows] : shapes) {
     ShapeRegret r;
@@ -150,14 +176,38 @@ std::vector<ShapeRegret> shape_regrets(sqlite3* db_, const DeviceFingerprint& de
 }
 
 std::vector<StaleRows> stale_rows(sqlite3* db, const std::string& family, const std::string& source_hash) {
+  std::map<int64_t, std::string> names;
+  for (const StoredDevice& d : read_devices(db)) names[d.id] = d.fingerprint.name;
   Stmt q(db,
-         "SELECT k.source_hash, d.name, COUNT(*) FROM result r JOIN kernel k ON r.kernel_id=k.id "
-         "JOIN device d ON r.device_id=d.id WHERE k.family=? AND k.source_hash<>? "
-         "GROUP BY k.source_hash, d.name ORDER BY k.source_hash, d.name");
+         "SELECT k.source_hash, r.device_id, COUNT(*) FROM result r JOIN kernel k ON r.kernel_id=k.id "
+         "WHERE k.family=? AND k.source_hash<>? GROUP BY k.source_hash, r.device_id");
   q.bind(1, family).bind(2, source_hash);
+  std::map<std::pair<std::string, std::string>, int64_t> counts;
+  while (q.step()) {
+    const auto name = names.find(q.i64(1));
+    counts[{q.text(0), name == names.end() ? "an unreadable device row" : name->second}] += q.i64(2);
+  }
   std::vector<StaleRows> out;
-  while (q.step()) out.push_back({q.text(0), q.text(1), q.i64(2)});
+  for (const auto& [key, n] : counts) out.push_back({key.first, key.second, n});
   return out;
+}
+
+std::optional<DispatchEntry> dispatch_for(sqlite3* db, const DeviceFingerprint& device, const std::string& op,
+                                          const std::string& weight_type, const std::vector<int64_t>& rest, int64_t m,
+                                          std::vector<BadRow>* bad) {
+  DispatchQuery q;
+  q.device = device;
+  q.op = op;
+  q.weight_type = weight_type;
+  q.shape = rest;
+  const std::vector<DispatchRow> rows = read_dispatch_rows(db, q, bad);
+  if (rows.empty()) return std::nullopt;
+  std::vector<int64_t> buckets;
+  for (const DispatchRow& r : rows) buckets.push_back(r.bucket);
+  const int64_t b = bucket_for(buckets, m);
+  for (const DispatchRow& r : rows)
+    if (r.bucket == b) return DispatchEntry{r.bucket, r.ranking};
+  return std::nullopt;
 }
 
 WinnersTable::WinnersTable(const std::string& path) : path_(path) {
@@ -170,33 +220,57 @@ WinnersTable::WinnersTable(const std::string& path) : path_(path) {
   }
   sqlite3_busy_timeout(db_, 10000);
   try {
-    // Preparing names every table the lookups read; LIMIT 0 keeps opening independent of the store's size.
-    Stmt q(db_, "SELECT 1 FROM result r JOIN kernel k ON r.kernel_id=k.id JOIN device d ON r.device_id=d.id LIMIT 0");
-    q.step();
-  } catch (const Error&) {
+    prepare_schema(db_, path, OpenMode::ReadOnly);
+  } catch (const Error& e) {
     sqlite3_close(db_);
     db_ = nullptr;
-    throw Error(path + ": not a qtune tuning store (no result, kernel and device tables)", kExitBadInput);
+    throw Error(e.what(), kExitBadInput);
+  } catch (const std::exception& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw Error(path + ": not a readable tuning store: " + e.what(), kExitBadInput);
   }
-  std::string qc = quick_check(db_);
-  if (qc != "ok") warn_once("SQLite reports it damaged (" + qc + ")");
+  const std::string qc = quick_check(db_);
+  // Every row is read once here, so one warning counts them all; lookups then skip the same rows quietly.
+  std::vector<BadRow> bad;
+  read_results(db_, {}, &bad);
+  read_dispatch_rows(db_, {}, &bad);
+  if (qc != "ok" || !bad.empty()) {
+    warned_ = true;
+    std::string why = qc != "ok" ? "SQLite reports it damaged (" + qc + ")" : "";
+    if (!bad.empty())
+      why += (why.empty() ? "" : "; ") + std::to_string(bad.size()) + " row" + (bad.size() == 1 ? "" : "s") +
+             " cannot be read (first: " + bad.front().text() + ")";
+    std::fprintf(stderr, "warning: tuning store %s: %s; they are ignored (qtune store check lists every bad row)\n",
+                 path_.c_str(), why.c_str());
+  }
 }
 
-void WinnersTable::warn_once(const std::string& why) const {
-  if (warned_) return;
+void WinnersTable::note_bad(const std::vector<BadRow>& bad) const {
+  if (bad.empty() || warned_) return;
   warned_ = true;
-  std::fprintf(stderr, "warning: tuning store %s: %s; rows that cannot be read are ignored (qtune store check lists them)\n",
-               path_.c_str(), why.c_str());
+  std::fprintf(stderr, "warning: tuning store %s: %zu rows cannot be read (first: %s); they are ignored (qtune store "
+               "check lists every bad row)\n", path_.c_str(), bad.size(), bad.front().text().c_str());
 }
 
 WinnersTable::~WinnersTable() { sqlite3_close(db_); }
 
-std::optional<Winner> WinnersTable::lookup(const DeviceFingerprint& dev, const std::string& family,
+const DeviceMatch& WinnersTable::match(const DeviceFingerprint& live) const {
+  auto it = matches_.find(live.key());
+  if (it == matches_.end()) {
+    std::vector<BadRow> bad;
+    it = matches_.emplace(live.key(), match_device(db_, live, &bad)).first;
+    note_bad(bad);
+  }
+  return it->second;
+}
+
+std::optional<Winner> WinnersTable::lookup(const DeviceFingerprint& live, const std::string& family,
                                            const std::string& dtypes, const std::vector<int64_t>& shape,
                                            const std::string& source_hash) const {
-  int64_t skipped = 0;
-  auto w = lookup_winner(db_, dev, family, dtypes, shape, source_hash, &skipped);
-  if (skipped > 0) warn_once(std::to_string(skipped) + " result rows cannot be read");
+  std::vector<BadRow> bad;
+  auto w = lookup_winner(db_, match(live).device_ids, family, dtypes, shape, source_hash, &bad);
+  note_bad(bad);
   return w;
 }
 
@@ -204,17 +278,15 @@ std::vector<StaleRows> WinnersTable::stale(const std::string& family, const std:
   return stale_rows(db_, family, source_hash);
 }
 
-std::optional<DispatchEntry> WinnersTable::dispatch(const DeviceFingerprint& dev, const std::string& op,
+std::optional<DispatchEntry> WinnersTable::dispatch(const DeviceFingerprint& live, const std::string& op,
                                                     const std::string& weight_type, const std::vector<int64_t>& rest,
                                                     int64_t m) const {
-  const std::vector<DispatchEntry> entries = read_dispatch(db_, dev, op, weight_type, rest);
-  if (entries.empty()) return std::nullopt;
-  std::vector<int64_t> buckets;
-  for (const DispatchEntry& e : entries) buckets.push_back(e.bucket);
-  const int64_t b = bucket_for(buckets, m);
-  for (const DispatchEntry& e : entries)
-    if (e.bucket == b) return e;
-  return std::nullopt;
+  const DeviceMatch& dm = match(live);
+  if (dm.kind == DeviceMatch::Kind::None) return std::nullopt;
+  std::vector<BadRow> bad;
+  auto e = dispatch_for(db_, dm.measured_on, op, weight_type, rest, m, &bad);
+  note_bad(bad);
+  return e;
 }
 
 }  // namespace qt::winners

@@ -1,15 +1,21 @@
 #pragma once
 // The winners table: the read side of a tuning store (one SQLite file written by qtune), small enough for the
-// runtime to link. A winner is looked up by device fingerprint, family, dtypes, source hash and shape.
+// runtime to link. A winner is looked up by device, family, dtypes, source hash and shape.
 //
-// The nearest-shape rule: for (device fingerprint, family, dtypes[, source hash]) and a requested shape, the
-// winner is the fastest row with status "ok" at exactly that shape. If that shape was never tuned, the donor is
-// the tuned shape with the same number of dimensions that minimises sum_i |log2(requested_i) - log2(tuned_i)|;
-// ties go to the larger shape, then to the lexicographically smaller one. The fallback's measured regret, where
-// known, is the leave-one-out regret at the donor: how much slower the winner of the donor's own nearest tuned
+// Which rows serve a device: those measured on it (every fingerprint field equal); else those of the same GPU
+// model (name, architecture, SM count, memory) measured under another driver, toolkit or qtune version, or
+// with other clocks (the most recently measured such device), which the runtime uses and reports in one line;
+// else none, and the line names the devices the store does hold.
+//
+// The nearest-shape rule: for (device, family, dtypes[, source hash]) and a requested shape, the winner is the
+// fastest row with status "ok" at exactly that shape. If that shape was never tuned, the donor is the tuned
+// shape with the same number of dimensions that minimises sum_i |log2(requested_i) - log2(tuned_i)|; ties go
+// to the larger shape, then to the lexicographically smaller one. The fallback's measured regret, where known,
+// is the leave-one-out regret at the donor: how much slower the winner of the donor's own nearest tuned
 // neighbour was, measured at the donor (t(neighbour's winner at donor) / t(donor's winner) - 1). Unknown when
 // that point was not measured there.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,8 +24,7 @@
 
 #include "device/winners/dispatch.h"
 #include "device/winners/fingerprint.h"
-
-struct sqlite3;
+#include "device/winners/store_schema.h"
 
 namespace qt::winners {
 
@@ -39,15 +44,25 @@ struct ShapeRegret {
 
 double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 
-// SQLite's PRAGMA quick_check: "ok", or what it found (also when the check itself fails on a broken file).
-std::string quick_check(sqlite3* db);
+// How a device that runs found its rows in a store.
+struct DeviceMatch {
+  enum class Kind { Exact, SameModel, None } kind = Kind::None;
+  std::vector<int64_t> device_ids;  // the device rows whose results serve it
+  DeviceFingerprint measured_on;    // Exact/SameModel: the fingerprint of those rows
+  std::vector<DeviceFingerprint> held;  // every device the store holds
+};
+// Exact: every device row equal to `live`; else SameModel: the same-model device measured most recently.
+DeviceMatch match_device(sqlite3* db, const DeviceFingerprint& live, std::vector<BadRow>* bad = nullptr);
+// One line for the runtime: "" for an exact match; otherwise which device's winners are used (and what
+// differs), or that the store holds none for this device and which devices it does hold.
+std::string match_line(const DeviceMatch& m, const DeviceFingerprint& live, const std::string& path);
 
-// The rule above on an open store connection ("" hash: any source hash). Rows whose shape, point or time
-// cannot be read (a damaged store) are skipped; `skipped`, when given, is increased by their number.
-std::optional<Winner> lookup_winner(sqlite3* db, const DeviceFingerprint& dev, const std::string& family,
+// The nearest-shape rule over the results of `device_ids` ("" hash: any source hash). Unreadable rows are
+// skipped and appended to `bad`.
+std::optional<Winner> lookup_winner(sqlite3* db, const std::vector<int64_t>& device_ids, const std::string& family,
                                     const std::string& dtypes, const std::vector<int64_t>& shape,
-                                    const std::string& source_hash, int64_t* skipped = nullptr);
-std::vector<ShapeRegret> shape_regrets(sqlite3* db, const DeviceFingerprint& dev, const std::string& family,
+                                    const std::string& source_hash, std::vector<BadRow>* bad = nullptr);
+std::vector<ShapeRegret> shape_regrets(sqlite3* db, const std::vector<int64_t>& device_ids, const std::string& family,
                                        const std::string& dtypes, const std::string& source_hash);
 
 // Result rows stored for `family` under a source hash other than `source_hash`: made from other sources, so
@@ -58,8 +73,14 @@ struct StaleRows {
 };
 std::vector<StaleRows> stale_rows(sqlite3* db, const std::string& family, const std::string& source_hash);
 
+// The measured ranking for a batch of `m` rows of a linear shape (`rest`: its dims after M) on `device`, from
+// the bucket that serves m (dispatch.h); nullopt when the store holds none for the key.
+std::optional<DispatchEntry> dispatch_for(sqlite3* db, const DeviceFingerprint& device, const std::string& op,
+                                          const std::string& weight_type, const std::vector<int64_t>& rest, int64_t m,
+                                          std::vector<BadRow>* bad = nullptr);
+
 // A store opened read-only, for the runtime. A store that fails SQLite's quick check, or holds rows that
-// cannot be read, gets one warning on stderr naming it; lookups ignore the bad rows.
+// cannot be read, gets one warning on stderr naming it and the count; lookups ignore the bad rows.
 class WinnersTable {
  public:
   explicit WinnersTable(const std::string& path);  // throws qt::Error (exit 2) if it is not a qtune store
@@ -67,18 +88,21 @@ class WinnersTable {
   WinnersTable(const WinnersTable&) = delete;
   WinnersTable& operator=(const WinnersTable&) = delete;
 
-  std::optional<Winner> lookup(const DeviceFingerprint& dev, const std::string& family, const std::string& dtypes,
+  const std::string& path() const { return path_; }
+  // Which rows serve `live` (computed once per device).
+  const DeviceMatch& match(const DeviceFingerprint& live) const;
+  std::optional<Winner> lookup(const DeviceFingerprint& live, const std::string& family, const std::string& dtypes,
                                const std::vector<int64_t>& shape, const std::string& source_hash) const;
   std::vector<StaleRows> stale(const std::string& family, const std::string& source_hash) const;
-  // The measured ranking for a batch of `m` rows of a linear shape (`rest`: its dims after M), from the
-  // bucket that serves m (dispatch.h); nullopt when the store holds none for the key.
-  std::optional<DispatchEntry> dispatch(const DeviceFingerprint& dev, const std::string& op, const std::string& weight_type,
-                                        const std::vector<int64_t>& rest, int64_t m) const;
+  std::optional<DispatchEntry> dispatch(const DeviceFingerprint& live, const std::string& op,
+                                        const std::string& weight_type, const std::vector<int64_t>& rest,
+                                        int64_t m) const;
 
  private:
-  void warn_once(const std::string& why) const;
+  void note_bad(const std::vector<BadRow>& bad) const;
   std::string path_;
   sqlite3* db_ = nullptr;
+  mutable std::map<std::string, DeviceMatch> matches_;  // by live key
   mutable bool warned_ = false;
 };
 

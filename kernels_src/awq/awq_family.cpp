@@ -56,17 +56,22 @@ AwqData data_from(const Mnkg& s, const HostBuffers& in) {
 // emulator rounds each mma once, tensor cores truncate inside it: up to K <= 16384 the first term also
 // covers one ulp of the largest partial sum per mma (kernels_src/common/README.md, "Where the emulator
 // differs from a GPU").
-std::vector<Expected> gemm_expected(const Shape& shape, const HostBuffers& in) {
+LinearOperands gemm_operands(const Shape& shape, const HostBuffers& in) {
   const Mnkg s = mnkg(shape);
   const AwqData d = data_from(s, in);
-  std::vector<double> abs_sum;
-  const std::vector<double> y = reference_gemm(d, &abs_sum);
-  double bound = 0;
-  for (double a : abs_sum) bound = std::max(bound, a);
+  LinearOperands ops;
+  ops.m = s.m, ops.n = s.n, ops.k = s.k;
+  ops.a.resize(d.x.size());
+  for (size_t i = 0; i < d.x.size(); ++i) ops.a[i] = half_bits_to_float(d.x[i]);
+  ops.w = reference_dequant(d);  // [K][N]
+  return ops;
+}
+
+std::vector<Expected> gemm_expected(const Shape& shape, const HostBuffers&, const LinearSums& sums) {
   Expected e;
   e.buffer = "y";
-  e.values.assign(y.begin(), y.end());
-  e.abs_tol = 16.0 * std::sqrt(double(s.k)) * std::ldexp(1.0, -24) * bound + 1e-6;
+  e.values = sums.y;
+  e.abs_tol = 16.0 * std::sqrt(double(shape["K"])) * std::ldexp(1.0, -24) * max_of(sums.abs) + 1e-6;
   e.rel_tol = std::ldexp(1.0, -10);
   return {e};
 }
@@ -202,7 +207,7 @@ KernelFamily make_gemv() {
                    Shape{kDims, {1, 64, 12288, 128}, "Qwen3-8B down_proj decode, N cut to 64"},
                    Shape{kDims, {5, 208, 160, 32}, "odd: M=5, 26 words, 5 groups of 32"},
                    Shape{kDims, {8, 576, 256, 64}, "M=8, N spans 3 blocks at vec=1"}};
-  f.reference = gemm_expected;
+  set_linear_reference(f, gemm_operands, gemm_expected);
   f.model_shapes = [](const ModelConfig& c, const ModelWeights*) { return awq_layer_shapes(c, 1); };
   return f;
 }
@@ -259,7 +264,7 @@ KernelFamily make_gemm() {
   f.test_shapes = {Shape{kDims, {17, 128, 4096, 128}, "Qwen3-8B wq prefill: M=17, N cut to 128"},
                    Shape{kDims, {3, 128, 256, 64}, "odd: M=3, 4 groups of 64"},
                    Shape{kDims, {70, 256, 384, 128}, "M=70: tails in every M tile size"}};
-  f.reference = gemm_expected;
+  set_linear_reference(f, gemm_operands, gemm_expected);
   f.model_shapes = [](const ModelConfig& c, const ModelWeights*) { return awq_layer_shapes(c, 256); };
   return f;
 }

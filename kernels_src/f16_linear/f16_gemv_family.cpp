@@ -112,29 +112,16 @@ KernelFamily make_gemv() {
     in["values"] = bytes_of(random_halves(s["N"] * s["K"], rng));
     return in;
   };
-  f.reference = [](const Shape& s, const HostBuffers& in) {
-    const int64_t m = s["M"], n = s["N"], k = s["K"];
-    const auto x = from_bytes<uint16_t>(in.at("x"));
-    const auto w = from_bytes<uint16_t>(in.at("values"));
+  // fp32 accumulation in any order stays within a few sqrt(K) roundings of the largest partial sum (bounded
+  // by sum |x*w|); the fp16 output adds at most half an ulp (rel 2^-11).
+  set_linear_reference(f, fp16_linear_operands, [](const Shape& s, const HostBuffers&, const LinearSums& sums) {
     Expected e;
     e.buffer = "y";
-    double bound = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double sum = 0, abs_sum = 0;
-        for (int64_t kk = 0; kk < k; ++kk) {
-          const double t = double(half_bits_to_float(x[size_t(i * k + kk)])) * half_bits_to_float(w[size_t(j * k + kk)]);
-          sum += t, abs_sum += std::abs(t);
-        }
-        e.values.push_back(float(sum));
-        bound = std::max(bound, abs_sum);
-      }
-    // fp32 accumulation in any order stays within a few sqrt(K) roundings of the largest partial sum
-    // (bounded by sum |x*w|); the fp16 output adds at most half an ulp (rel 2^-11).
-    e.abs_tol = 16.0 * std::sqrt(double(k)) * std::ldexp(1.0, -24) * bound + 1e-6;
+    e.values = sums.y;
+    e.abs_tol = 16.0 * std::sqrt(double(s["K"])) * std::ldexp(1.0, -24) * max_of(sums.abs) + 1e-6;
     e.rel_tol = std::ldexp(1.0, -10);
     return std::vector<Expected>{e};
-  };
+  });
   f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) { return f16_shapes(c, w, 1); };
   f.probe_shape = Shape{kDims, {8, 1024, 4096, 4096}, "probe"};
   f.test_shapes = {Shape{kDims, {1, 64, 4096, 4096}, "Qwen3-8B wq decode, N cut to 64"},

@@ -201,40 +201,34 @@ std::string linear_kernel(const LinearKind& kind, const Point& p) {
 
 int64_t lock_count(const FragDims& d, int64_t m) { return d.n_tiles() * cdiv(m, 16); }
 
-// The exact product in double, with each weight rounded to fp16 first where the kernel does (gemm) or not
-// (gemv). The tolerance is awq_gemm's: fp32 accumulation in any order within 16 sqrt(K) roundings of the
-// largest partial sum (bounded by sum |x w|), plus the fp16 output.
-std::vector<Expected> linear_expected(const LinearKind& kind, const Shape& shape, const HostBuffers& in) {
+// The product's operands: x as fp16 values, and each weight (code - zero) * scale exactly (gemv: a code of at
+// most 8 bits times an fp16 scale fits fp32) or rounded to fp16 first, as the GEMM's fragments hold it.
+LinearOperands linear_operands(const LinearKind& kind, const Shape& shape, const HostBuffers& in) {
   const int64_t m = shape["M"];
   const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};
   const Source s = get_source(kind.bits, m, d, "ref.", in);
-  std::vector<double> w(size_t(d.k * d.n));
+  LinearOperands ops;
+  ops.m = m, ops.n = d.n, ops.k = d.k;
+  ops.a.resize(size_t(m * d.k));
+  for (size_t i = 0; i < ops.a.size(); ++i) ops.a[i] = half_bits_to_float(s.x[i]);
+  ops.w.resize(size_t(d.k * d.n));
   for (int64_t kk = 0; kk < d.k; ++kk)
     for (int64_t nn = 0; nn < d.n; ++nn) {
-      const double v = double(s.code(kk, nn)) * s.scale(kk, nn);
-      w[size_t(kk * d.n + nn)] = kind.gemv ? v : double(round_to_half(float(v)));
+      const float v = float(double(s.code(kk, nn)) * s.scale(kk, nn));
+      ops.w[size_t(kk * d.n + nn)] = kind.gemv ? v : round_to_half(v);
     }
+  return ops;
+}
+
+// The tolerance is awq_gemm's: fp32 accumulation in any order within 16 sqrt(K) roundings of the largest
+// partial sum (bounded by sum |x w|), plus the fp16 output.
+std::vector<Expected> linear_expected(const LinearKind& kind, const Shape& shape, const LinearSums& sums) {
+  const int64_t m = shape["M"];
+  const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};
   Expected y;
   y.buffer = "y";
-  y.values.assign(size_t(m * d.n), 0.0f);
-  double bound = 0;
-  std::vector<double> row(size_t(d.n)), abs_row(size_t(d.n));
-  for (int64_t mm = 0; mm < m; ++mm) {
-    std::fill(row.begin(), row.end(), 0.0);
-    std::fill(abs_row.begin(), abs_row.end(), 0.0);
-    for (int64_t kk = 0; kk < d.k; ++kk) {
-      const double xv = half_bits_to_float(s.x[size_t(mm * d.k + kk)]);
-      for (int64_t nn = 0; nn < d.n; ++nn) {
-        row[size_t(nn)] += xv * w[size_t(kk * d.n + nn)];
-        abs_row[size_t(nn)] += std::abs(xv * w[size_t(kk * d.n + nn)]);
-      }
-    }
-    for (int64_t nn = 0; nn < d.n; ++nn) {
-      y.values[size_t(mm * d.n + nn)] = float(row[size_t(nn)]);
-      bound = std::max(bound, abs_row[size_t(nn)]);
-    }
-  }
-  y.abs_tol = 16.0 * std::sqrt(double(d.k)) * std::ldexp(1.0, -24) * bound + 1e-6;
+  y.values = sums.y;
+  y.abs_tol = 16.0 * std::sqrt(double(d.k)) * std::ldexp(1.0, -24) * max_of(sums.abs) + 1e-6;
   y.rel_tol = std::ldexp(1.0, -10);
   Expected locks;  // every split-K counter is back at zero for the next launch
   locks.buffer = "locks";
@@ -332,7 +326,9 @@ KernelFamily make_linear(LinearKind kind) {
     put_source(s, "ref.", in);  // the reference works from the file layout, independent of the repack
     return in;
   };
-  f.reference = [kind](const Shape& shape, const HostBuffers& in) { return linear_expected(kind, shape, in); };
+  set_linear_reference(
+      f, [kind](const Shape& shape, const HostBuffers& in) { return linear_operands(kind, shape, in); },
+      [kind](const Shape& shape, const HostBuffers&, const LinearSums& sums) { return linear_expected(kind, shape, sums); });
   const int64_t model_m = kind.gemv ? 1 : 256;
   f.model_shapes = [model_m](const ModelConfig& c, const ModelWeights*) { return awq::awq_layer_shapes(c, model_m); };
   f.probe_shape = Shape{kLinearDims, {kind.gemv ? 8 : 64, 1024, 4096, 128}, "probe"};

@@ -51,6 +51,10 @@ struct FragDims {
 // "" when the dimensions can be stored in the frag layout, else the reason.
 std::string frag_dims_check(const FragDims& d);
 
+// The weight types the frag layout holds (4-bit AWQ, 8-bit group-wise symmetric): the device runtime loads
+// dense projections of these types in it by default.
+inline bool frag_layout_holds(WeightType t) { return t == WeightType::AWQ_INT4 || t == WeightType::INT8_GW_SYM; }
+
 struct FragWeights {
   std::vector<uint32_t> q;       // weight_words()
   std::vector<uint16_t> scales;  // scale_halves(), fp16 bits

@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "common/half.h"
 #include "kernels_src/q8_0/q8_reference.h"
 #include "kernels_src/registry/family_util.h"
 #include "family_source_hash.h"
@@ -52,17 +53,42 @@ Q8Data data_from(const Mnkg& s, const HostBuffers& in) {
   return d;
 }
 
+// The product's operands: x as fp16 values, w = q * scale (fp32, as models' dequant_element gives it),
+// transposed to [K][N]; for the GEMM also the per-group amax of x, whose product with |w| bounds the effect of
+// quantizing x to int8.
+LinearOperands operands(const Shape& shape, const HostBuffers& in, bool with_group_amax) {
+  const Mnkg s = mnkg(shape);
+  const Q8Data d = data_from(s, in);
+  LinearOperands ops;
+  ops.m = s.m, ops.n = s.n, ops.k = s.k;
+  ops.a.resize(d.x.size());
+  for (size_t i = 0; i < d.x.size(); ++i) ops.a[i] = half_bits_to_float(d.x[i]);
+  ops.w.resize(size_t(s.k * s.n));
+  for (int64_t nn = 0; nn < s.n; ++nn)
+    for (int64_t kk = 0; kk < s.k; ++kk) {
+      const size_t i = size_t(nn * s.k + kk);
+      ops.w[size_t(kk * s.n + nn)] = float(d.q[i]) * d.scales[i / size_t(s.group)];
+    }
+  if (with_group_amax) {
+    ops.g.resize(ops.a.size());
+    for (size_t g0 = 0; g0 < ops.a.size(); g0 += size_t(s.group)) {
+      float amax = 0.0f;
+      for (size_t i = g0; i < g0 + size_t(s.group); ++i) amax = std::max(amax, std::fabs(ops.a[i]));
+      std::fill(ops.g.begin() + ptrdiff_t(g0), ops.g.begin() + ptrdiff_t(g0 + size_t(s.group)), amax);
+    }
+  }
+  return ops;
+}
+
 // fp32 summation in any order, with at most K/8 + 64 roundings along any path of its tree (the GEMV's per-lane
 // vector dot, K steps of 32 vectors, 5 shuffle levels and the split-k sum; the GEMM's K/16 mma steps and
 // tile folds), each within 2^-24 of a partial sum bounded by sum |x * w|.
-double accumulation_bound(const Q8Result& r, int64_t k, size_t o) {
-  return double(k / 8 + 64) * std::ldexp(1.0, -24) * r.abs_xw[o];
-}
+double accumulation_bound(double abs_xw, int64_t k) { return double(k / 8 + 64) * std::ldexp(1.0, -24) * abs_xw; }
 
-Expected expected_y(const Q8Result& r, double abs_tol) {
+Expected expected_y(const LinearSums& sums, double abs_tol) {
   Expected e;
   e.buffer = "y";
-  e.values.assign(r.y.begin(), r.y.end());
+  e.values = sums.y;
   e.abs_tol = abs_tol + std::ldexp(1.0, -24);  // fp16 output: subnormal spacing near zero
   e.rel_tol = std::ldexp(1.0, -10);            // fp16 output rounding (2^-11) with slack for the fp32 sum
   return e;
@@ -70,12 +96,8 @@ Expected expected_y(const Q8Result& r, double abs_tol) {
 
 // GEMV: weights and activations enter exactly (q and x widen to fp32 without loss, one fp32 product per
 // vector scale), so only the fp32 summation separates the kernel from the exact result.
-std::vector<Expected> gemv_expected(const Shape& shape, const HostBuffers& in) {
-  const Mnkg s = mnkg(shape);
-  const Q8Result r = reference_linear(data_from(s, in));
-  double tol = 0;
-  for (size_t o = 0; o < r.y.size(); ++o) tol = std::max(tol, accumulation_bound(r, s.k, o));
-  return {expected_y(r, tol)};
+std::vector<Expected> gemv_expected(const Shape& shape, const HostBuffers&, const LinearSums& sums) {
+  return {expected_y(sums, accumulation_bound(max_of(sums.abs), shape["K"]))};
 }
 
 // GEMM: the reference does not know the point, so its tolerance covers both `act` variants:
@@ -87,16 +109,21 @@ std::vector<Expected> gemv_expected(const Shape& shape, const HostBuffers& in) {
 // bound over all outputs is the buffer's absolute tolerance (the comparison has one per buffer), which makes
 // this check loose for act 0 on outputs far from the largest; tests/nvrtc/test_q8_0_emu.cpp holds each
 // variant to its own per-output bound.
-std::vector<Expected> gemm_expected(const Shape& shape, const HostBuffers& in) {
+std::vector<Expected> gemm_expected(const Shape& shape, const HostBuffers& in, const LinearSums& sums) {
   const Mnkg s = mnkg(shape);
-  const Q8Result r = reference_linear(data_from(s, in));
+  const std::vector<uint16_t> x = from_bytes<uint16_t>(in.at("x"));
   double tol = 0;
-  for (size_t o = 0; o < r.y.size(); ++o) {
-    const double weights = std::ldexp(1.0, -11) * r.abs_xw[o] + std::ldexp(1.0, -25) * r.abs_x[o];
-    const double acts = (1.0 / 254.0 + std::ldexp(1.0, -20)) * r.act_quant[o];
-    tol = std::max(tol, accumulation_bound(r, s.k, o) + std::max(weights, acts));
+  for (int64_t mm = 0; mm < s.m; ++mm) {
+    double abs_x = 0;
+    for (int64_t kk = 0; kk < s.k; ++kk) abs_x += std::fabs(half_bits_to_float(x[size_t(mm * s.k + kk)]));
+    for (int64_t nn = 0; nn < s.n; ++nn) {
+      const size_t o = size_t(mm * s.n + nn);
+      const double weights = std::ldexp(1.0, -11) * sums.abs[o] + std::ldexp(1.0, -25) * abs_x;
+      const double acts = (1.0 / 254.0 + std::ldexp(1.0, -20)) * sums.g_abs[o];
+      tol = std::max(tol, accumulation_bound(sums.abs[o], s.k) + std::max(weights, acts));
+    }
   }
-  return {expected_y(r, tol)};
+  return {expected_y(sums, tol)};
 }
 
 std::vector<BufferSpec> q8_buffers(const Mnkg& s) {
@@ -173,7 +200,8 @@ KernelFamily make_gemv() {
                    Shape{kDims, {5, 40, 160, 32}, "odd: M=5, N=40 (a partial block), K=160 (idle lanes), G=32"},
                    Shape{kDims, {8, 24, 768, 16}, "M=8, G=16"},
                    Shape{kDims, {2, 17, 1024, 64}, "N=17: rows past N in a warp"}};
-  f.reference = gemv_expected;
+  set_linear_reference(
+      f, [](const Shape& shape, const HostBuffers& in) { return operands(shape, in, false); }, gemv_expected);
   f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) { return q8_layer_shapes(c, w, 1); };
   return f;
 }
@@ -267,7 +295,8 @@ KernelFamily make_gemm() {
                    Shape{kDims, {70, 160, 160, 32}, "M=70: tails in every M tile; N=160, G=32"},
                    Shape{kDims, {5, 37, 256, 128}, "odd N=37 (scalar stores), G=128"},
                    Shape{kDims, {1, 64, 128, 64}, "M=1: one row in the tile"}};
-  f.reference = gemm_expected;
+  set_linear_reference(
+      f, [](const Shape& shape, const HostBuffers& in) { return operands(shape, in, true); }, gemm_expected);
   f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) { return q8_layer_shapes(c, w, 256); };
   return f;
 }

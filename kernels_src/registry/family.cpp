@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <thread>
 
 #include "common/cli_args.h"
 #include "common/error.h"
@@ -200,6 +201,48 @@ std::string compare_output(const BufferSpec& spec, const std::vector<uint8_t>& g
      << first_got << ", want " << want.values[first] << " (abs " << want.abs_tol << " + rel " << want.rel_tol
      << "); max abs error " << worst;
   return os.str();
+}
+
+LinearSums cpu_linear_sums(const LinearOperands& ops) {
+  const size_t m = size_t(ops.m), n = size_t(ops.n), k = size_t(ops.k);
+  if (ops.m < 0 || ops.n < 0 || ops.k < 0 || ops.a.size() != m * k || ops.w.size() != k * n ||
+      (!ops.g.empty() && ops.g.size() != m * k))
+    throw Error("linear reference: operand sizes do not match M=" + std::to_string(ops.m) + ", N=" +
+                    std::to_string(ops.n) + ", K=" + std::to_string(ops.k),
+                kExitFailure);
+  LinearSums s;
+  s.y.assign(m * n, 0.0f);
+  s.abs.assign(m * n, 0.0f);
+  if (!ops.g.empty()) s.g_abs.assign(m * n, 0.0f);
+  auto rows = [&](size_t begin, size_t end) {
+    std::vector<double> y(n), a(n), g(n);
+    for (size_t r = begin; r < end; ++r) {
+      std::fill(y.begin(), y.end(), 0.0), std::fill(a.begin(), a.end(), 0.0), std::fill(g.begin(), g.end(), 0.0);
+      for (size_t kk = 0; kk < k; ++kk) {
+        const double x = ops.a[r * k + kk], gx = ops.g.empty() ? 0.0 : double(ops.g[r * k + kk]);
+        const float* w = ops.w.data() + kk * n;
+        for (size_t c = 0; c < n; ++c) {
+          const double p = x * double(w[c]);  // exact: two fp32 values
+          y[c] += p;
+          a[c] += std::fabs(p);
+          if (gx != 0.0) g[c] += gx * std::fabs(double(w[c]));
+        }
+      }
+      for (size_t c = 0; c < n; ++c) {
+        s.y[r * n + c] = float(y[c]);
+        s.abs[r * n + c] = float(a[c]);
+        if (!ops.g.empty()) s.g_abs[r * n + c] = float(g[c]);
+      }
+    }
+  };
+  // Large references (a tuner's prefill shapes) take every core; small ones stay on this thread.
+  const size_t work = m * n * k;
+  const size_t threads = work < (size_t(1) << 24) ? 1 : std::min<size_t>(m, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(rows, m * t / threads, m * (t + 1) / threads);
+  rows(0, m / threads);
+  for (std::thread& t : pool) t.join();
+  return s;
 }
 
 std::string linear_dtypes(WeightType w, DType activation, DType output) {

@@ -125,6 +125,25 @@ struct Expected {
   double abs_tol = 0.0, rel_tol = 0.0;
 };
 
+// ---- references that are matrix products (the linear layers) ----
+// The operands, exact in fp32: y = a w, and the sums a tolerance needs. A family's reference that is such a
+// product is computed from these on the CPU (cpu_linear_sums) or, for a large shape, on a device
+// (device/plan/linear_reference.h); the family turns the sums into its expectations either way.
+struct LinearOperands {
+  int64_t m = 0, n = 0, k = 0;
+  std::vector<float> a;  // [M][K]
+  std::vector<float> w;  // [K][N]
+  std::vector<float> g;  // [M][K], or empty: a second left operand whose product with |w| a tolerance needs
+};
+// [M][N] each, summed in double and rounded once to fp32: y = a w, abs = |a| |w|, g_abs = g |w| (empty
+// without g).
+struct LinearSums {
+  std::vector<float> y, abs, g_abs;
+};
+// The sums on the CPU: double accumulation, rows spread over the machine's cores. Throws qt::Error when the
+// operands' sizes disagree with m, n, k.
+LinearSums cpu_linear_sums(const LinearOperands& ops);
+
 // Why a point cannot run, raised while preparing it; the tuner records the reason with its status.
 class PointRejected : public std::runtime_error {
  public:
@@ -173,6 +192,10 @@ struct KernelFamily {
   // Inputs for `shape` from `seed`, deterministic; the CPU reference with its tolerance per output.
   std::function<HostBuffers(const Shape&, uint64_t seed)> make_inputs;
   std::function<std::vector<Expected>(const Shape&, const HostBuffers& inputs)> reference;
+  // Families whose reference is a matrix product also describe it as one (set_linear_reference in
+  // family_util.h makes `reference` these two on the CPU): the operands, and the expectations from their sums.
+  std::function<LinearOperands(const Shape&, const HostBuffers& inputs)> linear_operands;
+  std::function<std::vector<Expected>(const Shape&, const HostBuffers& inputs, const LinearSums&)> linear_expected;
 
   // The shapes a model needs from this family (weights may be null when only the config is known).
   std::function<std::vector<Shape>(const ModelConfig&, const ModelWeights*)> model_shapes;

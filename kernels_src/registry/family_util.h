@@ -1,12 +1,14 @@
 #pragma once
 // Small host-side helpers every family description needs: typed views of HostBuffers bytes, ceiling
 // division for grids, kernel name expressions, and the split-k reduction linear families share.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
+#include "common/half.h"
 #include "kernels_src/registry/family.h"
 
 namespace qt::kernels {
@@ -50,6 +52,37 @@ inline Launch splitk_reduce_launch(int64_t count, int64_t split) {
   r.block.x = 256;
   r.args = {KernelArg::buf("ws"), KernelArg::buf("y"), KernelArg::i32(count), KernelArg::i32(split)};
   return r;
+}
+
+// A family whose reference is a matrix product: its operands and the expectations from their sums, and the
+// reference as those sums computed on the CPU, so the CPU and a device compute one definition.
+template <class Operands, class Finish>
+void set_linear_reference(KernelFamily& f, Operands operands, Finish finish) {
+  f.linear_operands = operands;
+  f.linear_expected = finish;
+  f.reference = [operands, finish](const Shape& shape, const HostBuffers& in) {
+    return finish(shape, in, cpu_linear_sums(operands(shape, in)));
+  };
+}
+
+// The operands of an fp16 linear family's inputs "x" [M][K] and "values" [N][K] (the weights transposed).
+inline LinearOperands fp16_linear_operands(const Shape& s, const HostBuffers& in) {
+  LinearOperands ops;
+  ops.m = s["M"], ops.n = s["N"], ops.k = s["K"];
+  const std::vector<uint16_t> x = from_bytes<uint16_t>(in.at("x")), w = from_bytes<uint16_t>(in.at("values"));
+  ops.a.resize(x.size());
+  for (size_t i = 0; i < x.size(); ++i) ops.a[i] = half_bits_to_float(x[i]);
+  ops.w.resize(w.size());
+  for (int64_t n = 0; n < ops.n; ++n)
+    for (int64_t k = 0; k < ops.k; ++k) ops.w[size_t(k * ops.n + n)] = half_bits_to_float(w[size_t(n * ops.k + k)]);
+  return ops;
+}
+
+// The largest of `v` (0 for none): a tolerance bound over every output.
+inline double max_of(const std::vector<float>& v) {
+  double m = 0;
+  for (float x : v) m = std::max(m, double(x));
+  return m;
 }
 
 }  // namespace qt::kernels

@@ -14,6 +14,7 @@
 #include "kernels_src/f16_gemm/f16_gemm_family.h"
 #include "kernels_src/f16_linear/f16_gemv_family.h"
 #include "kernels_src/fraglinear/frag_family.h"
+#include "kernels_src/fraglinear/frag_layout.h"
 #include "kernels_src/gate_up/gate_up_family.h"
 #include "kernels_src/memcopy/mem_copy_family.h"
 #include "kernels_src/moe/moe_family.h"
@@ -101,6 +102,25 @@ void add_family(const KernelFamily* family) {
       return;
     }
   families().push_back(family);
+}
+
+std::string op_weight_layout(const std::string& op) {
+  if (op == "linear.frag") return "frag";
+  if (op.size() > 7 && op.compare(op.size() - 7, 7, ".trtllm") == 0) return "trtllm";
+  return "file";
+}
+
+std::string default_weight_layout(const std::string& op, WeightType t) {
+  const bool dense = op == "linear" || op == "linear.frag" || op == "gate_up_swiglu" || op == "dequant";
+  return dense && frag::frag_layout_holds(t) ? "frag" : "file";
+}
+
+bool dispatched_by_default(const KernelFamily& f) {
+  if (f.op == "repack") return false;
+  if (f.weight_types.empty()) return true;
+  for (WeightType t : f.weight_types)
+    if (default_weight_layout(f.op, t) == op_weight_layout(f.op)) return true;
+  return false;
 }
 
 std::string read_family_source(const KernelFamily& f) {

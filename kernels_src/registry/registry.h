@@ -11,9 +11,21 @@ namespace qt::kernels {
 const std::vector<const KernelFamily*>& all_families();
 // Throws qt::Error listing the known names if `name` is not a family.
 const KernelFamily& find_family(const std::string& name);
-// Adds a family defined outside kernels_src (a test's scripted family); must happen before a tuner worker
-// forks so the worker knows it too. A name already known is replaced.
+// Adds a family defined outside kernels_src (a test's scripted family). A tuner worker is a program of its
+// own, so a test that tunes such a family registers it in its worker too (tests/worker_entry.h). A name
+// already known is replaced.
 void add_family(const KernelFamily* family);
+// The weight layout an op reads, from its name: "frag" for linear.frag, "trtllm" for the moe_*.trtllm ops,
+// "file" (the model file's own) for every other.
+std::string op_weight_layout(const std::string& op);
+// The layout the device runtime loads a weight of type `t` in, by default, for work like `op`'s: dense
+// projections (linear, gate_up_swiglu, dequant) of the types the frag layout holds go to it; experts and every
+// other weight keep the file's layout.
+std::string default_weight_layout(const std::string& op, WeightType t);
+// Whether the device runtime dispatches through `f` when it loads a model's weights in their default layouts:
+// an op it runs, on a weight type in the layout the family reads. Load-time families (repack) never are.
+bool dispatched_by_default(const KernelFamily& f);
+
 // The family's source file read from <source root>/kernels_src/<family.source>.
 std::string read_family_source(const KernelFamily& f);
 

@@ -167,14 +167,12 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
   } else {
     RunDevice kd = make_run_device(ro);
     dev::Device& d = *kd.device;
-    const winners::DeviceFingerprint fp =
-        device == "emu" ? winners::emu_fingerprint(d.arch()) : winners::gpu_fingerprint(d.name(), d.arch());
     const std::string prefix = device + ".";
     const uint64_t bw_bytes = device == "emu" ? uint64_t(1) << 20 : uint64_t(1) << 30;
     const DeviceBandwidth bw = measure_device_bandwidth(d, bw_bytes);
-    data["device"] = {{"kind", device}, {"name", d.name()}, {"fingerprint", d.fingerprint()},
+    data["device"] = {{"kind", device}, {"name", d.name()}, {"fingerprint", d.store_fingerprint().key()},
                       {"bandwidth_gbps", bw.gbps}, {"bandwidth_method", bw.method}};
-    data["kernels"] = bench_device_kernels(d, w, fp, prefix, ko);
+    data["kernels"] = bench_device_kernels(d, w, prefix, ko);
     kd.backend.reset();  // the backend before its device
     kd.device.reset();
     auto device_variant = [&](const std::string& name, const std::string& p, const ModelWeights& mw, bool tuned,

@@ -26,7 +26,7 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-bool is_emulator(const dev::Device& d) { return d.fingerprint().rfind("emu", 0) == 0; }
+bool is_emulator(const dev::Device& d) { return d.store_fingerprint().name == "emu"; }
 
 // The median of timed runs, repeated until both of `o`'s minimums (repetitions, total seconds) are met, and
 // at most 2,000 times.
@@ -139,9 +139,9 @@ DeviceBandwidth measure_device_bandwidth(dev::Device& device, uint64_t bytes) {
   return b;
 }
 
-json bench_device_kernels(dev::Device& device, const ModelWeights& weights,
-                          const winners::DeviceFingerprint& fingerprint, const std::string& store_prefix,
+json bench_device_kernels(dev::Device& device, const ModelWeights& weights, const std::string& store_prefix,
                           const KernelBenchOptions& options) {
+  const winners::DeviceFingerprint fingerprint = device.store_fingerprint();
   std::shared_ptr<const winners::WinnersTable> table;
   if (!options.tuned_cache.empty()) table = std::make_shared<winners::WinnersTable>(options.tuned_cache);
   KernelChooser tuned_chooser(table, fingerprint, store_prefix, device.arch());

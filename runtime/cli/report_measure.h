@@ -34,8 +34,7 @@ struct DeviceBandwidth {
 DeviceBandwidth measure_device_bandwidth(dev::Device& device, uint64_t bytes);
 
 // "kernels" entries for a device (emu or cuda). `fingerprint` and `store_prefix` find tuned winners.
-nlohmann::json bench_device_kernels(dev::Device& device, const ModelWeights& weights,
-                                    const winners::DeviceFingerprint& fingerprint, const std::string& store_prefix,
+nlohmann::json bench_device_kernels(dev::Device& device, const ModelWeights& weights, const std::string& store_prefix,
                                     const KernelBenchOptions& options);
 // "kernels" entries for this CPU: each quantized matvec shape at M = 1, tuned vs default point.
 nlohmann::json bench_cpu_kernels(const ModelWeights& weights, const KernelBenchOptions& options);

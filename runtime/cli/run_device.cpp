@@ -6,8 +6,6 @@
 #include "device/blas/blas_lt.h"
 #include "device/cuda/cuda_device.h"
 #include "device/emu/emu_device.h"
-#include "device/cuda/cuda_fingerprint.h"
-#include "device/winners/fingerprint.h"
 #include "device/winners/winners.h"
 
 namespace qt::rt {
@@ -27,12 +25,9 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
     eo.threads = uint32_t(o.emu_threads);
     eo.checks = o.emu_checks;
     d.device = std::make_unique<emu::EmuDevice>(eo);
-    opts.fingerprint = winners::emu_fingerprint(d.device->arch());
     opts.store_prefix = "emu.";
   } else if (o.device == "cuda") {
-    auto gpu = std::make_unique<cuda::CudaDevice>();  // throws with exit code 3 and the reason when unusable
-    opts.fingerprint = cuda::cuda_fingerprint(*gpu);  // the one qtune stores its winners under
-    d.device = std::move(gpu);
+    d.device = std::make_unique<cuda::CudaDevice>();  // throws with exit code 3 and the reason when unusable
     opts.store_prefix = "cuda.";
   } else {
     throw Error("--device: unknown device '" + o.device + "' (cpu, emu, cuda)");
@@ -46,7 +41,13 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
       std::fprintf(stderr, "qrun: no cuBLASLt (%s): our kernel families run every GEMM\n", e.what());
     }
   }
-  if (!o.tuned_cache.empty()) opts.tuned = std::make_shared<winners::WinnersTable>(o.tuned_cache);
+  if (!o.tuned_cache.empty()) {
+    opts.tuned = std::make_shared<winners::WinnersTable>(o.tuned_cache);
+    // Winners of this GPU model under other software, or none for this device: one line saying so.
+    const winners::DeviceFingerprint fp = d.device->store_fingerprint();
+    const std::string line = winners::match_line(opts.tuned->match(fp), fp, o.tuned_cache);
+    if (!line.empty()) std::fprintf(stderr, "qrun: %s\n", line.c_str());
+  }
   auto backend = std::make_unique<DeviceBackend>(*d.device, std::move(opts));
   d.device_backend = backend.get();
   d.backend = std::move(backend);

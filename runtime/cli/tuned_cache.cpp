@@ -16,6 +16,7 @@ std::string apply_tuned_cache(const std::string& path, const ModelWeights& weigh
   namespace cm = kernels::cpu_matvec;
   const winners::DeviceFingerprint device = winners::cpu_fingerprint();
   const winners::WinnersTable table(path);
+  const std::string match = winners::match_line(table.match(device), device, path);
   const std::vector<cm::MatvecShape> shapes = cm::model_matvec_shapes(weights);
   int found = 0, exact = 0;
   int64_t heaviest = -1, stale = 0;
@@ -48,6 +49,7 @@ std::string apply_tuned_cache(const std::string& path, const ModelWeights& weigh
                         std::to_string(found - exact) + " from the nearest tuned shape)";
   if (stale > 0)
     summary += "; ignored " + std::to_string(stale) + " stale results measured on older kernel sources (re-run qtune)";
+  if (!match.empty()) summary += "; " + match;
   if (!global) return summary + "; using the built-in choices";
   const std::string isa = global->value("isa", std::string());
   for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {

@@ -43,7 +43,7 @@ int64_t context_bucket(int64_t tokens, int64_t capacity) {
 
 DeviceBackend::DeviceBackend(dev::Device& device, DeviceBackendOptions options)
     : device_(device), options_(std::move(options)),
-      chooser_(options_.tuned, options_.fingerprint, options_.store_prefix, device.arch()),
+      chooser_(options_.tuned, device.store_fingerprint(), options_.store_prefix, device.arch()),
       queue_(device, options_.graphs), launcher_(device, queue_), weights_(device) {
   pos_ = dev::Buffer(device_, 4);
   if (options_.blas) {
@@ -187,7 +187,7 @@ void DeviceBackend::queue_blas(dev::DevPtr w, blas::WeightLayout layout, Act x, 
 // The heuristic candidate the tuner measured fastest for this external contender and shape (0 if none).
 int DeviceBackend::blas_rank(const std::string& store_name, const std::string& dtypes, const kernels::Shape& shape) const {
   if (!options_.tuned) return 0;
-  const auto w = options_.tuned->lookup(options_.fingerprint, store_name, dtypes, shape.values, "");
+  const auto w = options_.tuned->lookup(chooser_.fingerprint(), store_name, dtypes, shape.values, "");
   return w && w->exact ? int(w->point.value("rank", 0)) : 0;
 }
 

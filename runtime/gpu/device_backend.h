@@ -21,9 +21,9 @@
 namespace qt::rt {
 
 struct DeviceBackendOptions {
-  std::shared_ptr<const winners::WinnersTable> tuned;  // may be null
-  winners::DeviceFingerprint fingerprint;              // of the device, for tuned lookups
-  std::string store_prefix;                            // "emu." or "cuda."
+  // May be null. Looked up under the device's own store_fingerprint(), the identity qtune stored it under.
+  std::shared_ptr<const winners::WinnersTable> tuned;
+  std::string store_prefix;  // "emu." or "cuda."
   bool graphs = true;                                  // capture and replay decode steps
   bool trtllm_int8 = false;  // INT8 group-wise experts in TensorRT-LLM's preprocessed layout (ops *.trtllm)
   // Dense AWQ INT4 and INT8_GW_SYM projections in the frag layout, repacked on the device at load time and run

@@ -25,7 +25,7 @@ namespace {
 // The frag layout's bits for `t`, or 0 when it cannot hold it (another type, or a group the frag linear
 // families do not serve).
 int frag_bits(const QTensor& t) {
-  if (t.type != WeightType::AWQ_INT4 && t.type != WeightType::INT8_GW_SYM) return 0;
+  if (!kernels::frag::frag_layout_holds(t.type)) return 0;
   const kernels::frag::FragDims d{t.rows, t.cols, t.group_size, t.type == WeightType::AWQ_INT4 ? 4 : 8};
   if (!kernels::frag::frag_dims_check(d).empty() || d.group % 32 || d.weight_words() > INT32_MAX) return 0;
   return d.bits;

@@ -46,6 +46,7 @@ class KernelChooser {
   // Contenders of a measured dispatch that are no registry family are skipped unless `can_run` says this
   // backend runs them; then choose() returns them with family == nullptr and `external` set.
   void accept_external(std::function<bool(const std::string& store_name)> can_run) { external_ = std::move(can_run); }
+  const winners::DeviceFingerprint& fingerprint() const { return fingerprint_; }
   // Whether any registered family serves the op and type on this architecture (whatever the shape).
   bool serves(const std::string& op, const WeightType* type) const { return !candidates(op, type).empty(); }
 

@@ -13,13 +13,14 @@
 #include "models/convert/converter.h"
 #include "models/formats/model_file.h"
 #include "tests/convert/convert_test_support.h"
+#include "common/paths.h"
 
 using namespace qt;
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kGolden = fs::path(QTUNE_SOURCE_DIR) / "tests" / "golden";
+const fs::path kGolden = fs::path(qt::source_root()) / "tests" / "golden";
 
 // The manifest records, for each model file, the qconvert command that must reproduce it, e.g.
 // "qconvert convert --no-tokenizer --out FILE --hf tests/golden/models/moe-norm --format moe3 --expert-type awq
@@ -40,7 +41,7 @@ convert::ConvertOptions options_from(const std::string& command, const std::stri
     REQUIRE(i + 1 < words.size());
     const std::string& v = words[++i];
     if (w == "--out") continue;
-    if (w == "--hf") o.hf_dir = (fs::path(QTUNE_SOURCE_DIR) / v).string();
+    if (w == "--hf") o.hf_dir = (fs::path(qt::source_root()) / v).string();
     else if (w == "--format") o.format = parse_file_format(v);
     else if (w == "--expert-type") o.expert_type = convert::parse_expert_type(v);
     else if (w == "--expert-group-size") o.expert_group_size = std::stoi(v);

@@ -14,6 +14,7 @@
 
 #include "tests/convert/convert_test_support.h"
 #include "tests/skip.h"
+#include "common/paths.h"
 
 namespace fs = std::filesystem;
 
@@ -32,7 +33,7 @@ std::string slurp(const fs::path& p) {
 }
 
 Run qconvert(const std::string& args, const fs::path& scratch) {
-  const std::string cmd = std::string(QTUNE_BINARY_DIR) + "/bin/qconvert " + args + " > '" + (scratch / "out.txt").string() +
+  const std::string cmd = qt::binary_root() + "/bin/qconvert " + args + " > '" + (scratch / "out.txt").string() +
                           "' 2> '" + (scratch / "err.txt").string() + "'";
   Run r;
   const int status = std::system(cmd.c_str());
@@ -101,7 +102,7 @@ TEST_CASE("qconvert cli: synthetic hf -> convert -> info round trip", "[cli]") {
 
 TEST_CASE("qconvert cli: a checkpoint's tokenizer.json becomes <out>.tokenizer with config.json's bos/eos", "[cli]") {
   const auto dir = qt::test::convert_scratch("cli-tokenizer");
-  const fs::path src = fs::path(QTUNE_SOURCE_DIR);
+  const fs::path src = fs::path(qt::source_root());
   const fs::path hf = dir / "hf";
   fs::create_directories(hf);
   const fs::path golden = src / "tests" / "golden" / "models" / "dense";
@@ -186,7 +187,7 @@ TEST_CASE("qconvert cli: SIGINT or SIGTERM while writing removes the partial fil
     const std::string partial = out.string() + ".partial";
     // A model that takes seconds to write; the signal arrives once its partial file exists.
     // Job control on: a background job of a non-interactive shell would otherwise start with SIGINT ignored.
-    const std::string cmd = "set -m; " + std::string(QTUNE_BINARY_DIR) + "/bin/qconvert synthetic --preset qwen3-0.6b --quiet " +
+    const std::string cmd = "set -m; " + qt::binary_root() + "/bin/qconvert synthetic --preset qwen3-0.6b --quiet " +
                             "--format ajc1 --out " + out.string() + " 2>/dev/null & pid=$!; " +
                             "for i in $(seq 200); do [ -e " + partial + " ] && break; sleep 0.05; done; " +
                             "[ -e " + partial + " ] || exit 90; kill -" + sig + " $pid; wait $pid; exit $?";

@@ -7,10 +7,11 @@
 #include <vector>
 
 #include "device/emu/emu_device.h"
+#include "common/paths.h"
 
 namespace qt::emu::test {
 
-inline std::string cache_dir() { return std::string(QTUNE_BINARY_DIR) + "/emu-cache"; }
+inline std::string cache_dir() { return qt::binary_root() + "/emu-cache"; }
 
 inline EmuOptions test_options(uint64_t seed = 1) {
   EmuOptions o;
@@ -34,7 +35,7 @@ inline std::shared_ptr<dev::Module> module(const std::string& file, const std::v
   if (it != loaded.end()) return it->second;
   dev::ModuleSource src;
   src.name = file;
-  src.source = read_text_file(std::string(QTUNE_SOURCE_DIR) + "/tests/emu/kernels/" + file);
+  src.source = read_text_file(qt::source_root() + "/tests/emu/kernels/" + file);
   src.kernels = kernels;
   auto m = dev.load_module(src);
   loaded[key] = m;

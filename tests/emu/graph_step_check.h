@@ -12,11 +12,12 @@
 #include <vector>
 
 #include "device/api/device.h"
+#include "common/paths.h"
 
 namespace qt::test {
 
 inline dev::ModuleSource graph_step_module() {
-  const std::string path = std::string(QTUNE_SOURCE_DIR) + "/tests/emu/kernels/graph_step.cu";
+  const std::string path = qt::source_root() + "/tests/emu/kernels/graph_step.cu";
   std::ifstream f(path);
   REQUIRE(f.good());
   std::stringstream text;

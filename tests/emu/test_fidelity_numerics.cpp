@@ -13,6 +13,7 @@
 
 #include "common/half.h"
 #include "tests/emu/emu_test_util.h"
+#include "common/paths.h"
 
 using namespace qt;
 using dev::Buffer;
@@ -23,11 +24,11 @@ namespace {
 const std::vector<std::string> kKernels = {"k_mul_add", "k_hmax_hmin"};
 
 std::string nvrtc_ptx(const std::string& kernel) {
-  const std::string src = emu::read_text_file(std::string(QTUNE_SOURCE_DIR) + "/tests/emu/kernels/fidelity.cu");
+  const std::string src = emu::read_text_file(qt::source_root() + "/tests/emu/kernels/fidelity.cu");
   nvrtcProgram prog;
   REQUIRE(nvrtcCreateProgram(&prog, src.c_str(), "fidelity.cu", 0, nullptr, nullptr) == NVRTC_SUCCESS);
   REQUIRE(nvrtcAddNameExpression(prog, kernel.c_str()) == NVRTC_SUCCESS);
-  const std::vector<std::string> opts = {"--gpu-architecture=compute_80", "-std=c++17", "-I" QTUNE_SOURCE_DIR,
+  const std::vector<std::string> opts = {"--gpu-architecture=compute_80", "-std=c++17", "-I" + qt::source_root(),
                                          "-I" QTUNE_CUDA_INCLUDE_DIR};  // NVRTC's defaults otherwise: --fmad=true
   std::vector<const char*> o;
   for (const auto& s : opts) o.push_back(s.c_str());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "device/emu/emu_device.h"
+#include "common/paths.h"
 
 namespace {
 
@@ -20,11 +21,11 @@ struct NvrtcResult {
 };
 
 NvrtcResult compile(const std::string& file, const std::vector<std::string>& kernels, const std::string& arch) {
-  const std::string src = qt::emu::read_text_file(std::string(QTUNE_SOURCE_DIR) + "/tests/emu/kernels/" + file);
+  const std::string src = qt::emu::read_text_file(qt::source_root() + "/tests/emu/kernels/" + file);
   nvrtcProgram prog;
   REQUIRE(nvrtcCreateProgram(&prog, src.c_str(), file.c_str(), 0, nullptr, nullptr) == NVRTC_SUCCESS);
   for (const std::string& k : kernels) REQUIRE(nvrtcAddNameExpression(prog, k.c_str()) == NVRTC_SUCCESS);
-  const std::vector<std::string> opts = {"--gpu-architecture=" + arch, "-std=c++17", "-I" QTUNE_SOURCE_DIR,
+  const std::vector<std::string> opts = {"--gpu-architecture=" + arch, "-std=c++17", "-I" + qt::source_root(),
                                          "-I" QTUNE_CUDA_INCLUDE_DIR};
   std::vector<const char*> o;
   for (const auto& s : opts) o.push_back(s.c_str());

@@ -19,6 +19,7 @@
 #include "models/quant/awq_int4.h"
 #include "models/quant/quantized_tensor.h"
 #include "tests/formats/test_support.h"
+#include "common/paths.h"
 
 using namespace qt;
 using namespace qt::test;
@@ -26,7 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kGolden = fs::path(QTUNE_SOURCE_DIR) / "tests" / "golden";
+const fs::path kGolden = fs::path(qt::source_root()) / "tests" / "golden";
 
 // A whole small .safetensors file: 8-byte header length, JSON header, data (test-local, independent of
 // models/hf).
@@ -166,7 +167,7 @@ TEST_CASE("golden qwen3.c-layout files from the independent Python writer: value
     const std::string file = entry.at("file");
     DYNAMIC_SECTION(file) {
       const fs::path golden = kGolden / file;
-      const fs::path hf_dir = fs::path(QTUNE_SOURCE_DIR) / flag_value(entry.at("equivalent_to"), "--hf");
+      const fs::path hf_dir = fs::path(qt::source_root()) / flag_value(entry.at("equivalent_to"), "--hf");
       const nlohmann::json cfg = load_json(hf_dir / "config.json");
       const Safetensors st(hf_dir / "model.safetensors");
       WriterOptions o = options_for(entry, cfg);

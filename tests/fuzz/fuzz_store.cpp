@@ -21,7 +21,7 @@ void store_row(const uint8_t* data, size_t size) {
     r.family = "f";
     r.shape = {1, 64, 64};
     r.point = {{"x", 1}};
-    r.stats = tune::summarize({1e-3, 1.1e-3});
+    r.stats = qt::summarize({1e-3, 1.1e-3});
     r.run_id = "seed";
     st.put(r);
     return p;

@@ -7,11 +7,12 @@
 #include <sstream>
 
 #include "tests/fuzz/fuzz_entries.h"
+#include "common/paths.h"
 
 namespace {
 
 size_t replay(const qt::fuzz::Target& t) {
-  const std::filesystem::path dir = std::filesystem::path(QTUNE_SOURCE_DIR) / "tests/fuzz/corpus" / t.name;
+  const std::filesystem::path dir = std::filesystem::path(qt::source_root()) / "tests/fuzz/corpus" / t.name;
   size_t n = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (!entry.is_regular_file()) continue;

@@ -15,13 +15,14 @@
 #include "device/blas/blas_lt.h"
 #include "runtime/gpu/device_backend.h"
 #include "runtime/model/qwen3_model.h"
+#include "common/paths.h"
 
 namespace qt::test {
 namespace {
 
 using namespace qt::rt;
 
-const std::string kFiles = std::string(QTUNE_SOURCE_DIR) + "/tests/golden/files/";
+const std::string kFiles = qt::source_root() + "/tests/golden/files/";
 
 // The device keeps activations, the residual stream and the KV cache in fp16 (relative rounding 2^-11 per
 // store); over the golden models' 2-3 layers, with logits of standard deviation about 2.5, that costs a few
@@ -191,7 +192,7 @@ void check_full_context(const DeviceFactory& make, const std::string& name) {
 }
 
 void check_moe_transformers_goldens(const DeviceFactory& make, bool trtllm) {
-  std::ifstream in(std::string(QTUNE_SOURCE_DIR) + "/tests/golden/manifest.json");
+  std::ifstream in(qt::source_root() + "/tests/golden/manifest.json");
   REQUIRE(in.good());
   const nlohmann::json m = nlohmann::json::parse(in);
   int files = 0;
@@ -208,7 +209,7 @@ void check_moe_transformers_goldens(const DeviceFactory& make, bool trtllm) {
       const std::vector<int32_t> tokens = entry["sequences"][i].get<std::vector<int32_t>>();
       const auto& lg = scheme["logits"][i];
       const int64_t T = lg["shape"][0], V = lg["shape"][1];
-      std::ifstream lf(std::string(QTUNE_SOURCE_DIR) + "/tests/golden/" + lg["file"].get<std::string>(), std::ios::binary);
+      std::ifstream lf(qt::source_root() + "/tests/golden/" + lg["file"].get<std::string>(), std::ios::binary);
       std::vector<float> want(size_t(T * V));
       lf.read(reinterpret_cast<char*>(want.data()), std::streamsize(want.size() * 4));
       REQUIRE(lf.gcount() == std::streamsize(want.size() * 4));

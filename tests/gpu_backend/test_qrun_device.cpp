@@ -12,14 +12,15 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "common/paths.h"
 
 using namespace std::string_literals;
 
 namespace {
 
-const std::string kQrun = QTUNE_BINARY_DIR "/bin/qrun"s;
-const std::string kFiles = QTUNE_SOURCE_DIR "/tests/golden/files/"s;
-const std::string kTmp = QTUNE_BINARY_DIR "/tests/qrun-device-"s;
+const std::string kQrun = qt::binary_root() + "/bin/qrun";
+const std::string kFiles = qt::source_root() + "/tests/golden/files/";
+const std::string kTmp = qt::binary_root() + "/tests/qrun-device-";
 
 struct Result {
   int code;
@@ -71,7 +72,7 @@ TEST_CASE("qrun --device emu --logits-out writes logits within the fp16 toleranc
   const Result r = qrun("--device emu --model " + kFiles + "dense.ak48 --prompt-ids 0,361,239,262,343,221,383 -n 0 "
                         "--logits-out " + out);
   REQUIRE(r.code == 0);
-  std::ifstream got_in(out, std::ios::binary), want_in(QTUNE_SOURCE_DIR "/tests/golden/logits/dense/ak48-awq/seq0.f32"s,
+  std::ifstream got_in(out, std::ios::binary), want_in(qt::source_root() + "/tests/golden/logits/dense/ak48-awq/seq0.f32",
                                                         std::ios::binary);
   std::vector<float> got(7 * 384), want(7 * 384);
   got_in.read(reinterpret_cast<char*>(got.data()), std::streamsize(got.size() * 4));
@@ -135,7 +136,7 @@ TEST_CASE("qrun --device emu refuses --reference with one line") {
 TEST_CASE("qrun --device emu --tuned-cache runs the winners qtune --device emu stored, exact and nearest") {
   const std::string store = kTmp + "tuned-" + std::to_string(::getpid()) + ".sqlite";
   std::remove(store.c_str());
-  const std::string qtune = QTUNE_BINARY_DIR "/bin/qtune"s;
+  const std::string qtune = qt::binary_root() + "/bin/qtune";
   REQUIRE(std::system((qtune + " --device emu --family rmsnorm --shape 1,96,1 --budget 3 --cache " + store +
                        " >/dev/null 2>&1").c_str()) == 0);
   const Result r = qrun("--device emu --model " + kFiles + "dense.ajc1 --prompt-ids 0,361,239 -n 2 --temp 0 -v "

@@ -13,13 +13,14 @@
 #include "kernels_src/registry/registry.h"
 #include "device/emu/emu_device.h"
 #include "device/plan/run_plan.h"
+#include "common/paths.h"
 
 using qt::kernels::KernelFamily;
 
 namespace {
 
 std::vector<uint8_t> golden(const std::string& name) {
-  std::ifstream in(std::string(QTUNE_SOURCE_DIR) + "/tests/golden/awq_packing/" + name, std::ios::binary);
+  std::ifstream in(qt::source_root() + "/tests/golden/awq_packing/" + name, std::ios::binary);
   REQUIRE(in);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }

@@ -13,6 +13,7 @@
 #include "tests/nvrtc/temp_dir.h"
 #include "device/jit/compile_service.h"
 #include "device/jit/cubin_identity.h"
+#include "common/paths.h"
 
 using namespace qt::compile;
 using qt::kernels::KernelFamily;
@@ -23,7 +24,7 @@ namespace {
 // Default points are compiled by several tests: share a cache inside the build tree.
 CompileService shared_service() {
   ServiceOptions opt;
-  opt.cache_dir = std::string(QTUNE_BINARY_DIR) + "/nvrtc-test-cache";
+  opt.cache_dir = qt::binary_root() + "/nvrtc-test-cache";
   return CompileService(opt);
 }
 

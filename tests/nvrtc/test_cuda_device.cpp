@@ -6,6 +6,9 @@
 // reported skipped through QTUNE_SKIP, never passed.
 #include <catch2/catch.hpp>
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include <cstdlib>
 
 #include "common/error.h"
@@ -19,6 +22,16 @@ using namespace qt::cuda;
 using Catch::Matchers::Contains;
 using qt::test::GraphStep;
 
+namespace {
+
+// The toolkit's stub libcuda, under $CUDA_HOME (the GPU run sets it) or the default install path.
+std::string stub_library() {
+  const char* home = std::getenv("CUDA_HOME");
+  return std::string(home && *home ? home : "/usr/local/cuda") + "/lib64/stubs/libcuda.so";
+}
+
+}  // namespace
+
 TEST_CASE("a missing driver library makes the driver unavailable with the loader's reason") {
   const DriverApi api = load_driver("/nonexistent/libcuda.so.1");
   CHECK_FALSE(api.available);
@@ -28,11 +41,27 @@ TEST_CASE("a missing driver library makes the driver unavailable with the loader
 }
 
 TEST_CASE("the toolkit's stub libcuda is recognised as not a driver") {
-  const std::string stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  const std::string stub = stub_library();
   if (!qt::file_exists(stub)) QTUNE_SKIP("no CUDA toolkit stub library at " + stub);
   const DriverApi api = load_driver(stub);
   CHECK_FALSE(api.available);
   CHECK(api.unavailable_reason.find("stub") != std::string::npos);
+}
+
+TEST_CASE("the stub loaded for inspection cannot shadow the real driver of this process") {
+  const std::string stub = stub_library();
+  if (!qt::file_exists(stub)) QTUNE_SKIP("no CUDA toolkit stub library at " + stub);
+  CHECK_FALSE(load_driver(stub).available);
+  // Whatever the main namespace now resolves libcuda.so.1 to, it is not the stub.
+  if (void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    link_map* map = nullptr;
+    REQUIRE(dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0);
+    CHECK(std::string(map->l_name).find("stubs") == std::string::npos);
+    dlclose(lib);
+  }
+  // On a GPU machine, the driver that comes up after the stub was inspected is the real one: the H200 run's
+  // device tests were skipped because it was not.
+  if (!std::getenv("QTUNE_LIBCUDA") && qt::test::skips_are_failures()) CHECK(driver().available);
 }
 
 TEST_CASE("with a GPU the cuda device comes up and describes itself") {
@@ -40,12 +69,14 @@ TEST_CASE("with a GPU the cuda device comes up and describes itself") {
   if (!reason.empty()) QTUNE_SKIP("needs a GPU: " + reason);
   CudaDevice dev;
   CHECK(dev.arch() >= 75);
-  CHECK(dev.fingerprint().rfind("cuda/sm", 0) == 0);
+  CHECK(dev.store_fingerprint().arch == "sm_" + std::to_string(dev.arch()));
+  CHECK(dev.store_fingerprint().sm_count > 0);
+  CHECK(dev.store_fingerprint().bus_width_bits > 0);
 }
 
 TEST_CASE("constructing the cuda device without a GPU throws 'unavailable' with a reason") {
   const std::string reason = cuda_unavailable_reason();
-  if (reason.empty()) QTUNE_SKIP("a usable GPU is present, so the unavailable path cannot be exercised");
+  if (reason.empty()) QTUNE_SKIP_WITH_GPU("a usable GPU is present, so the unavailable path cannot be exercised");
   CHECK_FALSE(cuda_available());
   try {
     CudaDevice dev;

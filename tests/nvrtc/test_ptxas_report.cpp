@@ -8,12 +8,13 @@
 #include "common/error.h"
 #include "device/jit/nvrtc_compiler.h"
 #include "device/arch/ptxas_report.h"
+#include "common/paths.h"
 
 using namespace qt::compile;
 
 namespace {
 std::string data(const std::string& name) {
-  std::ifstream in(std::string(QTUNE_SOURCE_DIR) + "/tests/nvrtc/data/" + name);
+  std::ifstream in(qt::source_root() + "/tests/nvrtc/data/" + name);
   REQUIRE(in);
   std::ostringstream ss;
   ss << in.rdbuf();

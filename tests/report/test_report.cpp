@@ -17,15 +17,16 @@
 #include "common/error.h"
 #include "runtime/report/bench_report.h"
 #include "runtime/report/svg_plot.h"
+#include "common/paths.h"
 
 using namespace std::string_literals;
 using nlohmann::json;
 
 namespace {
 
-const std::string kQbench = QTUNE_BINARY_DIR "/bin/qbench"s;
-const std::string kFiles = QTUNE_SOURCE_DIR "/tests/golden/files/"s;
-const std::string kRecorded = QTUNE_SOURCE_DIR "/tests/report/data/recorded-cuda.json"s;
+const std::string kQbench = qt::binary_root() + "/bin/qbench";
+const std::string kFiles = qt::source_root() + "/tests/golden/files/";
+const std::string kRecorded = qt::source_root() + "/tests/report/data/recorded-cuda.json";
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -42,7 +43,7 @@ struct Result {
 };
 
 std::string scratch(const std::string& what) {
-  const std::string p = QTUNE_BINARY_DIR "/tests/report-"s + what + "-" + std::to_string(::getpid());
+  const std::string p = qt::binary_root() + "/tests/report-" + what + "-" + std::to_string(::getpid());
   std::filesystem::remove_all(p);
   return p;
 }

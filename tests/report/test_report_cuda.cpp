@@ -14,14 +14,15 @@
 
 #include "device/cuda/cuda_device.h"
 #include "tests/skip.h"
+#include "common/paths.h"
 
 using namespace std::string_literals;
 
 TEST_CASE("cuda: qbench --report times every variant of every linear shape, cuBLASLt included") {
   if (!qt::cuda::cuda_available()) QTUNE_SKIP("no CUDA GPU: " + qt::cuda::cuda_unavailable_reason());
-  const std::string dir = QTUNE_BINARY_DIR "/tests/report-cuda-"s + std::to_string(::getpid());
+  const std::string dir = qt::binary_root() + "/tests/report-cuda-" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
-  const std::string cmd = QTUNE_BINARY_DIR "/bin/qbench --device cuda --model "s + QTUNE_SOURCE_DIR +
+  const std::string cmd = qt::binary_root() + "/bin/qbench --device cuda --model " + qt::source_root() +
                           "/tests/golden/files/dense.ak48 --report " + dir + " --buckets 1,16 --prompts 8 --gen 4 --repeat 1";
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::ifstream in(dir + "/report.json");

@@ -16,6 +16,7 @@
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/model/qwen3_model.h"
 #include "tests/runtime/random_model.h"
+#include "common/paths.h"
 
 using namespace qt;
 using namespace qt::rt;
@@ -26,7 +27,7 @@ namespace {
 // group cost at most this much (measured worst case 0.24, see results/cpu-runtime-benchmark.md).
 constexpr float kFastTolerance = 0.3f;
 
-const std::string kGolden = std::string(QTUNE_SOURCE_DIR) + "/tests/golden/";
+const std::string kGolden = qt::source_root() + "/tests/golden/";
 
 nlohmann::json manifest() {
   std::ifstream in(kGolden + "manifest.json");

@@ -18,14 +18,15 @@
 #include "tuner/family/family.h"
 #include "tuner/measure/protocol.h"
 #include "tuner/store/store.h"
+#include "common/paths.h"
 
 using namespace std::string_literals;
 
 namespace {
 
-const std::string kQrun = QTUNE_BINARY_DIR "/bin/qrun"s;
-const std::string kGolden = QTUNE_SOURCE_DIR "/tests/golden/"s;
-const std::string kTmp = QTUNE_BINARY_DIR "/tests/qrun-cli-"s;
+const std::string kQrun = qt::binary_root() + "/bin/qrun";
+const std::string kGolden = qt::source_root() + "/tests/golden/";
+const std::string kTmp = qt::binary_root() + "/tests/qrun-cli-";
 
 struct Result {
   int code;
@@ -118,7 +119,7 @@ TEST_CASE("qrun --prompt-ids --logits-out writes the golden logits of every posi
 }
 
 TEST_CASE("qrun generates from token ids reproducibly for a seed", "[runtime][qrun]") {
-  const std::string base = QTUNE_BINARY_DIR "/bin/qrun --model "s + kGolden +
+  const std::string base = qt::binary_root() + "/bin/qrun --model " + kGolden +
                            "files/moe-norm.q8_0.moe3 --prompt-ids 5,6,7 -n 6 --seed 11 --temp 1 --no-stats";
   auto capture = [&](const std::string& cmd) {
     const std::string file = kTmp + "ids.txt";
@@ -147,7 +148,7 @@ TEST_CASE("qrun --tuned-cache applies the winners a qtune store holds for this C
     row.shape = {384, 96, 32};  // dense.ajc1's lm_head
     row.dtypes = family->dtypes();
     row.point = {{"isa", "scalar"}, {"threads", 1}, {"rows_per_task", 8}};
-    row.stats = qt::tune::summarize({1e-5, 1.1e-5, 0.9e-5});
+    row.stats = qt::summarize({1e-5, 1.1e-5, 0.9e-5});
     store.put(row);
   }
   const std::string out = kTmp + "tuned-logits.f32", plain = kTmp + "plain-logits.f32";
@@ -178,7 +179,7 @@ TEST_CASE("qrun --tuned-cache ignores winners measured on other kernel sources a
     row.shape = {384, 96, 32};  // dense.ajc1's lm_head
     row.dtypes = family->dtypes();
     row.point = {{"isa", "scalar"}, {"threads", 1}, {"rows_per_task", 8}};
-    row.stats = qt::tune::summarize({1e-5, 1.1e-5, 0.9e-5});
+    row.stats = qt::summarize({1e-5, 1.1e-5, 0.9e-5});
     store.put(row);
   }
   const Result r = run_qrun("--model " + kGolden + "files/dense.ajc1 --prompt-ids 3,4,5 -n 0 --tuned-cache " + cache);

@@ -3,11 +3,12 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include "common/paths.h"
 
 namespace qt::tok::test {
 
-std::string data_path(const std::string& name) { return std::string(QTUNE_SOURCE_DIR) + "/tests/tokenizer/data/" + name; }
-std::string tokenizer_dir() { return std::string(QTUNE_SOURCE_DIR) + "/models/tokenizers/qwen3"; }
+std::string data_path(const std::string& name) { return qt::source_root() + "/tests/tokenizer/data/" + name; }
+std::string tokenizer_dir() { return qt::source_root() + "/models/tokenizers/qwen3"; }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -6,12 +6,13 @@
 
 #include "models/tokenizer/fuzz/fuzz_check.h"
 #include "tests/tokenizer/golden_data.h"
+#include "common/paths.h"
 
 using namespace qt::tok;
 using namespace qt::tok::test;
 
 TEST_CASE("every fuzz corpus input satisfies the encode/decode invariants", "[tokenizer]") {
-  std::filesystem::path dir = std::filesystem::path(QTUNE_SOURCE_DIR) / "tests/tokenizer/fuzz_corpus";
+  std::filesystem::path dir = std::filesystem::path(qt::source_root()) / "tests/tokenizer/fuzz_corpus";
   size_t n = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (!entry.is_regular_file()) continue;

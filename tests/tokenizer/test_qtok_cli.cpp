@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tests/tokenizer/golden_data.h"
+#include "common/paths.h"
 
 using namespace qt::tok::test;
 
@@ -25,7 +26,7 @@ struct Result {
 // Runs qtok with `input` on stdin (written to a file first, so no shell quoting of the data).
 Result run_qtok(const std::string& args, const std::string& input) {
   // A unique file per call: CTest runs these test cases in parallel processes.
-  std::string in_path = std::string(QTUNE_BINARY_DIR) + "/tests/qtok_cli_input_XXXXXX";
+  std::string in_path = qt::binary_root() + "/tests/qtok_cli_input_XXXXXX";
   int fd = mkstemp(in_path.data());
   REQUIRE(fd >= 0);
   close(fd);
@@ -33,7 +34,7 @@ Result run_qtok(const std::string& args, const std::string& input) {
     std::ofstream f(in_path, std::ios::binary);
     f << input;
   }
-  std::string cmd = std::string(QTUNE_BINARY_DIR) + "/bin/qtok " + args + " < " + in_path + " 2>&1";
+  std::string cmd = qt::binary_root() + "/bin/qtok " + args + " < " + in_path + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   std::string out;
@@ -96,7 +97,7 @@ TEST_CASE("qtok encode --no-added-tokens splits special tokens but keeps <think>
 }
 
 TEST_CASE("qtok export writes the qwen3.c file", "[tokenizer]") {
-  std::string path = std::string(QTUNE_BINARY_DIR) + "/tests/qtok_cli_export_" + std::to_string(getpid()) + ".tokenizer";
+  std::string path = qt::binary_root() + "/tests/qtok_cli_export_" + std::to_string(getpid()) + ".tokenizer";
   auto r = run_qtok("export --out " + path, "");
   REQUIRE(r.status == 0);
   auto expected = load_json("qwen3c_expected.json");

@@ -8,6 +8,7 @@
 
 #include "models/tokenizer/qwen3c.h"
 #include "tests/tokenizer/golden_data.h"
+#include "common/paths.h"
 
 using namespace qt::tok;
 using namespace qt::tok::test;
@@ -51,7 +52,7 @@ TEST_CASE("the qwen3.c tokenizer file is byte-identical to the exporter's", "[to
 
 TEST_CASE("a written qwen3.c tokenizer file reads back to the same table", "[tokenizer]") {
   Qwen3cTokenizer table = to_qwen3c(qwen3());
-  std::string path = std::string(QTUNE_BINARY_DIR) + "/tests/qwen3c_roundtrip_" + std::to_string(getpid()) + ".tokenizer";
+  std::string path = qt::binary_root() + "/tests/qwen3c_roundtrip_" + std::to_string(getpid()) + ".tokenizer";
   write_qwen3c_tokenizer(qwen3(), path);
   Qwen3cTokenizer back = read_qwen3c_tokenizer(path, qwen3().vocab_size());
   std::remove(path.c_str());

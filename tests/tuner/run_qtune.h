@@ -7,6 +7,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/paths.h"
+#include "tuner/worker/worker.h"
+
 namespace qt::test {
 
 struct QtuneRun {
@@ -14,9 +17,12 @@ struct QtuneRun {
   std::string out;  // stdout and stderr together
 };
 
+// The built qtune's worker program: what a tuning run starts for its candidates.
+inline qt::tune::WorkerCommand qtune_worker() { return {qt::binary_root() + "/bin/qtune", "worker"}; }
+
 // `env` goes before the command ("QTUNE_LIBCUDA=/nonexistent"), `args` after it.
 inline QtuneRun run_qtune(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + " " + std::string(QTUNE_BINARY_DIR) + "/bin/qtune " + args + " 2>&1";
+  const std::string cmd = env + " " + qt::binary_root() + "/bin/qtune " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
   std::string out;

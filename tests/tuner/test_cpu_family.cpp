@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <unistd.h>
 
+#include "tests/tuner/run_qtune.h"
 #include "device/winners/fingerprint.h"
 #include "tuner/family/candidate.h"
 #include "tuner/store/store.h"
@@ -28,7 +29,7 @@ TEST_CASE("cpu matvec spaces respect the rows-per-task constraint", "[tuner][cpu
 TEST_CASE("every cpu matvec type verifies against the reference and is tuned into the store", "[tuner][cpu]") {
   const std::string path = qt::test::tuner_scratch("cpu", ".sqlite");
   Store store(path);
-  Worker worker(handle_candidate_request);
+  Worker worker(qt::test::qtune_worker());
   DeviceFingerprint dev = cpu_fingerprint();
   for (const char* name : {"cpu.matvec.q8_0", "cpu.matvec.int8_sym", "cpu.matvec.int8_asym", "cpu.matvec.awq_int4"}) {
     INFO(name);

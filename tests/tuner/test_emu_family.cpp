@@ -2,8 +2,11 @@
 // emulator in the worker, and verified against each family's reference (correctness only).
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+
 #include <algorithm>
 
+#include "tests/tuner/run_qtune.h"
 #include "tuner/family/candidate.h"
 #include "tuner/family/family.h"
 
@@ -32,7 +35,7 @@ TEST_CASE("GPU family points run on the emulator in a worker and verify against 
   std::vector<int64_t> shape = {1, 256, 256, 128};
   Space space = fam->space(shape);
   REQUIRE(space.size() > 1);
-  Worker worker(handle_candidate_request);
+  Worker worker(qt::test::qtune_worker());
   const TuneOptions opt = two_points_once(TuneOptions{}.seed);
   std::vector<CandidateOutcome> outcomes;
   TuneReport rep = tune_shape(*fam, shape, worker, opt,
@@ -54,7 +57,7 @@ TEST_CASE("emu shapes violating a family's shape constraint are not in its space
 TEST_CASE("with a target GPU, points are compiled by NVRTC in the worker and screened before emulation",
           "[tuner][emu]") {
   auto fam = find_family("emu.awq_gemv", 86);
-  Worker worker(handle_candidate_request);
+  Worker worker(qt::test::qtune_worker());
   const TuneOptions opt = two_points_once(3);
   int screened = 0;
   tune_shape(*fam, {1, 256, 256, 128}, worker, opt, [&](const nlohmann::json&, const CandidateOutcome& o) {
@@ -64,4 +67,38 @@ TEST_CASE("with a target GPU, points are compiled by NVRTC in the worker and scr
     ++screened;
   });
   REQUIRE(screened == 2);
+}
+
+TEST_CASE("an emulator candidate killed at its timeout costs only its worker: the next worker sets the job up "
+          "again and verifies the same candidate",
+          "[tuner][emu][worker]") {
+  auto fam = find_family("emu.awq_frag_gemv");
+  const std::vector<int64_t> shape = {4, 128, 4096, 128};
+  nlohmann::json point = nlohmann::json::object();
+  for (const auto& [name, value] : fam->family().default_point()) point[name] = value;
+  const nlohmann::json setup = {{"op", "setup"}, {"family", fam->name()}, {"target_sm", 0}, {"shape", shape}};
+  const nlohmann::json candidate = {{"family", fam->name()},
+                                    {"target_sm", 0},
+                                    {"shape", shape},
+                                    {"point", point},
+                                    {"flush", false},
+                                    {"measure", {{"warmup", 0}, {"min_reps", 1}, {"max_reps", 1}, {"min_seconds", 0}}}};
+  Worker worker(qt::test::qtune_worker());
+  const WorkerReply first = worker.call(setup.dump(), 600);
+  REQUIRE(first.kind == WorkerReply::Ok);
+  CHECK(SetupCosts::from_json(nlohmann::json::parse(first.payload)).reference_on == "cpu");
+  const pid_t first_pid = worker.pid();
+  // Killed while compiling or emulating: no emulated GPU kernel answers in 10 ms.
+  const WorkerReply killed = worker.call(candidate.dump(), 0.01);
+  REQUIRE(killed.kind == WorkerReply::TimedOut);
+  CHECK(kill(first_pid, 0) != 0);  // reaped
+  REQUIRE(worker.call(setup.dump(), 600).kind == WorkerReply::Ok);
+  CHECK(worker.pid() != first_pid);
+  const WorkerReply ok = worker.call(candidate.dump(), 600);
+  REQUIRE(ok.kind == WorkerReply::Ok);
+  const CandidateOutcome o = CandidateOutcome::from_json(nlohmann::json::parse(ok.payload));
+  INFO(o.detail);
+  CHECK(o.status == Status::Ok);
+  CHECK(o.phases.verify > 0);
+  CHECK(worker.spawned() == 2);
 }

@@ -5,6 +5,7 @@
 
 #include "tuner/replay/loo.h"
 #include "tuner/replay/replay.h"
+#include "common/paths.h"
 
 using namespace qt::tune;
 
@@ -12,7 +13,7 @@ TEST_CASE("the default strategy reaches 95% of the optimum within 5% of each rec
   for (const char* name : {"convolution_milo_A100", "convolution_milo_A4000", "dedispersion_milo_A100",
                            "dedispersion_milo_A4000"}) {
     INFO(name);
-    RecordedSpace rs = load_kt_cache(std::string(QTUNE_SOURCE_DIR) + "/tuner/spaces/" + name + ".json.gz");
+    RecordedSpace rs = load_kt_cache(qt::source_root() + "/tuner/spaces/" + name + ".json.gz");
     SweepOptions o;
     o.strategy = "best";
     o.seeds = 50;
@@ -30,7 +31,7 @@ TEST_CASE("the strategy chosen on the other recorded spaces beats random on the 
                          "pnpoly_RTX_Titan"};
   std::vector<RecordedSpace> loaded;
   for (const char* n : names)
-    loaded.push_back(load_kt_cache(std::string(QTUNE_SOURCE_DIR) + "/tuner/spaces/" + n + ".json.gz"));
+    loaded.push_back(load_kt_cache(qt::source_root() + "/tuner/spaces/" + n + ".json.gz"));
   std::vector<NamedSpace> spaces;
   for (size_t i = 0; i < loaded.size(); ++i) spaces.push_back({names[i], &loaded[i]});
   LooOptions o;

@@ -12,15 +12,17 @@
 #include "kernels_src/registry/registry.h"
 #include "models/formats/model_file.h"
 #include "tests/tuner/run_qtune.h"
+#include "tests/worker_entry.h"
 #include "tests/tuner/scratch_path.h"
 #include "tuner/flow/gpu_tuning.h"
+#include "common/paths.h"
 
 using namespace qt;
 using namespace qt::tune;
 
 namespace {
 
-const std::string kModel = std::string(QTUNE_SOURCE_DIR) + "/tests/golden/files/dense-tied.ak48";
+const std::string kModel = qt::source_root() + "/tests/golden/files/dense-tied.ak48";
 
 GpuTuningOptions emu_options(std::vector<std::string> families, std::vector<int64_t> buckets, std::string budget) {
   GpuTuningOptions o;
@@ -72,7 +74,7 @@ TEST_CASE("the GPU flow on the emulator tunes every batch bucket of every shape 
   REQUIRE(gemm_shapes.size() == 3 * gemv_shapes.size() / 2);
 
   Store store(test::tuner_scratch("gpu-flow", ".sqlite"));
-  Worker worker(handle_candidate_request);
+  Worker worker(qt::test::qtune_worker());
   const winners::DeviceFingerprint dev = worker_device_fingerprint(worker, "emu", 86);
   REQUIRE(dev.arch == "sm_86");
   const GpuTuningResult res = tune_gpu_jobs(jobs, store, worker, dev, o, "test");
@@ -92,6 +94,12 @@ TEST_CASE("the GPU flow on the emulator tunes every batch bucket of every shape 
   REQUIRE(entries[2].ranking[0].family == "emu.awq_gemm");
 }
 
+// The worker program registers the scripted family first: it shares nothing with the test that starts it.
+QTUNE_TEST_WORKER(faulty, [](const std::string& request) {
+  kernels::add_family(&faulty_gemv());
+  return handle_candidate_request(request);
+});
+
 TEST_CASE("in the GPU flow a faulting candidate kills only its worker and a wrong one never wins", "[tuner][gpu-flow]") {
   kernels::add_family(&faulty_gemv());
   auto mf = ModelFile::open(kModel);
@@ -100,7 +108,7 @@ TEST_CASE("in the GPU flow a faulting candidate kills only its worker and a wron
   const std::vector<GpuJob> jobs = plan_gpu_jobs(mf->config(), &mf->weights(), o);
   REQUIRE(!jobs.empty());
   Store store(test::tuner_scratch("gpu-flow-faults", ".sqlite"));
-  Worker worker(handle_candidate_request);
+  Worker worker(qt::test::test_worker("faulty"));
   const winners::DeviceFingerprint dev = worker_device_fingerprint(worker, "emu", 86);
   const GpuTuningResult res = tune_gpu_jobs(jobs, store, worker, dev, o, "test");
   for (const auto& [k, v] : res.statuses) UNSCOPED_INFO(k << " " << v);
@@ -122,7 +130,7 @@ TEST_CASE("a GPU tuning run stopped half-way resumes from the store and measures
   const std::vector<std::string> families = {"awq_gemv"};
   // Stopped after the first candidate of every job (a run with budget 1), then started again with 3.
   Store resumed(test::tuner_scratch("gpu-flow-resumed", ".sqlite"));
-  Worker worker(handle_candidate_request);
+  Worker worker(qt::test::qtune_worker());
   const winners::DeviceFingerprint dev = worker_device_fingerprint(worker, "emu", 86);
   GpuTuningOptions first = emu_options(families, {1, 2}, "1");
   const auto jobs1 = plan_gpu_jobs(mf->config(), &mf->weights(), first);
@@ -187,7 +195,7 @@ TEST_CASE("qtune --device emu --model X --gpu smNN runs the GPU flow and a secon
 TEST_CASE("on cuda the GPU flow times the cuBLASLt baselines at every linear job's shape, and fp16 ones with --predequantize",
           "[tuner][gpu-flow]") {
   // Planning needs no GPU: it only builds each family's space for each shape.
-  auto mf = ModelFile::open(std::string(QTUNE_SOURCE_DIR) + "/tests/golden/files/dense-tied.ak48");
+  auto mf = ModelFile::open(qt::source_root() + "/tests/golden/files/dense-tied.ak48");
   GpuTuningOptions o;
   o.device = "cuda";
   o.target_sm = 90;

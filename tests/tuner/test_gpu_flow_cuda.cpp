@@ -6,11 +6,13 @@
 #include <optional>
 #include <string>
 
+#include "tests/tuner/run_qtune.h"
 #include "common/error.h"
 #include "models/formats/model_file.h"
 #include "tests/skip.h"
 #include "tests/tuner/scratch_path.h"
 #include "tuner/flow/gpu_tuning.h"
+#include "common/paths.h"
 
 using namespace qt;
 using namespace qt::tune;
@@ -32,7 +34,7 @@ std::optional<winners::DeviceFingerprint> worker_gpu(Worker& worker, std::string
 
 TEST_CASE("on a GPU the flow times verified candidates with events and stores the GPU's fingerprint and dispatch",
           "[tuner][gpu-flow][gpu]") {
-  Worker worker(handle_candidate_request);
+  Worker worker(qt::test::qtune_worker());
   std::string why;
   const auto gpu = worker_gpu(worker, why);
   if (!gpu) QTUNE_SKIP(why);
@@ -45,7 +47,7 @@ TEST_CASE("on a GPU the flow times verified candidates with events and stores th
   REQUIRE(!dev.driver.empty());
   REQUIRE(!dev.cuda_version.empty());
 
-  auto mf = ModelFile::open(std::string(QTUNE_SOURCE_DIR) + "/tests/golden/files/dense-tied.ak48");
+  auto mf = ModelFile::open(qt::source_root() + "/tests/golden/files/dense-tied.ak48");
   GpuTuningOptions o;
   o.device = "cuda";
   o.target_sm = std::stoi(dev.arch.substr(3));
@@ -74,12 +76,12 @@ TEST_CASE("on a GPU the flow times verified candidates with events and stores th
 }
 
 TEST_CASE("on a GPU the cuBLASLt baselines are verified, timed and ranked in the stored dispatch", "[tuner][gpu-flow][gpu]") {
-  Worker worker(handle_candidate_request);
+  Worker worker(qt::test::qtune_worker());
   std::string why;
   const auto gpu = worker_gpu(worker, why);
   if (!gpu) QTUNE_SKIP(why);
   const winners::DeviceFingerprint& dev = *gpu;
-  auto mf = ModelFile::open(std::string(QTUNE_SOURCE_DIR) + "/tests/golden/files/dense-tied.ak48");
+  auto mf = ModelFile::open(qt::source_root() + "/tests/golden/files/dense-tied.ak48");
   GpuTuningOptions o;
   o.device = "cuda";
   o.target_sm = std::stoi(dev.arch.substr(3));

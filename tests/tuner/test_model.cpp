@@ -14,13 +14,14 @@
 #include "tuner/search/seeded.h"
 #include "tuner/search/strategies.h"
 #include "tuner/static/static_knowledge.h"
+#include "common/paths.h"
 
 using namespace qt::tune;
 using qt::Rng;
 
 namespace {
 
-const std::string kSlice = std::string(QTUNE_SOURCE_DIR) + "/tests/tuner/data/convolution_A4000_slice.json.gz";
+const std::string kSlice = qt::source_root() + "/tests/tuner/data/convolution_A4000_slice.json.gz";
 
 // A 2-parameter grid whose time is set by a per-point "static" number that the parameters do not reveal
 // (a hash of the point): only a model that reads the static feature can learn it.

@@ -4,11 +4,12 @@
 #include <cmath>
 
 #include "tuner/replay/replay.h"
+#include "common/paths.h"
 
 using namespace qt::tune;
 
 namespace {
-const std::string kSlice = std::string(QTUNE_SOURCE_DIR) + "/tests/tuner/data/convolution_A4000_slice.json.gz";
+const std::string kSlice = qt::source_root() + "/tests/tuner/data/convolution_A4000_slice.json.gz";
 }
 
 TEST_CASE("a recorded Kernel Tuner space loads with its times, failures and optimum", "[tuner][replay]") {

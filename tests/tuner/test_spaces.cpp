@@ -14,6 +14,7 @@
 
 #include "tuner/replay/replay.h"
 #include "tuner/search/strategies.h"
+#include "common/paths.h"
 
 using namespace qt::tune;
 
@@ -33,7 +34,7 @@ const char* const kSpaces[] = {"convolution_milo_A100", "convolution_milo_A4000"
                                "convolution_RTX_Titan",  "pnpoly_RTX_Titan"};
 
 RecordedSpace load(const char* name) {
-  return load_kt_cache(std::string(QTUNE_SOURCE_DIR) + "/tuner/spaces/" + name + ".json.gz");
+  return load_kt_cache(qt::source_root() + "/tuner/spaces/" + name + ".json.gz");
 }
 
 void every_strategy_beats_random(const char* name) {

@@ -15,11 +15,14 @@
 
 #include <sqlite3.h>
 
+#include "common/error.h"
 #include "tuner/store/prior.h"
 #include "tuner/store/store.h"
 #include "tests/tuner/scratch_path.h"
+#include "common/paths.h"
 
 using namespace qt::tune;
+namespace winners = qt::winners;
 
 namespace {
 
@@ -181,9 +184,202 @@ TEST_CASE("export to JSON and import into another store round-trips every field 
   REQUIRE_THROWS_WITH(b.import_json(nlohmann::json{{"results", 1}}), Catch::Contains("not a qtune store export"));
 }
 
+namespace {
+
+// Every field of every row kind set away from its default, so a field lost on any way shows.
+DeviceFingerprint every_field_device() {
+  DeviceFingerprint d;
+  d.name = "NVIDIA H200";
+  d.arch = "sm_90";
+  d.sm_count = 132;
+  d.memory_bytes = 150109880320ull;
+  d.clock_mhz = 1980;
+  d.mem_clock_mhz = 3201;
+  d.l2_bytes = 62914560;
+  d.bus_width_bits = 6016;
+  d.driver = "13.0";
+  d.cuda_version = "13.0";
+  d.nvrtc_version = "13.0";
+  d.qtune_version = "0.1.0";
+  return d;
+}
+
+ResultRow every_field_row() {
+  ResultRow r;
+  r.device = every_field_device();
+  r.family = "cuda.awq_frag_gemv";
+  r.source_hash = "dc9015b7";
+  r.shape = {1, 4096, 4096, 128};
+  r.dtypes = "awq_int4xf16->f16";
+  r.point = {{"bk", 64}, {"isa", "avx2"}, {"split", 16}};
+  r.status = Status::Ok;
+  r.stats = summarize({1.3e-5, 1.2e-5, 1.25e-5});
+  r.detail = "detail text";
+  r.run_id = "qtune-run-7";
+  r.created_at = "2026-11-26T22:18:50.745Z";
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("every field of a device, a result and a dispatch entry survives put, rows, export, import, lookup and "
+          "dispatch",
+          "[tuner][store]") {
+  const ResultRow want = every_field_row();
+  const winners::DispatchEntry entry{1, {{"cuda.awq_frag_gemv", 1.2e-5}, {"cuda.awq_frag_gemm", 2.5e-5}}};
+  const std::vector<int64_t> rest = {4096, 4096, 128};
+  auto check_store = [&](const Store& st) {
+    const std::vector<ResultRow> rows = st.rows();
+    REQUIRE(rows.size() == 1);
+    const ResultRow& got = rows[0];
+    CHECK(got.device == want.device);
+    CHECK(got.device.bus_width_bits == 6016);
+    CHECK(got.device.mem_clock_mhz == 3201);
+    CHECK(got.family == want.family);
+    CHECK(got.source_hash == want.source_hash);
+    CHECK(got.shape == want.shape);
+    CHECK(got.dtypes == want.dtypes);
+    CHECK(got.point == want.point);
+    CHECK(got.status == want.status);
+    CHECK(got.stats.samples == want.stats.samples);
+    CHECK(got.detail == want.detail);
+    CHECK(got.run_id == want.run_id);
+    CHECK(got.created_at == want.created_at);
+    const auto w = st.lookup(want.device, want.family, want.dtypes, want.shape, want.source_hash);
+    REQUIRE(w);
+    CHECK(w->point == want.point);
+    CHECK(w->median_s == Approx(1.25e-5));
+    const auto d = st.dispatch(want.device, "linear.frag", "AWQ_INT4", rest);
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].bucket == 1);
+    REQUIRE(d[0].ranking.size() == 2);
+    CHECK(d[0].ranking[1].family == "cuda.awq_frag_gemm");
+    CHECK(d[0].ranking[1].median_s == 2.5e-5);
+    // The runtime's read-only table finds the same winner and ranking for the device that reports it.
+    winners::WinnersTable table(st.path());
+    CHECK(table.match(want.device).kind == winners::DeviceMatch::Kind::Exact);
+    REQUIRE(table.lookup(want.device, want.family, want.dtypes, want.shape, want.source_hash));
+    REQUIRE(table.dispatch(want.device, "linear.frag", "AWQ_INT4", rest, 1));
+  };
+  Store a(fresh_db("every-field-a"));
+  a.put(want);
+  a.put_dispatch(want.device, "linear.frag", "AWQ_INT4", rest, {entry}, "qtune-run-7");
+  check_store(a);
+  const nlohmann::json exported = a.export_json();
+  CHECK(exported["version"] == 2);
+  REQUIRE(exported["dispatch"].size() == 1);
+  Store b(fresh_db("every-field-b"));
+  REQUIRE(b.import_json(exported) == 1);
+  check_store(b);
+  REQUIRE(b.import_json(exported) == 0);  // idempotent, dispatch included
+  CHECK(b.dispatch_rows().size() == 1);
+}
+
+TEST_CASE("winners of the same GPU model measured under another driver or qtune version are used, and said so",
+          "[tuner][store]") {
+  const std::string path = fresh_db("same-model");
+  ResultRow r = every_field_row();
+  { Store st(path); st.put(r); }
+  winners::WinnersTable table(path);
+  DeviceFingerprint live = r.device;
+  live.driver = "13.1";
+  live.qtune_version = "0.2.0";
+  live.clock_mhz = 1755;  // another power limit: still this GPU's timings
+  const winners::DeviceMatch& m = table.match(live);
+  CHECK(m.kind == winners::DeviceMatch::Kind::SameModel);
+  const std::string line = winners::match_line(m, live, path);
+  CHECK(line.find("driver 13.0 (here 13.1)") != std::string::npos);
+  CHECK(line.find("qtune_version 0.1.0 (here 0.2.0)") != std::string::npos);
+  CHECK(line.find('\n') == std::string::npos);
+  REQUIRE(table.lookup(live, r.family, r.dtypes, r.shape, r.source_hash));
+
+  DeviceFingerprint other = r.device;
+  other.name = "NVIDIA H100 80GB HBM3";
+  other.memory_bytes = 85520809984ull;
+  const winners::DeviceMatch& none = table.match(other);
+  CHECK(none.kind == winners::DeviceMatch::Kind::None);
+  CHECK_FALSE(table.lookup(other, r.family, r.dtypes, r.shape, r.source_hash));
+  const std::string why = winners::match_line(none, other, path);
+  CHECK(why.find("no results for this device, NVIDIA H100 80GB HBM3 (sm_90)") != std::string::npos);
+  CHECK(why.find("it holds NVIDIA H200 (sm_90)") != std::string::npos);
+}
+
+TEST_CASE("a store written before schema version 2 is upgraded in place, one of a later version and a foreign "
+          "SQLite file are refused in one line",
+          "[tuner][store]") {
+  // Version 1: the schema of the first GPU run's stores, which had no bus_width_bits column.
+  const std::string v1 = fresh_db("schema-v1");
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(v1.c_str(), &db) == SQLITE_OK);
+    const std::string fp = every_field_device().key();
+    const std::string sql =
+        "CREATE TABLE device(id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL UNIQUE, name TEXT NOT NULL, arch TEXT, "
+        "sm_count INTEGER, memory_bytes INTEGER, clock_mhz INTEGER, mem_clock_mhz INTEGER, l2_bytes INTEGER, driver "
+        "TEXT, cuda_version TEXT, nvrtc_version TEXT, qtune_version TEXT);"
+        "CREATE TABLE kernel(id INTEGER PRIMARY KEY, family TEXT NOT NULL, source_hash TEXT NOT NULL, "
+        "UNIQUE(family, source_hash));"
+        "CREATE TABLE result(id INTEGER PRIMARY KEY, device_id INTEGER NOT NULL, kernel_id INTEGER NOT NULL, shape "
+        "TEXT NOT NULL, dtypes TEXT NOT NULL, point TEXT NOT NULL, status TEXT NOT NULL, median_s REAL, mad_s REAL, "
+        "p20_s REAL, p80_s REAL, ci_low_s REAL, ci_high_s REAL, n_samples INTEGER, samples TEXT, detail TEXT, run_id "
+        "TEXT, created_at TEXT NOT NULL);"
+        "INSERT INTO device VALUES(1, '" + fp + "', 'NVIDIA H200', 'sm_90', 132, 150109880320, 1980, 3201, 62914560, "
+        "'13.0', '13.0', '13.0', '0.1.0');"
+        "INSERT INTO kernel VALUES(1, 'cuda.awq_frag_gemv', 'dc9015b7');"
+        "INSERT INTO result VALUES(1, 1, 1, '[1,4096,4096,128]', 'awq_int4xf16->f16', '{\"bk\":64}', 'ok', 1.2e-5, 0, "
+        "0, 0, 0, 0, 1, '[1.2e-05]', '', 'r', '2026-11-26T22:18:50.745Z');";
+    REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  // The runtime reads it as it is; the full fingerprint (bus width included) comes from the JSON column.
+  {
+    winners::WinnersTable table(v1);
+    CHECK(table.match(every_field_device()).kind == winners::DeviceMatch::Kind::Exact);
+  }
+  {
+    Store st(v1);
+    REQUIRE(st.rows().size() == 1);
+    CHECK(st.rows()[0].device.bus_width_bits == 6016);
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(v1.c_str(), &db) == SQLITE_OK);
+  {
+    sqlite3_stmt* q = nullptr;
+    sqlite3_prepare_v2(db, "SELECT bus_width_bits FROM device", -1, &q, nullptr);
+    REQUIRE(sqlite3_step(q) == SQLITE_ROW);
+    CHECK(sqlite3_column_int(q, 0) == 6016);
+    sqlite3_finalize(q);
+  }
+  REQUIRE(sqlite3_exec(db, "PRAGMA user_version = 9", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  CHECK_THROWS_WITH(Store(v1), Catch::Contains("schema version 9, written by a later qtune"));
+  CHECK_THROWS_WITH(winners::WinnersTable(v1), Catch::Contains("schema version 9"));
+
+  const std::string foreign = fresh_db("foreign");
+  REQUIRE(sqlite3_open(foreign.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "CREATE TABLE notes(t TEXT); INSERT INTO notes VALUES('mine')", nullptr, nullptr, nullptr) ==
+          SQLITE_OK);
+  sqlite3_close(db);
+  try {
+    Store st(foreign);
+    FAIL("a foreign SQLite file was taken as a store");
+  } catch (const qt::Error& e) {
+    CHECK(e.exit_code() == qt::kExitBadInput);
+    CHECK(std::string(e.what()).find("not a qtune tuning store (it holds the tables notes)") != std::string::npos);
+  }
+  // Refused untouched: no table of ours was added.
+  REQUIRE(sqlite3_open(foreign.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_master WHERE type='table'", -1, &q, nullptr);
+  REQUIRE(sqlite3_step(q) == SQLITE_ROW);
+  CHECK(sqlite3_column_int(q, 0) == 1);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
 TEST_CASE("a Kernel Tuner cache imports with statuses, samples in seconds and a winner", "[tuner][store]") {
   Store st(fresh_db("kt"));
-  std::string slice = std::string(QTUNE_SOURCE_DIR) + "/tests/tuner/data/convolution_A4000_slice.json.gz";
+  std::string slice = qt::source_root() + "/tests/tuner/data/convolution_A4000_slice.json.gz";
   REQUIRE(st.import_kt_cache(slice) == 400);
   auto rows = st.rows();
   size_t failed = 0;

@@ -17,6 +17,7 @@
 #include "device/winners/winners.h"
 #include "tuner/store/store.h"
 #include "tests/tuner/scratch_path.h"
+#include "common/paths.h"
 
 using namespace qt::tune;
 
@@ -65,7 +66,7 @@ Run run(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-std::string qtune() { return std::string(QTUNE_BINARY_DIR) + "/bin/qtune"; }
+std::string qtune() { return qt::binary_root() + "/bin/qtune"; }
 
 // A store with 40 rows whose rows 7 and 23 hold JSON that does not parse.
 std::string store_with_bad_rows(const std::string& name) {

@@ -2,30 +2,44 @@
 // records them and goes on to find the best correct point.
 #include <catch2/catch.hpp>
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "kernels_src/registry/registry.h"
 #include "tuner/family/candidate.h"
+#include "tests/skip.h"
 #include "tuner/worker/worker.h"
+#include "tests/worker_entry.h"
 
 using namespace qt::tune;
 
+QTUNE_TEST_WORKER(scripted, [](const std::string& req) -> std::string {
+  if (req == "segv") raise(SIGSEGV);
+  if (req == "abort") std::abort();
+  if (req == "exit") _exit(3);
+  if (req == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
+  if (req == "throw") throw std::runtime_error("bad parameter");
+  if (req == "pid") return std::to_string(getpid());
+  if (req.rfind("mapped:", 0) == 0) {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line))
+      if (line.find(req.substr(7)) != std::string::npos) return std::string("mapped");
+    return std::string("not mapped");
+  }
+  return "echo:" + req;
+});
+
 TEST_CASE("a worker answers requests, survives handler exceptions, and is replaced after a crash", "[tuner][worker]") {
-  Worker w([](const std::string& req) -> std::string {
-    if (req == "segv") raise(SIGSEGV);
-    if (req == "abort") std::abort();
-    if (req == "exit") _exit(3);
-    if (req == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
-    if (req == "throw") throw std::runtime_error("bad parameter");
-    if (req == "pid") return std::to_string(getpid());
-    return "echo:" + req;
-  });
+  Worker w(qt::test::test_worker("scripted"));
   WorkerReply a = w.call("hello", 5);
   REQUIRE(a.kind == WorkerReply::Ok);
   REQUIRE(a.payload == "echo:hello");
@@ -117,11 +131,17 @@ const qt::kernels::KernelFamily& misbehaving_family() {
 
 }  // namespace
 
+// The worker is a program of its own: it registers the scripted family before serving candidates.
+QTUNE_TEST_WORKER(misbehaving, [](const std::string& req) {
+  qt::kernels::add_family(&misbehaving_family());
+  return handle_candidate_request(req);
+});
+
 TEST_CASE("a tuning run records crashes, hangs, wrong results and compile errors and still finds the best point",
           "[tuner][worker]") {
   qt::kernels::add_family(&misbehaving_family());
   auto fam = find_family("cpu.test.misbehaving");
-  Worker worker(handle_candidate_request);
+  Worker worker(qt::test::test_worker("misbehaving"));
   TuneOptions opt;
   opt.strategy = "exhaustive";
   opt.budget = {};
@@ -145,10 +165,33 @@ TEST_CASE("a tuning run records crashes, hangs, wrong results and compile errors
   REQUIRE(rep.status_counts.at("crashed") == 2);
   REQUIRE(rep.status_counts.at("timeout") == 1);
   REQUIRE(worker.spawned() == 4);
+  // The job is set up once per worker, outside the candidates' timeouts: the first worker and the three
+  // that replaced a crash or a hang.
+  REQUIRE(rep.setups == 4);
+}
+
+TEST_CASE("a worker is a fresh program: a library the tuner process loaded is not in the worker", "[tuner][worker]") {
+  // What a forked copy would inherit and an exec'd program does not: here the CUDA toolkit's stub libcuda, the
+  // very library whose inherited state broke every worker after the first on the H200.
+  const std::string stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  if (!std::filesystem::exists(stub)) QTUNE_SKIP("no CUDA toolkit stub library at " + stub);
+  void* lib = dlopen(stub.c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(lib);
+  Worker w(qt::test::test_worker("scripted"));
+  const WorkerReply r = w.call("mapped:stubs/libcuda.so", 10);
+  dlclose(lib);
+  REQUIRE(r.kind == WorkerReply::Ok);
+  CHECK(r.payload == "not mapped");
+}
+
+TEST_CASE("a worker program that cannot be started is one error naming it, not a crashed candidate",
+          "[tuner][worker]") {
+  Worker w({"/nonexistent/qtune", "worker"});
+  CHECK_THROWS_WITH(w.call("x", 5), Catch::Contains("cannot start the worker program /nonexistent/qtune"));
 }
 
 TEST_CASE("a worker that died while idle is replaced without blaming the next request", "[tuner][worker]") {
-  Worker w([](const std::string& req) { return "ok:" + req; });
+  Worker w(qt::test::test_worker("scripted"));
   REQUIRE(w.call("a", 5).kind == WorkerReply::Ok);
   pid_t first = w.pid();
   kill(first, SIGKILL);
@@ -156,6 +199,6 @@ TEST_CASE("a worker that died while idle is replaced without blaming the next re
   waitpid(first, &status, 0);  // make sure it is gone before the next call
   WorkerReply r = w.call("b", 5);
   REQUIRE(r.kind == WorkerReply::Ok);
-  REQUIRE(r.payload == "ok:b");
+  REQUIRE(r.payload == "echo:b");
   REQUIRE(w.pid() != first);
 }

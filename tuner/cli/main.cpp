@@ -6,6 +6,8 @@
 
 #include "common/error.h"
 #include "tuner/cli/commands.h"
+#include "tuner/family/candidate.h"
+#include "tuner/worker/worker.h"
 
 namespace {
 const char* kUsage =
@@ -17,6 +19,7 @@ const char* kUsage =
     "  qtune static ...                    (NVRTC compile-and-prune report)\n"
     "  qtune profile --device emu --family F [--point P] [--shape S] [--json FILE]   (memory profile, SASS mix)\n"
     "  qtune families                      (every kernel family and the size of its space)\n"
+    "  qtune devices                       (cpu, emulator and GPU here, with their store fingerprints)\n"
     "  qtune --device cpu --help           (all tuning options)\n"
     "  qtune <command> --help              (options of replay, store SUB, static)\n";
 }
@@ -31,6 +34,9 @@ int main(int argc, char** argv) {
     if (args[0] == "static") return qt::tune::static_command(rest);
     if (args[0] == "profile") return qt::tune::profile_command(rest);
     if (args[0] == "families") return qt::tune::families_command(rest);
+    if (args[0] == "devices") return qt::tune::devices_command(rest);
+    // A tuning run's worker process: qtune starts it (fork + exec) and feeds it candidates over fds 3 and 4.
+    if (args[0] == "worker") return qt::tune::serve_worker_requests(qt::tune::handle_candidate_request);
     if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <optional>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -19,7 +20,6 @@
 #include "device/winners/fingerprint.h"
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
 #include "kernels_src/registry/registry.h"
-#include "device/cuda/cuda_probe.h"
 #include "tuner/family/candidate.h"
 #include "tuner/flow/gpu_tuning.h"
 #include "tuner/replay/replay.h"
@@ -128,6 +128,9 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
       if (m < 1 || m > 65536) throw Error("--buckets: batch sizes must be in 1..65536");
   }
   opt.budget = cli.get("--budget");
+  opt.time_limit_s = cli.given("--time-limit") ? cli.get_double("--time-limit") : emu ? 0 : 570;
+  if (!(opt.time_limit_s >= 0) || opt.time_limit_s > 7 * 86400)
+    throw Error("--time-limit must be in 0..604800 seconds (0: no limit)");
   opt.tune = tune_options(cli, emu);
   opt.tune.flush = !emu && !cli.get_flag("--no-flush");
   const int cores = int(std::thread::hardware_concurrency());
@@ -138,13 +141,26 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
   opt.baselines = !emu && !cli.get_flag("--no-baselines");
   opt.predequantize = cli.get_flag("--predequantize");
 
-  StoreOptions store_options;
-  store_options.force_write = cli.get_flag("--force-write");
-  Store store(cli.get("--cache"), store_options);
-  store.check_writable();
   const std::vector<GpuJob> jobs = plan_gpu_jobs(mf->config(), &mf->weights(), opt);
-
-  Worker worker(handle_candidate_request);
+  if (cli.get_flag("--dry-run")) {
+    int64_t candidates = 0;
+    std::map<std::string, std::pair<int, int64_t>> per_family;  // jobs, candidates
+    for (const GpuJob& j : jobs) {
+      std::printf("job %-28s %-20s budget %lld\n", j.family->name().c_str(), shape_text(j.shape).c_str(),
+                  (long long)j.budget);
+      candidates += j.budget;
+      per_family[j.family->name()].first += 1;
+      per_family[j.family->name()].second += j.budget;
+    }
+    for (const auto& [name, n] : per_family)
+      std::printf("family %-28s %4d jobs, up to %5lld candidates\n", name.c_str(), n.first, (long long)n.second);
+    std::printf("plan: %zu jobs, up to %lld candidates%s\n", jobs.size(), (long long)candidates,
+                opt.time_limit_s > 0 ? (", fitted to --time-limit " + std::to_string(int(opt.time_limit_s)) + " s").c_str() : "");
+    return 0;
+  }
+  // The device first, in a worker (this process never loads the CUDA driver), and the store only once there
+  // is one: a machine without a GPU is left no empty store behind.
+  Worker worker(self_command({"worker"}));
   DeviceFingerprint dev;
   try {
     dev = worker_device_fingerprint(worker, device, target_sm);
@@ -161,6 +177,10 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
     throw Error("--gpu " + arch + ": the GPU here is " + dev.name + " (" + dev.arch + "); tune for it with --gpu sm" +
                     dev.arch.substr(3),
                 kExitUnavailable);
+  StoreOptions store_options;
+  store_options.force_write = cli.get_flag("--force-write");
+  Store store(cli.get("--cache"), store_options);
+  store.check_writable();
 
   int64_t evals = 0;
   for (const GpuJob& j : jobs) evals += j.budget;
@@ -171,7 +191,7 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
 
   std::printf("%-22s %-18s %6s  %-55s %-16s %s\n", "family", "shape", "evals", "best point", "median", "model rank corr");
   std::vector<double> correlations;
-  for (size_t i = 0; i < jobs.size(); ++i) {
+  for (size_t i = 0; i < res.reports.size(); ++i) {
     const TuneReport& r = res.reports[i];
     const double rho = res.model_rank_correlation[i];
     if (std::isfinite(rho)) correlations.push_back(rho);
@@ -193,6 +213,10 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
               "%.1f s; winners in %s\n",
               (long long)res.measured, (long long)res.resumed, counts.c_str(), worker.spawned(), res.seconds,
               store.path().c_str());
+  std::printf("time: %s\n", res.accounting.text(res.seconds).c_str());
+  if (res.unfinished_jobs > 0)
+    std::printf("time limit: %d of %zu jobs were not started within --time-limit %.0f s; the same command resumes "
+                "with them\n", res.unfinished_jobs, jobs.size(), opt.time_limit_s);
   return 0;
 }
 
@@ -219,10 +243,15 @@ int tune_command(const std::vector<std::string>& args) {
       .flag("--no-transfer", "do not start from the store's results of the same family on other devices")
       .option("--static", "FILE", "a `qtune static --json` report: registers, spills, shared memory and occupancy "
               "per point guide the model-based search (features; spilling points left out of its first picks)")
-      .option("--families", "F,F", "--gpu: only these device families (registry names; default every one the model uses)")
+      .option("--families", "F,F", "--gpu: only these device families (registry names), or `all`; default: those the "
+              "runtime dispatches for the model in its default weight layouts")
       .option("--buckets", "M,M", "--gpu: batch sizes M to tune batched families at (default 1,2,4,...,4096)")
+      .option("--time-limit", "SECONDS", "--gpu: the whole run's time; job budgets shrink to fit it, down to each "
+              "family's default points, and jobs not reached are left for the same command to resume (default 570 "
+              "on cuda, none on emu; 0: none)")
       .option("--compile-threads", "N", "--gpu: NVRTC threads compiling ahead of the measurements (default: cores - 2 "
               "on cuda, 0 on emu)")
+      .flag("--dry-run", "--gpu: print the jobs (family, shape, budget) the run would tune, and stop")
       .flag("--static-only", "--gpu: print the static compile-and-prune table only, even where a GPU is present")
       .flag("--no-flush", "--gpu on cuda: do not overwrite the L2 between timed repetitions")
       .flag("--no-baselines", "--gpu on cuda: do not time cuBLASLt (fp16, and AWQ dequant + fp16) beside the linear "
@@ -248,10 +277,11 @@ int tune_command(const std::vector<std::string>& args) {
     return gpu_flow(cli, device == "emu" ? "emu" : "cuda", target_sm);
   }
   if (device == "cuda") {
-    CudaProbe probe = probe_cuda();
-    if (!probe.available) throw Error("cuda device unavailable: " + probe.reason, kExitUnavailable);
-    throw Error("cuda device: GPU '" + probe.reason + "' found, but CUDA timing of kernel families is not part of "
-                "this build; use --gpu smXX for the static step", kExitUnavailable);
+    // Asked of a worker: this process never loads the CUDA driver.
+    Worker worker(self_command({"worker"}));
+    const DeviceFingerprint gpu = worker_device_fingerprint(worker, "cuda", 0);  // exit 3 with the reason
+    throw Error("--device cuda tunes a model's kernels on " + gpu.name + ": give --model X.bin --gpu " +
+                "sm" + gpu.arch.substr(gpu.arch.rfind('_') + 1));
   }
   if (device == "replay") throw Error("the replay device is `qtune replay --space FILE ...`");
   if (device != "cpu" && device != "emu") throw Error("unknown --device '" + device + "' (cpu, cuda, emu)");
@@ -305,7 +335,7 @@ int tune_command(const std::vector<std::string>& args) {
   DeviceFingerprint dev = cpu_fingerprint();
   if (emu) dev = qt::winners::emu_fingerprint();
   std::string run = run_id();
-  Worker worker(handle_candidate_request);
+  Worker worker(self_command({"worker"}));
 
   std::optional<nlohmann::json> static_report;
   if (auto path = cli.get_optional("--static")) {
@@ -330,6 +360,7 @@ int tune_command(const std::vector<std::string>& args) {
   int64_t done = 0;
   std::vector<TuneReport> reports;
   std::map<std::string, int> totals;
+  TuneAccounting accounting;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& s = jobs[i];
     auto fam = s.family;
@@ -356,6 +387,7 @@ int tune_command(const std::vector<std::string>& args) {
       progress.update(double(++done), label);
     });
     for (const auto& [k, v] : rep.status_counts) totals[k] += v;
+    accounting.add(rep);
     reports.push_back(std::move(rep));
   }
   progress.finish();
@@ -371,6 +403,7 @@ int tune_command(const std::vector<std::string>& args) {
   for (const auto& [k, v] : totals) counts += (counts.empty() ? "" : ", ") + k + " " + std::to_string(v);
   std::printf("summary: %lld candidates (%s), worker processes started %d, %.1f s; winners in %s\n",
               (long long)done, counts.c_str(), worker.spawned(), progress.elapsed_seconds(), store.path().c_str());
+  std::printf("time: %s\n", accounting.text(progress.elapsed_seconds()).c_str());
   return 0;
 }
 

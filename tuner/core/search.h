@@ -13,9 +13,12 @@
 #include "common/rng.h"
 #include "tuner/core/knowledge.h"
 #include "tuner/core/space.h"
-#include "tuner/core/status.h"
+#include "common/result_status.h"
 
 namespace qt::tune {
+
+// The store's result vocabulary (common/result_status.h), the tuner's own.
+using qt::Status;
 
 struct Observation {
   Status status = Status::Ok;

@@ -1,9 +1,12 @@
 #include "tuner/family/blas_baselines.h"
 
+#include <chrono>
+
 #include "common/error.h"
 #include "common/half.h"
 #include "device/blas/blas_lt.h"
 #include "device/cuda/l2_flush.h"
+#include "device/plan/linear_reference.h"
 #include "device/plan/run_plan.h"
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/f16_gemm/f16_gemm_family.h"
@@ -28,6 +31,8 @@ KernelFamily baseline(const std::string& name, const KernelFamily& problem, cons
   };
   f.make_inputs = problem.make_inputs;
   f.reference = problem.reference;
+  f.linear_operands = problem.linear_operands;
+  f.linear_expected = problem.linear_expected;
   f.source_hash = "cublaslt-" + std::to_string(blas::blas_lt_version());
   return f;
 }
@@ -46,8 +51,16 @@ const std::vector<KernelFamily>& all() {
 class BlasInstance final : public ReferencedInstance {
  public:
   BlasInstance(const KernelFamily& f, std::string device_kind, const kernels::Shape& shape)
-      : f_(f), kind_(std::move(device_kind)), shape_(shape), dequant_(f.name == kAwqDequantCublas) {
-    make_reference(f, shape);
+      : f_(f), kind_(std::move(device_kind)), shape_(shape), dequant_(f.name == kAwqDequantCublas) {}
+
+  SetupCosts setup() override {
+    SetupCosts c;
+    const auto t0 = std::chrono::steady_clock::now();
+    dev::Device& device = worker_device(kind_);
+    plan::load_linear_sums_module(device);  // the context's first module load
+    c.device = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    make_reference(f_, shape_, kind_ == "cuda" ? &device : nullptr, c);
+    return c;
   }
 
   void prepare(const nlohmann::json& point) override {
@@ -82,29 +95,39 @@ class BlasInstance final : public ReferencedInstance {
     }
   }
 
-  double run() override {
-    dev::Device& device = worker_device(kind_);
-    const int64_t m = shape_["M"], n = shape_["N"], k = shape_["K"];
-    double seconds = 0;
+  void run() override {
     try {
-      device.memset(y_.ptr(), 0xFF, y_.bytes());
-      const auto start = device.record_event();
-      if (dq_) dq_->enqueue();
-      lt_->gemm_f16(w_, dq_ ? blas::WeightLayout::KN : blas::WeightLayout::NK, x_.ptr(), y_.ptr(), m, n, k, rank_);
-      const auto end = device.record_event();
-      seconds = device.seconds_between(*start, *end);
+      worker_device(kind_).memset(y_.ptr(), 0xFF, y_.bytes());
+      enqueue();
     } catch (const std::exception& e) {
       throw CandidateError(Status::RuntimeError, e.what());
     }
-    const std::vector<uint16_t> y = y_.download<uint16_t>(size_t(m * n));
+    const std::vector<uint16_t> y = y_.download<uint16_t>(size_t(shape_["M"] * shape_["N"]));
     out_.assign(y.size(), 0);
     for (size_t i = 0; i < y.size(); ++i) out_[i] = half_bits_to_float(y[i]);
-    return seconds;
+  }
+
+  double time() override {
+    dev::Device& device = worker_device(kind_);
+    try {
+      const auto start = device.record_event();
+      enqueue();
+      const auto end = device.record_event();
+      return device.seconds_between(*start, *end);
+    } catch (const std::exception& e) {
+      throw CandidateError(Status::RuntimeError, e.what());
+    }
   }
 
   bool flush_device_cache() override { return flusher_.flush(worker_device(kind_)); }
 
  private:
+  void enqueue() {
+    if (dq_) dq_->enqueue();
+    lt_->gemm_f16(w_, dq_ ? blas::WeightLayout::KN : blas::WeightLayout::NK, x_.ptr(), y_.ptr(), shape_["M"],
+                  shape_["N"], shape_["K"], rank_);
+  }
+
   dev::Buffer upload(dev::Device& device, const std::string& name) {
     const auto it = inputs_.find(name);
     if (it == inputs_.end()) throw CandidateError(Status::RuntimeError, f_.name + ": the inputs lack '" + name + "'");

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "common/error.h"
 #include "tuner/measure/flush.h"
@@ -13,8 +15,24 @@
 
 namespace qt::tune {
 
+nlohmann::json CandidatePhases::to_json() const { return {{"compile", compile}, {"verify", verify}, {"measure", measure}}; }
+
+CandidatePhases CandidatePhases::from_json(const nlohmann::json& j) {
+  CandidatePhases p;
+  if (!j.is_object()) return p;
+  p.compile = j.value("compile", 0.0);
+  p.verify = j.value("verify", 0.0);
+  p.measure = j.value("measure", 0.0);
+  return p;
+}
+
+CandidatePhases& CandidatePhases::operator+=(const CandidatePhases& o) {
+  compile += o.compile, verify += o.verify, measure += o.measure;
+  return *this;
+}
+
 nlohmann::json CandidateOutcome::to_json() const {
-  return {{"status", status_name(status)}, {"stats", stats_to_json(stats)}, {"detail", detail}};
+  return {{"status", status_name(status)}, {"stats", stats_to_json(stats)}, {"detail", detail}, {"phases", phases.to_json()}};
 }
 
 CandidateOutcome CandidateOutcome::from_json(const nlohmann::json& j) {
@@ -22,6 +40,7 @@ CandidateOutcome CandidateOutcome::from_json(const nlohmann::json& j) {
   o.status = parse_status(j.at("status").get<std::string>());
   o.stats = stats_from_json(j.at("stats"));
   o.detail = j.value("detail", "");
+  if (j.contains("phases")) o.phases = CandidatePhases::from_json(j["phases"]);
   return o;
 }
 
@@ -34,29 +53,50 @@ std::string KernelInstance::verify() {
   return vr.ok ? std::string() : vr.summary();
 }
 
+namespace {
+
+// Adds the wall time of `work` to `seconds`, also when it throws.
+template <class Work>
+auto timed(double& seconds, Work&& work) {
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Add {
+    double& s;
+    std::chrono::steady_clock::time_point t0;
+    ~Add() { s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+  } add{seconds, t0};
+  return work();
+}
+
+}  // namespace
+
 CandidateOutcome run_candidate(KernelInstance& inst, const nlohmann::json& point, const MeasureOptions& m,
                                const Stats* incumbent, size_t flush_bytes) {
   CandidateOutcome out;
+  CandidatePhases& ph = out.phases;
   try {
-    inst.prepare(point);
-    inst.reference();
-    inst.run();
-    if (const std::string wrong = inst.verify(); !wrong.empty()) {
+    timed(ph.compile, [&] { inst.prepare(point); });
+    const std::string wrong = timed(ph.verify, [&] {
+      inst.run();
+      return inst.verify();
+    });
+    if (!wrong.empty()) {
       out.status = Status::WrongResult;
       out.detail = wrong;
       return out;
     }
-    std::unique_ptr<CacheFlusher> flusher;
-    std::function<void()> flush;
-    if (flush_bytes && inst.flush_device_cache()) {
-      flush = [&] { inst.flush_device_cache(); };
-    } else if (flush_bytes) {
-      flusher = std::make_unique<CacheFlusher>(flush_bytes);
-      flush = [&] { (*flusher)(); };
-    }
-    Measurement meas = measure([&] { return inst.run(); }, flush, m, incumbent);
-    out.stats = meas.stats;
-    out.status = meas.raced_out ? Status::RacedOut : Status::Ok;
+    timed(ph.measure, [&] {
+      std::unique_ptr<CacheFlusher> flusher;
+      std::function<void()> flush;
+      if (flush_bytes && inst.flush_device_cache()) {
+        flush = [&] { inst.flush_device_cache(); };
+      } else if (flush_bytes) {
+        flusher = std::make_unique<CacheFlusher>(flush_bytes);
+        flush = [&] { (*flusher)(); };
+      }
+      Measurement meas = measure([&] { return inst.time(); }, flush, m, incumbent);
+      out.stats = meas.stats;
+      out.status = meas.raced_out ? Status::RacedOut : Status::Ok;
+    });
   } catch (const CandidateError& e) {
     out.status = e.status;
     out.detail = e.what();
@@ -91,23 +131,38 @@ nlohmann::json roofline_reply(const nlohmann::json& j) {
 
 }  // namespace
 
-std::string handle_candidate_request(const std::string& request) {
-  static std::map<std::string, std::unique_ptr<KernelInstance>> instances;
-  nlohmann::json j = nlohmann::json::parse(request);
-  if (j.value("op", "") == "describe")
-    return describe_device(j.at("device").get<std::string>(), j.value("target_sm", 0)).dump();
-  if (j.value("op", "") == "roofline") return roofline_reply(j).dump();
-  static std::map<std::string, std::shared_ptr<Tunable>> families;  // instances refer to their family
+namespace {
+
+// The worker's one job: its instance, set up once (the tuner sends "setup" before the first candidate and
+// again after a worker restart).
+struct WorkerJob {
+  std::string key;  // family@sm + shape
+  std::shared_ptr<Tunable> family;
+  std::unique_ptr<KernelInstance> instance;
+  SetupCosts costs;
+};
+
+WorkerJob& job_for(const nlohmann::json& j) {
+  static WorkerJob job;
   const int target_sm = j.value("target_sm", 0);
-  const std::string family_key = j.at("family").get<std::string>() + "@" + std::to_string(target_sm);
-  auto& fam = families[family_key];
-  if (!fam) fam = find_family(j.at("family").get<std::string>(), target_sm);
-  auto shape = j.at("shape").get<std::vector<int64_t>>();
-  std::string key = family_key + nlohmann::json(shape).dump();
-  auto& inst = instances[key];
-  if (!inst) inst = fam->instantiate(shape);
+  const auto shape = j.at("shape").get<std::vector<int64_t>>();
+  const std::string key =
+      j.at("family").get<std::string>() + "@" + std::to_string(target_sm) + nlohmann::json(shape).dump();
+  if (job.key != key) {
+    // One job at a time: a job's inputs and reference (hundreds of MB for a prefill shape) go with it. The key
+    // is set last, so a setup that threw is tried again rather than half used.
+    job.instance.reset();
+    job.key.clear();
+    job.family = find_family(j.at("family").get<std::string>(), target_sm);
+    job.instance = job.family->instantiate(shape);
+    job.costs = job.instance->setup();
+    job.key = key;
+  }
+  return job;
+}
+
+MeasureOptions measure_options(const nlohmann::json& mj) {
   MeasureOptions m;
-  const auto& mj = j.at("measure");
   m.warmup = mj.value("warmup", m.warmup);
   m.min_reps = mj.value("min_reps", m.min_reps);
   m.max_reps = mj.value("max_reps", m.max_reps);
@@ -115,10 +170,24 @@ std::string handle_candidate_request(const std::string& request) {
   m.max_seconds = mj.value("max_seconds", m.max_seconds);
   m.batch = mj.value("batch", m.batch);
   m.racing = mj.value("racing", m.racing);
+  return m;
+}
+
+}  // namespace
+
+std::string handle_candidate_request(const std::string& request) {
+  nlohmann::json j = nlohmann::json::parse(request);
+  const std::string op = j.value("op", "");
+  if (op == "describe") return describe_device(j.at("device").get<std::string>(), j.value("target_sm", 0)).dump();
+  if (op == "roofline") return roofline_reply(j).dump();
+  if (op == "setup") return job_for(j).costs.to_json().dump();
+  WorkerJob& job = job_for(j);
   std::optional<Stats> inc;
   if (j.contains("incumbent")) inc = stats_from_json(j["incumbent"]);
-  size_t flush = j.value("flush", false) ? std::max(fam->flush_bytes(), size_t(1)) : 0;
-  return run_candidate(*inst, j.at("point"), m, inc ? &*inc : nullptr, flush).to_json().dump();
+  size_t flush = j.value("flush", false) ? std::max(job.family->flush_bytes(), size_t(1)) : 0;
+  return run_candidate(*job.instance, j.at("point"), measure_options(j.at("measure")), inc ? &*inc : nullptr, flush)
+      .to_json()
+      .dump();
 }
 
 namespace {
@@ -137,6 +206,7 @@ class WorkerObjective : public Objective {
         ++rep_.resumed;
         return finish(point, *o, 0);
       }
+    if (std::optional<CandidateOutcome> failed = set_up()) return finish(point, *failed, 0);
     nlohmann::json req = {{"family", fam_.name()},
                           {"target_sm", fam_.target_sm()},
                           {"shape", shape_},
@@ -161,7 +231,39 @@ class WorkerObjective : public Objective {
       case WorkerReply::Crashed: o.status = Status::Crashed, o.detail = r.reason; break;
       case WorkerReply::TimedOut: o.status = Status::Timeout, o.detail = r.reason; break;
     }
+    rep_.phases += o.phases;
+    const double in_phases = o.phases.compile + o.phases.verify + o.phases.measure;
+    rep_.worker_seconds += std::max(0.0, r.seconds - in_phases);
     return finish(point, o, r.seconds);
+  }
+
+  // The job's one-time work in the worker that runs the next candidate: before the first one, and again in
+  // a worker started after a crash or a hang. Its time is accounted, never charged to a candidate's timeout.
+  // nullopt when the job is ready; else the outcome every candidate of the job gets (the setup failed once
+  // and is not tried per candidate).
+  std::optional<CandidateOutcome> set_up() {
+    if (setup_failure_) return setup_failure_;
+    if (worker_.pid() > 0 && set_up_in_ == worker_.spawned()) return std::nullopt;
+    const nlohmann::json req = {{"op", "setup"}, {"family", fam_.name()}, {"target_sm", fam_.target_sm()}, {"shape", shape_}};
+    const WorkerReply r = worker_.call(req.dump(), opt_.setup_timeout_s);
+    CandidateOutcome failed;
+    switch (r.kind) {
+      case WorkerReply::Ok: {
+        const SetupCosts c = SetupCosts::from_json(nlohmann::json::parse(r.payload));
+        rep_.setup += c;
+        ++rep_.setups;
+        rep_.worker_seconds += std::max(0.0, r.seconds - c.total());
+        set_up_in_ = worker_.spawned();
+        return std::nullopt;
+      }
+      case WorkerReply::HandlerError: failed.status = Status::RuntimeError, failed.detail = r.payload; break;
+      case WorkerReply::Crashed: failed.status = Status::Crashed, failed.detail = r.reason; break;
+      case WorkerReply::TimedOut: failed.status = Status::Timeout, failed.detail = r.reason; break;
+    }
+    failed.detail = "the job's setup (inputs, reference, device) failed: " + failed.detail;
+    rep_.worker_seconds += r.seconds;
+    setup_failure_ = failed;
+    return failed;
   }
 
   Observation finish(const nlohmann::json& point, const CandidateOutcome& o, double cost_s) {
@@ -189,9 +291,39 @@ class WorkerObjective : public Objective {
   const CandidateSink& sink_;
   TuneReport& rep_;
   std::optional<Stats> incumbent_;
+  int set_up_in_ = -1;  // the worker (by spawn count) holding this job's setup
+  std::optional<CandidateOutcome> setup_failure_;
 };
 
 }  // namespace
+
+void TuneAccounting::add(const TuneReport& r) {
+  candidates += r.evaluations - r.resumed;
+  setups += r.setups;
+  setup += r.setup;
+  phases += r.phases;
+  worker_seconds += r.worker_seconds;
+  worker_restarts += r.worker_restarts;
+}
+
+std::string TuneAccounting::text(double wall_seconds) const {
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "%lld candidates in %.1f s, %.2f candidates/s; in the worker: compiling %.1f s, verifying %.1f s, "
+                "measuring %.1f s; job setup %.1f s for %d setups (device %.1f s, inputs %.1f s, references %.1f s%s, "
+                "flush buffers %.1f s); worker starts and messages %.1f s, %d restarts",
+                (long long)candidates, wall_seconds, wall_seconds > 0 ? double(candidates) / wall_seconds : 0.0,
+                phases.compile, phases.verify, phases.measure, setup.total(), setups, setup.device, setup.inputs,
+                setup.reference, setup.reference_on == "device" ? ", large ones on the device" : " on the CPU",
+                setup.flush, worker_seconds, worker_restarts);
+  std::string out = buf;
+  if (compile_threads > 0) {
+    std::snprintf(buf, sizeof buf, "; NVRTC ahead of the worker: %lld points in %.1f s on %d threads",
+                  (long long)compiled_ahead, compile_ahead_seconds, compile_threads);
+    out += buf;
+  }
+  return out;
+}
 
 TuneReport tune_shape(const Tunable& family, const std::vector<int64_t>& shape, Worker& worker,
                       const TuneOptions& opt, const CandidateSink& sink) {

@@ -1,15 +1,17 @@
 #include "tuner/family/family.h"
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "common/error.h"
 #include "device/cuda/cuda_device.h"
-#include "device/cuda/cuda_fingerprint.h"
 #include "device/cuda/l2_flush.h"
 #include "device/emu/emu_device.h"
 #include "device/jit/compile_service.h"
+#include "device/plan/linear_reference.h"
 #include "device/plan/run_plan.h"
 #include "device/winners/fingerprint.h"
 #include "kernels_src/registry/registry.h"
@@ -31,9 +33,34 @@ Status status_of(PointRejected::Reason r) {
   return Status::RuntimeError;
 }
 
+template <class Work>
+void timed(double& seconds, Work&& work) {
+  const auto t0 = std::chrono::steady_clock::now();
+  work();
+  seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 class FamilyInstance final : public ReferencedInstance {
  public:
-  FamilyInstance(const Tunable& t, const kernels::Shape& shape) : t_(t), shape_(shape) { make_reference(t.family(), shape); }
+  FamilyInstance(const Tunable& t, const kernels::Shape& shape) : t_(t), shape_(shape) {}
+
+  SetupCosts setup() override {
+    SetupCosts c;
+    dev::Device* device = nullptr;
+    if (!t_.family().on_host())
+      timed(c.device, [&] {
+        device = &worker_device(t_.device(), t_.target_sm());
+        // A GPU context's first module load costs more than later ones and belongs to no candidate.
+        if (t_.device() == "cuda") plan::load_linear_sums_module(*device);
+      });
+    make_reference(t_.family(), shape_, t_.device() == "cuda" ? device : nullptr, c);
+    if (device)
+      timed(c.flush, [&] {
+        flusher_.flush(*device);
+        device->synchronize();
+      });
+    return c;
+  }
 
   void prepare(const nlohmann::json& point) override {
     run_.reset();
@@ -41,41 +68,44 @@ class FamilyInstance final : public ReferencedInstance {
     point_ = p;
     if (t_.target_sm() > 0 && !t_.family().on_host()) prune_statically(p);
     try {
-      dev::Device* device = t_.family().on_host() ? nullptr : &worker_device(t_.device());
+      dev::Device* device = t_.family().on_host() ? nullptr : &worker_device(t_.device(), t_.target_sm());
       run_ = std::make_unique<plan::PlanRun>(device, t_.family(), p, shape_, inputs_);
     } catch (const PointRejected& e) {
       throw CandidateError(status_of(e.reason), e.what());
     }
   }
 
-  double run() override {
-    double seconds = 0;
+  void run() override {
     try {
-      seconds = run_->run();
+      run_->run();
     } catch (const CandidateError&) {
       throw;
     } catch (const std::exception& e) {
       throw CandidateError(Status::RuntimeError, e.what());
     }
-    out_.clear();
-    for (const auto& e : expected_) {
-      const kernels::BufferSpec& spec = run_->plan().buffer(e.buffer);
-      const std::vector<uint8_t> raw = run_->output(e.buffer);
-      for (size_t i = 0; i < e.values.size() && int64_t(i) < spec.elements; ++i)
-        out_.push_back(float(kernels::decode_element(spec.dtype, raw.data(), i)));
+  }
+
+  // Between device events around the launches only: outputs are not refilled or read back, since a kernel
+  // must be right on any prior contents and its first run was verified.
+  double time() override {
+    try {
+      if (t_.family().on_host()) return run_->run();
+      dev::Device& device = worker_device(t_.device(), t_.target_sm());
+      const std::unique_ptr<dev::Event> start = device.record_event();
+      run_->enqueue();
+      const std::unique_ptr<dev::Event> end = device.record_event();
+      return device.seconds_between(*start, *end);
+    } catch (const std::exception& e) {
+      throw CandidateError(Status::RuntimeError, e.what());
     }
-    if (out_.size() != ref_.size()) throw CandidateError(Status::RuntimeError, "output size differs from reference");
-    return seconds;
   }
 
   // The family states its tolerance with its reference, per output: each is checked against its own.
-  std::string verify() override {
-    return plan::compare_outputs(*run_, t_.family(), point_, shape_, expected_);
-  }
+  std::string verify() override { return plan::compare_outputs(*run_, t_.family(), point_, shape_, expected_); }
 
   bool flush_device_cache() override {
     if (t_.family().on_host()) return false;
-    return flusher_.flush(worker_device(t_.device()));
+    return flusher_.flush(worker_device(t_.device(), t_.target_sm()));
   }
 
  private:
@@ -102,11 +132,60 @@ class FamilyInstance final : public ReferencedInstance {
   cuda::L2Flusher flusher_;
 };
 
+// The MACs of a linear shape (0 when the shape is no M x N x K product).
+double linear_macs(const kernels::Shape& shape) {
+  try {
+    return double(shape["M"]) * double(shape["N"]) * double(shape["K"]);
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
 }  // namespace
 
-void ReferencedInstance::make_reference(const kernels::KernelFamily& f, const kernels::Shape& shape) {
-  inputs_ = f.make_inputs(shape, 1);
-  expected_ = f.reference(shape, inputs_);
+SetupCosts& SetupCosts::operator+=(const SetupCosts& o) {
+  device += o.device, inputs += o.inputs, reference += o.reference, flush += o.flush;
+  if (o.reference_on == "device") reference_on = "device";
+  return *this;
+}
+
+nlohmann::json SetupCosts::to_json() const {
+  return {{"device", device}, {"inputs", inputs}, {"reference", reference}, {"flush", flush},
+          {"reference_on", reference_on}};
+}
+
+SetupCosts SetupCosts::from_json(const nlohmann::json& j) {
+  SetupCosts c;
+  c.device = j.value("device", 0.0);
+  c.inputs = j.value("inputs", 0.0);
+  c.reference = j.value("reference", 0.0);
+  c.flush = j.value("flush", 0.0);
+  c.reference_on = j.value("reference_on", std::string("cpu"));
+  return c;
+}
+
+void ReferencedInstance::make_reference(const kernels::KernelFamily& f, const kernels::Shape& shape,
+                                        dev::Device* device, SetupCosts& costs) {
+  timed(costs.inputs, [&] { inputs_ = f.make_inputs(shape, 1); });
+  timed(costs.reference, [&] {
+    // A product this large takes the CPU seconds to minutes; the device takes milliseconds, once it has shown
+    // on the family's first test shape that its sums are the CPU's.
+    constexpr double kDeviceReferenceMacs = double(1 << 26);
+    if (device && f.linear_operands && linear_macs(shape) >= kDeviceReferenceMacs) {
+      static std::set<std::string> checked;  // per worker process and family
+      if (!checked.count(f.name)) {
+        const kernels::Shape& small = f.test_shapes.empty() ? f.probe_shape : f.test_shapes.front();
+        const std::string wrong = plan::check_device_linear_sums(*device, f, small);
+        if (!wrong.empty()) throw Error("the device reference disagrees with the CPU: " + wrong, kExitFailure);
+        checked.insert(f.name);
+      }
+      expected_ = f.linear_expected(shape, inputs_, plan::device_linear_sums(*device, f.linear_operands(shape, inputs_)));
+      costs.reference_on = "device";
+    } else {
+      expected_ = f.reference(shape, inputs_);
+    }
+  });
+  ref_.clear();
   for (const auto& e : expected_) ref_.insert(ref_.end(), e.values.begin(), e.values.end());
 }
 
@@ -115,15 +194,22 @@ Tolerance ReferencedInstance::tolerance(double) const {
   return {expected_[0].abs_tol, expected_[0].rel_tol};
 }
 
-// One device of each kind per worker process, created on first use: after the fork, so a GPU context or the
-// emulator's threads never cross it.
-dev::Device& worker_device(const std::string& kind) {
+// One device of each kind per worker process, created on first use. The emulator emulates the architecture
+// the run targets, so its fingerprint and the kernels' QT_ARCH agree.
+dev::Device& worker_device(const std::string& kind, int target_sm) {
   static std::map<std::string, std::unique_ptr<dev::Device>> devices;
-  auto& d = devices[kind];
+  const int arch = target_sm > 0 ? target_sm : 80;
+  auto& d = devices[kind == "emu" ? "emu" + std::to_string(arch) : kind];
   if (!d) {
-    if (kind == "emu") d = std::make_unique<emu::EmuDevice>();
-    else if (kind == "cuda") d = std::make_unique<cuda::CudaDevice>();
-    else throw Error("no device of kind '" + kind + "'", kExitFailure);
+    if (kind == "emu") {
+      emu::EmuOptions o;
+      o.arch = arch;
+      d = std::make_unique<emu::EmuDevice>(o);
+    } else if (kind == "cuda") {
+      d = std::make_unique<cuda::CudaDevice>();
+    } else {
+      throw Error("no device of kind '" + kind + "'", kExitFailure);
+    }
   }
   return *d;
 }
@@ -204,10 +290,8 @@ std::shared_ptr<Tunable> find_family(const std::string& name, int target_sm) {
 }
 
 nlohmann::json describe_device(const std::string& kind, int target_sm) {
-  if (kind == "emu") return winners::emu_fingerprint(target_sm > 0 ? target_sm : 80).to_json();
-  if (kind != "cuda") throw Error("no device of kind '" + kind + "' (emu, cuda)");
-  const auto& gpu = dynamic_cast<const cuda::CudaDevice&>(worker_device("cuda"));
-  return cuda::cuda_fingerprint(gpu).to_json();
+  if (kind != "emu" && kind != "cuda") throw Error("no device of kind '" + kind + "' (emu, cuda)");
+  return worker_device(kind, target_sm).store_fingerprint().to_json();
 }
 
 std::vector<std::string> family_names(const std::string& device) {

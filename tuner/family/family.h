@@ -15,7 +15,7 @@
 #include "device/api/device.h"
 #include "kernels_src/registry/family.h"
 #include "tuner/core/space.h"
-#include "tuner/core/status.h"
+#include "common/result_status.h"
 #include "tuner/measure/verify.h"
 
 namespace qt::tune {
@@ -27,16 +27,35 @@ class CandidateError : public std::runtime_error {
   Status status;
 };
 
+// What a job's one-time setup cost, in seconds, so a summary can say where a tuning run's time went; none of
+// it is charged to a candidate's timeout.
+struct SetupCosts {
+  double device = 0;     // the device (a GPU context) and its first module load
+  double inputs = 0;     // the family's inputs for the shape
+  double reference = 0;  // the expected outputs
+  double flush = 0;      // the L2-flush buffer
+  std::string reference_on = "cpu";  // "cpu", or "device" for a matrix product computed on the device
+  double total() const { return device + inputs + reference + flush; }
+  SetupCosts& operator+=(const SetupCosts& o);
+  nlohmann::json to_json() const;
+  static SetupCosts from_json(const nlohmann::json& j);
+};
+
 // One point at a time on one shape, in the worker: what the measurement protocol drives.
 class KernelInstance {
  public:
   virtual ~KernelInstance() = default;
+  // The job's one-time work before its first candidate: device, inputs, reference, flush buffer. Throws
+  // qt::Error when the job cannot run at all.
+  virtual SetupCosts setup() = 0;
   // Configures/compiles `point`; throws CandidateError(CompileFailed / ResourceFailed).
   virtual void prepare(const nlohmann::json& point) = 0;
-  // Runs the prepared point once and returns the measured duration in seconds.
-  virtual double run() = 0;
+  // Runs the prepared point once on outputs refilled with garbage, and reads them back for verify().
+  virtual void run() = 0;
+  // One timed repetition: the seconds the device (or the host kernel) measured. Outputs are not read back.
+  virtual double time() = 0;
   virtual const float* output() const = 0;
-  virtual const std::vector<float>& reference() = 0;  // computed once per instance
+  virtual const std::vector<float>& reference() = 0;  // computed once, by setup()
   virtual Tolerance tolerance(double ref_rms) const = 0;
   // "" when the last run's output is right, else what is wrong. By default every element against reference()
   // within tolerance(); an instance whose outputs have tolerances of their own checks each against its own.
@@ -46,7 +65,7 @@ class KernelInstance {
   virtual bool flush_device_cache() { return false; }
 };
 
-// An instance checked against its family's CPU reference for the shape: the expected values of every output in
+// An instance checked against its family's reference for the shape: the expected values of every output in
 // order, and the first output's tolerance. Subclasses fill out_ on each run.
 class ReferencedInstance : public KernelInstance {
  public:
@@ -55,8 +74,11 @@ class ReferencedInstance : public KernelInstance {
   Tolerance tolerance(double ref_rms) const override;
 
  protected:
-  // The family's inputs for the shape (seed 1) and its reference on them.
-  void make_reference(const kernels::KernelFamily& f, const kernels::Shape& shape);
+  // The family's inputs for the shape (seed 1) and its expectations: a large matrix product on `device`
+  // (when given and the family describes its reference as one, checked once per worker against the CPU on a
+  // small shape), else the family's CPU reference.
+  void make_reference(const kernels::KernelFamily& f, const kernels::Shape& shape, dev::Device* device,
+                      SetupCosts& costs);
   kernels::HostBuffers inputs_;
   std::vector<kernels::Expected> expected_;
   std::vector<float> ref_, out_;
@@ -91,13 +113,13 @@ class Tunable {
 
 // "emu.awq_gemv", "cpu.matvec.q8_0": the registry family on that device; throws qt::Error naming the known ones.
 std::shared_ptr<Tunable> find_family(const std::string& name, int target_sm = 0);
-// The fingerprint of the device a worker runs candidates on ("emu": the emulator of `target_sm`; "cuda": the
-// GPU as its driver describes it). Called in the worker: the parent never creates a CUDA context, since a
-// context does not survive fork(). Throws qt::Error (exit code 3) when there is no such device.
+// The fingerprint of the device a worker runs candidates on (its store_fingerprint()). Called in the worker:
+// the tuner process never loads the CUDA driver. Throws qt::Error (exit code 3) when there is no such device.
 nlohmann::json describe_device(const std::string& kind, int target_sm);
 
-// In the worker: its one device of a kind ("emu", "cuda"), created on first use, after the fork.
-dev::Device& worker_device(const std::string& kind);
+// In the worker: its one device of a kind ("emu": the emulator of `target_sm`, 80 when 0; "cuda": the GPU),
+// created on first use.
+dev::Device& worker_device(const std::string& kind, int target_sm = 0);
 
 // Every tunable name for a device kind: "cpu" lists the host families, "emu"/"cuda" the device families.
 std::vector<std::string> family_names(const std::string& device);

@@ -1,5 +1,7 @@
 #include "tuner/flow/compile_ahead.h"
 
+#include <chrono>
+
 #include "device/jit/compile_service.h"
 
 namespace qt::tune {
@@ -27,23 +29,14 @@ void CompileAhead::enqueue(const kernels::KernelFamily& family, const std::vecto
   cv_.notify_all();
 }
 
-void CompileAhead::pause() {
-  std::unique_lock<std::mutex> lock(mu_);
-  paused_ = true;
-  cv_.wait(lock, [&] { return active_ == 0; });
-}
-
-void CompileAhead::resume() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    paused_ = false;
-  }
-  cv_.notify_all();
-}
-
 int64_t CompileAhead::compiled() const {
   std::lock_guard<std::mutex> lock(mu_);
   return done_;
+}
+
+double CompileAhead::seconds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return seconds_;
 }
 
 void CompileAhead::loop() {
@@ -52,23 +45,20 @@ void CompileAhead::loop() {
     Item item;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || (!paused_ && !queue_.empty()); });
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (stop_) return;
       item = queue_.front();
       queue_.pop_front();
-      ++active_;
     }
+    const auto t0 = std::chrono::steady_clock::now();
     try {
       service.compile_cached(service.request_for(*item.family, item.point, sm_));
     } catch (const std::exception&) {
       // The worker compiles the point again and records the failure against the candidate.
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      --active_;
-      ++done_;
-    }
-    cv_.notify_all();
+    std::lock_guard<std::mutex> lock(mu_);
+    ++done_;
+    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 }
 

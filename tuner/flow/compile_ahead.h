@@ -23,10 +23,8 @@ class CompileAhead {
   CompileAhead& operator=(const CompileAhead&) = delete;
 
   void enqueue(const kernels::KernelFamily& family, const std::vector<kernels::Point>& points);
-  // pause() waits until no compile runs and starts none until resume(): Worker::set_fork_guard's pair.
-  void pause();
-  void resume();
   int64_t compiled() const;  // points done (compiled or found in the cache), failures included
+  double seconds() const;    // the threads' compile time, summed
 
  private:
   void loop();
@@ -38,9 +36,9 @@ class CompileAhead {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Item> queue_;
-  int active_ = 0;
-  bool paused_ = false, stop_ = false;
+  bool stop_ = false;
   int64_t done_ = 0;
+  double seconds_ = 0;
   std::vector<std::thread> threads_;
 };
 

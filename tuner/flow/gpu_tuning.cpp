@@ -76,7 +76,7 @@ void store_dispatch(const std::vector<GpuJob>& jobs, Store& store, const winners
 
 // The baselines at each batched linear job's shape, and with `predequantize` the fp16 families and cuBLASLt
 // at each quantized linear shape as fp16 (G = K), once per (family, shape).
-void add_linear_extras(std::vector<GpuJob>& jobs, const GpuTuningOptions& opt) {
+void add_linear_extras(std::vector<GpuJob>& jobs, const GpuTuningOptions& opt, bool all_families) {
   std::set<std::pair<std::string, std::vector<int64_t>>> have;
   for (const GpuJob& j : jobs) have.insert({j.family->name(), j.shape});
   std::vector<GpuJob> extra;
@@ -96,8 +96,11 @@ void add_linear_extras(std::vector<GpuJob>& jobs, const GpuTuningOptions& opt) {
     const kernels::KernelFamily& f = j.family->family();
     if (!j.batched || f.op != "linear" || f.weight_types.size() != 1) continue;
     const WeightType t = f.weight_types[0];
+    // A baseline the runtime cannot run for weights in this family's layout (AWQ dequant + cuBLAS on the frag
+    // layout) would only cost time; `--families all` times it anyway.
     if (opt.baselines)
-      if (const kernels::KernelFamily* b = blas_baseline_for(t)) add(*b, j.shape);
+      if (const kernels::KernelFamily* b = blas_baseline_for(t))
+        if (all_families || kernels::op_weight_layout(f.op) == "file") add(*b, j.shape);
     if (opt.predequantize && weight_traits(t).quantized && j.shape.size() == 4) {
       const std::vector<int64_t> fp16{j.shape[0], j.shape[1], j.shape[2], j.shape[2]};
       for (const kernels::KernelFamily* g : f16_linears) add(*g, fp16);
@@ -156,6 +159,22 @@ double model_correlation(Worker& worker, const Tunable& fam, const std::vector<i
   return spearman(a, b);
 }
 
+// A job's evaluations under the run's time limit: what is left, shared evenly among the jobs left at the run's
+// own cost per candidate so far (setups included), never below the family's default points (what every search
+// tries first) and never above the job's budget. 0 once the time is spent: the jobs left are not started (a
+// second run resumes them).
+int64_t time_limited_budget(const GpuJob& job, const GpuTuningOptions& opt, double elapsed_s, int64_t evaluated,
+                            size_t jobs_left) {
+  if (opt.time_limit_s <= 0) return job.budget;
+  const double left_s = opt.time_limit_s - elapsed_s;
+  if (left_s <= 0) return 0;
+  const int64_t floor = std::min<int64_t>(job.budget, std::max<int64_t>(1, int64_t(job.family->family().default_points().size())));
+  if (evaluated == 0) return job.budget;
+  const double per_candidate_s = elapsed_s / double(evaluated);
+  const int64_t affordable = int64_t(left_s / double(jobs_left) / per_candidate_s);
+  return std::clamp<int64_t>(affordable, floor, job.budget);
+}
+
 }  // namespace
 
 std::string shape_text(const std::vector<int64_t>& s) {
@@ -182,9 +201,12 @@ ResultRow outcome_row(const winners::DeviceFingerprint& device, const Tunable& f
 
 std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights* weights, const GpuTuningOptions& opt) {
   std::vector<std::string> names = opt.families;
-  if (names.empty())
+  const bool all = names.size() == 1 && names[0] == "all";
+  if (names.empty() || all) {
+    names.clear();
     for (const kernels::KernelFamily* f : kernels::all_families())
-      if (!f->on_host() && f->model_shapes) names.push_back(f->name);
+      if (!f->on_host() && f->model_shapes && (all || kernels::dispatched_by_default(*f))) names.push_back(f->name);
+  }
   std::vector<GpuJob> jobs;
   for (const std::string& name : names) {
     auto fam = find_family(opt.device + "." + name, opt.target_sm);
@@ -209,7 +231,7 @@ std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights*
       }
     }
   }
-  add_linear_extras(jobs, opt);
+  add_linear_extras(jobs, opt, all);
   if (jobs.empty()) throw Error("no device kernel family has a shape of this model to tune");
   return jobs;
 }
@@ -231,14 +253,8 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
                               const winners::DeviceFingerprint& device, const GpuTuningOptions& opt,
                               const std::string& run_id) {
   GpuTuningResult res;
-  // Compiles never straddle a fork: the worker restarted after a crash gets a quiet NVRTC.
   const int sm = opt.target_sm > 0 ? opt.target_sm : std::atoi(device.arch.c_str() + (device.arch.rfind("sm_", 0) == 0 ? 3 : 0));
   CompileAhead ahead(sm, sm > 0 ? opt.compile_threads : 0);
-  worker.set_fork_guard([&] { ahead.pause(); }, [&] { ahead.resume(); });
-  struct Unguard {
-    Worker& w;
-    ~Unguard() { w.set_fork_guard(nullptr, nullptr); }
-  } unguard{worker};
   std::set<const kernels::KernelFamily*> queued;
   for (const GpuJob& j : jobs) {
     const kernels::KernelFamily& f = j.family->family();
@@ -252,12 +268,16 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
   int64_t total = 0;
   for (const GpuJob& j : jobs) total += j.budget;
   Progress progress("tuning", double(total), "candidates", opt.quiet);
-  int64_t done = 0;
+  int64_t done = 0, evaluated = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const GpuJob& job = jobs[i];
     const Tunable& fam = *job.family;
     TuneOptions t = opt.tune;
-    t.budget = Budget{job.budget, -1};
+    t.budget = Budget{time_limited_budget(job, opt, progress.elapsed_seconds(), evaluated, jobs.size() - i), -1};
+    if (t.budget.max_evals == 0) {
+      res.unfinished_jobs = int(jobs.size() - i);
+      break;
+    }
     const std::map<std::string, CandidateOutcome> earlier = recorded_outcomes(store, device, fam, job.shape);
     t.recorded = [&](const nlohmann::json& point) -> std::optional<CandidateOutcome> {
       auto it = earlier.find(point.dump());
@@ -282,12 +302,17 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
     // A search that stops short of its budget (space exhausted) leaves the total ahead of the count.
     done += std::max<int64_t>(0, job.budget - job_done);
     res.model_rank_correlation.push_back(model_correlation(worker, fam, job.shape, sm, store, device));
+    evaluated += rep.evaluations - rep.resumed;
     res.measured += rep.evaluations - rep.resumed;
     res.resumed += rep.resumed;
     for (const auto& [k, v] : rep.status_counts) res.statuses[k] += v;
+    res.accounting.add(rep);
     res.reports.push_back(std::move(rep));
   }
   progress.finish();
+  res.accounting.compiled_ahead = ahead.compiled();
+  res.accounting.compile_ahead_seconds = ahead.seconds();
+  res.accounting.compile_threads = sm > 0 ? opt.compile_threads : 0;
   store_dispatch(jobs, store, device, run_id, res.dispatch_lines);
   res.seconds = progress.elapsed_seconds();
   return res;

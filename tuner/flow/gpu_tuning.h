@@ -28,9 +28,15 @@ namespace qt::tune {
 struct GpuTuningOptions {
   std::string device = "cuda";        // "cuda" or "emu"
   int target_sm = 0;                  // compile and prune for it (0: the device's own)
-  std::vector<std::string> families;  // registry names; empty = every device family serving the model
+  // Registry names. Empty: the families the runtime dispatches for the model in its default weight layouts
+  // (kernels::dispatched_by_default); {"all"}: every device family serving the model.
+  std::vector<std::string> families;
   std::vector<int64_t> buckets = winners::default_batch_buckets();
   std::string budget = "24";          // per (family, shape, bucket): evaluations or a share of the space
+  // Seconds the whole run may take (0: no limit): each job's budget shrinks to share what is left evenly at the
+  // run's cost per candidate so far, down to the family's default points; jobs not reached are left for a
+  // resumed run.
+  double time_limit_s = 0;
   TuneOptions tune;
   int compile_threads = 0;            // NVRTC threads compiling ahead (0: none)
   // The cuBLASLt baselines (blas_baselines.h) timed beside the linear families at every shape and bucket, so
@@ -75,6 +81,8 @@ struct GpuTuningResult {
   std::map<std::string, int> statuses;
   // One line per linear shape with a stored dispatch: "linear awq_int4 [N,K,G]: cuda.awq_gemv M<=4, cuda.awq_gemm M>=8".
   std::vector<std::string> dispatch_lines;
+  TuneAccounting accounting;
+  int unfinished_jobs = 0;  // not started: the time limit was reached
   double seconds = 0;
 };
 

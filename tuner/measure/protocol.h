@@ -8,9 +8,14 @@
 #include <functional>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include "common/sample_stats.h"
 
 namespace qt::tune {
+
+using qt::Stats;  // common/sample_stats.h
+using qt::stats_from_json;
+using qt::stats_to_json;
+using qt::summarize;
 
 struct MeasureOptions {
   int warmup = 2;
@@ -21,17 +26,6 @@ struct MeasureOptions {
   int batch = 5;              // repetitions between racing decisions
   bool racing = true;
 };
-
-struct Stats {
-  int n = 0;
-  double median = 0, mad = 0, p20 = 0, p80 = 0, mean = 0, min = 0, max = 0;
-  double ci_low = 0, ci_high = 0;  // ~95% CI of the median from order statistics
-  std::vector<double> samples;     // raw, in measurement order
-};
-
-Stats summarize(const std::vector<double>& samples);
-nlohmann::json stats_to_json(const Stats& s, bool with_samples = true);
-Stats stats_from_json(const nlohmann::json& j);
 
 struct Measurement {
   Stats stats;

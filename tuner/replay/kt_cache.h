@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/core/space.h"
-#include "tuner/core/status.h"
+#include "common/result_status.h"
 
 namespace qt::tune {
 

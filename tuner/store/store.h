@@ -1,17 +1,13 @@
 #pragma once
 // The results store: one SQLite file in WAL mode shared by any number of tuner processes. Every measured
 // candidate is a row keyed by device fingerprint, kernel family + source hash, shape, dtypes and point,
-// with its status, statistics and raw samples. Each write is one IMMEDIATE transaction, so a process
-// killed at any moment (kill -9) leaves either the whole row or nothing, and writers queue on the lock
-// (busy timeout) instead of failing.
+// with its status, statistics and raw samples; the measured batch dispatch of each linear shape sits beside
+// them. Each write is one IMMEDIATE transaction, so a process killed at any moment (kill -9) leaves either
+// the whole write or nothing, and writers queue on the lock (busy timeout) instead of failing.
 //
-// Winner lookup (the nearest-shape rule): for (device fingerprint, family, dtypes[, source hash]) and a
-// requested shape, the winner is the fastest row with status "ok" at exactly that shape. If that shape
-// was never tuned, the donor is the tuned shape with the same number of dimensions that minimises
-// sum_i |log2(requested_i) - log2(tuned_i)|; ties go to the larger shape, then to the lexicographically
-// smaller one. The fallback's measured regret, where known, is the leave-one-out regret at the donor:
-// how much slower the winner of the donor's own nearest tuned neighbour was, measured at the donor
-// (t(neighbour's winner at donor) / t(donor's winner) - 1). Unknown when that point was not measured there.
+// The schema and the codec of every row live in device/winners/store_schema.h, shared with the runtime's
+// read-only winners table; this class is the tuner's writer around them. Lookups here match devices
+// exactly (a resumed run, the prior of another device); the runtime's same-model rule is in winners.h.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,38 +15,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/result_status.h"
+#include "common/sample_stats.h"
+#include "device/winners/store_schema.h"
 #include "device/winners/winners.h"
-#include "tuner/core/status.h"
-#include "tuner/measure/protocol.h"
 
 struct sqlite3;
 
 namespace qt::tune {
 
+using qt::Status;
+using qt::Stats;
+using qt::summarize;
+using winners::BadRow;
 using winners::DeviceFingerprint;
+using winners::ResultRow;
 using winners::ShapeRegret;
 using winners::Winner;
 using winners::shape_distance;
-
-struct ResultRow {
-  DeviceFingerprint device;
-  std::string family, source_hash;
-  std::vector<int64_t> shape;
-  std::string dtypes;
-  nlohmann::json point = nlohmann::json::object();
-  Status status = Status::Ok;
-  Stats stats;  // seconds
-  std::string detail;
-  std::string run_id;
-  std::string created_at;  // ISO 8601 UTC; filled by put() when empty
-};
-
-// A result row that cannot be read back (corrupted JSON, unknown status, ...): its id and key, and why.
-struct BadRow {
-  int64_t id = 0;
-  std::string key;  // family, shape, dtypes and point as stored (shortened)
-  std::string problem;
-};
 
 struct StoreOptions {
   // Print one warning on stderr, naming the store, when SQLite's quick check fails at open.
@@ -61,7 +43,8 @@ struct StoreOptions {
 
 class Store {
  public:
-  // Creates the schema if needed; throws qt::Error. Runs SQLite's quick check once (see StoreOptions).
+  // Creates the schema in a new or empty file, upgrades an older store; throws qt::Error (exit 2) for a
+  // file that is no qtune store or one of a later version. Runs SQLite's quick check once (StoreOptions).
   explicit Store(const std::string& path, const StoreOptions& options = {});
   ~Store();
   Store(const Store&) = delete;
@@ -75,14 +58,20 @@ class Store {
   // The rows that parse; the others are skipped and, when `bad` is given, listed there.
   std::vector<ResultRow> rows(const std::string& family = "", std::vector<BadRow>* bad = nullptr) const;
   int64_t count() const;
+  std::vector<winners::StoredDevice> devices() const;
+  // Every row of every table that cannot be decoded.
+  std::vector<BadRow> bad_rows() const;
 
   std::optional<Winner> lookup(const DeviceFingerprint& dev, const std::string& family, const std::string& dtypes,
                                const std::vector<int64_t>& shape, const std::string& source_hash = "") const;
   std::vector<ShapeRegret> regrets(const DeviceFingerprint& dev, const std::string& family,
                                    const std::string& dtypes, const std::string& source_hash = "") const;
 
+  // {"format": "qtune-store", "version": 2, "results": [...], "dispatch": [...]}: the rows that decode.
   nlohmann::json export_json(const std::string& family = "", std::vector<BadRow>* bad = nullptr) const;
-  size_t import_json(const nlohmann::json& j);  // idempotent: rows already present are skipped
+  // Idempotent: rows already present are skipped, dispatch entries replace those of their key. Reads
+  // version 1 exports (results only). Returns the count of new results.
+  size_t import_json(const nlohmann::json& j);
   // Kernel Tuner cache: device = name only, family = kernel_name, shape = problem_size, times ms -> s.
   size_t import_kt_cache(const std::string& path);
 
@@ -95,19 +84,20 @@ class Store {
                     const std::string& run_id);
   std::vector<winners::DispatchEntry> dispatch(const DeviceFingerprint& dev, const std::string& op,
                                                const std::string& weight_type, const std::vector<int64_t>& rest) const;
+  std::vector<winners::DispatchRow> dispatch_rows(std::vector<BadRow>* bad = nullptr) const;
 
   std::string integrity_check() const;  // "ok" when the file is consistent
   const std::string& quick_check() const { return quick_check_; }  // PRAGMA quick_check at open ("ok")
   const std::string& path() const { return path_; }
 
  private:
-  void exec(const std::string& sql) const;
+  std::vector<int64_t> device_ids(const DeviceFingerprint& dev) const;  // rows of exactly this device
   std::string path_;
   sqlite3* db_ = nullptr;
   StoreOptions options_;
   std::string quick_check_ = "ok";
 };
 
-std::string utc_timestamp();
+using winners::utc_timestamp;
 
 }  // namespace qt::tune

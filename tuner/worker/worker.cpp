@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 
 #include "common/error.h"
 
@@ -93,7 +95,17 @@ const char* signal_name(int sig) {
   }
 }
 
-Worker::Worker(Handler handler) : handler_(std::move(handler)) {
+WorkerCommand self_command(const std::vector<std::string>& args) {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("cannot find this program's path (/proc/self/exe): " + ec.message(), kExitFailure);
+  WorkerCommand c{exe.string()};
+  c.insert(c.end(), args.begin(), args.end());
+  return c;
+}
+
+Worker::Worker(WorkerCommand command) : command_(std::move(command)) {
+  if (command_.empty()) throw Error("a worker needs a program to run", kExitFailure);
   // A dead worker must show up as EOF / EPIPE, not kill the tuner with SIGPIPE.
   ::signal(SIGPIPE, SIG_IGN);
 }
@@ -106,40 +118,52 @@ Worker::~Worker() {
 }
 
 void Worker::spawn() {
-  int down[2], up[2];
-  if (::pipe2(down, O_CLOEXEC) != 0 || ::pipe2(up, O_CLOEXEC) != 0)
+  int down[2], up[2], status[2];
+  if (::pipe2(down, O_CLOEXEC) != 0 || ::pipe2(up, O_CLOEXEC) != 0 || ::pipe2(status, O_CLOEXEC) != 0)
     throw Error(std::string("cannot create worker pipes: ") + std::strerror(errno), kExitFailure);
-  pid_t parent = ::getpid();
-  if (before_fork_) before_fork_();
-  pid_t pid = ::fork();
-  if (pid != 0 && after_fork_) after_fork_();
+  // Everything the child needs is built before fork(): between fork and exec only async-signal-safe calls
+  // are allowed, since other threads of the tuner (NVRTC compiling ahead) may hold the allocator's locks.
+  std::vector<char*> argv;
+  for (std::string& a : command_) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
   if (pid < 0) throw Error(std::string("cannot fork a worker: ") + std::strerror(errno), kExitFailure);
   if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the tuner
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the tuner (kept across exec)
     if (::getppid() != parent) ::_exit(0);
-    // A crash must kill the worker with its signal, whatever handlers the tuner process installed.
-    for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM}) ::signal(sig, SIG_DFL);
-    ::close(down[1]);
-    ::close(up[0]);
-    std::string req;
-    while (read_frame(down[0], req, -1) == 1) {
-      std::string reply;
-      try {
-        reply = "O" + handler_(req);
-      } catch (const std::exception& e) {
-        reply = std::string("E") + e.what();
-      } catch (...) {
-        reply = "Eunknown exception";
-      }
-      if (!write_frame(up[1], reply)) break;
+    // fds 3 and 4 are the request and reply pipes; dup2 clears close-on-exec on the copies. The ends are
+    // moved clear of 3 and 4 first, so that no dup2 overwrites an end still to be copied.
+    int in = ::fcntl(down[0], F_DUPFD_CLOEXEC, 10), out = ::fcntl(up[1], F_DUPFD_CLOEXEC, 10);
+    if (in < 0 || out < 0 || ::dup2(in, 3) < 0 || ::dup2(out, 4) < 0 || ::dup2(2, 1) < 0) {
+      const int e = errno;
+      (void)!::write(status[1], &e, sizeof e);
+      ::_exit(127);
     }
-    ::_exit(0);  // skip static destructors and atexit handlers that belong to the parent
+    // Signal dispositions set to ignore survive exec: a crash must kill the worker with its signal.
+    for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGPIPE}) ::signal(sig, SIG_DFL);
+    ::execv(argv[0], argv.data());
+    const int e = errno;
+    (void)!::write(status[1], &e, sizeof e);
+    ::_exit(127);
   }
   ::close(down[0]);
   ::close(up[1]);
+  ::close(status[1]);
+  // The status pipe closes at exec (close-on-exec): EOF means the program started, an errno that it did not.
+  int child_errno = 0;
+  ssize_t got;
+  while ((got = ::read(status[0], &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
+  }
+  ::close(status[0]);
   pid_ = pid;
   to_child_ = down[1];
   from_child_ = up[0];
+  if (got == ssize_t(sizeof child_errno)) {
+    WorkerReply ignored;
+    reap(false, ignored);
+    throw Error("cannot start the worker program " + command_[0] + ": " + std::strerror(child_errno), kExitFailure);
+  }
   ++spawned_;
 }
 
@@ -198,6 +222,28 @@ WorkerReply Worker::call(const std::string& request, double timeout_s) {
   r.kind = reply[0] == 'O' ? WorkerReply::Ok : WorkerReply::HandlerError;
   r.payload = reply.substr(1);
   return r;
+}
+
+int serve_worker_requests(const WorkerHandler& handler) {
+  struct stat in{}, out{};
+  if (::fstat(3, &in) != 0 || ::fstat(4, &out) != 0 || !S_ISFIFO(in.st_mode) || !S_ISFIFO(out.st_mode)) {
+    std::fprintf(stderr, "worker: runs candidates for a tuning run (requests on fd 3, replies on fd 4); it is "
+                 "started by qtune, not by hand\n");
+    return kExitBadInput;
+  }
+  std::string req;
+  while (read_frame(3, req, -1) == 1) {
+    std::string reply;
+    try {
+      reply = "O" + handler(req);
+    } catch (const std::exception& e) {
+      reply = std::string("E") + e.what();
+    } catch (...) {
+      reply = "Eunknown exception";
+    }
+    if (!write_frame(4, reply)) break;
+  }
+  return 0;
 }
 
 }  // namespace qt::tune

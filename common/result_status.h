@@ -3,7 +3,7 @@
 // store can remember) why a point has no time, and none of them stops the tuning run.
 #include <string>
 
-namespace qt::tune {
+namespace qt {
 
 enum class Status {
   Ok,              // measured and verified
@@ -21,4 +21,4 @@ const char* status_name(Status s);
 Status parse_status(const std::string& name);  // throws qt::Error on an unknown name
 inline bool has_time(Status s) { return s == Status::Ok || s == Status::RacedOut; }
 
-}  // namespace qt::tune
+}  // namespace qt

@@ -1,8 +1,8 @@
-#include "tuner/core/status.h"
+#include "common/result_status.h"
 
 #include "common/error.h"
 
-namespace qt::tune {
+namespace qt {
 
 namespace {
 constexpr const char* kNames[] = {"ok",      "raced_out", "wrong_result", "compile_failed", "resource_failed",
@@ -17,4 +17,4 @@ Status parse_status(const std::string& name) {
   throw Error("unknown result status '" + name + "'");
 }
 
-}  // namespace qt::tune
+}  // namespace qt

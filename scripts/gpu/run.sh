@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The GPU run, from a bundle made by scripts/gpu/bundle.sh, on a machine that needs only the NVIDIA driver and
+# the CUDA toolkit (NVRTC, cuBLASLt). Phase by phase, each under its own time limit:
+#   selfcheck  the tuning flow and a tuned decode on the emulator (every machine; the only phase without a GPU)
+#   tests      the `gpu` test binaries with QTUNE_REQUIRE_GPU=1, so a test that would skip fails instead
+#   models     synthetic checkpoints: Qwen3-8B-shaped with 36 layers as ak48 (AWQ) and ajc1 (Q8_0), and
+#              Qwen3-30B-A3B-shaped with 8 layers as moe3
+#   tune       qtune --gpu on the 8B AWQ model with the default families, buckets and budget (resumable: a
+#              time limit stops it, and the reports use what it stored)
+#   report     qbench --device cuda --report on both models with the tuned store
+# After every phase the results are packed again into OUTDIR, at most 8 files of under 16 MB each, so a run
+# cut short still returns what it did: SUMMARY.md (phases, times, commands, the key lines), logs.tar.xz,
+# qtune-cache.sqlite and one report-*.tar.xz per model.
+#
+#   bash run.sh BUNDLE.tar.xz OUTDIR
+# Knobs: CUDA_HOME (default /usr/local/cuda), WORK (where the bundle is unpacked; default a fresh temporary
+# folder), LAYERS (36), and each phase's limit in seconds: SELFCHECK_S (300), TESTS_S (180), MODELS_S (150),
+# TUNE_S (240), REPORT_S (150). Exit: 0 when every phase that ran passed (without a GPU: the self-check).
+set -uo pipefail
+bundle="${1:?usage: run.sh BUNDLE.tar.xz OUTDIR}"
+out="${2:?usage: run.sh BUNDLE.tar.xz OUTDIR}"
+[[ -f "$bundle" ]] || { echo "run.sh: $bundle: no such bundle" >&2; exit 2; }
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+work="${WORK:-$(mktemp -d)}"
+mkdir -p "$work"
+tar -xJf "$bundle" -C "$work" || { echo "run.sh: cannot unpack $bundle" >&2; exit 2; }
+q="$work/qtune"
+cuda="${CUDA_HOME:-/usr/local/cuda}"
+export QTUNE_HOME="$q" QTUNE_BUILD="$q" QTUNE_EMU_CACHE="$work/emu-cache" QTUNE_CACHE_DIR="$work/nvrtc-cache"
+export LD_LIBRARY_PATH="$q/lib:$cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export CUDA_HOME="$cuda"
+logs="$work/logs"
+models="$work/models"
+mkdir -p "$logs" "$models"
+summary="$work/SUMMARY.md"
+status=0
+
+{
+  echo "# qtune GPU run"
+  echo
+  echo "- started $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $(nproc) cores"
+  sed 's/^/- bundle: /' "$q/BUNDLE"
+  echo
+  echo "| phase | result | seconds | command |"
+  echo "|---|---|---|---|"
+} > "$summary"
+
+# Results into OUTDIR: SUMMARY.md, logs.tar.xz, the store, the reports.
+pack() {
+  cp "$summary" "$out/SUMMARY.md"
+  tar -C "$work" -cJf "$out/logs.tar.xz" logs 2>/dev/null
+  [[ -f "$work/qtune-cache.sqlite" ]] && cp "$work/qtune-cache.sqlite" "$out/"
+  for r in "$work"/report-*/; do
+    [[ -d "$r" ]] && tar -C "$work" -cJf "$out/$(basename "$r").tar.xz" "$(basename "$r")"
+  done
+  return 0
+}
+
+# phase NAME LIMIT_S CMD...: runs CMD with its output in logs/NAME.log, records the outcome, packs.
+phase() {
+  local name="$1" limit="$2"
+  shift 2
+  local t0 rc result
+  t0=$(date +%s)
+  echo "[$(date -u +%H:%M:%S)] $name: $*" | tee -a "$logs/commands.log"
+  # Through bash, so that a phase may be one of the functions below (exported with their variables).
+  timeout --kill-after=10 "$limit" bash -c '"$@"' phase "$@" > "$logs/$name.log" 2>&1
+  rc=$?
+  case $rc in
+    0) result="passed" ;;
+    124|137) result="stopped at its ${limit} s limit" ;;
+    *) result="failed (exit $rc)" ;;
+  esac
+  echo "| $name | $result | $(( $(date +%s) - t0 )) | \`$*\` |" >> "$summary"
+  echo "[$(date -u +%H:%M:%S)] $name: $result" | tee -a "$logs/commands.log"
+  pack
+  return $rc
+}
+
+# Key lines of a log into the summary.
+excerpt() {
+  local title="$1" file="$2" pattern="$3"
+  [[ -f "$file" ]] || return 0
+  { echo; echo "## $title"; echo; echo '```'; grep -E "$pattern" "$file" | head -60; echo '```'; } >> "$summary"
+}
+
+selfcheck() {
+  set -e
+  local m="$q/tests/golden/files/dense.ak48" store="$work/emu-selfcheck.sqlite"
+  # sm_80: the architecture qrun's emulator runs by default, so the tuned store serves it.
+  "$q/bin/qtune" --device emu --gpu sm80 --model "$m" --buckets 1,8 --budget 2 --cache "$store" --quiet
+  "$q/bin/qrun" --device emu --model "$m" --tuned-cache "$store" --prompt-ids 1,2,3 -n 4 --temp 0 -v
+}
+
+run_gpu_tests() {
+  local rc=0
+  for t in "$q"/tests/test_*; do
+    echo "== $(basename "$t")"
+    QTUNE_REQUIRE_GPU=1 "$t" --warn NoTests || rc=1
+  done
+  return $rc
+}
+
+make_models() {
+  set -e
+  local layers="${LAYERS:-36}"
+  "$q/bin/qconvert" synthetic --preset qwen3-8b --layers "$layers" --format ak48 --out "$models/qwen3-8b.ak48" -q
+  "$q/bin/qconvert" synthetic --preset qwen3-8b --layers "$layers" --format ajc1 --out "$models/qwen3-8b.ajc1" -q
+  "$q/bin/qconvert" synthetic --preset qwen3-30b-a3b --layers 8 --format moe3 --out "$models/qwen3-30b-a3b-L8.moe3" -q
+}
+
+export q work models logs
+export -f selfcheck run_gpu_tests make_models
+
+phase selfcheck "${SELFCHECK_S:-300}" selfcheck || status=1
+excerpt "Self-check on the emulator" "$logs/selfcheck.log" '^(summary|time|dispatch):|tuned|qrun'
+
+"$q/bin/qtune" devices > "$logs/devices.log" 2>&1
+arch=$(sed -n 's/^cuda: \(sm_[0-9]*\) .*/\1/p' "$logs/devices.log" | head -1)
+excerpt "Devices" "$logs/devices.log" '.'
+if [[ -z "$arch" ]]; then
+  echo "run.sh: no usable GPU here ($(grep '^cuda' "$logs/devices.log")); the emulator self-check is all this machine runs" | tee -a "$summary"
+  pack
+  echo "run.sh: results in $out"
+  exit $status
+fi
+sm="sm${arch#sm_}"
+command -v nvidia-smi >/dev/null && nvidia-smi > "$logs/nvidia-smi.log" 2>&1
+
+phase tests "${TESTS_S:-180}" run_gpu_tests || status=1
+excerpt "GPU tests" "$logs/tests.log" '^== |test cases|FAILED|QTUNE_REQUIRE_GPU'
+
+if phase models "${MODELS_S:-150}" make_models; then
+  phase tune "${TUNE_S:-240}" "$q/bin/qtune" --model "$models/qwen3-8b.ak48" --gpu "$sm" \
+    --cache "$work/qtune-cache.sqlite" --quiet || status=1
+  excerpt "Tune (qwen3-8b ak48)" "$logs/tune.log" '^(qtune:|summary|time|dispatch|roofline)'
+  phase report-8b "${REPORT_S:-150}" "$q/bin/qbench" --device cuda --model "$models/qwen3-8b.ak48" \
+    --q8-model "$models/qwen3-8b.ajc1" --tuned-cache "$work/qtune-cache.sqlite" --report "$work/report-qwen3-8b" || status=1
+  phase report-30b "${REPORT_S:-150}" "$q/bin/qbench" --device cuda --model "$models/qwen3-30b-a3b-L8.moe3" \
+    --tuned-cache "$work/qtune-cache.sqlite" --report "$work/report-qwen3-30b-a3b" || status=1
+else
+  status=1
+fi
+echo "- finished $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$summary"
+pack
+echo "run.sh: results in $out"
+exit $status

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# bundle.sh, then the bundled run.sh from a fresh directory on a machine without a GPU: it must pass its
+# emulator self-check, say that there is no GPU, and leave its results (at most 8 files) in OUTDIR.
+set -euo pipefail
+src="$1"
+build="$2"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+QTUNE_BUILD_DIR="$build" bash "$src/scripts/gpu/bundle.sh" "$tmp/bundle.tar.xz"
+mkdir "$tmp/fresh"
+cd "$tmp/fresh"
+tar -xJf ../bundle.tar.xz qtune/scripts/gpu/run.sh
+t0=$(date +%s)
+# Nothing of the trees it came from: no QTUNE_HOME/QTUNE_BUILD, and a driver path that cannot load, so even a
+# machine with a GPU runs the no-GPU path here.
+env -u QTUNE_HOME -u QTUNE_BUILD QTUNE_LIBCUDA=/nonexistent/libcuda.so.1 WORK="$tmp/fresh/work" \
+  bash qtune/scripts/gpu/run.sh ../bundle.tar.xz out
+echo "run.sh took $(( $(date +%s) - t0 )) s"
+fail() { echo "bundle_selfcheck: $*" >&2; exit 1; }
+grep -q '| selfcheck | passed' out/SUMMARY.md || fail "the self-check did not pass: $(cat out/SUMMARY.md)"
+grep -q 'no usable GPU here' out/SUMMARY.md || fail "run.sh did not say that there is no GPU"
+[[ -f out/logs.tar.xz ]] || fail "no logs.tar.xz"
+(( $(ls out | wc -l) <= 8 )) || fail "more than 8 result files: $(ls out)"
+tar -xJf out/logs.tar.xz -O logs/selfcheck.log | grep -q 'time: .* candidates/s' || fail "the self-check's tune printed no accounting"
+tar -xJf out/logs.tar.xz -O logs/selfcheck.log | grep -Eq '[1-9][0-9]* tuned' || fail "qrun used no tuned kernel"
+echo "bundle_selfcheck: passed"

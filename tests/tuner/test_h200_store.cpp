@@ -1,0 +1,134 @@
+// The store of qtune's first GPU run (an H200, 2026-11-26; tests/tuner/data/README.md) read the way the
+// runtime reads it: a device that reports that H200's fingerprint gets its measured winners and its batch
+// dispatch, and a driver or qtune update keeps them, said in one line.
+#include <catch2/catch.hpp>
+
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/paths.h"
+#include "common/sha256.h"
+#include "device/emu/emu_device.h"
+#include "kernels_src/registry/registry.h"
+#include "runtime/gpu/kernel_choice.h"
+#include "tests/tuner/scratch_path.h"
+#include "tuner/store/store.h"
+
+using namespace qt;
+
+namespace {
+
+// The rows were measured on the awq_frag kernels of commit b80cebf; the families' source hash then also
+// covered host code since changed (references, not launches), so the test files the rows under today's hash
+// after checking that the kernel source the GPU ran is byte for byte today's. When it is not, the fixture
+// no longer describes these kernels: measure again on a GPU (scripts/gpu/run.sh) and replace it.
+constexpr const char* kMeasuredKernelSha256 = "8db423c90e71034b252889591c6b5043df534f7526a73fa26855188da53ad189";
+
+std::string file_sha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return compile::sha256_hex(ss.str());
+}
+
+std::string fixture_for_todays_sources() {
+  REQUIRE(file_sha256(source_root() + "/kernels_src/fraglinear/frag_linear.cuh") == kMeasuredKernelSha256);
+  const std::string path = test::tuner_scratch("h200-fixture", ".sqlite");
+  std::filesystem::copy_file(source_root() + "/tests/tuner/data/h200-2026-11-26-8b-frag.sqlite", path);
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  for (const char* family : {"awq_frag_gemv", "awq_frag_gemm"}) {
+    const std::string sql = "UPDATE kernel SET source_hash='" + kernels::find_family(family).source_hash +
+                            "' WHERE family='cuda." + family + "'";
+    REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+  }
+  sqlite3_close(db);
+  return path;
+}
+
+// The emulator standing in for the H200: the runtime takes the store key from the device, so a device that
+// reports the H200's fingerprint is, for every lookup, that GPU.
+class ReportsFingerprint final : public emu::EmuDevice {
+ public:
+  explicit ReportsFingerprint(winners::DeviceFingerprint fp) : EmuDevice(options()), fp_(std::move(fp)) {}
+  winners::DeviceFingerprint store_fingerprint() const override { return fp_; }
+
+ private:
+  static emu::EmuOptions options() {
+    emu::EmuOptions o;
+    o.arch = 90;
+    return o;
+  }
+  winners::DeviceFingerprint fp_;
+};
+
+const WeightType kAwq = WeightType::AWQ_INT4;
+
+kernels::Shape linear(int64_t m, int64_t n, int64_t k) { return kernels::Shape{{"M", "N", "K", "G"}, {m, n, k, 128}, ""}; }
+
+}  // namespace
+
+TEST_CASE("a device reporting the H200's fingerprint gets the H200 run's winners and dispatch through the "
+          "runtime's kernel choice",
+          "[tuner][dispatch]") {
+  const std::string path = fixture_for_todays_sources();
+  const std::vector<winners::StoredDevice> stored = tune::Store(path).devices();
+  REQUIRE(stored.size() == 1);
+  const winners::DeviceFingerprint h200 = stored[0].fingerprint;
+  CHECK(h200.name == "NVIDIA H200");
+  CHECK(h200.bus_width_bits == 6016);  // read from the fingerprint column, not rebuilt from the other columns
+  auto table = std::make_shared<winners::WinnersTable>(path);
+
+  // What DeviceBackend and qbench's report do: the key is the device's own store_fingerprint().
+  ReportsFingerprint device(h200);
+  rt::KernelChooser chooser(table, device.store_fingerprint(), "cuda.", device.arch());
+  CHECK(winners::match_line(table->match(device.store_fingerprint()), h200, path).empty());
+
+  const rt::KernelChoice& decode = chooser.choose("linear.frag", &kAwq, linear(1, 4096, 4096));
+  REQUIRE(decode.family);
+  CHECK(decode.family->name == "awq_frag_gemv");
+  CHECK(decode.dispatched);
+  CHECK(decode.source == rt::KernelChoice::Source::Tuned);
+  // 12.19 us on the H200, against 15.49 us for the default point.
+  CHECK(kernels::point_key(decode.point) == "bk=64,pf=1,split=16,stages=2,tn=1,warps=1");
+  CHECK(decode.point != decode.family->default_point());
+
+  // At M = 16 on the gate/up shape the H200 measured the GEMM ahead of the GEMV: the dispatch follows it.
+  const rt::KernelChoice& batch = chooser.choose("linear.frag", &kAwq, linear(16, 12288, 4096));
+  REQUIRE(batch.family);
+  CHECK(batch.family->name == "awq_frag_gemm");
+  CHECK(batch.dispatched);
+  CHECK(kernels::point_key(batch.point) == "bk=64,mf=2,pf=2,split=4,stages=2,warps=4");
+  CHECK(chooser.counts().tuned == 2);
+}
+
+TEST_CASE("a driver and qtune update on the same H200 keeps the tuned winners and says so in one line, while another "
+          "GPU model gets none and a line naming the H200",
+          "[tuner][dispatch]") {
+  const std::string path = fixture_for_todays_sources();
+  auto table = std::make_shared<winners::WinnersTable>(path);
+  winners::DeviceFingerprint updated = tune::Store(path).devices().at(0).fingerprint;
+  updated.driver = "13.1";
+  updated.nvrtc_version = "13.1";
+  updated.qtune_version = "0.2.0";
+  ReportsFingerprint device(updated);
+  rt::KernelChooser chooser(table, device.store_fingerprint(), "cuda.", device.arch());
+  const rt::KernelChoice& c = chooser.choose("linear.frag", &kAwq, linear(1, 4096, 4096));
+  CHECK(c.source == rt::KernelChoice::Source::Tuned);
+  CHECK(kernels::point_key(c.point) == "bk=64,pf=1,split=16,stages=2,tn=1,warps=1");
+  const std::string line = winners::match_line(table->match(updated), updated, path);
+  CHECK(line.find("this GPU model (NVIDIA H200, sm_90)") != std::string::npos);
+  CHECK(line.find("driver 13.0 (here 13.1)") != std::string::npos);
+
+  winners::DeviceFingerprint h100 = updated;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.sm_count = 132;
+  h100.memory_bytes = 85031714816ull;
+  ReportsFingerprint other(h100);
+  rt::KernelChooser untuned(table, other.store_fingerprint(), "cuda.", other.arch());
+  CHECK(untuned.choose("linear.frag", &kAwq, linear(1, 4096, 4096)).source == rt::KernelChoice::Source::Default);
+  CHECK(winners::match_line(table->match(h100), h100, path).find("it holds NVIDIA H200 (sm_90)") != std::string::npos);
+}
