@@ -89,7 +89,11 @@ std::vector<Shape> model_shapes(const ModelConfig& c, const ModelWeights* w, int
     seen[order.back()] = "lm_head";
   }
   std::vector<Shape> out;
-  for (const auto& key : order) out.push_back(Shape{kDims, {m, key.first, key.second, key.second}, seen[key]});
+  for (const auto& key : order) {
+    Shape s{kDims, {m, key.first, key.second, key.second}, seen[key]};
+    if (seen[key] == "lm_head") s.max_rows = kLogitRowsPerPass;
+    out.push_back(s);
+  }
   return out;
 }
 

@@ -51,7 +51,11 @@ std::vector<Shape> f16_shapes(const ModelConfig& c, const ModelWeights* w, int64
   }
   add("lm_head", w ? &w->classifier : nullptr, c.vocab_size, c.dim);
   std::vector<Shape> out;
-  for (const auto& [label, nk] : found) out.push_back(Shape{kDims, {m, nk.first, nk.second, nk.second}, label});
+  for (const auto& [label, nk] : found) {
+    Shape s{kDims, {m, nk.first, nk.second, nk.second}, label};
+    if (label == "lm_head") s.max_rows = kLogitRowsPerPass;  // merged with a projection of its N and K: unbounded
+    out.push_back(s);
+  }
   return out;
 }
 

@@ -3,11 +3,11 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
-#include <thread>
 
 #include "common/cli_args.h"
 #include "common/error.h"
 #include "common/half.h"
+#include "common/parallel_ranges.h"
 
 namespace qt::kernels {
 
@@ -214,9 +214,10 @@ LinearSums cpu_linear_sums(const LinearOperands& ops) {
   s.y.assign(m * n, 0.0f);
   s.abs.assign(m * n, 0.0f);
   if (!ops.g.empty()) s.g_abs.assign(m * n, 0.0f);
-  auto rows = [&](size_t begin, size_t end) {
+  // Rows spread over every core when the product is large (a tuner's prefill shapes).
+  parallel_ranges(ops.m, double(m) * double(n) * double(k), [&](int64_t begin, int64_t end) {
     std::vector<double> y(n), a(n), g(n);
-    for (size_t r = begin; r < end; ++r) {
+    for (size_t r = size_t(begin); r < size_t(end); ++r) {
       std::fill(y.begin(), y.end(), 0.0), std::fill(a.begin(), a.end(), 0.0), std::fill(g.begin(), g.end(), 0.0);
       for (size_t kk = 0; kk < k; ++kk) {
         const double x = ops.a[r * k + kk], gx = ops.g.empty() ? 0.0 : double(ops.g[r * k + kk]);
@@ -234,14 +235,7 @@ LinearSums cpu_linear_sums(const LinearOperands& ops) {
         if (!ops.g.empty()) s.g_abs[r * n + c] = float(g[c]);
       }
     }
-  };
-  // Large references (a tuner's prefill shapes) take every core; small ones stay on this thread.
-  const size_t work = m * n * k;
-  const size_t threads = work < (size_t(1) << 24) ? 1 : std::min<size_t>(m, std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(rows, m * t / threads, m * (t + 1) / threads);
-  rows(0, m / threads);
-  for (std::thread& t : pool) t.join();
+  });
   return s;
 }
 

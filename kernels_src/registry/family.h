@@ -36,6 +36,9 @@ struct Shape {
   std::vector<std::string> names;  // the family's dims, e.g. {"M", "N", "K", "G"}
   std::vector<int64_t> values;     // same order
   std::string label;               // where the shape comes from, e.g. "wq+wk"
+  // A model shape's largest batch M the runtime runs (0: any): the lm_head and the argmax over its logits see
+  // at most kLogitRowsPerPass rows, so a tuner's larger buckets would time what never runs.
+  int64_t max_rows = 0;
   // The value of dimension `name`; throws qt::Error naming the dimension when the shape has none.
   int64_t operator[](std::string_view name) const;
   size_t size() const { return values.size(); }

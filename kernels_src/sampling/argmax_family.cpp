@@ -130,7 +130,9 @@ KernelFamily make_argmax() {
     return std::vector<Expected>{e};
   };
   f.model_shapes = [](const ModelConfig& c, const ModelWeights*) {
-    return std::vector<Shape>{Shape{kDims, {1, c.vocab_size}, "greedy decode over lm_head logits"}};
+    Shape s{kDims, {1, c.vocab_size}, "greedy decode over lm_head logits"};
+    s.max_rows = kLogitRowsPerPass;
+    return std::vector<Shape>{s};
   };
   f.probe_shape = Shape{kDims, {1, 151936}, "probe"};
   f.test_shapes = {Shape{kDims, {1, 151936}, "Qwen3 vocabulary, decode"},

@@ -7,6 +7,10 @@ namespace qt {
 
 enum class ModelArch { Qwen3Dense, Qwen3Moe };
 
+// The most rows the lm_head (and the argmax over its logits) runs on at once: a prompt's logits go through it in
+// passes of this many rows, which bounds the logits buffer; decode and sampling use one row per sequence.
+inline constexpr int64_t kLogitRowsPerPass = 16;
+
 struct ModelConfig {
   ModelArch arch = ModelArch::Qwen3Dense;
   int32_t dim = 0;          // hidden_size

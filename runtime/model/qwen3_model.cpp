@@ -10,7 +10,6 @@
 namespace qt::rt {
 namespace {
 
-constexpr int64_t kLogitRowsPerPass = 16;  // bounds the logits buffer for --logits-out on long prompts
 constexpr int64_t kInitialCacheTokens = 256;
 
 uint64_t tensor_bytes(const QTensor& t) { return t.empty() ? 0 : t.storage_bytes(); }

@@ -4,11 +4,13 @@
 // depend on the latter). A new family is covered by registering it; `-c <family>` runs one family.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <vector>
 
 #include "device/emu/emu_device.h"
+#include "device/plan/linear_reference.h"
 #include "device/plan/run_plan.h"
 #include "kernels_src/registry/registry.h"
 
@@ -54,4 +56,26 @@ TEST_CASE("every device family's default points match its CPU reference on the e
                 << " default points\n";
     }
   }
+}
+
+TEST_CASE("every linear family's reference computed on a device gives the CPU's sums, on its smallest test shape") {
+  // What a tuner on a GPU trusts for large shapes (device/plan/linear_reference.h): the same kernel source,
+  // here on the emulator, against cpu_linear_sums. Checks off: only the sums are in question here, and the
+  // kernel's own bug checks run with every family above.
+  qt::emu::EmuOptions options;
+  options.checks = false;
+  qt::emu::EmuDevice device(options);
+  size_t families = 0;
+  for (const KernelFamily* f : qt::kernels::all_families()) {
+    if (f->on_host() || !f->linear_operands) continue;
+    REQUIRE(f->linear_expected);
+    const auto smallest = std::min_element(f->test_shapes.begin(), f->test_shapes.end(), [](const auto& a, const auto& b) {
+      return a["M"] * a["N"] * a["K"] < b["M"] * b["N"] * b["K"];
+    });
+    REQUIRE(smallest != f->test_shapes.end());
+    INFO(f->name << " on " << qt::kernels::shape_key(*smallest));
+    CHECK(qt::plan::check_device_linear_sums(device, *f, *smallest) == "");
+    ++families;
+  }
+  CHECK(families >= 8);  // the frag GEMV/GEMM of both bit widths, AWQ, Q8_0 and fp16 GEMV and GEMM
 }

@@ -159,6 +159,23 @@ double model_correlation(Worker& worker, const Tunable& fam, const std::vector<i
   return spearman(a, b);
 }
 
+// The weight types the device runtime holds the model's tensors in: the file's, with fp32 and bf16 tensors as
+// the fp16 the device keeps them in.
+std::set<WeightType> device_weight_types(const ModelWeights& w) {
+  std::set<WeightType> out;
+  auto add = [&](const QTensor& t) {
+    if (t.empty()) return;
+    out.insert(t.type == WeightType::F32 || t.type == WeightType::BF16 ? WeightType::F16 : t.type);
+  };
+  add(w.embedding);
+  add(w.classifier);
+  for (const LayerWeights& l : w.layers) {
+    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) add(*t);
+    for (const ExpertStack* e : {&l.expert_w1, &l.expert_w2, &l.expert_w3}) add(e->base);
+  }
+  return out;
+}
+
 // A job's evaluations under the run's time limit: what is left, shared evenly among the jobs left at the run's
 // own cost per candidate so far (setups included), never below the family's default points (what every search
 // tries first) and never above the job's budget. 0 once the time is spent: the jobs left are not started (a
@@ -207,18 +224,25 @@ std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights*
     for (const kernels::KernelFamily* f : kernels::all_families())
       if (!f->on_host() && f->model_shapes && (all || kernels::dispatched_by_default(*f))) names.push_back(f->name);
   }
+  // A family of a weight type the model has none of (the INT8 families for an AWQ model) has shapes from the
+  // config alone, but nothing to run them on.
+  const std::set<WeightType> types = weights ? device_weight_types(*weights) : std::set<WeightType>{};
   std::vector<GpuJob> jobs;
   for (const std::string& name : names) {
     auto fam = find_family(opt.device + "." + name, opt.target_sm);
     const kernels::KernelFamily& f = fam->family();
     if (opt.target_sm > 0 && f.min_sm > opt.target_sm) continue;
     if (!f.model_shapes) continue;
+    if (weights && !f.weight_types.empty() &&
+        std::none_of(f.weight_types.begin(), f.weight_types.end(), [&](WeightType t) { return types.count(t) > 0; }))
+      continue;
     const bool batched = !f.dims.empty() && f.dims[0] == "M";
     std::set<std::vector<int64_t>> seen;
     for (const kernels::Shape& s : f.model_shapes(config, weights)) {
       std::vector<std::vector<int64_t>> variants;
       if (!batched) variants.push_back(s.values);
       for (int64_t m : batched ? opt.buckets : std::vector<int64_t>{}) {
+        if (s.max_rows > 0 && m > s.max_rows) continue;  // a batch the runtime never runs this shape at
         std::vector<int64_t> v = s.values;
         v[0] = m;
         variants.push_back(v);
