@@ -194,3 +194,72 @@ TEST_CASE("a store SQLite reports malformed gets a warning and is written only w
   REQUIRE(tune.status != 0);
   REQUIRE_THAT(tune.out, Catch::Contains("warning: " + p) && Catch::Contains("refusing to write"));
 }
+
+TEST_CASE("damaged dispatch rows of every kind are left out with one warning line, qrun still decodes, and store "
+          "check names each of them",
+          "[tuner][store]") {
+  const std::string p = fresh_db("bad-dispatch");
+  const std::string model = qt::source_root() + "/tests/golden/files/dense.ak48";
+  // A real store for the emulator: a tune of the golden model, with its batch dispatch.
+  const Run tuned = run(qtune() + " --device emu --gpu sm80 --model " + model + " --buckets 1 --budget 1 --quiet "
+                        "--families awq_frag_gemv,f16_gemv --cache " + p);
+  INFO(tuned.out);
+  REQUIRE(tuned.status == 0);
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(p.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM dispatch", -1, &q, nullptr);
+  REQUIRE(sqlite3_step(q) == SQLITE_ROW);
+  const int rows = sqlite3_column_int(q, 0);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  REQUIRE(rows >= 4);
+  // Every kind of damage a dispatch row can carry, one row each.
+  sql(p, "UPDATE dispatch SET ranking='[{\"family\": \"emu.awq_frag_gemv\", \"median_s\": \"fast\"}]' WHERE rowid=1");
+  sql(p, "UPDATE dispatch SET ranking='[{\"family\":' WHERE rowid=2");
+  sql(p, "UPDATE dispatch SET ranking='[]' WHERE rowid=3");
+  sql(p, "UPDATE dispatch SET ranking=X'00FF8081' WHERE rowid=4");
+  sql(p, "INSERT INTO dispatch VALUES((SELECT device FROM dispatch LIMIT 1), 'linear.frag', 'AWQ_INT4', '[\"x\"]', 1, "
+         "'[{\"family\": \"emu.awq_frag_gemv\", \"median_s\": 1e-5}]', 'r')");
+  sql(p, "INSERT INTO dispatch VALUES('{\"nam\": 1}', 'linear', 'F16', '[64,64,64]', 1, "
+         "'[{\"family\": \"emu.f16_gemv\", \"median_s\": 1e-5}]', 'r')");
+  sql(p, "INSERT INTO dispatch VALUES((SELECT device FROM dispatch LIMIT 1), 'linear', 'F16', '[7,7,7]', 1, "
+         "'[{\"family\": \"emu.no_such_family\", \"median_s\": 1e-5}]', 'r')");
+
+  const Run check = run(qtune() + " store check --cache " + p);
+  INFO(check.out);
+  CHECK(check.status == 1);
+  CHECK(check.out.find("not a time in seconds") != std::string::npos);
+  CHECK(check.out.find("ranking is not valid JSON") != std::string::npos);
+  CHECK(check.out.find("ranking is empty") != std::string::npos);
+  CHECK(check.out.find("shape holds \"x\", not a size") != std::string::npos);
+  CHECK(check.out.find("needs at least a 'name'") != std::string::npos);
+  CHECK(check.out.find("'emu.no_such_family', a family this build does not have") != std::string::npos);
+  size_t bad_lines = 0;
+  for (size_t at = 0; (at = check.out.find("bad row: dispatch", at)) != std::string::npos; ++at) ++bad_lines;
+  CHECK(bad_lines == 7);
+
+  const Run decode = run(qt::binary_root() + "/bin/qrun --device emu --model " + model + " --tuned-cache " + p +
+                         " --prompt-ids 1,2,3 -n 2 --temp 0");
+  INFO(decode.out);
+  CHECK(decode.status == 0);
+  size_t warnings = 0;
+  for (size_t at = 0; (at = decode.out.find("warning: tuning store", at)) != std::string::npos; ++at) ++warnings;
+  CHECK(warnings == 1);
+  CHECK(decode.out.find("6 rows cannot be read") != std::string::npos);
+  CHECK(decode.out.find("json.exception") == std::string::npos);
+}
+
+TEST_CASE("a store tuned only for another device is named as such by qrun in one line", "[tuner][store]") {
+  const std::string p = fresh_db("other-device");
+  const std::string model = qt::source_root() + "/tests/golden/files/dense.ak48";
+  const Run tuned = run(qtune() + " --device emu --gpu sm86 --model " + model +
+                        " --buckets 1 --budget 1 --quiet --families f16_gemv --cache " + p);
+  INFO(tuned.out);
+  REQUIRE(tuned.status == 0);
+  const Run decode = run(qt::binary_root() + "/bin/qrun --device emu --model " + model + " --tuned-cache " + p +
+                         " --prompt-ids 1,2 -n 1 --temp 0");
+  INFO(decode.out);
+  CHECK(decode.status == 0);
+  CHECK(decode.out.find("no results for this device, emu (sm_80); it holds emu (sm_86)") != std::string::npos);
+}
