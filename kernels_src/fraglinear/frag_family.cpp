@@ -288,6 +288,7 @@ KernelFamily make_linear(LinearKind kind) {
     return std::string();
   };
   f.kernels = [kind](const Point& p) { return std::vector<std::string>{linear_kernel(kind, p)}; };
+
   f.plan = [kind](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"];
     const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};

@@ -3,51 +3,15 @@
 // dispatch, and a driver or qtune update keeps them, said in one line.
 #include <catch2/catch.hpp>
 
-#include <sqlite3.h>
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include "common/paths.h"
-#include "common/sha256.h"
 #include "device/emu/emu_device.h"
 #include "kernels_src/registry/registry.h"
 #include "runtime/gpu/kernel_choice.h"
-#include "tests/tuner/scratch_path.h"
+#include "tests/tuner/h200_fixture.h"
 #include "tuner/store/store.h"
 
 using namespace qt;
 
 namespace {
-
-// The rows were measured on the awq_frag kernels of commit b80cebf; the families' source hash then also
-// covered host code since changed (references, not launches), so the test files the rows under today's hash
-// after checking that the kernel source the GPU ran is byte for byte today's. When it is not, the fixture
-// no longer describes these kernels: measure again on a GPU (scripts/gpu/run.sh) and replace it.
-constexpr const char* kMeasuredKernelSha256 = "8db423c90e71034b252889591c6b5043df534f7526a73fa26855188da53ad189";
-
-std::string file_sha256(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return compile::sha256_hex(ss.str());
-}
-
-std::string fixture_for_todays_sources() {
-  REQUIRE(file_sha256(source_root() + "/kernels_src/fraglinear/frag_linear.cuh") == kMeasuredKernelSha256);
-  const std::string path = test::tuner_scratch("h200-fixture", ".sqlite");
-  std::filesystem::copy_file(source_root() + "/tests/tuner/data/h200-2026-11-26-8b-frag.sqlite", path);
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  for (const char* family : {"awq_frag_gemv", "awq_frag_gemm"}) {
-    const std::string sql = "UPDATE kernel SET source_hash='" + kernels::find_family(family).source_hash +
-                            "' WHERE family='cuda." + family + "'";
-    REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
-  }
-  sqlite3_close(db);
-  return path;
-}
 
 // The emulator standing in for the H200: the runtime takes the store key from the device, so a device that
 // reports the H200's fingerprint is, for every lookup, that GPU.
@@ -74,7 +38,7 @@ kernels::Shape linear(int64_t m, int64_t n, int64_t k) { return kernels::Shape{{
 TEST_CASE("a device reporting the H200's fingerprint gets the H200 run's winners and dispatch through the "
           "runtime's kernel choice",
           "[tuner][dispatch]") {
-  const std::string path = fixture_for_todays_sources();
+  const std::string path = test::h200_fixture_for_todays_sources("h200-fixture");
   const std::vector<winners::StoredDevice> stored = tune::Store(path).devices();
   REQUIRE(stored.size() == 1);
   const winners::DeviceFingerprint h200 = stored[0].fingerprint;
@@ -108,7 +72,7 @@ TEST_CASE("a device reporting the H200's fingerprint gets the H200 run's winners
 TEST_CASE("a driver and qtune update on the same H200 keeps the tuned winners and says so in one line, while another "
           "GPU model gets none and a line naming the H200",
           "[tuner][dispatch]") {
-  const std::string path = fixture_for_todays_sources();
+  const std::string path = test::h200_fixture_for_todays_sources("h200-fixture");
   auto table = std::make_shared<winners::WinnersTable>(path);
   winners::DeviceFingerprint updated = tune::Store(path).devices().at(0).fingerprint;
   updated.driver = "13.1";

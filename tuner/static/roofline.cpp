@@ -27,7 +27,8 @@ const std::vector<std::pair<int, GpuPeaks>>& table() {
   return t;
 }
 
-// What one warp keeps in flight: two coalesced 16-byte-per-lane loads (an assumption of unrolled code).
+// What one warp keeps in flight: two coalesced 16-byte-per-lane loads (an assumption of unrolled code; a
+// kernel's loop unrolling, not its prefetch distance alone, decides it, so the model does not read PF).
 constexpr double kWarpBytesInFlight = 1024;
 
 bool uses_tensor_cores(const kernels::KernelFamily& f) {
@@ -61,13 +62,32 @@ const GpuPeaks& gpu_peaks(int sm) {
   throw Error("no GPU figures for sm_" + std::to_string(sm) + " (the roofline model knows sm_75, 80, 86, 89, 90)");
 }
 
+GpuPeaks gpu_peaks(const dev::DeviceFingerprint& d) {
+  const int sm = d.arch.rfind("sm_", 0) == 0 ? std::atoi(d.arch.c_str() + 3) : 0;
+  GpuPeaks p = gpu_peaks(sm);
+  p.name = d.name;
+  if (d.sm_count > 0) {
+    // Per-SM pipes scale with the SM count (the clock is taken as the example GPU's).
+    p.tensor_tflops *= double(d.sm_count) / p.sms;
+    p.fp32_tflops *= double(d.sm_count) / p.sms;
+    p.sms = d.sm_count;
+  }
+  // Double data rate: two transfers per memory clock on each bit of the bus.
+  if (d.mem_clock_mhz > 0 && d.bus_width_bits > 0) p.dram_gbps = 2.0 * d.mem_clock_mhz * 1e6 * d.bus_width_bits / 8 / 1e9;
+  return p;
+}
+
 RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::Point& point, const kernels::Shape& shape,
                                 int sm, const std::vector<KernelResources>& resources) {
+  return estimate_point(f, point, shape, sm, gpu_peaks(sm), resources);
+}
+
+RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::Point& point, const kernels::Shape& shape,
+                                int sm, const GpuPeaks& peak, const std::vector<KernelResources>& resources) {
   if (f.shape_constraint) {
     const std::string why = f.shape_constraint(point, shape);
     if (!why.empty()) throw kernels::PointRejected(kernels::PointRejected::Reason::Invalid, why);
   }
-  const GpuPeaks& peak = gpu_peaks(sm);
   const compile::ArchLimits& arch = compile::arch_limits(sm);
   const kernels::LaunchPlan plan = f.plan(point, shape);
   RooflineEstimate e;
@@ -76,8 +96,8 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
   const double m = dim_or(shape, "M", 0), n = dim_or(shape, "N", 0), k = dim_or(shape, "K", 0);
   if (m > 0 && n > 0 && k > 0) e.flops = 2 * m * n * k;
   const bool tensor = uses_tensor_cores(f);
-  const double needed_warps = std::max(1.0, peak.dram_gbps * peak.dram_latency_ns / double(peak.sms) /
-                                                kWarpBytesInFlight);  // GB/s x ns = bytes
+  const double needed_bytes = peak.dram_gbps * peak.dram_latency_ns / double(peak.sms);  // GB/s x ns = bytes
+
   e.launch_s = double(plan.launches.size()) * peak.launch_us * 1e-6;
   // Each launch is modelled alone; the point's time is their sum.
   const double total_bytes = std::max(e.bytes, 1.0);
@@ -98,20 +118,23 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
     const double wave_eff = waves <= 1 ? 1.0 : blocks / (waves * slots);
     // A launch that fills few SMs keeps few warps in flight: the resident warps averaged over the SMs.
     const double warps_per_sm = double(occ.warps_per_sm) * std::min(1.0, blocks / slots);
-    const double mem_eff = std::min(1.0, warps_per_sm / needed_warps);
+    const double in_flight = warps_per_sm * kWarpBytesInFlight;
+    const double mem_eff = std::min(1.0, in_flight / needed_bytes);
     const double comp_eff = std::min(1.0, warps_per_sm / 8.0);
     // Bytes and flops are shared among launches in proportion to their threads (the main launch dominates).
     double share = 0, all = 0;
     for (const kernels::Launch& o : plan.launches) all += double(o.grid.count() * o.block.count());
     share = all > 0 ? double(l.grid.count() * l.block.count()) / all : 1.0;
-    const double t_mem = share * total_bytes / (peak.dram_gbps * 1e9 * mem_eff);
+    const double t_mem = share * total_bytes / (peak.dram_gbps * 1e9 * peak.dram_efficiency * mem_eff);
     const double t_comp = share * e.flops / ((tensor ? peak.tensor_tflops : peak.fp32_tflops) * 1e12 * comp_eff);
     e.memory_s += t_mem / wave_eff;
     e.compute_s += t_comp / wave_eff;
     e.seconds += std::max(t_mem, t_comp) / wave_eff;
-    if (&l == &plan.launches.front()) e.wave_efficiency = wave_eff, e.memory_efficiency = mem_eff;
+    if (&l == &plan.launches.front())
+      e.wave_efficiency = wave_eff, e.memory_efficiency = mem_eff, e.bytes_in_flight_per_sm = in_flight;
   }
   e.seconds += e.launch_s;
+  e.bandwidth_share = e.bytes / e.seconds / (peak.dram_gbps * 1e9);
   e.bound = e.launch_s > std::max(e.memory_s, e.compute_s) ? "launch" : e.memory_s >= e.compute_s ? "memory" : "compute";
   return e;
 }

@@ -2,20 +2,30 @@
 // A roofline model of a kernel point's time on a GPU, from what is known before any run: the bytes its plan
 // moves, the floating-point work its shape implies, and the occupancy its resources allow.
 //
-//   t = launches x launch overhead + max(t_memory, t_compute) / wave efficiency
-//   t_memory  = bytes / (DRAM bandwidth x min(1, warps resident per SM / warps needed in flight))
+//   t = launches x launch cost + max(t_memory, t_compute) / wave efficiency
+//   t_memory  = bytes / (achievable DRAM bandwidth x min(1, bytes in flight per SM / bytes needed in flight))
 //   t_compute = flops / (peak of the pipe the kernel uses x min(1, warps per SM / 8))
 //
 // Bytes: every input and output buffer of the plan once, workspaces twice (written, then read back). Flops:
 // 2*M*N*K for families with M, N and K dimensions, else none. The pipe: the tensor cores when the family's
-// source issues mma, else fp32 FMAs. Warps needed in flight: Little's law, DRAM bandwidth x latency per SM over
-// one warp's 1 KB in flight; a grid smaller than one wave counts only the warps it has, averaged over the SMs.
-// Wave efficiency, past one wave: the grid's blocks over the resident slots of whole waves.
+// source issues mma, else fp32 FMAs. Bytes needed in flight per SM: Little's law, DRAM bandwidth x latency
+// over the SMs. Bytes in flight: the resident warps (a grid smaller than one wave counts only the warps it has,
+// averaged over the SMs) times 1 KB per warp. Wave efficiency, past one wave: the grid's blocks over the
+// resident slots of whole waves.
+//
+// The GPU's figures are its datasheet's, or, given the device's fingerprint, its own (bandwidth from the memory
+// clock and bus width, its SM count). Two constants are calibrated on measurements, each from one independent
+// figure of the H200 run (shared/gpu-runs/h200-2026-11-26/report-8b-awq-default.md): the achievable share of
+// the DRAM bandwidth (the report's copy loop: 3.91 of 4.80 TB/s) and the launch cost as the tuner times a
+// kernel with events (cuBLASLt's fp16 1024 x 4096 GEMV: 9.8 us for 8.4 MB, of which 2.1 us moving it). Other
+// architectures take the same two until a run on one of them calibrates its own.
+// tests/tuner/test_roofline.cpp holds the model to that run's measured points (rank correlation, median error).
 // What the model leaves out (instruction issue limits beyond the FLOP pipe, L2 reuse, bank conflicts) is why it
 // orders points rather than predicting times: the GPU flow reports its rank correlation with what it measures.
 #include <string>
 #include <vector>
 
+#include "device/api/device_fingerprint.h"
 #include "device/arch/arch_limits.h"
 #include "kernels_src/registry/family.h"
 
@@ -23,15 +33,19 @@ namespace qt::tune {
 
 // Datasheet peaks of the example GPU of an architecture (ArchLimits::example).
 struct GpuPeaks {
-  const char* name = "";
+  std::string name;
   int sms = 0;
   double dram_gbps = 0;          // peak DRAM bandwidth
   double tensor_tflops = 0;      // fp16 inputs, fp32 accumulation, dense, through mma.sync
   double fp32_tflops = 0;        // CUDA-core FMA peak (2 flops per FMA)
   double dram_latency_ns = 600;  // loaded latency, for Little's law (an assumption, not a datasheet figure)
-  double launch_us = 3;          // per launch, back to back on one stream
+  double dram_efficiency = 0.81;  // the share of dram_gbps a streaming copy reaches (calibrated, see above)
+  double launch_us = 7.7;        // per launch as the tuner times it with events (calibrated, see above)
 };
 const GpuPeaks& gpu_peaks(int sm);  // throws qt::Error naming an architecture without figures
+// The figures of the GPU a fingerprint describes: its architecture's, with its own SM count and, where the
+// fingerprint has the memory clock and bus width, its own DRAM bandwidth (an H200 is not the H100 of sm_90).
+GpuPeaks gpu_peaks(const dev::DeviceFingerprint& device);
 
 struct RooflineEstimate {
   double seconds = 0;
@@ -39,6 +53,8 @@ struct RooflineEstimate {
   double bytes = 0, flops = 0;
   double wave_efficiency = 1;
   double memory_efficiency = 1;  // the Little's-law factor
+  double bytes_in_flight_per_sm = 0;  // the main launch's, by the family's statement of its loads
+  double bandwidth_share = 0;  // bytes / seconds over the datasheet bandwidth: the predicted share of it
   std::string bound;             // "memory", "compute" or "launch"
 };
 
@@ -53,6 +69,10 @@ struct KernelResources {
 // The estimate of `point` at `shape` on `sm`. Throws kernels::PointRejected when the point cannot run there.
 RooflineEstimate estimate_point(const kernels::KernelFamily& family, const kernels::Point& point,
                                 const kernels::Shape& shape, int sm,
+                                const std::vector<KernelResources>& resources = {});
+// The same on a GPU described by its figures (gpu_peaks(fingerprint)); `sm` gives its occupancy limits.
+RooflineEstimate estimate_point(const kernels::KernelFamily& family, const kernels::Point& point,
+                                const kernels::Shape& shape, int sm, const GpuPeaks& peak,
                                 const std::vector<KernelResources>& resources = {});
 
 // Spearman's rank correlation of two equally long series (ties take their mean rank); NaN below 3 pairs or

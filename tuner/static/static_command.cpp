@@ -236,7 +236,7 @@ int run_static_command(const std::vector<std::string>& args) {
           if (s.names[d] == "M") s.values[d] = m_override;
     Table st;
     st.head = {"shape", "layers", "usable points", "grid (first usable)", "waves on " + std::string(arch.example),
-               "model: fastest point on " + std::string(arch.example), "us", "bound"};
+               "model: fastest point on " + std::string(arch.example), "us", "bound", "in flight/SM", "bandwidth"};
     for (const auto& s : shapes) {
       size_t usable = 0;
       std::string grid = "-", waves = "-";
@@ -258,7 +258,9 @@ int run_static_command(const std::vector<std::string>& args) {
           const tune::RooflineEstimate e = tune::estimate_point(*f, r.point, s, sm, res);
           model_points.push_back({{"point", r.point}, {"model_us", e.seconds * 1e6}, {"bound", e.bound},
                                   {"memory_us", e.memory_s * 1e6}, {"compute_us", e.compute_s * 1e6},
-                                  {"wave_efficiency", e.wave_efficiency}, {"memory_efficiency", e.memory_efficiency}});
+                                  {"wave_efficiency", e.wave_efficiency}, {"memory_efficiency", e.memory_efficiency},
+                                  {"bytes_in_flight_per_sm", e.bytes_in_flight_per_sm},
+                                  {"bandwidth_share", e.bandwidth_share}});
           if (!best || e.seconds < best->seconds) best = e, best_key = kernels::point_key(r.point);
         } catch (const std::exception&) {
           // a point the model cannot place (an architecture without figures) keeps the table's other columns
@@ -276,7 +278,9 @@ int run_static_command(const std::vector<std::string>& args) {
                          std::to_string(usable) + "/" + std::to_string(results.size()) +
                              (usable == 0 && !why_not.empty() ? " (" + why_not + ")" : ""),
                          grid, waves, best_key, best ? fmt("%.2f", best->seconds * 1e6) : "-",
-                         best ? best->bound : "-"});
+                         best ? best->bound : "-",
+                         best ? fmt("%.1f KB", best->bytes_in_flight_per_sm / 1024) : "-",
+                         best ? fmt("%.0f%%", 100 * best->bandwidth_share) : "-"});
       nlohmann::json sj = {{"label", s.label}, {"usable_points", usable}, {"model", model_points}};
       for (size_t d = 0; d < s.names.size() && d < s.values.size(); ++d) {
         std::string key = s.names[d];
