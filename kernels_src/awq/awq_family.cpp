@@ -280,24 +280,10 @@ int64_t gemm_smem_bytes(const Point& p) {
 }
 
 std::vector<Shape> awq_layer_shapes(const ModelConfig& c, int64_t m) {
-  std::map<std::pair<int64_t, int64_t>, std::string> seen;  // (N, K) -> labels
-  std::vector<std::pair<int64_t, int64_t>> order;
-  auto add = [&](const char* label, int64_t n, int64_t k) {
-    auto key = std::make_pair(n, k);
-    if (!seen.count(key)) order.push_back(key);
-    seen[key] += (seen[key].empty() ? "" : "+") + std::string(label);
-  };
-  add("wq", c.q_dim(), c.dim);
-  add("wk", c.kv_dim(), c.dim);
-  add("wv", c.kv_dim(), c.dim);
-  add("wo", c.dim, c.q_dim());
-  add(c.is_moe() ? "expert.w1" : "w1", c.hidden_dim, c.dim);
-  add(c.is_moe() ? "expert.w3" : "w3", c.hidden_dim, c.dim);
-  add(c.is_moe() ? "expert.w2" : "w2", c.dim, c.hidden_dim);
-  std::vector<Shape> out;
-  for (const auto& key : order)
-    out.push_back(Shape{kDims, {m, key.first, key.second, c.group_size > 0 ? c.group_size : 128}, seen[key]});
-  return out;
+  // The decoder's projections, AWQ in an AutoAWQ file (its lm_head and router stay fp16), in the config's group.
+  return linear_family_shapes(
+      c, nullptr, m, [](const LinearShape& l) { return l.label != "lm_head" && l.label != "router"; },
+      [&](const LinearShape&) { return c.group_size > 0 ? int64_t(c.group_size) : int64_t(128); });
 }
 
 const KernelFamily& dequant_family() {

@@ -8,6 +8,7 @@
 
 #include "common/half.h"
 #include "common/rng.h"
+#include "kernels_src/f16_linear/f16_gemv_family.h"
 #include "kernels_src/registry/family_util.h"
 #include "family_source_hash.h"
 
@@ -62,40 +63,6 @@ std::vector<Expected> expected(const Shape& shape, const HostBuffers&, const Lin
   return {e};
 }
 
-// The fp16-weight linear layers: with weights, those whose file type the backend holds as fp16 (F16, and
-// F32/BF16 converted), first layer and lm_head; with only a config, the lm_head (fp16 in AWQ files).
-std::vector<Shape> model_shapes(const ModelConfig& c, const ModelWeights* w, int64_t m) {
-  std::map<std::pair<int64_t, int64_t>, std::string> seen;
-  std::vector<std::pair<int64_t, int64_t>> order;
-  auto add = [&](const std::string& label, const QTensor* t) {
-    if (!t || t->empty()) return;
-    if (t->type != WeightType::F16 && t->type != WeightType::BF16 && t->type != WeightType::F32) return;
-    const auto key = std::make_pair(t->rows, t->cols);
-    if (!seen.count(key)) order.push_back(key);
-    seen[key] += (seen[key].empty() ? "" : "+") + label;
-  };
-  if (w) {
-    if (!w->layers.empty()) {
-      const LayerWeights& l = w->layers[0];
-      add("wq", &l.wq), add("wk", &l.wk), add("wv", &l.wv), add("wo", &l.wo);
-      add("w1", &l.w1), add("w3", &l.w3), add("w2", &l.w2);
-      if (!l.expert_w1.empty()) {
-        add("expert.w1", &l.expert_w1.base), add("expert.w3", &l.expert_w3.base), add("expert.w2", &l.expert_w2.base);
-      }
-    }
-    add("lm_head", &w->classifier);
-  } else {
-    order.push_back({c.vocab_size, c.dim});
-    seen[order.back()] = "lm_head";
-  }
-  std::vector<Shape> out;
-  for (const auto& key : order) {
-    Shape s{kDims, {m, key.first, key.second, key.second}, seen[key]};
-    if (seen[key] == "lm_head") s.max_rows = kLogitRowsPerPass;
-    out.push_back(s);
-  }
-  return out;
-}
 
 KernelFamily make() {
   KernelFamily f;
@@ -154,7 +121,7 @@ KernelFamily make() {
                    Shape{kDims, {70, 160, 160, 160}, "M=70: tails in every M tile; N=160"},
                    Shape{kDims, {5, 37, 64, 64}, "odd N=37 (scalar stores), one K tile"},
                    Shape{kDims, {1, 64, 1000, 1000}, "M=1, K=1000 (a partial K tile)"}};
-  f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) { return model_shapes(c, w, 256); };
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) { return f16_linear::f16_shapes(c, w, 256); };
   return f;
 }
 

@@ -26,38 +26,15 @@ std::vector<uint16_t> random_halves(int64_t count, Rng& rng) {
   return v;
 }
 
-// The shapes of a model's float-typed matrices (all of them when only the config is known), one per
-// distinct (N, K), labelled with the projections that share it.
+}  // namespace
+
 std::vector<Shape> f16_shapes(const ModelConfig& c, const ModelWeights* w, int64_t m) {
-  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> found;
-  auto add = [&](const std::string& label, const QTensor* t, int64_t n, int64_t k) {
-    if (w && (!t || t->empty() || !float_type(t->type))) return;
-    for (auto& [l, nk] : found)
-      if (nk == std::make_pair(n, k)) {
-        l += "+" + label;
-        return;
-      }
-    found.push_back({label, {n, k}});
-  };
-  const LayerWeights* l0 = w && !w->layers.empty() ? &w->layers[0] : nullptr;
-  add("wq", l0 ? &l0->wq : nullptr, c.q_dim(), c.dim);
-  add("wk", l0 ? &l0->wk : nullptr, c.kv_dim(), c.dim);
-  add("wv", l0 ? &l0->wv : nullptr, c.kv_dim(), c.dim);
-  add("wo", l0 ? &l0->wo : nullptr, c.dim, c.q_dim());
-  if (!c.is_moe()) {
-    add("w1", l0 ? &l0->w1 : nullptr, c.hidden_dim, c.dim);
-    add("w3", l0 ? &l0->w3 : nullptr, c.hidden_dim, c.dim);
-    add("w2", l0 ? &l0->w2 : nullptr, c.dim, c.hidden_dim);
-  }
-  add("lm_head", w ? &w->classifier : nullptr, c.vocab_size, c.dim);
-  std::vector<Shape> out;
-  for (const auto& [label, nk] : found) {
-    Shape s{kDims, {m, nk.first, nk.second, nk.second}, label};
-    if (label == "lm_head") s.max_rows = kLogitRowsPerPass;  // merged with a projection of its N and K: unbounded
-    out.push_back(s);
-  }
-  return out;
+  return linear_family_shapes(
+      c, w, m, [](const LinearShape& l) { return !l.expert && (!l.type || float_type(*l.type)); },
+      [](const LinearShape& l) { return l.k; });
 }
+
+namespace {
 
 KernelFamily make_gemv() {
   KernelFamily f;

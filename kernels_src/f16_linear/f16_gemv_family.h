@@ -8,4 +8,9 @@ namespace qt::kernels::f16_linear {
 
 const KernelFamily& gemv_family();
 
+// The dense linear layers the backend runs on fp16 weights (fp16 in the file, or fp32 and bf16 it converts), at
+// batch m, with G = K (no groups); with only a config, every linear layer and the lm_head. MoE experts stay
+// quantized on the device, so they are never among them.
+std::vector<Shape> f16_shapes(const ModelConfig& c, const ModelWeights* w, int64_t m);
+
 }  // namespace qt::kernels::f16_linear

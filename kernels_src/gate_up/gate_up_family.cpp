@@ -46,8 +46,13 @@ std::string common_check(const Shape& s) {
   return "";
 }
 
-std::vector<Shape> mlp_shapes(const ModelConfig& c, int64_t group) {
-  return {Shape{kDims, {1, c.hidden_dim, c.dim, group}, c.is_moe() ? "expert.w1+w3" : "w1+w3"}};
+// The dense MLP's gate and up projections of weight type `t` (both of one shape: w1 and w3 share an entry of the
+// model's linear shapes), at M = 1; with only a config, in the config's group (`config_group` where it has none).
+std::vector<Shape> mlp_shapes(const ModelConfig& c, const ModelWeights* w, WeightType t, int64_t config_group) {
+  return linear_family_shapes(
+      c, w, 1,
+      [t](const LinearShape& l) { return !l.expert && l.label.find("w1") != std::string::npos && (!l.type || *l.type == t); },
+      [&](const LinearShape& l) { return l.type ? l.group : c.group_size > 0 ? int64_t(c.group_size) : config_group; });
 }
 
 // A plan: the main kernel (grid and block set) over `buffers`, an fp32 workspace [split][2][M][N], and for
@@ -177,11 +182,7 @@ KernelFamily make_q8_0() {
   };
   f.make_inputs = q8_inputs;
   f.reference = q8_reference;
-  f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) {
-    const QTensor* w1 = w && !w->layers.empty() ? &w->layers[0].w1 : nullptr;
-    if (w1 && w1->type != WeightType::Q8_0) return std::vector<Shape>{};
-    return mlp_shapes(c, w1 ? w1->group_size : c.group_size > 0 ? c.group_size : 64);
-  };
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) { return mlp_shapes(c, w, WeightType::Q8_0, 64); };
   f.probe_shape = Shape{kDims, {8, 12288, 4096, 64}, "probe"};
   f.test_shapes = {Shape{kDims, {1, 48, 1024, 64}, "Qwen3-0.6B w1+w3 decode, N cut to 48"},
                    Shape{kDims, {5, 41, 96, 32}, "odd: M=5, N=41 (partial warp rows), 3 groups"},
@@ -272,11 +273,7 @@ KernelFamily make_awq_int4() {
     p.u = awq::reference_gemm(data("up"), &p.u_abs);
     return std::vector<Expected>{swiglu_expected(p, fp32_sum_error(s["K"]))};
   };
-  f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) {
-    const QTensor* w1 = w && !w->layers.empty() ? &w->layers[0].w1 : nullptr;
-    if (w1 && w1->type != WeightType::AWQ_INT4) return std::vector<Shape>{};
-    return mlp_shapes(c, w1 ? w1->group_size : c.group_size > 0 ? c.group_size : 128);
-  };
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) { return mlp_shapes(c, w, WeightType::AWQ_INT4, 128); };
   f.probe_shape = Shape{kDims, {8, 12288, 4096, 128}, "probe"};
   f.test_shapes = {Shape{kDims, {1, 64, 4096, 128}, "Qwen3-8B w1+w3 decode, N cut to 64"},
                    Shape{kDims, {5, 208, 160, 32}, "odd: M=5, 26 words, 5 groups of 32"},

@@ -314,32 +314,12 @@ int64_t gemm_smem_bytes(const Point& p) {
 }
 
 std::vector<Shape> q8_layer_shapes(const ModelConfig& c, const ModelWeights* w, int64_t m) {
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::string> seen;  // (N, K, G) -> labels
-  std::vector<std::tuple<int64_t, int64_t, int64_t>> order;
+  // Without weights every linear layer counts (and the lm_head, Q8_0 in qwen3.c files) in the config's group;
+  // with weights, the Q8_0 tensors in their own group.
   const int64_t config_group = c.group_size > 0 ? c.group_size : default_group_dividing(WeightType::Q8_0, {c.dim});
-  // Without weights every linear layer counts (and the lm_head, Q8_0 in qwen3.c files); with weights, the
-  // Q8_0 tensors of the first layer (all layers share shapes) and the lm_head.
-  auto add = [&](const std::string& label, const QTensor* t, int64_t n, int64_t k) {
-    if (w && (!t || t->empty() || t->type != WeightType::Q8_0)) return;
-    const auto key = std::make_tuple(n, k, w ? int64_t(t->group_size) : config_group);
-    if (!seen.count(key)) order.push_back(key);
-    seen[key] += (seen[key].empty() ? "" : "+") + label;
-  };
-  const LayerWeights* l = w && !w->layers.empty() ? &w->layers[0] : nullptr;
-  auto first = [](const ExpertStack& v) { return v.empty() ? nullptr : &v.base; };
-  const bool moe = c.is_moe();
-  add("wq", l ? &l->wq : nullptr, c.q_dim(), c.dim);
-  add("wk", l ? &l->wk : nullptr, c.kv_dim(), c.dim);
-  add("wv", l ? &l->wv : nullptr, c.kv_dim(), c.dim);
-  add("wo", l ? &l->wo : nullptr, c.dim, c.q_dim());
-  add(moe ? "expert.w1" : "w1", l ? (moe ? first(l->expert_w1) : &l->w1) : nullptr, c.hidden_dim, c.dim);
-  add(moe ? "expert.w3" : "w3", l ? (moe ? first(l->expert_w3) : &l->w3) : nullptr, c.hidden_dim, c.dim);
-  add(moe ? "expert.w2" : "w2", l ? (moe ? first(l->expert_w2) : &l->w2) : nullptr, c.dim, c.hidden_dim);
-  add("lm_head", w ? &w->classifier : nullptr, c.vocab_size, c.dim);
-  std::vector<Shape> out;
-  for (const auto& key : order)
-    out.push_back(Shape{kDims, {m, std::get<0>(key), std::get<1>(key), std::get<2>(key)}, seen[key]});
-  return out;
+  return linear_family_shapes(
+      c, w, m, [](const LinearShape& l) { return !l.type || *l.type == WeightType::Q8_0; },
+      [&](const LinearShape& l) { return l.type ? l.group : config_group; });
 }
 
 const KernelFamily& gemv_family() {

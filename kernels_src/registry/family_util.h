@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "common/half.h"
 #include "kernels_src/registry/family.h"
+#include "models/core/linear_shapes.h"
 
 namespace qt::kernels {
 
@@ -76,6 +78,21 @@ inline LinearOperands fp16_linear_operands(const Shape& s, const HostBuffers& in
   for (int64_t n = 0; n < ops.n; ++n)
     for (int64_t k = 0; k < ops.k; ++k) ops.w[size_t(k * ops.n + n)] = half_bits_to_float(w[size_t(n * ops.k + k)]);
   return ops;
+}
+
+// A linear family's model shapes {M, N, K, G} at batch `m`: the model's linear shapes (models/core/linear_shapes.h)
+// it serves, their group as G (`group_of`: e.g. K for fp16 weights, a default where only a config is known).
+inline std::vector<Shape> linear_family_shapes(const ModelConfig& c, const ModelWeights* w, int64_t m,
+                                               const std::function<bool(const LinearShape&)>& serves,
+                                               const std::function<int64_t(const LinearShape&)>& group_of) {
+  std::vector<Shape> out;
+  for (const LinearShape& l : model_linear_shapes(c, w)) {
+    if (!serves(l)) continue;
+    Shape s{{"M", "N", "K", "G"}, {m, l.n, l.k, group_of(l)}, l.label};
+    s.max_rows = l.max_rows;
+    out.push_back(s);
+  }
+  return out;
 }
 
 // The largest of `v` (0 for none): a tolerance bound over every output.
