@@ -155,7 +155,9 @@ KernelFamily make_dequant() {
     e.values = reference_dequant(data_from(s, in));
     return std::vector<Expected>{e};  // bit-exact: (q - z) * s is exact in fp32, one fp16 rounding
   };
-  f.model_shapes = [](const ModelConfig& c, const ModelWeights*) { return awq_layer_shapes(c, 1); };
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) {
+    return quantized_layer_shapes(c, w, WeightType::AWQ_INT4, 1);
+  };
   return f;
 }
 
@@ -208,7 +210,9 @@ KernelFamily make_gemv() {
                    Shape{kDims, {5, 208, 160, 32}, "odd: M=5, 26 words, 5 groups of 32"},
                    Shape{kDims, {8, 576, 256, 64}, "M=8, N spans 3 blocks at vec=1"}};
   set_linear_reference(f, gemm_operands, gemm_expected);
-  f.model_shapes = [](const ModelConfig& c, const ModelWeights*) { return awq_layer_shapes(c, 1); };
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) {
+    return quantized_layer_shapes(c, w, WeightType::AWQ_INT4, 1);
+  };
   return f;
 }
 
@@ -265,7 +269,9 @@ KernelFamily make_gemm() {
                    Shape{kDims, {3, 128, 256, 64}, "odd: M=3, 4 groups of 64"},
                    Shape{kDims, {70, 256, 384, 128}, "M=70: tails in every M tile size"}};
   set_linear_reference(f, gemm_operands, gemm_expected);
-  f.model_shapes = [](const ModelConfig& c, const ModelWeights*) { return awq_layer_shapes(c, 256); };
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) {
+    return quantized_layer_shapes(c, w, WeightType::AWQ_INT4, 256);
+  };
   return f;
 }
 
@@ -279,11 +285,17 @@ int64_t gemm_smem_bytes(const Point& p) {
   return stages * stage + bk * (bn + 8) * 2;
 }
 
-std::vector<Shape> awq_layer_shapes(const ModelConfig& c, int64_t m) {
-  // The decoder's projections, AWQ in an AutoAWQ file (its lm_head and router stay fp16), in the config's group.
+std::vector<Shape> quantized_layer_shapes(const ModelConfig& c, const ModelWeights* w, WeightType t, int64_t m) {
+  // With only a config, the decoder's projections (an AutoAWQ file keeps its lm_head and router fp16) in the
+  // config's group.
   return linear_family_shapes(
-      c, nullptr, m, [](const LinearShape& l) { return l.label != "lm_head" && l.label != "router"; },
-      [&](const LinearShape&) { return c.group_size > 0 ? int64_t(c.group_size) : int64_t(128); });
+      c, w, m,
+      [t](const LinearShape& l) { return l.type ? *l.type == t : l.label != "lm_head" && l.label != "router"; },
+      [&](const LinearShape& l) { return l.type ? l.group : c.group_size > 0 ? int64_t(c.group_size) : int64_t(128); });
+}
+
+std::vector<Shape> awq_layer_shapes(const ModelConfig& c, int64_t m) {
+  return quantized_layer_shapes(c, nullptr, WeightType::AWQ_INT4, m);
 }
 
 const KernelFamily& dequant_family() {

@@ -16,6 +16,9 @@ const KernelFamily& gemm_family();
 // The linear layers of a model as AWQ problems (N = out features, K = in features), one per distinct
 // (N, K), labelled with the projections that share it; M is set to `m`.
 std::vector<Shape> awq_layer_shapes(const ModelConfig& c, int64_t m);
+// The model's linear shapes of weight type `t` at batch m ({M, N, K, G}); with only a config, the decoder's
+// projections (not the lm_head or the router) in the config's group, 128 where it has none.
+std::vector<Shape> quantized_layer_shapes(const ModelConfig& c, const ModelWeights* w, WeightType t, int64_t m);
 
 // Shared memory the GEMM point needs (dynamic, in bytes).
 int64_t gemm_smem_bytes(const Point& p);

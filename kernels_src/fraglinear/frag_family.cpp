@@ -168,9 +168,9 @@ KernelFamily make_repack(int bits) {
     if (bits == 4) out.push_back(as_bytes(w.zeros, "bz"));
     return out;
   };
-  f.model_shapes = [](const ModelConfig& c, const ModelWeights*) {
+  f.model_shapes = [bits](const ModelConfig& c, const ModelWeights* w) {
     std::vector<Shape> out;
-    for (const Shape& s : awq::awq_layer_shapes(c, 1))
+    for (const Shape& s : awq::quantized_layer_shapes(c, w, weight_type(bits), 1))
       out.push_back(Shape{kRepackDims, {s["N"], s["K"], s["G"]}, s.label});
     return out;
   };
@@ -331,7 +331,9 @@ KernelFamily make_linear(LinearKind kind) {
       f, [kind](const Shape& shape, const HostBuffers& in) { return linear_operands(kind, shape, in); },
       [kind](const Shape& shape, const HostBuffers&, const LinearSums& sums) { return linear_expected(kind, shape, sums); });
   const int64_t model_m = kind.gemv ? 1 : 256;
-  f.model_shapes = [model_m](const ModelConfig& c, const ModelWeights*) { return awq::awq_layer_shapes(c, model_m); };
+  f.model_shapes = [model_m, kind](const ModelConfig& c, const ModelWeights* w) {
+    return awq::quantized_layer_shapes(c, w, weight_type(kind.bits), model_m);
+  };
   f.probe_shape = Shape{kLinearDims, {kind.gemv ? 8 : 64, 1024, 4096, 128}, "probe"};
   if (kind.gemv) {
     f.test_shapes = {Shape{kLinearDims, {1, 64, 4096, 128}, "Qwen3-8B K=4096 decode, N cut to 64"},
