@@ -47,6 +47,47 @@ CliArgs& CliArgs::flag(const std::string& names, const std::string& help) {
   return *this;
 }
 
+CliArgs::Spec& CliArgs::last_option(const char* what) {
+  if (specs_.empty() || specs_.back().is_flag)
+    throw Error(std::string("internal: ") + what + " must follow the option it applies to", kExitFailure);
+  return specs_.back();
+}
+
+CliArgs& CliArgs::set_range(Range r, bool list) {
+  Spec& s = last_option("range()");
+  s.range = r;
+  s.is_list = list;
+  return *this;
+}
+CliArgs& CliArgs::range(IntRange r) { return set_range(r, false); }
+CliArgs& CliArgs::range(UintRange r) { return set_range(r, false); }
+CliArgs& CliArgs::range(RealRange r) { return set_range(r, false); }
+CliArgs& CliArgs::list_range(IntRange r) { return set_range(r, true); }
+CliArgs& CliArgs::allow_empty() {
+  last_option("allow_empty()").allow_empty = true;
+  return *this;
+}
+
+// A given value (or a default) against the option's declared range.
+void CliArgs::check_value(const Spec& s, const std::string& value) {
+  const std::string& name = s.long_name;
+  if (const auto* r = std::get_if<IntRange>(&s.range)) {
+    if (s.is_list) {
+      for (int64_t v : parse_int_list(value, name))
+        if (!contains(*r, v))
+          throw Error(name + ": " + std::to_string(v) + " is out of range (" + range_text(*r) + ")");
+    } else {
+      parse_int_in(value, name, r->lo, r->hi);
+    }
+  } else if (const auto* u = std::get_if<UintRange>(&s.range)) {
+    const uint64_t v = parse_uint(value, name);
+    if (!contains(*u, v)) throw Error(name + ": " + value + " is out of range (" + range_text(*u) + ")");
+  } else if (const auto* d = std::get_if<RealRange>(&s.range)) {
+    if (!contains(*d, parse_double(value, name)))
+      throw Error(name + ": " + value + " is out of range " + range_text(*d));
+  }
+}
+
 CliArgs& CliArgs::positionals(const std::string& name, const std::string& help, int max) {
   positional_name_ = name;
   positional_help_ = help;
@@ -96,18 +137,23 @@ bool CliArgs::parse(const std::vector<std::string>& args) {
       if (s->is_flag) {
         if (has_inline) throw Error("option " + s->long_name + " takes no value");
         values_[s->long_name] = "1";
-      } else if (has_inline) {
-        values_[s->long_name] = inline_value;
-      } else {
-        if (i + 1 >= args.size()) throw Error("option " + s->long_name + " needs a value <" + s->value_name + ">");
-        values_[s->long_name] = args[++i];
+        continue;
       }
+      if (!has_inline && i + 1 >= args.size())
+        throw Error("option " + s->long_name + " needs a value <" + s->value_name + ">");
+      const std::string& value = has_inline ? inline_value : args[++i];
+      if (value.empty() && !s->allow_empty)
+        throw Error("option " + s->long_name + " needs a value <" + s->value_name + ">, got an empty one");
+      check_value(*s, value);
+      values_[s->long_name] = value;
     } else {
       if (max_positionals_ >= 0 && static_cast<int>(positional_.size()) >= max_positionals_)
         throw Error("unexpected argument '" + tok + "' (see " + program_ + " --help)");
       positional_.push_back(tok);
     }
   }
+  for (const Spec& s : specs_)  // a default outside its own range is a bug of the tool; say so early
+    if (s.default_value && !values_.count(s.long_name)) check_value(s, *s.default_value);
   return true;
 }
 
@@ -153,6 +199,10 @@ std::string CliArgs::help() const {
     if (left.size() < 28) out << std::string(28 - left.size(), ' ');
     else out << "\n" << std::string(30, ' ');
     out << s.help;
+    std::visit([&](const auto& r) {
+      if constexpr (!std::is_same_v<std::decay_t<decltype(r)>, std::monostate>)
+        out << (s.is_list ? " (each " : " (") << range_text(r) << ")";
+    }, s.range);
     if (s.default_value) out << " (default: " << *s.default_value << ")";
     out << "\n";
   }

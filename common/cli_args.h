@@ -1,14 +1,18 @@
 #pragma once
 // A small, strict command-line parser shared by the tools: long (--name) and short (-n) options, values
-// as the next argument or --name=value, positionals, generated --help. Unknown flags, missing values and
-// malformed numbers are qt::Error (exit code 2) naming the flag, never silently ignored.
+// as the next argument or --name=value, positionals, generated --help. Unknown flags, missing or empty
+// values, malformed numbers and numbers outside an option's declared range are qt::Error (exit code 2)
+// naming the flag, never silently ignored.
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <variant>
 #include <vector>
+
+#include "common/value_range.h"
 
 namespace qt {
 
@@ -20,6 +24,14 @@ class CliArgs {
   CliArgs& option(const std::string& names, const std::string& value_name, const std::string& help,
                   std::optional<std::string> default_value = std::nullopt);
   CliArgs& flag(const std::string& names, const std::string& help);
+  // The option declared last takes a number in `r` (a list: integers, each in `r`). parse() checks the value,
+  // so an out-of-range one fails before any work starts; --help shows the range.
+  CliArgs& range(IntRange r);
+  CliArgs& range(UintRange r);
+  CliArgs& range(RealRange r);
+  CliArgs& list_range(IntRange r);
+  // The option declared last may be given an empty value (otherwise `--out ""` is a usage error).
+  CliArgs& allow_empty();
   // Declare that positional arguments are accepted (for help text); at most `max` (-1 = unlimited).
   CliArgs& positionals(const std::string& name, const std::string& help, int max = -1);
 
@@ -42,13 +54,19 @@ class CliArgs {
   std::string help() const;
 
  private:
+  using Range = std::variant<std::monostate, IntRange, UintRange, RealRange>;
   struct Spec {
     std::string long_name, short_name, value_name, help;
     bool is_flag = false;
     std::optional<std::string> default_value;
+    Range range;
+    bool is_list = false, allow_empty = false;
   };
   const Spec* find(const std::string& token) const;
   const Spec& spec_for(const std::string& long_name) const;
+  Spec& last_option(const char* what);
+  CliArgs& set_range(Range r, bool list);
+  static void check_value(const Spec& s, const std::string& value);
 
   std::string program_, summary_;
   std::vector<Spec> specs_;

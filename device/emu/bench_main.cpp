@@ -8,6 +8,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/flag_ranges.h"
 #include "common/paths.h"
 #include "device/emu/emu_device.h"
 #include "device/emu/fiber.h"
@@ -70,7 +71,7 @@ double raw_switch_ns() {
 int main(int argc, char** argv) {
   return qt::run_tool("qt_emu_bench", [&] {
     qt::CliArgs cli("qt_emu_bench", "Measure CUDA-emulator speed (kernel threads/s, fiber switches/s, op costs).");
-    cli.option("--threads", "N", "host threads running blocks (0 = all cores)", "0");
+    cli.option("--threads", "N", "host threads running blocks (default: all cores)").range(qt::flag_ranges::kThreads);
     cli.option("--checks", "on|off", "race/bounds/alignment checks (instrumented modules)", "on");
     cli.option("--opt", "LEVEL", "host compiler optimisation for kernel modules", "-O1");
     cli.option("--cache", "DIR", "JIT cache directory (default: the user cache)");
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
     const std::string checks = cli.get("--checks");
     if (checks != "on" && checks != "off") throw qt::Error("--checks must be on or off, not '" + checks + "'");
     qt::emu::EmuOptions o;
-    o.threads = cli.get_int_as<uint32_t>("--threads");
+    if (cli.given("--threads")) o.threads = cli.get_int_as<uint32_t>("--threads");
     o.checks = checks == "on";
     o.opt_level = cli.get("--opt");
     if (auto c = cli.get_optional("--cache")) o.cache_dir = *c;

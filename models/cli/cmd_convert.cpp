@@ -3,26 +3,16 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/paths.h"
 #include "common/progress.h"
 #include "models/cli/commands.h"
-#include "common/paths.h"
+#include "models/core/config_limits.h"
 #include "models/convert/converter.h"
 #include "models/hf/hf_config.h"
 #include "models/tokenizer/qwen3c.h"
 #include "models/tokenizer/tokenizer.h"
 
 namespace qt::cli {
-
-namespace {
-
-int32_t group_arg(const CliArgs& a, const std::string& name) {
-  if (!a.given(name)) return 0;
-  const int64_t g = a.get_int(name);
-  if (g <= 0 || g > (1 << 16)) throw Error(name + ": group size " + std::to_string(g) + " must be in [1, 65536]");
-  return static_cast<int32_t>(g);
-}
-
-}  // namespace
 
 int cmd_convert(const std::vector<std::string>& args) {
   CliArgs a("qconvert convert", "Convert a Hugging Face Qwen3 / Qwen3-MoE checkpoint (fp32/fp16/bf16 or AutoAWQ INT4) to a model file.");
@@ -31,7 +21,9 @@ int cmd_convert(const std::vector<std::string>& args) {
       .option("--out", "FILE", "output model file")
       .option("--expert-type", "TYPE", "moe3 experts: q8_0, int8-sym, int8-asym or awq (default q8_0)")
       .option("--group-size", "G", "Q8_0 group (default: qwen3.c rule, 64 halved until it divides dim) or ak48 AWQ group (default: the checkpoint's, else 128 halved until it divides every in-dimension)")
+      .range(limits::kGroupSizeRange)
       .option("--expert-group-size", "G", "moe3 expert group (default: the checkpoint's AWQ group for awq, else --group-size)")
+      .range(limits::kGroupSizeRange)
       .flag("--no-tokenizer", "do not copy tokenizer.json / tokenizer_config.json next to the output nor write <out>.tokenizer")
       .flag("-q,--quiet", "no progress output");
   if (!a.parse(args)) return 0;
@@ -40,8 +32,8 @@ int cmd_convert(const std::vector<std::string>& args) {
   o.out_path = a.get("--out");
   o.format = parse_file_format(a.get("--format"));
   if (a.given("--expert-type")) o.expert_type = convert::parse_expert_type(a.get("--expert-type"));
-  o.group_size = group_arg(a, "--group-size");
-  o.expert_group_size = group_arg(a, "--expert-group-size");
+  o.group_size = a.given("--group-size") ? a.get_int_as<int32_t>("--group-size") : 0;
+  o.expert_group_size = a.given("--expert-group-size") ? a.get_int_as<int32_t>("--expert-group-size") : 0;
   o.copy_tokenizer = !a.get_flag("--no-tokenizer");
   o.quiet = a.get_flag("--quiet");
 

@@ -5,9 +5,11 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/flag_ranges.h"
 #include "common/progress.h"
 #include "models/cli/commands.h"
 #include "models/convert/converter.h"
+#include "models/core/config_limits.h"
 #include "models/synthetic/presets.h"
 #include "models/synthetic/synthetic.h"
 
@@ -36,12 +38,6 @@ uint64_t parse_byte_size(const std::string& text, const std::string& what) {
 
 namespace {
 
-int32_t positive_int(const CliArgs& a, const std::string& name, int64_t max = 1 << 24) {
-  const int64_t v = a.get_int(name);
-  if (v < 0 || v > max) throw Error(name + ": " + std::to_string(v) + " is out of range [0, " + std::to_string(max) + "]");
-  return static_cast<int32_t>(v);
-}
-
 bool bool_arg(const CliArgs& a, const std::string& name) {
   const std::string v = a.get(name);
   if (v == "1" || v == "true") return true;
@@ -60,23 +56,25 @@ int cmd_synthetic(const std::vector<std::string>& args) {
       .option("--format", "FMT", "ajc1, moe3, ak48, or hf (a Hugging Face folder)")
       .option("--out", "PATH", "output file (folder for --format hf)")
       .option("--seed", "S", "random seed; the same seed gives byte-identical output", std::string("1"))
-      .option("--layers", "N", "override num_hidden_layers")
-      .option("--dim", "N", "override hidden_size")
-      .option("--hidden-dim", "N", "override intermediate_size (MoE: moe_intermediate_size)")
-      .option("--heads", "N", "override num_attention_heads")
-      .option("--kv-heads", "N", "override num_key_value_heads")
-      .option("--head-dim", "N", "override head_dim")
-      .option("--vocab", "N", "override vocab_size")
-      .option("--max-seq", "N", "override max_position_embeddings")
-      .option("--experts", "N", "override num_experts (MoE presets)")
-      .option("--experts-per-tok", "N", "override num_experts_per_tok")
+      .range(flag_ranges::kSeed)
+      .option("--layers", "N", "override num_hidden_layers").range(limits::kLayersRange)
+      .option("--dim", "N", "override hidden_size").range(limits::kDimRange)
+      .option("--hidden-dim", "N", "override intermediate_size (MoE: moe_intermediate_size)").range(limits::kHiddenDimRange)
+      .option("--heads", "N", "override num_attention_heads").range(limits::kHeadsRange)
+      .option("--kv-heads", "N", "override num_key_value_heads").range(limits::kHeadsRange)
+      .option("--head-dim", "N", "override head_dim").range(limits::kHeadDimRange)
+      .option("--vocab", "N", "override vocab_size").range(limits::kVocabRange)
+      .option("--max-seq", "N", "override max_position_embeddings").range(limits::kSeqLenRange)
+      .option("--experts", "N", "override num_experts (MoE presets)").range(limits::kExpertsRange)
+      .option("--experts-per-tok", "N", "override num_experts_per_tok").range(limits::kExpertsRange)
       .option("--norm-topk-prob", "0|1", "override norm_topk_prob")
       .option("--tied", "0|1", "override tie_word_embeddings")
-      .option("--rope-theta", "X", "override rope_theta")
-      .option("--rms-eps", "X", "override rms_norm_eps")
+      .option("--rope-theta", "X", "override rope_theta").range(limits::kRopeThetaRange)
+      .option("--rms-eps", "X", "override rms_norm_eps").range(limits::kRmsEpsRange)
       .option("--expert-type", "TYPE", "moe3 experts: q8_0, int8-sym, int8-asym or awq")
       .option("--group-size", "G", "model file: the format's group (see qconvert convert); hf awq: the AWQ group (default 128)")
-      .option("--expert-group-size", "G", "moe3 expert group")
+      .range(limits::kGroupSizeRange)
+      .option("--expert-group-size", "G", "moe3 expert group").range(limits::kGroupSizeRange)
       .option("--dtype", "T", "hf only: f32, f16, bf16, or awq (AutoAWQ INT4 linears, fp16 rest)", std::string("f32"))
       .option("--shard-size", "BYTES", "hf only: shard above this size (e.g. 500MB); default one file")
       .flag("--fused-experts", "hf only: store experts fused as mlp.experts.gate_up_proj / down_proj (transformers v5)")
@@ -84,29 +82,31 @@ int cmd_synthetic(const std::vector<std::string>& args) {
   if (!a.parse(args)) return 0;
 
   ModelConfig c = synthetic::preset_config(a.get("--preset"));
-  if (a.given("--layers")) c.n_layers = positive_int(a, "--layers");
-  if (a.given("--dim")) c.dim = positive_int(a, "--dim");
-  if (a.given("--hidden-dim")) c.hidden_dim = positive_int(a, "--hidden-dim");
-  if (a.given("--heads")) c.n_heads = positive_int(a, "--heads");
-  if (a.given("--kv-heads")) c.n_kv_heads = positive_int(a, "--kv-heads");
-  if (a.given("--head-dim")) c.head_dim = positive_int(a, "--head-dim");
-  if (a.given("--vocab")) c.vocab_size = positive_int(a, "--vocab");
-  if (a.given("--max-seq")) c.max_seq_len = positive_int(a, "--max-seq");
+  auto override = [&](const char* name, int32_t& field) {
+    if (a.given(name)) field = a.get_int_as<int32_t>(name);
+  };
+  override("--layers", c.n_layers);
+  override("--dim", c.dim);
+  override("--hidden-dim", c.hidden_dim);
+  override("--heads", c.n_heads);
+  override("--kv-heads", c.n_kv_heads);
+  override("--head-dim", c.head_dim);
+  override("--vocab", c.vocab_size);
+  override("--max-seq", c.max_seq_len);
   if (a.given("--experts") || a.given("--experts-per-tok") || a.given("--norm-topk-prob")) {
     if (!c.is_moe()) throw Error("--experts, --experts-per-tok and --norm-topk-prob need a MoE preset (e.g. tiny-moe, qwen3-30b-a3b)");
-    if (a.given("--experts")) c.num_experts = positive_int(a, "--experts");
-    if (a.given("--experts-per-tok")) c.num_experts_per_tok = positive_int(a, "--experts-per-tok");
+    override("--experts", c.num_experts);
+    override("--experts-per-tok", c.num_experts_per_tok);
     if (a.given("--norm-topk-prob")) c.norm_topk_prob = bool_arg(a, "--norm-topk-prob");
   }
   if (a.given("--tied")) c.shared_classifier = bool_arg(a, "--tied");
   if (a.given("--rope-theta")) c.rope_theta = static_cast<float>(a.get_double("--rope-theta"));
   if (a.given("--rms-eps")) c.rms_norm_eps = static_cast<float>(a.get_double("--rms-eps"));
-  const int64_t seed_value = a.get_int("--seed");
-  const uint64_t seed = static_cast<uint64_t>(seed_value);
+  const uint64_t seed = a.get_int_as<uint64_t>("--seed");
   const std::string out = a.get("--out");
   const std::string format = a.get("--format");
   const bool quiet = a.get_flag("--quiet");
-  const int32_t group = a.given("--group-size") ? positive_int(a, "--group-size", 1 << 16) : 0;
+  const int32_t group = a.given("--group-size") ? a.get_int_as<int32_t>("--group-size") : 0;
 
   if (format == "hf") {
     for (const char* moe_only : {"--expert-type", "--expert-group-size"})
@@ -138,7 +138,7 @@ int cmd_synthetic(const std::vector<std::string>& args) {
     if (w.format != FileFormat::MOE3) throw Error("--expert-type only applies to --format moe3");
     w.expert_type = convert::parse_expert_type(a.get("--expert-type"));
   }
-  if (a.given("--expert-group-size")) w.expert_group_size = positive_int(a, "--expert-group-size", 1 << 16);
+  if (a.given("--expert-group-size")) w.expert_group_size = a.get_int_as<int32_t>("--expert-group-size");
   synthetic::write_model_file(out, w, seed, quiet);
   std::fprintf(stderr, "qconvert: wrote %s (%s), peak RSS %.1f MB\n", out.c_str(), format.c_str(),
                static_cast<double>(peak_rss_bytes()) / 1e6);

@@ -18,7 +18,9 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/flag_ranges.h"
 #include "common/progress.h"
+#include "models/core/config_limits.h"
 #include "models/formats/model_file.h"
 #include "models/synthetic/presets.h"
 #include "models/synthetic/synthetic.h"
@@ -50,7 +52,6 @@ std::string synthetic_model(const CliArgs& cli, std::optional<FileFormat> format
                             std::optional<WeightType> expert = std::nullopt) {
   ModelConfig c = synthetic::preset_config(cli.get("--preset"));
   if (cli.given("--layers")) c.n_layers = cli.get_int_as<int32_t>("--layers");
-  if (c.n_layers <= 0) throw Error("--layers must be positive");
   WriterOptions o;
   o.config = c;
   o.format = c.is_moe() ? FileFormat::MOE3 : FileFormat::AJC1;
@@ -112,15 +113,10 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
   KernelBenchOptions ko;
   ko.tuned_cache = cache;
   if (cli.given("--buckets")) ko.buckets = parse_int_list(cli.get("--buckets"), "--buckets");
-  for (int64_t m : ko.buckets)
-    if (m < 1 || m > 65536) throw Error("--buckets: each batch size must be in 1..65536");
   EndToEndOptions eo;
   if (cli.given("--prompts")) eo.prompts = parse_int_list(cli.get("--prompts"), "--prompts");
-  for (int64_t p : eo.prompts)
-    if (p < 1) throw Error("--prompts: each prompt length must be positive");
   eo.decode_steps = cli.given("--gen") ? cli.get_int("--gen") : 128;
   eo.repeat = int(cli.get_int("--repeat"));
-  if (eo.decode_steps < 1 || eo.repeat < 1) throw Error("--gen and --repeat must be positive");
 
   nlohmann::json data = {{"schema", report::kReportSchema}, {"generated", utc_now()}, {"command", command_line(argc, argv)}};
   data["model"] = {{"path", path}, {"arch", c.is_moe() ? "qwen3-moe" : "qwen3"}, {"layers", c.n_layers},
@@ -211,20 +207,22 @@ int run(int argc, char** argv) {
   CliArgs cli("qbench", "Measures prefill/decode tok/s of the CPU runtime and the decode memory-bandwidth roofline.");
   cli.option("-m,--model", "PATH", "model file to benchmark (else a synthetic --preset model is created)")
       .option("--preset", "NAME", "synthetic shape: qwen3-0.6b, qwen3-30b-a3b, ...", "qwen3-0.6b")
-      .option("--layers", "N", "override the preset's layer count")
+      .option("--layers", "N", "override the preset's layer count").range(limits::kLayersRange)
       .option("--format", "F", "ajc1, moe3 or ak48 (default: ajc1 dense, moe3 MoE)")
       .option("--expert-type", "T", "moe3 experts: q8_0, int8-sym, int8-asym, awq", "q8_0")
       .option("--work-dir", "DIR", "where synthetic models are created and kept", "/tmp/qbench-models")
-      .option("--prompt", "N", "prompt tokens for the prefill measurement", "128")
-      .option("--gen", "N", "decode steps measured after the prefill", "32")
-      .option("--repeat", "R", "repetitions (best is reported)", "3")
+      .option("--prompt", "N", "prompt tokens for the prefill measurement", "128").range(limits::kTokenCountRange)
+      .option("--gen", "N", "decode steps measured after the prefill", "32").range(limits::kTokenCountRange)
+      .option("--repeat", "R", "repetitions (best is reported)", "3").range(flag_ranges::kRepetitions)
       .option("--warmup", "W", "unmeasured runs of the prompt and one decode step first, as llama-bench does: the "
               "one-time work a first prompt pays (MoE experts repacked on first use, pages faulted in) is not "
-              "counted", "1")
-      .option("--threads", "N", "threads (default: all)")
+              "counted", "1").range(flag_ranges::kWarmupRuns)
+      .option("--threads", "N", "threads (default: all)").range(flag_ranges::kThreads)
       .flag("--reference", "benchmark the reference path instead of the fast one")
       .option("--bandwidth-mb", "MB", "buffer for the bandwidth measurement; 0 skips it (no roofline), so the peak RSS is the runtime's own", "512")
+      .range(flag_ranges::kBufferMiB)
       .option("--context", "N", "KV-cache limit in tokens (default: prompt + gen + 1); the cache grows up to it as tokens come")
+      .range(limits::kTokenCountRange)
       .option("--kv", "T", "fast path's KV-cache type: f16 or f32 (default: f16, f32 for MoE models)")
       .flag("--json", "print one JSON object instead of text")
       .option("--device", "D", "cpu, emu or cuda (the device backend; cuda needs a GPU)", "cpu")
@@ -233,7 +231,9 @@ int run(int argc, char** argv) {
               "FP16, end to end per variant) and write DIR/REPORT.md, report.json and plots/")
       .option("--render", "FILE", "with --report DIR: render a recorded report.json instead of measuring")
       .option("--buckets", "LIST", "--report: batch rows per linear call (default 1,2,4,...,4096)")
+      .list_range(flag_ranges::kBatchRows)
       .option("--prompts", "LIST", "--report: prompt lengths for the end-to-end prefill (default 128,512)")
+      .list_range(limits::kTokenCountRange)
       .option("--q8-model", "PATH", "--report: a Q8_0 model of the same shape for the end-to-end comparison "
               "(with --preset, made automatically)");
   if (!cli.parse(argc, argv)) return 0;
@@ -252,9 +252,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   const int64_t prompt = cli.get_int("--prompt"), gen = cli.get_int("--gen"), repeat = cli.get_int("--repeat");
-  if (prompt <= 0 || gen <= 0 || repeat <= 0) throw Error("--prompt, --gen and --repeat must be positive");
   const int64_t warmup = cli.get_int("--warmup");
-  if (warmup < 0) throw Error("--warmup must be 0 or more");
 
   if (cli.given("--report") && !cli.given("--format") && !cli.given("--model") && cli.get("--device") != "cpu" &&
       !synthetic::preset_config(cli.get("--preset")).is_moe())

@@ -11,8 +11,10 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/flag_ranges.h"
 #include "common/paths.h"
 #include "common/progress.h"
+#include "models/core/config_limits.h"
 #include "models/formats/model_file.h"
 #include "runtime/cli/generation.h"
 #include "runtime/cli/run_device.h"
@@ -32,15 +34,19 @@ CliArgs make_cli() {
   cli.option("-m,--model", "PATH", "model file (default: the synthetic default model scripts/setup.sh creates)")
       .option("--tokenizer", "PATH", "tokenizer.json (default: beside the model, else the shipped Qwen3 one)")
       .option("-p,--prompt", "TEXT", "the user message (or raw text with --raw)")
-      .option("-n,--n-predict", "N", "tokens to generate per turn", "256")
+      .option("-n,--n-predict", "N", "tokens to generate per turn", "256").range(IntRange{0, limits::kMaxSeqLen})
       .option("--temp", "T", "temperature; 0 = greedy (default: 0.6 thinking, 0.7 non-thinking)")
-      .option("--top-k", "K", "keep the K most likely tokens; 0 = off (default 20)")
-      .option("--top-p", "P", "nucleus sampling mass (default: 0.95 thinking, 0.8 non-thinking)")
-      .option("--min-p", "P", "drop tokens below P x the top probability (default 0)")
+      .range(kTemperatureRange)
+      .option("--top-k", "K", "keep the K most likely tokens; 0 = off (default 20)").range(kTopKRange)
+      .option("--top-p", "P", "nucleus sampling mass (default: 0.95 thinking, 0.8 non-thinking)").range(kTopPRange)
+      .option("--min-p", "P", "drop tokens below P x the top probability (default 0)").range(kMinPRange)
       .option("--repeat-penalty", "R", "repetition penalty on tokens already seen; 1 = off", "1")
+      .range(kRepetitionPenaltyRange)
       .option("--repeat-last-n", "N", "history window of the repetition penalty; 0 = all", "0")
+      .range(kRepeatLastNRange)
       .option("--seed", "S", "random seed (default: from the clock, printed in the statistics line)")
-      .option("--system", "TEXT", "system message of the chat")
+      .range(flag_ranges::kSeed)
+      .option("--system", "TEXT", "system message of the chat").allow_empty()
       .flag("--think", "thinking mode (Qwen3's default)")
       .flag("--no-think", "non-thinking mode: the template's empty <think></think> block")
       .flag("--raw", "no chat template: the prompt is encoded as plain text")
@@ -57,9 +63,12 @@ CliArgs make_cli() {
       .flag("-v,--verbose", "emu/cuda: list the kernel chosen for every op shape and why")
       .flag("--reference", "reference path: dequantized weights, fp32 activations (slow, exact)")
       .option("--threads", "N", "CPU threads (default: all; emu: host threads running blocks)")
+      .range(flag_ranges::kThreads)
       .option("-c,--context", "N", "context length in tokens (default: min(4096, model maximum))")
+      .range(limits::kTokenCountRange)
       .option("--tuned-cache", "PATH", "tuning store written by qtune; this device's winners are used")
       .option("--prompt-ids", "IDS", "comma-separated token ids instead of text (needs no tokenizer)")
+      .list_range(flag_ranges::kTokenId)
       .option("--logits-out", "FILE", "write float32 logits of every prompt position ([tokens, vocab], little-endian)")
       .flag("--no-stats", "do not print the statistics line");
   return cli;
@@ -137,7 +146,6 @@ int run(int argc, char** argv) {
   if (!ids_mode && !cli.given("--prompt") && !cli.get_flag("--interactive"))
     throw Error("nothing to do: give -p/--prompt, -i/--interactive or --prompt-ids (see qrun --help)");
   const int64_t n_predict = cli.get_int("--n-predict");
-  if (n_predict < 0) throw Error("-n/--n-predict must be >= 0, got " + std::to_string(n_predict));
 
   if (cli.given("--tuned-cache") && !file_exists(cli.get("--tuned-cache")))
     throw Error("--tuned-cache: " + cli.get("--tuned-cache") + ": no such file");
@@ -157,7 +165,6 @@ int run(int argc, char** argv) {
                          "output is gibberish by design; pass --model for a real model\n");
 
   int64_t context = cli.given("--context") ? cli.get_int("--context") : std::min<int64_t>(4096, cfg.max_seq_len);
-  if (context <= 0) throw Error("-c/--context must be positive, got " + std::to_string(context));
   if (context > cfg.max_seq_len)
     throw Error("-c/--context " + std::to_string(context) + " exceeds the model's maximum of " +
                 std::to_string(cfg.max_seq_len) + " tokens");
@@ -182,7 +189,6 @@ int run(int argc, char** argv) {
   opts.reference = cli.get_flag("--reference");
   if (cli.given("--threads")) {
     opts.threads = cli.get_int_as<int>("--threads");
-    if (opts.threads <= 0 || opts.threads > 1024) throw Error("--threads must be in 1..1024");
     run_opts.emu_threads = opts.threads;
   }
   if (cli.given("--tuned-cache") && device != "cpu") run_opts.tuned_cache = cli.get("--tuned-cache");

@@ -12,14 +12,18 @@
 namespace qt::rt {
 
 void validate_sampler_config(const SamplerConfig& c) {
-  if (!(c.temperature >= 0.0f) || !std::isfinite(c.temperature))
-    throw Error("temperature must be >= 0, got " + std::to_string(c.temperature));
-  if (c.top_k < 0) throw Error("top-k must be >= 0, got " + std::to_string(c.top_k));
-  if (!(c.top_p > 0.0f && c.top_p <= 1.0f)) throw Error("top-p must be in (0, 1], got " + std::to_string(c.top_p));
-  if (!(c.min_p >= 0.0f && c.min_p <= 1.0f)) throw Error("min-p must be in [0, 1], got " + std::to_string(c.min_p));
-  if (!(c.repetition_penalty > 0.0f) || !std::isfinite(c.repetition_penalty))
-    throw Error("repetition penalty must be > 0, got " + std::to_string(c.repetition_penalty));
-  if (c.repeat_last_n < 0) throw Error("repeat-last-n must be >= 0, got " + std::to_string(c.repeat_last_n));
+  auto real = [](const char* what, float v, const RealRange& r) {
+    if (!contains(r, v)) throw Error(std::string(what) + " must be in " + range_text(r) + ", got " + std::to_string(v));
+  };
+  auto integer = [](const char* what, int64_t v, const IntRange& r) {
+    if (!contains(r, v)) throw Error(std::string(what) + " must be in " + range_text(r) + ", got " + std::to_string(v));
+  };
+  real("temperature", c.temperature, kTemperatureRange);
+  integer("top-k", c.top_k, kTopKRange);
+  real("top-p", c.top_p, kTopPRange);
+  real("min-p", c.min_p, kMinPRange);
+  real("repetition penalty", c.repetition_penalty, kRepetitionPenaltyRange);
+  integer("repeat-last-n", c.repeat_last_n, kRepeatLastNRange);
 }
 
 Rng::Rng(uint64_t seed) {

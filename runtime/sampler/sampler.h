@@ -9,10 +9,21 @@
 //   * min-p: drop tokens whose probability is below min_p times the most probable one's. 0 disables.
 // At least one token always survives. The draw uses a seeded xorshift64* generator, so a seed fixes the
 // whole sequence of choices.
+#include <cfloat>
 #include <cstdint>
 #include <vector>
 
+#include "common/value_range.h"
+
 namespace qt::rt {
+
+// What each setting accepts (qrun's flags take the same).
+inline constexpr RealRange kTemperatureRange{0, FLT_MAX};
+inline constexpr IntRange kTopKRange{0, INT32_MAX};
+inline constexpr RealRange kTopPRange{0, 1, true};
+inline constexpr RealRange kMinPRange{0, 1};
+inline constexpr RealRange kRepetitionPenaltyRange{0, FLT_MAX, true};
+inline constexpr IntRange kRepeatLastNRange{0, INT32_MAX};
 
 struct SamplerConfig {
   float temperature = 1.0f;   // 0 = greedy

@@ -66,3 +66,55 @@ TEST_CASE("cli: integer flags are range-checked at the full width of their type,
   CHECK_THROWS_WITH(parsed("12x").get_int_as<int32_t>("--count"), Catch::Contains("12x"));
   CHECK_THROWS_WITH(parsed("99999999999999999999").get_int("--count"), Catch::Contains("--count"));
 }
+
+TEST_CASE("cli: a declared range is checked when the command line is parsed, before any value is read", "[cli]") {
+  auto make = [] {
+    CliArgs a("tool", "test tool");
+    a.option("--threads", "N", "threads").range(IntRange{1, 1024})
+        .option("--seed", "S", "seed", "1").range(UintRange{0, UINT64_MAX})
+        .option("--top-p", "P", "mass").range(RealRange{0, 1, true})
+        .option("--buckets", "LIST", "rows").list_range(IntRange{1, 65536});
+    return a;
+  };
+  for (const char* bad : {"0", "-1", "1025", "1000000000", "99999999999999999999", "4x", ""}) {
+    INFO(bad);
+    auto a = make();
+    CHECK_THROWS_WITH(a.parse({"--threads", bad}), Catch::Contains("--threads"));
+  }
+  auto a = make();
+  CHECK_THROWS_WITH(a.parse({"--threads", "0"}), Catch::Contains("--threads: 0 is out of range (1..1024)"));
+  auto b = make();
+  CHECK_THROWS_WITH(b.parse({"--top-p", "0"}), Catch::Contains("--top-p: 0 is out of range (0, 1]"));
+  auto c = make();
+  CHECK_THROWS_WITH(c.parse({"--top-p=nan"}), Catch::Contains("--top-p"));
+  auto d = make();
+  CHECK_THROWS_WITH(d.parse({"--buckets", "1,2,0"}), Catch::Contains("--buckets: 0 is out of range (1..65536)"));
+  auto e = make();
+  CHECK_THROWS_WITH(e.parse({"--seed", "-1"}), Catch::Contains("--seed"));
+  auto ok = make();
+  REQUIRE(ok.parse({"--threads", "1024", "--seed", "18446744073709551615", "--top-p", "1", "--buckets", "1,65536"}));
+  CHECK(ok.get_int_as<int>("--threads") == 1024);
+  CHECK(ok.get_int_as<uint64_t>("--seed") == UINT64_MAX);
+  CHECK(ok.help().find("--threads <N>") != std::string::npos);
+  CHECK(ok.help().find("(1..1024)") != std::string::npos);
+  CHECK(ok.help().find("(each 1..65536)") != std::string::npos);
+}
+
+TEST_CASE("cli: an empty value is a usage error unless the option allows one", "[cli]") {
+  CliArgs a("tool", "test tool");
+  a.option("--out", "FILE", "output").option("--system", "TEXT", "message").allow_empty();
+  CHECK_THROWS_WITH(a.parse({"--out", ""}), Catch::Contains("option --out needs a value <FILE>, got an empty one"));
+  CliArgs b("tool", "test tool");
+  b.option("--out", "FILE", "output");
+  CHECK_THROWS_WITH(b.parse({"--out="}), Catch::Contains("--out"));
+  CliArgs c("tool", "test tool");
+  c.option("--system", "TEXT", "message").allow_empty();
+  REQUIRE(c.parse({"--system", ""}));
+  CHECK(c.get("--system").empty());
+}
+
+TEST_CASE("cli: a default outside its own declared range is caught at parse time", "[cli]") {
+  CliArgs a("tool", "test tool");
+  a.option("--repeat", "N", "repetitions", "0").range(IntRange{1, 10});
+  CHECK_THROWS_WITH(a.parse(std::vector<std::string>{}), Catch::Contains("--repeat"));
+}

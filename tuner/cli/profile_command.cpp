@@ -9,6 +9,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/flag_ranges.h"
 #include "device/emu/emu_device.h"
 #include "device/arch/arch_limits.h"
 #include "device/jit/compile_service.h"
@@ -66,7 +67,7 @@ int profile_command(const std::vector<std::string>& args) {
       .option("--point", "P", "'p=v,...' (unspecified parameters take their defaults; default: the family's first default point)")
       .option("--shape", "S", "comma-separated values of the family's dimensions (default: its probe shape)")
       .option("--gpu", "ARCH", "architecture for the SASS mix", "sm80")
-      .option("--seed", "N", "input and scheduling seed", "1")
+      .option("--seed", "N", "input and scheduling seed", "1").range(flag_ranges::kSeed)
       .option("--json", "FILE", "also write the profile as JSON");
   if (!cli.parse(args)) return kExitOk;
   if (cli.get("--device") != "emu") throw Error("qtune profile: --device must be emu (got '" + cli.get("--device") + "')");

@@ -11,6 +11,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/flag_ranges.h"
 #include "tuner/replay/loo.h"
 #include "tuner/replay/replay.h"
 #include "tuner/replay/transfer.h"
@@ -173,9 +174,9 @@ int replay_command(const std::vector<std::string>& args) {
       }(), "best")
       .option("--budget", "B[,B]", "evaluations (200), share of the space (5%) or charged seconds (600s); a list "
               "gives one result per budget", "5%")
-      .option("--seeds", "N", "independent runs (seeds first..first+N-1)", "50")
-      .option("--first-seed", "S", "seed of the first run", "1")
-      .option("--curve-points", "N", "points on the efficiency curve", "20")
+      .option("--seeds", "N", "independent runs (seeds first..first+N-1)", "50").range(flag_ranges::kRepetitions)
+      .option("--first-seed", "S", "seed of the first run", "1").range(flag_ranges::kSeed)
+      .option("--curve-points", "N", "points on the efficiency curve", "20").range(flag_ranges::kCurvePoints)
       .option("--transfer", "FILE", "another device's recording of the same kernel, known before the search: its "
               "fastest points are tried first and the search builds on them; reports what copying its winner gives")
       .flag("--leave-one-out", "choose among --strategies on all spaces but one, score on that one, for each")
@@ -184,9 +185,7 @@ int replay_command(const std::vector<std::string>& args) {
   if (!cli.parse(args)) return 0;
   const std::vector<std::string> files = space_files(cli);
   const int seeds = cli.get_int_as<int>("--seeds");
-  if (seeds <= 0 || seeds > 100000) throw Error("--seeds must be in 1..100000");
   const int curve_points = cli.get_int_as<int>("--curve-points");
-  if (curve_points <= 0 || curve_points > 10000) throw Error("--curve-points must be in 1..10000");
   if (cli.get_flag("--leave-one-out")) {
     if (cli.given("--transfer")) throw Error("--transfer and --leave-one-out cannot be combined");
     return leave_one_out_command(cli, files);

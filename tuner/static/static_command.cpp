@@ -16,6 +16,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/flag_ranges.h"
 #include "kernels_src/registry/registry.h"
 #include "device/jit/compile_cache.h"
 #include "device/jit/compile_service.h"
@@ -117,9 +118,10 @@ int run_static_command(const std::vector<std::string>& args) {
       .option("--model", "FILE", "model file whose shapes to analyse (default: Qwen3-8B shapes)")
       .option("--points", "WHICH", "default | all | 'p=v,...;p=v,...'", "default")
       .option("--m", "N", "rows of the activation matrix for GEMM-type families (default: family's own)")
+      .range(flag_ranges::kBatchRows)
       .option("--cache-dir", "DIR", "compile cache directory (default: $QTUNE_CACHE_DIR or ~/.cache/qtune/nvrtc)")
       .flag("--no-cache", "compile everything, do not read or write the cache")
-      .option("--threads", "N", "parallel compiles (default: hardware threads)", "0")
+      .option("--threads", "N", "parallel compiles; 0 = one per hardware thread", "0").range(flag_ranges::kCompileThreads)
       .option("--json", "FILE", "also write the results as JSON");
   if (!cli.parse(args)) return kExitOk;
   if (!cli.positional().empty()) throw Error("qtune static takes no positional argument: " + cli.positional()[0]);
@@ -138,7 +140,6 @@ int run_static_command(const std::vector<std::string>& args) {
 
   const ModelShapes ms = model_shapes(cli.get_optional("--model").value_or(""));
   const int64_t m_override = cli.given("--m") ? cli.get_int("--m") : 0;
-  if (cli.given("--m") && m_override < 1) throw Error("--m must be positive");
 
   ServiceOptions opt;
   opt.cache_dir = cli.get_optional("--cache-dir").value_or("");

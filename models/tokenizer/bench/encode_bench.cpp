@@ -14,6 +14,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/flag_ranges.h"
 #include "common/paths.h"
 #include "models/tokenizer/tokenizer.h"
 
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
     qt::CliArgs args("qtok_bench", "Single-thread encode throughput (MB/s) of the qtune tokenizer.");
     args.option("--text", "FILE", "UTF-8 text to encode");
     args.option("-t,--tokenizer", "PATH", "tokenizer.json", qt::default_hf_tokenizer_path());
-    args.option("--repeat", "N", "timed passes (best is reported)", "5");
+    args.option("--repeat", "N", "timed passes (best is reported)", "5").range(qt::flag_ranges::kRepetitions);
     args.flag("--lines", "encode each line as its own document (as a batch of short prompts)");
     args.flag("--cold", "a fresh tokenizer per pass, so no pre-token cache carries over between passes");
     if (!args.parse(argc, argv)) return 0;

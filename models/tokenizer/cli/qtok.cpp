@@ -12,6 +12,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/flag_ranges.h"
 #include "common/paths.h"
 #include "models/tokenizer/chat.h"
 #include "models/tokenizer/qwen3c.h"
@@ -126,15 +127,17 @@ int cmd_export(int argc, char** argv) {
   CliArgs args("qtok export", "Writes the qwen3.c tokenizer file (<model>.bin.tokenizer) for a HF tokenizer.");
   add_tokenizer_option(args);
   args.option("-o,--out", "FILE", "output path");
-  args.option("--bos", "ID", "bos_token_id for the header (default: <|endoftext|>, as Qwen3's config.json)");
-  args.option("--eos", "ID", "eos_token_id for the header (default: <|im_end|>, as Qwen3's config.json)");
+  args.option("--bos", "ID", "bos_token_id for the header (default: <|endoftext|>, as Qwen3's config.json)")
+      .range(qt::flag_ranges::kTokenId);
+  args.option("--eos", "ID", "eos_token_id for the header (default: <|im_end|>, as Qwen3's config.json)")
+      .range(qt::flag_ranges::kTokenId);
   if (!args.parse(argc, argv, 2)) return 0;
   if (!args.given("--out")) throw Error("qtok export: --out is required");
   tok::Tokenizer t = tok::Tokenizer::load(args.get("--tokenizer"));
   int64_t bos = args.given("--bos") ? args.get_int("--bos") : -1;
   int64_t eos = args.given("--eos") ? args.get_int("--eos") : -1;
-  if (args.given("--bos") && (bos < 0 || bos >= t.vocab_size())) throw Error("--bos " + std::to_string(bos) + " is not a token id");
-  if (args.given("--eos") && (eos < 0 || eos >= t.vocab_size())) throw Error("--eos " + std::to_string(eos) + " is not a token id");
+  if (bos >= t.vocab_size()) throw Error("--bos " + std::to_string(bos) + " is not a token id of this tokenizer");
+  if (eos >= t.vocab_size()) throw Error("--eos " + std::to_string(eos) + " is not a token id of this tokenizer");
   tok::write_qwen3c_tokenizer(t, args.get("--out"), bos, eos);
   std::fprintf(stderr, "qtok: wrote %s (%d tokens)\n", args.get("--out").c_str(), t.vocab_size());
   return 0;
