@@ -177,9 +177,9 @@ constexpr bool rows_in_enum_order() {
 static_assert(rows_in_enum_order(), "kTraits is indexed by WeightType");
 static_assert(std::size(kTraits) == static_cast<size_t>(WeightType::AWQ_INT4) + 1, "one row per WeightType");
 
-std::optional<WeightType> find_quantized(std::string_view name, const char* WeightTraits::*field) {
+std::optional<WeightType> find_type(std::string_view name, const char* WeightTraits::*field, bool quantized_only) {
   for (const WeightTraits& r : kTraits)
-    if (r.quantized && name == r.*field) return r.type;
+    if ((r.quantized || !quantized_only) && name == r.*field) return r.type;
   return std::nullopt;
 }
 
@@ -209,12 +209,16 @@ const WeightTraits& weight_traits(WeightType t) {
   return kTraits[i];
 }
 
+std::optional<WeightType> weight_type_by_name(std::string_view name) {
+  return find_type(name, &WeightTraits::name, false);
+}
+
 std::optional<WeightType> quantized_type_by_short_name(std::string_view name) {
-  return find_quantized(name, &WeightTraits::short_name);
+  return find_type(name, &WeightTraits::short_name, true);
 }
 
 std::optional<WeightType> quantized_type_by_option_name(std::string_view name) {
-  return find_quantized(name, &WeightTraits::option_name);
+  return find_type(name, &WeightTraits::option_name, true);
 }
 
 int32_t default_group_dividing(WeightType t, std::initializer_list<int64_t> ks) {

@@ -66,6 +66,8 @@ struct WeightTraits {
 
 const WeightTraits& weight_traits(WeightType t);
 
+// The type with this name ("AWQ_INT4"); nullopt for any other text.
+std::optional<WeightType> weight_type_by_name(std::string_view name);
 // The quantized type with this short_name / option_name; nullopt for other names, float types' included.
 std::optional<WeightType> quantized_type_by_short_name(std::string_view name);
 std::optional<WeightType> quantized_type_by_option_name(std::string_view name);

@@ -10,109 +10,39 @@
 
 #include "common/error.h"
 #include "runtime/report/svg_plot.h"
+#include "runtime/report/text_escape.h"
 
 namespace qt::report {
 namespace {
 
-using nlohmann::json;
-
-// Field access with errors that name the path of what is missing.
-const json& field(const json& j, const std::string& key, const std::string& where) {
-  if (!j.is_object() || !j.contains(key)) throw Error("report JSON: " + where + " has no '" + key + "'");
-  return j.at(key);
-}
-std::string text(const json& j, const std::string& key, const std::string& where) {
-  const json& v = field(j, key, where);
-  if (!v.is_string()) throw Error("report JSON: " + where + "." + key + " must be a string");
-  return v.get<std::string>();
-}
-double number(const json& j, const std::string& key, const std::string& where) {
-  const json& v = field(j, key, where);
-  if (!v.is_number()) throw Error("report JSON: " + where + "." + key + " must be a number");
-  return v.get<double>();
-}
-// A positive number, or nullopt when the field is absent or null.
-std::optional<double> maybe(const json& j, const std::string& key, const std::string& where) {
-  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-  const double v = number(j, key, where);
-  if (!(v > 0) || !std::isfinite(v)) throw Error("report JSON: " + where + "." + key + " must be positive");
-  return v;
-}
-
+// Wide enough for any double in any of the formats below, so no figure is ever cut short.
 std::string fmt(const char* f, double v) {
-  char b[64];
+  char b[400];
   std::snprintf(b, sizeof b, f, v);
   return b;
 }
 
-// A reason short enough for a table cell; the whole text stays in report.json.
-std::string short_text(const std::string& s) {
-  std::string one = s;
-  std::replace(one.begin(), one.end(), '|', '/');
-  std::replace(one.begin(), one.end(), '\n', ' ');
-  return one.size() <= 140 ? one : one.substr(0, 137) + "...";
-}
-
 std::string pct(double v) { return fmt("%.0f%%", 100 * v); }
 
-struct Variant {
-  std::string name, detail, unavailable;
-  double seconds = 0, bytes = 0;
-};
+// A reason short enough for a table cell; the whole text stays in report.json.
+std::string cell_text(const std::string& s) { return markdown_text(shorten(s, 140)); }
 
-struct KernelRow {
-  std::string type, what;
-  int64_t n = 0, k = 0, g = 0, m = 0;
-  std::vector<Variant> variants;
-  const Variant* find(const std::string& name) const {
-    for (const Variant& v : variants)
-      if (v.name == name && v.unavailable.empty()) return &v;
-    return nullptr;
-  }
-  std::string shape_key() const {
-    return type + " N=" + std::to_string(n) + " K=" + std::to_string(k) + " G=" + std::to_string(g);
-  }
-  std::string file_key() const {
-    return "linear-" + type + "-" + std::to_string(n) + "x" + std::to_string(k) + "-g" + std::to_string(g) + ".svg";
-  }
-  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
-};
-
-std::vector<KernelRow> read_kernels(const json& data) {
-  std::vector<KernelRow> rows;
-  if (!data.contains("kernels")) return rows;
-  const json& ks = data.at("kernels");
-  if (!ks.is_array()) throw Error("report JSON: 'kernels' must be an array");
-  for (size_t i = 0; i < ks.size(); ++i) {
-    const std::string where = "kernels[" + std::to_string(i) + "]";
-    const json& k = ks[i];
-    KernelRow r;
-    r.type = text(k, "type", where);
-    r.what = k.contains("what") ? text(k, "what", where) : "";
-    r.n = int64_t(number(k, "N", where)), r.k = int64_t(number(k, "K", where));
-    r.g = int64_t(number(k, "G", where)), r.m = int64_t(number(k, "M", where));
-    if (r.n <= 0 || r.k <= 0 || r.m <= 0) throw Error("report JSON: " + where + " needs positive M, N and K");
-    const json& vs = field(k, "variants", where);
-    if (!vs.is_array()) throw Error("report JSON: " + where + ".variants must be an array");
-    for (size_t j = 0; j < vs.size(); ++j) {
-      const std::string w = where + ".variants[" + std::to_string(j) + "]";
-      Variant v;
-      v.name = text(vs[j], "name", w);
-      if (vs[j].contains("unavailable")) {
-        v.unavailable = text(vs[j], "unavailable", w);
-      } else {
-        const auto seconds = maybe(vs[j], "seconds", w);
-        if (!seconds) throw Error("report JSON: " + w + " has neither 'seconds' nor 'unavailable'");
-        v.seconds = *seconds;
-        v.bytes = maybe(vs[j], "bytes", w).value_or(0);
-      }
-      if (vs[j].contains("detail")) v.detail = text(vs[j], "detail", w);
-      r.variants.push_back(v);
-    }
-    rows.push_back(r);
-  }
-  return rows;
+const Variant* find_variant(const KernelRow& r, const std::string& name) {
+  for (const Variant& v : r.variants)
+    if (v.name == name && v.unavailable.empty()) return &v;
+  return nullptr;
 }
+
+std::string shape_key(const KernelRow& r) {
+  return r.type + " N=" + std::to_string(r.n) + " K=" + std::to_string(r.k) + " G=" + std::to_string(r.g);
+}
+
+// The plot's file name: made of a weight type's name and integers only (report_json.cpp checks the type).
+std::string plot_file(const KernelRow& r) {
+  return "linear-" + r.type + "-" + std::to_string(r.n) + "x" + std::to_string(r.k) + "-g" + std::to_string(r.g) + ".svg";
+}
+
+double flops(const KernelRow& r) { return 2.0 * double(r.m) * double(r.n) * double(r.k); }
 
 double geomean(const std::vector<double>& v) {
   double s = 0;
@@ -124,116 +54,102 @@ struct Goal {
   std::string goal, measured, verdict;
 };
 
-std::vector<Goal> goals(const std::string& kind, const std::vector<KernelRow>& rows, const json& e2e,
-                        std::optional<double> bw) {
+std::vector<Goal> goals(const BenchReport& rep) {
   std::vector<Goal> g;
-  const bool gpu = kind == "cuda";
+  const std::string& kind = rep.device_kind;
+  const std::optional<double>& bw = rep.bandwidth_gbps;
   auto verdict = [&](bool have, bool met) {
-    if (!gpu) return std::string("not applicable (") + kind + " report)";
+    if (kind != "cuda") return std::string("not applicable (") + kind + " report)";
     if (!have) return std::string("not measured");
     return std::string(met ? "met" : "NOT met");
   };
   // AWQ GEMV at M=1 >= 85% of the measured bandwidth: the worst shape counts.
   double worst = INFINITY;
-  for (const KernelRow& r : rows)
+  for (const KernelRow& r : rep.kernels)
     if (r.m == 1 && r.type == "AWQ_INT4" && bw)
-      if (const Variant* t = r.find("tuned"); t && t->bytes > 0) worst = std::min(worst, t->bytes / t->seconds / 1e9 / *bw);
+      if (const Variant* t = find_variant(r, "tuned"); t && t->bytes)
+        worst = std::min(worst, *t->bytes / t->seconds / 1e9 / *bw);
   g.push_back({"AWQ GEMV at M=1 >= 85% of the measured bandwidth (worst shape)",
                std::isfinite(worst) ? pct(worst) : "-", verdict(std::isfinite(worst), worst >= 0.85)});
   std::vector<double> sp;
-  for (const KernelRow& r : rows)
-    if (const Variant *t = r.find("tuned"), *d = r.find("default"); t && d) sp.push_back(d->seconds / t->seconds);
+  for (const KernelRow& r : rep.kernels)
+    if (const Variant *t = find_variant(r, "tuned"), *d = find_variant(r, "default"); t && d)
+      sp.push_back(d->seconds / t->seconds);
   g.push_back({"tuned geomean >= 1.3x the default", sp.empty() ? "-" : fmt("%.2fx", geomean(sp)),
                verdict(!sp.empty(), geomean(sp) >= 1.3)});
   std::vector<double> vs;
-  for (const KernelRow& r : rows)
-    if (const Variant *t = r.find("tuned"), *c = r.find("fp16 cublas"); r.m >= 256 && t && c)
+  for (const KernelRow& r : rep.kernels)
+    if (const Variant *t = find_variant(r, "tuned"), *c = find_variant(r, "fp16 cublas"); r.m >= 256 && t && c)
       vs.push_back(c->seconds / t->seconds);
   g.push_back({"GEMM at M >= 256 >= 0.9x FP16 cuBLAS (geomean)", vs.empty() ? "-" : fmt("%.2fx", geomean(vs)),
                verdict(!vs.empty(), geomean(vs) >= 0.9)});
   double frac = -1;
   std::string which = "tuned";
-  for (const json& e : e2e) {
-    const std::string n = e.value("name", "");
-    if (n.size() > 6 && n.ends_with(" tuned") && e.contains("decode_tok_s") && e.contains("decode_bytes_per_token") && bw) {
-      frac = e.at("decode_tok_s").get<double>() * e.at("decode_bytes_per_token").get<double>() / (*bw * 1e9);
-      which = n;
+  for (const EndToEnd& e : rep.end_to_end) {
+    if (e.name.size() > 6 && e.name.ends_with(" tuned") && e.decode_tok_s && e.decode_bytes_per_token && bw) {
+      frac = *e.decode_tok_s * *e.decode_bytes_per_token / (*bw * 1e9);
+      which = e.name;
     }
   }
-  g.push_back({"decode end to end (" + which + ") >= 70% of the bandwidth roofline", frac >= 0 ? pct(frac) : "-",
-               verdict(frac >= 0, frac >= 0.7)});
+  g.push_back({"decode end to end (" + markdown_text(which) + ") >= 70% of the bandwidth roofline",
+               frac >= 0 ? pct(frac) : "-", verdict(frac >= 0, frac >= 0.7)});
   return g;
 }
 
-}  // namespace
-
-RenderedReport render_report(const json& data) {
-  if (!data.is_object()) throw Error("report JSON: the top level must be an object");
-  const std::string schema = text(data, "schema", "report");
-  if (schema != kReportSchema)
-    throw Error("report JSON: schema '" + schema + "' is not " + std::string(kReportSchema));
-  const json& dev = field(data, "device", "report");
-  const std::string kind = text(dev, "kind", "device"), name = text(dev, "name", "device");
-  if (kind != "cuda" && kind != "emu" && kind != "cpu")
-    throw Error("report JSON: device.kind must be cuda, emu or cpu (got '" + kind + "')");
-  const std::optional<double> bw = maybe(dev, "bandwidth_gbps", "device");
-  const json& model = field(data, "model", "report");
-  const std::vector<KernelRow> rows = read_kernels(data);
-  const json e2e = data.contains("end_to_end") ? data.at("end_to_end") : json::array();
-  if (!e2e.is_array()) throw Error("report JSON: 'end_to_end' must be an array");
-
-  RenderedReport out;
-  std::string& md = out.markdown;
-  md += "# qtune benchmark report: " + name + "\n\n";
-  md += "- generated " + data.value("generated", std::string("?")) + " by `" + data.value("command", std::string("?")) + "`\n";
-  md += "- device: " + name + " (" + kind + "), fingerprint `" + dev.value("fingerprint", std::string("?")) + "`\n";
-  md += "- measured bandwidth: " + (bw ? fmt("%.1f GB/s", *bw) : std::string("not measured")) +
-        (dev.contains("bandwidth_method") ? " (" + text(dev, "bandwidth_method", "device") + ")" : "") + "\n";
-  md += "- model: " + text(model, "path", "model") + " (" + model.value("arch", std::string("?")) + ", " +
-        std::to_string(model.value("layers", 0)) + " layers, " + model.value("weight_type", std::string("?")) + ")\n";
-  md += "- tuned cache: " + (data.contains("tuned_cache") && data.at("tuned_cache").is_string()
-                                 ? "`" + data.at("tuned_cache").get<std::string>() + "`"
-                                 : std::string("none (tuned = default)")) + "\n\n";
-  if (kind == "emu")
+std::string header(const BenchReport& rep) {
+  const std::string name = markdown_text(rep.device_name);
+  std::string md = "# qtune benchmark report: " + name + "\n\n";
+  md += "- generated " + markdown_text(rep.generated.value_or("?")) + " by " + markdown_text(rep.command.value_or("?")) + "\n";
+  md += "- device: " + name + " (" + rep.device_kind + "), fingerprint " + markdown_text(rep.fingerprint.value_or("?")) + "\n";
+  md += "- measured bandwidth: " + (rep.bandwidth_gbps ? fmt("%.1f GB/s", *rep.bandwidth_gbps) : std::string("not measured")) +
+        (rep.bandwidth_method ? " (" + markdown_text(*rep.bandwidth_method) + ")" : "") + "\n";
+  md += "- model: " + markdown_text(rep.model_path) + " (" + markdown_text(rep.model_arch.value_or("?")) + ", " +
+        std::to_string(rep.model_layers.value_or(0)) + " layers, " + markdown_text(rep.model_weight_type.value_or("?")) + ")\n";
+  md += "- tuned cache: " + (rep.tuned_cache ? markdown_text(*rep.tuned_cache) : std::string("none (tuned = default)")) + "\n\n";
+  if (rep.device_kind == "emu")
     md += "> These times are the CPU emulator's. They check that the measurement and the report work, and say "
           "nothing about any GPU's speed.\n\n";
-
   md += "## Goals\n\n| goal | measured | verdict |\n|---|---|---|\n";
-  for (const Goal& g : goals(kind, rows, e2e, bw)) md += "| " + g.goal + " | " + g.measured + " | " + g.verdict + " |\n";
-  md += "\n";
+  for (const Goal& g : goals(rep)) md += "| " + g.goal + " | " + g.measured + " | " + g.verdict + " |\n";
+  return md + "\n";
+}
 
-  // Linear layers, one section and one plot per shape.
+// Linear layers: one section and one plot per shape.
+void linear_sections(const BenchReport& rep, RenderedReport& out) {
   std::vector<std::string> shapes;
-  for (const KernelRow& r : rows)
-    if (std::find(shapes.begin(), shapes.end(), r.shape_key()) == shapes.end()) shapes.push_back(r.shape_key());
+  std::map<std::string, std::vector<const KernelRow*>> rows_of;
+  for (const KernelRow& r : rep.kernels) {
+    auto& rows = rows_of[shape_key(r)];
+    if (rows.empty()) shapes.push_back(shape_key(r));
+    rows.push_back(&r);
+  }
+  std::string& md = out.markdown;
   if (!shapes.empty())
     md += std::string("## Linear layers\n\nTime is the median over repetitions") +
-          (kind == "cuda" ? " timed with CUDA events, the L2 cache flushed between them" : "") +
+          (rep.device_kind == "cuda" ? " timed with CUDA events, the L2 cache flushed between them" : "") +
           ". GB/s counts the bytes each variant must move (weights in its own format, activations in and out); "
           "the last column is how much slower each variant is than tuned.\n\n";
   for (const std::string& key : shapes) {
-    std::vector<const KernelRow*> of;
-    for (const KernelRow& r : rows)
-      if (r.shape_key() == key) of.push_back(&r);
-    std::sort(of.begin(), of.end(), [](const KernelRow* a, const KernelRow* b) { return a->m < b->m; });
-    md += "### " + key + (of[0]->what.empty() ? "" : " (" + of[0]->what + ")") + "\n\n";
-    md += "![TFLOP/s by batch](plots/" + of[0]->file_key() + ")\n\n";
+    std::vector<const KernelRow*>& of = rows_of[key];
+    std::stable_sort(of.begin(), of.end(), [](const KernelRow* a, const KernelRow* b) { return a->m < b->m; });
+    md += "### " + markdown_text(key) + (of[0]->what.empty() ? "" : " (" + markdown_text(of[0]->what) + ")") + "\n\n";
+    md += "![TFLOP/s by batch](plots/" + plot_file(*of[0]) + ")\n\n";
     md += "| M | variant | time (us) | TFLOP/s | GB/s | % of bandwidth | tuned speedup | kernel |\n"
           "|---|---|---|---|---|---|---|---|\n";
     std::vector<std::string> names;
     for (const KernelRow* r : of) {
-      const Variant* tuned = r->find("tuned");
+      const Variant* tuned = find_variant(*r, "tuned");
       for (const Variant& v : r->variants) {
         if (std::find(names.begin(), names.end(), v.name) == names.end()) names.push_back(v.name);
-        md += "| " + std::to_string(r->m) + " | " + v.name + " | ";
+        md += "| " + std::to_string(r->m) + " | " + cell_text(v.name) + " | ";
         if (!v.unavailable.empty()) {
-          md += "- | - | - | - | - | " + short_text(v.unavailable) + " |\n";
+          md += "- | - | - | - | - | " + cell_text(v.unavailable) + " |\n";
           continue;
         }
-        const double gbps = v.bytes / v.seconds / 1e9;
-        md += fmt("%.2f", v.seconds * 1e6) + " | " + fmt("%.3f", r->flops() / v.seconds / 1e12) + " | " +
-              (v.bytes > 0 ? fmt("%.1f", gbps) : "-") + " | " + (v.bytes > 0 && bw ? pct(gbps / *bw) : "-") + " | " +
-              (tuned ? fmt("%.2fx", v.seconds / tuned->seconds) : "-") + " | " + v.detail + " |\n";
+        const std::optional<double> gbps = v.bytes ? std::optional<double>(*v.bytes / v.seconds / 1e9) : std::nullopt;
+        md += fmt("%.2f", v.seconds * 1e6) + " | " + fmt("%.3f", flops(*r) / v.seconds / 1e12) + " | " +
+              (gbps ? fmt("%.1f", *gbps) : "-") + " | " + (gbps && rep.bandwidth_gbps ? pct(*gbps / *rep.bandwidth_gbps) : "-") +
+              " | " + (tuned ? fmt("%.2fx", v.seconds / tuned->seconds) : "-") + " | " + cell_text(v.detail) + " |\n";
       }
     }
     md += "\n";
@@ -245,85 +161,81 @@ RenderedReport render_report(const json& data) {
       Series s;
       s.name = n;
       for (const KernelRow* r : of)
-        if (const Variant* v = r->find(n)) s.points.push_back({double(r->m), r->flops() / v->seconds / 1e12});
+        if (const Variant* v = find_variant(*r, n)) s.points.push_back({double(r->m), flops(*r) / v->seconds / 1e12});
       plot.series.push_back(s);
     }
-    out.plots[of[0]->file_key()] = render_line_plot(plot);
+    out.plots[plot_file(*of[0])] = render_line_plot(plot);
   }
+}
 
-  if (!e2e.empty()) {
-    // Columns: every prompt length measured (ppN) and the decode run (tgN).
-    std::set<int64_t> prompts;
-    int64_t steps = 0;
-    for (size_t i = 0; i < e2e.size(); ++i) {
-      const std::string where = "end_to_end[" + std::to_string(i) + "]";
-      if (e2e[i].contains("unavailable")) continue;
-      const json& pf = field(e2e[i], "prefill_tok_s", where);
-      if (!pf.is_object()) throw Error("report JSON: " + where + ".prefill_tok_s must map prompt lengths to tok/s");
-      for (const auto& [len, v] : pf.items()) {
-        int64_t n = 0;
-        try {
-          n = std::stoll(len);
-        } catch (const std::exception&) {
-          throw Error("report JSON: " + where + ".prefill_tok_s has a key '" + len + "' that is not a prompt length");
-        }
-        if (n <= 0 || !v.is_number()) throw Error("report JSON: " + where + ".prefill_tok_s[" + len + "] is not a rate");
-        prompts.insert(n);
-      }
-      steps = std::max<int64_t>(steps, int64_t(number(e2e[i], "decode_steps", where)));
-    }
-    const std::string tg = "tg" + std::to_string(steps);
-    md += "## End to end\n\nTokens per second. " + tg + " is " + std::to_string(steps) +
-          " decode steps after the prompt; the roofline is the measured bandwidth over the weight bytes one decode "
-          "step reads.\n\n![end to end](plots/end-to-end.svg)\n\n| variant |";
-    for (int64_t p : prompts) md += " pp" + std::to_string(p) + " tok/s |";
-    md += " " + tg + " tok/s | roofline tok/s | decode / roofline | memory (MB) |\n|---|";
-    for (size_t i = 0; i < prompts.size() + 4; ++i) md += "---|";
-    md += "\n";
-    BarPlot bars;
-    bars.title = "End to end (tokens per second)";
-    bars.y_label = "tok/s";
-    for (int64_t p : prompts) bars.series.push_back("pp" + std::to_string(p));
-    bars.series.push_back(tg);
-    bars.values.assign(bars.series.size(), {});
-    for (size_t i = 0; i < e2e.size(); ++i) {
-      const json& e = e2e[i];
-      const std::string where = "end_to_end[" + std::to_string(i) + "]";
-      const std::string vname = text(e, "name", where);
-      if (e.contains("unavailable")) {
-        md += "| " + vname + " | " + text(e, "unavailable", where) + " |\n";
-        continue;
-      }
-      const auto dec = maybe(e, "decode_tok_s", where);
-      const auto bytes = maybe(e, "decode_bytes_per_token", where), mem = maybe(e, "memory_mb", where);
-      const std::optional<double> roof = bw && bytes ? std::optional<double>(*bw * 1e9 / *bytes) : std::nullopt;
-      auto cell = [](std::optional<double> v, const char* f) { return v ? fmt(f, *v) : std::string("-"); };
-      md += "| " + vname + " |";
-      bars.categories.push_back(vname);
-      size_t col = 0;
-      for (int64_t p : prompts) {
-        const std::optional<double> v = maybe(e.at("prefill_tok_s"), std::to_string(p), where + ".prefill_tok_s");
-        md += " " + cell(v, "%.1f") + " |";
-        bars.values[col++].push_back(v.value_or(0));
-      }
-      bars.values[col].push_back(dec.value_or(0));
-      md += " " + cell(dec, "%.2f") + " | " + cell(roof, "%.1f") + " | " + (roof && dec ? pct(*dec / *roof) : "-") +
-            " | " + cell(mem, "%.0f") + " |\n";
-    }
-    md += "\n";
-    out.plots["end-to-end.svg"] = render_bar_plot(bars);
+// End to end: a row per variant, a column per prompt length measured (ppN) and the decode run (tgN).
+void end_to_end_section(const BenchReport& rep, RenderedReport& out) {
+  if (rep.end_to_end.empty()) return;
+  std::set<int64_t> prompts;
+  int64_t steps = 0;
+  for (const EndToEnd& e : rep.end_to_end) {
+    if (!e.unavailable.empty()) continue;
+    for (const auto& [len, rate] : e.prefill_tok_s) prompts.insert(len);
+    steps = std::max(steps, e.decode_steps);
   }
-  if (data.contains("notes") && data.at("notes").is_array() && !data.at("notes").empty()) {
-    md += "## Notes\n\n";
-    for (const json& n : data.at("notes"))
-      if (n.is_string()) md += "- " + n.get<std::string>() + "\n";
-    md += "\n";
+  const std::string tg = "tg" + std::to_string(steps);
+  std::string& md = out.markdown;
+  md += "## End to end\n\nTokens per second. " + tg + " is " + std::to_string(steps) +
+        " decode steps after the prompt; the roofline is the measured bandwidth over the weight bytes one decode "
+        "step reads.\n\n![end to end](plots/end-to-end.svg)\n\n| variant |";
+  for (int64_t p : prompts) md += " pp" + std::to_string(p) + " tok/s |";
+  md += " " + tg + " tok/s | roofline tok/s | decode / roofline | memory (MB) |\n|---|";
+  for (size_t i = 0; i < prompts.size() + 4; ++i) md += "---|";
+  md += "\n";
+  BarPlot bars;
+  bars.title = "End to end (tokens per second)";
+  bars.y_label = "tok/s";
+  for (int64_t p : prompts) bars.series.push_back("pp" + std::to_string(p));
+  bars.series.push_back(tg);
+  bars.values.assign(bars.series.size(), {});
+  auto cell = [](std::optional<double> v, const char* f) { return v ? fmt(f, *v) : std::string("-"); };
+  for (const EndToEnd& e : rep.end_to_end) {
+    if (!e.unavailable.empty()) {
+      md += "| " + cell_text(e.name) + " | " + cell_text(e.unavailable) + " |\n";
+      continue;
+    }
+    const std::optional<double> roof = rep.bandwidth_gbps && e.decode_bytes_per_token
+                                           ? std::optional<double>(*rep.bandwidth_gbps * 1e9 / *e.decode_bytes_per_token)
+                                           : std::nullopt;
+    md += "| " + cell_text(e.name) + " |";
+    bars.categories.push_back(e.name);
+    size_t col = 0;
+    for (int64_t p : prompts) {
+      const auto it = e.prefill_tok_s.find(p);
+      const std::optional<double> v = it == e.prefill_tok_s.end() ? std::nullopt : std::optional<double>(it->second);
+      md += " " + cell(v, "%.1f") + " |";
+      bars.values[col++].push_back(v.value_or(0));
+    }
+    bars.values[col].push_back(e.decode_tok_s.value_or(0));
+    md += " " + cell(e.decode_tok_s, "%.2f") + " | " + cell(roof, "%.1f") + " | " +
+          (roof && e.decode_tok_s ? pct(*e.decode_tok_s / *roof) : "-") + " | " + cell(e.memory_mb, "%.0f") + " |\n";
+  }
+  md += "\n";
+  out.plots["end-to-end.svg"] = render_bar_plot(bars);
+}
+
+}  // namespace
+
+RenderedReport render_report(const BenchReport& rep) {
+  RenderedReport out;
+  out.markdown = header(rep);
+  linear_sections(rep, out);
+  end_to_end_section(rep, out);
+  if (!rep.notes.empty()) {
+    out.markdown += "## Notes\n\n";
+    for (const std::string& n : rep.notes) out.markdown += "- " + markdown_text(n) + "\n";
+    out.markdown += "\n";
   }
   return out;
 }
 
-void write_report(const json& data, const std::string& dir) {
-  const RenderedReport r = render_report(data);  // validate before touching the folder
+void write_report(const BenchReport& report, const std::string& dir) {
+  const RenderedReport r = render_report(report);
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(fs::path(dir) / "plots", ec);
@@ -331,10 +243,12 @@ void write_report(const json& data, const std::string& dir) {
   auto write = [&](const fs::path& p, const std::string& content) {
     std::ofstream f(p, std::ios::binary);
     f << content;
-    if (!f.flush()) throw Error("cannot write " + p.string());
+    if (!f.flush()) throw Error("cannot write " + p.string(), kExitFailure);
   };
   write(fs::path(dir) / "REPORT.md", r.markdown);
-  write(fs::path(dir) / "report.json", data.dump(2) + "\n");
+  // Bytes that are not UTF-8 (a path measured on this machine) become U+FFFD rather than stop the dump.
+  write(fs::path(dir) / "report.json",
+        report_to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   for (const auto& [name, svg] : r.plots) write(fs::path(dir) / "plots" / name, svg);
 }
 

@@ -117,20 +117,6 @@ std::string legend(const std::vector<std::string>& names) {
 
 }  // namespace
 
-std::string xml_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
 std::string render_line_plot(const LinePlot& p) {
   std::vector<double> xs, ys;
   for (const Series& s : p.series)

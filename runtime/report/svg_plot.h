@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/report/text_escape.h"  // xml_escape: every label is escaped
+
 namespace qt::report {
 
 struct Series {
@@ -28,8 +30,5 @@ struct BarPlot {
 
 std::string render_line_plot(const LinePlot& plot);
 std::string render_bar_plot(const BarPlot& plot);
-
-// Text escaped for SVG/XML content and attributes.
-std::string xml_escape(const std::string& s);
 
 }  // namespace qt::report

@@ -37,6 +37,8 @@ void kt_cache(const uint8_t* data, size_t size);
 // A store row: the input split at 0x00 into shape, point and samples columns, read back by the store and by
 // the runtime's winner lookup.
 void store_row(const uint8_t* data, size_t size);
+// A report.json for qbench --render: bounded parse, schema, Markdown and SVG, and the written-back fields.
+void report_json(const uint8_t* data, size_t size);
 
 const std::vector<Target>& targets();
 

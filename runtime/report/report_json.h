@@ -1,0 +1,78 @@
+#pragma once
+// report.json: the measurements of one qbench --report run (schema "qtune-bench-report/1", below). A report
+// is read against its schema into BenchReport, and written back from BenchReport alone, so what a rendered
+// folder holds is only what this code understood and checked. A recorded file may come from anywhere: it is
+// read with bounded size, nesting and counts, and every value must be of its field's type and in its range,
+// else qt::Error (exit 2) names the file, the field and the value.
+//
+// {
+//   "schema": "qtune-bench-report/1", "generated": "<UTC>", "command": "<argv>",
+//   "device": {"kind": "cuda|emu|cpu", "name": "...", "fingerprint": "...",
+//              "bandwidth_gbps": <measured>, "bandwidth_method": "..."},
+//   "model": {"path": "...", "arch": "qwen3|qwen3-moe", "layers": n, "weight_type": "awq_int4"},
+//   "tuned_cache": "<path>" | null,
+//   "kernels": [{"type": "AWQ_INT4", "what": "q_proj, o_proj", "N": n, "K": k, "G": g, "M": m,
+//                "variants": [{"name": "tuned|default|dequant+cublas|fp16 cublas", "seconds": s,
+//                              "bytes": moved, "detail": "family point", "unavailable": "why"}]}],
+//   "end_to_end": [{"name": "FP16|AWQ default|AWQ tuned|Q8_0", "model": "...",
+//                   "prefill_tok_s": {"128": tok/s, "512": tok/s}, "decode_tok_s": tok/s, "decode_steps": 128,
+//                   "decode_bytes_per_token": b, "memory_mb": mb, "unavailable": "why"}],
+//   "notes": ["..."]
+// }
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace qt::report {
+
+inline constexpr const char* kReportSchema = "qtune-bench-report/1";
+
+struct Variant {
+  std::string name, detail;
+  std::string unavailable;  // why it was not measured; "" when it was
+  double seconds = 0;
+  std::optional<double> bytes;  // bytes the variant must move, when known
+};
+
+struct KernelRow {
+  std::string type;  // a weight type's name (AWQ_INT4, F16, ...): plot file names are made from it
+  std::string what;
+  int64_t n = 0, k = 0, g = 0, m = 0;
+  std::vector<Variant> variants;
+};
+
+struct EndToEnd {
+  std::string name, model;
+  std::string unavailable;  // why it was not measured; "" when it was
+  std::map<int64_t, double> prefill_tok_s;  // prompt length -> tok/s
+  int64_t decode_steps = 0;
+  std::optional<double> decode_tok_s, decode_bytes_per_token, memory_mb;
+};
+
+struct BenchReport {
+  std::optional<std::string> generated, command;
+  std::string device_kind, device_name;  // kind: cuda, emu or cpu
+  std::optional<std::string> fingerprint, bandwidth_method;
+  std::optional<double> bandwidth_gbps;
+  std::string model_path;
+  std::optional<std::string> model_arch, model_weight_type;
+  std::optional<int64_t> model_layers;
+  std::optional<std::string> tuned_cache;
+  std::vector<KernelRow> kernels;
+  std::vector<EndToEnd> end_to_end;
+  std::vector<std::string> notes;
+};
+
+// `source` names the file (or "report JSON") in error messages.
+BenchReport report_from_json(const nlohmann::json& j, const std::string& source);
+nlohmann::json report_to_json(const BenchReport& r);
+// JSON text to a report: its size and nesting are bounded before anything is built from it.
+BenchReport parse_report(std::string_view text, const std::string& source);
+BenchReport read_report_file(const std::string& path);
+
+}  // namespace qt::report
