@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <vector>
 
 #include "common/error.h"
 
@@ -33,15 +34,25 @@ extern "C" void remove_partials_and_die(int sig) {
   ::raise(sig);
 }
 
+// Every signal whose default action ends the process and that a handler can catch: a terminal hanging up,
+// a closed pipe, a file-size limit (SIGXFSZ) or a crash must not leave a partial file behind either.
+std::vector<int> terminating_signals() {
+  std::vector<int> sigs = {SIGHUP,  SIGINT,  SIGQUIT, SIGILL,    SIGTRAP, SIGABRT, SIGBUS, SIGFPE,
+                           SIGUSR1, SIGSEGV, SIGUSR2, SIGPIPE,   SIGALRM, SIGTERM, SIGXCPU, SIGXFSZ,
+                           SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGSYS, SIGSTKFLT};
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) sigs.push_back(sig);
+  return sigs;
+}
+
 void install_signal_handlers() {
   static std::once_flag once;
   std::call_once(once, [] {
-    for (int sig : {SIGINT, SIGTERM}) {
+    for (int sig : terminating_signals()) {
       struct sigaction old {};
       if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;  // the program's own
       struct sigaction sa {};
       sa.sa_handler = remove_partials_and_die;
-      sigemptyset(&sa.sa_mask);
+      sigfillset(&sa.sa_mask);  // one handler at a time: a second signal waits until the files are gone
       ::sigaction(sig, &sa, nullptr);
     }
   });

@@ -1,8 +1,9 @@
 #pragma once
 // A file written at explicit offsets. Writes go to "<path>.partial", renamed to <path> by commit(); a
 // sink destroyed before commit() removes the partial file, so a failed conversion leaves nothing behind
-// and never clobbers an existing good file. SIGINT and SIGTERM (when the program has not taken them over)
-// also remove the partial files of live sinks before the process dies.
+// and never clobbers an existing good file. Every catchable signal that ends the process (SIGINT, SIGTERM,
+// SIGHUP, SIGPIPE, SIGXFSZ, a crash, ...; those the program has not taken over) also removes the partial
+// files of live sinks before the process dies of it.
 //
 // Before anything is written the sink checks its output: `path` must be a regular file or not exist (a
 // device, FIFO, symlink or folder is never replaced), its folder must exist (none is created), and the

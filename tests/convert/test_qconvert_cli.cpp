@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -180,15 +181,17 @@ TEST_CASE("qconvert cli: a model larger than the free space is refused before wr
   CHECK_FALSE(fs::exists(out.string() + ".partial"));
 }
 
-TEST_CASE("qconvert cli: SIGINT or SIGTERM while writing removes the partial file", "[cli]") {
+TEST_CASE("qconvert cli: every terminating signal while writing removes the partial file", "[cli]") {
   const auto dir = qt::test::convert_scratch("cli-out-signal");
-  for (const char* sig : {"TERM", "INT"}) {
+  for (const char* sig : {"TERM", "INT", "HUP", "QUIT", "PIPE", "XFSZ", "USR1", "ALRM"}) {
     const fs::path out = dir / (std::string("big-") + sig + ".bin");
     const std::string partial = out.string() + ".partial";
-    // A model that takes seconds to write; the signal arrives once its partial file exists.
-    // Job control on: a background job of a non-interactive shell would otherwise start with SIGINT ignored.
-    const std::string cmd = "set -m; " + qt::binary_root() + "/bin/qconvert synthetic --preset qwen3-0.6b --quiet " +
-                            "--format ajc1 --out " + out.string() + " 2>/dev/null & pid=$!; " +
+    // A model that takes seconds to write; the signal arrives once its partial file exists. Job control on:
+    // a background job of a non-interactive shell would otherwise start with SIGINT ignored. No core file
+    // for SIGQUIT.
+    const std::string cmd = "set -m; ulimit -c 0; " + qt::binary_root() +
+                            "/bin/qconvert synthetic --preset qwen3-0.6b --quiet --format ajc1 --out " + out.string() +
+                            " 2>/dev/null & pid=$!; " +
                             "for i in $(seq 200); do [ -e " + partial + " ] && break; sleep 0.05; done; " +
                             "[ -e " + partial + " ] || exit 90; kill -" + sig + " $pid; wait $pid; exit $?";
     const int status = std::system(("bash -c '" + cmd + "'").c_str());
@@ -199,4 +202,19 @@ TEST_CASE("qconvert cli: SIGINT or SIGTERM while writing removes the partial fil
     CHECK_FALSE(fs::exists(partial));
     CHECK_FALSE(fs::exists(out));
   }
+}
+
+TEST_CASE("qconvert cli: a file-size limit reached while writing removes the partial file", "[cli]") {
+  const auto dir = qt::test::convert_scratch("cli-out-fsize");
+  const fs::path out = dir / "limited.bin";
+  // 4 MiB of file size allowed (ulimit -f counts 1024-byte blocks): the kernel sends SIGXFSZ at the write
+  // that crosses it.
+  const std::string cmd = "ulimit -c 0; ulimit -f 4096; " + qt::binary_root() +
+                          "/bin/qconvert synthetic --preset qwen3-0.6b --quiet --format ajc1 --out " + out.string() +
+                          " 2>/dev/null; status=$?; exit $status";
+  const int status = std::system(("bash -c '" + cmd + "'").c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 128 + SIGXFSZ);
+  CHECK_FALSE(fs::exists(out.string() + ".partial"));
+  CHECK_FALSE(fs::exists(out));
 }
