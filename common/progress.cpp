@@ -8,12 +8,13 @@
 
 namespace qt {
 
-Progress::Progress(std::string label, double total, std::string unit, bool quiet)
+Progress::Progress(std::string label, double total, std::string unit, bool quiet, double show_after_s)
     : label_(std::move(label)), unit_(std::move(unit)), total_(total), quiet_(quiet),
-      tty_(::isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+      tty_(::isatty(STDERR_FILENO) != 0), show_after_s_(show_after_s), start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
 
 Progress::~Progress() {
-  if (!finished_ && tty_ && !quiet_) std::fputc('\n', stderr);
+  if (!finished_ && tty_ && !quiet_ && (shown_ || show_after_s_ <= 0)) std::fputc('\n', stderr);
 }
 
 double Progress::elapsed_seconds() const {
@@ -23,8 +24,10 @@ double Progress::elapsed_seconds() const {
 void Progress::update(double done, const std::string& detail) {
   if (quiet_) return;
   auto now = std::chrono::steady_clock::now();
+  const bool delayed = show_after_s_ > 0;
+  if (delayed && elapsed_seconds() < show_after_s_) return;
   double since = std::chrono::duration<double>(now - last_draw_).count();
-  if (since < (tty_ ? 0.1 : 5.0)) return;
+  if (!(delayed && !shown_) && since < (tty_ ? 0.1 : 5.0)) return;
   last_draw_ = now;
   draw(done, detail, false);
 }
@@ -32,6 +35,7 @@ void Progress::update(double done, const std::string& detail) {
 void Progress::finish(const std::string& summary) {
   if (quiet_ || finished_) return;
   finished_ = true;
+  if (show_after_s_ > 0 && !shown_ && elapsed_seconds() < show_after_s_) return;
   draw(total_, summary, true);
 }
 
@@ -48,6 +52,7 @@ void Progress::draw(double done, const std::string& detail, bool final_line) {
     std::snprintf(buf, sizeof buf, "%s: %5.1f%% %.1f/%.1f %s, %.1f %s/s, ETA %.0f s", label_.c_str(), pct, done,
                   total_, unit_.c_str(), rate, unit_.c_str(), eta);
   }
+  shown_ = true;
   std::string line = buf;
   if (!detail.empty()) line += " " + detail;
   if (tty_) std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), final_line ? "\n" : "");

@@ -124,6 +124,12 @@ class Device {
   virtual int arch() const = 0;                 // compute capability as 80, 86, 89, 90 (emu: the emulated one)
 
   virtual DevPtr allocate(size_t bytes) = 0;  // fresh memory is NOT zeroed (the emulator fills it with 0xFF)
+  // Throws qt::Error (exit 2) stating the memory it would need when the device cannot hold `resident_bytes`
+  // of allocations while a launch touches up to `launch_bytes` of them: a model refused up front, not
+  // failing after minutes of loading. The default leaves it to allocate().
+  virtual void check_capacity(uint64_t resident_bytes, uint64_t launch_bytes) const {
+    (void)resident_bytes, (void)launch_bytes;
+  }
   virtual void free(DevPtr p) = 0;
   virtual void copy_to_device(DevPtr dst, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(void* dst, DevPtr src, size_t bytes) = 0;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/host_memory.h"
 
 namespace qt::emu {
 
@@ -45,6 +46,13 @@ uintptr_t Arena::allocate(size_t bytes) {
   }
   const size_t rounded = (bytes + 15) & ~size_t{15};
   const size_t pages = (rounded + kPage - 1) & ~(kPage - 1);
+  // The pages are filled below, so they must exist now: more than the host can give would end in the
+  // kernel's out-of-memory killer, not in an error.
+  if (const uint64_t have = host_memory_available(); have > 0 && pages > have) {
+    throw qt::Error("emu: cannot allocate " + bytes_text(bytes) + " of device memory: the host has " +
+                        bytes_text(have) + " available",
+                    kExitFailure);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (next_ + pages + kPage > lo_ + span_) throw qt::Error("emu: device address space exhausted", kExitFailure);
   const uintptr_t start = next_;
@@ -57,6 +65,7 @@ uintptr_t Arena::allocate(size_t bytes) {
   const uintptr_t base = start + pages - rounded;
   std::memset(reinterpret_cast<void*>(start), 0xFF, pages);
   live_[base] = Allocation{base, bytes, next_id_++};
+  live_bytes_ += bytes;
   mappings_[base] = start;
   return base;
 }
@@ -71,6 +80,7 @@ void Arena::free(uintptr_t base) {
   ::mprotect(reinterpret_cast<void*>(start), len, PROT_NONE);
   ::madvise(reinterpret_cast<void*>(start), len, MADV_DONTNEED);
   freed_[base] = {it->second, start};
+  live_bytes_ -= it->second.bytes;
   live_.erase(it);
   mappings_.erase(base);
 }
@@ -87,6 +97,11 @@ void Arena::check_range(uintptr_t p, size_t bytes, const char* what) const {
   throw qt::Error(std::string("emu: ") + what + " of " + std::to_string(bytes) + " bytes at " + hex(p) +
                       " is outside every live device allocation",
                   kExitFailure);
+}
+
+uint64_t Arena::live_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_bytes_;
 }
 
 std::vector<Allocation> Arena::snapshot() const {

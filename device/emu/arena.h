@@ -28,6 +28,7 @@ class Arena {
   // Throws unless [p, p + bytes) lies inside one live allocation (host copies).
   void check_range(uintptr_t p, size_t bytes, const char* what) const;
   std::vector<Allocation> snapshot() const;  // live allocations sorted by base
+  uint64_t live_bytes() const;               // of the live allocations
   // "12 bytes past the end of allocation #3 (base 0x..., 4096 bytes)" or "not inside any allocation".
   std::string describe(uintptr_t p) const;
 
@@ -35,6 +36,7 @@ class Arena {
   Arena();
   mutable std::mutex mu_;
   uintptr_t lo_ = 0, span_ = 0, next_ = 0;
+  uint64_t live_bytes_ = 0;
   uint64_t next_id_ = 1;
   std::map<uintptr_t, Allocation> live_;                         // by base
   std::map<uintptr_t, std::pair<Allocation, uintptr_t>> freed_;  // by base: allocation + mapping start

@@ -82,6 +82,8 @@ void fiber_main(void* arg) {
     w.L->req->entry(w.L->req->args);
     on_thread_exit(f);
   } catch (const FiberAbort&) {
+  } catch (const std::exception& e) {
+    record_error(w, host_failure(*w.L, e));  // the fiber's stack ends here: nothing above could catch it
   }
   f->state = State::kDone;
   ++w.done_count;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "device/emu/symbolize.h"
@@ -38,14 +39,26 @@ std::string dim(const Uint3& u) {
   return "(" + std::to_string(u.x) + "," + std::to_string(u.y) + "," + std::to_string(u.z) + ")";
 }
 
-void record_error(Worker& w, const std::string& msg) {
-  Launch& L = *w.L;
+void record_error(Launch& L, const std::string& msg) {
   std::lock_guard<std::mutex> lock(L.err_mu);
   if (!L.failed.load()) {
     L.error = msg;
     L.failed.store(true);
   }
+}
+
+void record_error(Worker& w, const std::string& msg) {
+  record_error(*w.L, msg);
   w.aborted = true;
+}
+
+std::string host_failure(const Launch& L, const std::exception& e) {
+  const std::string kernel = "emu: kernel " + L.req->kernel_name + ": ";
+  if (dynamic_cast<const std::bad_alloc*>(&e))
+    return kernel + "the host ran out of memory emulating it" +
+           (L.opts->race_checks ? " (the race checks shadow every byte a launch touches; without them it needs less)"
+                                : "");
+  return kernel + e.what();
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <cstdint>
+#include <exception>
 #include <string>
 
 #include "device/emu/executor_state.h"
@@ -19,6 +20,10 @@ std::string dim(const Uint3& u);   // "(x,y,z)"
 
 // Records `msg` as the launch's error unless another bug came first, and aborts the Worker's block.
 void record_error(Worker& w, const std::string& msg);
+void record_error(Launch& L, const std::string& msg);
+// The launch's error for an exception the host raised while running it (out of memory above all): a
+// std::exception must not leave a fiber or a block-running thread, where nothing can catch it.
+std::string host_failure(const Launch& L, const std::exception& e);
 
 // Report a bug found in thread `f` and unwind it (throws FiberAbort): fail_at names the kernel source
 // line, fail_code the line of a code address in the kernel module, fail_access whichever is known.

@@ -2,14 +2,18 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "common/error.h"
+#include "common/flag_ranges.h"
+#include "common/host_memory.h"
 #include "device/winners/fingerprint.h"
 #include "device/emu/arena.h"
+#include "device/emu/race_shadow.h"
 
 namespace qt::emu {
 
@@ -25,9 +29,17 @@ uint64_t env_u64(const char* name, uint64_t fallback) {
 }
 
 EmuOptions resolve(EmuOptions o) {
-  if (o.threads == 0) o.threads = static_cast<uint32_t>(env_u64("QTUNE_EMU_THREADS", 0));
+  const uint64_t threads = o.threads ? o.threads : env_u64("QTUNE_EMU_THREADS", 0);
+  // The bound of every --threads flag (0 is the default, not a count): each host thread runs blocks with its
+  // own fiber stacks.
+  if (threads > uint64_t(flag_ranges::kThreads.hi))
+    throw qt::Error("emu: " + std::to_string(threads) + " host threads is out of range (" +
+                        range_text(flag_ranges::kThreads) + ")",
+                    kExitBadInput);
+  o.threads = static_cast<uint32_t>(threads);
   if (o.seed == 0) o.seed = env_u64("QTUNE_EMU_SEED", 1);
   if (o.watchdog_seconds <= 0) o.watchdog_seconds = static_cast<double>(env_u64("QTUNE_EMU_WATCHDOG", 60));
+  if (o.memory_bytes == 0) o.memory_bytes = env_u64("QTUNE_EMU_MEMORY", 0);
   return o;
 }
 
@@ -38,6 +50,7 @@ ExecOptions exec_options(const EmuOptions& o) {
   e.race_checks = o.checks;
   e.watchdog_seconds = o.watchdog_seconds;
   e.profile = o.profile;
+  e.memory_bytes = o.memory_bytes;
   return e;
 }
 
@@ -105,8 +118,36 @@ std::string EmuDevice::name() const {
 
 dev::DeviceFingerprint EmuDevice::store_fingerprint() const { return winners::emu_fingerprint(opts_.arch); }
 
+// What the emulator may still take: its own limit, when it has one, and what the host has available.
+uint64_t EmuDevice::memory_available() const {
+  const uint64_t host = host_memory_available();
+  if (opts_.memory_bytes == 0) return host;
+  const uint64_t live = Arena::instance().live_bytes();
+  const uint64_t left = opts_.memory_bytes > live ? opts_.memory_bytes - live : 0;
+  return host == 0 ? left : std::min(host, left);
+}
+
+void EmuDevice::check_capacity(uint64_t resident_bytes, uint64_t launch_bytes) const {
+  const uint64_t shadow = opts_.checks ? launch_bytes * sizeof(exec::Cell) : 0;
+  const uint64_t need = resident_bytes + shadow, have = memory_available();
+  if (have == 0 || need <= have) return;  // unknown: allocate() still fails cleanly
+  throw qt::Error("emu: the model needs about " + bytes_text(need) + " of memory on the emulator (" +
+                      bytes_text(resident_bytes) + " of weights" +
+                      (shadow ? ", " + bytes_text(shadow) + " to check its largest launch for races" : "") +
+                      "), more than the " + bytes_text(have) + " available" +
+                      (shadow && resident_bytes <= have ? "; without the race checks (qrun --no-checks) it fits" : "") +
+                      "; --device cpu runs it from the file",
+                  kExitBadInput);
+}
+
 dev::DevPtr EmuDevice::allocate(size_t bytes) {
   refuse_in_capture("allocate()");
+  if (opts_.memory_bytes && Arena::instance().live_bytes() + bytes > opts_.memory_bytes) {
+    throw qt::Error("emu: out of device memory: " + bytes_text(bytes) + " asked for with " +
+                        bytes_text(Arena::instance().live_bytes()) + " of the emulator's " +
+                        bytes_text(opts_.memory_bytes) + " in use",
+                    kExitFailure);
+  }
   return dev::DevPtr{Arena::instance().allocate(bytes)};
 }
 

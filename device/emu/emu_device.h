@@ -23,6 +23,9 @@ struct EmuOptions {
   std::string opt_level = "-O1";
   double watchdog_seconds = 0;  // 0 = $QTUNE_EMU_WATCHDOG or 60: a block spinning this long without progress fails
   bool profile = false;         // count bank conflicts, sectors and bytes per kernel (profiles())
+  // The memory the emulator may use, its device memory and the race checks' shadow together, as a GPU has
+  // so much memory; 0 = $QTUNE_EMU_MEMORY (bytes), else what the host has available.
+  uint64_t memory_bytes = 0;
 };
 
 class EmuDevice : public dev::Device {
@@ -35,6 +38,10 @@ class EmuDevice : public dev::Device {
   int arch() const override { return opts_.arch; }
 
   dev::DevPtr allocate(size_t bytes) override;
+  // Device memory is host memory here, and with the checks on each byte a launch touches has a race-shadow
+  // cell for the launch's length.
+  void check_capacity(uint64_t resident_bytes, uint64_t launch_bytes) const override;
+  uint64_t memory_available() const;  // 0 when unknown
   void free(dev::DevPtr p) override;
   void copy_to_device(dev::DevPtr dst, const void* src, size_t bytes) override;
   void copy_to_host(void* dst, dev::DevPtr src, size_t bytes) override;

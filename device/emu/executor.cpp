@@ -54,7 +54,7 @@ void run_blocks(Launch& L, Worker& w) {
   w.sched_stack = thread_stack();
   w.alloc_hint = 0;
   for (auto& m : w.site_memo) m.loc = 0;  // the ids index this launch's site table
-  {
+  try {
     const CrashScope crash_scope(w);
     while (!L.failed.load(std::memory_order_relaxed)) {
       const uint64_t b = L.next_block.fetch_add(1);
@@ -62,6 +62,8 @@ void run_blocks(Launch& L, Worker& w) {
       run_block(w, b);
     }
     profile_worker_done(w);
+  } catch (const std::exception& e) {
+    record_error(L, host_failure(L, e));  // a block-running thread must not end in std::terminate
   }
   w.page_cache.owner = nullptr;
   w.L = nullptr;
@@ -99,6 +101,10 @@ void Executor::run(const LaunchRequest& req) {
   L.req = &req;
   L.opts = &opts_;
   L.allocs = Arena::instance().snapshot();
+  if (opts_.memory_bytes) {
+    const uint64_t live = Arena::instance().live_bytes();
+    L.global.limit(opts_.memory_bytes > live ? opts_.memory_bytes - live : 1);
+  }
   L.nblocks = req.cfg.grid.count();
   exec::Profile profile;
   if (opts_.profile) L.profile = &profile;

@@ -25,6 +25,7 @@ struct ExecOptions {
   // spinning on shared memory with no writer left is reported at once.
   double watchdog_seconds = 60;
   bool profile = false;  // observe memory instructions per warp (profile.h)
+  uint64_t memory_bytes = 0;  // the emulator's memory (EmuOptions::memory_bytes); 0 = the host's
 };
 
 struct LaunchRequest {

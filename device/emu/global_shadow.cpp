@@ -4,6 +4,9 @@
 #include <cstdlib>
 #include <new>
 
+#include "common/error.h"
+#include "common/host_memory.h"
+
 namespace qt::emu::exec {
 
 GlobalShadow::~GlobalShadow() {
@@ -15,6 +18,7 @@ Cell* GlobalShadow::page(PageCache& cache, uintptr_t page_base) {
   const size_t slot = (page_base / kPageBytes) % PageCache::kSlots;
   if (cache.cells[slot] && cache.page[slot] == page_base) return cache.cells[slot];
   std::lock_guard<std::mutex> lock(map_mu_);
+  if (!pages_.count(page_base)) charge_page();
   Cell*& cells = pages_[page_base];
   if (!cells) {
     // calloc of a large block maps fresh zero pages: an all-zero Cell is an untouched byte.
@@ -24,6 +28,25 @@ Cell* GlobalShadow::page(PageCache& cache, uintptr_t page_base) {
   cache.page[slot] = page_base;
   cache.cells[slot] = cells;
   return cells;
+}
+
+void GlobalShadow::charge_page() {
+  // The host is asked once per step of this many shadow bytes, and the launch stops while that much is left.
+  constexpr uint64_t kHostStep = uint64_t{256} << 20;
+  bytes_ += kPageBytes * sizeof(Cell);
+  if (budget_ > 0) {
+    if (bytes_ > budget_)
+      throw qt::Error("the race checks need more than the " + bytes_text(budget_) +
+                          " left of the emulator's memory to check this launch (it runs without them in less)",
+                      kExitFailure);
+    return;
+  }
+  if (bytes_ < next_host_check_) return;
+  next_host_check_ = bytes_ + kHostStep;
+  if (const uint64_t have = host_memory_available(); have > 0 && have < kHostStep)
+    throw qt::Error("the race checks need more memory than the host has left (" + bytes_text(have) +
+                        ") to check this launch (it runs without them in less)",
+                    kExitFailure);
 }
 
 GlobalShadow::Hit GlobalShadow::access(PageCache& cache, uintptr_t a, uint32_t n, const Accessor& acc, bool write,

@@ -40,6 +40,10 @@ class GlobalShadow : public FenceLog {
   // Checks and records an access of [a, a + n); stops at the first conflicting byte.
   Hit access(PageCache& cache, uintptr_t a, uint32_t n, const Accessor& acc, bool write, uint64_t loc);
 
+  // The shadow may take `max_bytes` (0: as much as the host has to spare); a launch that needs more ends with
+  // a qt::Error saying so, not in the kernel's out-of-memory killer.
+  void limit(uint64_t max_bytes) { budget_ = max_bytes; }
+
   uint32_t now() const { return time_.load(std::memory_order_relaxed); }
   uint32_t tick() { return time_.fetch_add(1, std::memory_order_relaxed) + 1; }
   void fence(uint32_t block);
@@ -47,7 +51,9 @@ class GlobalShadow : public FenceLog {
 
  private:
   Cell* page(PageCache& cache, uintptr_t page_base);
+  void charge_page();  // under map_mu_
   std::mutex map_mu_;
+  uint64_t budget_ = 0, bytes_ = 0, next_host_check_ = 0;
   std::unordered_map<uintptr_t, Cell*> pages_;
   // Cell updates are a few dozen instructions: spin rather than sleep on a contended page.
   struct SpinLock {

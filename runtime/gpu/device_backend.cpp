@@ -1,6 +1,7 @@
 #include "runtime/gpu/device_backend.h"
 
 #include <algorithm>
+#include <set>
 
 #include "common/error.h"
 #include "common/half.h"
@@ -46,6 +47,11 @@ DeviceBackend::DeviceBackend(dev::Device& device, DeviceBackendOptions options)
       chooser_(options_.tuned, device.store_fingerprint(), options_.store_prefix, device.arch()),
       queue_(device, options_.graphs), launcher_(device, queue_), weights_(device) {
   pos_ = dev::Buffer(device_, 4);
+  queue_.on_launch([this](size_t run, size_t queued) {
+    if (!step_progress_) return;
+    step_progress_->set_total(double(queued));
+    step_progress_->update(double(run));
+  });
   if (options_.blas) {
     const std::string f16 = options_.store_prefix + blas::kStoreNameF16;
     const std::string awq = options_.store_prefix + blas::kStoreNameAwqDequant;
@@ -57,19 +63,52 @@ DeviceBackend::~DeviceBackend() = default;
 
 std::string DeviceBackend::name() const { return "device (" + device_.name() + ", fp16 activations)"; }
 
-void DeviceBackend::prepare(const ModelWeights& w) {
-  weights_.add(w.embedding);
+// "emu: loading weights": the device kind (the store prefix without its dot) and what runs.
+std::string DeviceBackend::progress_label(const std::string& what) const {
+  const std::string kind = options_.store_prefix.empty() ? "device" : options_.store_prefix.substr(0, options_.store_prefix.size() - 1);
+  return kind + ": " + what;
+}
+
+// Every weight prepare() places on the device, with how it is stored; `layer_done` after each layer's.
+void DeviceBackend::visit_weights(const ModelWeights& w, const WeightVisitor& v) const {
   using Storage = DeviceWeights::Storage;
   const Storage dense = options_.predequantize ? Storage::kF16 : options_.frag_layout ? Storage::kFrag : Storage::kFile;
   const Storage other = options_.predequantize ? Storage::kF16 : Storage::kFile;  // lm_head and router
-  weights_.add(w.classifier, other);
-  weights_.add_vector(w.final_norm);
-  for (const LayerWeights& l : w.layers) {
-    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) weights_.add(*t, dense);
-    weights_.add(l.router, other);
-    for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3}) weights_.add_stack(*s, options_.trtllm_int8);
-    for (const std::vector<float>* v : {&l.attn_norm, &l.ffn_norm, &l.q_norm, &l.k_norm}) weights_.add_vector(*v);
+  v.tensor(w.embedding, Storage::kFile);
+  v.tensor(w.classifier, other);
+  v.vector(w.final_norm);
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const LayerWeights& l = w.layers[i];
+    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) v.tensor(*t, dense);
+    v.tensor(l.router, other);
+    for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3}) v.stack(*s);
+    for (const std::vector<float>* n : {&l.attn_norm, &l.ffn_norm, &l.q_norm, &l.k_norm}) v.vector(*n);
+    if (v.layer_done) v.layer_done(i + 1);
   }
+}
+
+void DeviceBackend::prepare(const ModelWeights& w) {
+  // What the model will hold, checked before anything is uploaded: a model the device cannot hold is refused
+  // at once, stating what it needs, instead of failing (or being killed) minutes into the upload.
+  uint64_t resident = 0, largest = 0;
+  std::set<const void*> counted;  // a tied classifier is the embedding's tensor
+  auto need = [&](const void* data, uint64_t bytes) {
+    if (!counted.insert(data).second) return;
+    resident += bytes;
+    largest = std::max(largest, bytes);
+  };
+  visit_weights(w, {[&](const QTensor& t, DeviceWeights::Storage s) { need(t.data, DeviceWeights::bytes_for(t, s)); },
+                    [&](const ExpertStack& s) { need(s.base.data, DeviceWeights::stack_bytes(s)); },
+                    [&](const std::vector<float>& n) { need(n.data(), n.size() * 4); }, {}});
+  device_.check_capacity(resident, largest);
+
+  Progress progress(progress_label("loading weights"), double(w.layers.size()), "layers", false,
+                    options_.progress_after_seconds);
+  visit_weights(w, {[&](const QTensor& t, DeviceWeights::Storage s) { weights_.add(t, s); },
+                    [&](const ExpertStack& s) { weights_.add_stack(s, options_.trtllm_int8); },
+                    [&](const std::vector<float>& n) { weights_.add_vector(n); },
+                    [&](size_t layers) { progress.update(double(layers)); }});
+  progress.finish();
 }
 
 std::unique_ptr<DeviceBuffer> DeviceBackend::alloc(size_t elements) {
@@ -127,12 +166,17 @@ void DeviceBackend::begin_step(const int32_t* tokens, int64_t m, int64_t pos0) {
   device_.copy_to_device(pos_.ptr(), &p, 4);
   step_pos0_ = pos0;
   in_step_ = true;
+  // The kernels a step has queued are known only as it goes: the total grows with them.
+  step_progress_.emplace(progress_label("forward of " + std::to_string(m) + " token" + (m == 1 ? "" : "s")), 0,
+                         "kernels", false, options_.progress_after_seconds);
   step_replayable_ = m == 1;
   queue_.begin_step(m == 1);
 }
 
 void DeviceBackend::end_step() {
   queue_.end_step();
+  if (step_progress_) step_progress_->finish();
+  step_progress_.reset();
   in_step_ = false;
   for (const PendingDownload& d : downloads_) download(d.src, d.n, d.host);
   downloads_.clear();

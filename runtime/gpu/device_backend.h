@@ -6,9 +6,12 @@
 // replayed as a captured graph; only sampled tokens, or logits when asked, come back to the host.
 // Dense Qwen3 and Qwen3-MoE models run here; a MoE block is routed, grouped and finalized on the device
 // (device_moe.cpp), so MoE decode steps are captured and replayed like dense ones.
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "common/progress.h"
 #include "device/api/device.h"
 #include "device/blas/blas_lt.h"
 #include "device/winners/winners.h"
@@ -34,6 +37,9 @@ struct DeviceBackendOptions {
   // `blas`, a stored dispatch that ranks a cuBLASLt baseline first in a bucket is followed too.
   bool predequantize = false;
   std::shared_ptr<blas::BlasLt> blas;
+  // A weight load or a forward step that runs longer than this shows a progress line on stderr: on the
+  // emulator a large model's step takes minutes. Shorter work prints nothing.
+  double progress_after_seconds = 5;
 };
 
 class DeviceBackend final : public Backend {
@@ -81,6 +87,14 @@ class DeviceBackend final : public Backend {
   void grow(dev::Buffer& b, size_t need, size_t bytes);  // at least `need` bytes; `bytes` when it reallocates
   void check_step_position(const char* op, int64_t pos0) const;
   void stage_tokens(const int32_t* tokens, int64_t m);
+  std::string progress_label(const std::string& what) const;
+  struct WeightVisitor {
+    std::function<void(const QTensor&, DeviceWeights::Storage)> tensor;
+    std::function<void(const ExpertStack&)> stack;
+    std::function<void(const std::vector<float>&)> vector;
+    std::function<void(size_t layers)> layer_done;
+  };
+  void visit_weights(const ModelWeights& w, const WeightVisitor& v) const;
 
   dev::Device& device_;
   DeviceBackendOptions options_;
@@ -99,6 +113,7 @@ class DeviceBackend final : public Backend {
   std::vector<dev::Buffer> retired_;  // outgrown buffers queued launches may still name
   const int32_t* staged_tokens_ = nullptr;  // the step's host tokens, already on the device
   int64_t step_pos0_ = -1;
+  std::optional<Progress> step_progress_;  // of the step begun, shown only when it runs long
   bool in_step_ = false;
   bool step_replayable_ = false;  // a decode step: its launches may be captured and replayed
   struct PendingDownload {

@@ -31,7 +31,34 @@ int frag_bits(const QTensor& t) {
   return d.bits;
 }
 
+bool frag_stored(const QTensor& t, DeviceWeights::Storage storage) {
+  return storage == DeviceWeights::Storage::kFrag && frag_bits(t);
+}
+
+// fp16 "values" on the device: the float types the families do not take, and quantized weights kept as fp16.
+bool f16_stored(const QTensor& t, DeviceWeights::Storage storage) {
+  return t.type == WeightType::F32 || t.type == WeightType::BF16 ||
+         (storage == DeviceWeights::Storage::kF16 && weight_traits(t.type).quantized);
+}
+
+uint64_t file_layout_bytes(const QTensor& t) {
+  uint64_t bytes = 0;
+  for (const ArraySpec& spec : weight_traits(t.type).array_specs()) bytes += t.array_bytes(spec);
+  return bytes;
+}
+
 }  // namespace
+
+uint64_t DeviceWeights::bytes_for(const QTensor& t, Storage storage) {
+  if (t.empty()) return 0;
+  // The frag layout holds the file's codes, scales and zeros in another order: the same bytes.
+  if (!frag_stored(t, storage) && f16_stored(t, storage)) return uint64_t(t.rows * t.cols) * 2;
+  return file_layout_bytes(t);
+}
+
+uint64_t DeviceWeights::stack_bytes(const ExpertStack& s) {
+  return s.empty() ? 0 : file_layout_bytes(s.base) * uint64_t(s.experts);
+}
 
 dev::DevPtr DeviceWeights::allocate(size_t bytes) {
   dev::Buffer b(device_, bytes);
@@ -82,12 +109,11 @@ void DeviceWeights::add(const QTensor& t, Storage storage) {
   if (t.empty() || tensors_.count(t.data)) return;
   DeviceTensor d;
   d.rows = t.rows, d.cols = t.cols;
-  if (storage == Storage::kFrag && frag_bits(t)) {
+  if (frag_stored(t, storage)) {
     d.type = t.type;
     d.group = t.group_size;
     add_frag(t, d);
-  } else if (t.type == WeightType::F32 || t.type == WeightType::BF16 ||
-             (storage == Storage::kF16 && weight_traits(t.type).quantized)) {
+  } else if (f16_stored(t, storage)) {
     std::vector<uint16_t> h(size_t(t.rows * t.cols));
     std::vector<float> row(size_t(t.cols));
     for (int64_t r = 0; r < t.rows; ++r) {

@@ -44,6 +44,9 @@ class DeviceWeights {
   // TensorRT-LLM's preprocessed layout (done here, once, at load time).
   void add_stack(const ExpertStack& s, bool trtllm);
   void add_vector(const std::vector<float>& v);
+  // The bytes add() and add_stack() place on the device for a weight, known before any of it is uploaded.
+  static uint64_t bytes_for(const QTensor& t, Storage storage);
+  static uint64_t stack_bytes(const ExpertStack& s);
   // Throws qt::Error when the tensor or vector was never added (an op on weights prepare() did not see).
   const DeviceTensor& tensor(const QTensor& t) const;
   DeviceTensor::Array vector(const float* host) const;

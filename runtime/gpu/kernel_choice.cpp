@@ -66,11 +66,11 @@ std::optional<KernelChoice> KernelChooser::tuned(const kernels::KernelFamily& f,
 }
 
 std::optional<KernelChoice> KernelChooser::default_choice(const kernels::KernelFamily& f, const kernels::Shape& shape,
-                                                         std::string* why) const {
+                                                         std::vector<std::string>* refusals) const {
   for (const kernels::Point& p : f.default_points(shape)) {
     const std::string reason = runs(f, p, shape);
     if (reason.empty()) return KernelChoice{&f, p, KernelChoice::Source::Default, false, ""};
-    if (why) *why += "; " + f.name + " " + kernels::point_key(p) + ": " + reason;
+    if (refusals) refusals->push_back(f.name + " " + kernels::point_key(p) + ": " + reason);
   }
   return std::nullopt;
 }
@@ -136,14 +136,22 @@ const KernelChoice& KernelChooser::choose(const std::string& op, const WeightTyp
     if (better) best = c, best_s = s;
   }
   if (!best) {
-    std::string why;
+    std::vector<std::string> refusals;
     for (const kernels::KernelFamily* f : candidates)
-      if ((best = default_choice(*f, shape, &why))) break;
-    if (!best)
-      throw Error("no kernel family runs op '" + op + "'" + (type ? std::string(" on ") + weight_type_name(*type) : "") +
-                      " at " + kernels::shape_key(shape) + " on sm_" + std::to_string(arch_) +
-                      (candidates.empty() ? " (none is registered for it)" : why),
-                  kExitFailure);
+      if ((best = default_choice(*f, shape, &refusals))) break;
+    if (!best) {
+      const std::string what = "no kernel family runs op '" + op + "'" +
+                               (type ? std::string(" on ") + weight_type_name(*type) : "") + " at " +
+                               kernels::shape_key(shape) + " on sm_" + std::to_string(arch_);
+      if (candidates.empty()) throw Error(what + " (none is registered for it)", kExitFailure);
+      // The model's shape is what no family takes (a group size of 1, say): one line, one example of why.
+      std::string families;
+      for (size_t i = 0; i < candidates.size(); ++i)
+        families += (i == 0 ? "" : i + 1 == candidates.size() ? " and " : ", ") + candidates[i]->name;
+      throw Error(what + ": none of the " + std::to_string(refusals.size()) + " default points of " + families +
+                      " can" + (refusals.empty() ? "" : " (" + refusals.front() + ")"),
+                  kExitBadInput);
+    }
   }
   return chosen_.emplace(key, *best).first->second;
 }

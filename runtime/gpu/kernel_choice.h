@@ -61,8 +61,9 @@ class KernelChooser {
  private:
   std::vector<const kernels::KernelFamily*> candidates(const std::string& op, const WeightType* type) const;
   std::optional<KernelChoice> tuned(const kernels::KernelFamily& f, const kernels::Shape& shape, double* seconds) const;
+  // `refusals`, when given, collects "family point: why it cannot run the shape" for each default point.
   std::optional<KernelChoice> default_choice(const kernels::KernelFamily& f, const kernels::Shape& shape,
-                                             std::string* why) const;
+                                             std::vector<std::string>* refusals) const;
   std::optional<KernelChoice> dispatched(const std::string& op, const WeightType* type, const kernels::Shape& shape,
                                          const std::vector<const kernels::KernelFamily*>& candidates) const;
   std::function<bool(const std::string&)> external_;

@@ -8,6 +8,7 @@ void LaunchQueue::begin_step(bool capturable) {
   in_step_ = true;
   capturable_ = capturable && graphs_;
   queue_.clear();
+  step_queued_ = step_run_ = 0;
 }
 
 void LaunchQueue::launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg, dev::KernelArgs args) {
@@ -17,6 +18,7 @@ void LaunchQueue::launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg
     return;
   }
   queue_.push_back(Queued{kernel, cfg, std::move(args), {}, {}});
+  ++step_queued_;
 }
 
 void LaunchQueue::call(std::function<void()> fn, std::string signature) {
@@ -29,6 +31,7 @@ void LaunchQueue::call(std::function<void()> fn, std::string signature) {
   q.call = std::move(fn);
   q.call_signature = std::move(signature);
   queue_.push_back(std::move(q));
+  ++step_queued_;
 }
 
 void LaunchQueue::run_one(const Queued& q) {
@@ -39,7 +42,10 @@ void LaunchQueue::run_one(const Queued& q) {
 }
 
 void LaunchQueue::run_queued() {
-  for (const Queued& q : queue_) run_one(q);
+  for (const Queued& q : queue_) {
+    run_one(q);
+    if (observer_) observer_(++step_run_, step_queued_);
+  }
   stats_.launches += int64_t(queue_.size());
   queue_.clear();
 }

@@ -29,6 +29,9 @@ class LaunchQueue {
   // Runs what is queued now (before other device work inside a step).
   void flush();
   void end_step();
+  // Hears, after each launch a step runs (at its end or in a flush), how many of the step's launches have run
+  // and how many it has queued so far: the progress of a step that runs for minutes on the emulator.
+  void on_launch(std::function<void(size_t run, size_t queued)> observer) { observer_ = std::move(observer); }
 
   struct Stats {
     int64_t launches = 0;        // kernels run directly
@@ -57,6 +60,8 @@ class LaunchQueue {
   std::string last_signature_, graph_signature_;
   std::unique_ptr<dev::Graph> graph_;
   Stats stats_;
+  std::function<void(size_t, size_t)> observer_;
+  size_t step_queued_ = 0, step_run_ = 0;
 };
 
 }  // namespace qt::rt

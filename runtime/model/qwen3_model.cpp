@@ -24,6 +24,8 @@ Qwen3Model::Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t co
   if (c.max_seq_len > 0 && context_ > c.max_seq_len)
     throw Error("context length " + std::to_string(context_) + " exceeds the model's max_position_embeddings " +
                 std::to_string(c.max_seq_len));
+  // The weights first: a device that cannot hold them refuses the model before anything else is allocated.
+  be_.prepare(w_);
   const size_t B = size_t(max_batch_), dim = size_t(c.dim), qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim());
   x_ = be_.alloc(B * dim);
   xn_ = be_.alloc(B * dim);
@@ -39,7 +41,6 @@ Qwen3Model::Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t co
   h3_ = be_.alloc(B * size_t(hidden));
   logits_ = be_.alloc(size_t(std::min(max_batch_, kLogitRowsPerPass)) * size_t(c.vocab_size));
   q_rot_ = be_.alloc(B * qd);
-  be_.prepare(w_);
   reserve(std::min(context_, kInitialCacheTokens));  // after prepare(), which may choose the cache's type
 }
 
