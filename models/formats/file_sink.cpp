@@ -117,18 +117,25 @@ void check_output(const std::string& path, uint64_t expected_size) {
 
 FileSink::FileSink(const std::string& path, uint64_t expected_size) : path_(path), tmp_path_(path + ".partial") {
   check_output(path, expected_size);
+  // Known to the signal handler before it exists: a signal that arrives as the file appears still removes it.
+  signal_slot_ = register_partial(tmp_path_);
   // O_NOFOLLOW / O_NONBLOCK: a symlink or FIFO planted at the partial path fails instead of being written
   // through (or blocking); anything else that is not a regular file is refused after opening.
   fd_ = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
-  if (fd_ < 0) fail_errno("cannot create");
   struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fd_ < 0 || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int err = errno;
+    unregister_partial(signal_slot_);
+    signal_slot_ = -1;
+    committed_ = true;  // not ours to remove
+    if (fd_ < 0) {
+      errno = err;
+      fail_errno("cannot create");
+    }
     ::close(fd_);
     fd_ = -1;
-    committed_ = true;  // not ours to remove
     throw Error(tmp_path_ + ": exists and is not a regular file; remove it");
   }
-  signal_slot_ = register_partial(tmp_path_);
 }
 
 FileSink::~FileSink() {
