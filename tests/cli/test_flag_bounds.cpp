@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include "common/paths.h"
+
 using namespace std::string_literals;
 
 namespace {
@@ -22,9 +24,9 @@ struct Run {
 };
 
 Run tool(const std::string& command_line) {
-  const std::string err_file = QTUNE_BINARY_DIR "/tests/flag-bounds-err-"s + std::to_string(::getpid());
+  const std::string err_file = qt::binary_root() + "/tests/flag-bounds-err-" + std::to_string(::getpid());
   const int status =
-      std::system((QTUNE_BINARY_DIR "/bin/"s + command_line + " >/dev/null 2>" + err_file + " </dev/null").c_str());
+      std::system((qt::binary_root() + "/bin/" + command_line + " >/dev/null 2>" + err_file + " </dev/null").c_str());
   std::ifstream in(err_file);
   std::stringstream ss;
   ss << in.rdbuf();

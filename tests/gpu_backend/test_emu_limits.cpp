@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/paths.h"
 #include "device/emu/emu_device.h"
 #include "models/formats/model_file.h"
 #include "runtime/gpu/device_backend.h"
@@ -22,8 +23,8 @@ using namespace std::string_literals;
 
 namespace {
 
-const std::string kFiles = QTUNE_SOURCE_DIR "/tests/golden/files/"s;
-const std::string kTmp = QTUNE_BINARY_DIR "/tests/emu-limits-"s;
+const std::string kFiles = qt::source_root() + "/tests/golden/files/";
+const std::string kTmp = qt::binary_root() + "/tests/emu-limits-";
 
 struct Result {
   int code;
@@ -78,7 +79,7 @@ std::string backend_stderr(const std::string& file, int tokens, double progress_
 }  // namespace
 
 TEST_CASE("A model too large for the emulator's memory is refused before loading, stating what it needs") {
-  const std::string qrun = QTUNE_BINARY_DIR "/bin/qrun --device emu --prompt-ids 1,2,3 -n 1 --model "s;
+  const std::string qrun = qt::binary_root() + "/bin/qrun --device emu --prompt-ids 1,2,3 -n 1 --model ";
   const std::string model = kFiles + "dense.ajc1";
   const auto file_bytes = std::filesystem::file_size(model);
   // Less than its weights.
@@ -102,9 +103,9 @@ TEST_CASE("A model too large for the emulator's memory is refused before loading
 
 TEST_CASE("A group size no kernel family takes is refused in one short line naming the families") {
   const std::string model = kTmp + "g1.ajc1";
-  REQUIRE(run(QTUNE_BINARY_DIR "/bin/qconvert synthetic --preset tiny --group-size 1 --format ajc1 --quiet --out "s +
+  REQUIRE(run(qt::binary_root() + "/bin/qconvert synthetic --preset tiny --group-size 1 --format ajc1 --quiet --out " +
               model).code == 0);
-  const Result r = run(QTUNE_BINARY_DIR "/bin/qrun --device emu --prompt-ids 1,2 -n 1 --model "s + model);
+  const Result r = run(qt::binary_root() + "/bin/qrun --device emu --prompt-ids 1,2 -n 1 --model " + model);
   std::filesystem::remove(model);
   INFO(r.err);
   CHECK(r.code == 2);

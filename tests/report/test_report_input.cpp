@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/paths.h"
 #include "runtime/report/bench_report.h"
 #include "runtime/report/report_json.h"
 #include "runtime/report/text_escape.h"
@@ -25,7 +26,7 @@ using qt::report::report_from_json;
 namespace {
 
 json recorded() {
-  std::ifstream in(QTUNE_SOURCE_DIR "/tests/report/data/recorded-cuda.json"s);
+  std::ifstream in(qt::source_root() + "/tests/report/data/recorded-cuda.json");
   return json::parse(in);
 }
 
@@ -267,7 +268,7 @@ TEST_CASE("A report too large or nested too deep is refused before it is built")
 }
 
 TEST_CASE("report.json is written back from the understood fields only, and the plots stay in the report folder") {
-  const std::string dir = QTUNE_BINARY_DIR "/tests/report-understood-"s + std::to_string(::getpid());
+  const std::string dir = qt::binary_root() + "/tests/report-understood-" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   json j = recorded();
   j["evil"] = {{"deeper", {{"and", "deeper"}}}};
