@@ -22,6 +22,11 @@ inline constexpr IntRange kBatchRows{1, 65536};
 inline constexpr IntRange kCurvePoints{1, 10000};
 // A measurement buffer in MiB; 0 skips the measurement.
 inline constexpr IntRange kBufferMiB{0, 1 << 16};
+// Tuning: one candidate's limit before its worker is killed, the least timed time per candidate, and a
+// whole run's limit (0: none).
+inline constexpr RealRange kCandidateTimeoutSeconds{0, 86400, /*lo_open=*/true};
+inline constexpr RealRange kMinTimeSeconds{0, 3600};
+inline constexpr RealRange kRunTimeLimitSeconds{0, 7 * 86400};
 // A token id; the model's or tokenizer's vocabulary bounds it further.
 inline constexpr IntRange kTokenId{0, INT32_MAX};
 

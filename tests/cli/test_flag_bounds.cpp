@@ -59,7 +59,7 @@ TEST_CASE("A thread count outside 1..1024 is refused by every tool that takes on
 
 TEST_CASE("A seed is any 64-bit value in every tool, and nothing else") {
   for (const std::string& cmd : {"qrun --prompt-ids 1 --seed"s, "qconvert synthetic --format ajc1 --out x.bin --seed"s,
-                                 "qtune profile --family awq_gemv --seed"s, "qtune replay --space x.json --first-seed"s}) {
+                                 "qtune profile --family awq_gemv --seed"s, "qtune --shape 64,64,32 --seed"s, "qtune replay --space x.json --first-seed"s}) {
     check_refused(cmd + " -1", "-1");
     check_refused(cmd + " 18446744073709551616", "18446744073709551616");
   }
@@ -98,6 +98,12 @@ TEST_CASE("Counts, sizes and rates are range-checked when parsed, naming the fla
       {"qtune static --m 0", "--m: 0 is out of range (1..65536)"},
       {"qtune replay --space x.json --seeds 0", "--seeds: 0 is out of range (1..100000)"},
       {"qtune replay --space x.json --curve-points 10001", "--curve-points: 10001 is out of range (1..10000)"},
+      {"qtune --shape 64,64,32 --timeout 0", "--timeout: 0 is out of range (0, 86400]"},
+      {"qtune --shape 64,64,32 --min-reps 0", "--min-reps: 0 is out of range (1..100000)"},
+      {"qtune --shape 64,64,32 --min-time -1", "--min-time: -1 is out of range [0, 3600]"},
+      {"qtune --model x.bin --gpu sm90 --buckets 1,65537", "--buckets: 65537 is out of range (1..65536)"},
+      {"qtune --model x.bin --gpu sm90 --time-limit -5", "--time-limit: -5 is out of range [0, 604800]"},
+      {"qtune --model x.bin --gpu sm90 --compile-threads 257", "--compile-threads: 257 is out of range (0..256)"},
   };
   for (const auto& c : cases) check_refused(c.command_line, c.needle);
 }

@@ -14,6 +14,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/flag_ranges.h"
 #include "common/progress.h"
 #include "models/formats/model_file.h"
 #include "tuner/cli/commands.h"
@@ -60,12 +61,9 @@ TuneOptions tune_options(const CliArgs& cli, bool emu) {
   make_strategy(opt.strategy);
   opt.seed = cli.get_int_as<uint64_t>("--seed");
   opt.timeout_s = cli.given("--timeout") ? cli.get_double("--timeout") : emu ? 300.0 : 20.0;
-  if (!(opt.timeout_s > 0)) throw Error("--timeout must be positive");
   opt.measure.min_reps = cli.get_int_as<int>("--min-reps");
-  if (opt.measure.min_reps < 1 || opt.measure.min_reps > 100000) throw Error("--min-reps must be in 1..100000");
   opt.measure.max_reps = std::max(opt.measure.max_reps, opt.measure.min_reps);
   opt.measure.min_seconds = cli.get_double("--min-time");
-  if (opt.measure.min_seconds < 0 || opt.measure.min_seconds > 3600) throw Error("--min-time must be in 0..3600 seconds");
   opt.measure.racing = !cli.get_flag("--no-racing");
   if (emu) {  // correctness only: one verified run per point, emulator time means nothing
     opt.measure.warmup = 0;
@@ -122,21 +120,14 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
       p = q + 1;
     }
   }
-  if (cli.given("--buckets")) {
-    opt.buckets = parse_int_list(cli.get("--buckets"), "--buckets");
-    for (int64_t m : opt.buckets)
-      if (m < 1 || m > 65536) throw Error("--buckets: batch sizes must be in 1..65536");
-  }
+  if (cli.given("--buckets")) opt.buckets = parse_int_list(cli.get("--buckets"), "--buckets");
   opt.budget = cli.get("--budget");
   opt.time_limit_s = cli.given("--time-limit") ? cli.get_double("--time-limit") : emu ? 0 : 570;
-  if (!(opt.time_limit_s >= 0) || opt.time_limit_s > 7 * 86400)
-    throw Error("--time-limit must be in 0..604800 seconds (0: no limit)");
   opt.tune = tune_options(cli, emu);
   opt.tune.flush = !emu && !cli.get_flag("--no-flush");
   const int cores = int(std::thread::hardware_concurrency());
   opt.compile_threads = cli.given("--compile-threads") ? int(cli.get_int_as<int>("--compile-threads"))
                                                        : emu ? 0 : std::max(1, cores - 2);
-  if (opt.compile_threads < 0 || opt.compile_threads > 256) throw Error("--compile-threads must be in 0..256");
   opt.quiet = cli.get_flag("--quiet");
   opt.baselines = !emu && !cli.get_flag("--no-baselines");
   opt.predequantize = cli.get_flag("--predequantize");
@@ -234,10 +225,12 @@ int tune_command(const std::vector<std::string>& args) {
       .option("--cache", "FILE", "results store (SQLite); qrun --tuned-cache reads it", "qtune-cache.sqlite")
       .option("--strategy", "S", "search strategy (exhaustive, random, genetic, annealing, ils, bandit, best)", "best")
       .option("--budget", "B", "evaluations per shape, or a share of each space (25%)", "24")
-      .option("--seed", "N", "search seed", "1")
+      .option("--seed", "N", "search seed", "1").range(flag_ranges::kSeed)
       .option("--timeout", "SECONDS", "per-candidate limit; the worker is killed past it (default 20, emu 300)")
-      .option("--min-reps", "N", "timed repetitions at least", "5")
+      .range(flag_ranges::kCandidateTimeoutSeconds)
+      .option("--min-reps", "N", "timed repetitions at least", "5").range(flag_ranges::kRepetitions)
       .option("--min-time", "SECONDS", "timed time at least per candidate", "0.01")
+      .range(flag_ranges::kMinTimeSeconds)
       .flag("--flush", "overwrite twice the last-level cache before every timed repetition")
       .flag("--no-racing", "time every candidate fully even when clearly slower than the best")
       .flag("--no-transfer", "do not start from the store's results of the same family on other devices")
@@ -246,11 +239,14 @@ int tune_command(const std::vector<std::string>& args) {
       .option("--families", "F,F", "--gpu: only these device families (registry names), or `all`; default: those the "
               "runtime dispatches for the model in its default weight layouts")
       .option("--buckets", "M,M", "--gpu: batch sizes M to tune batched families at (default 1,2,4,...,4096)")
+      .list_range(flag_ranges::kBatchRows)
       .option("--time-limit", "SECONDS", "--gpu: the whole run's time; job budgets shrink to fit it, down to each "
               "family's default points, and jobs not reached are left for the same command to resume (default 570 "
               "on cuda, none on emu; 0: none)")
+      .range(flag_ranges::kRunTimeLimitSeconds)
       .option("--compile-threads", "N", "--gpu: NVRTC threads compiling ahead of the measurements (default: cores - 2 "
               "on cuda, 0 on emu)")
+      .range(flag_ranges::kCompileThreads)
       .flag("--dry-run", "--gpu: print the jobs (family, shape, budget) the run would tune, and stop")
       .flag("--static-only", "--gpu: print the static compile-and-prune table only, even where a GPU is present")
       .flag("--no-flush", "--gpu on cuda: do not overwrite the L2 between timed repetitions")
