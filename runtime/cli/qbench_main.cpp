@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "runtime/cli/report_measure.h"
 #include "runtime/cli/run_device.h"
 #include "runtime/cli/tuned_cache.h"
+#include "runtime/cpu/amx_support.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/report/bench_report.h"
 #include "runtime/model/qwen3_model.h"
@@ -224,6 +226,8 @@ int run(int argc, char** argv) {
       .option("--context", "N", "KV-cache limit in tokens (default: prompt + gen + 1); the cache grows up to it as tokens come")
       .range(limits::kTokenCountRange)
       .option("--kv", "T", "fast path's KV-cache type: f16 or f32 (default: f16, f32 for MoE models)")
+      .option("--tiles", "U", "fast path's matrix unit for prefill: amx, none, or amx-model (the AMX kernel "
+              "through the scalar model of the tile instructions: slow, for checking) (default: amx where usable)")
       .flag("--json", "print one JSON object instead of text")
       .option("--device", "D", "cpu, emu or cuda (the device backend; cuda needs a GPU)", "cpu")
       .option("--tuned-cache", "FILE", "qtune's store: the tuned choices (cpu: matvec rows; emu/cuda: kernel points)")
@@ -263,7 +267,18 @@ int run(int argc, char** argv) {
     if (kv != "f16" && kv != "f32") throw Error("--kv: expected f16 or f32, got '" + kv + "'");
     opts.kv_cache = kv == "f16" ? ActType::F16 : ActType::F32;
   }
+  if (cli.given("--tiles")) {
+    const std::string t = cli.get("--tiles");
+    std::optional<TileUnit> unit;
+    for (TileUnit u : {TileUnit::kNone, TileUnit::kAmx, TileUnit::kAmxModel})
+      if (t == tile_unit_name(u)) unit = u;
+    if (!unit) throw Error("--tiles: expected amx, none or amx-model, got '" + t + "'");
+    opts.tiles = unit;
+  }
   CpuBackend backend(opts);
+  // Why the tiles are not used, when they are not: the backend line says which path ran.
+  const std::string no_tiles =
+      backend.tiles() != TileUnit::kNone ? "" : amx_support().usable ? "AMX not asked for" : amx_support().detail;
   const int64_t context = cli.given("--context") ? cli.get_int("--context") : prompt + gen + 1;
   if (context < prompt + gen) throw Error("--context must hold the prompt and the generated tokens");
   if (context > c.max_seq_len)
@@ -316,6 +331,8 @@ int run(int argc, char** argv) {
                       {"layers", c.n_layers},
                       {"file_bytes", file->file_size()},
                       {"backend", backend.name()},
+                      {"tiles", tile_unit_name(backend.tiles())},
+                      {"amx", amx_support().detail},
                       {"kv_cache", act_type_name(backend.kv_type())},
                       {"context", context},
                       {"prepare_s", prepare_s},
@@ -338,8 +355,9 @@ int run(int argc, char** argv) {
   }
   std::printf("model        %s (%s, %d layers, %.1f MB)\n", path.c_str(), j["arch"].get<std::string>().c_str(),
               c.n_layers, double(file->file_size()) / 1e6);
-  std::printf("backend      %s, KV cache %s (prepare %.2f s)\n", backend.name().c_str(),
-              act_type_name(backend.kv_type()), prepare_s);
+  std::printf("backend      %s, KV cache %s (prepare %.2f s)%s%s\n", backend.name().c_str(),
+              act_type_name(backend.kv_type()), prepare_s, no_tiles.empty() ? "" : "; no AMX tiles: ",
+              no_tiles.c_str());
   if (bw_bytes > 0)
     std::printf("bandwidth    read %.2f GB/s, copy %.2f GB/s (%llu MB buffer, best of all repetitions)\n", bw.read_gbps,
                 bw.copy_gbps, static_cast<unsigned long long>(bw.buffer_bytes >> 20));

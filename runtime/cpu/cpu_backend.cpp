@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "runtime/cpu/amx_support.h"
 #include "kernels_src/cpu_matvec/quantized_matvec.h"
 
 namespace qt::rt {
@@ -43,21 +44,30 @@ float* scratch(std::vector<float>& v, int64_t n) {
   return v.data();
 }
 
+TileUnit default_tiles(Isa isa) {
+  return isa == Isa::kAvx512Vnni && amx_support().usable ? TileUnit::kAmx : TileUnit::kNone;
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend(const CpuOptions& options)
     : options_(options),
       kernels_(&kernels_for(options.isa.value_or(detect_isa()))),
       attn_(&attention_kernels_for(kernels_->isa)),
-      gemm_(&q8_gemm_kernels_for(kernels_->isa)),
+      tiles_(options.reference ? TileUnit::kNone : options.tiles.value_or(default_tiles(kernels_->isa))),
+      gemm_(&q8_gemm_kernels_for(kernels_->isa, tiles_)),
       kv_type_(options.reference ? ActType::F32 : options.kv_cache.value_or(ActType::F16)),
-      pool_(options.threads > 0 ? options.threads : default_thread_count()) {}
+      pool_(options.threads > 0 ? options.threads : default_thread_count()) {
+  if (tiles_ == TileUnit::kAmx && !amx_support().usable)
+    throw Error("AMX tiles are not usable here: " + amx_support().detail);
+}
 
 CpuBackend::~CpuBackend() = default;
 
 std::string CpuBackend::name() const {
-  return std::string("cpu-") + (options_.reference ? "reference" : "fast") + "-" + isa_name(kernels_->isa) + "-" +
-         std::to_string(pool_.threads()) + "t";
+  const std::string tiles = tiles_ == TileUnit::kNone ? "" : std::string("+") + gemm_->tiles;
+  return std::string("cpu-") + (options_.reference ? "reference" : "fast") + "-" + isa_name(kernels_->isa) + tiles +
+         "-" + std::to_string(pool_.threads()) + "t";
 }
 
 void CpuBackend::prepare(const ModelWeights& weights) {
@@ -75,8 +85,17 @@ void CpuBackend::prepare(const ModelWeights& weights) {
   for (const auto& l : weights.layers) {
     for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) repack(*t);
     for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) add(*t);
+    // INT8 group-wise experts are stored in-major, which cannot be streamed as rows, so they always need a
+    // copy: the GEMM's panels are that copy.
     for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3})
-      for (int64_t e = 0; e < s->experts; ++e) add(s->expert(e));
+      for (int64_t e = 0; e < s->experts; ++e) {
+        const QTensor x = s->expert(e);
+        if (x.type == WeightType::INT8_GW_SYM) {
+          repack(x);
+        } else {
+          add(x);
+        }
+      }
   }
 }
 

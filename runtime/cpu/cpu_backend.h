@@ -8,6 +8,8 @@
 //              matrices (attention, dense MLP, classifier) are repacked by prepare() for the tiled GEMM of
 //              q8_gemm_kernels.h, which serves prefill and decode; a Q8_0 MoE expert is repacked
 //              when one call first routes kRepackExpertRows rows to it, and runs from the file until then.
+//              Where the CPU has AMX-INT8 and Linux grants the tiles, that GEMM multiplies 8 or more tokens
+//              on AMX tiles (same bits as VNNI), and fewer (decode) with AVX-512 VNNI.
 // Non-matmul ops (norms, RoPE, attention, SiLU) are fp32 in both; activations are fp32 host memory. The KV
 // cache is fp32 on the reference path and fp16 on the fast one for dense models (llama.cpp's default; see
 // CpuOptions::kv_cache), where attention runs the SIMD loops of attention_kernels.h split over heads and, for
@@ -44,6 +46,9 @@ struct CpuOptions {
   // state enough to flip near-tied expert choices (the golden MoE models' router gap is 0.0116), so MoE keeps
   // fp32, for the reason the router itself runs on fp32 activations. prepare() applies the MoE rule.
   std::optional<ActType> kv_cache;
+  // The Q8_0 GEMM's matrix unit. Unset: AMX tiles where amx_support() (amx_support.h) says this process may
+  // use them and the ISA is AVX-512 VNNI, else none. Asking for kAmx where they are not usable throws.
+  std::optional<TileUnit> tiles;
 };
 
 // Rows one call must route to a Q8_0 expert before it is repacked for the GEMM (cpu_moe.cpp says why).
@@ -57,6 +62,7 @@ class CpuBackend final : public Backend {
   std::string name() const override;
   const CpuOptions& options() const { return options_; }
   Isa isa() const { return kernels_->isa; }
+  TileUnit tiles() const { return tiles_; }
   int threads() const { return pool_.threads(); }
   ActType kv_type() const { return kv_type_; }
 
@@ -120,6 +126,7 @@ class CpuBackend final : public Backend {
   CpuOptions options_;
   const CpuKernels* kernels_;
   const AttentionKernels* attn_;
+  TileUnit tiles_;
   const Q8GemmKernels* gemm_;
   ActType kv_type_;
   ThreadPool pool_;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "common/error.h"
 
 namespace qt::rt {
 namespace {
@@ -46,9 +49,23 @@ void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, fl
   }
 }
 
-const Q8GemmKernels kScalarQ8Gemm = {Isa::kScalar, panel_scalar, quantize_row_scalar};
+const Q8GemmKernels kScalarQ8Gemm = {Isa::kScalar, nullptr, panel_scalar, quantize_row_scalar};
 
-const Q8GemmKernels& q8_gemm_kernels_for(Isa isa) {
+const char* tile_unit_name(TileUnit unit) {
+  switch (unit) {
+    case TileUnit::kNone: return "none";
+    case TileUnit::kAmx: return "amx";
+    case TileUnit::kAmxModel: return "amx-model";
+  }
+  return "?";
+}
+
+const Q8GemmKernels& q8_gemm_kernels_for(Isa isa, TileUnit tiles) {
+  if (tiles != TileUnit::kNone) {
+    if (isa != Isa::kAvx512Vnni)
+      throw Error(std::string("the AMX kernel converts its sums with AVX-512, not ") + isa_name(isa));
+    return tiles == TileUnit::kAmx ? kAmxQ8Gemm : kAmxModelQ8Gemm;
+  }
   switch (isa) {
     case Isa::kAvx512Vnni: return kAvx512Q8Gemm;
     case Isa::kAvx2: return kAvx2Q8Gemm;

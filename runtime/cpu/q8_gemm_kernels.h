@@ -14,6 +14,9 @@ constexpr int64_t kQ8PanelRows = 16;
 
 struct Q8GemmKernels {
   Isa isa;
+  // The matrix unit `panel` hands enough tokens to (AMX tiles, or their scalar model), null for none. The
+  // outputs are the same bits either way.
+  const char* tiles;
   // One panel against `tokens` activation rows:
   //   y[t * y_stride + r] = sum_g w_scale[g*16 + r] * x_scale[t*xs_stride + g] * sum_{k in g} q[r][k] * x[t][k]
   // for r < rows (<= 16). `w`: the panel's 16*k bytes, q + 128 as uint8, in the order above; `w_scale`: [k/group][16].
@@ -30,7 +33,13 @@ struct Q8GemmKernels {
   void (*quantize_row)(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum);
 };
 
-const Q8GemmKernels& q8_gemm_kernels_for(Isa isa);
+// The matrix unit that multiplies enough tokens at once: none (the SIMD kernels of the ISA), AMX-INT8 tiles, or
+// the AMX kernel through the scalar model of the tile instructions (slow; for checking the AMX code anywhere).
+enum class TileUnit { kNone, kAmx, kAmxModel };
+
+const char* tile_unit_name(TileUnit unit);
+// Throws qt::Error for a tile unit without kernels for `isa` (the AMX kernel needs AVX-512 VNNI).
+const Q8GemmKernels& q8_gemm_kernels_for(Isa isa, TileUnit tiles = TileUnit::kNone);
 
 // The portable quantizer, also used by the SIMD tables for groups their vectors do not fit.
 void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum);
@@ -38,5 +47,11 @@ void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, fl
 extern const Q8GemmKernels kScalarQ8Gemm;
 extern const Q8GemmKernels kAvx2Q8Gemm;
 extern const Q8GemmKernels kAvx512Q8Gemm;
+// AVX-512 VNNI with AMX-INT8 tiles for 8 tokens or more (q8_gemm_kernels_amx.cpp): kAmxQ8Gemm runs the tile
+// instructions and must only run where amx_support() (amx_support.h) says they are usable; kAmxModelQ8Gemm
+// runs the same kernel through the scalar model of the instructions (amx_tile_model.h), on any CPU with
+// AVX-512 VNNI.
+extern const Q8GemmKernels kAmxQ8Gemm;
+extern const Q8GemmKernels kAmxModelQ8Gemm;
 
 }  // namespace qt::rt

@@ -110,6 +110,6 @@ void quantize_row_avx2(const float* x, int64_t k, int64_t group, int8_t* q, floa
 
 }  // namespace
 
-const Q8GemmKernels kAvx2Q8Gemm = {Isa::kAvx2, panel_avx2, quantize_row_avx2};
+const Q8GemmKernels kAvx2Q8Gemm = {Isa::kAvx2, nullptr, panel_avx2, quantize_row_avx2};
 
 }  // namespace qt::rt

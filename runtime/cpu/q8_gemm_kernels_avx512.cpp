@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "runtime/cpu/q8_gemm_group_avx512.h"
 #include "runtime/cpu/q8_gemm_kernels.h"
 
 namespace qt::rt {
@@ -35,11 +36,7 @@ void tile(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, cons
       for (int t = 0; t < T; ++t) s[t] = _mm512_dpbusd_epi32(s[t], wv, _mm512_set1_epi32(load4(x + t * x_stride + c)));
     }
     const __m512 ws = _mm512_loadu_ps(w_scale + g * kQ8PanelRows);
-    for (int t = 0; t < T; ++t) {
-      const __m512i exact = _mm512_sub_epi32(s[t], _mm512_set1_epi32(128 * x_qsum[t * xs_stride + g]));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(ws, _mm512_set1_ps(x_scale[t * xs_stride + g])),
-                               acc[t]);
-    }
+    for (int t = 0; t < T; ++t) acc[t] = add_group_sums(acc[t], s[t], ws, x_qsum[t * xs_stride + g], x_scale[t * xs_stride + g]);
   }
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * y_stride, rows, acc[t]);
 }
@@ -106,6 +103,6 @@ void quantize_row_avx512(const float* x, int64_t k, int64_t group, int8_t* q, fl
 
 }  // namespace
 
-const Q8GemmKernels kAvx512Q8Gemm = {Isa::kAvx512Vnni, panel_avx512, quantize_row_avx512};
+const Q8GemmKernels kAvx512Q8Gemm = {Isa::kAvx512Vnni, nullptr, panel_avx512, quantize_row_avx512};
 
 }  // namespace qt::rt

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/half.h"
 #include "common/mapped_file.h"
 #include "kernels_src/cpu_matvec/thread_pool.h"
 #include "runtime/cpu/q8_gemm_kernels.h"
@@ -42,8 +43,8 @@ constexpr int64_t kPanelsPerBlock = 64;  // 1024 rows: the source pages behind a
 }  // namespace
 
 bool repackable_q8(const QTensor& t) {
-  return t.type == WeightType::Q8_0 && !t.empty() && t.group_size > 0 && t.group_size % 4 == 0 &&
-         t.cols % t.group_size == 0;
+  const bool int8 = t.type == WeightType::Q8_0 || t.type == WeightType::INT8_GW_SYM;
+  return int8 && !t.empty() && t.group_size > 0 && t.group_size % 4 == 0 && t.cols % t.group_size == 0;
 }
 
 void RepackedQ8::dequantize_row(int64_t row, float* out) const {
@@ -60,32 +61,31 @@ void advise_random_rows(const QTensor& t) {
 }
 
 RepackedQ8 repack_q8(const QTensor& t, ThreadPool* pool) {
-  if (!repackable_q8(t)) throw Error("repack_q8: the tensor is not Q8_0 with a group that is a multiple of 4");
+  if (!repackable_q8(t))
+    throw Error("repack_q8: the tensor is not Q8_0 or INT8_GW_SYM with a group that is a multiple of 4");
   RepackedQ8 r;
   r.rows = t.rows, r.cols = t.cols, r.group = t.group_size;
   r.panels = (t.rows + kQ8PanelRows - 1) / kQ8PanelRows;
-  const int64_t K = t.cols, ng = K / t.group_size;
+  const int64_t N = t.rows, K = t.cols, ng = K / t.group_size;
   r.w = LargePageBuffer(size_t(r.panels * kQ8PanelRows * K));
   r.scale = LargePageBuffer(size_t(r.panels * kQ8PanelRows * ng) * sizeof(float));
-  const auto* q = static_cast<const int8_t*>(t.data);
+  // Q8_0 is row-major int8 q; INT8_GW_SYM is in-major [K][N] uint8 q + 128 with fp16 scales [K/G][N]. Either
+  // way a panel byte is the weight + 128.
+  const bool in_major = t.type == WeightType::INT8_GW_SYM;
+  const auto* q = static_cast<const uint8_t*>(t.data);
+  auto weight = [&](int64_t n, int64_t c) { return in_major ? q[c * N + n] : uint8_t(q[n * K + c] ^ 0x80u); };
+  auto scale = [&](int64_t n, int64_t g) {
+    return in_major ? half_bits_to_float(t.scales_f16[g * N + n]) : t.scales_f32[n * ng + g];
+  };
   auto pack = [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       uint8_t* wp = r.w.data() + p * kQ8PanelRows * K;
       float* sp = reinterpret_cast<float*>(r.scale.data()) + p * kQ8PanelRows * ng;
       for (int64_t row = 0; row < kQ8PanelRows; ++row) {
         const int64_t n = p * kQ8PanelRows + row;
-        if (n >= t.rows) {
-          // Padding rows: weight 0 (stored +128) and scale 0, never stored to an output.
-          for (int64_t c = 0; c < K; ++c) wp[(c / 4) * 64 + row * 4 + c % 4] = 128;
-          for (int64_t g = 0; g < ng; ++g) sp[g * kQ8PanelRows + row] = 0.0f;
-          continue;
-        }
-        const int8_t* qn = q + n * K;
-        for (int64_t c = 0; c < K; c += 4) {
-          uint8_t* dst = wp + (c / 4) * 64 + row * 4;
-          for (int64_t b = 0; b < 4; ++b) dst[b] = static_cast<uint8_t>(qn[c + b] ^ int8_t(-128));
-        }
-        for (int64_t g = 0; g < ng; ++g) sp[g * kQ8PanelRows + row] = t.scales_f32[n * ng + g];
+        // Rows past the matrix: weight 0 (stored +128) and scale 0, never stored to an output.
+        for (int64_t c = 0; c < K; ++c) wp[(c / 4) * 64 + row * 4 + c % 4] = n < N ? weight(n, c) : 128;
+        for (int64_t g = 0; g < ng; ++g) sp[g * kQ8PanelRows + row] = n < N ? scale(n, g) : 0.0f;
       }
     }
   };
@@ -96,10 +96,15 @@ RepackedQ8 repack_q8(const QTensor& t, ThreadPool* pool) {
     } else {
       pack(b0, b1);
     }
-    const int64_t n0 = b0 * kQ8PanelRows, n1 = std::min(t.rows, b1 * kQ8PanelRows);
-    release_pages(q + n0 * K, uint64_t((n1 - n0) * K));
+    const int64_t n0 = b0 * kQ8PanelRows, n1 = std::min(N, b1 * kQ8PanelRows);
+    if (!in_major) release_pages(q + n0 * K, uint64_t((n1 - n0) * K));
   }
-  release_pages(t.scales_f32, uint64_t(t.rows * ng) * sizeof(float));
+  if (in_major) {
+    release_pages(q, uint64_t(N * K));
+    release_pages(t.scales_f16, uint64_t(N * ng) * sizeof(uint16_t));
+  } else {
+    release_pages(t.scales_f32, uint64_t(N * ng) * sizeof(float));
+  }
   return r;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// The Q8_0 weights of the fast path's GEMM (q8_gemm_kernels.h), repacked once at load time from the file's
-// row-major int8 + scales. The repacked matrix is the same size as the file's tensor (1 byte per weight, 4
+// The Q8_0 (and INT8_GW_SYM) weights of the fast path's GEMM (q8_gemm_kernels.h), repacked once at load time
+// from the file's int8 + scales. The repacked matrix is the same size as the file's tensor (1 byte per weight, 4
 // per group scale) and replaces it: once a tensor is repacked, its pages of the file mapping are handed back
 // to the kernel (they are only read again if something else reads that tensor, such as the embedding rows of
 // a tied classifier), so resident memory holds one copy of the weights, not two.
@@ -25,7 +25,8 @@ struct RepackedQ8 {
   void dequantize_row(int64_t row, float* out) const;
 };
 
-// Whether `t` can take the GEMM layout: Q8_0 with a group that is a multiple of 4.
+// Whether `t` can take the GEMM layout: Q8_0 or INT8_GW_SYM (the same numbers: int8 weights, a float scale per
+// group) with a group that is a multiple of 4.
 bool repackable_q8(const QTensor& t);
 
 // Repacks `t` (repackable_q8(t) must hold), releasing the source pages as it goes. `pool` may be null.

@@ -13,10 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include "models/formats/model_file.h"
+#include "runtime/cpu/amx_support.h"
+#include "runtime/cpu/amx_tile_model.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/model/qwen3_model.h"
 #include "tests/runtime/random_model.h"
 #include "common/paths.h"
+#include "tests/skip.h"
 
 using namespace qt;
 using namespace qt::rt;
@@ -49,22 +52,32 @@ struct GoldenRun {
   int positions = 0, top1_same = 0;
 };
 
-GoldenRun run_file(const nlohmann::json& m, const nlohmann::json& file, bool reference) {
+// The logits of every position of each of the file's sequences (each a prompt from an empty cache).
+std::vector<std::vector<float>> run_sequences(const nlohmann::json& m, const nlohmann::json& file,
+                                              const CpuOptions& options) {
   const auto mf = ModelFile::open(kGolden + file["file"].get<std::string>());
+  CpuBackend be(options);
+  std::vector<std::vector<float>> out;
+  for (const auto& seq : m["models"][file["model"].get<std::string>()]["sequences"]) {
+    Qwen3Model model(mf->weights(), be, 64);
+    out.push_back(model.forward(seq.get<std::vector<int32_t>>(), LogitsRows::kAll));
+  }
+  return out;
+}
+
+GoldenRun run_file(const nlohmann::json& m, const nlohmann::json& file, bool reference) {
   const auto& model_entry = m["models"][file["model"].get<std::string>()];
   const auto& scheme = model_entry["schemes"][file["scheme"].get<std::string>()];
-  CpuBackend be(test::cpu_options(reference, 2));
+  const std::vector<std::vector<float>> logits = run_sequences(m, file, test::cpu_options(reference, 2));
   GoldenRun r;
   const auto& seqs = model_entry["sequences"];
   for (size_t i = 0; i < seqs.size(); ++i) {
-    const std::vector<int32_t> tokens = seqs[i].get<std::vector<int32_t>>();
     const auto& lg = scheme["logits"][i];
     const int64_t T = lg["shape"][0], V = lg["shape"][1];
-    REQUIRE(int64_t(tokens.size()) == T);
-    REQUIRE(mf->config().vocab_size == V);
+    REQUIRE(int64_t(seqs[i].size()) == T);
     const std::vector<float> expect = read_f32(kGolden + lg["file"].get<std::string>(), size_t(T * V));
-    Qwen3Model model(mf->weights(), be, 64);
-    const std::vector<float> got = model.forward(tokens, LogitsRows::kAll);
+    const std::vector<float>& got = logits[i];
+    REQUIRE(int64_t(got.size()) == T * V);
     for (int64_t t = 0; t < T; ++t) {
       const float* g = got.data() + t * V;
       for (int64_t v = 0; v < V; ++v) r.max_diff = std::max(r.max_diff, std::fabs(g[v] - expect[size_t(t * V + v)]));
@@ -105,4 +118,32 @@ TEST_CASE("fast path stays within its tolerance and agrees on top-1 for >= 98% o
   INFO("top-1 agreement " << same << "/" << positions);
   CHECK(same * 100 >= positions * 98);
   WARN("fast path top-1 agreement " << same << "/" << positions);
+}
+
+// Whole models, so the AMX kernel meets every matmul of a forward pass (fused launches, MoE experts grouped, two
+// threads). The prompts of 7, 13 and 24 tokens take VNNI only, one partial tile block, and a whole block then a
+// partial one; the experts' shares of them, all of these.
+static void check_tiles_give_vnni_logits(TileUnit tiles) {
+  const nlohmann::json m = manifest();
+  CpuOptions vnni = test::cpu_options(false, 2, Isa::kAvx512Vnni), amx = vnni;
+  vnni.tiles = TileUnit::kNone;
+  amx.tiles = tiles;
+  for (const auto& file : m["files"]) {
+    INFO(file["file"].get<std::string>() << " (" << file["scheme"].get<std::string>() << "), " << tile_unit_name(tiles));
+    CHECK(run_sequences(m, file, amx) == run_sequences(m, file, vnni));
+  }
+}
+
+TEST_CASE("the AMX path through the tile model gives the VNNI path's logits bit for bit on every golden file",
+          "[runtime][golden][amx]") {
+  if (detect_isa() < Isa::kAvx512Vnni) QTUNE_SKIP("the AMX kernel converts its sums with AVX-512, which this CPU lacks");
+  const uint64_t before = AmxTileModel::products_run();
+  check_tiles_give_vnni_logits(TileUnit::kAmxModel);
+  CHECK(AmxTileModel::products_run() > before);
+}
+
+TEST_CASE("on AMX hardware the AMX path gives the VNNI path's logits bit for bit on every golden file",
+          "[runtime][golden][amx]") {
+  if (!amx_support().usable) QTUNE_SKIP("no AMX tiles here: " + amx_support().detail);
+  check_tiles_give_vnni_logits(TileUnit::kAmx);
 }

@@ -1,0 +1,114 @@
+// AMX-INT8 Q8_0 GEMM. The panel layout of q8_gemm_kernels.h is already what TDPBSUD takes as its B operand:
+// one 64-byte row per 4 columns, holding those 4 columns of the panel's 16 output rows, so a weight tile is
+// `depth / 4` consecutive rows of the panel and the repacked weights serve both this kernel and the VNNI one
+// (no second copy). A (16 tokens x depth int8 activations) times B gives C, 16 tokens x 16 output rows of
+// int32 sums for one weight group, which add_group_sums turns into floats exactly as the VNNI kernel does;
+// so for the same inputs the two give the same bits.
+//
+// The kernel is one template over the tile instructions (amx_tiles.h): kAmxQ8Gemm runs the real ones and
+// kAmxModelQ8Gemm the scalar model, which is how this code is tested on CPUs without AMX.
+#include <immintrin.h>
+
+#include "runtime/cpu/amx_hw_tiles.h"
+#include "runtime/cpu/amx_tile_model.h"
+#include "runtime/cpu/q8_gemm_group_avx512.h"
+#include "runtime/cpu/q8_gemm_kernels.h"
+
+namespace qt::rt {
+namespace {
+
+static_assert(kQ8PanelRows * 4 == kTileMaxColsb, "a 64-byte row of the panel is one row of a weight tile");
+static_assert(kQ8PanelRows * sizeof(int32_t) == kTileMaxColsb, "a row of C holds the panel's 16 int32 sums");
+
+constexpr int kC = 0, kA = 1, kB = 2;  // tile numbers: sums, activations, weights
+constexpr int64_t kBlock = kTileMaxRows;  // tokens per tile product
+
+// Fewer tokens than this go to the VNNI kernel. A prediction from instruction counts, not a measurement:
+// per weight group, a VNNI token costs about 16 vpdpbusd (8 cycles at two a cycle), while a tile product
+// costs about the same 40-50 cycles (loads, TDPBSUD, store, 16 rows of conversion) whatever its rows, so the
+// tiles win from about 6 tokens.
+constexpr int64_t kAmxMinTokens = 8;
+
+// The K bytes one product covers: the whole group when it fits a row of A, else the largest multiple of 4
+// that divides the group and does.
+int64_t tile_depth(int64_t group) {
+  if (group <= kTileMaxColsb) return group;
+  int64_t d = kTileMaxColsb;
+  while (group % d != 0) d -= 4;
+  return d;
+}
+
+TileConfig gemm_config(int64_t tokens, int64_t depth) {
+  TileConfig c;
+  c.palette = 1;
+  c.rows[kC] = uint8_t(tokens), c.colsb[kC] = uint16_t(kQ8PanelRows * sizeof(int32_t));
+  c.rows[kA] = uint8_t(tokens), c.colsb[kA] = uint16_t(depth);
+  c.rows[kB] = uint8_t(depth / 4), c.colsb[kB] = uint16_t(kTileMaxColsb);
+  return c;
+}
+
+// One block of `tokens` (<= 16) tokens against one panel, the tiles configured for that many.
+template <class Tiles>
+void block(Tiles& tiles, const uint8_t* w, const float* w_scale, int64_t k, int64_t group, int64_t depth,
+           const int8_t* x, int64_t x_stride, const float* x_scale, const int32_t* x_qsum, int64_t xs_stride,
+           int64_t tokens, float* y, int64_t y_stride, __mmask16 rows) {
+  alignas(64) int32_t sums[kBlock][kQ8PanelRows];
+  __m512 acc[kBlock];
+  for (int t = 0; t < kBlock; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < k / group; ++g) {
+    tiles.template zero<kC>();
+    for (int64_t c = g * group; c < (g + 1) * group; c += depth) {
+      tiles.template load<kA>(x + c, x_stride);
+      tiles.template load<kB>(w + c * kQ8PanelRows, kTileMaxColsb);
+      tiles.template dpbsud<kC, kA, kB>();
+    }
+    tiles.template store<kC>(sums, sizeof(sums[0]));
+    const __m512 ws = _mm512_loadu_ps(w_scale + g * kQ8PanelRows);
+    for (int t = 0; t < kBlock; ++t)
+      if (t < tokens)
+        acc[t] = add_group_sums(acc[t], _mm512_load_si512(sums[t]), ws, x_qsum[t * xs_stride + g],
+                                x_scale[t * xs_stride + g]);
+  }
+  for (int t = 0; t < kBlock; ++t)
+    if (t < tokens) _mm512_mask_storeu_ps(y + t * y_stride, rows, acc[t]);
+}
+
+template <class Tiles>
+void panel_tiles(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                 const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
+                 int64_t y_stride, int64_t rows) {
+  int64_t t = 0;
+  if (group % 4 == 0) {
+    Tiles& tiles = Tiles::this_thread();
+    const int64_t depth = tile_depth(group);
+    const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
+    int64_t configured = 0;  // rows of the configuration loaded, 0 for none
+    for (; tokens - t >= kAmxMinTokens; t += kBlock) {
+      const int64_t n = tokens - t < kBlock ? tokens - t : kBlock;
+      if (n != configured) {
+        tiles.configure(gemm_config(n, depth));
+        configured = n;
+      }
+      block(tiles, w, w_scale, k, group, depth, x + t * x_stride, x_stride, x_scale + t * xs_stride,
+            x_qsum + t * xs_stride, xs_stride, n, y + t * y_stride, y_stride, mask);
+    }
+    // Back to the init state: a thread holding tile data makes every context switch save 8 KB more.
+    if (configured) tiles.release();
+    if (t >= tokens) return;
+  }
+  kAvx512Q8Gemm.panel(w, w_scale, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
+                      x_qsum + t * xs_stride, xs_stride, tokens - t, y + t * y_stride, y_stride, rows);
+}
+
+// The activations are quantized as for the VNNI kernel (a function here, not its table's pointer, so that these
+// tables are constants).
+void quantize_row_amx(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum) {
+  kAvx512Q8Gemm.quantize_row(x, k, group, q, scale, qsum);
+}
+
+}  // namespace
+
+const Q8GemmKernels kAmxQ8Gemm = {Isa::kAvx512Vnni, "amx-int8", panel_tiles<AmxHwTiles>, quantize_row_amx};
+const Q8GemmKernels kAmxModelQ8Gemm = {Isa::kAvx512Vnni, "amx-model", panel_tiles<AmxTileModel>, quantize_row_amx};
+
+}  // namespace qt::rt
