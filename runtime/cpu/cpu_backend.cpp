@@ -39,11 +39,6 @@ uint16_t* f16(Act a) { return reinterpret_cast<uint16_t*>(a.addr); }
 thread_local std::vector<float> tls_row;
 thread_local std::vector<float> tls_scores;
 
-float* scratch(std::vector<float>& v, int64_t n) {
-  if (v.size() < size_t(n)) v.resize(size_t(n));
-  return v.data();
-}
-
 TileUnit default_tiles(Isa isa) {
   return isa == Isa::kAvx512Vnni && amx_support().usable ? TileUnit::kAmx : TileUnit::kNone;
 }
@@ -141,7 +136,7 @@ void CpuBackend::gemm_q8(const RepackedQ8* const* mats, float* const* ys, int co
     for (int64_t i = i0; i < i1; ++i)
       kr.quantize_row(x + i * K, K, G, xq.q.data() + i * K, xq.scale.data() + i * ng, xq.qsum.data() + i * ng);
   };
-  if (m * K >= (int64_t(1) << 16)) {
+  if (m * K >= kSplitElements) {
     pool_.parallel_for(m, std::max<int64_t>(1, m / (4 * int64_t(pool_.threads()))), quantize);
   } else {
     quantize(0, m);
@@ -153,12 +148,21 @@ void CpuBackend::gemm_q8(const RepackedQ8* const* mats, float* const* ys, int co
   std::vector<Segment> segments;
   int64_t total = 0;
   for (int64_t i = 0; i < count * groups; ++i) total += mats[i] ? mats[i]->panels : 0;
-  // About 8 work items per thread, as for the matvec (rows_per_task).
-  const int64_t step = std::max<int64_t>(1, total / (int64_t(pool_.threads()) * 8));
+  // Guided scheduling: the pool hands the items out in order, and each takes a share of the panels still left
+  // (1 / (2 x threads)), so items shrink toward the end and the threads finish within about a panel of each
+  // other. With equal items (an eighth of a thread's share each) the thread that ended first waited half an
+  // item on average, while one thread alone cannot draw the whole memory bandwidth: decode lost several
+  // percent of it at 2 threads.
+  const int64_t shares = 2 * int64_t(pool_.threads());
+  int64_t left = total;
   for (int j = 0; j < count; ++j)
     for (int64_t e = 0; e < groups; ++e)
       if (const RepackedQ8* r = mats[j * groups + e])
-        for (int64_t p = 0; p < r->panels; p += step) segments.push_back(Segment{j, e, p, std::min(r->panels, p + step)});
+        for (int64_t p = 0; p < r->panels;) {
+          const int64_t n = std::min(r->panels - p, std::max<int64_t>(1, left / shares));
+          segments.push_back(Segment{j, e, p, p + n});
+          p += n, left -= n;
+        }
   pool_.parallel_for(int64_t(segments.size()), 1, [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; ++s) {
       const Segment& seg = segments[size_t(s)];
@@ -246,7 +250,7 @@ void CpuBackend::matmul(const QTensor& w, Act x_act, int64_t m, Act y_act, Matmu
 void CpuBackend::matmul_reference(const QTensor& w, const float* x, int64_t m, float* y) {
   const int64_t N = w.rows, K = w.cols;
   pool_.parallel_for(N, rows_per_task(w), [&](int64_t n0, int64_t n1) {
-    float* row = scratch(tls_row, K);
+    float* row = grown(tls_row, K);
     for (int64_t n = n0; n < n1; ++n) {
       dequantize_row(w, n, row);
       for (int64_t i = 0; i < m; ++i) {
@@ -265,7 +269,7 @@ void CpuBackend::matmul_float(const QTensor& w, const float* x, int64_t m, float
   pool_.parallel_for(N, rows_per_task(w), [&](int64_t n0, int64_t n1) {
     if (weight_traits(w.type).quantized) {
       // Each row dequantized once for all m activation rows (the MoE router at prefill: 512 rows x 128).
-      float* row = scratch(tls_row, K);
+      float* row = grown(tls_row, K);
       for (int64_t n = n0; n < n1; ++n) {
         dequantize_row(w, n, row);
         for (int64_t i = 0; i < m; ++i) y[i * N + n] = kr.dot_f32(row, x + i * K, K);
@@ -356,11 +360,7 @@ void CpuBackend::rmsnorm(const float* x, const float* weight, int64_t rows, int6
       for (int64_t i = 0; i < n; ++i) yr[i] = weight[i] * (xr[i] * inv);
     }
   };
-  if (rows * n < 65536) {
-    body(0, rows);
-  } else {
-    pool_.parallel_for(rows, 16, body);
-  }
+  split_rows(rows, n, body);
 }
 
 void CpuBackend::rope(float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta) {
@@ -399,7 +399,7 @@ void CpuBackend::attention(const float* q, const float* k_cache, const float* v_
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t i = t / n_heads, h = t % n_heads, kvh = h / rep, len = pos0 + i + 1;
       const float* qh = q + i * q_dim + h * head_dim;
-      float* scores = scratch(tls_scores, len);
+      float* scores = grown(tls_scores, len);
       float mx = -INFINITY;
       for (int64_t p = 0; p < len; ++p) {
         const float* kp = k_cache + p * kv_dim + kvh * head_dim;
@@ -448,7 +448,7 @@ void CpuBackend::qk_norm_rope_kv(const QkRopeKv& s) {
   rope(q, s.m, s.n_heads, s.head_dim, s.pos0, s.theta);
   const bool half = s.k_cache.type == ActType::F16;
   // An fp16 cache gets the keys rounded once, after the fp32 norm and rotation.
-  float* k = half ? scratch(tls_row, s.m * kvd) : s.k_cache.f32() + s.pos0 * kvd;
+  float* k = half ? grown(tls_row, s.m * kvd) : s.k_cache.f32() + s.pos0 * kvd;
   std::memcpy(k, s.k.f32(), sizeof(float) * size_t(s.m * kvd));
   rmsnorm(k, s.k_norm, s.m * s.n_kv_heads, s.head_dim, s.eps, k);
   rope(k, s.m, s.n_kv_heads, s.head_dim, s.pos0, s.theta);
@@ -496,9 +496,9 @@ void CpuBackend::attention_fast(const float* q, const T* k_cache, const T* v_cac
   auto row_of = [&](int64_t pair, int64_t j) { return pair / n_kv_heads * rows_per + j / rep; };
   auto head_of = [&](int64_t pair, int64_t j) { return pair % n_kv_heads * rep + j % rep; };
   pool_.parallel_for(pairs * spans, 1, [&](int64_t t0, int64_t t1) {
-    float* qs = scratch(tls_row, 2 * kAttnQueries * head_dim);
+    float* qs = grown(tls_row, 2 * kAttnQueries * head_dim);
     float* acc = qs + kAttnQueries * head_dim;
-    float* scores = scratch(tls_scores, kAttnQueries * span_len);
+    float* scores = grown(tls_scores, kAttnQueries * span_len);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t pair = t / spans, span = t % spans, g = pair % n_kv_heads, p0 = span * span_len;
       const int64_t queries = std::min(per_item, (m - row_of(pair, 0)) * rep);
@@ -582,19 +582,33 @@ void CpuBackend::argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) {
   }
 }
 
+float* CpuBackend::grown(std::vector<float>& v, int64_t n) {
+  if (v.size() < size_t(n)) v.resize(size_t(n));
+  return v.data();
+}
+
+void CpuBackend::split_rows(int64_t rows, int64_t width, const std::function<void(int64_t, int64_t)>& fn) {
+  if (rows * width < kSplitElements) return fn(0, rows);
+  pool_.parallel_for(rows, std::max<int64_t>(1, kSplitElements / 4 / width), fn);
+}
+
 void CpuBackend::silu_mul(Act gate_act, Act up_act, int64_t n) {
   float* gate = gate_act.f32();
   const float* up = up_act.f32();
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
+  split_rows(n, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float g = gate[i];
+      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+  });
 }
 
 void CpuBackend::add(Act y_act, Act x_act, int64_t n) {
   float* y = y_act.f32();
   const float* x = x_act.f32();
-  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+  split_rows(n, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) y[i] += x[i];
+  });
 }
 
 }  // namespace qt::rt

@@ -14,12 +14,14 @@
 // cache is fp32 on the reference path and fp16 on the fast one for dense models (llama.cpp's default; see
 // CpuOptions::kv_cache), where attention runs the SIMD loops of attention_kernels.h split over heads and, for
 // long contexts, over cached positions.
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "runtime/core/backend.h"
 #include "runtime/cpu/attention_kernels.h"
@@ -119,6 +121,13 @@ class CpuBackend final : public Backend {
                       const std::vector<int64_t>& offsets);
   void grouped_gemm_q8(const ExpertStack* const* stacks, float* const* ys, int count, const float* x,
                        const std::vector<int64_t>& offsets, std::vector<char>& left);
+  // fn over the rows [0, rows) of `width` elements each: split over the pool when they hold kSplitElements or
+  // more (prefill's row-wise and element-wise ops), at once on this thread otherwise (decode's, where waking
+  // the pool would cost more than it saves).
+  static constexpr int64_t kSplitElements = 65536;
+  void split_rows(int64_t rows, int64_t width, const std::function<void(int64_t, int64_t)>& fn);
+  // v's storage with room for n elements, grown (never shrunk) as needed: scratch reused from call to call.
+  static float* grown(std::vector<float>& v, int64_t n);
   template <typename T>
   void attention_fast(const float* q, const T* k_cache, const T* v_cache, int64_t pos0, int64_t m, int64_t n_heads,
                       int64_t n_kv_heads, int64_t head_dim, float* out);
@@ -133,6 +142,9 @@ class CpuBackend final : public Backend {
   std::mutex packed_mutex_;
   std::unordered_map<const void*, std::unique_ptr<PackedMatrix>> packed_;
   std::unordered_map<const void*, std::unique_ptr<RepackedQ8>> repacked_;  // written by prepare()/repack() only
+  struct MoeRows {
+    std::vector<float> expanded, gate, up, down;
+  } moe_rows_;  // moe()'s routed rows (cpu_moe.cpp)
 };
 
 }  // namespace qt::rt

@@ -26,17 +26,29 @@ void CpuBackend::moe(const MoeBlock& b, Act x_act, int64_t m, Act out_act) {
       kernels::moe::init_routing(ids.data(), m, k, experts, 0, experts, kernels::moe::TokenCounts::Count);
   std::vector<int64_t> offsets(size_t(experts) + 1, 0);
   for (int64_t e = 0; e < experts; ++e) offsets[size_t(e) + 1] = offsets[size_t(e)] + r.expert_tokens[size_t(e)];
-  std::vector<float> xe(size_t(count * dim)), gate(size_t(count * hidden)), up(size_t(count * hidden));
-  kernels::moe::expand_rows(r, k, x_act.f32(), dim, xe.data());
+  // The routed rows' buffers are kept from call to call: a 512-token prompt's take 90 MB per layer, which
+  // freshly allocated would be faulted in and zeroed by one thread on every call. Every element is written
+  // before it is read. The copies in and out are split over the pool like the element-wise ops.
+  float* xe = grown(moe_rows_.expanded, count * dim);
+  float* gate = grown(moe_rows_.gate, count * hidden);
+  float* up = grown(moe_rows_.up, count * hidden);
+  float* y = grown(moe_rows_.down, count * dim);
+  const float* x = x_act.f32();
+  split_rows(count, dim, [&](int64_t p0, int64_t p1) {  // kernels::moe::expand_rows, split
+    for (int64_t p = p0; p < p1; ++p) std::copy_n(x + r.sorted_row[size_t(p)] / k * dim, dim, xe + p * dim);
+  });
 
   const ExpertStack* front[2] = {b.gate, b.up};
-  float* front_out[2] = {gate.data(), up.data()};
-  grouped_matmul(front, front_out, 2, xe.data(), offsets);
-  silu_mul(host(gate.data()), host(up.data()), count * hidden);
-  std::vector<float> y(size_t(count * dim));
-  float* down_out[1] = {y.data()};
-  grouped_matmul(&b.down, down_out, 1, gate.data(), offsets);
-  kernels::moe::finalize(y.data(), r.expanded_row_idx.data(), weights.data(), m, k, dim, out_act.f32());
+  float* front_out[2] = {gate, up};
+  grouped_matmul(front, front_out, 2, xe, offsets);
+  silu_mul(host(gate), host(up), count * hidden);
+  float* down_out[1] = {y};
+  grouped_matmul(&b.down, down_out, 1, gate, offsets);
+  float* out = out_act.f32();
+  split_rows(m, k * dim, [&](int64_t t0, int64_t t1) {
+    kernels::moe::finalize(y, r.expanded_row_idx.data() + t0 * k, weights.data() + t0 * k, t1 - t0, k, dim,
+                           out + t0 * dim);
+  });
 }
 
 // The fast path quantizes each expert's rows once and splits every (matrix, expert, block of output rows)

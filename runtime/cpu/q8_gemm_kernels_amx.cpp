@@ -9,6 +9,8 @@
 // kAmxModelQ8Gemm the scalar model, which is how this code is tested on CPUs without AMX.
 #include <immintrin.h>
 
+#include <initializer_list>
+
 #include "runtime/cpu/amx_hw_tiles.h"
 #include "runtime/cpu/amx_tile_model.h"
 #include "runtime/cpu/q8_gemm_group_avx512.h"
@@ -20,7 +22,11 @@ namespace {
 static_assert(kQ8PanelRows * 4 == kTileMaxColsb, "a 64-byte row of the panel is one row of a weight tile");
 static_assert(kQ8PanelRows * sizeof(int32_t) == kTileMaxColsb, "a row of C holds the panel's 16 int32 sums");
 
-constexpr int kC = 0, kA = 1, kB = 2;  // tile numbers: sums, activations, weights
+// Tile numbers. Two sets take alternate weight groups, so that the products of one group can run while the
+// sums of the one before are stored and converted (a tile cannot be reused before its store has read it).
+constexpr int kC0 = 0, kC1 = 1;  // sums: tokens x 16 output rows of int32
+constexpr int kA0 = 2, kA1 = 3;  // activations: tokens x depth int8
+constexpr int kB0 = 4, kB1 = 5;  // weights: depth / 4 rows of the panel
 constexpr int64_t kBlock = kTileMaxRows;  // tokens per tile product
 
 // Fewer tokens than this go to the VNNI kernel. A prediction from instruction counts, not a measurement:
@@ -41,10 +47,22 @@ int64_t tile_depth(int64_t group) {
 TileConfig gemm_config(int64_t tokens, int64_t depth) {
   TileConfig c;
   c.palette = 1;
-  c.rows[kC] = uint8_t(tokens), c.colsb[kC] = uint16_t(kQ8PanelRows * sizeof(int32_t));
-  c.rows[kA] = uint8_t(tokens), c.colsb[kA] = uint16_t(depth);
-  c.rows[kB] = uint8_t(depth / 4), c.colsb[kB] = uint16_t(kTileMaxColsb);
+  for (int t : {kC0, kC1}) c.rows[t] = uint8_t(tokens), c.colsb[t] = uint16_t(kQ8PanelRows * sizeof(int32_t));
+  for (int t : {kA0, kA1}) c.rows[t] = uint8_t(tokens), c.colsb[t] = uint16_t(depth);
+  for (int t : {kB0, kB1}) c.rows[t] = uint8_t(depth / 4), c.colsb[t] = uint16_t(kTileMaxColsb);
   return c;
+}
+
+// C = the sums over columns [c0, c1) (one weight group) of the block's tokens against the panel's 16 rows.
+template <int C, int A, int B, class Tiles>
+void multiply(Tiles& tiles, const uint8_t* w, const int8_t* x, int64_t x_stride, int64_t c0, int64_t c1,
+              int64_t depth) {
+  tiles.template zero<C>();
+  for (int64_t c = c0; c < c1; c += depth) {
+    tiles.template load<A>(x + c, x_stride);
+    tiles.template load<B>(w + c * kQ8PanelRows, kTileMaxColsb);
+    tiles.template dpbsud<C, A, B>();
+  }
 }
 
 // One block of `tokens` (<= 16) tokens against one panel, the tiles configured for that many.
@@ -52,22 +70,26 @@ template <class Tiles>
 void block(Tiles& tiles, const uint8_t* w, const float* w_scale, int64_t k, int64_t group, int64_t depth,
            const int8_t* x, int64_t x_stride, const float* x_scale, const int32_t* x_qsum, int64_t xs_stride,
            int64_t tokens, float* y, int64_t y_stride, __mmask16 rows) {
-  alignas(64) int32_t sums[kBlock][kQ8PanelRows];
+  alignas(64) int32_t sums[2][kBlock][kQ8PanelRows];
   __m512 acc[kBlock];
   for (int t = 0; t < kBlock; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t g = 0; g < k / group; ++g) {
-    tiles.template zero<kC>();
-    for (int64_t c = g * group; c < (g + 1) * group; c += depth) {
-      tiles.template load<kA>(x + c, x_stride);
-      tiles.template load<kB>(w + c * kQ8PanelRows, kTileMaxColsb);
-      tiles.template dpbsud<kC, kA, kB>();
-    }
-    tiles.template store<kC>(sums, sizeof(sums[0]));
+  auto convert = [&](int32_t (*s)[kQ8PanelRows], int64_t g) {
     const __m512 ws = _mm512_loadu_ps(w_scale + g * kQ8PanelRows);
     for (int t = 0; t < kBlock; ++t)
       if (t < tokens)
-        acc[t] = add_group_sums(acc[t], _mm512_load_si512(sums[t]), ws, x_qsum[t * xs_stride + g],
+        acc[t] = add_group_sums(acc[t], _mm512_load_si512(s[t]), ws, x_qsum[t * xs_stride + g],
                                 x_scale[t * xs_stride + g]);
+  };
+  const int64_t ng = k / group;
+  multiply<kC0, kA0, kB0>(tiles, w, x, x_stride, 0, group, depth);
+  for (int64_t g = 0; g < ng; g += 2) {
+    if (g + 1 < ng) multiply<kC1, kA1, kB1>(tiles, w, x, x_stride, (g + 1) * group, (g + 2) * group, depth);
+    tiles.template store<kC0>(sums[0], sizeof(sums[0][0]));
+    convert(sums[0], g);
+    if (g + 1 == ng) break;
+    if (g + 2 < ng) multiply<kC0, kA0, kB0>(tiles, w, x, x_stride, (g + 2) * group, (g + 3) * group, depth);
+    tiles.template store<kC1>(sums[1], sizeof(sums[1][0]));
+    convert(sums[1], g + 1);
   }
   for (int t = 0; t < kBlock; ++t)
     if (t < tokens) _mm512_mask_storeu_ps(y + t * y_stride, rows, acc[t]);

@@ -70,22 +70,30 @@ RepackedQ8 repack_q8(const QTensor& t, ThreadPool* pool) {
   r.w = LargePageBuffer(size_t(r.panels * kQ8PanelRows * K));
   r.scale = LargePageBuffer(size_t(r.panels * kQ8PanelRows * ng) * sizeof(float));
   // Q8_0 is row-major int8 q; INT8_GW_SYM is in-major [K][N] uint8 q + 128 with fp16 scales [K/G][N]. Either
-  // way a panel byte is the weight + 128.
+  // way a panel byte is the weight + 128, written 4 columns of a row at a time.
   const bool in_major = t.type == WeightType::INT8_GW_SYM;
   const auto* q = static_cast<const uint8_t*>(t.data);
-  auto weight = [&](int64_t n, int64_t c) { return in_major ? q[c * N + n] : uint8_t(q[n * K + c] ^ 0x80u); };
-  auto scale = [&](int64_t n, int64_t g) {
-    return in_major ? half_bits_to_float(t.scales_f16[g * N + n]) : t.scales_f32[n * ng + g];
-  };
   auto pack = [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       uint8_t* wp = r.w.data() + p * kQ8PanelRows * K;
       float* sp = reinterpret_cast<float*>(r.scale.data()) + p * kQ8PanelRows * ng;
       for (int64_t row = 0; row < kQ8PanelRows; ++row) {
         const int64_t n = p * kQ8PanelRows + row;
-        // Rows past the matrix: weight 0 (stored +128) and scale 0, never stored to an output.
-        for (int64_t c = 0; c < K; ++c) wp[(c / 4) * 64 + row * 4 + c % 4] = n < N ? weight(n, c) : 128;
-        for (int64_t g = 0; g < ng; ++g) sp[g * kQ8PanelRows + row] = n < N ? scale(n, g) : 0.0f;
+        for (int64_t c = 0; c < K; c += 4) {
+          uint32_t v = 0x80808080u;  // rows past the matrix: weight 0, and scale 0 below; never stored to an output
+          if (n < N && in_major) {
+            v = uint32_t(q[c * N + n]) | uint32_t(q[(c + 1) * N + n]) << 8 | uint32_t(q[(c + 2) * N + n]) << 16 |
+                uint32_t(q[(c + 3) * N + n]) << 24;
+          } else if (n < N) {
+            std::memcpy(&v, q + n * K + c, 4);
+            v ^= 0x80808080u;
+          }
+          std::memcpy(wp + (c / 4) * 64 + row * 4, &v, 4);
+        }
+        for (int64_t g = 0; g < ng; ++g)
+          sp[g * kQ8PanelRows + row] = n >= N    ? 0.0f
+                                       : in_major ? half_bits_to_float(t.scales_f16[g * N + n])
+                                                  : t.scales_f32[n * ng + g];
       }
     }
   };

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # The CPU runtime side by side with llama.cpp on the same synthetic Qwen3 checkpoints, from a fresh machine:
 #   1. fetches the llama-cpp-python sdist from PyPI (pip) and builds llama-bench from its vendored llama.cpp
-#      (CPU only, GGML_NATIVE), and a Python environment for llama.cpp's convert_hf_to_gguf.py;
+#      (CPU only, GGML_NATIVE, with clang: see below), and a Python environment for convert_hf_to_gguf.py;
 #   2. writes each shape once with `qconvert synthetic --format hf`, then converts that checkpoint to GGUF
 #      Q8_0 (convert_hf_to_gguf.py) and to ajc1 / moe3 (qconvert convert);
-#   3. runs qbench and llama-bench interleaved (compare.py) and writes results/cpu-vs-llama.cpp.md.
+#   3. runs qbench and llama-bench's default and generic (--repack 0) paths interleaved (compare.py) and writes
+#      results/cpu-vs-llama.cpp.md, with the CPU's model, caches and ISA features and each llama.cpp path named.
 # A benchmark, not a test: CI does not run it. Every step is skipped when its output already exists, so a
 # second run only measures. Usage (from the repository root, after configuring build/):
 #   scripts/peers/cpu_vs_llama_cpp.sh [--rounds N] [--threads "1 2"] [--prepare-only]
 # Environment: QTUNE_BUILD (default build), PEERS_DIR (default $QTUNE_BUILD/peers), QBENCH (default
 #   $QTUNE_BUILD/bin/qbench: point it at a copy to keep rebuilding while a run goes on),
-#   LLAMA_CPP_PYTHON_VERSION (default 0.3.36), PYTHON (default python3).
+#   LLAMA_CPP_PYTHON_VERSION (default 0.3.36), PYTHON (default python3), LLAMA_CC / LLAMA_CXX (default clang).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -45,13 +46,29 @@ if [[ ! -d $SRC ]]; then
   "$PYTHON" -m pip download --no-deps --no-binary :all: "llama-cpp-python==$VERSION" -d "$WORK/sdist"
   tar -xzf "$WORK/sdist/llama_cpp_python-$VERSION.tar.gz" -C "$WORK"
 fi
-LLAMA_BENCH=$WORK/llama-build/bin/llama-bench
+# The compiler. On a CPU with AMX, llama.cpp's default path repacks Q8_0 weights for its AMX kernels, and their
+# first ldtilecfg faults when GCC 12 (Debian 12's) builds them: GCC 12's _tile_loadconfig tells the compiler that
+# the instruction reads 8 of the configuration's 64 bytes, so at -O3 it drops the stores to the other 56.
+# clang's _tile_loadconfig is a builtin that reads all 64, so llama.cpp is built with Debian's clang, on every
+# CPU, so that its default path runs wherever this script does (LLAMA_CC / LLAMA_CXX choose another compiler).
+LLAMA_CC=${LLAMA_CC:-clang}
+LLAMA_CXX=${LLAMA_CXX:-clang++}
+if ! command -v "$LLAMA_CXX" > /dev/null; then
+  log "installing clang (Debian's) to build llama.cpp"
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends clang > /dev/null
+fi
+LLAMA_BUILD=$WORK/llama-build-$(basename "$LLAMA_CXX")
+LLAMA_BENCH=$LLAMA_BUILD/bin/llama-bench
 if [[ ! -x $LLAMA_BENCH ]]; then
-  log "building llama-bench (CPU only, GGML_NATIVE, -j$(nproc))"
-  cmake -S "$SRC" -B "$WORK/llama-build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_CUDA=OFF \
-    -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF > "$WORK/llama-configure.log"
-  cmake --build "$WORK/llama-build" --target llama-bench -j"$(nproc)" > "$WORK/llama-build.log"
+  log "building llama-bench with $LLAMA_CXX (CPU only, GGML_NATIVE, -j$(nproc))"
+  cmake -S "$SRC" -B "$LLAMA_BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$LLAMA_CC" \
+    -DCMAKE_CXX_COMPILER="$LLAMA_CXX" -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
+    -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+    -DLLAMA_BUILD_TOOLS=ON -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF > "$LLAMA_BUILD.configure.log"
+  cmake --build "$LLAMA_BUILD" --target llama-bench -j"$(nproc)" > "$LLAMA_BUILD.build.log"
 fi
 
 # convert_hf_to_gguf.py's requirements (llama.cpp's requirements-convert_hf_to_gguf.txt, from PyPI) and the
@@ -92,5 +109,5 @@ make_model qwen3-30b-a3b-L2 qwen3-30b-a3b 2 moe3
 [[ $PREPARE_ONLY == 1 ]] && { log "prepared in $WORK"; exit 0; }
 
 "$PYTHON" "$ROOT/scripts/peers/compare.py" --qbench "${QBENCH:-$BUILD/bin/qbench}" --llama-bench "$LLAMA_BENCH" \
-  --llama-src "$SRC" --llama-version "$VERSION" --models "$WORK/models" --rounds "$ROUNDS" --threads $THREADS \
+  --llama-src "$SRC" --llama-version "$VERSION" --llama-compiler "$("$LLAMA_CXX" --version | head -1)" --models "$WORK/models" --rounds "$ROUNDS" --threads $THREADS \
   --out "$ROOT/results/cpu-vs-llama.cpp.md" --raw "$WORK/raw.jsonl"
