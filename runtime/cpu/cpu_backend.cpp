@@ -71,35 +71,42 @@ void CpuBackend::prepare(const ModelWeights& weights) {
   auto add = [&](const QTensor& t) {
     if (!t.empty()) packed(t);
   };
-  // Dense matrices run for every token, so repacking them pays in prefill and costs no memory (the file's
-  // pages are released). Q8_0 experts are repacked when a call first routes enough rows to them
-  // (cpu_moe.cpp): a MoE model touches only the experts it routes to.
+  // Every matrix that can take the GEMM layout gets it here: dense matrices one by one, each MoE projection's
+  // experts as one set. Nothing is held twice: each tensor's file pages are released behind its repack. So the
+  // MoE experts are read like the dense panels (huge pages, anonymous memory the page cache cannot drop under
+  // the model), and every call, from the first, finds them ready.
   repack(weights.classifier.empty() ? weights.embedding : weights.classifier);
   advise_random_rows(weights.embedding);
   add(weights.classifier);
   for (const auto& l : weights.layers) {
     for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) repack(*t);
     for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3, &l.router}) add(*t);
-    // INT8 group-wise experts are stored in-major, which cannot be streamed as rows, so they always need a
-    // copy: the GEMM's panels are that copy.
-    for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3})
-      for (int64_t e = 0; e < s->experts; ++e) {
-        const QTensor x = s->expert(e);
-        if (x.type == WeightType::INT8_GW_SYM) {
-          repack(x);
-        } else {
-          add(x);
-        }
+    for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3}) {
+      std::vector<QTensor> experts;
+      for (int64_t e = 0; e < s->experts; ++e) experts.push_back(s->expert(e));
+      if (!experts.empty() && repackable_q8(experts[0])) {
+        repack(experts);
+      } else {
+        for (const QTensor& x : experts) add(x);
       }
+    }
   }
 }
 
-bool CpuBackend::repack(const QTensor& w) {
-  if (options_.reference || !repackable_q8(w)) return false;
-  if (repacked(w)) return true;
-  auto r = std::make_unique<RepackedQ8>(repack_q8(w, &pool_));
+bool CpuBackend::repack(const QTensor& w) { return repack(std::vector<QTensor>{w}); }
+
+bool CpuBackend::repack(const std::vector<QTensor>& ws) {
+  if (options_.reference) return false;
+  std::vector<QTensor> todo;
+  for (const QTensor& w : ws) {
+    if (!repackable_q8(w)) return false;
+    if (!repacked(w)) todo.push_back(w);
+  }
+  if (todo.empty()) return true;
+  auto set = std::make_unique<RepackedSet>(repack_q8(todo, &pool_));
   std::lock_guard<std::mutex> lock(packed_mutex_);
-  repacked_[w.data] = std::move(r);
+  for (size_t i = 0; i < todo.size(); ++i) repacked_[todo[i].data] = &set->matrices[i];
+  repacked_sets_.push_back(std::move(set));
   return true;
 }
 
@@ -107,7 +114,7 @@ const RepackedQ8* CpuBackend::repacked(const QTensor& w) const {
   if (repacked_.empty()) return nullptr;
   const auto it = repacked_.find(w.data);
   if (it == repacked_.end() || it->second->rows != w.rows || it->second->cols != w.cols) return nullptr;
-  return it->second.get();
+  return it->second;
 }
 
 void CpuBackend::gemm_q8(const RepackedQ8* const* mats, float* const* ys, int count, const float* x, int64_t m) {

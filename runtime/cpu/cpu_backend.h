@@ -4,12 +4,11 @@
 //              activations — the plain definition GPU kernels and the fast path are checked against;
 //   fast:      multithreaded SIMD kernels chosen for this CPU at run time; Q8_0 / INT8 group-wise / AWQ
 //              weights multiply int8-quantized activations (per weight group, scale amax/127, like
-//              qwen3.c and llama.cpp); fp16/bf16/fp32 weights keep fp32 activations. The dense Q8_0
-//              matrices (attention, dense MLP, classifier) are repacked by prepare() for the tiled GEMM of
-//              q8_gemm_kernels.h, which serves prefill and decode; a Q8_0 MoE expert is repacked
-//              when one call first routes kRepackExpertRows rows to it, and runs from the file until then.
-//              Where the CPU has AMX-INT8 and Linux grants the tiles, that GEMM multiplies 8 or more tokens
-//              on AMX tiles (same bits as VNNI), and fewer (decode) with AVX-512 VNNI.
+//              qwen3.c and llama.cpp); fp16/bf16/fp32 weights keep fp32 activations. The Q8_0 and
+//              INT8_GW_SYM matrices (attention, dense MLP, classifier, MoE experts) are repacked by prepare()
+//              for the tiled GEMM of q8_gemm_kernels.h, which serves prefill and decode. Where the CPU has
+//              AMX-INT8 and Linux grants the tiles, that GEMM multiplies 8 or more tokens on AMX tiles (same
+//              bits as VNNI), and fewer (decode) with AVX-512 VNNI.
 // Non-matmul ops (norms, RoPE, attention, SiLU) are fp32 in both; activations are fp32 host memory. The KV
 // cache is fp32 on the reference path and fp16 on the fast one for dense models (llama.cpp's default; see
 // CpuOptions::kv_cache), where attention runs the SIMD loops of attention_kernels.h split over heads and, for
@@ -53,9 +52,6 @@ struct CpuOptions {
   std::optional<TileUnit> tiles;
 };
 
-// Rows one call must route to a Q8_0 expert before it is repacked for the GEMM (cpu_moe.cpp says why).
-constexpr int64_t kRepackExpertRows = 4;
-
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const CpuOptions& options = {});
@@ -97,10 +93,13 @@ class CpuBackend final : public Backend {
   void rope(float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta);
   void attention(const float* q, const float* k_cache, const float* v_cache, int64_t pos0, int64_t m,
                  int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out);
-  // Gives a Q8_0 matrix the GEMM layout (prepare() does it for every dense Q8_0 matrix of a model); a no-op
-  // on the reference path or for a matrix that cannot take it. Returns whether w now has it.
+  // Gives a Q8_0 (or INT8_GW_SYM) matrix the GEMM layout (prepare() does it for every such matrix of a
+  // model); a no-op on the reference path or for a matrix that cannot take it. Returns whether w now has it.
   bool repack(const QTensor& w);
-  // Whether w has the GEMM layout now (repack() or a MoE call gave it).
+  // The same for several matrices at once, into one allocation (a MoE projection's experts); false, and
+  // nothing done, if any cannot take the layout.
+  bool repack(const std::vector<QTensor>& ws);
+  // Whether w has the GEMM layout now.
   bool has_gemm_layout(const QTensor& w) const { return repacked(w) != nullptr; }
   static Act host(const float* p) { return Act{reinterpret_cast<uint64_t>(p), ActType::F32}; }
   static Act host_f16(const uint16_t* p) { return Act{reinterpret_cast<uint64_t>(p), ActType::F16}; }
@@ -141,7 +140,8 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   std::mutex packed_mutex_;
   std::unordered_map<const void*, std::unique_ptr<PackedMatrix>> packed_;
-  std::unordered_map<const void*, std::unique_ptr<RepackedQ8>> repacked_;  // written by prepare()/repack() only
+  std::vector<std::unique_ptr<RepackedSet>> repacked_sets_;
+  std::unordered_map<const void*, const RepackedQ8*> repacked_;  // written by prepare()/repack() only
   struct MoeRows {
     std::vector<float> expanded, gate, up, down;
   } moe_rows_;  // moe()'s routed rows (cpu_moe.cpp)

@@ -52,8 +52,8 @@ void CpuBackend::moe(const MoeBlock& b, Act x_act, int64_t m, Act out_act) {
 }
 
 // The fast path quantizes each expert's rows once and splits every (matrix, expert, block of output rows)
-// over the pool in one pass, so decode's k small matmuls share the threads instead of taking turns. Q8_0
-// experts that have the GEMM layout go through it first (grouped_gemm_q8); the rest run here. The reference
+// over the pool in one pass, so decode's k small matmuls share the threads instead of taking turns. Experts
+// that have the GEMM layout go through it first (grouped_gemm_q8); the rest run here. The reference
 // path, float weights and unpacked types run expert by expert through matmul().
 void CpuBackend::grouped_matmul(const ExpertStack* const* stacks, float* const* ys, int count, const float* x,
                                 const std::vector<int64_t>& offsets) {
@@ -115,16 +115,9 @@ void CpuBackend::grouped_matmul(const ExpertStack* const* stacks, float* const* 
   });
 }
 
-// Q8_0 experts take the panel GEMM of the dense matrices once they are repacked, and gemm_q8 runs every
-// (matrix, expert, run of panels) against all of that expert's rows, so prefill reads each panel once for its
-// 30-odd tokens. An expert is repacked the first time one call routes kRepackExpertRows rows or more to it (its
-// file pages released behind the repack, so memory holds one copy; experts never routed to are never read).
-// With fewer rows it runs from the file layout: a repack reads and writes the whole expert once more, and a
-// row or two gain little from the panel layout (it reads the same bytes). Measured on the Qwen3-30B-A3B shape
-// (2 layers, 2 threads, 32 decode steps after a 1-token prompt): 48.8 tok/s this way against 41.7 when every
-// expert is repacked on first sight; over 256 steps both reach 46-47. Repacking instead once an expert's rows
-// since load reach the count put the repacks inside later prompts (a 64-token prefill at 345 tok/s against
-// 699). Clears left[e] for the experts it ran.
+// Experts with the GEMM layout (prepare() gives it to every Q8_0 and INT8_GW_SYM stack) take the dense
+// matrices' panel GEMM, and gemm_q8 runs every (matrix, expert, run of panels) against all of that expert's
+// rows, so prefill reads each panel once for its 30-odd tokens. Clears left[e] for the experts it ran.
 void CpuBackend::grouped_gemm_q8(const ExpertStack* const* stacks, float* const* ys, int count, const float* x,
                                  const std::vector<int64_t>& offsets, std::vector<char>& left) {
   const int64_t experts = int64_t(offsets.size()) - 1;
@@ -132,12 +125,9 @@ void CpuBackend::grouped_gemm_q8(const ExpertStack* const* stacks, float* const*
   bool any = false;
   for (int64_t e = 0; e < experts; ++e) {
     if (!left[size_t(e)]) continue;
-    const int64_t rows = offsets[size_t(e) + 1] - offsets[size_t(e)];
     bool all = true;
     for (int s = 0; s < count; ++s) {
-      const QTensor w = stacks[s]->expert(e);
-      if (rows >= kRepackExpertRows) repack(w);  // a no-op once it has the layout
-      mats[size_t(s * experts + e)] = repacked(w);
+      mats[size_t(s * experts + e)] = repacked(stacks[s]->expert(e));
       all = all && mats[size_t(s * experts + e)] != nullptr;
     }
     if (!all) {

@@ -60,23 +60,19 @@ void advise_random_rows(const QTensor& t) {
   advise_range(t.scales_f32, uint64_t(t.rows * t.cols / t.group_size) * sizeof(float), MADV_RANDOM);
 }
 
-RepackedQ8 repack_q8(const QTensor& t, ThreadPool* pool) {
-  if (!repackable_q8(t))
-    throw Error("repack_q8: the tensor is not Q8_0 or INT8_GW_SYM with a group that is a multiple of 4");
-  RepackedQ8 r;
-  r.rows = t.rows, r.cols = t.cols, r.group = t.group_size;
-  r.panels = (t.rows + kQ8PanelRows - 1) / kQ8PanelRows;
+namespace {
+
+// Repacks t into w and scale (sized for its panels), releasing the source pages as it goes.
+void repack_into(const QTensor& t, int64_t panels, uint8_t* w, float* scale, ThreadPool* pool) {
   const int64_t N = t.rows, K = t.cols, ng = K / t.group_size;
-  r.w = LargePageBuffer(size_t(r.panels * kQ8PanelRows * K));
-  r.scale = LargePageBuffer(size_t(r.panels * kQ8PanelRows * ng) * sizeof(float));
   // Q8_0 is row-major int8 q; INT8_GW_SYM is in-major [K][N] uint8 q + 128 with fp16 scales [K/G][N]. Either
   // way a panel byte is the weight + 128, written 4 columns of a row at a time.
   const bool in_major = t.type == WeightType::INT8_GW_SYM;
   const auto* q = static_cast<const uint8_t*>(t.data);
   auto pack = [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
-      uint8_t* wp = r.w.data() + p * kQ8PanelRows * K;
-      float* sp = reinterpret_cast<float*>(r.scale.data()) + p * kQ8PanelRows * ng;
+      uint8_t* wp = w + p * kQ8PanelRows * K;
+      float* sp = scale + p * kQ8PanelRows * ng;
       for (int64_t row = 0; row < kQ8PanelRows; ++row) {
         const int64_t n = p * kQ8PanelRows + row;
         for (int64_t c = 0; c < K; c += 4) {
@@ -97,8 +93,8 @@ RepackedQ8 repack_q8(const QTensor& t, ThreadPool* pool) {
       }
     }
   };
-  for (int64_t b0 = 0; b0 < r.panels; b0 += kPanelsPerBlock) {
-    const int64_t b1 = std::min(r.panels, b0 + kPanelsPerBlock);
+  for (int64_t b0 = 0; b0 < panels; b0 += kPanelsPerBlock) {
+    const int64_t b1 = std::min(panels, b0 + kPanelsPerBlock);
     if (pool) {
       pool->parallel_for(b1 - b0, 1, [&](int64_t i0, int64_t i1) { pack(b0 + i0, b0 + i1); });
     } else {
@@ -113,7 +109,37 @@ RepackedQ8 repack_q8(const QTensor& t, ThreadPool* pool) {
   } else {
     release_pages(t.scales_f32, uint64_t(N * ng) * sizeof(float));
   }
-  return r;
+}
+
+}  // namespace
+
+RepackedSet repack_q8(const std::vector<QTensor>& ts, ThreadPool* pool) {
+  RepackedSet set;
+  // Each matrix's weights and scales are a multiple of 64 bytes, so every one starts on a cache line.
+  std::vector<size_t> weight_at, scale_at;
+  size_t weight_bytes = 0, scale_bytes = 0;
+  for (const QTensor& t : ts) {
+    if (!repackable_q8(t))
+      throw Error("repack_q8: the tensor is not Q8_0 or INT8_GW_SYM with a group that is a multiple of 4");
+    RepackedQ8 r;
+    r.rows = t.rows, r.cols = t.cols, r.group = t.group_size;
+    r.panels = (t.rows + kQ8PanelRows - 1) / kQ8PanelRows;
+    weight_at.push_back(weight_bytes);
+    scale_at.push_back(scale_bytes);
+    weight_bytes += size_t(r.panels * kQ8PanelRows * r.cols);
+    scale_bytes += size_t(r.panels * kQ8PanelRows * (r.cols / r.group)) * sizeof(float);
+    set.matrices.push_back(r);
+  }
+  set.weights = LargePageBuffer(weight_bytes);
+  set.scales = LargePageBuffer(scale_bytes);
+  for (size_t i = 0; i < ts.size(); ++i) {
+    RepackedQ8& r = set.matrices[i];
+    uint8_t* w = set.weights.data() + weight_at[i];
+    float* scale = reinterpret_cast<float*>(set.scales.data() + scale_at[i]);
+    repack_into(ts[i], r.panels, w, scale, pool);
+    r.w = w, r.scale = scale;
+  }
+  return set;
 }
 
 }  // namespace qt::rt

@@ -5,6 +5,7 @@
 // to the kernel (they are only read again if something else reads that tensor, such as the embedding rows of
 // a tied classifier), so resident memory holds one copy of the weights, not two.
 #include <cstdint>
+#include <vector>
 
 #include "common/large_pages.h"
 #include "models/core/weights.h"
@@ -13,24 +14,33 @@ namespace qt::rt {
 
 class ThreadPool;
 
+// One matrix in the GEMM layout (a view into a RepackedSet's memory).
 struct RepackedQ8 {
   int64_t rows = 0, cols = 0, group = 0, panels = 0;
-  LargePageBuffer w;      // uint8 [panels][16 * cols], layout of q8_gemm_kernels.h
-  LargePageBuffer scale;  // float [panels][cols / group][16]; rows past `rows` have scale 0
-  const uint8_t* panel(int64_t p) const { return w.data() + p * 16 * cols; }
-  const float* panel_scale(int64_t p) const {
-    return reinterpret_cast<const float*>(scale.data()) + p * 16 * (cols / group);
-  }
+  const uint8_t* w = nullptr;    // uint8 [panels][16 * cols], layout of q8_gemm_kernels.h
+  const float* scale = nullptr;  // float [panels][cols / group][16]; rows past `rows` have scale 0
+  const uint8_t* panel(int64_t p) const { return w + p * 16 * cols; }
+  const float* panel_scale(int64_t p) const { return scale + p * 16 * (cols / group); }
   // out[c] = q[row][c] * scale: the values dequantize_row() gives for the source tensor.
   void dequantize_row(int64_t row, float* out) const;
+};
+
+// The GEMM layouts of several matrices in two allocations, one for all their weights and one for all their
+// scales. The experts of a MoE projection are repacked as one set: an expert's matrix alone is under the
+// 2 MiB of a huge page, 128 of them are far over, so they are read like the dense panels, one TLB entry per
+// 2 MiB instead of one per 4 KiB.
+struct RepackedSet {
+  LargePageBuffer weights, scales;
+  std::vector<RepackedQ8> matrices;  // in the order the tensors were given
 };
 
 // Whether `t` can take the GEMM layout: Q8_0 or INT8_GW_SYM (the same numbers: int8 weights, a float scale per
 // group) with a group that is a multiple of 4.
 bool repackable_q8(const QTensor& t);
 
-// Repacks `t` (repackable_q8(t) must hold), releasing the source pages as it goes. `pool` may be null.
-RepackedQ8 repack_q8(const QTensor& t, ThreadPool* pool);
+// Repacks every tensor of `ts` (repackable_q8 must hold for each), releasing their source pages as it goes.
+// `pool` may be null.
+RepackedSet repack_q8(const std::vector<QTensor>& ts, ThreadPool* pool);
 
 // Tells the kernel that a Q8_0 tensor is read a row here and there (the embedding table, whose rows are read
 // by token id): no read-ahead around each row read, which would bring megabytes back for a few tokens. A
