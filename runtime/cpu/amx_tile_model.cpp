@@ -74,7 +74,8 @@ void AmxTileModel::load_tile(int t, const void* base, int64_t stride) {
 void AmxTileModel::store_tile(int t, void* base, int64_t stride) const {
   require_configured("TILESTORED");
   if (rows_[t] == 0) fault("TILESTORED from unconfigured tile " + std::to_string(t) + " (#UD)");
-  for (int r = 0; r < rows_[t]; ++r) std::memcpy(static_cast<uint8_t*>(base) + r * stride, data_[t][r], size_t(colsb_[t]));
+  for (int r = 0; r < rows_[t]; ++r)
+    std::memcpy(static_cast<uint8_t*>(base) + r * stride, data_[t][r], size_t(colsb_[t]));
 }
 
 void AmxTileModel::zero_tile(int t) {

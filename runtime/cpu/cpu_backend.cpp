@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "runtime/cpu/amx_support.h"
 #include "kernels_src/cpu_matvec/quantized_matvec.h"
+#include "runtime/cpu/amx_support.h"
 
 namespace qt::rt {
 namespace {

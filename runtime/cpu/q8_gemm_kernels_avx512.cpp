@@ -36,7 +36,8 @@ void tile(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, cons
       for (int t = 0; t < T; ++t) s[t] = _mm512_dpbusd_epi32(s[t], wv, _mm512_set1_epi32(load4(x + t * x_stride + c)));
     }
     const __m512 ws = _mm512_loadu_ps(w_scale + g * kQ8PanelRows);
-    for (int t = 0; t < T; ++t) acc[t] = add_group_sums(acc[t], s[t], ws, x_qsum[t * xs_stride + g], x_scale[t * xs_stride + g]);
+    for (int t = 0; t < T; ++t)
+      acc[t] = add_group_sums(acc[t], s[t], ws, x_qsum[t * xs_stride + g], x_scale[t * xs_stride + g]);
   }
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * y_stride, rows, acc[t]);
 }

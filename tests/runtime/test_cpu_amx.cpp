@@ -69,7 +69,8 @@ GemmMatrices gemm_matrices() {
     }
   }
   std::mt19937_64 rng(2929);
-  for (const auto& [rows, cols, group] : {std::tuple<int64_t, int64_t, int32_t>{37, 256, 64}, {16, 192, 96}, {40, 384, 128}}) {
+  for (const auto& [rows, cols, group] :
+       {std::tuple<int64_t, int64_t, int32_t>{37, 256, 64}, {16, 192, 96}, {40, 384, 128}}) {
     const std::vector<float> v = test::random_values(rng, size_t(rows * cols), 1.0f);
     g.made.push_back(std::make_unique<quant::QuantizedTensor>(
         quant::quantize_tensor(v.data(), rows, cols, WeightType::Q8_0, group)));
@@ -129,7 +130,8 @@ TEST_CASE("the AMX tile model runs TDPBSUD as the SDM defines it (signed A, unsi
   std::mt19937_64 rng(291);
   std::uniform_int_distribution<int> byte(0, 255);
   // (rows of C and A, bytes of a row of A = 4 x rows of B, int32 columns of C and B)
-  for (const auto& [m, ka, n] : {std::tuple<int, int, int>{16, 64, 16}, {3, 12, 5}, {16, 4, 1}, {7, 36, 16}, {1, 64, 2}}) {
+  for (const auto& [m, ka, n] :
+       {std::tuple<int, int, int>{16, 64, 16}, {3, 12, 5}, {16, 4, 1}, {7, 36, 16}, {1, 64, 2}}) {
     INFO("C " << m << " x " << n << " dwords, A " << m << " x " << ka << " bytes");
     AmxTileModel tiles;
     tiles.configure(config({{0, m, 4 * n}, {3, m, ka}, {5, ka / 4, 4 * n}}));
@@ -193,7 +195,8 @@ TEST_CASE("the AMX tile model faults where the hardware would", "[runtime][kerne
 
 TEST_CASE("the AMX GEMM through the tile model gives the VNNI kernel's bits on every shape of the goldens",
           "[runtime][kernels][amx]") {
-  if (detect_isa() < Isa::kAvx512Vnni) QTUNE_SKIP("the AMX kernel converts its sums with AVX-512, which this CPU lacks");
+  if (detect_isa() < Isa::kAvx512Vnni)
+    QTUNE_SKIP("the AMX kernel converts its sums with AVX-512, which this CPU lacks");
   CHECK(check_against_vnni(TileUnit::kAmxModel) > 0);
 }
 

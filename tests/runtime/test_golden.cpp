@@ -129,14 +129,16 @@ static void check_tiles_give_vnni_logits(TileUnit tiles) {
   vnni.tiles = TileUnit::kNone;
   amx.tiles = tiles;
   for (const auto& file : m["files"]) {
-    INFO(file["file"].get<std::string>() << " (" << file["scheme"].get<std::string>() << "), " << tile_unit_name(tiles));
+    INFO(file["file"].get<std::string>() << " (" << file["scheme"].get<std::string>() << "), "
+                                         << tile_unit_name(tiles));
     CHECK(run_sequences(m, file, amx) == run_sequences(m, file, vnni));
   }
 }
 
 TEST_CASE("the AMX path through the tile model gives the VNNI path's logits bit for bit on every golden file",
           "[runtime][golden][amx]") {
-  if (detect_isa() < Isa::kAvx512Vnni) QTUNE_SKIP("the AMX kernel converts its sums with AVX-512, which this CPU lacks");
+  if (detect_isa() < Isa::kAvx512Vnni)
+    QTUNE_SKIP("the AMX kernel converts its sums with AVX-512, which this CPU lacks");
   const uint64_t before = AmxTileModel::products_run();
   check_tiles_give_vnni_logits(TileUnit::kAmxModel);
   CHECK(AmxTileModel::products_run() > before);
