@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/paths.h"
 #include "models/formats/model_file.h"
 #include "models/quant/quantized_tensor.h"
 #include "runtime/cpu/amx_support.h"
@@ -48,7 +49,7 @@ struct GemmMatrices {
 };
 
 GemmMatrices gemm_matrices() {
-  const std::string dir = std::string(QTUNE_SOURCE_DIR) + "/tests/golden/";
+  const std::string dir = qt::source_root() + "/tests/golden/";
   std::ifstream in(dir + "manifest.json");
   REQUIRE(in.good());
   GemmMatrices g;
