@@ -287,6 +287,9 @@ KernelFamily make_linear(LinearKind kind) {
     if (p.at("split") > d.groups()) return std::string("split exceeds the number of groups along K");
     return std::string();
   };
+  // No bytes_in_flight_per_warp: the compiler hoists the unrolled k-steps' loads of a stage past the PF ring,
+  // and stating PF (Spearman 0.57, median error 41% on the H200 fixture) or max(PF, bk / 16) tiles (0.86,
+  // 28%) fits the measured points worse than the model's generic figure (0.85, 18%).
   f.kernels = [kind](const Point& p) { return std::vector<std::string>{linear_kernel(kind, p)}; };
 
   f.plan = [kind](const Point& p, const Shape& shape) {
@@ -352,6 +355,105 @@ KernelFamily make_linear(LinearKind kind) {
   return f;
 }
 
+// ---- streaming GEMV ---------------------------------------------------------------------------------
+
+// Registers a point's rings and accumulators hold per lane (B tiles, A fragments, the fp32 sums and the
+// group's partials, the unpacked zeros and scales): kept under what leaves ptxas room for addresses and
+// temporaries within 255 (the frag_stream_gemv points at this bound compile without spills on sm_80-90).
+int64_t stream_ring_registers(int bits, const Point& p) {
+  const int64_t tn = p.at("tn"), pf = p.at("pf");
+  return tn * pf * (bits == 4 ? 4 : 8) + 4 * pf + 64 * tn + (bits == 4 ? 16 : 0) * tn + 8 * tn;
+}
+constexpr int64_t kStreamRegisterBudget = 176;
+
+std::string stream_kernel(int bits, const Point& p) {
+  return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), p.at("tn")});
+}
+
+KernelFamily make_stream_gemv(int bits) {
+  const LinearKind kind{bits, true};
+  KernelFamily f;
+  f.name = std::string(prefix(bits)) + "_frag_stream_gemv";
+  f.op = "linear.frag";
+  f.weight_types = {weight_type(bits)};
+  f.dtypes = linear_dtypes(weight_type(bits), DType::F16, DType::F16);
+  f.dims = kLinearDims;
+  f.source_hash = kFamilySourceHash;
+  f.source = "fraglinear/frag_stream_gemv.cuh";
+  f.min_sm = 80;
+  f.summary = "decode GEMV, M <= 16, for bytes in flight: kw warps split one column tile's K, each streaming "
+              "pf B tiles and A fragments in registers with no barrier, split-K reduced in the same launch";
+  f.params = {{"kw", {1, 2, 4, 8}, 4, "warps per block, each a share of the block's K range on the same tiles"},
+              {"pf", {2, 4, 8}, 8, "B tiles (16 x 64) and A fragments each warp keeps in flight"},
+              {"split", {1, 2, 4, 8, 16}, 4, "blocks along K (whole groups; reduced in the same launch)"},
+              {"tn", {1, 2}, 1, "64-column tiles per block, sharing each A fragment"}};
+  // Little's law on the H200 (about 25 KB in flight per SM): the first default puts 4-warp blocks of 8 INT4
+  // tiles each (16 KB per block) on a 4096 x 4096 layer's 64 x 4 blocks; the others serve deeper or narrower
+  // splits, and groups of 64 or 32 (pf must divide G / 16).
+  f.defaults = {{{"kw", 4}, {"pf", 8}, {"split", 4}, {"tn", 1}},
+                {{"kw", 8}, {"pf", 4}, {"split", 2}, {"tn", 1}},
+                {{"kw", 4}, {"pf", 4}, {"split", 8}, {"tn", 1}},
+                {{"kw", 4}, {"pf", 2}, {"split", 4}, {"tn", 1}}};
+  f.point_constraint = [bits](const Point& p) {
+    // The warps' partial sums meet in static shared memory: (kw - 1) x 8 tn x 4 floats per lane.
+    if (p.at("kw") * p.at("tn") > 8) return std::string("kw x tn must be at most 8 (static shared memory)");
+    if (stream_ring_registers(bits, p) > kStreamRegisterBudget)
+      return "rings and accumulators need " + std::to_string(stream_ring_registers(bits, p)) +
+             " registers per lane, over " + std::to_string(kStreamRegisterBudget);
+    return std::string();
+  };
+  f.shape_constraint = [bits](const Point& p, const Shape& shape) {
+    const int64_t m = shape["M"];
+    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
+    if (std::string e = limits_check(d, m); !e.empty()) return e;
+    if (m > 16) return std::string("GEMV serves M <= 16");
+    if ((d.group / 16) % p.at("pf")) return "pf=" + std::to_string(p.at("pf")) + " must divide the group's 16-row steps";
+    if (p.at("split") > d.groups()) return std::string("split exceeds the number of groups along K");
+    return std::string();
+  };
+  // Each warp's ring: pf B tiles per column tile, 16 bytes per lane and load (INT4 one load, INT8 two).
+  f.bytes_in_flight_per_warp = [bits](const Point& p) { return p.at("pf") * p.at("tn") * 512 * (bits == 4 ? 1 : 2); };
+  f.kernels = [bits](const Point& p) { return std::vector<std::string>{stream_kernel(bits, p)}; };
+  f.plan = [bits](const Point& p, const Shape& shape) {
+    const int64_t m = shape["M"];
+    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
+    const int64_t split = p.at("split");
+    LaunchPlan plan;
+    plan.buffers = {{"x", DType::F16, m * d.k, Role::Input},
+                    {"bq", DType::I32, d.weight_words(), Role::Input},
+                    {"bs", DType::F16, d.scale_halves(), Role::Input}};
+    if (bits == 4) plan.buffers.push_back({"bz", DType::I32, d.zero_words(), Role::Input});
+    plan.buffers.push_back({"locks", DType::I32, lock_count(d, m), Role::InOut});
+    plan.buffers.push_back({"y", DType::F16, m * d.n, Role::Output});
+    plan.buffers.push_back({"ws", DType::F32, split > 1 ? split * m * d.n : 1, Role::Workspace});
+    Launch l;
+    l.kernel = stream_kernel(bits, p);
+    l.grid.x = uint32_t(cdiv(d.n_tiles(), p.at("tn")));
+    l.grid.y = uint32_t(cdiv(m, 16));
+    l.grid.z = uint32_t(split);
+    l.block.x = uint32_t(32 * p.at("kw"));
+    l.args = {KernelArg::buf("x"),     KernelArg::buf("bq"),
+              KernelArg::buf("bs"),    bits == 4 ? KernelArg::buf("bz") : KernelArg::null(),
+              KernelArg::buf("y"),     KernelArg::buf("ws"),
+              KernelArg::buf("locks"), KernelArg::i32(m),
+              KernelArg::i32(d.n),     KernelArg::i32(d.k),
+              KernelArg::i32(d.group)};
+    plan.launches.push_back(l);
+    return plan;
+  };
+  // The same problem, inputs and reference as the frag GEMV: only the schedule differs.
+  const KernelFamily& gemv = bits == 4 ? awq_gemv_family() : int8_gemv_family();
+  f.make_inputs = gemv.make_inputs;
+  set_linear_reference(
+      f, [kind](const Shape& shape, const HostBuffers& in) { return linear_operands(kind, shape, in); },
+      [kind](const Shape& shape, const HostBuffers&, const LinearSums& sums) { return linear_expected(kind, shape, sums); });
+  f.model_shapes = gemv.model_shapes;
+  f.probe_shape = gemv.probe_shape;
+  f.test_shapes = gemv.test_shapes;
+  f.test_shapes.push_back(Shape{kLinearDims, {1, 192, 2048, 128}, "more warps than groups: kw x split over 16 groups"});
+  return f;
+}
+
 }  // namespace
 
 int64_t linear_smem_bytes(const Point& p) { return p.at("stages") * 16 * p.at("mf") * p.at("bk") * 2; }
@@ -378,6 +480,14 @@ const KernelFamily& int8_gemv_family() {
 }
 const KernelFamily& int8_gemm_family() {
   static const KernelFamily f = make_linear({8, false});
+  return f;
+}
+const KernelFamily& awq_stream_gemv_family() {
+  static const KernelFamily f = make_stream_gemv(4);
+  return f;
+}
+const KernelFamily& int8_stream_gemv_family() {
+  static const KernelFamily f = make_stream_gemv(8);
   return f;
 }
 

@@ -4,6 +4,8 @@
 //                                         bit-exact with the CPU reference repack_awq / repack_int8
 //   awq_frag_gemv, int8gw_frag_gemv       op "linear.frag", M <= 16: one m16 tile, scales folded per group
 //   awq_frag_gemm, int8gw_frag_gemm       op "linear.frag", any M: 32 or 64 rows per block, fp16 weights
+//   awq_frag_stream_gemv,                 op "linear.frag", M <= 16: the GEMV scheduled for bytes in flight
+//   int8gw_frag_stream_gemv               (frag_stream_gemv.cuh): warps split K, no barrier in the loop
 // Both linear kinds read B fragments straight from global memory (frag_linear.cuh) and reduce split-K
 // partials in the same launch. The runtime binds the repacked arrays as "bq", "bs", "bz".
 #include "kernels_src/registry/family.h"
@@ -16,6 +18,8 @@ const KernelFamily& awq_gemv_family();
 const KernelFamily& awq_gemm_family();
 const KernelFamily& int8_gemv_family();
 const KernelFamily& int8_gemm_family();
+const KernelFamily& awq_stream_gemv_family();
+const KernelFamily& int8_stream_gemv_family();
 
 // Dynamic shared memory of a linear point (the A ring), bytes.
 int64_t linear_smem_bytes(const Point& p);

@@ -187,6 +187,10 @@ struct KernelFamily {
   std::string source;
   int min_sm = 80;
   std::function<std::vector<std::string>(const Point&)> kernels;
+  // Device families whose loop keeps a known amount of its streamed operand in flight: the bytes one warp
+  // has issued and not yet consumed (ring depth x load size), which the static model's Little's-law term reads
+  // in place of its generic per-warp guess. Unset where unrolling, not a ring, decides it.
+  std::function<int64_t(const Point&)> bytes_in_flight_per_warp;
   // Buffers for both kinds; launches for device families.
   std::function<LaunchPlan(const Point&, const Shape&)> plan;
   // Host families: the point prepared on `buffers` (inputs filled, outputs allocated); throws PointRejected.

@@ -40,6 +40,8 @@ std::vector<const KernelFamily*> builtin_families() {
       &frag::awq_gemm_family(),
       &frag::int8_gemv_family(),
       &frag::int8_gemm_family(),
+      &frag::awq_stream_gemv_family(),
+      &frag::int8_stream_gemv_family(),
       &cpu_matvec::q8_0_family(),
       &cpu_matvec::int8_sym_family(),
       &cpu_matvec::int8_asym_family(),

@@ -149,3 +149,24 @@ TEST_CASE("qrun --device emu --tuned-cache runs the winners qtune --device emu s
   CHECK(r.err.find("(tuned)") != std::string::npos);
   std::remove(store.c_str());
 }
+
+TEST_CASE("qrun --device emu decodes an AWQ model to the CPU's tokens with its projections on the streaming GEMV qtune chose") {
+  // The streaming GEMV reads the frag layout the runtime already holds: once a tuned dispatch names it, every
+  // dense projection runs it (decode exactly, the prompt's rows on the nearest tuned batch), with the same tokens.
+  const std::string store = kTmp + "stream-" + std::to_string(::getpid()) + ".sqlite";
+  std::remove(store.c_str());
+  const std::string qtune = qt::binary_root() + "/bin/qtune";
+  REQUIRE(std::system((qtune + " --device emu --gpu sm80 --model " + kFiles + "dense.ak48 --families awq_frag_stream_gemv "
+                       "--buckets 1 --budget 2 --quiet --cache " + store + " >/dev/null 2>&1").c_str()) == 0);
+  const std::string common = "--model "s + kFiles + "dense.ak48 --prompt-ids 0,361,239,262,343 -n 8 --temp 0";
+  const Result cpu = qrun(common + " --reference --no-stats");
+  const Result emu = qrun(common + " --device emu -v --tuned-cache " + store);
+  REQUIRE(cpu.code == 0);
+  REQUIRE(emu.code == 0);
+  CHECK(emu.out == cpu.out);
+  for (const char* shape : {"M=1 N=160 K=96", "M=1 N=96 K=160", "M=5 N=160 K=96"}) {
+    INFO(shape);
+    CHECK(emu.err.find("linear.frag|AWQ_INT4|"s + shape + " G=32 -> awq_frag_stream_gemv") != std::string::npos);
+  }
+  std::remove(store.c_str());
+}

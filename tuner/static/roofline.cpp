@@ -27,8 +27,8 @@ const std::vector<std::pair<int, GpuPeaks>>& table() {
   return t;
 }
 
-// What one warp keeps in flight: two coalesced 16-byte-per-lane loads (an assumption of unrolled code; a
-// kernel's loop unrolling, not its prefetch distance alone, decides it, so the model does not read PF).
+// What one warp keeps in flight where its family does not state it (bytes_in_flight_per_warp): two coalesced
+// 16-byte-per-lane loads, an assumption of unrolled code.
 constexpr double kWarpBytesInFlight = 1024;
 
 bool uses_tensor_cores(const kernels::KernelFamily& f) {
@@ -118,7 +118,8 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
     const double wave_eff = waves <= 1 ? 1.0 : blocks / (waves * slots);
     // A launch that fills few SMs keeps few warps in flight: the resident warps averaged over the SMs.
     const double warps_per_sm = double(occ.warps_per_sm) * std::min(1.0, blocks / slots);
-    const double in_flight = warps_per_sm * kWarpBytesInFlight;
+    const double warp_bytes = f.bytes_in_flight_per_warp ? double(f.bytes_in_flight_per_warp(point)) : kWarpBytesInFlight;
+    const double in_flight = warps_per_sm * warp_bytes;
     const double mem_eff = std::min(1.0, in_flight / needed_bytes);
     const double comp_eff = std::min(1.0, warps_per_sm / 8.0);
     // Bytes and flops are shared among launches in proportion to their threads (the main launch dominates).

@@ -1,0 +1,209 @@
+#pragma once
+// Decode GEMV (M <= 16) on the frag layout (frag_layout.h), INT4 (AWQ zeros) or INT8 (+128 bias), designed
+// for the bytes in flight that DRAM needs rather than for the fewest instructions per weight.
+//
+// Little's law: an SM keeps bandwidth x latency / SMs of loads in flight to stream at the DRAM's rate, about
+// 4.8 TB/s x 0.7 us / 132 = 25 KB on an H200. frag_linear's GEMV has each warp own a column tile and share a
+// cp.async A ring with the block's other warps, so a block waits at a barrier per A stage and, on the model's
+// narrow layers, the grid holds a few warps per SM with two tiles each in flight (under 8 KB). Here:
+//   - the KW warps of a block share one set of TN column tiles and split its K range between them, so a
+//     narrow layer still puts many warps on every SM (the grid is column tiles x splits, each KW warps wide);
+//   - each warp streams its own K range with PF tiles (512 bytes each for INT4, 1 KB for INT8) in a register
+//     ring, loads predicated at the range's end, and no barrier until the end: in flight per SM is
+//     resident warps x PF x the tile's bytes, which the static model states per point;
+//   - x is read straight from global memory (it is K x M fp16, a few KB, and stays in L1 and L2) as the mma
+//     A fragment, PF steps ahead like the weights, so there is no shared memory in the loop;
+//   - scales (folded once per group, as frag_linear's FOLD) and INT4 zeros of the next group are loaded while
+//     the current group runs;
+//   - the warps' partial sums meet in shared memory at the end, warp order fixed; a split along K across
+//     blocks (gridDim.z) adds the last-block reduction of the same launch: no second launch, no memset.
+#include "kernels_src/common/qt_cuda.h"
+#include "kernels_src/common/splitk.cuh"
+#include "kernels_src/fraglinear/frag_linear.cuh"
+
+namespace frag_stream {
+
+// The mma A fragment of x's 16 x 16 block at rows m0.., columns k0..: a0 (row g, cols 2t, 2t+1), a1 (row g + 8),
+// a2 (row g, cols 2t + 8, 2t + 9), a3 (row g + 8). Rows at or past M are zero and not read.
+__device__ __forceinline__ void load_a(const __half* x, int K, int M, int m0, int k0, int g8, int t4,
+                                       uint32_t (&a)[4]) {
+  const int r0 = m0 + g8, r1 = r0 + 8;
+  const uint32_t* p0 = reinterpret_cast<const uint32_t*>(x + (int64_t)r0 * K + k0 + 2 * t4);
+  const uint32_t* p1 = reinterpret_cast<const uint32_t*>(x + (int64_t)r1 * K + k0 + 2 * t4);
+  a[0] = r0 < M ? p0[0] : 0u;
+  a[2] = r0 < M ? p0[4] : 0u;
+  a[1] = r1 < M ? p1[0] : 0u;
+  a[3] = r1 < M ? p1[4] : 0u;
+}
+
+}  // namespace frag_stream
+
+// Grid: x = column-tile groups of TN tiles, y = 16-row blocks of M, z = splits of K (whole groups).
+// Block: KW warps on the same TN tiles, each a contiguous share of the block's groups.
+template <int BITS, int KW, int PF, int TN>
+__global__ void __launch_bounds__(KW * 32)
+    frag_stream_gemv_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
+                            float* ws, unsigned* locks, int M, int N, int K, int G) {
+  constexpr int THREADS = KW * 32, NF = 8 * TN, OTHERS = KW - 1 + (KW == 1);  // warps 1.. (one slot at KW = 1)
+  using Tile = frag::BTile<BITS>;
+  QT_SHARED_ALIGNED(red, 16, float[OTHERS][NF * 4][32]);
+  QT_SHARED(is_last, int[1]);
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g8 = lane >> 2, t4 = lane & 3;
+  const int n_tiles = (N + 63) / 64, ktiles = K / 16, groups = K / G, spg = G / 16;  // spg: k-steps per group
+  const int nt = blockIdx.x * TN;
+  auto tile_of = [&](int j) { return min(nt + j, n_tiles - 1); };  // past N: the last tile again, not stored
+  const int m0 = blockIdx.y * 16;
+
+  // The block's groups, then this warp's share of them.
+  const int per_split = (groups + (int)gridDim.z - 1) / (int)gridDim.z;
+  const int b_begin = min(groups, (int)blockIdx.z * per_split), b_end = min(groups, b_begin + per_split);
+  const int per_warp = (b_end - b_begin + KW - 1) / KW;
+  const int g_begin = min(b_end, b_begin + warp * per_warp), g_end = min(b_end, g_begin + per_warp);
+  const int steps = (g_end - g_begin) * spg;
+  const int k_first = g_begin * 16 * spg;
+
+  const uint64_t policy = qt::policy_evict_first();
+  const uint32_t* btile = bq + ((int64_t)tile_of(0) * ktiles + g_begin * spg) * Tile::WORDS + lane * 4;
+  const int64_t bstride = (int64_t)(tile_of(TN - 1) - tile_of(0)) / max(TN - 1, 1) * ktiles * Tile::WORDS;
+
+  // The rings: step s lives in slot s % PF (PF divides spg, so a group's steps start at slot 0).
+  Tile ring[TN][PF];
+  uint32_t aring[PF][4];
+#pragma unroll
+  for (int p = 0; p < PF; ++p)
+    if (p < steps) {
+#pragma unroll
+      for (int j = 0; j < TN; ++j) frag::load_tile<BITS>(btile + j * bstride + p * Tile::WORDS, policy, ring[j][p]);
+      frag_stream::load_a(x, K, M, m0, k_first + 16 * p, g8, t4, aring[p]);
+    }
+
+  // This lane's scale and zero words of group grp (as frag_linear's FOLD reads them).
+  uint4 sraw[TN][2];
+  uint2 zraw[TN];
+  auto load_group = [&](int grp) {
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int64_t tg = (int64_t)tile_of(j) * groups + grp;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) sraw[j][r] = *reinterpret_cast<const uint4*>(bs + tg * 64 + 32 * r + 8 * t4);
+      if constexpr (BITS == 4) zraw[j] = *reinterpret_cast<const uint2*>(bz + tg * 16 + 2 * g8);
+    }
+  };
+  if (steps > 0) load_group(g_begin);
+
+  float acc[NF][4], part[NF][4];
+#pragma unroll
+  for (int f = 0; f < NF; ++f)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[f][e] = 0.0f;
+  const float zero4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+
+  int s = 0;  // the warp's step, counted from its first
+  for (int grp = g_begin; grp < g_end; ++grp) {
+    // This group's constants from the words loaded a group ago; then the next group's words, in flight
+    // while this group runs.
+    frag::Zeros4 z[TN];
+    uint32_t sc[TN][8];
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      if constexpr (BITS == 4) frag::zeros_from_words(zraw[j], z[j]);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        sc[j][4 * r] = sraw[j][r].x, sc[j][4 * r + 1] = sraw[j][r].y;
+        sc[j][4 * r + 2] = sraw[j][r].z, sc[j][4 * r + 3] = sraw[j][r].w;
+      }
+    }
+    if (grp + 1 < g_end) load_group(grp + 1);
+
+    for (int kk = 0; kk < spg; kk += PF, s += PF) {
+#pragma unroll
+      for (int p = 0; p < PF; ++p) {
+        uint32_t a[4] = {aring[p][0], aring[p][1], aring[p][2], aring[p][3]};
+        const bool refill = s + p + PF < steps;
+        if (refill) frag_stream::load_a(x, K, M, m0, k_first + 16 * (s + p + PF), g8, t4, aring[p]);
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+          uint32_t b[8][2];
+          Tile& cur = ring[j][p];
+          if constexpr (BITS == 4) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) frag::unpack4((&cur.v[0].x)[i], z[j], i, b);
+          } else {
+#pragma unroll
+            for (int f = 0; f < 8; ++f) frag::unpack8((&cur.v[f >> 2].x)[f & 3], b[f]);
+          }
+          if (refill) frag::load_tile<BITS>(btile + j * bstride + (s + p + PF) * Tile::WORDS, policy, cur);
+#pragma unroll
+          for (int f = 0; f < 8; ++f) {
+            float(&c)[4] = part[8 * j + f];
+            if (kk == 0 && p == 0) qt::mma_m16n8k16_f16(c, a, b[f], zero4);
+            else qt::mma_m16n8k16_f16(c, a, b[f], c);
+          }
+        }
+      }
+    }
+    // The group's partials times its fp32 scales, once per group and column.
+#pragma unroll
+    for (int f = 0; f < NF; ++f) {
+      const uint32_t s2 = sc[f / 8][4 * ((f & 7) >> 2) + (f & 3)];
+      const float s0 = __half2float(__ushort_as_half((unsigned short)(s2 & 0xffffu)));
+      const float s1 = __half2float(__ushort_as_half((unsigned short)(s2 >> 16)));
+      acc[f][0] += s0 * part[f][0];
+      acc[f][1] += s1 * part[f][1];
+      acc[f][2] += s0 * part[f][2];
+      acc[f][3] += s1 * part[f][3];
+    }
+  }
+
+  // The warps' sums meet in warp 0, added in warp order.
+  if (KW > 1) {
+    if (warp > 0) {
+#pragma unroll
+      for (int f = 0; f < NF; ++f)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) red[warp - 1][f * 4 + e][lane] = acc[f][e];
+    }
+    __syncthreads();
+    if (warp == 0) {
+      for (int w = 0; w < KW - 1; ++w)
+#pragma unroll
+        for (int f = 0; f < NF; ++f)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[f][e] += red[w][f * 4 + e][lane];
+    }
+  }
+  const int n0 = nt * 64;
+  if (warp == 0) {
+    float out[1][NF][4];
+#pragma unroll
+    for (int f = 0; f < NF; ++f)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) out[0][f][e] = acc[f][e];
+    store_mma_tile<1, NF, 64 * TN>(out, y, ws, m0, n0, 0, lane, M, N);
+  }
+  if (gridDim.z == 1) return;
+
+  // In-launch reduction across the splits: the last block of this output tile to finish sums every split's
+  // partials (frag_linear's protocol: a fence and a counter it resets for the next launch).
+  __threadfence();
+  __syncthreads();
+  const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x;
+  if (tid == 0) {
+    const unsigned before = atomicAdd(&locks[tile], 1u);
+    is_last[0] = before == gridDim.z - 1;
+    if (is_last[0]) atomicExch(&locks[tile], 0u);
+  }
+  __syncthreads();
+  if (!is_last[0]) return;
+  atomicOr(&locks[tile], 0u);  // each reader's acquire after the other blocks' fence and atomic
+  __threadfence();
+  const int cols = min(TN * 64, N - n0), rows = min(16, M - m0);
+  for (int i = tid; i < rows * cols; i += THREADS) {
+    const int row = m0 + i / cols, col = n0 + i % cols;
+    float sum = 0.0f;
+    for (int z = 0; z < (int)gridDim.z; ++z) sum += ws[((int64_t)z * M + row) * N + col];
+    y[(int64_t)row * N + col] = __float2half_rn(sum);
+  }
+}
