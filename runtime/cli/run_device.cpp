@@ -33,8 +33,9 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
     throw Error("--device: unknown device '" + o.device + "' (cpu, emu, cuda)");
   }
   opts.predequantize = o.predequantize;
-  // cuBLASLt where it may run: predequantized GEMMs, or a tuned dispatch that ranks it first somewhere.
-  if (o.device == "cuda" && (o.predequantize || !o.tuned_cache.empty())) {
+  // cuBLASLt on every GPU run: fp16 weights (the lm_head of a quantized model, every layer of a predequantized
+  // one) take it above the GEMVs' rows by default, and a tuned dispatch may rank it first anywhere.
+  if (o.device == "cuda") {
     try {
       opts.blas = std::make_shared<blas::BlasLt>(*d.device);
     } catch (const Error& e) {

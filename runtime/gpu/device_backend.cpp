@@ -24,13 +24,15 @@ class ActBuffer final : public DeviceBuffer {
 
 constexpr int64_t kGemvRows = 8;  // the decode GEMV families serve M <= 8
 
-// Where a linear layer runs when cuBLASLt is at hand (a GPU, with --predequantize or a tuned cache):
+// Where a linear layer runs when cuBLASLt is at hand (every GPU run where the library loads):
 //   measured: the tuning store's dispatch for the shape ranks cuBLASLt ("cuda.cublaslt_f16", or AWQ's
 //             "cuda.awq_dequant_cublaslt") first in the batch's bucket -> cuBLASLt (kernel_choice.h's external
 //             choice, at the heuristic candidate the tuner found fastest);
-//   default:  with no dispatch, fp16 weights (predequantized) go to cuBLASLt above the decode GEMVs' rows,
-//             where a tensor-core GEMM is the right tool and cuBLASLt's heuristic is the vendor's tuned choice,
-//             and to the fp16 GEMV at M <= kGemvRows; quantized weights stay on our kernels.
+//   default:  with no dispatch, fp16 weights (predequantized layers, and the lm_head of every model, whose
+//             prefill pass runs kLogitRowsPerPass rows) go to cuBLASLt above the decode GEMVs' rows, where a
+//             tensor-core GEMM is the right tool and cuBLASLt's heuristic is the vendor's tuned choice (on the
+//             H200 it gave 650-760 TFLOP/s where f16_gemm gave 35), and to the fp16 GEMV at M <= kGemvRows;
+//             quantized weights stay on our kernels.
 
 // Attention cost grows with the context, so its kernel is chosen per power-of-two context bucket; every
 // choice reads the true position from device memory, so any bucket's plan is correct at any position.
@@ -275,7 +277,7 @@ void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
     return;
   }
   if (!choice->external.empty()) return linear_external(*choice, w, x, m, y, shape);
-  if (fp16_blas && options_.predequantize && !choice->dispatched && m > kGemvRows)
+  if (fp16_blas && !choice->dispatched && m > kGemvRows)
     return queue_blas(w.arrays.at("values").ptr, blas::WeightLayout::NK, x, m, w.rows, w.cols, y, 0);
   if (w.type == WeightType::F16 && options_.predequantize) ++blas_counts_.families;
   Bindings b;
