@@ -28,7 +28,7 @@ std::string cache_key(const CompileRequest& req) {
   h.field("qtune-nvrtc-cache-v1");
   h.field(nvrtc_version());
   h.field(cuda_include_dir());
-  h.field(std::to_string(req.sm));
+  h.field(nvrtc_target(req.sm));
   h.field(req.source);
   for (const auto& [path, text] : local_includes(req.source)) h.field(path).field(text);
   for (const auto& o : req.options) h.field(o);

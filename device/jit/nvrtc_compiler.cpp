@@ -78,6 +78,8 @@ std::vector<std::pair<std::string, std::string>> local_includes(const std::strin
   return out;
 }
 
+std::string nvrtc_target(int sm) { return "sm_" + std::to_string(sm) + (sm == 90 ? "a" : ""); }
+
 CompileOutput nvrtc_compile(const CompileRequest& req) {
   const auto start = std::chrono::steady_clock::now();
   nvrtcProgram prog = nullptr;
@@ -88,7 +90,7 @@ CompileOutput nvrtc_compile(const CompileRequest& req) {
 
   for (const auto& e : req.name_expressions) check(nvrtcAddNameExpression(prog, e.c_str()), "add name expression", e);
 
-  std::vector<std::string> opts = {"--gpu-architecture=sm_" + std::to_string(req.sm), "-Xptxas=-v", "-std=c++17"};
+  std::vector<std::string> opts = {"--gpu-architecture=" + nvrtc_target(req.sm), "-Xptxas=-v", "-std=c++17"};
   for (const auto& d : include_dirs()) opts.push_back("-I" + d);
   opts.insert(opts.end(), req.options.begin(), req.options.end());
   std::vector<const char*> argv;
@@ -102,7 +104,7 @@ CompileOutput nvrtc_compile(const CompileRequest& req) {
   if (log_size) nvrtcGetProgramLog(prog, out.log.data());
   while (!out.log.empty() && (out.log.back() == '\0' || out.log.back() == '\n')) out.log.pop_back();
   if (r != NVRTC_SUCCESS)
-    throw Error("compiling " + req.program_name + " for sm_" + std::to_string(req.sm) + " failed (" +
+    throw Error("compiling " + req.program_name + " for " + nvrtc_target(req.sm) + " failed (" +
                     nvrtcGetErrorString(r) + "):\n" + out.log,
                 kExitFailure);
 

@@ -30,6 +30,10 @@ struct CompileOutput {
 // Throws qt::Error (exit code 1) with the compiler log on a compile failure.
 CompileOutput nvrtc_compile(const CompileRequest& request);
 
+// The NVRTC target of an architecture: "sm_86"; for 90, "sm_90a", whose wgmma and setmaxnreg the Hopper
+// kernels need (an sm_90a CUBIN runs on every sm_90 GPU, H100 and H200 alike).
+std::string nvrtc_target(int sm);
+
 // "13.0"-style version of the NVRTC library actually loaded.
 std::string nvrtc_version();
 
