@@ -61,5 +61,5 @@ __global__ void bench_mma(int iters, float* out) {
       qt::mma_m16n8k16_f16(acc[j], a, b, acc[j]);
     }
   }
-  out[lane] = acc[0][0] + acc[1][3];
+  out[blockIdx.x * 32 + lane] = acc[0][0] + acc[1][3];
 }
