@@ -7,6 +7,7 @@
 
 #include "common/half.h"
 #include "kernels_src/common/emu_half.h"
+#include "kernels_src/common/wgmma_desc.h"
 
 namespace qt::emu {
 
@@ -117,5 +118,62 @@ inline int mma_s8_b_col(int lane, int /*i*/) { return lane >> 2; }
 // Non-transposed: row l>>2, column 2(l%4)+h. Transposed: row 2(l%4)+h, column l>>2.
 inline int ldmatrix_row(int lane, int h, bool trans) { return trans ? 2 * (lane & 3) + h : lane >> 2; }
 inline int ldmatrix_col(int lane, int h, bool trans) { return trans ? lane >> 2 : 2 * (lane & 3) + h; }
+
+// ---- wgmma (PTX "Asynchronous Warpgroup Level Matrix Multiply-Accumulate") ---------------------------------
+// Fragments of m64nNk16, thread t of the warpgroup (warp w = t / 32, lane = t % 32): each warp owns 16 rows,
+// laid out as the mma.m16n8k16 fragments above. A (register form, 4 registers = 8 halves): element i.
+inline int wgmma_a_row(int t, int i) { return 16 * (t / 32) + mma_a_row(t % 32, i); }
+inline int wgmma_a_col(int t, int i) { return mma_a_col(t % 32, i); }
+// D: float i (0 .. N/2-1): column block i / 4 of 8 columns, within it as mma's C fragment.
+inline int wgmma_d_row(int t, int i) { return 16 * (t / 32) + mma_c_row(t % 32, i % 4); }
+inline int wgmma_d_col(int t, int i) { return 8 * (i / 4) + mma_c_col(t % 32, i % 4); }
+
+// The emulator's shared window spans 275 KiB (static at 0, dynamic at 48 KiB), past the 18 address bits a
+// descriptor holds: its descriptors carry address bits 18-19 in the reserved bits 14-15, which are 0 for
+// every address of a GPU's (at most 228 KiB) shared memory.
+constexpr int kEmuDescHighShift = 14;
+inline uint64_t emu_wgmma_desc(uint32_t smem_addr, uint32_t lbo, uint32_t sbo, int swizzle) {
+  return wgmma_desc_encode(smem_addr, lbo, sbo, swizzle) | (uint64_t{(smem_addr >> 18) & 3u} << kEmuDescHighShift);
+}
+
+struct WgmmaDescFields {
+  uint32_t start, lbo, sbo, base_offset;
+  int swizzle;
+};
+inline WgmmaDescFields wgmma_desc_decode(uint64_t d) {
+  using namespace wgmma_desc_field;
+  WgmmaDescFields f;
+  f.start = static_cast<uint32_t>((d >> kStartShift) & 0xFFFFu) << 4;  // with the emulator's bits 18-19
+  f.lbo = static_cast<uint32_t>((d >> kLboShift) & kFieldMask) << 4;
+  f.sbo = static_cast<uint32_t>((d >> kSboShift) & kFieldMask) << 4;
+  f.base_offset = static_cast<uint32_t>((d >> kBaseOffsetShift) & 7u);
+  f.swizzle = static_cast<int>(d >> kSwizzleShift);
+  return f;
+}
+
+// Shared address of element (mn, k) (mn: row of A, column of B; k < 16) of a 16-bit operand read through a
+// descriptor, in the canonical layouts of PTX "Shared Memory Matrix Layout" (as CuTe's make_gmma_desc
+// spells them, in 16-byte units T): K-major (transpose 0)
+//   none:    ((8,m),(T,2)):((1T,SBO),(1,LBO))       swizzled: ((8,m),(T,2)):((W,SBO),(1,T))
+// MN-major (transpose 1)
+//   none:    ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO))   swizzled: ((T,W,m),(8,k)):((1,T,LBO),(W T,SBO))
+// with W the swizzle row in 16-byte units (2, 4, 8 for 32B, 64B, 128B), then the swizzle: address bits
+// [4, 4 + log2 W) XOR bits [7, 7 + log2 W) (CuTe Swizzle<log2 W, 4, 3> on the byte address).
+inline uint32_t wgmma_element_address(const WgmmaDescFields& f, bool mn_major, uint32_t mn, uint32_t k) {
+  const uint32_t row_bytes = wgmma_swizzle_row_bytes(f.swizzle);
+  const bool swizzled = f.swizzle != kSwizzleNone;
+  uint32_t off;
+  if (!mn_major) {
+    const uint32_t row = mn % 8, group = mn / 8, chunk = k / 8;
+    off = group * f.sbo + 2 * (k % 8) + (swizzled ? row * row_bytes + chunk * 16 : row * 16 + chunk * f.lbo);
+  } else {
+    const uint32_t chunk = mn / 8, krow = k % 8, kgroup = k / 8, chunks_per_row = row_bytes / 16;
+    off = 2 * (mn % 8) + (swizzled ? (chunk % chunks_per_row) * 16 + (chunk / chunks_per_row) * f.lbo +
+                                         krow * row_bytes + kgroup * f.sbo
+                                   : chunk * f.sbo + krow * 16 + kgroup * f.lbo);
+  }
+  const uint32_t a = f.start + off;
+  return a ^ ((a >> 3) & (row_bytes - 16));
+}
 
 }  // namespace qt::emu

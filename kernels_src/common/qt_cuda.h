@@ -3,16 +3,17 @@
 //   * with NVRTC / nvcc for the GPU (PTX wrappers are inline asm: qt_cuda_gpu.h), and
 //   * with the host C++ compiler for the CPU emulator when QT_EMU is defined (C++ twins: qt_cuda_emu.h),
 // with no #ifdef in kernel bodies. API and rules: kernels_src/common/README.md.
+// QT_ARCH is defined before the halves: their sm_90a wrappers check it.
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#include "kernels_src/common/qt_cuda_gpu.h"
 #ifndef QT_ARCH
 #define QT_ARCH (__CUDA_ARCH__ / 10)
 #endif
+#include "kernels_src/common/qt_cuda_gpu.h"
 #elif defined(QT_EMU)
-#include "kernels_src/common/qt_cuda_emu.h"
 #ifndef QT_ARCH
 #define QT_ARCH 80
 #endif
+#include "kernels_src/common/qt_cuda_emu.h"
 #else
 #error "qt_cuda.h: compile with NVRTC/nvcc, or define QT_EMU for the CPU emulator"
 #endif

@@ -1,10 +1,12 @@
 // The PTX reference semantics (kernels_src/common/emu_ops.h, emu_half.h) against independent formulations of
-// the PTX ISA: lop3 for all 256 LUTs, prmt, shfl lane selection, and per-operation fp16/bf16 rounding.
+// the PTX ISA: lop3 for all 256 LUTs, prmt, shfl lane selection, per-operation fp16/bf16 rounding, and the
+// wgmma descriptor fields and fragments (the descriptors' layouts are checked end to end by test_hopper.cpp).
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "kernels_src/common/emu_ops.h"
 #include "tests/emu/ref_round.h"
@@ -123,4 +125,43 @@ TEST_CASE("__half and __nv_bfloat16 built from a double round once, not twice th
   CHECK(__half_as_ushort(__half(1e10)) == 0x7C00);
   CHECK(__half_as_ushort(__half(-std::numeric_limits<double>::infinity())) == 0xFC00);
   CHECK(__bfloat16_as_ushort(__nv_bfloat16(1e300)) == 0x7F80);
+}
+
+TEST_CASE("wgmma descriptors hold start, LBO, SBO and swizzle in the PTX bit fields and decode back exactly") {
+  const uint64_t d = qt::wgmma_desc_encode(0x1230, 0x40, 0x400, qt::kSwizzle128B);
+  CHECK((d & 0x3FFF) == 0x123);          // bits 0-13: start >> 4
+  CHECK(((d >> 16) & 0x3FFF) == 0x4);    // bits 16-29: LBO >> 4
+  CHECK(((d >> 32) & 0x3FFF) == 0x40);   // bits 32-45: SBO >> 4
+  CHECK(((d >> 49) & 7) == 0);           // bits 49-51: base offset
+  CHECK((d >> 62) == 1);                 // bits 62-63: 1 = 128B
+  CHECK((qt::wgmma_desc_encode(0, 0, 0, qt::kSwizzle64B) >> 62) == 2);
+  CHECK((qt::wgmma_desc_encode(0, 0, 0, qt::kSwizzle32B) >> 62) == 3);
+  CHECK((d & ((uint64_t{3} << 14) | (uint64_t{3} << 30) | (uint64_t{7} << 46))) == 0);  // reserved bits clear
+  // Past 256 KiB (the emulator's dynamic shared memory) the address keeps its bits 18-19 in bits 14-15.
+  const WgmmaDescFields f = wgmma_desc_decode(emu_wgmma_desc(0x43210, 16, 1024, qt::kSwizzle64B));
+  CHECK(f.start == 0x43210);
+  CHECK(f.lbo == 16);
+  CHECK(f.sbo == 1024);
+  CHECK(f.base_offset == 0);
+  CHECK(f.swizzle == qt::kSwizzle64B);
+}
+
+TEST_CASE("wgmma fragments cover the 64 x 16 A and 64 x N D tiles exactly once, each warp its own 16 rows") {
+  std::vector<int> a(64 * 16, 0), d(64 * 256, 0);
+  for (int t = 0; t < 128; ++t) {
+    for (int i = 0; i < 8; ++i) {
+      CHECK(wgmma_a_row(t, i) / 16 == t / 32);
+      ++a[wgmma_a_row(t, i) * 16 + wgmma_a_col(t, i)];
+    }
+    for (int i = 0; i < 128; ++i) {
+      CHECK(wgmma_d_row(t, i) / 16 == t / 32);
+      ++d[wgmma_d_row(t, i) * 256 + wgmma_d_col(t, i)];
+    }
+  }
+  for (int x : a) REQUIRE(x == 1);
+  for (int x : d) REQUIRE(x == 1);
+  // Pairs of adjacent elements share a register (A) or are consecutive floats (D): lane 5, element 1.
+  CHECK(wgmma_a_col(5, 1) == wgmma_a_col(5, 0) + 1);
+  CHECK(wgmma_d_col(5, 1) == wgmma_d_col(5, 0) + 1);
+  CHECK(wgmma_d_row(37, 2) == 16 + 1 + 8);  // warp 1, lane 5: group 1, second row half
 }
