@@ -2,9 +2,11 @@
 
 #include <chrono>
 
+#include "device/emu/block_clocks.h"
 #include "device/emu/bug_reports.h"
 #include "device/emu/memory_checks.h"
 #include "device/emu/profile.h"
+#include "device/emu/wgmma.h"
 
 namespace qt::emu::exec {
 namespace {
@@ -65,6 +67,14 @@ void on_thread_exit(Fiber* f) {
                   r.mask, where(r.site).c_str()));
     }
   }
+  if (w.async.used) {
+    const GroupRendezvous& g = w.async.groups[f->tid / 128];
+    if (g.arrived > 0) {
+      fail(f, fmt("thread exited without reaching %s that %u other thread(s) of its warpgroup wait in at %s", g.what,
+                  g.arrived, where(g.site).c_str()));
+    }
+    wgmma_thread_exit(f);
+  }
   if (w.bar_count > 0) {
     fail(f, fmt("thread exited while %u thread(s) wait at __syncthreads at %s: the barrier can never complete "
                 "(divergent barrier)", w.bar_count, where(w.bar_site).c_str()));
@@ -109,11 +119,12 @@ void start_block(Worker& w, uint64_t b) {
   w.idle_polls = 0;
   ++w.epoch;
   w.rng = w.L->opts->seed * 0x9e3779b97f4a7c15ull + b;
+  w.clocks.disable();
+  w.async.clear();
   reset_block_memory(w);
   const uint32_t nwarps = (w.nthreads + 31) / 32;
   w.warps.assign(nwarps, Warp{});
   if (w.L->profile) profile_block_start(w);
-  const uintptr_t win = reinterpret_cast<uintptr_t>(w.window);
   w.runq.clear();
   for (uint32_t t = 0; t < w.nthreads; ++t) {
     Fiber& f = w.fibers[t];
@@ -130,8 +141,8 @@ void start_block(Worker& w, uint64_t b) {
     c->block_idx = w.block_idx;
     c->block_dim = w.block_dim;
     c->grid_dim = w.grid_dim;
-    c->smem_lo = win - kSmemGuardBytes;
-    c->smem_span = kWindowBytes + 2 * kSmemGuardBytes;
+    c->smem_lo = w.window_lo();
+    c->smem_span = w.window_hi() - w.window_lo();
     c->fiber = &f;
     make_context(&f.context, w.stacks.stack_lo(t), w.stacks.stack_hi(t), &fiber_main, &f);
     forget_stack_frames(f.stack);
@@ -190,6 +201,7 @@ int block_barrier(Fiber* f, BarrierKind kind, int pred, const Site* site) {
     w.bar_result = w.bar_acc;
     w.bar_count = 0;
     ++w.epoch;
+    if (w.clocks.on()) sync_block_clocks(w);
     if (w.L->profile) profile_flush(w, false);
     note_progress(w);
     for (uint32_t t = 0; t < w.nthreads; ++t) {
@@ -202,6 +214,50 @@ int block_barrier(Fiber* f, BarrierKind kind, int pred, const Site* site) {
 }
 
 void note_progress(Worker& w) { w.idle_polls = 0; }
+
+void park_async(Fiber* f, const Site* site, const char* what) { park(f, State::kAsyncWait, site, what); }
+
+void wake(Fiber* f) {
+  make_runnable(*f->w, f);
+  note_progress(*f->w);
+}
+
+void warpgroup_collective(Fiber* f, uint32_t op, const Site* site, const char* what, GroupResults results) {
+  Worker& w = *f->w;
+  const uint32_t g = f->tid / 128;
+  if (128 * (g + 1) > w.nthreads) {
+    fail_at(f, site, fmt("%s in warpgroup %u, which has only %u thread(s): a warpgroup is 4 whole warps (128 threads, "
+                         "the first warp's index a multiple of 4)",
+                         what, g, w.nthreads - 128 * g));
+  }
+  GroupRendezvous& r = w.async.groups[g];
+  if (r.arrived == 0) {
+    r.op = op;
+    r.site = *site;
+    r.what = what;
+  } else if (r.op != op || !same_site(r.site, *site)) {
+    fail_at(f, site, fmt("%s reached while %u other thread(s) of warpgroup %u wait in %s at %s (.aligned: all 128 "
+                         "threads of the warpgroup must execute the same instruction)",
+                         what, r.arrived, g, r.what, where(r.site).c_str()));
+  }
+  for (uint32_t warp = 4 * g; warp < 4 * g + 4; ++warp) {
+    if (const uint32_t gone = w.warps[warp].exited) {
+      fail_at(f, site, fmt("%s of warpgroup %u, whose thread %s already exited (.aligned: all 128 threads of the "
+                           "warpgroup must execute it)",
+                           what, g, dim(w.thread_idx(32 * warp + __builtin_ctz(gone))).c_str()));
+    }
+  }
+  if (++r.arrived == 128) {
+    r.arrived = 0;
+    results(f, g, site);
+    for (uint32_t t = 128 * g; t < 128 * (g + 1); ++t) {
+      if (t != f->tid) make_runnable(w, &w.fibers[t]);
+    }
+    note_progress(w);
+    return;
+  }
+  park(f, State::kWarp, site, what);
+}
 
 namespace {
 

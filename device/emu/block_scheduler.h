@@ -31,4 +31,15 @@ using CollectiveResults = void (*)(Fiber* last, Warp& wp, const Rendezvous& r);
 void warp_collective(Fiber* f, uint32_t op, uint32_t mask, const Site* site, bool aligned, const char* what,
                      CollectiveResults results);
 
+// Parks `f` (an mbarrier or named-barrier wait at `site`) until wake(f).
+void park_async(Fiber* f, const Site* site, const char* what);
+void wake(Fiber* f);
+
+// Computes the results of a warpgroup collective once the last of its 128 threads, `last`, arrives.
+using GroupResults = void (*)(Fiber* last, uint32_t group, const Site* site);
+
+// A warpgroup-wide .aligned collective `op` (wgmma.mma_async, setmaxnreg): parks `f` until all 128 threads
+// of its warpgroup (4 consecutive warps from a multiple of 4) arrive at the same call site, then `results`.
+void warpgroup_collective(Fiber* f, uint32_t op, const Site* site, const char* what, GroupResults results);
+
 }  // namespace qt::emu::exec

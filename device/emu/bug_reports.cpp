@@ -10,6 +10,7 @@
 #include <new>
 #include <vector>
 
+#include "device/emu/async_ops.h"
 #include "device/emu/symbolize.h"
 
 namespace qt::emu::exec {
@@ -159,14 +160,14 @@ std::string mask_disagreements(const Worker& w) {
 
 std::string deadlock_report(const Worker& w) {
   return "emu: kernel " + w.L->req->kernel_name + ": block " + dim(w.block_idx) + ": deadlock: no thread can run." +
-         mask_disagreements(w) + waiting_threads(w);
+         mask_disagreements(w) + waiting_threads(w) + async_wait_notes(w);
 }
 
 std::string no_progress_report(const Worker& w, double seconds, uint64_t polls) {
   return "emu: kernel " + w.L->req->kernel_name + ": block " + dim(w.block_idx) +
          fmt(": no progress (watchdog): for %.1f s and %llu spin-wait polls no thread wrote memory or completed a "
              "synchronisation.", seconds, static_cast<unsigned long long>(polls)) +
-         waiting_threads(w);
+         waiting_threads(w) + async_wait_notes(w);
 }
 
 // ---- crashes the access checks cannot see -----------------------------------------------------------------

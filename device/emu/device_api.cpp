@@ -4,11 +4,13 @@
 #include <cstring>
 #include <type_traits>
 
+#include "device/emu/async_ops.h"
 #include "device/emu/block_scheduler.h"
 #include "device/emu/bug_reports.h"
 #include "device/emu/executor_state.h"
 #include "device/emu/memory_checks.h"
 #include "device/emu/profile.h"
+#include "device/emu/wgmma.h"
 #include "kernels_src/common/emu_ops.h"
 
 namespace qt::emu::exec {
@@ -20,7 +22,9 @@ enum Op : uint32_t { kOpShfl = 0x10, kOpVote = 0x20, kOpSyncwarp = 0x30, kOpLdma
 
 void api_access(FiberCtx* c, const void* p, uint32_t bytes, uint32_t flags, const void* code) {
   Fiber* f = fiber_of(c);
-  check_access(f, reinterpret_cast<uintptr_t>(p), bytes, flags, code, nullptr, "this thread");
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (f->w->async.used && lent_register_access(f, a, bytes, flags & kAccessWrite, code)) return;
+  check_access(f, a, bytes, flags, code, nullptr, "this thread");
 }
 
 int api_barrier(FiberCtx* c, BarrierKind kind, int pred, const Site* site) {
@@ -86,7 +90,7 @@ void collective_results(Fiber* f, Warp& wp, const Rendezvous& r) {
       break;
     }
     case kOpSyncwarp: {
-      record_warp_sync(wp, r.mask);
+      record_warp_sync(w, f->warp, r.mask);
       break;
     }
     case kOpLdmatrix: {
@@ -358,6 +362,34 @@ void api_trap(FiberCtx* c, const char* message, const Site* site) {
   fail_at(fiber_of(c), site, std::string("trap: ") + (message ? message : ""));
 }
 
+// ---- sm_90: wgmma.cpp and async_ops.cpp -----------------------------------------------------------------
+void api_check_wgmma_desc(FiberCtx* c, uint32_t addr, uint32_t lbo, uint32_t sbo, int swizzle, const Site* site) {
+  check_wgmma_desc(fiber_of(c), addr, lbo, sbo, swizzle, site);
+}
+void api_wgmma(FiberCtx* c, const WgmmaCall* call, const Site* site) { wgmma_issue(fiber_of(c), *call, site); }
+void api_wgmma_fence(FiberCtx* c, const Site*) { wgmma_fence(fiber_of(c)); }
+void api_wgmma_commit(FiberCtx* c, const Site*) { wgmma_commit(fiber_of(c)); }
+void api_wgmma_wait(FiberCtx* c, uint32_t pending_allowed, const Site*) { wgmma_wait(fiber_of(c), pending_allowed); }
+void api_fence_proxy_async(FiberCtx* c, const Site*) { fence_proxy_async(fiber_of(c)); }
+void api_fence_mbarrier_init(FiberCtx* c, const Site*) { fence_mbarrier_init(fiber_of(c)); }
+void api_named_barrier(FiberCtx* c, uint32_t id, uint32_t threads, bool wait, const Site* site) {
+  named_barrier(fiber_of(c), id, threads, wait, site);
+}
+void api_setmaxnreg(FiberCtx* c, const Site* site) { setmaxnreg(fiber_of(c), site); }
+void api_mbarrier_init(FiberCtx* c, uint32_t mbar, uint32_t count, const Site* site) {
+  mbarrier_init(fiber_of(c), mbar, count, site);
+}
+void api_mbarrier_arrive(FiberCtx* c, uint32_t mbar, uint32_t tx_bytes, const Site* site) {
+  mbarrier_arrive(fiber_of(c), mbar, tx_bytes, site);
+}
+bool api_mbarrier_try_wait(FiberCtx* c, uint32_t mbar, uint32_t parity, const Site* site) {
+  mbarrier_wait(fiber_of(c), mbar, parity, site);
+  return true;
+}
+void api_bulk_copy_g2s(FiberCtx* c, uint32_t dst, const void* src, uint32_t bytes, uint32_t mbar, const Site* site) {
+  bulk_copy_g2s(fiber_of(c), dst, src, bytes, mbar, site);
+}
+
 }  // namespace
 
 const Api* api_table() {
@@ -382,6 +414,19 @@ const Api* api_table() {
     a.cvta_shared = &api_cvta_shared;
     a.trap = &api_trap;
     a.fence = &api_fence;
+    a.check_wgmma_desc = &api_check_wgmma_desc;
+    a.wgmma = &api_wgmma;
+    a.wgmma_fence = &api_wgmma_fence;
+    a.wgmma_commit = &api_wgmma_commit;
+    a.wgmma_wait = &api_wgmma_wait;
+    a.fence_proxy_async = &api_fence_proxy_async;
+    a.fence_mbarrier_init = &api_fence_mbarrier_init;
+    a.named_barrier = &api_named_barrier;
+    a.setmaxnreg = &api_setmaxnreg;
+    a.mbarrier_init = &api_mbarrier_init;
+    a.mbarrier_arrive = &api_mbarrier_arrive;
+    a.mbarrier_try_wait = &api_mbarrier_try_wait;
+    a.bulk_copy_g2s = &api_bulk_copy_g2s;
     return a;
   }();
   return &api;

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "device/emu/arena.h"
+#include "device/emu/async_state.h"
+#include "device/emu/block_clocks.h"
 #include "device/emu/executor.h"
 #include "device/emu/fiber.h"
 #include "device/emu/global_shadow.h"
@@ -32,7 +34,8 @@ constexpr uint32_t kMaxThreads = 1024;
 // Thrown inside a fiber to unwind it once the launch has failed; caught at the bottom of the fiber.
 struct FiberAbort {};
 
-enum class State : uint8_t { kRunnable, kBarrier, kWarp, kDone };
+// kAsyncWait: parked on an mbarrier phase or a named barrier, woken by whoever completes it.
+enum class State : uint8_t { kRunnable, kBarrier, kWarp, kAsyncWait, kDone };
 
 // A cp.async copy that is issued but not yet waited for.
 struct CpCopy {
@@ -76,6 +79,7 @@ struct Fiber {
       uint32_t a[4], b[2];
       float c[4];
     } mma;
+    const WgmmaCall* wgmma;
   } in{};
   union {
     uint64_t v;
@@ -99,6 +103,10 @@ struct Warp {
   // the newest serial of lane k that happens before lane l's current point (race_shadow.h).
   uint32_t serial = 0;
   uint32_t vc[32][32] = {};
+  // The last release of a lane with the block's clocks on (block_clocks.h): lanes doing the same one share
+  // its serial.
+  uint64_t release_key = 0;
+  uint32_t release_serial = 0;
 };
 
 // One launch, shared by the Workers running its blocks.
@@ -173,6 +181,8 @@ struct Worker {
   std::vector<char> signal_stack = std::vector<char>(64 * 1024);
   size_t alloc_hint = 0;
   uint64_t switches = 0, threads_run = 0, blocks_run = 0;
+  BlockClocks clocks;  // the block's cross-warp clocks, once it uses mbarriers, named barriers or async agents
+  AsyncBlock async;    // its mbarriers, named barriers and warpgroup rendezvous
 
   uint64_t next_random() {  // splitmix64
     uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
@@ -180,12 +190,18 @@ struct Worker {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
+  // The shared window with its guard bands (FiberCtx::smem_lo).
+  uintptr_t window_lo() const { return reinterpret_cast<uintptr_t>(window) - kSmemGuardBytes; }
+  uintptr_t window_hi() const { return reinterpret_cast<uintptr_t>(window) + kWindowBytes + kSmemGuardBytes; }
   Uint3 thread_idx(uint32_t tid) const {
     return Uint3{tid % block_dim.x, (tid / block_dim.x) % block_dim.y, tid / (block_dim.x * block_dim.y)};
   }
 };
 
 inline Fiber* fiber_of(FiberCtx* c) { return static_cast<Fiber*>(c->fiber); }
+
+// A thread's wgmma state (async_state.h), once its block uses sm_90 operations.
+inline AsyncThread& async_of(const Fiber* f) { return f->w->async.threads[f->tid]; }
 
 inline bool same_site(const Site& a, const Site& b) {
   return a.line == b.line && a.column == b.column && (a.file == b.file || std::strcmp(a.file, b.file) == 0);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "device/emu/async_ops.h"
 #include "device/emu/block_scheduler.h"
 #include "device/emu/bug_reports.h"
 #include "device/emu/profile.h"
@@ -17,15 +18,23 @@ bool inside(const Allocation& al, uintptr_t a, uint64_t n) {
   return a >= al.base && n <= al.bytes && a - al.base <= al.bytes - n;
 }
 
-// Shared memory is the block's own: its race shadow names every block 1 (earlier blocks on this Worker
-// have older epochs, so their entries count as ordered).
-constexpr uint32_t kSharedBlock = 1;
+}  // namespace
 
 Accessor accessor(const Fiber* f, bool strong, uint32_t block) {
-  const Worker& w = *f->w;
-  return Accessor{block, w.epoch, static_cast<uint16_t>(f->warp), static_cast<uint8_t>(f->lane), strong,
-                  w.warps[f->warp].vc[f->lane], f->atomic_time};
+  Worker& w = *f->w;
+  Accessor a{block, w.epoch, static_cast<uint16_t>(f->warp), static_cast<uint8_t>(f->lane), strong,
+             w.warps[f->warp].vc[f->lane], f->atomic_time};
+  if (w.clocks.on()) {
+    a.row = w.clocks.known(f->tid);
+    a.vc = a.row + 32 * f->warp;
+    a.sets = &w.clocks.sets;
+    a.first_virtual = w.clocks.copy_warp();
+    a.first_epoch = w.block_first_epoch;
+  }
+  return a;
 }
+
+namespace {
 
 // A race-shadow location: the code address of an instrumented access, or an id for an API call's site.
 constexpr uint64_t kSiteLoc = uint64_t{1} << 63;
@@ -64,7 +73,9 @@ std::string loc_text(Worker& w, uint64_t loc) {
 std::string other_accessor(Worker& w, const AccessSet& s, uint32_t own_block) {
   std::string who;
   uint32_t block = 0, tid = 0;
-  if (single_member(s, block, tid)) {
+  if (s.block == own_block && w.clocks.on() && s.warp != kManyWarps && s.warp >= w.clocks.copy_warp()) {
+    who = agent_name(w, s.warp, s.lanes);
+  } else if (single_member(s, block, tid)) {
     who = "thread " + dim(w.thread_idx(tid));
     if (block != own_block) {
       const uint64_t b = block - 1;
@@ -109,22 +120,31 @@ bool global_valid(Worker& w, uintptr_t a, uint64_t n) {
   return false;
 }
 
-void shadow_access(Fiber* f, uint32_t off, uint32_t n, bool write, bool strong, const void* code, const Site* site,
-                   const char* what) {
-  Worker& w = *f->w;
-  const Accessor acc = accessor(f, strong, kSharedBlock);
+namespace {
+
+std::string unordered_note(const Worker& w) {
+  return w.clocks.on() ? "with nothing ordering the two (no __syncthreads, __syncwarp covering both, mbarrier phase "
+                         "or named barrier in between)"
+                       : "in the same barrier interval (no __syncthreads, or __syncwarp covering both, in between)";
+}
+
+}  // namespace
+
+ShadowHit shadow_cells(Fiber* reporter, uint32_t off, uint32_t n, bool write, const Accessor& acc, const void* code,
+                       const Site* site, const char* what) {
+  Worker& w = *reporter->w;
   const uint64_t loc = loc_of(w, code, site);
   for (uint32_t i = 0; i < n; ++i) {
     Cell& c = w.shadow[off + i];
     if (uint16_t p = w.pending[off + i]; p != 0) {
-      fail_access(f, site, code,
+      fail_access(reporter, site, code,
                   fmt("%s %s %u byte(s) at %s while a cp.async into it issued by thread %s is still pending "
                       "(missing cp_async_wait before the access, or a missing __syncthreads after it)",
                       what, write ? "writes" : "reads", n, smem_region(w, off).c_str(), dim(w.thread_idx(p - 1u)).c_str()));
     }
     if (!write && !w.uninit.set && (c.w.block == 0 || c.w.epoch < w.block_first_epoch)) {
       w.uninit.set = true;
-      w.uninit.tid = f->tid;
+      w.uninit.tid = reporter->tid;
       w.uninit.off = off;
       w.uninit.n = n;
       w.uninit.code = code;
@@ -132,16 +152,52 @@ void shadow_access(Fiber* f, uint32_t off, uint32_t n, bool write, bool strong, 
       if (site) w.uninit.site = *site;
     }
     const Conflict k = check_and_record(c, acc, write, 0, loc, nullptr);
-    if (k != Conflict::kNone) {
-      const AccessSet& other = k == Conflict::kWrite ? c.w : c.r;
-      fail_access(f, site, code,
-                  fmt("shared-memory race: %s %s %u byte(s) at %s, which %s %s in the same barrier interval (no "
-                      "__syncthreads, or __syncwarp covering both, in between)%s",
-                      what, write ? (strong ? "atomically updates" : "writes") : "reads", n,
-                      smem_region(w, off + i).c_str(), other_accessor(w, other, kSharedBlock).c_str(),
-                      k == Conflict::kWrite ? (other.strong ? "updated atomically" : "wrote") : "read",
-                      (other.strong != strong) ? "; an atomic and a plain access of one location race" : ""));
+    if (k != Conflict::kNone) return ShadowHit{k, off + i, k == Conflict::kWrite ? c.w : c.r};
+  }
+  return ShadowHit{};
+}
+
+std::string shared_race_message(Worker& w, const ShadowHit& hit, const char* what, bool write, bool strong, uint32_t n,
+                                 uint32_t off) {
+  const AccessSet& other = hit.other;
+  const std::string region = smem_region(w, off);
+  if (w.clocks.on() && other.warp != kManyWarps && other.warp >= w.clocks.copy_warp()) {
+    const std::string agent = other_accessor(w, other, kSharedBlock);
+    if (hit.conflict == Conflict::kRead) {
+      return fmt("overwriting a stage still being read: %s writes %u byte(s) at %s that %s reads; a wgmma is in "
+                 "flight until a wgmma_wait_group retires it, and the write must be ordered after that wait (an "
+                 "mbarrier arrive and wait, a named barrier or __syncthreads after it)",
+                 what, n, region.c_str(), agent.c_str());
     }
+    return fmt("%s %s %u byte(s) at %s that %s writes, before the mbarrier phase it completes on was waited for "
+               "(mbarrier_wait_parity, or an ordering after such a wait, is missing)",
+               what, write ? "overwrites" : "reads", n, region.c_str(), agent.c_str());
+  }
+  return fmt("shared-memory race: %s %s %u byte(s) at %s, which %s %s %s%s", what,
+             write ? (strong ? "atomically updates" : "writes") : "reads", n, smem_region(w, hit.off).c_str(),
+             other_accessor(w, other, kSharedBlock).c_str(),
+             hit.conflict == Conflict::kWrite ? (other.strong ? "updated atomically" : "wrote") : "read",
+             unordered_note(w).c_str(),
+             (other.strong != strong) ? "; an atomic and a plain access of one location race" : "");
+}
+
+std::string shared_accessor_name(Worker& w, const AccessSet& s) { return other_accessor(w, s, kSharedBlock); }
+
+void shadow_access(Fiber* f, uint32_t off, uint32_t n, bool write, bool strong, const void* code, const Site* site,
+                   const char* what) {
+  const ShadowHit hit = shadow_cells(f, off, n, write, accessor(f, strong, kSharedBlock), code, site, what);
+  if (hit.conflict != Conflict::kNone) {
+    fail_access(f, site, code, shared_race_message(*f->w, hit, what, write, strong, n, off));
+  }
+}
+
+void record_agent_write(Worker& w, uint32_t off, uint32_t n, const Accessor& agent, const Site* site) {
+  const uint64_t loc = loc_of(w, nullptr, site);
+  for (uint32_t i = 0; i < n; ++i) {
+    Cell& c = w.shadow[off + i];
+    c.r = AccessSet{};
+    c.w = AccessSet{};
+    check_and_record(c, agent, true, 0, loc, nullptr);
   }
 }
 
@@ -160,7 +216,7 @@ void global_shadow_access(Fiber* f, uintptr_t a, uint32_t n, bool write, bool st
                   hit.conflict == Conflict::kWrite ? (o.strong ? "updated atomically" : "wrote") : "read",
                   cross ? "in this launch (blocks are not ordered within a launch: no __threadfence of the other "
                           "block followed by an atomic of this one in between)"
-                        : "in the same barrier interval (no __syncthreads, or __syncwarp covering both, in between)",
+                        : unordered_note(w).c_str(),
                   (o.strong != strong) ? "; an atomic and a plain access of one location race" : ""));
 }
 
@@ -175,7 +231,7 @@ void check_access(Fiber* f, uintptr_t a, uint32_t bytes, uint32_t flags, const v
                     hex(a).c_str(), bytes));
   }
   const uintptr_t win = reinterpret_cast<uintptr_t>(w.window);
-  const bool shared = a + kSmemGuardBytes >= win && a < win + kWindowBytes + kSmemGuardBytes;
+  const bool shared = a >= w.window_lo() && a < w.window_hi();
   if (shared) {
     const int64_t off = static_cast<int64_t>(a) - static_cast<int64_t>(win);
     if (off < 0 || !smem_valid(w, static_cast<uint64_t>(off), bytes)) {
@@ -222,8 +278,13 @@ void record_async_write(Fiber* f, uint32_t off, uint32_t n) {
   }
 }
 
-void record_warp_sync(Warp& wp, uint32_t mask) {
+void record_warp_sync(Worker& w, uint32_t warp, uint32_t mask) {
+  Warp& wp = w.warps[warp];
   const uint32_t s = ++wp.serial;
+  if (w.clocks.on()) {
+    sync_warp_clocks(w, warp, mask, s);
+    return;
+  }
   uint32_t join[32];
   std::fill(join, join + 32, 0u);
   for (uint32_t m = mask; m; m &= m - 1) {

@@ -28,6 +28,29 @@ void check_access(Fiber* f, uintptr_t a, uint32_t bytes, uint32_t flags, const v
 // pending cp.async destination.
 void shadow_access(Fiber* f, uint32_t off, uint32_t n, bool write, bool strong, const void* code, const Site* site,
                    const char* what);
+// Who `f` is to the race shadow (with the block's clocks once they are on).
+Accessor accessor(const Fiber* f, bool strong, uint32_t block);
+// Shared memory is the block's own: its race shadow names every block 1 (earlier blocks on this Worker
+// have older epochs, so their entries count as ordered).
+constexpr uint32_t kSharedBlock = 1;
+// The first conflict of an access of [off, off + n) by `acc` (which may be an asynchronous agent) that
+// shadow_cells found and recorded; a read of a pending cp.async destination is reported at once, naming
+// `reporter`, which also owns a read of never-written bytes.
+struct ShadowHit {
+  Conflict conflict = Conflict::kNone;
+  uint32_t off = 0;  // the byte
+  AccessSet other;   // the set it conflicts with
+};
+ShadowHit shadow_cells(Fiber* reporter, uint32_t off, uint32_t n, bool write, const Accessor& acc, const void* code,
+                       const Site* site, const char* what);
+// "thread (5,0,0) (at k.cu:12)", "a bulk copy ...", "several threads of warp 2": a shared access set, named.
+std::string shared_accessor_name(Worker& w, const AccessSet& s);
+// The report of a shared conflict of `what` (an access of n bytes at off) with `hit.other`.
+std::string shared_race_message(Worker& w, const ShadowHit& hit, const char* what, bool write, bool strong, uint32_t n,
+                                uint32_t off);
+// [off, off + n) now holds what agent `agent` (a bulk copy) wrote; earlier accesses are forgotten (the
+// issuing thread's check covered them).
+void record_agent_write(Worker& w, uint32_t off, uint32_t n, const Accessor& agent, const Site* site);
 // Records a global access by `f` (a read of a cp.async source, say) in the race shadow.
 void global_shadow_access(Fiber* f, uintptr_t a, uint32_t n, bool write, bool strong, const void* code,
                           const Site* site, const char* what);
@@ -36,8 +59,8 @@ void global_shadow_access(Fiber* f, uintptr_t a, uint32_t n, bool write, bool st
 void mark_async_pending(Fiber* f, uint32_t off, uint32_t n);
 // That cp.async has landed: the bytes count as written by `f` now.
 void record_async_write(Fiber* f, uint32_t off, uint32_t n);
-// A __syncwarp of `mask` completed: it orders the memory accesses of those lanes before it and after it.
-void record_warp_sync(Warp& wp, uint32_t mask);
+// A __syncwarp of `mask` in `warp` completed: it orders the memory accesses of those lanes before it and after it.
+void record_warp_sync(Worker& w, uint32_t warp, uint32_t mask);
 // A __threadfence by `f`: with a later atomic of another block it orders `f`'s earlier global accesses.
 void record_fence(Fiber* f);
 

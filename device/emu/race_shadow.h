@@ -10,7 +10,14 @@
 // Every byte keeps the set of its last writers and the set of its readers since; a set folds its members
 // into (block, epoch, warp, lane mask, newest clock). The outcome depends only on which accesses are ordered,
 // never on the order the scheduler happened to run them in.
+//
+// Once a block uses mbarriers, named barriers or asynchronous agents, its threads also carry clocks over
+// every thread of the block (block_clocks.h): a set of another warp is then ordered when the accessor knows
+// each member's clock, sets spanning several warps keep every warp's members (WarpSets), and the agents
+// appear as virtual warps whose accesses no __syncthreads orders, only their completion.
 #include <cstdint>
+#include <unordered_map>
+#include <vector>
 
 namespace qt::emu::exec {
 
@@ -19,6 +26,8 @@ constexpr uint16_t kManyWarps = 0xFFFF;
 
 // Who is accessing, and what it knows: its lane's vector clock over the warp (`vc[l]` = the newest
 // __syncwarp serial of lane l that happens before this point; vc[lane] is the lane's own).
+class WarpSets;
+
 struct Accessor {
   uint32_t block;  // 1 + linear block index
   uint32_t epoch;  // the block's barrier interval
@@ -27,6 +36,12 @@ struct Accessor {
   bool strong;             // atomic or volatile
   const uint32_t* vc;      // 32 entries
   uint32_t atomic_time;    // launch time of this thread's newest atomic (0: none)
+  // With the block's clocks on (block_clocks.h), else null / kNoVirtualWarps:
+  const uint32_t* row = nullptr;  // what the accessor knows of every thread and agent: warp w at row + 32 w
+  WarpSets* sets = nullptr;
+  uint16_t first_virtual = 0xFFFF;  // warps from here on are asynchronous agents
+  uint32_t first_epoch = 0;         // the block's first interval: older sets belong to earlier blocks
+  bool async_proxy = false;         // a read by the async proxy: a __syncthreads alone does not order writes before it
 };
 
 struct AccessSet {
@@ -63,5 +78,33 @@ Conflict check_and_record(Cell& c, const Accessor& a, bool write, uint32_t now, 
 
 // The one member of a set, or false when it has several (reports then say "several threads ...").
 bool single_member(const AccessSet& s, uint32_t& block, uint32_t& tid);
+
+// Sets of one block's accesses spanning several warps while its clocks are on: each warp's lanes, epoch and
+// newest clock, interned, so that a cell names the whole set by one id (AccessSet::clk, tagged, with
+// warp == kManyWarps). Members ordered before a newcomer are dropped. Valid for one block.
+class WarpSets {
+ public:
+  static constexpr uint32_t kTag = 0x80000000u;
+  // The tagged id of the set `s` plus the access `a` (`s` and `a` of one block, `s` not ordered before `a`).
+  uint32_t join(const AccessSet& s, const Accessor& a);
+  bool ordered(uint32_t tagged_id, const Accessor& a) const;
+  void clear();
+
+ private:
+  struct Member {
+    uint32_t epoch, lanes, clk;
+    uint16_t warp;
+    bool operator==(const Member&) const = default;
+  };
+  uint32_t intern(std::vector<Member>& members);
+  std::vector<std::vector<Member>> sets_;
+  std::unordered_multimap<uint64_t, uint32_t> by_hash_;
+  struct Memo {
+    uint32_t from = 0, clk = 0, epoch = 0, to = 0;
+    uint16_t warp = 0;
+    uint8_t lane = 0;
+  };
+  Memo memo_[64];
+};
 
 }  // namespace qt::emu::exec

@@ -7,7 +7,7 @@
 
 namespace qt::emu {
 
-constexpr uint32_t kAbiVersion = 4;
+constexpr uint32_t kAbiVersion = 5;
 // Every fiber's stack lives in its own region of this size, aligned to it; the FiberCtx sits at a fixed
 // offset above the region's guard page, so masking any stack address yields the running thread's context.
 constexpr uintptr_t kFiberRegionBytes = uintptr_t{256} * 1024;
@@ -28,7 +28,8 @@ struct Uint3 {
 struct FiberCtx {
   Uint3 thread_idx, block_idx, block_dim, grid_dim;
   // The block's shared window widened by a guard band on each side, so that an access just outside the
-  // window still reaches the executor's bounds check instead of being taken for a stack access.
+  // window still reaches the executor's bounds check instead of being taken for a stack access; while a
+  // wgmma holds registers of this thread (local arrays on its stack), widened to take them in too.
   uintptr_t smem_lo;
   uintptr_t smem_span;
   void* fiber;          // executor-private
@@ -40,6 +41,15 @@ enum class BarrierKind : int { kPlain = 0, kCount = 1, kAnd = 2, kOr = 3 };
 enum class MmaKind : int { kF16F32 = 0, kBf16F32 = 1, kS8S32 = 2 };  // kS8S32: m16n8k32, int32 bits in C/D
 enum class AtomicOp : int { kAdd, kSub, kMin, kMax, kExch, kCas, kAnd, kOr, kXor };
 enum class AtomicType : int { kI32, kU32, kU64, kF32, kF64 };
+
+// One wgmma.mma_async m64nNk16 of a thread (f16 or bf16 inputs, f32 accumulator of N/2 floats).
+struct WgmmaCall {
+  float* d;
+  const uint32_t* a;  // A fragment (4 registers) for the register-A form, else null (A from desc_a)
+  uint64_t desc_a, desc_b;
+  uint32_t n;
+  uint8_t bf16, trans_a, trans_b, scale_d;
+};
 
 // Access flags passed to Api::access.
 constexpr uint32_t kAccessWrite = 1;
@@ -68,6 +78,20 @@ struct Api {
   uint32_t (*cvta_shared)(FiberCtx*, const void* p, const Site*);
   void (*trap)(FiberCtx*, const char* message, const Site*);
   void (*fence)(FiberCtx*);  // __threadfence: orders this block's global accesses before its later atomics
+  // Hopper (sm_90a): kernels_src/common/README.md, "Hopper".
+  void (*check_wgmma_desc)(FiberCtx*, uint32_t smem_addr, uint32_t lbo, uint32_t sbo, int swizzle, const Site*);
+  void (*wgmma)(FiberCtx*, const WgmmaCall*, const Site*);
+  void (*wgmma_fence)(FiberCtx*, const Site*);
+  void (*wgmma_commit)(FiberCtx*, const Site*);
+  void (*wgmma_wait)(FiberCtx*, uint32_t pending_allowed, const Site*);
+  void (*fence_proxy_async)(FiberCtx*, const Site*);
+  void (*fence_mbarrier_init)(FiberCtx*, const Site*);
+  void (*named_barrier)(FiberCtx*, uint32_t id, uint32_t threads, bool wait, const Site*);
+  void (*setmaxnreg)(FiberCtx*, const Site*);  // the count is checked at compile time
+  void (*mbarrier_init)(FiberCtx*, uint32_t mbar, uint32_t count, const Site*);
+  void (*mbarrier_arrive)(FiberCtx*, uint32_t mbar, uint32_t tx_bytes, const Site*);  // arrive.expect_tx
+  bool (*mbarrier_try_wait)(FiberCtx*, uint32_t mbar, uint32_t parity, const Site*);
+  void (*bulk_copy_g2s)(FiberCtx*, uint32_t smem_dst, const void* src, uint32_t bytes, uint32_t mbar, const Site*);
 };
 
 }  // namespace qt::emu

@@ -14,6 +14,7 @@
 #include "kernels_src/common/emu_abi.h"
 #include "kernels_src/common/emu_half.h"
 #include "kernels_src/common/emu_ops.h"
+#include "kernels_src/common/wgmma_desc.h"
 
 #define __global__
 #define __device__
@@ -314,6 +315,112 @@ __forceinline__ uint32_t fma_f16x2(uint32_t a, uint32_t b, uint32_t c) { return 
 __forceinline__ uint32_t fma_bf16x2(uint32_t a, uint32_t b, uint32_t c) { return emu::bf16x2_fma(a, b, c); }
 __forceinline__ uint32_t cvt_f16x2(float lo, float hi) { return emu::pack_f16x2(lo, hi); }
 __forceinline__ uint32_t cvt_bf16x2(float lo, float hi) { return emu::pack_bf16x2(lo, hi); }
+
+// ---- Hopper (sm_90a) --------------------------------------------------------------------------------------
+// The executor emulates these asynchronously and checks their rules (kernels_src/common/README.md, "Hopper").
+__forceinline__ uint64_t wgmma_desc(uint32_t smem_addr, uint32_t leading_byte_offset, uint32_t stride_byte_offset,
+                                    int swizzle, QT_EMU_LOC) {
+  emu::g_api->check_wgmma_desc(emu::ctx(), smem_addr, leading_byte_offset, stride_byte_offset, swizzle, QT_EMU_SITE);
+  return emu::emu_wgmma_desc(smem_addr, leading_byte_offset, stride_byte_offset, swizzle);
+}
+
+namespace emu {
+template <int N>
+__forceinline__ void wgmma(float* d, const uint32_t* a, uint64_t desc_a, uint64_t desc_b, bool bf16, int trans_a,
+                           int trans_b, int scale_d, const Site* site) {
+  static_assert(QT_ARCH >= 90 && wgmma_valid_n(N), "wgmma: sm_90a (QT_ARCH 90), N in 8..256 step 8");
+  const WgmmaCall call{d,
+                       a,
+                       desc_a,
+                       desc_b,
+                       static_cast<uint32_t>(N),
+                       static_cast<uint8_t>(bf16),
+                       static_cast<uint8_t>(trans_a),
+                       static_cast<uint8_t>(trans_b),
+                       static_cast<uint8_t>(scale_d != 0)};
+  g_api->wgmma(ctx(), &call, site);
+}
+}  // namespace emu
+
+template <int N, int kTransA, int kTransB>
+__forceinline__ void wgmma_m64k16_f16_ss(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d, QT_EMU_LOC) {
+  static_assert((kTransA | kTransB) >> 1 == 0, "wgmma: transposes 0/1");
+  emu::wgmma<N>(d, nullptr, desc_a, desc_b, false, kTransA, kTransB, scale_d, QT_EMU_SITE);
+}
+template <int N, int kTransA, int kTransB>
+__forceinline__ void wgmma_m64k16_bf16_ss(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d, QT_EMU_LOC) {
+  static_assert((kTransA | kTransB) >> 1 == 0, "wgmma: transposes 0/1");
+  emu::wgmma<N>(d, nullptr, desc_a, desc_b, true, kTransA, kTransB, scale_d, QT_EMU_SITE);
+}
+template <int N, int kTransB>
+__forceinline__ void wgmma_m64k16_f16_rs(float* d, const uint32_t* a, uint64_t desc_b, int scale_d, QT_EMU_LOC) {
+  static_assert(kTransB >> 1 == 0, "wgmma: transpose 0/1");
+  emu::wgmma<N>(d, a, 0, desc_b, false, 0, kTransB, scale_d, QT_EMU_SITE);
+}
+template <int N, int kTransB>
+__forceinline__ void wgmma_m64k16_bf16_rs(float* d, const uint32_t* a, uint64_t desc_b, int scale_d, QT_EMU_LOC) {
+  static_assert(kTransB >> 1 == 0, "wgmma: transpose 0/1");
+  emu::wgmma<N>(d, a, 0, desc_b, true, 0, kTransB, scale_d, QT_EMU_SITE);
+}
+
+// The registers live in memory here, so the compiler cannot move their accesses past the emulated wgmma
+// calls: nothing to pin (and nothing may touch them, or the executor would see an access).
+template <int kCount>
+__forceinline__ void wgmma_fence_operand(float*) {}
+template <int kCount>
+__forceinline__ void wgmma_fence_operand(uint32_t*) {}
+
+__forceinline__ void wgmma_fence(QT_EMU_LOC) { emu::g_api->wgmma_fence(emu::ctx(), QT_EMU_SITE); }
+__forceinline__ void wgmma_commit_group(QT_EMU_LOC) { emu::g_api->wgmma_commit(emu::ctx(), QT_EMU_SITE); }
+template <int kPending>
+__forceinline__ void wgmma_wait_group(QT_EMU_LOC) {
+  static_assert(kPending >= 0, "wgmma_wait_group: a count of groups left in flight");
+  emu::g_api->wgmma_wait(emu::ctx(), kPending, QT_EMU_SITE);
+}
+
+__forceinline__ void fence_proxy_async_shared(QT_EMU_LOC) { emu::g_api->fence_proxy_async(emu::ctx(), QT_EMU_SITE); }
+
+__forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads, QT_EMU_LOC) {
+  emu::g_api->named_barrier(emu::ctx(), id, threads, true, QT_EMU_SITE);
+}
+__forceinline__ void named_barrier_arrive(uint32_t id, uint32_t threads, QT_EMU_LOC) {
+  emu::g_api->named_barrier(emu::ctx(), id, threads, false, QT_EMU_SITE);
+}
+
+template <int kRegs>
+__forceinline__ void setmaxnreg_inc(QT_EMU_LOC) {
+  static_assert(QT_ARCH >= 90 && setmaxnreg_valid(kRegs), "setmaxnreg: sm_90a, 24..256 registers, a multiple of 8");
+  emu::g_api->setmaxnreg(emu::ctx(), QT_EMU_SITE);
+}
+template <int kRegs>
+__forceinline__ void setmaxnreg_dec(QT_EMU_LOC) {
+  static_assert(QT_ARCH >= 90 && setmaxnreg_valid(kRegs), "setmaxnreg: sm_90a, 24..256 registers, a multiple of 8");
+  emu::g_api->setmaxnreg(emu::ctx(), QT_EMU_SITE);
+}
+
+__forceinline__ void mbarrier_init(uint32_t mbar, uint32_t count, QT_EMU_LOC) {
+  emu::g_api->mbarrier_init(emu::ctx(), mbar, count, QT_EMU_SITE);
+}
+__forceinline__ void fence_mbarrier_init(QT_EMU_LOC) { emu::g_api->fence_mbarrier_init(emu::ctx(), QT_EMU_SITE); }
+__forceinline__ void mbarrier_arrive(uint32_t mbar, QT_EMU_LOC) {
+  emu::g_api->mbarrier_arrive(emu::ctx(), mbar, 0, QT_EMU_SITE);
+}
+__forceinline__ void mbarrier_arrive_expect_tx(uint32_t mbar, uint32_t bytes, QT_EMU_LOC) {
+  emu::g_api->mbarrier_arrive(emu::ctx(), mbar, bytes, QT_EMU_SITE);
+}
+// The executor parks the thread until the phase completes (a phase that never completes ends in the
+// deadlock report), so the wait succeeds on its first try.
+__forceinline__ bool mbarrier_try_wait_parity(uint32_t mbar, uint32_t parity, QT_EMU_LOC) {
+  return emu::g_api->mbarrier_try_wait(emu::ctx(), mbar, parity, QT_EMU_SITE);
+}
+__forceinline__ void mbarrier_wait_parity(uint32_t mbar, uint32_t parity, QT_EMU_LOC) {
+  emu::g_api->mbarrier_try_wait(emu::ctx(), mbar, parity, QT_EMU_SITE);
+}
+
+__forceinline__ void cp_async_bulk_g2s(uint32_t smem_dst, const void* gmem_src, uint32_t bytes, uint32_t mbar,
+                                       QT_EMU_LOC) {
+  emu::g_api->bulk_copy_g2s(emu::ctx(), smem_dst, gmem_src, bytes, mbar, QT_EMU_SITE);
+}
 
 [[noreturn]] __forceinline__ void trap(const char* message, QT_EMU_LOC) {
   emu::g_api->trap(emu::ctx(), message, QT_EMU_SITE);

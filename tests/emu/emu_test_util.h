@@ -13,15 +13,22 @@ namespace qt::emu::test {
 
 inline std::string cache_dir() { return qt::binary_root() + "/emu-cache"; }
 
-inline EmuOptions test_options(uint64_t seed = 1) {
+inline EmuOptions test_options(uint64_t seed = 1, int arch = 80) {
   EmuOptions o;
   o.seed = seed;
+  o.arch = arch;
   o.cache_dir = cache_dir();
   return o;
 }
 
 inline EmuDevice& device() {
   static EmuDevice dev(test_options());
+  return dev;
+}
+
+// For the sm_90a kernels (wgmma, setmaxnreg need QT_ARCH 90).
+inline EmuDevice& sm90_device() {
+  static EmuDevice dev(test_options(1, 90));
   return dev;
 }
 

@@ -1,6 +1,7 @@
 // Bug detection must not depend on the scheduling seed: every deliberately wrong kernel (tests/emu/kernels/
-// buggy.cu and fidelity.cu) is reported with its class and source line on each of 10 seeds, and correct
-// kernels, including legal patterns the emulator once rejected or hung on, report nothing on any of them.
+// buggy.cu, fidelity.cu, hopper_buggy.cu) is reported with its class and source line on each of 10 seeds,
+// and correct kernels, including legal patterns the emulator once rejected or hung on, report nothing on any
+// of them.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -8,7 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "tests/emu/emu_test_util.h"
+#include "tests/emu/bug_cases.h"
 
 using namespace qt;
 using dev::Buffer;
@@ -28,28 +29,13 @@ const std::vector<std::string> kFidelity = {
     "k_store_vs_atomic",             "k_global_store_vs_atomic", "k_global_counter",  "k_splitk_plain_add",
     "k_global_block_race",           "k_spin_forever"};
 
-// Buffers every case may use: zeroed, big enough for all, except `exact` (400 bytes, for the bounds case).
-struct Bufs {
-  explicit Bufs(dev::Device& d) : a(d, 1 << 16), b(d, 1 << 16), c(d, 1 << 16), exact(d, 400) {
-    for (Buffer* x : {&a, &b, &c, &exact}) d.memset(x->ptr(), 0, x->bytes());
-  }
-  Buffer a, b, c, exact;
-};
+using emu::test::BugCase;
+using emu::test::Bufs;
+using emu::test::one;
+using emu::test::two;
 
-struct Case {
-  const char* file;
-  const char* kernel;
-  dev::LaunchConfig cfg;
-  std::function<KernelArgs(Bufs&)> args;
-  std::vector<std::string> must;          // every one appears in the report
-  std::vector<std::string> lines;         // one of them appears ("buggy.cu:9")
-};
-
-KernelArgs one(Bufs& b) { return KernelArgs().add(b.a.ptr()); }
-KernelArgs two(Bufs& b) { return KernelArgs().add(b.a.ptr()).add(b.b.ptr()); }
-
-const std::vector<Case>& buggy_cases() {
-  static const std::vector<Case> cases = {
+const std::vector<BugCase>& buggy_cases() {
+  static const std::vector<BugCase> cases = {
       {"buggy.cu", "k_missing_sync", {{1}, {64}, 0}, two, {"shared-memory race"}, {"buggy.cu:9", "buggy.cu:10"}},
       {"buggy.cu", "k_oob_write", {{1}, {128}, 0}, [](Bufs& b) { return KernelArgs().add(b.exact.ptr()).add(100); },
        {"thread (100,0,0)", "out-of-bounds global write"}, {"buggy.cu:16"}},
@@ -89,6 +75,7 @@ const std::vector<Case>& buggy_cases() {
 
 // Modules hold no device state: one load serves the devices of every seed.
 std::shared_ptr<dev::Module> module_of(const std::string& file) {
+  if (file == "hopper_buggy.cu") return emu::test::hopper_buggy();
   return emu::test::module(file, file == "buggy.cu" ? kBuggy : kFidelity);
 }
 
@@ -119,8 +106,10 @@ emu::EmuDevice& seeded(uint64_t seed) {
 }  // namespace
 
 TEST_CASE("every deliberately wrong kernel is reported with its class and source line on each of 10 seeds") {
+  std::vector<BugCase> cases = buggy_cases();
+  for (const BugCase& c : emu::test::hopper_bug_cases()) cases.push_back(c);
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
-    for (const Case& c : buggy_cases()) {
+    for (const BugCase& c : cases) {
       emu::EmuDevice& dev = seeded(seed);
       Bufs bufs(dev);
       const std::string r = report(dev, c.file, c.kernel, c.cfg, c.args(bufs));
@@ -141,6 +130,13 @@ TEST_CASE("legal kernels report nothing and compute the right values on each of 
     {
       Bufs b(dev);
       CHECK(report(dev, "buggy.cu", "k_syncwarp_ordered", {{1}, {32}, 0}, one(b)).empty());
+    }
+    {
+      Bufs b(dev);
+      const std::vector<float> src(128, 2.0f);
+      b.b.upload(src);
+      CHECK(report(dev, "hopper_buggy.cu", "k_control", {{1}, {128}, 0}, emu::test::src_out(b)).empty());
+      CHECK(b.a.download<float>(128) == src);
     }
     {
       Bufs b(dev);
