@@ -149,7 +149,7 @@ TEST_CASE("a deadlock between a warp collective and a barrier lists every wait s
 
 TEST_CASE("a device trap is reported with its message") {
   auto& dev = emu::test::device();
-  Buffer out(dev, 32 * 4);
+  Buffer out(dev, 64 * 4);
   const std::string r = report("k_trap", {{2}, {32}, 0}, KernelArgs().add(out.ptr()));
   INFO(r);
   CHECK_THAT(r, Contains("thread (3,0,0)") && Contains("trap: k_trap: invariant violated") && Contains("buggy.cu:101"));

@@ -99,7 +99,7 @@ __global__ void k_warp_deadlock(int* out) {
 // Explicit device-side failure.
 __global__ void k_trap(int* out) {
   if (threadIdx.x == 3) qt::trap("k_trap: invariant violated");
-  out[threadIdx.x] = 0;
+  out[blockIdx.x * blockDim.x + threadIdx.x] = 0;
 }
 
 // A read of a location another thread wrote, ordered only by a __syncwarp that covers both lanes: correct.
