@@ -155,9 +155,10 @@ TEST_CASE("legal kernels report nothing and compute the right values on each of 
       std::vector<float> x(8 * 32);
       for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7);
       b.a.upload(x);
-      CHECK(report(dev, "fidelity.cu", "k_last_block_sum", {{8}, {64}, 0},
-                   KernelArgs().add(b.a.ptr()).add(b.b.ptr()).add(b.c.ptr()).add(b.c.ptr().offset(64)))
-                .empty());
+      const std::string r = report(dev, "fidelity.cu", "k_last_block_sum", {{8}, {64}, 0},
+                                   KernelArgs().add(b.a.ptr()).add(b.b.ptr()).add(b.c.ptr()).add(b.c.ptr().offset(64)));
+      INFO(r);
+      CHECK(r.empty());
       float want = 0;
       for (float v : x) want += v;
       CHECK(b.c.download<float>(17)[16] == want);
