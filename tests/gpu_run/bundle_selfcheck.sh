@@ -13,10 +13,18 @@ tar -xJf ../bundle.tar.xz qtune/scripts/gpu/run.sh
 t0=$(date +%s)
 # Nothing of the trees it came from: no QTUNE_HOME/QTUNE_BUILD, and a driver path that cannot load, so even a
 # machine with a GPU runs the no-GPU path here.
+rc=0
 env -u QTUNE_HOME -u QTUNE_BUILD QTUNE_LIBCUDA=/nonexistent/libcuda.so.1 WORK="$tmp/fresh/work" \
-  bash qtune/scripts/gpu/run.sh ../bundle.tar.xz out
+  bash qtune/scripts/gpu/run.sh ../bundle.tar.xz out || rc=$?
 echo "run.sh took $(( $(date +%s) - t0 )) s"
-fail() { echo "bundle_selfcheck: $*" >&2; exit 1; }
+# On failure: the reason, then what run.sh recorded, so a CI log alone says what went wrong.
+fail() {
+  echo "bundle_selfcheck: $*" >&2
+  [[ -f out/SUMMARY.md ]] && cat out/SUMMARY.md >&2
+  [[ -f out/logs.tar.xz ]] && tar -xJf out/logs.tar.xz -O logs/selfcheck.log 2>/dev/null | tail -40 >&2
+  exit 1
+}
+(( rc == 0 )) || fail "run.sh exited with $rc"
 grep -q '| selfcheck | passed' out/SUMMARY.md || fail "the self-check did not pass: $(cat out/SUMMARY.md)"
 grep -q 'no usable GPU here' out/SUMMARY.md || fail "run.sh did not say that there is no GPU"
 [[ -f out/logs.tar.xz ]] || fail "no logs.tar.xz"
