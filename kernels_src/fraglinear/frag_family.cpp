@@ -236,6 +236,28 @@ std::vector<Expected> linear_expected(const LinearKind& kind, const Shape& shape
   return {y, locks};
 }
 
+// What every frag linear kernel takes (frag_linear.cuh and frag_stream_gemv.cuh share one signature): the
+// buffers, and one launch whose arguments are set; the caller adds the kernel, grid, block and shared memory.
+LaunchPlan frag_linear_plan(const FragDims& d, int64_t m, int64_t split) {
+  LaunchPlan plan;
+  plan.buffers = {{"x", DType::F16, m * d.k, Role::Input},
+                  {"bq", DType::I32, d.weight_words(), Role::Input},
+                  {"bs", DType::F16, d.scale_halves(), Role::Input}};
+  if (d.bits == 4) plan.buffers.push_back({"bz", DType::I32, d.zero_words(), Role::Input});
+  plan.buffers.push_back({"locks", DType::I32, lock_count(d, m), Role::InOut});
+  plan.buffers.push_back({"y", DType::F16, m * d.n, Role::Output});
+  plan.buffers.push_back({"ws", DType::F32, split > 1 ? split * m * d.n : 1, Role::Workspace});
+  Launch l;
+  l.args = {KernelArg::buf("x"),     KernelArg::buf("bq"),
+            KernelArg::buf("bs"),    d.bits == 4 ? KernelArg::buf("bz") : KernelArg::null(),
+            KernelArg::buf("y"),     KernelArg::buf("ws"),
+            KernelArg::buf("locks"), KernelArg::i32(m),
+            KernelArg::i32(d.n),     KernelArg::i32(d.k),
+            KernelArg::i32(d.group)};
+  plan.launches.push_back(l);
+  return plan;
+}
+
 KernelFamily make_linear(LinearKind kind) {
   KernelFamily f;
   f.name = std::string(prefix(kind.bits)) + (kind.gemv ? "_frag_gemv" : "_frag_gemm");
@@ -296,15 +318,8 @@ KernelFamily make_linear(LinearKind kind) {
     const int64_t m = shape["M"];
     const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};
     const int64_t split = p.at("split");
-    LaunchPlan plan;
-    plan.buffers = {{"x", DType::F16, m * d.k, Role::Input},
-                    {"bq", DType::I32, d.weight_words(), Role::Input},
-                    {"bs", DType::F16, d.scale_halves(), Role::Input}};
-    if (kind.bits == 4) plan.buffers.push_back({"bz", DType::I32, d.zero_words(), Role::Input});
-    plan.buffers.push_back({"locks", DType::I32, lock_count(d, m), Role::InOut});
-    plan.buffers.push_back({"y", DType::F16, m * d.n, Role::Output});
-    plan.buffers.push_back({"ws", DType::F32, split > 1 ? split * m * d.n : 1, Role::Workspace});
-    Launch l;
+    LaunchPlan plan = frag_linear_plan(d, m, split);
+    Launch& l = plan.launches.front();
     l.kernel = linear_kernel(kind, p);
     const int64_t mf = kind.gemv ? 1 : p.at("mf");
     l.grid.x = uint32_t(cdiv(d.n_tiles(), p.at("warps") * tiles_per_warp(kind, p)));
@@ -312,13 +327,6 @@ KernelFamily make_linear(LinearKind kind) {
     l.grid.z = uint32_t(split);
     l.block.x = uint32_t(32 * p.at("warps"));
     l.dynamic_smem = linear_smem_bytes(kind.gemv ? Point{{"mf", 1}, {"stages", p.at("stages")}, {"bk", p.at("bk")}} : p);
-    l.args = {KernelArg::buf("x"),     KernelArg::buf("bq"),
-              KernelArg::buf("bs"),    kind.bits == 4 ? KernelArg::buf("bz") : KernelArg::null(),
-              KernelArg::buf("y"),     KernelArg::buf("ws"),
-              KernelArg::buf("locks"), KernelArg::i32(m),
-              KernelArg::i32(d.n),     KernelArg::i32(d.k),
-              KernelArg::i32(d.group)};
-    plan.launches.push_back(l);
     return plan;
   };
   f.make_inputs = [kind](const Shape& shape, uint64_t seed) {
@@ -371,7 +379,6 @@ std::string stream_kernel(int bits, const Point& p) {
 }
 
 KernelFamily make_stream_gemv(int bits) {
-  const LinearKind kind{bits, true};
   KernelFamily f;
   f.name = std::string(prefix(bits)) + "_frag_stream_gemv";
   f.op = "linear.frag";
@@ -418,35 +425,21 @@ KernelFamily make_stream_gemv(int bits) {
     const int64_t m = shape["M"];
     const FragDims d{shape["N"], shape["K"], shape["G"], bits};
     const int64_t split = p.at("split");
-    LaunchPlan plan;
-    plan.buffers = {{"x", DType::F16, m * d.k, Role::Input},
-                    {"bq", DType::I32, d.weight_words(), Role::Input},
-                    {"bs", DType::F16, d.scale_halves(), Role::Input}};
-    if (bits == 4) plan.buffers.push_back({"bz", DType::I32, d.zero_words(), Role::Input});
-    plan.buffers.push_back({"locks", DType::I32, lock_count(d, m), Role::InOut});
-    plan.buffers.push_back({"y", DType::F16, m * d.n, Role::Output});
-    plan.buffers.push_back({"ws", DType::F32, split > 1 ? split * m * d.n : 1, Role::Workspace});
-    Launch l;
+    LaunchPlan plan = frag_linear_plan(d, m, split);
+    Launch& l = plan.launches.front();
     l.kernel = stream_kernel(bits, p);
     l.grid.x = uint32_t(cdiv(d.n_tiles(), p.at("tn")));
     l.grid.y = uint32_t(cdiv(m, 16));
     l.grid.z = uint32_t(split);
     l.block.x = uint32_t(32 * p.at("kw"));
-    l.args = {KernelArg::buf("x"),     KernelArg::buf("bq"),
-              KernelArg::buf("bs"),    bits == 4 ? KernelArg::buf("bz") : KernelArg::null(),
-              KernelArg::buf("y"),     KernelArg::buf("ws"),
-              KernelArg::buf("locks"), KernelArg::i32(m),
-              KernelArg::i32(d.n),     KernelArg::i32(d.k),
-              KernelArg::i32(d.group)};
-    plan.launches.push_back(l);
     return plan;
   };
   // The same problem, inputs and reference as the frag GEMV: only the schedule differs.
   const KernelFamily& gemv = bits == 4 ? awq_gemv_family() : int8_gemv_family();
   f.make_inputs = gemv.make_inputs;
-  set_linear_reference(
-      f, [kind](const Shape& shape, const HostBuffers& in) { return linear_operands(kind, shape, in); },
-      [kind](const Shape& shape, const HostBuffers&, const LinearSums& sums) { return linear_expected(kind, shape, sums); });
+  f.reference = gemv.reference;
+  f.linear_operands = gemv.linear_operands;
+  f.linear_expected = gemv.linear_expected;
   f.model_shapes = gemv.model_shapes;
   f.probe_shape = gemv.probe_shape;
   f.test_shapes = gemv.test_shapes;
