@@ -212,6 +212,11 @@ VerifyResult verify_point_with(dev::Device* device, const kernels::KernelFamily&
 
 std::shared_ptr<dev::Module> load_family_module(dev::Device& device, const kernels::KernelFamily& family,
                                                 const std::vector<kernels::Point>& points) {
+  // An emulator of an older architecture would fail deep in a kernel's static_assert (wgmma needs sm_90a).
+  if (device.arch() > 0 && device.arch() < family.min_sm)
+    throw Error("kernel family " + family.name + " needs sm_" + std::to_string(family.min_sm) + " or newer; this " +
+                    "device is sm_" + std::to_string(device.arch()),
+                kExitFailure);
   dev::ModuleSource src;
   src.name = family.source;
   src.source = kernels::read_family_source(family);

@@ -447,6 +447,80 @@ KernelFamily make_stream_gemv(int bits) {
   return f;
 }
 
+// ---- Hopper GEMM (wgmma) -------------------------------------------------------------------------------
+
+// The x ring, plus the pad that puts its first stage on a 1024-byte boundary (the 128B swizzle atom).
+int64_t wgmma_smem_bytes(const Point& p) { return p.at("stages") * p.at("bm") * 128 + 1024; }
+
+std::string wgmma_kernel(int bits, const Point& p) {
+  return name_expr("frag_wgmma_gemm_kernel", {bits, p.at("bm"), p.at("wg"), p.at("stages"), p.at("pf")});
+}
+
+KernelFamily make_wgmma_gemm(int bits) {
+  KernelFamily f;
+  f.name = std::string(prefix(bits)) + "_frag_wgmma_gemm";
+  f.op = "linear.frag";
+  f.weight_types = {weight_type(bits)};
+  f.dtypes = linear_dtypes(weight_type(bits), DType::F16, DType::F16);
+  f.dims = kLinearDims;
+  f.source_hash = kFamilySourceHash;
+  f.source = "fraglinear/frag_wgmma_gemm.cuh";
+  f.min_sm = 90;
+  f.summary = "prefill GEMM on Hopper (sm_90a): y^T = W^T x^T with the dequantized weights as wgmma's register A "
+              "operand, x in a 128B-swizzled cp.async ring as its shared-memory B, split-K reduced in the same launch";
+  f.params = {{"bm", {32, 64, 128, 256}, 64, "rows of x per block: wgmma's N"},
+              {"wg", {1, 2, 4}, 1, "warpgroups per block, splitting the 4 fragment pairs of each weight tile"},
+              {"stages", {2, 3, 4}, 4, "cp.async stages of x (64 columns of K each)"},
+              {"pf", {1, 2, 4}, 2, "weight tiles (16 x 64) each warp keeps in flight in registers"},
+              {"split", {1, 2, 4}, 1, "blocks along K (64-column chunks; reduced in the same launch)"}};
+  f.defaults = {{{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"split", 1}},
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"split", 2}},
+                {{"bm", 128}, {"wg", 4}, {"stages", 2}, {"pf", 4}, {"split", 1}}};
+  f.point_constraint = [](const Point& p) {
+    // Each thread holds 4 / wg accumulators of bm / 2 floats: at most half of the registers it may have
+    // (255, or 128 at 512 threads a block), the rest being the A sets, the ring, scales and addresses.
+    const int64_t acc = (4 / p.at("wg")) * p.at("bm") / 2;
+    const int64_t limit = std::min<int64_t>(255, 65536 / (128 * p.at("wg"))) / 2 + 1;
+    if (acc > limit)
+      return "bm=" + std::to_string(p.at("bm")) + " with wg=" + std::to_string(p.at("wg")) + " needs " +
+             std::to_string(acc) + " accumulator registers per thread, over " + std::to_string(limit);
+    return std::string();
+  };
+  f.shape_constraint = [bits](const Point& p, const Shape& shape) {
+    const int64_t m = shape["M"];
+    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
+    if (std::string e = limits_check(d, m); !e.empty()) return e;
+    if (p.at("split") > cdiv(d.k, 64)) return std::string("split exceeds the 64-column chunks along K");
+    return std::string();
+  };
+  f.kernels = [bits](const Point& p) { return std::vector<std::string>{wgmma_kernel(bits, p)}; };
+  f.plan = [bits](const Point& p, const Shape& shape) {
+    const int64_t m = shape["M"];
+    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
+    const int64_t split = p.at("split");
+    LaunchPlan plan = frag_linear_plan(d, m, split);
+    Launch& l = plan.launches.front();
+    l.kernel = wgmma_kernel(bits, p);
+    l.grid.x = uint32_t(cdiv(d.n_tiles(), 4));
+    l.grid.y = uint32_t(cdiv(m, p.at("bm")));
+    l.grid.z = uint32_t(split);
+    l.block.x = uint32_t(128 * p.at("wg"));
+    l.dynamic_smem = wgmma_smem_bytes(p);
+    return plan;
+  };
+  // The mma.sync GEMM's problem, inputs and reference: the weights rounded to fp16 once, as both kernels do.
+  const KernelFamily& gemm = bits == 4 ? awq_gemm_family() : int8_gemm_family();
+  f.make_inputs = gemm.make_inputs;
+  f.reference = gemm.reference;
+  f.linear_operands = gemm.linear_operands;
+  f.linear_expected = gemm.linear_expected;
+  f.model_shapes = gemm.model_shapes;
+  f.probe_shape = gemm.probe_shape;
+  f.test_shapes = gemm.test_shapes;
+  f.test_shapes.push_back(Shape{kLinearDims, {21, 160, 96, 32}, "odd: K=96 (a short last chunk), the golden ak48's"});
+  return f;
+}
+
 }  // namespace
 
 int64_t linear_smem_bytes(const Point& p) { return p.at("stages") * 16 * p.at("mf") * p.at("bk") * 2; }
@@ -481,6 +555,14 @@ const KernelFamily& awq_stream_gemv_family() {
 }
 const KernelFamily& int8_stream_gemv_family() {
   static const KernelFamily f = make_stream_gemv(8);
+  return f;
+}
+const KernelFamily& awq_wgmma_gemm_family() {
+  static const KernelFamily f = make_wgmma_gemm(4);
+  return f;
+}
+const KernelFamily& int8_wgmma_gemm_family() {
+  static const KernelFamily f = make_wgmma_gemm(8);
   return f;
 }
 

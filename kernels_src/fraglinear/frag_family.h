@@ -6,6 +6,8 @@
 //   awq_frag_gemm, int8gw_frag_gemm       op "linear.frag", any M: 32 or 64 rows per block, fp16 weights
 //   awq_frag_stream_gemv,                 op "linear.frag", M <= 16: the GEMV scheduled for bytes in flight
 //   int8gw_frag_stream_gemv               (frag_stream_gemv.cuh): warps split K, no barrier in the loop
+//   awq_frag_wgmma_gemm,                  op "linear.frag", any M, sm_90a: wgmma with the weights as its
+//   int8gw_frag_wgmma_gemm                register A operand (frag_wgmma_gemm.cuh)
 // Both linear kinds read B fragments straight from global memory (frag_linear.cuh) and reduce split-K
 // partials in the same launch. The runtime binds the repacked arrays as "bq", "bs", "bz".
 #include "kernels_src/registry/family.h"
@@ -20,6 +22,8 @@ const KernelFamily& int8_gemv_family();
 const KernelFamily& int8_gemm_family();
 const KernelFamily& awq_stream_gemv_family();
 const KernelFamily& int8_stream_gemv_family();
+const KernelFamily& awq_wgmma_gemm_family();
+const KernelFamily& int8_wgmma_gemm_family();
 
 // Dynamic shared memory of a linear point (the A ring), bytes.
 int64_t linear_smem_bytes(const Point& p);

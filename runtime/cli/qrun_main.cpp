@@ -11,6 +11,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "device/arch/arch_limits.h"
 #include "common/flag_ranges.h"
 #include "common/paths.h"
 #include "common/progress.h"
@@ -57,6 +58,8 @@ CliArgs make_cli() {
       .option("--int8-layout", "L", "emu/cuda: INT8 group-wise MoE experts as stored (plain) or in TensorRT-LLM's "
               "preprocessed layout (trtllm), made at load time", "plain")
       .flag("--no-checks", "emu: run kernels without the race and bounds instrumentation (about 3x faster)")
+      .option("--emu-arch", "ARCH", "emu: the architecture the emulator presents, sm80, sm86, sm89 or sm90 (sm90 runs "
+              "the sm_90a families; a tuned cache from `qtune --device emu --gpu ARCH` needs the same)", "sm80")
       .flag("--predequantize", "emu/cuda: dense linear weights dequantized to fp16 once at load and run through "
             "cuBLASLt (cuda) or the fp16 kernels, whichever the tuned cache measured faster: more memory, faster prefill")
       .flag("--no-graphs", "emu/cuda: launch every kernel instead of replaying captured decode steps")
@@ -174,6 +177,9 @@ int run(int argc, char** argv) {
   run_opts.graphs = !cli.get_flag("--no-graphs");
   run_opts.emu_checks = !cli.get_flag("--no-checks");
   if (device != "emu" && cli.get_flag("--no-checks")) throw Error("--no-checks is an emulator option (--device emu)");
+  if (device != "emu" && cli.given("--emu-arch")) throw Error("--emu-arch is an emulator option (--device emu)");
+  run_opts.emu_arch = compile::parse_arch(cli.get("--emu-arch"));
+  if (run_opts.emu_arch < 80) throw Error("--emu-arch: the emulator presents sm80, sm86, sm89 or sm90, not " + cli.get("--emu-arch"));
   const std::string layout = cli.get("--int8-layout");
   if (layout != "plain" && layout != "trtllm") throw Error("--int8-layout is plain or trtllm, got '" + layout + "'");
   if (device == "cpu" && cli.given("--int8-layout")) throw Error("--int8-layout is a device option (--device emu/cuda)");

@@ -24,6 +24,7 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
     emu::EmuOptions eo;
     eo.threads = uint32_t(o.emu_threads);
     eo.checks = o.emu_checks;
+    eo.arch = o.emu_arch;
     d.device = std::make_unique<emu::EmuDevice>(eo);
     opts.store_prefix = "emu.";
   } else if (o.device == "cuda") {

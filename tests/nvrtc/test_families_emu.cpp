@@ -28,6 +28,7 @@ TEST_CASE("every device family's default points match its CPU reference on the e
       for (uint64_t seed : {1u, 2u}) {
         qt::emu::EmuOptions options;
         options.seed = seed;
+        options.arch = std::max(options.arch, f->min_sm);  // the Hopper families need the sm_90a wrappers
         devices.push_back(std::make_unique<qt::emu::EmuDevice>(options));
         modules.push_back(qt::plan::load_family_module(*devices.back(), *f, points));  // compiled once, then cached
       }
@@ -62,12 +63,13 @@ TEST_CASE("every linear family's reference computed on a device gives the CPU's 
   // What a tuner on a GPU trusts for large shapes (device/plan/linear_reference.h): the same kernel source,
   // here on the emulator, against cpu_linear_sums. Checks off: only the sums are in question here, and the
   // kernel's own bug checks run with every family above.
-  qt::emu::EmuOptions options;
-  options.checks = false;
-  qt::emu::EmuDevice device(options);
   size_t families = 0;
   for (const KernelFamily* f : qt::kernels::all_families()) {
     if (f->on_host() || !f->linear_operands) continue;
+    qt::emu::EmuOptions options;
+    options.checks = false;
+    options.arch = std::max(options.arch, f->min_sm);
+    qt::emu::EmuDevice device(options);
     REQUIRE(f->linear_expected);
     const auto smallest = std::min_element(f->test_shapes.begin(), f->test_shapes.end(), [](const auto& a, const auto& b) {
       return a["M"] * a["N"] * a["K"] < b["M"] * b["N"] * b["K"];

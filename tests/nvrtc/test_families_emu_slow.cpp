@@ -2,6 +2,8 @@
 // test shapes after the first (the first is the large, model-derived one the default-point test covers).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "device/emu/emu_device.h"
 #include "device/plan/run_plan.h"
 #include "kernels_src/registry/registry.h"
@@ -15,6 +17,7 @@ TEST_CASE("every device family's default points report no bug on scheduling seed
       for (uint64_t seed = 1; seed <= 10; ++seed) {
         qt::emu::EmuOptions options;
         options.seed = seed;
+        options.arch = std::max(options.arch, f->min_sm);
         qt::emu::EmuDevice dev(options);
         for (const auto& point : f->default_points()) {
           for (const auto& shape : f->test_shapes) {
@@ -30,10 +33,12 @@ TEST_CASE("every device family's default points report no bug on scheduling seed
 }
 
 TEST_CASE("every point of every device family matches its CPU reference on the emulator") {
-  qt::emu::EmuDevice dev;
   for (const KernelFamily* f : qt::kernels::all_families()) {
     if (f->on_host()) continue;
     DYNAMIC_SECTION(f->name) {
+      qt::emu::EmuOptions options;
+      options.arch = std::max(options.arch, f->min_sm);
+      qt::emu::EmuDevice dev(options);
       const auto points = qt::kernels::enumerate_points(*f);
       // One JIT compile for the whole space instead of one per point.
       const auto module = qt::plan::load_family_module(dev, *f, points);

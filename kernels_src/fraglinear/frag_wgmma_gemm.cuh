@@ -1,0 +1,252 @@
+#pragma once
+// y[M][N] = x[M][K] * W on Hopper's warpgroup tensor cores (sm_90a), weights in the frag layout
+// (frag_layout.h), INT4 (BITS = 4, AWQ zeros) or INT8 (BITS = 8, +128 bias), fp16 activations and output, fp32
+// accumulation in wgmma.mma_async.
+//
+// The product is computed transposed, y^T = W^T x^T, so the quantized operand is wgmma's A, the one that may
+// live in registers: weights are dequantized in registers and never touch shared memory, and only the
+// activations (wgmma's B) are staged. The frag layout already holds W^T's A fragments: a lane's mma B
+// fragments of columns 16 P + g and 16 P + 8 + g (fragments 2P, 2P + 1 of a 16 x 64 tile) at rows 2t.., 2t+8..
+// are exactly the m64nNk16 A registers of rows g and g + 8 of a 16-row slab, {b0(2P), b0(2P+1), b1(2P),
+// b1(2P+1)}. So the load-time repack is the one the mma.sync kernels use (Machete's idea: weights shuffled
+// once into the order the tensor core's operand registers want; here that order is shared by both kernels).
+//
+// Block: WG warpgroups over 4 column tiles (256 output features) and BM rows of x (blockIdx.y), a range of
+// 64-column K chunks (blockIdx.z of gridDim.z splits). Warp w of every warpgroup loads column tile w's
+// fragments, warpgroup h the fragment pairs P = J h .. J h + J - 1 (J = 4 / WG): each k-step a warpgroup
+// issues J wgmma m64nBMk16, one per pair, whose 64 A rows are the pair's 16 features of each of the 4 tiles.
+//   x: BM rows x 64 columns of K per stage, cp.async into a ring of STAGES stages in the 128-byte-swizzled
+//      K-major layout wgmma's descriptor reads (chunk j of row r at j ^ (r % 8), conflict-free for both the
+//      copies and the tensor core). cp.async, not TMA: x is the small operand (the weights are the bytes), a
+//      row-major 2-D tile needs a tensor map (cp.async.bulk.tensor) the device interface and the emulator do
+//      not have, and 1-D bulk copies cannot write the swizzle.
+//   W: each lane's words of one 16 x 64 tile come straight from global memory, PF tiles ahead in a register
+//      ring (unpredicated: the last PF of a range read into the next one or the layout's padding tiles), then
+//      the magic-number unpack gives (q - z) in fp16 and one multiply by the row's scale the fp16 weight,
+//      rounded once as the AWQ reference and the mma.sync GEMM round it. The next k-step's A is dequantized
+//      while this k-step's wgmmas run (two A register sets), and each k-step's group is retired before its A
+//      registers are written again, so ptxas keeps the wgmmas asynchronous.
+// Split along K (gridDim.z > 1): fp32 partials in ws[z][M][N], summed by the last block of the output tile to
+// arrive (counted in locks[], reset to 0), as in frag_linear.cuh: no second launch and no memset.
+#include "kernels_src/common/qt_vec.h"
+#include "kernels_src/fraglinear/frag_linear.cuh"
+
+namespace frag_wgmma {
+
+constexpr int kBK = 64;             // columns of K per x stage: one 128-byte swizzle row of fp16
+constexpr int kStageRowBytes = 128;
+constexpr int kTiles = 4;           // 64-column tiles per block: one per warp of a warpgroup
+
+// The words one lane of warpgroup h needs from a 16 x 64 tile: INT4 word P holds pair P; INT8 word f holds
+// fragment f, the four of a half at 128 h' + 4 l.
+template <int BITS, int J>
+struct WTile {
+  static constexpr int WORDS = BITS == 4 ? J : 2 * J;
+  uint32_t w[WORDS];
+};
+
+// `p` points at this lane's first word of the tile (tile + 4 lane).
+template <int BITS, int J>
+__device__ __forceinline__ void load_wtile(const uint32_t* p, int h, uint64_t policy, WTile<BITS, J>& t) {
+  constexpr int W = WTile<BITS, J>::WORDS;
+  if constexpr (W == 8) {  // INT8, J = 4: both halves
+    const uint4 a = qt::ldg_stream_u4(p, policy), b = qt::ldg_stream_u4(p + 128, policy);
+    t.w[0] = a.x, t.w[1] = a.y, t.w[2] = a.z, t.w[3] = a.w, t.w[4] = b.x, t.w[5] = b.y, t.w[6] = b.z, t.w[7] = b.w;
+  } else if constexpr (W == 4) {  // INT4 J = 4, or INT8 J = 2 (half h)
+    const uint4 a = qt::ldg_stream_u4(p + (BITS == 4 ? 0 : 128 * h), policy);
+    t.w[0] = a.x, t.w[1] = a.y, t.w[2] = a.z, t.w[3] = a.w;
+  } else {
+    // Part of a 16-byte run that the block's other warpgroups read too: a plain load, which L1 may share.
+    const int first = BITS == 4 ? J * h : 128 * (h >> 1) + 2 * (h & 1);
+    qt::load_words<W>(p + first, t.w);
+  }
+}
+
+}  // namespace frag_wgmma
+
+template <int BITS, int BM, int WG, int STAGES, int PF>
+__global__ void __launch_bounds__(WG * 128, 1)
+    frag_wgmma_gemm_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
+                           float* ws, unsigned* locks, int M, int N, int K, int G) {
+  using namespace frag_wgmma;
+  constexpr int J = 4 / WG, THREADS = WG * 128, KS = kBK / 16;
+  constexpr int STAGE_BYTES = BM * kStageRowBytes;
+  constexpr int TILE_WORDS = frag::BTile<BITS>::WORDS;
+  static_assert(WG == 1 || WG == 2 || WG == 4, "warpgroups split a tile's 4 fragment pairs");
+  static_assert(qt::wgmma_valid_n(BM) && J * BM / 2 <= 128, "BM is wgmma's N; accumulators stay within 128");
+  static_assert(KS % PF == 0 && PF <= frag::kPadTiles, "the ring divides a stage and stays in the padding");
+  using Tile = WTile<BITS, J>;
+  QT_DYNAMIC_SHARED(smem, unsigned char);
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, h = tid >> 7;
+  const int g8 = lane >> 2, t4 = lane & 3;
+  const int n_tiles = (N + 63) / 64, ktiles = K / 16, gsteps = G / 16, groups = K / G;
+  const int ct = blockIdx.x * kTiles + warp;
+  const int tile = min(ct, n_tiles - 1);  // a tile past N computes on the last one and stores nothing
+  const int m0 = blockIdx.y * BM;
+  // K need only be a multiple of 16: the last chunk may be short, its missing columns of x zero-filled and its
+  // missing k-steps skipped.
+  const int total_chunks = (K + kBK - 1) / kBK;
+  const int per_split = (total_chunks + (int)gridDim.z - 1) / (int)gridDim.z;
+  const int c_begin = min(total_chunks, (int)blockIdx.z * per_split);
+  const int chunks = min(total_chunks, c_begin + per_split) - c_begin;
+  const int kt_begin = c_begin * KS, steps = min(ktiles, kt_begin + chunks * KS) - kt_begin;
+
+  const uint32_t pad = (1024 - qt::smem_u32(smem) % 1024) % 1024;  // the 128B swizzle atom is 1024-aligned
+  const uint32_t ring_base = qt::smem_u32(smem) + pad;
+
+  // x copies: each thread always moves the same (row, chunk) pairs; a stage adds its K offset and slot.
+  constexpr int COPIES = BM * 8, PER = (COPIES + THREADS - 1) / THREADS;
+  const __half* x_src[PER];
+  uint32_t x_dst[PER], x_bytes[PER];
+#pragma unroll
+  for (int j = 0; j < PER; ++j) {
+    const int i = min(tid + j * THREADS, COPIES - 1);
+    const int r = i / 8, ch = i % 8, row = m0 + r;
+    x_src[j] = x + (int64_t)min(row, M - 1) * K + (int64_t)c_begin * kBK + ch * 8;  // valid when zero-filled
+    x_dst[j] = ring_base + r * kStageRowBytes + ((ch ^ (r & 7)) << 4);
+    x_bytes[j] = row < M ? 16u : 0u;
+  }
+  const int x_cols = K - c_begin * kBK;  // columns of x from this range's start to K
+  auto load_x = [&](int c, int slot) {
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+      const int col = c * kBK + (min(tid + j * THREADS, COPIES - 1) % 8) * 8;  // K is a multiple of 8
+      if (COPIES % THREADS == 0 || tid + j * THREADS < COPIES)
+        qt::cp_async_cg16(x_dst[j] + slot * STAGE_BYTES, col < x_cols ? x_src[j] + c * kBK : x_src[j],
+                          col < x_cols ? x_bytes[j] : 0u);
+    }
+  };
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < chunks) load_x(s, s);
+    qt::cp_async_commit();
+  }
+
+  const uint64_t policy = qt::policy_evict_first();
+  const uint32_t* wnext = bq + ((int64_t)tile * ktiles + kt_begin) * TILE_WORDS + lane * 4;
+  Tile ring[PF];
+#pragma unroll
+  for (int p = 0; p < PF; ++p) load_wtile<BITS, J>(wnext + p * TILE_WORDS, h, policy, ring[p]);
+  wnext += PF * TILE_WORDS;
+
+  // This warpgroup's fragments, 2 J h .. 2 J h + 2 J - 1, are its local fragments 0 .. 2 J - 1: registers are
+  // indexed by the local number only (a register array indexed at run time would live in local memory).
+  frag::Zeros4 z;  // local fragment e: the zero constants of column 8 (2 J h + e) + g
+  uint32_t sc[2 * J];  // local fragment e: the scale of that column in both halves
+  auto load_group = [&](int grp) {
+    const int64_t tg = (int64_t)tile * groups + grp;
+    if constexpr (BITS == 4) {
+      // Fragment f's zero sits at nibbles f % 4 and f % 4 + 4 of word f / 4; for J <= 2 the warpgroup's
+      // fragments share one word, shifted so its first lands at nibble 0.
+      uint2 zw = *reinterpret_cast<const uint2*>(bz + tg * 16 + 2 * g8);
+      if (J < 4) {
+        const int f0 = 2 * J * h;
+        zw.x = ((f0 >> 2) ? zw.y : zw.x) >> (4 * (f0 & 3));
+      }
+      frag::zeros_from_words(zw, z);
+    }
+    const unsigned short* s16 = reinterpret_cast<const unsigned short*>(bs + tg * 64);
+#pragma unroll
+    for (int e = 0; e < 2 * J; ++e) {
+      const int f = 2 * J * h + e;
+      const uint32_t s = s16[32 * (f >> 2) + 8 * (g8 >> 1) + 2 * (f & 3) + (g8 & 1)];
+      sc[e] = s | (s << 16);
+    }
+  };
+
+  // Step s (of this split's range): ring slot `cur` to the A registers of the J pairs, then the slot refilled
+  // PF tiles ahead. The group's scales and zeros are loaded where step s starts one.
+  auto dequant = [&](int s, Tile& cur, uint32_t (&a)[J][4]) {
+    const int kt = kt_begin + s;
+    if (s == 0 || kt % gsteps == 0) load_group(kt / gsteps);
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      uint32_t b[8][2];  // local fragments 2 j, 2 j + 1: A rows g and g + 8 of pair j
+      if constexpr (BITS == 4) {
+        frag::unpack4(cur.w[j], z, j, b);
+      } else {
+        frag::unpack8(cur.w[2 * j], b[2 * j]);
+        frag::unpack8(cur.w[2 * j + 1], b[2 * j + 1]);
+      }
+      a[j][0] = qt::mul_f16x2(b[2 * j][0], sc[2 * j]);
+      a[j][1] = qt::mul_f16x2(b[2 * j + 1][0], sc[2 * j + 1]);
+      a[j][2] = qt::mul_f16x2(b[2 * j][1], sc[2 * j]);
+      a[j][3] = qt::mul_f16x2(b[2 * j + 1][1], sc[2 * j + 1]);
+    }
+    load_wtile<BITS, J>(wnext, h, policy, cur);
+    wnext += TILE_WORDS;
+  };
+
+  float acc[J][BM / 2];
+#pragma unroll
+  for (int j = 0; j < J; ++j)
+#pragma unroll
+    for (int i = 0; i < BM / 2; ++i) acc[j][i] = 0.0f;
+  uint32_t a[2][J][4];  // step s uses a[s & 1]: a stage has an even number of steps
+  if (steps > 0) dequant(0, ring[0], a[0]);
+
+  for (int c = 0; c < chunks; ++c) {
+    qt::cp_async_wait<STAGES - 2>();
+    qt::fence_proxy_async_shared();  // this thread's cp.async data, visible to the tensor core's reads
+    __syncthreads();                 // every thread's copies of chunk c landed; chunk c - 1's slot is retired
+    if (c + STAGES - 1 < chunks) load_x(c + STAGES - 1, (c + STAGES - 1) % STAGES);
+    qt::cp_async_commit();
+    const uint32_t stage = ring_base + (c % STAGES) * STAGE_BYTES;
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      const int s = c * KS + kk;
+      if (s >= steps) break;  // the short last chunk of a K that is no multiple of 64 (uniform)
+      uint32_t(&cur)[J][4] = a[kk & 1];
+#pragma unroll
+      for (int j = 0; j < J; ++j) qt::wgmma_fence_operand<BM / 2>(acc[j]);
+      qt::wgmma_fence_operand<4 * J>(&cur[0][0]);
+      qt::wgmma_fence();
+      // k-step kk of the stage: 32 bytes into each 128-byte swizzled row; 8 rows of x per 1024 bytes.
+      const uint64_t desc = qt::wgmma_desc(stage + 32 * kk, 16, 8 * kStageRowBytes, qt::kSwizzle128B);
+#pragma unroll
+      for (int j = 0; j < J; ++j) qt::wgmma_m64k16_f16_rs<BM, 0>(acc[j], cur[j], desc, 1);
+      qt::wgmma_commit_group();
+      if (s + 1 < steps) dequant(s + 1, ring[(kk + 1) % PF], a[(kk + 1) & 1]);
+      qt::wgmma_wait_group<0>();
+#pragma unroll
+      for (int j = 0; j < J; ++j) qt::wgmma_fence_operand<BM / 2>(acc[j]);
+    }
+  }
+  qt::cp_async_wait<0>();
+
+  // acc[j][i]: feature 64 ct + 16 P + g + 8 ((i / 2) % 2), row m0 + 8 (i / 4) + 2 t + i % 2.
+  const bool active = ct < n_tiles;
+#pragma unroll
+  for (int j = 0; j < J; ++j)
+#pragma unroll
+    for (int i = 0; i < BM / 2; ++i) {
+      const int col = ct * 64 + 16 * (J * h + j) + g8 + 8 * ((i >> 1) & 1);
+      const int row = m0 + 8 * (i >> 2) + 2 * t4 + (i & 1);
+      if (!active || row >= M || col >= N) continue;
+      if (gridDim.z == 1) y[(int64_t)row * N + col] = __float2half_rn(acc[j][i]);
+      else ws[((int64_t)blockIdx.z * M + row) * N + col] = acc[j][i];
+    }
+  if (gridDim.z == 1) return;
+
+  // In-launch reduction: the last block of this output tile to finish sums every split's partials.
+  __threadfence();
+  __syncthreads();
+  bool last = false;
+  if (tid == 0) {
+    const unsigned t = blockIdx.y * gridDim.x + blockIdx.x;
+    last = atomicAdd(&locks[t], 1u) == gridDim.z - 1;
+    if (last) atomicExch(&locks[t], 0u);  // ready for the next launch
+  }
+  if (!__syncthreads_or(last)) return;
+  atomicOr(&locks[blockIdx.y * gridDim.x + blockIdx.x], 0u);  // this thread's acquire of the others' partials
+  __threadfence();
+  const int n0 = blockIdx.x * kTiles * 64;
+  const int cols = min(kTiles * 64, N - n0), rows = min(BM, M - m0);
+  for (int i = tid; i < rows * cols; i += THREADS) {
+    const int row = m0 + i / cols, col = n0 + i % cols;
+    float sum = 0.0f;
+    for (int z = 0; z < (int)gridDim.z; ++z) sum += ws[((int64_t)z * M + row) * N + col];
+    y[(int64_t)row * N + col] = __float2half_rn(sum);
+  }
+}
