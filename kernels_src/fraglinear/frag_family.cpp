@@ -493,6 +493,10 @@ KernelFamily make_wgmma_gemm(int bits) {
     if (p.at("split") > cdiv(d.k, 64)) return std::string("split exceeds the 64-column chunks along K");
     return std::string();
   };
+  // The DRAM stream is the weights: each warp's ring of pf tiles, its 1 / wg share of each tile's 512 bytes
+  // (INT4) or 1,024 (INT8). The loads cannot pass the wgmma waits (asm with a memory clobber), so the ring is
+  // what is in flight. x, re-read by every column block, comes mostly from L2 and is left out.
+  f.bytes_in_flight_per_warp = [bits](const Point& p) { return p.at("pf") * 512 * (bits / 4) / p.at("wg"); };
   f.kernels = [bits](const Point& p) { return std::vector<std::string>{wgmma_kernel(bits, p)}; };
   f.plan = [bits](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"];

@@ -35,8 +35,9 @@ TEST_CASE("Spearman's rank correlation: +1 for the same order, -1 reversed, ties
 TEST_CASE("the roofline model is never faster than the GPU's bandwidth and FLOP roofs", "[tuner][roofline]") {
   for (int sm : {80, 86, 89, 90}) {
     const GpuPeaks& peak = gpu_peaks(sm);
-    for (const char* name : {"awq_frag_gemv", "awq_gemv", "awq_frag_gemm", "f16_gemm"}) {
+    for (const char* name : {"awq_frag_gemv", "awq_gemv", "awq_frag_gemm", "f16_gemm", "awq_frag_wgmma_gemm"}) {
       const kernels::KernelFamily& f = kernels::find_family(name);
+      if (f.min_sm > sm) continue;
       const bool gemv = std::string(name).find("gemv") != std::string::npos;
       const kernels::Shape s = f.shape({gemv ? 1 : 2048, 4096, 4096, f.name == "f16_gemm" ? 4096 : 128});
       for (const kernels::Point& p : f.default_points(s)) {
@@ -44,7 +45,7 @@ TEST_CASE("the roofline model is never faster than the GPU's bandwidth and FLOP 
         INFO(name << " " << kernels::point_key(p) << " on sm_" << sm);
         const RooflineEstimate e = estimate_point(f, p, s, sm);
         CHECK(e.seconds >= e.bytes / (peak.dram_gbps * 1e9));
-        CHECK(e.seconds >= e.flops / (std::max(peak.tensor_tflops, peak.fp32_tflops) * 1e12));
+        CHECK(e.seconds >= e.flops / (std::max({peak.tensor_tflops, peak.wgmma_tflops, peak.fp32_tflops}) * 1e12));
         CHECK(e.bytes >= 4096.0 * 4096 / 2);  // at least the INT4 weights
         // One token reads the whole matrix for 2 flops a weight: memory-bound; 2048 tokens are compute-bound.
         CHECK(e.bound == (gemv ? "memory" : "compute"));
@@ -52,6 +53,25 @@ TEST_CASE("the roofline model is never faster than the GPU's bandwidth and FLOP 
     }
   }
   CHECK_THROWS_WITH(gpu_peaks(70), Catch::Contains("sm_70"));
+}
+
+TEST_CASE("a family that issues wgmma is modelled at wgmma's rate, one that issues mma.sync at mma.sync's",
+          "[tuner][roofline]") {
+  // Hopper's mma.sync reaches about two thirds of its wgmma peak: a model that charged the sm_90a GEMM the
+  // mma.sync rate would never rank it above the Ampere-style kernel it exists to beat.
+  CHECK(gpu_peaks(90).wgmma_tflops > gpu_peaks(90).tensor_tflops);
+  for (int sm : {80, 86, 89}) CHECK(gpu_peaks(sm).wgmma_tflops == 0);
+  const kernels::Shape s = kernels::find_family("awq_frag_wgmma_gemm").shape({4096, 4096, 4096, 128});
+  for (const char* name : {"awq_frag_wgmma_gemm", "awq_frag_gemm"}) {
+    const kernels::KernelFamily& f = kernels::find_family(name);
+    const kernels::Point p = f.default_points(s).front();
+    GpuPeaks faster_wgmma = gpu_peaks(90);
+    faster_wgmma.wgmma_tflops *= 2;
+    const double base = estimate_point(f, p, s, 90, gpu_peaks(90), {}).compute_s;
+    const double with = estimate_point(f, p, s, 90, faster_wgmma, {}).compute_s;
+    INFO(name);
+    CHECK(with == Approx(f.name == "awq_frag_wgmma_gemm" ? base / 2 : base));
+  }
 }
 
 TEST_CASE("qtune static prints the roofline model's fastest point for each shape a model needs, and writes every point's estimate",

@@ -15,14 +15,14 @@ namespace {
 
 // Public datasheet figures of each architecture's example GPU (arch_limits.cpp names it). Tensor figures are
 // dense fp16 with fp32 accumulation; GeForce parts run that at half their fp16-accumulate rate. Hopper's
-// mma.sync reaches about two thirds of its wgmma peak (989 TFLOP/s), which is what our families issue.
+// mma.sync reaches about two thirds of its wgmma peak (989 TFLOP/s); the sm_90a families issue wgmma.
 const std::vector<std::pair<int, GpuPeaks>>& table() {
   static const std::vector<std::pair<int, GpuPeaks>> t = {
-      {75, {"T4", 40, 320, 65, 8.1}},
-      {80, {"A100 SXM 80GB", 108, 2039, 312, 19.5}},
-      {86, {"RTX 3090", 82, 936, 71, 35.6}},
-      {89, {"RTX 4090", 128, 1008, 165, 82.6}},
-      {90, {"H100 SXM", 132, 3350, 660, 67}},
+      {75, {"T4", 40, 320, 65, 0, 8.1}},
+      {80, {"A100 SXM 80GB", 108, 2039, 312, 0, 19.5}},
+      {86, {"RTX 3090", 82, 936, 71, 0, 35.6}},
+      {89, {"RTX 4090", 128, 1008, 165, 0, 82.6}},
+      {90, {"H100 SXM", 132, 3350, 660, 989, 67}},
   };
   return t;
 }
@@ -31,21 +31,26 @@ const std::vector<std::pair<int, GpuPeaks>>& table() {
 // 16-byte-per-lane loads, an assumption of unrolled code.
 constexpr double kWarpBytesInFlight = 1024;
 
-bool uses_tensor_cores(const kernels::KernelFamily& f) {
+enum class Pipe { kFma, kMma, kWgmma };
+
+Pipe compute_pipe(const kernels::KernelFamily& f) {
   static std::mutex mutex;
   const std::lock_guard<std::mutex> lock(mutex);
-  static std::map<std::string, bool> cache;
+  static std::map<std::string, Pipe> cache;
   auto it = cache.find(f.name);
   if (it != cache.end()) return it->second;
-  bool mma = false;
+  Pipe pipe = Pipe::kFma;
   if (!f.source.empty()) {
     try {
-      mma = kernels::read_family_source(f).find("mma") != std::string::npos;
+      const std::string src = kernels::read_family_source(f);
+      pipe = src.find("wgmma") != std::string::npos ? Pipe::kWgmma
+             : src.find("mma") != std::string::npos ? Pipe::kMma
+                                                    : Pipe::kFma;
     } catch (const Error&) {
-      mma = false;  // a family whose source cannot be read here is modelled on the CUDA cores
+      pipe = Pipe::kFma;  // a family whose source cannot be read here is modelled on the CUDA cores
     }
   }
-  return cache[f.name] = mma;
+  return cache[f.name] = pipe;
 }
 
 double dim_or(const kernels::Shape& s, const char* name, double fallback) {
@@ -69,6 +74,7 @@ GpuPeaks gpu_peaks(const dev::DeviceFingerprint& d) {
   if (d.sm_count > 0) {
     // Per-SM pipes scale with the SM count (the clock is taken as the example GPU's).
     p.tensor_tflops *= double(d.sm_count) / p.sms;
+    p.wgmma_tflops *= double(d.sm_count) / p.sms;
     p.fp32_tflops *= double(d.sm_count) / p.sms;
     p.sms = d.sm_count;
   }
@@ -95,7 +101,10 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
     e.bytes += double(b.bytes()) * (b.role == kernels::BufferSpec::Role::Workspace ? 2.0 : 1.0);
   const double m = dim_or(shape, "M", 0), n = dim_or(shape, "N", 0), k = dim_or(shape, "K", 0);
   if (m > 0 && n > 0 && k > 0) e.flops = 2 * m * n * k;
-  const bool tensor = uses_tensor_cores(f);
+  const Pipe pipe = compute_pipe(f);
+  const double pipe_tflops = pipe == Pipe::kWgmma && peak.wgmma_tflops > 0 ? peak.wgmma_tflops
+                             : pipe == Pipe::kFma                          ? peak.fp32_tflops
+                                                                           : peak.tensor_tflops;
   const double needed_bytes = peak.dram_gbps * peak.dram_latency_ns / double(peak.sms);  // GB/s x ns = bytes
 
   e.launch_s = double(plan.launches.size()) * peak.launch_us * 1e-6;
@@ -127,7 +136,7 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
     for (const kernels::Launch& o : plan.launches) all += double(o.grid.count() * o.block.count());
     share = all > 0 ? double(l.grid.count() * l.block.count()) / all : 1.0;
     const double t_mem = share * total_bytes / (peak.dram_gbps * 1e9 * peak.dram_efficiency * mem_eff);
-    const double t_comp = share * e.flops / ((tensor ? peak.tensor_tflops : peak.fp32_tflops) * 1e12 * comp_eff);
+    const double t_comp = share * e.flops / (pipe_tflops * 1e12 * comp_eff);
     e.memory_s += t_mem / wave_eff;
     e.compute_s += t_comp / wave_eff;
     e.seconds += std::max(t_mem, t_comp) / wave_eff;

@@ -8,7 +8,7 @@
 //
 // Bytes: every input and output buffer of the plan once, workspaces twice (written, then read back). Flops:
 // 2*M*N*K for families with M, N and K dimensions, else none. The pipe: the tensor cores when the family's
-// source issues mma, else fp32 FMAs. Bytes needed in flight per SM: Little's law, DRAM bandwidth x latency
+// source issues mma (at wgmma's rate where it issues wgmma, mma.sync's otherwise), else fp32 FMAs. Bytes needed in flight per SM: Little's law, DRAM bandwidth x latency
 // over the SMs. Bytes in flight: the resident warps (a grid smaller than one wave counts only the warps it has,
 // averaged over the SMs) times 1 KB per warp. Wave efficiency, past one wave: the grid's blocks over the
 // resident slots of whole waves.
@@ -37,6 +37,7 @@ struct GpuPeaks {
   int sms = 0;
   double dram_gbps = 0;          // peak DRAM bandwidth
   double tensor_tflops = 0;      // fp16 inputs, fp32 accumulation, dense, through mma.sync
+  double wgmma_tflops = 0;       // the same through wgmma.mma_async (Hopper's full rate); 0: no wgmma
   double fp32_tflops = 0;        // CUDA-core FMA peak (2 flops per FMA)
   double dram_latency_ns = 600;  // loaded latency, for Little's law (an assumption, not a datasheet figure)
   double dram_efficiency = 0.81;  // the share of dram_gbps a streaming copy reaches (calibrated, see above)
