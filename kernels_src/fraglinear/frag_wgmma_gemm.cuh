@@ -134,32 +134,44 @@ __global__ void __launch_bounds__(WG * 128, 1)
   // indexed by the local number only (a register array indexed at run time would live in local memory).
   frag::Zeros4 z;  // local fragment e: the zero constants of column 8 (2 J h + e) + g
   uint32_t sc[2 * J];  // local fragment e: the scale of that column in both halves
-  auto load_group = [&](int grp) {
+  // The next group's raw scales and zero words, loaded one group ahead: a group's first k-step would
+  // otherwise wait out an L2 round trip every G / 16 steps.
+  uint32_t sc_next[2 * J];
+  uint2 zw_next = {0u, 0u};
+  auto fetch_group = [&](int grp) {
     const int64_t tg = (int64_t)tile * groups + grp;
+    if constexpr (BITS == 4) zw_next = *reinterpret_cast<const uint2*>(bz + tg * 16 + 2 * g8);
+    const unsigned short* s16 = reinterpret_cast<const unsigned short*>(bs + tg * 64);
+#pragma unroll
+    for (int e = 0; e < 2 * J; ++e) {
+      const int f = 2 * J * h + e;
+      sc_next[e] = s16[32 * (f >> 2) + 8 * (g8 >> 1) + 2 * (f & 3) + (g8 & 1)];
+    }
+  };
+  auto use_fetched_group = [&]() {
     if constexpr (BITS == 4) {
       // Fragment f's zero sits at nibbles f % 4 and f % 4 + 4 of word f / 4; for J <= 2 the warpgroup's
       // fragments share one word, shifted so its first lands at nibble 0.
-      uint2 zw = *reinterpret_cast<const uint2*>(bz + tg * 16 + 2 * g8);
+      uint2 zw = zw_next;
       if (J < 4) {
         const int f0 = 2 * J * h;
         zw.x = ((f0 >> 2) ? zw.y : zw.x) >> (4 * (f0 & 3));
       }
       frag::zeros_from_words(zw, z);
     }
-    const unsigned short* s16 = reinterpret_cast<const unsigned short*>(bs + tg * 64);
 #pragma unroll
-    for (int e = 0; e < 2 * J; ++e) {
-      const int f = 2 * J * h + e;
-      const uint32_t s = s16[32 * (f >> 2) + 8 * (g8 >> 1) + 2 * (f & 3) + (g8 & 1)];
-      sc[e] = s | (s << 16);
-    }
+    for (int e = 0; e < 2 * J; ++e) sc[e] = sc_next[e] | (sc_next[e] << 16);
   };
 
   // Step s (of this split's range): ring slot `cur` to the A registers of the J pairs, then the slot refilled
-  // PF tiles ahead. The group's scales and zeros are loaded where step s starts one.
+  // PF tiles ahead. Where step s starts a group, its scales and zeros (fetched a group ahead) take effect.
   auto dequant = [&](int s, Tile& cur, uint32_t (&a)[J][4]) {
     const int kt = kt_begin + s;
-    if (s == 0 || kt % gsteps == 0) load_group(kt / gsteps);
+    if (s == 0) fetch_group(kt / gsteps);
+    if (s == 0 || kt % gsteps == 0) {
+      use_fetched_group();
+      if (kt / gsteps + 1 < groups) fetch_group(kt / gsteps + 1);
+    }
 #pragma unroll
     for (int j = 0; j < J; ++j) {
       uint32_t b[8][2];  // local fragments 2 j, 2 j + 1: A rows g and g + 8 of pair j
