@@ -2,6 +2,13 @@
 
 namespace qt {
 
+bool qkv_concatenable(const QTensor& q, const QTensor& k, const QTensor& v) {
+  if (q.empty() || k.empty() || v.empty()) return false;
+  for (const QTensor* t : {&k, &v})
+    if (t->type != q.type || t->group_size != q.group_size || t->cols != q.cols) return false;
+  return true;
+}
+
 std::vector<LinearShape> model_linear_shapes(const ModelConfig& c, const ModelWeights* w) {
   std::vector<LinearShape> out;
   const int64_t config_group = c.group_size > 0 ? c.group_size : 0;
@@ -25,6 +32,8 @@ std::vector<LinearShape> model_linear_shapes(const ModelConfig& c, const ModelWe
   add("wq", l ? &l->wq : nullptr, c.q_dim(), c.dim, false, 0);
   add("wk", l ? &l->wk : nullptr, c.kv_dim(), c.dim, false, 0);
   add("wv", l ? &l->wv : nullptr, c.kv_dim(), c.dim, false, 0);
+  if (!l || qkv_concatenable(l->wq, l->wk, l->wv))
+    add("wq|wk|wv", l ? &l->wq : nullptr, c.q_dim() + 2 * c.kv_dim(), c.dim, false, kConcatenatedQkvMaxRows);
   add("wo", l ? &l->wo : nullptr, c.dim, c.q_dim(), false, 0);
   if (c.is_moe()) {
     add("router", l ? &l->router : nullptr, c.num_experts, c.dim, false, 0);

@@ -1,11 +1,13 @@
 #include "runtime/gpu/device_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include "common/error.h"
 #include "common/half.h"
 #include "kernels_src/registry/registry.h"
+#include "models/core/linear_shapes.h"
 #include "runtime/gpu/device_act.h"
 
 namespace qt::rt {
@@ -81,7 +83,12 @@ void DeviceBackend::visit_weights(const ModelWeights& w, const WeightVisitor& v)
   v.vector(w.final_norm);
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& l = w.layers[i];
-    for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) v.tensor(*t, dense);
+    const std::array<const QTensor*, 3> qkv{&l.wq, &l.wk, &l.wv};
+    const bool concatenated =
+        options_.concatenate_qkv && qkv_concatenable(l.wq, l.wk, l.wv) && v.concatenation(qkv, dense);
+    if (!concatenated)
+      for (const QTensor* t : qkv) v.tensor(*t, dense);
+    for (const QTensor* t : {&l.wo, &l.w1, &l.w2, &l.w3}) v.tensor(*t, dense);
     v.tensor(l.router, other);
     for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3}) v.stack(*s);
     for (const std::vector<float>* n : {&l.attn_norm, &l.ffn_norm, &l.q_norm, &l.k_norm}) v.vector(*n);
@@ -100,6 +107,11 @@ void DeviceBackend::prepare(const ModelWeights& w) {
     largest = std::max(largest, bytes);
   };
   visit_weights(w, {[&](const QTensor& t, DeviceWeights::Storage s) { need(t.data, DeviceWeights::bytes_for(t, s)); },
+                    [&](std::span<const QTensor* const> parts, DeviceWeights::Storage s) {
+                      const uint64_t bytes = DeviceWeights::concatenated_bytes(parts, s);
+                      if (bytes) need(parts.front()->data, bytes);
+                      return bytes > 0;
+                    },
                     [&](const ExpertStack& s) { need(s.base.data, DeviceWeights::stack_bytes(s)); },
                     [&](const std::vector<float>& n) { need(n.data(), n.size() * 4); }, {}});
   device_.check_capacity(resident, largest);
@@ -107,6 +119,9 @@ void DeviceBackend::prepare(const ModelWeights& w) {
   Progress progress(progress_label("loading weights"), double(w.layers.size()), "layers", false,
                     options_.progress_after_seconds);
   visit_weights(w, {[&](const QTensor& t, DeviceWeights::Storage s) { weights_.add(t, s); },
+                    [&](std::span<const QTensor* const> parts, DeviceWeights::Storage s) {
+                      return weights_.add_concatenated(parts, s);
+                    },
                     [&](const ExpertStack& s) { weights_.add_stack(s, options_.trtllm_int8); },
                     [&](const std::vector<float>& n) { weights_.add_vector(n); },
                     [&](size_t layers) { progress.update(double(layers)); }});
@@ -300,6 +315,26 @@ void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
 void DeviceBackend::matmul(const QTensor& w, Act x, int64_t m, Act y, MatmulMode) {
   if (m <= 0) return;
   linear(weights_.tensor(w), x, m, y);
+}
+
+// At one row the concatenation's output row is [y_0 | y_1 | ...]: one launch writes every job's output where
+// the jobs' outputs lie in that order back to back (the model allocates q, k and v so). Otherwise one linear
+// per job, over each part's view of the concatenation.
+void DeviceBackend::matmul_group(const MatmulJob* jobs, int count, Act x, int64_t m) {
+  if (m <= 0) return;
+  std::vector<const QTensor*> parts;
+  bool adjacent = true;
+  for (int j = 0; j < count; ++j) {
+    parts.push_back(jobs[j].w);
+    if (j > 0) adjacent = adjacent && jobs[j].y.addr == jobs[j - 1].y.at(jobs[j - 1].w->rows).addr;
+  }
+  const DeviceTensor* whole = m <= kConcatenatedQkvMaxRows && adjacent ? weights_.concatenated(parts) : nullptr;
+  if (!whole) {
+    ++group_counts_.separate;
+    return Backend::matmul_group(jobs, count, x, m);
+  }
+  ++group_counts_.concatenated;
+  linear(*whole, x, m, jobs[0].y);
 }
 
 void DeviceBackend::gate_up_swiglu(const QTensor& gate, const QTensor& up_w, Act x, int64_t m, Act h, Act up) {

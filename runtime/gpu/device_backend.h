@@ -3,12 +3,15 @@
 // device memory, weights are uploaded once in prepare(), and every op is a kernel family of kernels_src/ at
 // the point the tuning store chose for this device and shape (else the nearest tuned shape's, else the
 // family default; see kernel_choice.h). A forward step is queued and, for decode steps whose launches repeat,
-// replayed as a captured graph; only sampled tokens, or logits when asked, come back to the host.
+// replayed as a captured graph; only sampled tokens, or logits when asked, come back to the host. A layer's q, k
+// and v weights are stored once, concatenated, where their types and the layout allow, so that a decode step
+// runs the three projections as one launch.
 // Dense Qwen3 and Qwen3-MoE models run here; a MoE block is routed, grouped and finalized on the device
 // (device_moe.cpp), so MoE decode steps are captured and replayed like dense ones.
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "common/progress.h"
@@ -36,6 +39,9 @@ struct DeviceBackendOptions {
   // their GEMMs go to cuBLASLt (`blas`, when given) or to the fp16 families, as DeviceBackend::linear decides. With
   // `blas`, a stored dispatch that ranks a cuBLASLt baseline first in a bucket is followed too.
   bool predequantize = false;
+  // q, k and v of a layer stored once as their concatenation where models/core/linear_shapes.h allows it and
+  // the storage can (DeviceWeights::add_concatenated), and run as one linear at one row; false keeps three.
+  bool concatenate_qkv = true;
   std::shared_ptr<blas::BlasLt> blas;
   // A weight load or a forward step that runs longer than this shows a progress line on stderr: on the
   // emulator a large model's step takes minutes. Shorter work prints nothing.
@@ -56,6 +62,7 @@ class DeviceBackend final : public Backend {
 
   void embed(const QTensor& table, const int32_t* tokens, int64_t m, Act out) override;
   void matmul(const QTensor& w, Act x, int64_t m, Act y, MatmulMode mode = MatmulMode::kDefault) override;
+  void matmul_group(const MatmulJob* jobs, int count, Act x, int64_t m) override;
   void gate_up_swiglu(const QTensor& gate, const QTensor& up_w, Act x, int64_t m, Act h, Act up) override;
   void add_rmsnorm(Act x, Act residual, const float* weight, int64_t rows, int64_t n, float eps, Act y) override;
   void qk_norm_rope_kv(const QkRopeKv& s) override;
@@ -76,6 +83,11 @@ class DeviceBackend final : public Backend {
   };
   const BlasCounts& blas_counts() const { return blas_counts_; }
   uint64_t weight_bytes() const { return weights_.bytes(); }
+  // matmul_group calls run as one linear over the concatenated weights, and run one linear per job.
+  struct GroupCounts {
+    int64_t concatenated = 0, separate = 0;
+  };
+  const GroupCounts& group_counts() const { return group_counts_; }
 
  private:
   void run(const std::string& op, const WeightType* type, const kernels::Shape& shape, const Bindings& b);
@@ -90,6 +102,9 @@ class DeviceBackend final : public Backend {
   std::string progress_label(const std::string& what) const;
   struct WeightVisitor {
     std::function<void(const QTensor&, DeviceWeights::Storage)> tensor;
+    // Projections that may be stored as one concatenation: false where they are not, and `tensor` then
+    // visits each.
+    std::function<bool(std::span<const QTensor* const>, DeviceWeights::Storage)> concatenation;
     std::function<void(const ExpertStack&)> stack;
     std::function<void(const std::vector<float>&)> vector;
     std::function<void(size_t layers)> layer_done;
@@ -110,6 +125,7 @@ class DeviceBackend final : public Backend {
     int64_t rows_filled = 0;
   } moe_;
   BlasCounts blas_counts_;
+  GroupCounts group_counts_;
   std::vector<dev::Buffer> retired_;  // outgrown buffers queued launches may still name
   const int32_t* staged_tokens_ = nullptr;  // the step's host tokens, already on the device
   int64_t step_pos0_ = -1;

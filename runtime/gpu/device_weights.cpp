@@ -41,6 +41,58 @@ bool f16_stored(const QTensor& t, DeviceWeights::Storage storage) {
          (storage == DeviceWeights::Storage::kF16 && weight_traits(t.type).quantized);
 }
 
+// `t` dequantized to fp16 bits, [rows][cols].
+std::vector<uint16_t> f16_values(const QTensor& t) {
+  std::vector<uint16_t> h(size_t(t.rows * t.cols));
+  std::vector<float> row(size_t(t.cols));
+  for (int64_t r = 0; r < t.rows; ++r) {
+    dequantize_row(t, r, row.data());
+    for (int64_t c = 0; c < t.cols; ++c) h[size_t(r * t.cols + c)] = float_to_half_bits(row[size_t(c)]);
+  }
+  return h;
+}
+
+// How a concatenation of parts is stored, each a way that keeps a part's rows contiguous: the frag layout
+// (column tiles one after another), fp16 values or a row-major file layout ([N][...] arrays). kNone where
+// the storage cannot: an in-major file layout interleaves the parts' columns in every row of K.
+enum class ConcatLayout { kNone, kFrag, kF16, kRows };
+
+// The parts' dimensions as one tensor: the first part's view with every part's rows (its arrays are the
+// first part's: only its dimensions may be read).
+QTensor concatenated_dims(std::span<const QTensor* const> parts) {
+  QTensor whole = *parts.front();
+  whole.rows = 0;
+  for (const QTensor* p : parts) whole.rows += p->rows;
+  return whole;
+}
+
+ConcatLayout concatenation_kind(std::span<const QTensor* const> parts, DeviceWeights::Storage storage) {
+  if (parts.empty()) return ConcatLayout::kNone;
+  const QTensor& first = *parts.front();
+  for (const QTensor* p : parts)
+    if (p->empty() || p->type != first.type || p->group_size != first.group_size || p->cols != first.cols)
+      return ConcatLayout::kNone;
+  if (frag_stored(first, storage)) {
+    // Each part whole column tiles, so that its tiles start where the previous part's end; and the whole
+    // within what the frag families take.
+    for (const QTensor* p : parts)
+      if (!frag_stored(*p, storage) || p->rows % kernels::frag::kTileN) return ConcatLayout::kNone;
+    return frag_stored(concatenated_dims(parts), storage) ? ConcatLayout::kFrag : ConcatLayout::kNone;
+  }
+  if (f16_stored(first, storage)) return ConcatLayout::kF16;
+  return weight_traits(first.type).in_major ? ConcatLayout::kNone : ConcatLayout::kRows;
+}
+
+// The bytes of frag array `name` for the columns of `d` (`pad`: with the zero tiles after the last weight
+// tile). The layout stores column tiles one after another in each array, so for d.n a multiple of the column
+// tile, without the pad, this is also where column d.n starts.
+int64_t frag_array_bytes(const kernels::frag::FragDims& d, const std::string& name, bool pad) {
+  if (name == "bq") return (d.weight_words() - (pad ? 0 : kernels::frag::kPadTiles * d.tile_words())) * 4;
+  if (name == "bs") return d.scale_halves() * 2;
+  if (name == "bz") return d.zero_words() * 4;
+  throw Error("device weights: the frag layout has no array '" + name + "'", kExitFailure);
+}
+
 uint64_t file_layout_bytes(const QTensor& t) {
   uint64_t bytes = 0;
   for (const ArraySpec& spec : weight_traits(t.type).array_specs()) bytes += t.array_bytes(spec);
@@ -56,6 +108,11 @@ uint64_t DeviceWeights::bytes_for(const QTensor& t, Storage storage) {
   return file_layout_bytes(t);
 }
 
+uint64_t DeviceWeights::concatenated_bytes(std::span<const QTensor* const> parts, Storage storage) {
+  if (concatenation_kind(parts, storage) == ConcatLayout::kNone) return 0;
+  return bytes_for(concatenated_dims(parts), storage);
+}
+
 uint64_t DeviceWeights::stack_bytes(const ExpertStack& s) {
   return s.empty() ? 0 : file_layout_bytes(s.base) * uint64_t(s.experts);
 }
@@ -68,9 +125,9 @@ dev::DevPtr DeviceWeights::allocate(size_t bytes) {
   return p;
 }
 
-// The file-layout arrays go up to temporary buffers, the repack family writes the frag arrays, and the
-// temporaries are freed once it has run.
-void DeviceWeights::add_frag(const QTensor& t, DeviceTensor& d) {
+// The file-layout arrays go up to temporary buffers, the repack family writes each frag array where `at` places
+// it, and the temporaries are freed once it has run.
+void DeviceWeights::repack_frag(const QTensor& t, const ArrayAt& at) {
   const kernels::KernelFamily& f =
       frag_bits(t) == 4 ? kernels::frag::awq_repack_family() : kernels::frag::int8_repack_family();
   const kernels::Shape shape{{"N", "K", "G"}, {t.rows, t.cols, t.group_size}, "repack"};
@@ -94,8 +151,7 @@ void DeviceWeights::add_frag(const QTensor& t, DeviceTensor& d) {
       device_.copy_to_device(sources.back().ptr(), src, size_t(spec.bytes()));
       ptrs[spec.name] = sources.back().ptr();
     } else {
-      ptrs[spec.name] = allocate(size_t(spec.bytes()));
-      d.arrays[spec.name] = {ptrs[spec.name], spec.bytes()};
+      ptrs[spec.name] = at(spec.name, spec.bytes());
     }
   }
   auto& module = repack_modules_[f.name];
@@ -112,14 +168,13 @@ void DeviceWeights::add(const QTensor& t, Storage storage) {
   if (frag_stored(t, storage)) {
     d.type = t.type;
     d.group = t.group_size;
-    add_frag(t, d);
+    repack_frag(t, [&](const std::string& name, int64_t bytes) {
+      const dev::DevPtr p = allocate(size_t(bytes));
+      d.arrays[name] = {p, bytes};
+      return p;
+    });
   } else if (f16_stored(t, storage)) {
-    std::vector<uint16_t> h(size_t(t.rows * t.cols));
-    std::vector<float> row(size_t(t.cols));
-    for (int64_t r = 0; r < t.rows; ++r) {
-      dequantize_row(t, r, row.data());
-      for (int64_t c = 0; c < t.cols; ++c) h[size_t(r * t.cols + c)] = float_to_half_bits(row[size_t(c)]);
-    }
+    const std::vector<uint16_t> h = f16_values(t);
     d.type = WeightType::F16;
     d.group = t.cols;
     d.arrays["values"] = {upload(h.data(), h.size() * 2), int64_t(h.size() * 2)};
@@ -135,6 +190,81 @@ void DeviceWeights::add(const QTensor& t, Storage storage) {
     }
   }
   tensors_.emplace(t.data, std::move(d));
+}
+
+bool DeviceWeights::add_concatenated(std::span<const QTensor* const> parts, Storage storage) {
+  const ConcatLayout kind = concatenation_kind(parts, storage);
+  if (kind == ConcatLayout::kNone) return false;
+  // A part already on the device would be held twice.
+  for (const QTensor* p : parts)
+    if (tensors_.count(p->data)) return false;
+  const QTensor dims = concatenated_dims(parts);
+  Concatenated c;
+  DeviceTensor& whole = c.whole;
+  whole.rows = dims.rows, whole.cols = dims.cols;
+  whole.type = kind == ConcatLayout::kF16 ? WeightType::F16 : dims.type;
+  whole.group = kind == ConcatLayout::kF16 || dims.group_size <= 0 ? dims.cols : dims.group_size;
+  int64_t row0 = 0;
+  for (const QTensor* p : parts) {
+    DeviceTensor view;
+    view.type = whole.type, view.rows = p->rows, view.cols = p->cols, view.group = whole.group;
+    // Array `name` of the whole is allocated at its first use; the part's starts `offset` bytes into it.
+    auto place = [&](const std::string& name, int64_t whole_bytes, int64_t offset, int64_t bytes) {
+      auto [it, fresh] = whole.arrays.try_emplace(name);
+      if (fresh) it->second = {allocate(size_t(whole_bytes)), whole_bytes};
+      if (offset + bytes > it->second.bytes)
+        throw Error("device weights: a part's array '" + name + "' runs past its concatenation", kExitFailure);
+      view.arrays[name] = {it->second.ptr.offset(size_t(offset)), bytes};
+      return view.arrays[name].ptr;
+    };
+    switch (kind) {
+      case ConcatLayout::kFrag: {
+        // In order: a part's repack also zeroes the pad tiles after its last tile, which are the next part's
+        // first tiles until that part's repack writes them (and the whole's pad after the last part).
+        const int bits = frag_bits(dims);
+        const kernels::frag::FragDims all{dims.rows, dims.cols, dims.group_size, bits};
+        const kernels::frag::FragDims before{row0, dims.cols, dims.group_size, bits};
+        repack_frag(*p, [&](const std::string& name, int64_t bytes) {
+          return place(name, frag_array_bytes(all, name, true), frag_array_bytes(before, name, false), bytes);
+        });
+        break;
+      }
+      case ConcatLayout::kF16: {
+        const std::vector<uint16_t> h = f16_values(*p);
+        const int64_t bytes = int64_t(h.size()) * 2;
+        device_.copy_to_device(place("values", dims.rows * dims.cols * 2, row0 * dims.cols * 2, bytes), h.data(),
+                               size_t(bytes));
+        break;
+      }
+      case ConcatLayout::kRows:
+        for (const ArraySpec& spec : weight_traits(p->type).array_specs()) {
+          const void* src = p->array(spec.array);
+          if (!src) throw Error(std::string("weight of type ") + weight_type_name(p->type) + " lacks its '" +
+                                weight_array_name(spec.array) + "' array", kExitFailure);
+          // Row-major: a part's rows are array_bytes / rows bytes each, one after another.
+          const int64_t bytes = int64_t(p->array_bytes(spec)), per_row = bytes / p->rows;
+          const dev::DevPtr at =
+              place(weight_array_name(spec.array), int64_t(dims.array_bytes(spec)), row0 * per_row, bytes);
+          device_.copy_to_device(at, src, size_t(bytes));
+        }
+        break;
+      case ConcatLayout::kNone: break;
+    }
+    c.parts.push_back(p->data);
+    tensors_.emplace(p->data, std::move(view));
+    row0 += p->rows;
+  }
+  concatenations_.emplace(parts.front()->data, std::move(c));
+  return true;
+}
+
+const DeviceTensor* DeviceWeights::concatenated(std::span<const QTensor* const> parts) const {
+  if (parts.empty()) return nullptr;
+  const auto it = concatenations_.find(parts.front()->data);
+  if (it == concatenations_.end() || it->second.parts.size() != parts.size()) return nullptr;
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (it->second.parts[i] != parts[i]->data) return nullptr;
+  return &it->second.whole;
 }
 
 void DeviceWeights::add_stack(const ExpertStack& s, bool trtllm) {

@@ -6,9 +6,14 @@
 // INT8_GW_SYM matrices may instead be stored in the frag layout (kernels_src/fraglinear/frag_layout.h), made on
 // the device by the repack family at load time: their arrays are then "bq", "bs" (and "bz" for AWQ), which
 // only the op "linear.frag" families read.
+// Projections that share their input (q, k, v) may be stored once as their concatenation (add_concatenated):
+// one tensor whose rows are the parts' rows in order, and each part a view of its rows, so the device holds
+// the weights once and runs either the whole or any part.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,6 +49,16 @@ class DeviceWeights {
   // TensorRT-LLM's preprocessed layout (done here, once, at load time).
   void add_stack(const ExpertStack& s, bool trtllm);
   void add_vector(const std::vector<float>& v);
+  // The parts (one type, group and K) stored as one tensor of their rows concatenated, where `storage` keeps a
+  // part's rows contiguous: row-major types and fp16 values, or the frag layout when every part is whole
+  // 64-column tiles. tensor() then finds each part as a view into it. False, with nothing added, where the
+  // storage cannot (AWQ or INT8 group-wise in their in-major file layout, a part of partial tiles): add the
+  // parts one by one.
+  bool add_concatenated(std::span<const QTensor* const> parts, Storage storage);
+  // The bytes add_concatenated() places on the device, 0 where it would refuse.
+  static uint64_t concatenated_bytes(std::span<const QTensor* const> parts, Storage storage);
+  // The concatenation add_concatenated() made of exactly these parts, in this order; null if none.
+  const DeviceTensor* concatenated(std::span<const QTensor* const> parts) const;
   // The bytes add() and add_stack() place on the device for a weight, known before any of it is uploaded.
   static uint64_t bytes_for(const QTensor& t, Storage storage);
   static uint64_t stack_bytes(const ExpertStack& s);
@@ -55,10 +70,16 @@ class DeviceWeights {
  private:
   dev::DevPtr upload(const void* data, size_t bytes);
   dev::DevPtr allocate(size_t bytes);
-  void add_frag(const QTensor& t, DeviceTensor& d);
+  using ArrayAt = std::function<dev::DevPtr(const std::string& name, int64_t bytes)>;
+  void repack_frag(const QTensor& t, const ArrayAt& at);
+  struct Concatenated {
+    std::vector<const void*> parts;  // the parts' data addresses, in order
+    DeviceTensor whole;
+  };
   dev::Device& device_;
   std::vector<dev::Buffer> buffers_;
   std::map<const void*, DeviceTensor> tensors_;
+  std::map<const void*, Concatenated> concatenations_;  // by the first part's data
   std::map<const float*, DeviceTensor::Array> vectors_;
   std::map<std::string, std::shared_ptr<dev::Module>> repack_modules_;  // by family name
   uint64_t bytes_ = 0;

@@ -29,9 +29,7 @@ Qwen3Model::Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t co
   const size_t B = size_t(max_batch_), dim = size_t(c.dim), qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim());
   x_ = be_.alloc(B * dim);
   xn_ = be_.alloc(B * dim);
-  q_ = be_.alloc(B * qd);
-  k_ = be_.alloc(B * kvd);
-  v_ = be_.alloc(B * kvd);
+  qkv_ = be_.alloc(B * (qd + 2 * kvd));
   att_ = be_.alloc(B * qd);
   o_ = be_.alloc(B * dim);
   // Dense layers of a MoE model (mlp_only_layers) may be wider than an expert.
@@ -161,7 +159,7 @@ void Qwen3Model::run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, fl
 void Qwen3Model::attention_block(int64_t layer, int64_t m) {
   const ModelConfig& c = w_.config;
   const LayerWeights& lw = w_.layers[size_t(layer)];
-  const Act xn = xn_->view(), q = q_->view(), k = k_->view(), v = v_->view();
+  const Act xn = xn_->view(), q = qkv_->view(), k = q.at(m * c.q_dim()), v = k.at(m * c.kv_dim());
   const MatmulJob qkv[3] = {{&lw.wq, q}, {&lw.wk, k}, {&lw.wv, v}};
   be_.matmul_group(qkv, 3, xn, m);
   QkRopeKv s;

@@ -58,7 +58,9 @@ class Qwen3Model {
   int64_t context_, max_batch_, pos_ = 0, capacity_ = 0;
   std::vector<std::unique_ptr<DeviceBuffer>> k_cache_, v_cache_;  // per layer: [capacity][kv_dim]
   // Activations for one chunk of up to max_batch_ tokens.
-  std::unique_ptr<DeviceBuffer> x_, xn_, q_, k_, v_, q_rot_, att_, o_, h1_, h3_, logits_;
+  // qkv_: one step's q [m][q_dim], k [m][kv_dim] and v [m][kv_dim] one after another, so that at one row
+  // [q | k | v] is one row, as a backend running the three as one linear over [wq; wk; wv] writes it.
+  std::unique_ptr<DeviceBuffer> x_, xn_, qkv_, q_rot_, att_, o_, h1_, h3_, logits_;
 };
 
 // Weight bytes one decode step reads (dense weights, the router, top-k experts' worth of expert weights, the

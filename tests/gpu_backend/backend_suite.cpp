@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "models/core/linear_shapes.h"
 #include "models/formats/model_file.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "device/blas/blas_lt.h"
@@ -143,6 +144,70 @@ void check_greedy_tokens(const DeviceFactory& make, const std::string& name) {
   // Decode steps after the first two repeat one launch sequence: they are replayed from a captured graph.
   CHECK(f.gpu->launch_stats().captures >= 1);
   CHECK(f.gpu->launch_stats().replays >= 10);
+}
+
+namespace {
+
+int64_t launches(const DeviceBackend& d) { return d.launch_stats().launches + d.launch_stats().replayed_launches; }
+
+bool lists_concatenated_qkv(const ModelWeights& w) {
+  for (const LinearShape& s : model_linear_shapes(w.config, &w))
+    if (s.label == "wq|wk|wv") return s.n == w.config.q_dim() + 2 * w.config.kv_dim() && s.max_rows == 1;
+  return false;
+}
+
+}  // namespace
+
+void check_concatenated_qkv(const DeviceFactory& make, const std::string& name, bool concatenated, bool predequantize) {
+  Fixture on(make, name, false, [&](dev::Device&, DeviceBackendOptions& o) { o.predequantize = predequantize; });
+  Fixture off(make, name, false, [&](dev::Device&, DeviceBackendOptions& o) {
+    o.predequantize = predequantize;
+    o.concatenate_qkv = false;
+  });
+  // The tuner's shape list names the concatenation wherever the model allows it, stored so or not.
+  CHECK(lists_concatenated_qkv(on.w()));
+  const auto tokens = prompt(5, on.w().config.vocab_size, 3);
+  constexpr int kSteps = 8;
+  Qwen3Model ref(on.w(), on.cpu, 64), a(on.w(), *on.gpu, 64), b(off.w(), *off.gpu, 64);
+  const auto want = greedy(ref, tokens, kSteps);
+  CHECK(greedy(a, tokens, kSteps) == want);
+  CHECK(greedy(b, tokens, kSteps) == want);
+  // The 5-row prompt runs the three projections one by one (their outputs' rows interleave in a concatenated
+  // output); each decode step runs them as one linear, where the storage allows.
+  const int64_t layers = on.w().config.n_layers, decode_steps = kSteps - 1;
+  const auto& g = on.gpu->group_counts();
+  CHECK(g.concatenated == (concatenated ? layers * decode_steps : 0));
+  CHECK(g.separate == layers * (concatenated ? 1 : 1 + decode_steps));
+  CHECK(off.gpu->group_counts().concatenated == 0);
+  CHECK(launches(*off.gpu) - launches(*on.gpu) == (concatenated ? 2 * layers * decode_steps : 0));
+  // The parts are views of the concatenation, never a second copy.
+  CHECK(on.gpu->weight_bytes() <= off.gpu->weight_bytes());
+  const int32_t next = want.back();
+  const float d = max_diff(a.forward(&next, 1, LogitsRows::kLast), ref.forward(&next, 1, LogitsRows::kLast));
+  WARN(name << (concatenated ? " (q, k, v concatenated)" : " (q, k, v apart)")
+            << ": max |device - CPU reference| of a decode step's logits = " << d);
+  CHECK(d <= kLogitTolerance);
+}
+
+void check_qkv_types_differ(const DeviceFactory& make, const std::string& name) {
+  Fixture f(make, name);
+  ModelWeights w = f.w();
+  std::vector<std::vector<float>> k_values;
+  k_values.reserve(w.layers.size());
+  for (LayerWeights& l : w.layers) {
+    k_values.push_back(dequantize(l.wk));
+    QTensor k;
+    k.type = WeightType::F32, k.rows = l.wk.rows, k.cols = l.wk.cols, k.data = k_values.back().data();
+    l.wk = k;
+  }
+  REQUIRE(lists_concatenated_qkv(f.w()));
+  CHECK(!lists_concatenated_qkv(w));
+  const auto tokens = prompt(5, w.config.vocab_size, 4);
+  constexpr int kSteps = 6;
+  Qwen3Model ref(w, f.cpu, 64), dev(w, *f.gpu, 64);
+  CHECK(greedy(dev, tokens, kSteps) == greedy(ref, tokens, kSteps));
+  CHECK(f.gpu->group_counts().concatenated == 0);
+  CHECK(f.gpu->group_counts().separate == w.config.n_layers * kSteps);
 }
 
 void check_prompt_logits_one_step(const DeviceFactory& make, const std::string& name) {

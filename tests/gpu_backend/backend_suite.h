@@ -23,6 +23,16 @@ void check_moe_transformers_goldens(const DeviceFactory& make, bool trtllm = fal
 // CPU reference's logits, through the linear.frag families exactly when the frag layout is on.
 void check_weight_layouts(const DeviceFactory& make, const std::string& file);
 void check_greedy_tokens(const DeviceFactory& make, const std::string& file);
+// q, k and v stored once as their concatenation (the default) against three tensors: the CPU reference's greedy
+// tokens and decode logits either way; each decode step's layer one launch for the three, so two launches
+// fewer per layer and step; no more device memory. `concatenated`: whether the file's q/k/v can be stored so
+// on the device (else every group runs one by one, visibly). `predequantize`: the fp16 weights of qrun
+// --predequantize.
+void check_concatenated_qkv(const DeviceFactory& make, const std::string& file, bool concatenated,
+                            bool predequantize = false);
+// The file's k projection replaced by an fp32 copy, so q, k and v no longer share a type: no concatenated
+// shape in the tuner's list, three tensors and three launches on the device, the CPU reference's tokens.
+void check_qkv_types_differ(const DeviceFactory& make, const std::string& file);
 // --predequantize: the dense weights dequantized to fp16 at load give the CPU reference's logits; with `blas`
 // (a GPU) the prompt's GEMMs run on cuBLASLt and decode still gives the reference's greedy tokens.
 void check_predequantized(const DeviceFactory& make, const std::string& file, bool blas);

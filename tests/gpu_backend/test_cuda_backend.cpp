@@ -41,6 +41,15 @@ TEST_CASE("cuda: greedy decoding gives the CPU reference's 16 tokens, later step
   }
 }
 
+TEST_CASE("cuda: q, k and v as one launch per layer at decode where stored concatenated, three where not") {
+  NEED_GPU();
+  qt::test::check_concatenated_qkv(gpu, "dense.ajc1", true);
+  qt::test::check_concatenated_qkv(gpu, "dense-tied.ak48", true);
+  qt::test::check_concatenated_qkv(gpu, "dense.ak48", true, true);
+  qt::test::check_concatenated_qkv(gpu, "dense.ak48", false);
+  qt::test::check_qkv_types_differ(gpu, "dense.ajc1");
+}
+
 TEST_CASE("cuda: Qwen3-MoE golden models give the CPU reference's logits and match the transformers goldens") {
   NEED_GPU();
   for (const char* file : {"moe-norm.q8_0.moe3", "moe-norm.int8-sym.moe3", "moe-norm.int8-asym.moe3",

@@ -40,6 +40,21 @@ TEST_CASE("emu: greedy decoding gives the CPU reference's 16 tokens, later steps
   }
 }
 
+TEST_CASE("emu: q, k and v as one launch per layer at decode, over their concatenation stored once") {
+  qt::test::check_concatenated_qkv(emu, "dense.ajc1", true);        // Q8_0 rows
+  qt::test::check_concatenated_qkv(emu, "dense-tied.ak48", true);   // frag layout, 192 + 64 + 64 columns
+  qt::test::check_concatenated_qkv(emu, "dense.ak48", true, true);  // fp16 values (--predequantize)
+}
+
+TEST_CASE("emu: q, k and v stay three launches where the device cannot store them concatenated") {
+  // The frag layout's 64-column tiles: 160 + 80 + 80 columns are not whole tiles.
+  qt::test::check_concatenated_qkv(emu, "dense.ak48", false);
+}
+
+TEST_CASE("emu: a model whose q, k and v types differ runs them as three launches and gives the same tokens") {
+  qt::test::check_qkv_types_differ(emu, "dense.ajc1");
+}
+
 TEST_CASE("emu: Qwen3-MoE golden models (Q8_0, INT8 sym/asym, AWQ experts) give the CPU reference's logits") {
   for (const char* file : {"moe-norm.q8_0.moe3", "moe-norm.int8-sym.moe3", "moe-norm.int8-asym.moe3",
                            "moe-norm.awq.moe3", "moe-nonorm.q8_0.moe3"}) {

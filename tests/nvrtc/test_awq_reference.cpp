@@ -1,5 +1,6 @@
 // The AWQ family's CPU reference on hand-packed words: nibble order {0,4,1,5,2,6,3,7}, zero points, scales,
-// and the GEMM on values small enough to check by hand; and the family's shape rules.
+// and the GEMM on values small enough to check by hand; and the family's shape rules, among them the model's
+// linear shapes with q, k and v concatenated.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include "common/half.h"
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/awq/awq_reference.h"
+#include "models/core/linear_shapes.h"
 
 using namespace qt::kernels::awq;
 
@@ -75,19 +77,38 @@ TEST_CASE("AWQ shape rules: N multiple of the tile, G multiple of bk, M <= 8 for
   CHECK(gemm_smem_bytes(p) == 3 * (32 * 72 * 2 + 64 * 128 / 2 + 128 * 2 + 16 * 4) + 64 * 136 * 2);
 }
 
-TEST_CASE("Qwen3-8B projections become four AWQ shapes") {
+TEST_CASE("Qwen3-8B projections become four AWQ shapes, and q, k, v concatenated a fifth at one row") {
   qt::ModelConfig c;
   c.dim = 4096, c.hidden_dim = 12288, c.n_heads = 32, c.n_kv_heads = 8, c.head_dim = 128, c.group_size = 128;
   const auto shapes = awq_layer_shapes(c, 1);
-  REQUIRE(shapes.size() == 4);
+  REQUIRE(shapes.size() == 5);
   CHECK(shapes[0]["N"] == 4096);
   CHECK(shapes[0]["K"] == 4096);
   CHECK(shapes[0].label == "wq+wo");
   CHECK(shapes[1]["N"] == 1024);
   CHECK(shapes[1].label == "wk+wv");
-  CHECK(shapes[2]["N"] == 12288);
-  CHECK(shapes[3]["K"] == 12288);
-  CHECK(shapes[3].label == "w2");
+  CHECK(shapes[2]["N"] == 4096 + 2 * 1024);
+  CHECK(shapes[2]["K"] == 4096);
+  CHECK(shapes[2].label == "wq|wk|wv");
+  CHECK(shapes[2].max_rows == 1);  // the runtime runs the concatenation at decode only
+  CHECK(shapes[3]["N"] == 12288);
+  CHECK(shapes[4]["K"] == 12288);
+  CHECK(shapes[4].label == "w2");
+}
+
+TEST_CASE("q, k and v concatenate only where one type, one group and one K serve all three") {
+  static const uint8_t bytes[1] = {};
+  auto tensor = [](qt::WeightType t, int64_t n, int64_t k, int32_t g) {
+    qt::QTensor x;
+    x.type = t, x.rows = n, x.cols = k, x.group_size = g, x.data = bytes;
+    return x;
+  };
+  const auto q = tensor(qt::WeightType::AWQ_INT4, 256, 128, 32), kv = tensor(qt::WeightType::AWQ_INT4, 64, 128, 32);
+  CHECK(qt::qkv_concatenable(q, kv, kv));
+  CHECK(!qt::qkv_concatenable(q, tensor(qt::WeightType::Q8_0, 64, 128, 32), kv));
+  CHECK(!qt::qkv_concatenable(q, kv, tensor(qt::WeightType::AWQ_INT4, 64, 128, 64)));
+  CHECK(!qt::qkv_concatenable(q, tensor(qt::WeightType::AWQ_INT4, 64, 256, 32), kv));
+  CHECK(!qt::qkv_concatenable(q, kv, qt::QTensor{}));
 }
 
 TEST_CASE("output comparison: an infinite expected value is met only by the same infinity") {

@@ -68,7 +68,18 @@ TEST_CASE("the GPU flow on the emulator tunes every batch bucket of every shape 
   GpuTuningOptions o = emu_options({"awq_gemv", "awq_gemm"}, {1, 4, 16}, "1");
   const std::vector<GpuJob> jobs = plan_gpu_jobs(mf->config(), &mf->weights(), o);
   std::set<std::vector<int64_t>> gemv_shapes, gemm_shapes;
-  for (const GpuJob& j : jobs) (j.family->family().name == "awq_gemv" ? gemv_shapes : gemm_shapes).insert(j.shape);
+  // q, k and v concatenated (models/core/linear_shapes.h) run at one row only: bucket 1, in both families.
+  const int64_t qkv_n = mf->config().q_dim() + 2 * mf->config().kv_dim();
+  int qkv_jobs = 0;
+  for (const GpuJob& j : jobs) {
+    if (j.shape[1] == qkv_n) {
+      CHECK(j.shape[0] == 1);
+      ++qkv_jobs;
+      continue;
+    }
+    (j.family->family().name == "awq_gemv" ? gemv_shapes : gemm_shapes).insert(j.shape);
+  }
+  REQUIRE(qkv_jobs == 2);
   // The GEMV serves M <= 8 only, so bucket 16 is the GEMM's alone.
   for (const auto& s : gemv_shapes) REQUIRE(s[0] <= 8);
   REQUIRE(gemm_shapes.size() == 3 * gemv_shapes.size() / 2);
@@ -83,8 +94,8 @@ TEST_CASE("the GPU flow on the emulator tunes every batch bucket of every shape 
   // Every job gets its model correlation entry (NaN here: one measured point per job).
   REQUIRE(res.model_rank_correlation.size() == jobs.size());
   REQUIRE(store.count() == int64_t(jobs.size()));
-  // One dispatch line per linear shape, and each shape's buckets are stored ranked.
-  REQUIRE(res.dispatch_lines.size() == gemv_shapes.size() / 2);
+  // One dispatch line per linear shape (the concatenated q/k/v's too), and each shape's buckets are stored ranked.
+  REQUIRE(res.dispatch_lines.size() == gemv_shapes.size() / 2 + 1);
   const auto& any = *gemv_shapes.begin();
   const auto entries = store.dispatch(dev, "linear", "AWQ_INT4", {any.begin() + 1, any.end()});
   REQUIRE(entries.size() == 3);
@@ -184,12 +195,13 @@ TEST_CASE("qtune --device emu --model X --gpu smNN runs the GPU flow and a secon
   const Run first = qtune(args);
   INFO(first.out);
   REQUIRE(first.rc == 0);
-  REQUIRE(first.out.find("12 candidates measured, 0 resumed") != std::string::npos);  // 3 shapes x 2 buckets x 2
+  // (3 shapes x 2 buckets + the concatenated q/k/v at bucket 1) x 2
+  REQUIRE(first.out.find("14 candidates measured, 0 resumed") != std::string::npos);
   REQUIRE(first.out.find("dispatch: linear AWQ_INT4") != std::string::npos);
   const Run again = qtune(args);
   INFO(again.out);
   REQUIRE(again.rc == 0);
-  REQUIRE(again.out.find("0 candidates measured, 12 resumed") != std::string::npos);
+  REQUIRE(again.out.find("0 candidates measured, 14 resumed") != std::string::npos);
 }
 
 TEST_CASE("on cuda the GPU flow times the cuBLASLt baselines at every linear job's shape, and fp16 ones with --predequantize",
