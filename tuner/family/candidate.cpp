@@ -143,7 +143,10 @@ struct WorkerJob {
 };
 
 WorkerJob& job_for(const nlohmann::json& j) {
-  static WorkerJob job;
+  // Never destroyed: its buffers belong to the worker's device and the emulator's arena, statics made after
+  // it (by its first setup) and so destroyed before it at exit, where freeing into them was a double free
+  // (glibc aborted the worker after its last reply). The process's end releases everything.
+  static WorkerJob& job = *new WorkerJob;
   const int target_sm = j.value("target_sm", 0);
   const auto shape = j.at("shape").get<std::vector<int64_t>>();
   const std::string key =

@@ -117,6 +117,12 @@ Worker::~Worker() {
   }
 }
 
+std::string Worker::finish() {
+  WorkerReply r;
+  reap(false, r);
+  return r.reason;
+}
+
 void Worker::spawn() {
   int down[2], up[2], status[2];
   if (::pipe2(down, O_CLOEXEC) != 0 || ::pipe2(up, O_CLOEXEC) != 0 || ::pipe2(status, O_CLOEXEC) != 0)

@@ -39,6 +39,9 @@ class Worker {
 
   // Throws qt::Error (exit 1) when the worker program cannot be started at all (exec failed).
   WorkerReply call(const std::string& request, double timeout_s);
+  // Closes the request pipe, so the worker's loop ends, and waits for it to exit: "exited with status 0" for
+  // a clean end, else how it ended ("killed by SIGABRT (6)"); "" when no worker runs.
+  std::string finish();
   int spawned() const { return spawned_; }  // how many worker processes were started
   pid_t pid() const { return pid_; }
 
