@@ -8,6 +8,7 @@
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/awq/awq_reference.h"
 #include "kernels_src/fraglinear/frag_layout.h"
+#include "kernels_src/gate_up/gate_up_family.h"
 #include "kernels_src/registry/family_util.h"
 #include "family_source_hash.h"
 
@@ -447,6 +448,108 @@ KernelFamily make_stream_gemv(int bits) {
   return f;
 }
 
+// ---- gate + up + SwiGLU in one streaming GEMV ---------------------------------------------------------
+
+std::string gate_up_kernel(int bits, const Point& p) {
+  return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), 2, 1});
+}
+
+// The gate and up projections as one problem: a Source of 2H columns, gate in 0..H-1, up in H..2H-1 (the
+// device stores the pair concatenated so), with H the shape's N.
+KernelFamily make_gate_up_stream(int bits) {
+  KernelFamily f;
+  f.name = std::string(prefix(bits)) + "_frag_gate_up_swiglu";
+  f.op = "gate_up_swiglu.frag";
+  f.weight_types = {weight_type(bits)};
+  f.dtypes = linear_dtypes(weight_type(bits), DType::F16, DType::F16);
+  f.dims = kLinearDims;
+  f.source_hash = kFamilySourceHash;
+  f.source = "fraglinear/frag_stream_gemv.cuh";
+  f.min_sm = 80;
+  f.summary = "decode MLP front, M <= 16: h = silu(x Wg) * (x Wu) as one streaming GEMV over [gate | up] in the "
+              "frag layout, each block a gate tile and its up tile, SwiGLU in the epilogue";
+  // Two tiles' sums and rings: pf = 8 spills on sm_80-90 (NVRTC 13.0: 255 registers), pf = 4 fits in 254,
+  // and kw x 2 tiles of partials fill the static shared memory at kw = 4.
+  f.params = {{"kw", {1, 2, 4}, 4, "warps per block, each a share of the block's K range on the same two tiles"},
+              {"pf", {2, 4}, 4, "B tiles (16 x 64) per tile and A fragments each warp keeps in flight"},
+              {"split", {1, 2, 4, 8, 16}, 4, "blocks along K (whole groups; reduced in the same launch)"}};
+  f.defaults = {{{"kw", 4}, {"pf", 4}, {"split", 4}}, {{"kw", 2}, {"pf", 2}, {"split", 1}}};
+  f.shape_constraint = [bits](const Point& p, const Shape& shape) {
+    const int64_t m = shape["M"], h = shape["N"];
+    const FragDims d{2 * h, shape["K"], shape["G"], bits};
+    if (std::string e = limits_check(d, m); !e.empty()) return e;
+    if (h % 64) return std::string("N (each projection's columns) must be whole 64-column tiles");
+    if (m > 16) return std::string("GEMV serves M <= 16");
+    if ((d.group / 16) % p.at("pf")) return "pf=" + std::to_string(p.at("pf")) + " must divide the group's 16-row steps";
+    if (p.at("split") > d.groups()) return std::string("split exceeds the number of groups along K");
+    return std::string();
+  };
+  f.bytes_in_flight_per_warp = [bits](const Point& p) { return p.at("pf") * 2 * 512 * (bits == 4 ? 1 : 2); };
+  f.kernels = [bits](const Point& p) { return std::vector<std::string>{gate_up_kernel(bits, p)}; };
+  f.plan = [bits](const Point& p, const Shape& shape) {
+    const int64_t m = shape["M"], h = shape["N"];
+    const FragDims d{2 * h, shape["K"], shape["G"], bits};
+    const int64_t split = p.at("split");
+    LaunchPlan plan = frag_linear_plan(d, m, split);
+    for (BufferSpec& b : plan.buffers)
+      if (b.name == "y") b = {"h", DType::F16, m * h, Role::Output};
+    Launch& l = plan.launches.front();
+    for (KernelArg& a : l.args)
+      if (a.kind == KernelArg::Kind::Buffer && a.buffer == "y") a = KernelArg::buf("h");
+    l.kernel = gate_up_kernel(bits, p);
+    l.grid.x = uint32_t(h / 64);
+    l.grid.y = uint32_t(cdiv(m, 16));
+    l.grid.z = uint32_t(split);
+    l.block.x = uint32_t(32 * p.at("kw"));
+    return plan;
+  };
+  f.make_inputs = [bits](const Shape& shape, uint64_t seed) {
+    const Source s = make_source(bits, shape["M"], 2 * shape["N"], shape["K"], shape["G"], seed);
+    const FragWeights w = repack(s);
+    HostBuffers in = {{"x", bytes_of(s.x)}, {"bq", bytes_of(w.q)}, {"bs", bytes_of(w.scales)}};
+    if (bits == 4) in["bz"] = bytes_of(w.zeros);
+    in["locks"] = std::vector<uint8_t>(size_t(lock_count(s.dims(), s.m) * 4), 0);
+    put_source(s, "ref.", in);  // the reference works from the file layout, independent of the repack
+    return in;
+  };
+  f.reference = [bits](const Shape& shape, const HostBuffers& in) {
+    const int64_t m = shape["M"], h = shape["N"];
+    const FragDims d{2 * h, shape["K"], shape["G"], bits};
+    const Source s = get_source(bits, m, d, "ref.", in);
+    gate_up::Projections p;
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < h; ++c) {
+        double g = 0, ga = 0, u = 0, ua = 0;
+        for (int64_t k = 0; k < d.k; ++k) {
+          const double xv = half_bits_to_float(s.x[size_t(r * d.k + k)]);
+          // Each weight rounded to fp16 once, as the kernel scales it before its mma.
+          const double wg = round_to_half(float(s.code(k, c) * s.scale(k, c)));
+          const double wu = round_to_half(float(s.code(k, h + c) * s.scale(k, h + c)));
+          g += xv * wg, ga += std::abs(xv * wg), u += xv * wu, ua += std::abs(xv * wu);
+        }
+        p.g.push_back(g), p.g_abs.push_back(ga), p.u.push_back(u), p.u_abs.push_back(ua);
+      }
+    Expected locks;  // every split-K counter is back at zero for the next launch
+    locks.buffer = "locks";
+    locks.values.assign(size_t(lock_count(d, m)), 0.0f);
+    return std::vector<Expected>{gate_up::swiglu_expected(p, gate_up::fp32_sum_error(d.k)), locks};
+  };
+  // The dense MLP's gate (w1) and up (w3) share a linear shape; the runtime concatenates them at load.
+  f.model_shapes = [bits](const ModelConfig& c, const ModelWeights* w) {
+    return linear_family_shapes(
+        c, w, 1,
+        [bits](const LinearShape& l) {
+          return !l.expert && l.label.find("w1") != std::string::npos && (!l.type || *l.type == weight_type(bits));
+        },
+        [&c](const LinearShape& l) { return l.type ? l.group : c.group_size > 0 ? int64_t(c.group_size) : 128; });
+  };
+  f.probe_shape = Shape{kLinearDims, {1, 1024, 4096, 128}, "probe"};
+  f.test_shapes = {Shape{kLinearDims, {1, 128, 4096, 128}, "Qwen3-8B w1+w3 decode, N cut to 128"},
+                   Shape{kLinearDims, {3, 64, 2048, 128}, "M=3, K=2048, N cut to 64"},
+                   Shape{kLinearDims, {16, 192, 512, 32}, "M=16, groups of 32 (the golden AWQ models' group)"}};
+  return f;
+}
+
 // ---- Hopper GEMM (wgmma) -------------------------------------------------------------------------------
 
 // The x ring, plus the pad that puts its first stage on a 1024-byte boundary (the 128B swizzle atom).
@@ -559,6 +662,14 @@ const KernelFamily& awq_stream_gemv_family() {
 }
 const KernelFamily& int8_stream_gemv_family() {
   static const KernelFamily f = make_stream_gemv(8);
+  return f;
+}
+const KernelFamily& awq_gate_up_family() {
+  static const KernelFamily f = make_gate_up_stream(4);
+  return f;
+}
+const KernelFamily& int8_gate_up_family() {
+  static const KernelFamily f = make_gate_up_stream(8);
   return f;
 }
 const KernelFamily& awq_wgmma_gemm_family() {

@@ -6,6 +6,8 @@
 //   awq_frag_gemm, int8gw_frag_gemm       op "linear.frag", any M: 32 or 64 rows per block, fp16 weights
 //   awq_frag_stream_gemv,                 op "linear.frag", M <= 16: the GEMV scheduled for bytes in flight
 //   int8gw_frag_stream_gemv               (frag_stream_gemv.cuh): warps split K, no barrier in the loop
+//   awq_frag_gate_up_swiglu,              op "gate_up_swiglu.frag", M <= 16: the streaming GEMV over [gate | up]
+//   int8gw_frag_gate_up_swiglu            with SwiGLU in its epilogue (frag_stream_gemv.cuh, SWIGLU = 1)
 //   awq_frag_wgmma_gemm,                  op "linear.frag", any M, sm_90a: wgmma with the weights as its
 //   int8gw_frag_wgmma_gemm                register A operand (frag_wgmma_gemm.cuh)
 // Both linear kinds read B fragments straight from global memory (frag_linear.cuh) and reduce split-K
@@ -22,6 +24,8 @@ const KernelFamily& int8_gemv_family();
 const KernelFamily& int8_gemm_family();
 const KernelFamily& awq_stream_gemv_family();
 const KernelFamily& int8_stream_gemv_family();
+const KernelFamily& awq_gate_up_family();
+const KernelFamily& int8_gate_up_family();
 const KernelFamily& awq_wgmma_gemm_family();
 const KernelFamily& int8_wgmma_gemm_family();
 

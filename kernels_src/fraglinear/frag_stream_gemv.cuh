@@ -17,9 +17,16 @@
 //     the current group runs;
 //   - the warps' partial sums meet in shared memory at the end, warp order fixed; a split along K across
 //     blocks (gridDim.z) adds the last-block reduction of the same launch: no second launch, no memset.
+// SWIGLU = 1 (TN = 2): the MLP front in one launch, over the gate and up projections stored as one matrix of
+// N = 2H columns, [gate | up] (whole 64-column tiles each). A block's two tiles are gate tile i and up tile i,
+// which its lanes hold at the same (row, column) positions, so the epilogue writes h[M][H] = fp16(silu(g) * u)
+// straight from the accumulators (from the summed partials where K is split): no gate/up round trip through
+// memory and no SwiGLU launch. Two tiles of per-group partials would not fit the registers beside their sums,
+// so this mode scales each weight in fp16 before its mma, (q - z) * s rounded once as the frag GEMM does.
 #include "kernels_src/common/qt_cuda.h"
 #include "kernels_src/common/splitk.cuh"
 #include "kernels_src/fraglinear/frag_linear.cuh"
+#include "kernels_src/gate_up/gate_up_common.cuh"
 
 namespace frag_stream {
 
@@ -38,13 +45,16 @@ __device__ __forceinline__ void load_a(const __half* x, int K, int M, int m0, in
 
 }  // namespace frag_stream
 
-// Grid: x = column-tile groups of TN tiles, y = 16-row blocks of M, z = splits of K (whole groups).
-// Block: KW warps on the same TN tiles, each a contiguous share of the block's groups.
-template <int BITS, int KW, int PF, int TN>
+// Grid: x = column-tile groups of TN tiles (SWIGLU: gate tiles), y = 16-row blocks of M, z = splits of K
+// (whole groups). Block: KW warps on the same TN tiles, each a contiguous share of the block's groups.
+// SWIGLU: N is the concatenation's 2H columns, y is h [M][H], ws holds [split][M][2H] partials.
+template <int BITS, int KW, int PF, int TN, int SWIGLU = 0>
 __global__ void __launch_bounds__(KW * 32)
     frag_stream_gemv_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                             float* ws, unsigned* locks, int M, int N, int K, int G) {
+  static_assert(!SWIGLU || TN == 2, "the SwiGLU epilogue pairs a gate tile with its up tile");
   constexpr int THREADS = KW * 32, NF = 8 * TN, OTHERS = KW - 1 + (KW == 1);  // warps 1.. (one slot at KW = 1)
+  constexpr bool FOLD = !SWIGLU;  // scales folded once per group into fp32 sums, or applied to each weight
   using Tile = frag::BTile<BITS>;
   QT_SHARED_ALIGNED(red, 16, float[OTHERS][NF * 4][32]);
   QT_SHARED(is_last, int[1]);
@@ -52,8 +62,9 @@ __global__ void __launch_bounds__(KW * 32)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g8 = lane >> 2, t4 = lane & 3;
   const int n_tiles = (N + 63) / 64, ktiles = K / 16, groups = K / G, spg = G / 16;  // spg: k-steps per group
-  const int nt = blockIdx.x * TN;
-  auto tile_of = [&](int j) { return min(nt + j, n_tiles - 1); };  // past N: the last tile again, not stored
+  const int nt = blockIdx.x * (SWIGLU ? 1 : TN);
+  // past N: the last tile again, not stored. SWIGLU: tile 1 is the up tile of gate tile nt, H / 64 further.
+  auto tile_of = [&](int j) { return SWIGLU ? nt + j * (n_tiles / 2) : min(nt + j, n_tiles - 1); };
   const int m0 = blockIdx.y * 16;
 
   // The block's groups, then this warp's share of them.
@@ -79,21 +90,34 @@ __global__ void __launch_bounds__(KW * 32)
       frag_stream::load_a(x, K, M, m0, k_first + 16 * p, g8, t4, aring[p]);
     }
 
-  // This lane's scale and zero words of group grp (as frag_linear's FOLD reads them).
+  // This lane's scale and zero words of group grp: FOLD, the scales of its C columns (8f + 2t, +1) as
+  // frag_linear's FOLD reads them; else the scale of fragment f's B column 8f + g in both halves of word f.
   uint4 sraw[TN][2];
   uint2 zraw[TN];
   auto load_group = [&](int grp) {
 #pragma unroll
     for (int j = 0; j < TN; ++j) {
       const int64_t tg = (int64_t)tile_of(j) * groups + grp;
+      if constexpr (FOLD) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r) sraw[j][r] = *reinterpret_cast<const uint4*>(bs + tg * 64 + 32 * r + 8 * t4);
+        for (int r = 0; r < 2; ++r) sraw[j][r] = *reinterpret_cast<const uint4*>(bs + tg * 64 + 32 * r + 8 * t4);
+      } else {
+        const unsigned short* s16 = reinterpret_cast<const unsigned short*>(bs + tg * 64);
+        uint32_t w[8];
+#pragma unroll
+        for (int f = 0; f < 8; ++f) {
+          const uint32_t v = s16[32 * (f >> 2) + 8 * (g8 >> 1) + 2 * (f & 3) + (g8 & 1)];
+          w[f] = v | (v << 16);
+        }
+        sraw[j][0] = make_uint4(w[0], w[1], w[2], w[3]);
+        sraw[j][1] = make_uint4(w[4], w[5], w[6], w[7]);
+      }
       if constexpr (BITS == 4) zraw[j] = *reinterpret_cast<const uint2*>(bz + tg * 16 + 2 * g8);
     }
   };
   if (steps > 0) load_group(g_begin);
 
-  float acc[NF][4], part[NF][4];
+  float acc[NF][4], part[FOLD ? NF : 1][4];
 #pragma unroll
   for (int f = 0; f < NF; ++f)
 #pragma unroll
@@ -137,23 +161,30 @@ __global__ void __launch_bounds__(KW * 32)
           if (refill) frag::load_tile<BITS>(btile + j * bstride + (s + p + PF) * Tile::WORDS, policy, cur);
 #pragma unroll
           for (int f = 0; f < 8; ++f) {
-            float(&c)[4] = part[8 * j + f];
-            if (kk == 0 && p == 0) qt::mma_m16n8k16_f16(c, a, b[f], zero4);
-            else qt::mma_m16n8k16_f16(c, a, b[f], c);
+            if constexpr (FOLD) {
+              float(&c)[4] = part[8 * j + f];
+              if (kk == 0 && p == 0) qt::mma_m16n8k16_f16(c, a, b[f], zero4);
+              else qt::mma_m16n8k16_f16(c, a, b[f], c);
+            } else {
+              const uint32_t bw[2] = {qt::mul_f16x2(b[f][0], sc[j][f]), qt::mul_f16x2(b[f][1], sc[j][f])};
+              qt::mma_m16n8k16_f16(acc[8 * j + f], a, bw, acc[8 * j + f]);
+            }
           }
         }
       }
     }
     // The group's partials times its fp32 scales, once per group and column.
+    if constexpr (FOLD) {
 #pragma unroll
-    for (int f = 0; f < NF; ++f) {
-      const uint32_t s2 = sc[f / 8][4 * ((f & 7) >> 2) + (f & 3)];
-      const float s0 = __half2float(__ushort_as_half((unsigned short)(s2 & 0xffffu)));
-      const float s1 = __half2float(__ushort_as_half((unsigned short)(s2 >> 16)));
-      acc[f][0] += s0 * part[f][0];
-      acc[f][1] += s1 * part[f][1];
-      acc[f][2] += s0 * part[f][2];
-      acc[f][3] += s1 * part[f][3];
+      for (int f = 0; f < NF; ++f) {
+        const uint32_t s2 = sc[f / 8][4 * ((f & 7) >> 2) + (f & 3)];
+        const float s0 = __half2float(__ushort_as_half((unsigned short)(s2 & 0xffffu)));
+        const float s1 = __half2float(__ushort_as_half((unsigned short)(s2 >> 16)));
+        acc[f][0] += s0 * part[f][0];
+        acc[f][1] += s1 * part[f][1];
+        acc[f][2] += s0 * part[f][2];
+        acc[f][3] += s1 * part[f][3];
+      }
     }
   }
 
@@ -175,7 +206,25 @@ __global__ void __launch_bounds__(KW * 32)
     }
   }
   const int n0 = nt * 64;
-  if (warp == 0) {
+  if constexpr (SWIGLU) {
+    const int H = N / 2;
+    if (warp == 0) {
+      // acc[f] (gate) and acc[8 + f] (up) hold the same rows and columns: the C fragment of 8-column f.
+#pragma unroll
+      for (int f = 0; f < 8; ++f)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = m0 + g8 + 8 * (e >> 1), col = n0 + 8 * f + 2 * t4 + (e & 1);
+          if (row >= M) continue;
+          if (gridDim.z == 1) {
+            y[(int64_t)row * H + col] = gate_up_swiglu(acc[f][e], acc[8 + f][e]);
+          } else {
+            ws[((int64_t)blockIdx.z * M + row) * N + col] = acc[f][e];
+            ws[((int64_t)blockIdx.z * M + row) * N + H + col] = acc[8 + f][e];
+          }
+        }
+    }
+  } else if (warp == 0) {
     float out[1][NF][4];
 #pragma unroll
     for (int f = 0; f < NF; ++f)
@@ -199,7 +248,21 @@ __global__ void __launch_bounds__(KW * 32)
   if (!is_last[0]) return;
   atomicOr(&locks[tile], 0u);  // each reader's acquire after the other blocks' fence and atomic
   __threadfence();
-  const int cols = min(TN * 64, N - n0), rows = min(16, M - m0);
+  const int rows = min(16, M - m0);
+  if constexpr (SWIGLU) {
+    const int H = N / 2;
+    for (int i = tid; i < rows * 64; i += THREADS) {
+      const int row = m0 + i / 64, col = n0 + i % 64;
+      float g = 0.0f, u = 0.0f;
+      for (int z = 0; z < (int)gridDim.z; ++z) {
+        g += ws[((int64_t)z * M + row) * N + col];
+        u += ws[((int64_t)z * M + row) * N + H + col];
+      }
+      y[(int64_t)row * H + col] = gate_up_swiglu(g, u);
+    }
+    return;
+  }
+  const int cols = min(TN * 64, N - n0);
   for (int i = tid; i < rows * cols; i += THREADS) {
     const int row = m0 + i / cols, col = n0 + i % cols;
     float sum = 0.0f;

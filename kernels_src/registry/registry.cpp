@@ -42,6 +42,8 @@ std::vector<const KernelFamily*> builtin_families() {
       &frag::int8_gemm_family(),
       &frag::awq_stream_gemv_family(),
       &frag::int8_stream_gemv_family(),
+      &frag::awq_gate_up_family(),
+      &frag::int8_gate_up_family(),
       &frag::awq_wgmma_gemm_family(),
       &frag::int8_wgmma_gemm_family(),
       &cpu_matvec::q8_0_family(),
