@@ -111,13 +111,14 @@ void add_family(const KernelFamily* family) {
 }
 
 std::string op_weight_layout(const std::string& op) {
-  if (op == "linear.frag") return "frag";
+  if (op.size() > 5 && op.compare(op.size() - 5, 5, ".frag") == 0) return "frag";
   if (op.size() > 7 && op.compare(op.size() - 7, 7, ".trtllm") == 0) return "trtllm";
   return "file";
 }
 
 std::string default_weight_layout(const std::string& op, WeightType t) {
-  const bool dense = op == "linear" || op == "linear.frag" || op == "gate_up_swiglu" || op == "dequant";
+  const std::string base = op_weight_layout(op) == "frag" ? op.substr(0, op.size() - 5) : op;
+  const bool dense = base == "linear" || base == "gate_up_swiglu" || base == "dequant";
   return dense && frag::frag_layout_holds(t) ? "frag" : "file";
 }
 

@@ -9,6 +9,11 @@ bool qkv_concatenable(const QTensor& q, const QTensor& k, const QTensor& v) {
   return true;
 }
 
+bool gate_up_concatenable(const QTensor& gate, const QTensor& up) {
+  return !gate.empty() && !up.empty() && up.type == gate.type && up.group_size == gate.group_size &&
+         up.cols == gate.cols && up.rows == gate.rows;
+}
+
 std::vector<LinearShape> model_linear_shapes(const ModelConfig& c, const ModelWeights* w) {
   std::vector<LinearShape> out;
   const int64_t config_group = c.group_size > 0 ? c.group_size : 0;

@@ -29,6 +29,11 @@ inline constexpr int64_t kConcatenatedQkvMaxRows = 1;
 // The three can be concatenated when one type, one group and one K serve them all. A runtime's storage may add
 // its own condition (the device's frag layout: whole 64-column tiles) and run them one by one where it fails.
 bool qkv_concatenable(const QTensor& q, const QTensor& k, const QTensor& v);
+// The dense MLP's gate (w1) and up (w3) read the same input too: a decode step may run them as one GEMV over
+// [w1; w3] with SwiGLU in its epilogue, up to this many rows (the fused GEMV's M <= 16). They share a shape, so
+// the linear shapes' "w1" entry is the fused GEMV's shape as well.
+inline constexpr int64_t kConcatenatedGateUpMaxRows = 16;
+bool gate_up_concatenable(const QTensor& gate, const QTensor& up);
 
 // With weights: the first layer's projections (every layer has the same), its experts, and the lm_head, each
 // with its stored type and group; tensors of one (n, k, group, type) share an entry; the concatenated q/k/v

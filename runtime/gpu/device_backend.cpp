@@ -88,7 +88,13 @@ void DeviceBackend::visit_weights(const ModelWeights& w, const WeightVisitor& v)
         options_.concatenate_qkv && qkv_concatenable(l.wq, l.wk, l.wv) && v.concatenation(qkv, dense);
     if (!concatenated)
       for (const QTensor* t : qkv) v.tensor(*t, dense);
-    for (const QTensor* t : {&l.wo, &l.w1, &l.w2, &l.w3}) v.tensor(*t, dense);
+    const std::array<const QTensor*, 2> gate_up{&l.w1, &l.w3};
+    // Only in the frag layout: the fused GEMV reads it, and the file-layout fused families read the parts.
+    const bool mlp_concatenated = options_.concatenate_gate_up && dense == Storage::kFrag &&
+                                  gate_up_concatenable(l.w1, l.w3) && v.concatenation(gate_up, dense);
+    for (const QTensor* t : {&l.wo, &l.w2}) v.tensor(*t, dense);
+    if (!mlp_concatenated)
+      for (const QTensor* t : gate_up) v.tensor(*t, dense);
     v.tensor(l.router, other);
     for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3}) v.stack(*s);
     for (const std::vector<float>* n : {&l.attn_norm, &l.ffn_norm, &l.q_norm, &l.k_norm}) v.vector(*n);
@@ -298,17 +304,20 @@ void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
   Bindings b;
   b.buf("x", dp(x), h16(m * w.cols)).buf("y", dp(y), h16(m * w.rows));
   for (const auto& [name, a] : w.arrays) b.buf(name, a.ptr, a.bytes);
-  if (frag) {
-    // One counter per 64-column tile and 16 rows; a launch leaves them at zero, so one buffer serves all.
-    const size_t bytes = size_t((w.rows + 63) / 64 * ((m + 15) / 16)) * 4;
-    if (locks_.bytes() < bytes) {
-      grow(locks_, bytes, bytes);
-      queue_.flush();
-      device_.memset(locks_.ptr(), 0, bytes);
-    }
-    b.buf("locks", locks_.ptr(), int64_t(bytes));
-  }
+  if (frag) bind_split_locks(b, w.rows, m);
   launcher_.run(*choice, shape, b);
+}
+
+// The frag kernels' split-K counters: one per 64-column tile of `rows` and 16 rows of `m`. A launch leaves them
+// at zero, so one buffer serves every launch.
+void DeviceBackend::bind_split_locks(Bindings& b, int64_t rows, int64_t m) {
+  const size_t bytes = size_t((rows + 63) / 64 * ((m + 15) / 16)) * 4;
+  if (locks_.bytes() < bytes) {
+    grow(locks_, bytes, bytes);
+    queue_.flush();
+    device_.memset(locks_.ptr(), 0, bytes);
+  }
+  b.buf("locks", locks_.ptr(), int64_t(bytes));
 }
 
 // kExact (the MoE router's fp32 activations) has no meaning here: device activations are fp16 throughout.
@@ -341,6 +350,19 @@ void DeviceBackend::gate_up_swiglu(const QTensor& gate, const QTensor& up_w, Act
   const DeviceTensor& g = weights_.tensor(gate);
   const DeviceTensor& u = weights_.tensor(up_w);
   const kernels::Shape fused{{"M", "N", "K", "G"}, {m, g.rows, g.cols, g.group}, "gate+up"};
+  // Stored as one frag matrix [gate | up] (visit_weights): one streaming GEMV, SwiGLU in its epilogue.
+  const std::array<const QTensor*, 2> parts{&gate, &up_w};
+  const DeviceTensor* whole = m <= kConcatenatedGateUpMaxRows ? weights_.concatenated(parts) : nullptr;
+  if (whole && whole->arrays.count("bq") && chooser_.serves("gate_up_swiglu.frag", &g.type)) {
+    const KernelChoice& c = chooser_.choose("gate_up_swiglu.frag", &g.type, fused);
+    Bindings b;
+    b.buf("x", dp(x), h16(m * g.cols)).buf("h", dp(h), h16(m * g.rows));
+    for (const auto& [name, a] : whole->arrays) b.buf(name, a.ptr, a.bytes);
+    bind_split_locks(b, whole->rows, m);
+    ++group_counts_.gate_up_fused;
+    launcher_.run(c, fused, b);
+    return;
+  }
   // The fused families read the file layout.
   const bool file_layout = !g.arrays.count("bq") && !u.arrays.count("bq");
   if (m <= kGemvRows && file_layout && g.type == u.type && g.rows == u.rows && g.group == u.group &&

@@ -42,6 +42,8 @@ struct DeviceBackendOptions {
   // q, k and v of a layer stored once as their concatenation where models/core/linear_shapes.h allows it and
   // the storage can (DeviceWeights::add_concatenated), and run as one linear at one row; false keeps three.
   bool concatenate_qkv = true;
+  // The dense MLP's gate and up stored as one frag matrix, run at decode as one GEMV with SwiGLU in its epilogue.
+  bool concatenate_gate_up = true;
   std::shared_ptr<blas::BlasLt> blas;
   // A weight load or a forward step that runs longer than this shows a progress line on stderr: on the
   // emulator a large model's step takes minutes. Shorter work prints nothing.
@@ -86,11 +88,13 @@ class DeviceBackend final : public Backend {
   // matmul_group calls run as one linear over the concatenated weights, and run one linear per job.
   struct GroupCounts {
     int64_t concatenated = 0, separate = 0;
+    int64_t gate_up_fused = 0;  // gate_up_swiglu calls run as the one frag GEMV over [gate | up]
   };
   const GroupCounts& group_counts() const { return group_counts_; }
 
  private:
   void run(const std::string& op, const WeightType* type, const kernels::Shape& shape, const Bindings& b);
+  void bind_split_locks(Bindings& b, int64_t rows, int64_t m);
   void linear(const DeviceTensor& w, Act x, int64_t m, Act y);
   void linear_external(const KernelChoice& c, const DeviceTensor& w, Act x, int64_t m, Act y, const kernels::Shape& shape);
   void queue_blas(dev::DevPtr w, blas::WeightLayout layout, Act x, int64_t m, int64_t n, int64_t k, Act y, int rank);

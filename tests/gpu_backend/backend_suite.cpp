@@ -189,6 +189,29 @@ void check_concatenated_qkv(const DeviceFactory& make, const std::string& name, 
   CHECK(d <= kLogitTolerance);
 }
 
+void check_concatenated_gate_up(const DeviceFactory& make, const std::string& name, bool fused) {
+  Fixture on(make, name);
+  Fixture off(make, name, false, [](dev::Device&, DeviceBackendOptions& o) { o.concatenate_gate_up = false; });
+  const auto tokens = prompt(5, on.w().config.vocab_size, 5);
+  constexpr int kSteps = 6;
+  Qwen3Model ref(on.w(), on.cpu, 64), a(on.w(), *on.gpu, 64), b(off.w(), *off.gpu, 64);
+  const auto want = greedy(ref, tokens, kSteps);
+  CHECK(greedy(a, tokens, kSteps) == want);
+  CHECK(greedy(b, tokens, kSteps) == want);
+  // The 5-row prompt and every decode step run gate, up and SwiGLU as one launch per layer (M <= 16) where the
+  // frag layout holds [w1; w3]; apart, each is two linears and a SwiGLU launch.
+  const int64_t layers = on.w().config.n_layers;
+  CHECK(on.gpu->group_counts().gate_up_fused == (fused ? layers * kSteps : 0));
+  CHECK(off.gpu->group_counts().gate_up_fused == 0);
+  CHECK(launches(*off.gpu) - launches(*on.gpu) == (fused ? 2 * layers * kSteps : 0));
+  CHECK(on.gpu->weight_bytes() <= off.gpu->weight_bytes());  // the parts are views of the concatenation
+  const int32_t next = want.back();
+  const float d = max_diff(a.forward(&next, 1, LogitsRows::kLast), ref.forward(&next, 1, LogitsRows::kLast));
+  WARN(name << (fused ? " (gate and up fused)" : " (gate and up apart)")
+            << ": max |device - CPU reference| of a decode step's logits = " << d);
+  CHECK(d <= kLogitTolerance);
+}
+
 void check_qkv_types_differ(const DeviceFactory& make, const std::string& name) {
   Fixture f(make, name);
   ModelWeights w = f.w();

@@ -28,6 +28,9 @@ void check_greedy_tokens(const DeviceFactory& make, const std::string& file);
 // fewer per layer and step; no more device memory. `concatenated`: whether the file's q/k/v can be stored so
 // on the device (else every group runs one by one, visibly). `predequantize`: the fp16 weights of qrun
 // --predequantize.
+// Gate, up and SwiGLU as one launch per layer at M <= 16 where the frag layout stores [w1; w3] (`fused`), else
+// apart; the same tokens and logits either way.
+void check_concatenated_gate_up(const DeviceFactory& make, const std::string& file, bool fused);
 void check_concatenated_qkv(const DeviceFactory& make, const std::string& file, bool concatenated,
                             bool predequantize = false);
 // The file's k projection replaced by an fp32 copy, so q, k and v no longer share a type: no concatenated

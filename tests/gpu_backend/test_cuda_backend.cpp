@@ -50,6 +50,12 @@ TEST_CASE("cuda: q, k and v as one launch per layer at decode where stored conca
   qt::test::check_qkv_types_differ(gpu, "dense.ajc1");
 }
 
+TEST_CASE("cuda: gate, up and SwiGLU as one launch per layer where the frag layout stores [w1; w3], apart where not") {
+  NEED_GPU();
+  qt::test::check_concatenated_gate_up(gpu, "dense-tied.ak48", true);
+  qt::test::check_concatenated_gate_up(gpu, "dense.ajc1", false);
+}
+
 TEST_CASE("cuda: Qwen3-MoE golden models give the CPU reference's logits and match the transformers goldens") {
   NEED_GPU();
   for (const char* file : {"moe-norm.q8_0.moe3", "moe-norm.int8-sym.moe3", "moe-norm.int8-asym.moe3",

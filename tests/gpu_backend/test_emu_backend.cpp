@@ -51,6 +51,11 @@ TEST_CASE("emu: q, k and v stay three launches where the device cannot store the
   qt::test::check_concatenated_qkv(emu, "dense.ak48", false);
 }
 
+TEST_CASE("emu: gate, up and SwiGLU as one launch per layer where the frag layout stores [w1; w3], apart where not") {
+  qt::test::check_concatenated_gate_up(emu, "dense-tied.ak48", true);
+  qt::test::check_concatenated_gate_up(emu, "dense.ajc1", false);  // Q8_0: the file layout's fused family
+}
+
 TEST_CASE("emu: a model whose q, k and v types differ runs them as three launches and gives the same tokens") {
   qt::test::check_qkv_types_differ(emu, "dense.ajc1");
 }
