@@ -36,6 +36,7 @@ std::vector<const KernelFamily*> builtin_families() {
       &awq::gemm_family(),
       &frag::awq_repack_family(),
       &frag::int8_repack_family(),
+      &frag::int8_dequant_family(),
       &frag::awq_gemv_family(),
       &frag::awq_gemm_family(),
       &frag::int8_gemv_family(),
@@ -54,6 +55,7 @@ std::vector<const KernelFamily*> builtin_families() {
       &f16_linear::gemv_family(),
       &gate_up::q8_0_family(),
       &gate_up::awq_int4_family(),
+      &q8_0::dequant_family(),
       &q8_0::gemv_family(),
       &q8_0::gemm_family(),
       &f16_gemm::gemm_family(),
@@ -109,13 +111,14 @@ void add_family(const KernelFamily* family) {
 }
 
 std::string op_weight_layout(const std::string& op) {
-  if (op == "linear.frag") return "frag";
+  if (op == "linear.frag" || op == "dequant.frag") return "frag";
   if (op.size() > 7 && op.compare(op.size() - 7, 7, ".trtllm") == 0) return "trtllm";
   return "file";
 }
 
 std::string default_weight_layout(const std::string& op, WeightType t) {
-  const bool dense = op == "linear" || op == "linear.frag" || op == "gate_up_swiglu" || op == "dequant";
+  const bool dense = op == "linear" || op == "linear.frag" || op == "gate_up_swiglu" || op == "dequant" ||
+                     op == "dequant.frag";
   return dense && frag::frag_layout_holds(t) ? "frag" : "file";
 }
 
