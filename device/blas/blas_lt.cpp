@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "device/cuda/cuda_device.h"
+#include "kernels_src/registry/registry.h"
 
 namespace qt::blas {
 namespace {
@@ -103,9 +104,9 @@ const Baseline* find_baseline(std::string_view store_name) {
   return nullptr;
 }
 
-const Baseline* baseline_for(WeightType t) {
+const Baseline* baseline_for(WeightType t, const std::string& op) {
   for (const Baseline& b : kBaselines)
-    if (b.weight_type == t) return &b;
+    if (b.weight_type == t && kernels::find_family(b.problem_family).op == op) return &b;
   return nullptr;
 }
 

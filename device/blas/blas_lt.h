@@ -29,11 +29,12 @@ enum class WeightLayout { NK, KN };
 // The dequant + cuBLASLt ones run their type's dequant kernel first (kBaselines below).
 inline constexpr const char* kStoreNameF16 = "cublaslt_f16";  // fp16 weights [N][K]
 inline constexpr const char* kStoreNameAwqDequant = "awq_dequant_cublaslt";
+inline constexpr const char* kStoreNameAwqFragDequant = "awq_frag_dequant_cublaslt";
 inline constexpr const char* kStoreNameInt8GwDequant = "int8gw_dequant_cublaslt";
 inline constexpr const char* kStoreNameQ8_0Dequant = "q8_0_dequant_cublaslt";
 
-// What the tuner and the runtime both need to know of a baseline, one row per weight type, so that neither
-// keeps its own copy: the registry family solving the same linear on the same device arrays (its op names the
+// What the tuner and the runtime both need to know of a baseline, one row per weight type and layout, so that
+// neither keeps its own copy: the registry family solving the same linear on the same device arrays (its op names the
 // dispatch the baseline ranks in, hence the weights' layout; its dtypes key the stored results; its inputs and
 // CPU reference verify the baseline), the registry family that writes the fp16 weights "w" from those arrays
 // (none: the weights are fp16 "values" already), and the layout of the fp16 weights the GEMM reads.
@@ -46,8 +47,9 @@ struct Baseline {
 };
 inline constexpr Baseline kBaselines[] = {
     {kStoreNameF16, WeightType::F16, "f16_gemm", nullptr, WeightLayout::NK},
-    // The file layout: the runtime holds AWQ weights in it only without the frag layout.
+    // AWQ in the file layout (the runtime's without the frag layout) and in the frag layout (its default).
     {kStoreNameAwqDequant, WeightType::AWQ_INT4, "awq_gemm", "awq_dequant", WeightLayout::KN},
+    {kStoreNameAwqFragDequant, WeightType::AWQ_INT4, "awq_frag_gemm", "awq_frag_dequant", WeightLayout::KN},
     // The frag layout, where the runtime holds INT8 group-wise projections by default.
     {kStoreNameInt8GwDequant, WeightType::INT8_GW_SYM, "int8gw_frag_gemm", "int8gw_frag_dequant", WeightLayout::KN},
     // The file layout's [N][K] is the GEMM's own.
@@ -55,8 +57,9 @@ inline constexpr Baseline kBaselines[] = {
 };
 // The row of that store name (without the device prefix), or null.
 const Baseline* find_baseline(std::string_view store_name);
-// The row for weights of that type, or null.
-const Baseline* baseline_for(WeightType t);
+// The row for weights of that type as the linear op `op` reads them (its problem family's op: "linear" for
+// the file layout, "linear.frag" for the frag layout), or null.
+const Baseline* baseline_for(WeightType t, const std::string& op);
 
 class BlasLt {
  public:

@@ -36,6 +36,7 @@ std::vector<const KernelFamily*> builtin_families() {
       &awq::gemm_family(),
       &frag::awq_repack_family(),
       &frag::int8_repack_family(),
+      &frag::awq_dequant_family(),
       &frag::int8_dequant_family(),
       &frag::awq_gemv_family(),
       &frag::awq_gemm_family(),

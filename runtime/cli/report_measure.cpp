@@ -167,9 +167,13 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
       y16 = dev::Buffer(device, size_t(max_m * ls.n) * 2);
     }
     const uint64_t wbytes = stored_bytes(ls.type, ls.n, ls.k, ls.g), f16bytes = uint64_t(ls.n * ls.k) * 2;
-    // The type's dequant + cuBLASLt baseline (device/blas/blas_lt.h): its dequant kernel, once per shape (it does
-    // not depend on M), then the GEMM on the layout that kernel writes.
-    const blas::Baseline* baseline = blas::baseline_for(ls.type);
+    // What the runtime runs: the frag layout's families where they serve the type (device_weights.h), and
+    // beside them the file layout's default, the kernels they replace.
+    const bool frag = default_chooser.serves("linear.frag", &ls.type);
+    const std::string linear_op = frag ? "linear.frag" : "linear";
+    // The dequant + cuBLASLt baseline (device/blas/blas_lt.h) of the type in that layout: its dequant kernel, once
+    // per shape (it does not depend on M), then the GEMM on the fp16 layout that kernel writes.
+    const blas::Baseline* baseline = blas::baseline_for(ls.type, linear_op);
     std::unique_ptr<plan::PlanRun> dequant;
     std::string no_dequant = baseline && baseline->dequant_family ? "" : "no dequant kernel for this type";
     for (const int64_t m : options.buckets) {
@@ -193,12 +197,8 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
           variants.push_back(unavailable(name, e.what()));
         }
       };
-      // What the runtime runs: the frag layout's families where they serve the type (device_weights.h), and
-      // beside them the file layout's default, the kernels they replace.
-      const bool frag = default_chooser.serves("linear.frag", &ls.type);
-      const std::string op = frag ? "linear.frag" : "linear";
-      family_variant("tuned", tuned_chooser, op);
-      family_variant("default", default_chooser, op);
+      family_variant("tuned", tuned_chooser, linear_op);
+      family_variant("default", default_chooser, linear_op);
       if (frag) family_variant("file layout default", default_chooser, "linear");
       if (!lt) {
         variants.push_back(unavailable("dequant+cublas", no_blas));

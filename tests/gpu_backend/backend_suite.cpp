@@ -117,9 +117,9 @@ void check_predequantized(const DeviceFactory& make, const std::string& name, bo
   }
 }
 
-void check_baseline_dispatch(const DeviceFactory& make, const std::string& name, WeightType type,
+void check_baseline_dispatch(const DeviceFactory& make, const std::string& name, const std::string& baseline,
                              const BaselineStore& store) {
-  const blas::Baseline* row = blas::baseline_for(type);
+  const blas::Baseline* row = blas::find_baseline(baseline);
   REQUIRE(row);
   REQUIRE(row->dequant_family);
   const kernels::KernelFamily& problem = kernels::find_family(row->problem_family);

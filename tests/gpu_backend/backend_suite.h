@@ -43,9 +43,10 @@ void check_qkv_types_differ(const DeviceFactory& make, const std::string& file);
 // --predequantize: the dense weights dequantized to fp16 at load give the CPU reference's logits; with `blas`
 // (a GPU) the prompt's GEMMs run on cuBLASLt and decode still gives the reference's greedy tokens.
 void check_predequantized(const DeviceFactory& make, const std::string& file, bool blas);
-// A dispatch (from `store`) ranking the dequant + cuBLASLt baseline of `type` first (a GPU): the model's linears
-// of that type run on it, in the layout it reads, and give the CPU reference's logits and greedy tokens.
-void check_baseline_dispatch(const DeviceFactory& make, const std::string& file, WeightType type,
+// A dispatch (from `store`) ranking the dequant + cuBLASLt `baseline` (its store name without the device
+// prefix) first (a GPU): the model's linears of its type run on it, held in the layout it reads, and give the
+// CPU reference's logits and greedy tokens.
+void check_baseline_dispatch(const DeviceFactory& make, const std::string& file, const std::string& baseline,
                              const BaselineStore& store);
 // A 24-token prompt in one step: its logits come back in two passes of the logits buffer, every row intact.
 void check_prompt_logits_one_step(const DeviceFactory& make, const std::string& file);

@@ -64,12 +64,16 @@ TEST_CASE("cuda: predequantized weights on cuBLASLt give the CPU reference's log
   }
 }
 
-TEST_CASE("cuda: a dispatch ranking dequant + cuBLASLt first runs Q8_0 and AWQ linears on it, with the reference's "
-          "logits") {
+TEST_CASE("cuda: a dispatch ranking dequant + cuBLASLt first runs Q8_0 and AWQ (frag and file layout) linears on "
+          "it, with the reference's logits") {
   NEED_GPU();
-  qt::test::check_baseline_dispatch(gpu, "dense.ajc1", qt::WeightType::Q8_0, baseline_first);
-  // awq_dequant reads the file layout, so the runtime keeps the AWQ projections in it for this dispatch.
-  qt::test::check_baseline_dispatch(gpu, "dense.ak48", qt::WeightType::AWQ_INT4, baseline_first);
+  for (const auto& [file, baseline] : std::vector<std::pair<std::string, std::string>>{
+           {"dense.ajc1", qt::blas::kStoreNameQ8_0Dequant},
+           {"dense.ak48", qt::blas::kStoreNameAwqFragDequant},  // the frag layout, the runtime's default
+           {"dense.ak48", qt::blas::kStoreNameAwqDequant}}) {   // the file layout
+    INFO(file << " through " << baseline);
+    qt::test::check_baseline_dispatch(gpu, file, baseline, baseline_first);
+  }
 }
 
 TEST_CASE("cuda: greedy decoding gives the CPU reference's 16 tokens, later steps replayed from a graph") {

@@ -249,8 +249,8 @@ TEST_CASE("on cuda the GPU flow times the cuBLASLt baselines at every linear job
   }
 }
 
-TEST_CASE("on cuda the GPU flow times INT8 group-wise and Q8_0 dequant + cuBLASLt beside the families of their layout",
-          "[tuner][gpu-flow]") {
+TEST_CASE("on cuda the GPU flow times AWQ, INT8 group-wise and Q8_0 dequant + cuBLASLt beside the families of their "
+          "layout", "[tuner][gpu-flow]") {
   // The config alone gives every family its shapes (no weights: every type counts).
   auto mf = ModelFile::open(qt::source_root() + "/tests/golden/files/dense.ajc1");
   GpuTuningOptions o;
@@ -266,7 +266,7 @@ TEST_CASE("on cuda the GPU flow times INT8 group-wise and Q8_0 dequant + cuBLASL
     for (const GpuJob& j : jobs) n += j.family->name() == family && j.shape == shape;
     return n;
   };
-  int int8 = 0, q8 = 0;
+  int int8 = 0, q8 = 0, awq = 0;
   for (const GpuJob& j : jobs) {
     const std::string& name = j.family->family().name;
     INFO(name << " " << shape_text(j.shape));
@@ -278,21 +278,26 @@ TEST_CASE("on cuda the GPU flow times INT8 group-wise and Q8_0 dequant + cuBLASL
       CHECK(count("cuda.q8_0_dequant_cublaslt", j.shape) == 1);
       ++q8;
     }
-    // AWQ in the frag layout has no dequant baseline: awq_dequant reads the file layout.
+    if (name == "awq_frag_gemm") {
+      CHECK(count("cuda.awq_frag_dequant_cublaslt", j.shape) == 1);
+      ++awq;
+    }
+    // Beside AWQ in the frag layout, not the file layout's baseline: awq_dequant reads the file layout.
     CHECK(name != "awq_dequant_cublaslt");
     // Each baseline ranks in the dispatch of the layout its dequant reads.
-    if (name == "int8gw_dequant_cublaslt") CHECK(j.family->family().op == "linear.frag");
-    if (name == "q8_0_dequant_cublaslt") CHECK(j.family->family().op == "linear");
+    if (name.ends_with("_dequant_cublaslt"))
+      CHECK(j.family->family().op == (name.starts_with("q8_0_") ? "linear" : "linear.frag"));
   }
   CHECK(int8 > 0);
   CHECK(q8 > 0);
+  CHECK(awq > 0);
 }
 
-TEST_CASE("each weight type's cuBLASLt baseline is its row of device/blas's table", "[tuner][gpu-flow]") {
+TEST_CASE("each weight type and layout's cuBLASLt baseline is its row of device/blas's table", "[tuner][gpu-flow]") {
   CHECK(blas_baselines().size() == std::size(blas::kBaselines));
   for (const blas::Baseline& row : blas::kBaselines) {
     INFO(row.store_name);
-    const kernels::KernelFamily* b = blas_baseline_for(row.weight_type);
+    const kernels::KernelFamily* b = blas_baseline_for(row.weight_type, kernels::find_family(row.problem_family).op);
     REQUIRE(b);
     CHECK(b->name == row.store_name);
     CHECK(b == find_blas_baseline(row.store_name));
@@ -309,17 +314,20 @@ TEST_CASE("each weight type's cuBLASLt baseline is its row of device/blas's tabl
     CHECK(dq.op.starts_with("dequant"));
     CHECK(kernels::op_weight_layout(dq.op) == kernels::op_weight_layout(problem.op));
   }
-  CHECK(blas_baseline_for(WeightType::INT8_GW_SYM)->name == "int8gw_dequant_cublaslt");
-  CHECK(blas_baseline_for(WeightType::Q8_0)->name == "q8_0_dequant_cublaslt");
-  CHECK(blas_baseline_for(WeightType::INT8_GW_ASYM) == nullptr);  // no dense layer of that type runs on a device
+  CHECK(blas_baseline_for(WeightType::INT8_GW_SYM, "linear.frag")->name == "int8gw_dequant_cublaslt");
+  CHECK(blas_baseline_for(WeightType::INT8_GW_SYM, "linear") == nullptr);  // no dequant reads its file layout
+  CHECK(blas_baseline_for(WeightType::Q8_0, "linear")->name == "q8_0_dequant_cublaslt");
+  CHECK(blas_baseline_for(WeightType::AWQ_INT4, "linear")->name == "awq_dequant_cublaslt");
+  CHECK(blas_baseline_for(WeightType::AWQ_INT4, "linear.frag")->name == "awq_frag_dequant_cublaslt");
+  CHECK(blas_baseline_for(WeightType::INT8_GW_ASYM, "linear") == nullptr);  // no dense layer of that type runs on a device
   CHECK(find_blas_baseline("awq_gemm") == nullptr);
   // A shape its dequant kernel cannot take is refused by the baseline, naming the kernel and why.
-  const kernels::KernelFamily& int8 = *blas_baseline_for(WeightType::INT8_GW_SYM);
+  const kernels::KernelFamily& int8 = *blas_baseline_for(WeightType::INT8_GW_SYM, "linear.frag");
   const kernels::Point rank0{{"rank", 0}};
   CHECK(int8.shape_constraint(rank0, int8.shape({64, 128, 4096, 128})) == "");
   CHECK_THAT(int8.shape_constraint(rank0, int8.shape({64, 100, 4096, 128})),
              Catch::Contains("int8gw_frag_dequant: N must be a multiple of 8"));
-  const kernels::KernelFamily& q8 = *blas_baseline_for(WeightType::Q8_0);
+  const kernels::KernelFamily& q8 = *blas_baseline_for(WeightType::Q8_0, "linear");
   CHECK_THAT(q8.shape_constraint(rank0, q8.shape({64, 3, 5, 5})), Catch::Contains("q8_0_dequant: N*K must be a multiple"));
 }
 

@@ -89,6 +89,8 @@ TEST_CASE("on a GPU the cuBLASLt baselines are verified, timed and ranked in the
   };
   const std::vector<Case> cases = {
       {"dense-tied.ak48", true, {"awq_gemv", "awq_gemm"}, "cuda.awq_dequant_cublaslt", "linear AWQ_INT4"},
+      {"dense-tied.ak48", true, {"awq_frag_gemv", "awq_frag_gemm"}, "cuda.awq_frag_dequant_cublaslt",
+       "linear.frag AWQ_INT4"},
       {"dense.ajc1", true, {"q8_0_gemv", "q8_0_gemm"}, "cuda.q8_0_dequant_cublaslt", "linear Q8_0"},
       {"dense.ajc1", false, {"int8gw_frag_gemv", "int8gw_frag_gemm"}, "cuda.int8gw_dequant_cublaslt",
        "linear.frag INT8_GW_SYM"}};

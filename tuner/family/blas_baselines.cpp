@@ -188,8 +188,8 @@ const KernelFamily* find_blas_baseline(const std::string& name) {
 
 bool is_blas_baseline(const KernelFamily& f) { return find_blas_baseline(f.name) == &f; }
 
-const KernelFamily* blas_baseline_for(WeightType t) {
-  const blas::Baseline* b = blas::baseline_for(t);
+const KernelFamily* blas_baseline_for(WeightType t, const std::string& op) {
+  const blas::Baseline* b = blas::baseline_for(t, op);
   return b ? find_blas_baseline(b->store_name) : nullptr;
 }
 

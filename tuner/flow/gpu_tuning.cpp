@@ -96,15 +96,14 @@ void add_linear_extras(std::vector<GpuJob>& jobs, const GpuTuningOptions& opt) {
     const kernels::KernelFamily& f = j.family->family();
     if (!j.batched || f.weight_types.size() != 1) continue;
     const WeightType t = f.weight_types[0];
-    // A baseline reads the weights in one layout, the one its op names: beside a family of another layout it
-    // ranks in a dispatch the runtime never consults for such weights, and would only cost time.
+    // The baseline reading the weights in this family's layout: it ranks in the same dispatch.
     if (opt.baselines)
-      if (const kernels::KernelFamily* b = blas_baseline_for(t); b && b->op == f.op) add(*b, j.shape);
+      if (const kernels::KernelFamily* b = blas_baseline_for(t, f.op)) add(*b, j.shape);
     if (f.op != "linear") continue;
     if (opt.predequantize && weight_traits(t).quantized && j.shape.size() == 4) {
       const std::vector<int64_t> fp16{j.shape[0], j.shape[1], j.shape[2], j.shape[2]};
       for (const kernels::KernelFamily* g : f16_linears) add(*g, fp16);
-      if (opt.baselines) add(*blas_baseline_for(WeightType::F16), fp16);
+      if (opt.baselines) add(*blas_baseline_for(WeightType::F16, "linear"), fp16);
     }
   }
   jobs.insert(jobs.end(), extra.begin(), extra.end());
