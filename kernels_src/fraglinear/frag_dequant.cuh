@@ -1,11 +1,11 @@
 #pragma once
 // Weights in the frag layout (frag_layout.h) -> fp16 W[K][N], for the dequant + cuBLASLt path: the runtime keeps
 // dense AWQ and INT8 group-wise projections in the frag layout by default, so the fp16 copy is made from it.
-// One thread per (16-row K tile, lane row class t, 8-column chunk j = fragment f of column tile nt): the rows
-// 2t, 2t+1, 2t+8, 2t+9 of the chunk's eight columns are what lanes 4g + t (g = 0..7) hold of fragment f, one
-// word each; consecutive threads take consecutive chunks of the same rows, so each of a warp's four 16-byte
-// stores writes one contiguous run. Bit-exact with the reference: fp16((code - zero) * s), the difference exact
-// in fp16 and rounded once by the multiply.
+// One thread per (16-row K tile, column tile nt, lane row class t, fragment f): the rows 2t, 2t+1, 2t+8, 2t+9 of
+// the fragment's eight columns are what lanes 4g + t (g = 0..7) hold of it, one word each. A warp is one tile:
+// its 32 threads (f fastest, then t) read each g's words as contiguous runs, every byte used, and each of its
+// four 16-byte stores writes four whole 128-byte row segments. Bit-exact with the reference:
+// fp16((code - zero) * s), the difference exact in fp16 and rounded once by the multiply.
 #include "kernels_src/common/qt_cuda.h"
 
 namespace frag {
@@ -20,13 +20,13 @@ template <int BITS, int THREADS>
 __global__ void __launch_bounds__(THREADS)
     frag_dequant_kernel(const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* w, int N, int K, int G) {
   constexpr int TILE_WORDS = BITS == 4 ? 128 : 256;
-  const int chunks = N / 8;  // 8-column chunks per row of W (N is a multiple of 8)
+  const int n_tiles = (N + 63) / 64;
   const int64_t item = (int64_t)blockIdx.x * THREADS + threadIdx.x;
-  if (item >= (int64_t)(K / 16) * 4 * chunks) return;
-  const int j = (int)(item % chunks);
-  const int t = (int)(item / chunks % 4);
-  const int kt = (int)(item / chunks / 4);
-  const int nt = j / 8, f = j % 8;
+  if (item >= (int64_t)(K / 16) * n_tiles * 32) return;
+  const int f = (int)(item % 8), t = (int)(item / 8 % 4);
+  const int nt = (int)(item / 32 % n_tiles), kt = (int)(item / 32 / n_tiles);
+  const int j = nt * 8 + f;  // the 8-column chunk of W's row
+  if (j >= N / 8) return;    // a padded fragment (N is a multiple of 8)
   const int64_t tile_group = (int64_t)nt * (K / G) + kt * 16 / G;  // (column tile, group) of the scales and zeros
   // The word lane 4g + t holds of fragment f: INT8 half f / 4, slot f % 4 of the lane's four; INT4 word f / 2 of
   // the lane's four, which holds fragments f and f ^ 1.

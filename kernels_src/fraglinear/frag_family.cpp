@@ -200,7 +200,7 @@ KernelFamily make_dequant(int bits) {
   f.summary = std::string(bits == 4 ? "AWQ INT4" : "INT8 group-wise") +
               " in the frag layout -> fp16 W[K][N] (the dequant + cuBLASLt path)";
   f.min_sm = 75;
-  f.params = {{"threads", {64, 128, 256, 512}, 256, "threads per block (four 16-byte output chunks each)"}};
+  f.params = {{"threads", {64, 128, 256, 512}, 256, "threads per block (a warp per 16 x 64 tile)"}};
   f.shape_constraint = [bits](const Point&, const Shape& s) { return limits_check({s["N"], s["K"], s["G"], bits}, 1); };
   f.kernels = [bits](const Point& p) { return std::vector<std::string>{dequant_kernel(bits, p)}; };
   f.plan = [bits](const Point& p, const Shape& shape) {
@@ -211,7 +211,7 @@ KernelFamily make_dequant(int bits) {
     plan.buffers.push_back({"w", DType::F16, d.k * d.n, Role::Output});
     Launch l;
     l.kernel = dequant_kernel(bits, p);
-    l.grid.x = uint32_t(cdiv(d.k / kTileK * 4 * (d.n / 8), p.at("threads")));
+    l.grid.x = uint32_t(cdiv(d.k / kTileK * d.n_tiles() * 32, p.at("threads")));
     l.block.x = uint32_t(p.at("threads"));
     l.args = {KernelArg::buf("bq"),  KernelArg::buf("bs"), bits == 4 ? KernelArg::buf("bz") : KernelArg::null(),
               KernelArg::buf("w"),   KernelArg::i32(d.n),  KernelArg::i32(d.k),

@@ -151,7 +151,7 @@ KernelFamily make_dequant() {
   f.summary = "Q8_0 -> fp16 W[N][K] (the dequant + cuBLASLt path)";
   f.min_sm = 80;  // cvt.rn.f16x2.f32
   f.params = {{"threads", {64, 128, 256, 512}, 256, "threads per block"},
-              {"vec", {8, 16}, 16, "codes per thread (one load, vec / 8 16-byte stores)"}};
+              {"vec", {8, 16}, 8, "codes per thread (one load, vec / 8 16-byte stores)"}};
   f.shape_constraint = [](const Point& p, const Shape& shape) {
     std::string e = common_shape_check({1, shape["N"], shape["K"], shape["G"]});
     if (e.empty() && shape["N"] * shape["K"] % p.at("vec")) e = "N*K must be a multiple of vec=" + std::to_string(p.at("vec"));
