@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "device/cuda/cuda_device.h"
+#include "kernels_src/registry/registry.h"
 
 namespace qt::blas {
 namespace {
@@ -96,6 +97,18 @@ void check(cublasStatus_t s, const char* what) {
 }
 
 }  // namespace
+
+const Baseline* find_baseline(std::string_view store_name) {
+  for (const Baseline& b : kBaselines)
+    if (store_name == b.store_name) return &b;
+  return nullptr;
+}
+
+const Baseline* baseline_for(WeightType t, const std::string& op) {
+  for (const Baseline& b : kBaselines)
+    if (b.weight_type == t && kernels::find_family(b.problem_family).op == op) return &b;
+  return nullptr;
+}
 
 std::string blas_lt_unavailable_reason() { return lt().unavailable_reason; }
 size_t blas_lt_version() { return lt().unavailable_reason.empty() ? lt().version : 0; }

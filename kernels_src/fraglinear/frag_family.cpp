@@ -185,6 +185,73 @@ KernelFamily make_repack(int bits) {
   return f;
 }
 
+// ---- dequant ------------------------------------------------------------------------------------------
+
+std::string dequant_kernel(int bits, const Point& p) { return name_expr("frag_dequant_kernel", {bits, p.at("threads")}); }
+
+KernelFamily make_dequant(int bits) {
+  KernelFamily f;
+  f.name = std::string(prefix(bits)) + "_frag_dequant";
+  f.op = "dequant.frag";
+  f.weight_types = {weight_type(bits)};
+  f.dtypes = linear_dtypes(weight_type(bits), DType::F16, DType::F16);
+  f.dims = kRepackDims;
+  f.source_hash = kFamilySourceHash;
+  f.source = "fraglinear/frag_dequant.cuh";
+  f.summary = std::string(bits == 4 ? "AWQ INT4" : "INT8 group-wise") +
+              " in the frag layout -> fp16 W[K][N] (the dequant + cuBLASLt path)";
+  f.min_sm = 75;
+  f.params = {{"threads", {64, 128, 256, 512}, 256, "threads per block (a warp per 16 x 64 tile)"}};
+  f.shape_constraint = [bits](const Point&, const Shape& s) { return limits_check({s["N"], s["K"], s["G"], bits}, 1); };
+  f.kernels = [bits](const Point& p) { return std::vector<std::string>{dequant_kernel(bits, p)}; };
+  f.plan = [bits](const Point& p, const Shape& shape) {
+    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
+    LaunchPlan plan;
+    plan.buffers = {{"bq", DType::I32, d.weight_words(), Role::Input}, {"bs", DType::F16, d.scale_halves(), Role::Input}};
+    if (bits == 4) plan.buffers.push_back({"bz", DType::I32, d.zero_words(), Role::Input});
+    plan.buffers.push_back({"w", DType::F16, d.k * d.n, Role::Output});
+    Launch l;
+    l.kernel = dequant_kernel(bits, p);
+    l.grid.x = uint32_t(cdiv(d.k / kTileK * d.n_tiles() * 32, p.at("threads")));
+    l.block.x = uint32_t(p.at("threads"));
+    l.args = {KernelArg::buf("bq"),  KernelArg::buf("bs"), bits == 4 ? KernelArg::buf("bz") : KernelArg::null(),
+              KernelArg::buf("w"),   KernelArg::i32(d.n),  KernelArg::i32(d.k),
+              KernelArg::i32(d.group)};
+    plan.launches.push_back(l);
+    return plan;
+  };
+  f.make_inputs = [bits](const Shape& shape, uint64_t seed) {
+    const Source s = make_source(bits, 1, shape["N"], shape["K"], shape["G"], seed);
+    const FragWeights w = repack(s);
+    HostBuffers in = {{"bq", bytes_of(w.q)}, {"bs", bytes_of(w.scales)}};
+    if (bits == 4) in["bz"] = bytes_of(w.zeros);
+    put_source(s, "ref.", in);  // the reference works from the file layout, independent of the repack
+    return in;
+  };
+  f.reference = [bits](const Shape& shape, const HostBuffers& in) {
+    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
+    const Source s = get_source(bits, 1, d, "ref.", in);
+    Expected e;
+    e.buffer = "w";
+    e.values.resize(size_t(d.k * d.n));
+    for (int64_t kk = 0; kk < d.k; ++kk)
+      for (int64_t nn = 0; nn < d.n; ++nn)
+        e.values[size_t(kk * d.n + nn)] = round_to_half(float(double(s.code(kk, nn)) * s.scale(kk, nn)));
+    return std::vector<Expected>{e};  // bit-exact: a code of at most 8 bits times an fp16 scale is exact in fp32
+  };
+  f.model_shapes = [bits](const ModelConfig& c, const ModelWeights* w) {
+    std::vector<Shape> out;
+    for (const Shape& s : awq::quantized_layer_shapes(c, w, weight_type(bits), 1))
+      out.push_back(Shape{kRepackDims, {s["N"], s["K"], s["G"]}, s.label});
+    return out;
+  };
+  f.probe_shape = Shape{kRepackDims, {1024, 4096, 128}, "probe"};
+  f.test_shapes = {Shape{kRepackDims, {128, 4096, 128}, "Qwen3-8B K=4096, N cut to 128"},
+                   Shape{kRepackDims, {80, 192, 64}, "odd: N=80 (a padded column tile), 3 groups of 64"},
+                   Shape{kRepackDims, {8, 32, 16}, "odd: one fragment column, groups of 16"}};
+  return f;
+}
+
 // ---- linear ------------------------------------------------------------------------------------------
 
 struct LinearKind {
@@ -638,6 +705,14 @@ const KernelFamily& awq_repack_family() {
 }
 const KernelFamily& int8_repack_family() {
   static const KernelFamily f = make_repack(8);
+  return f;
+}
+const KernelFamily& awq_dequant_family() {
+  static const KernelFamily f = make_dequant(4);
+  return f;
+}
+const KernelFamily& int8_dequant_family() {
+  static const KernelFamily f = make_dequant(8);
   return f;
 }
 const KernelFamily& awq_gemv_family() {

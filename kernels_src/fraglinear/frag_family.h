@@ -2,6 +2,8 @@
 // Families on the frag layout (frag_layout.h), for AWQ INT4 and INT8 group-wise (INT8_GW_SYM) weights:
 //   awq_frag_repack, int8gw_frag_repack   op "repack": the load-time repack on the device (frag_repack.cuh),
 //                                         bit-exact with the CPU reference repack_awq / repack_int8
+//   awq_frag_dequant,                     op "dequant.frag": frag layout -> fp16 W[K][N] (frag_dequant.cuh), the
+//   int8gw_frag_dequant                   first step of the dequant + cuBLASLt contender of the dispatch
 //   awq_frag_gemv, int8gw_frag_gemv       op "linear.frag", M <= 16: one m16 tile, scales folded per group
 //   awq_frag_gemm, int8gw_frag_gemm       op "linear.frag", any M: 32 or 64 rows per block, fp16 weights
 //   awq_frag_stream_gemv,                 op "linear.frag", M <= 16: the GEMV scheduled for bytes in flight
@@ -18,6 +20,8 @@ namespace qt::kernels::frag {
 
 const KernelFamily& awq_repack_family();
 const KernelFamily& int8_repack_family();
+const KernelFamily& awq_dequant_family();
+const KernelFamily& int8_dequant_family();
 const KernelFamily& awq_gemv_family();
 const KernelFamily& awq_gemm_family();
 const KernelFamily& int8_gemv_family();

@@ -133,6 +133,72 @@ std::vector<BufferSpec> q8_buffers(const Mnkg& s) {
           {"y", DType::F16, s.m * s.n, Role::Output}};
 }
 
+// ---- q8_0_dequant ----
+
+const std::vector<std::string> kDequantDims = {"N", "K", "G"};
+
+std::string dequant_kernel(const Point& p) { return name_expr("q8_dequant_kernel", {p.at("threads"), p.at("vec")}); }
+
+KernelFamily make_dequant() {
+  KernelFamily f;
+  f.name = "q8_0_dequant";
+  f.op = "dequant";
+  f.weight_types = {WeightType::Q8_0};
+  f.dtypes = linear_dtypes(WeightType::Q8_0, DType::F16, DType::F16);
+  f.dims = kDequantDims;
+  f.source_hash = kFamilySourceHash;
+  f.source = "q8_0/q8_dequant.cuh";
+  f.summary = "Q8_0 -> fp16 W[N][K] (the dequant + cuBLASLt path)";
+  f.min_sm = 80;  // cvt.rn.f16x2.f32
+  f.params = {{"threads", {64, 128, 256, 512}, 256, "threads per block"},
+              {"vec", {8, 16}, 8, "codes per thread (one load, vec / 8 16-byte stores)"}};
+  f.shape_constraint = [](const Point& p, const Shape& shape) {
+    std::string e = common_shape_check({1, shape["N"], shape["K"], shape["G"]});
+    if (e.empty() && shape["N"] * shape["K"] % p.at("vec")) e = "N*K must be a multiple of vec=" + std::to_string(p.at("vec"));
+    return e;
+  };
+  f.kernels = [](const Point& p) { return std::vector<std::string>{dequant_kernel(p)}; };
+  f.plan = [](const Point& p, const Shape& shape) {
+    const Mnkg s{1, shape["N"], shape["K"], shape["G"]};
+    LaunchPlan plan;
+    plan.buffers = {{"q", DType::I8, s.n * s.k, Role::Input},
+                    {"scales", DType::F32, s.n * s.k / s.group, Role::Input},
+                    {"w", DType::F16, s.n * s.k, Role::Output}};
+    Launch l;
+    l.kernel = dequant_kernel(p);
+    l.grid.x = static_cast<uint32_t>(cdiv(s.n * s.k, p.at("threads") * p.at("vec")));
+    l.block.x = static_cast<uint32_t>(p.at("threads"));
+    l.args = {KernelArg::buf("q"), KernelArg::buf("scales"), KernelArg::buf("w"), KernelArg::i32(s.n),
+              KernelArg::i32(s.k), KernelArg::i32(s.group)};
+    plan.launches.push_back(l);
+    return plan;
+  };
+  f.make_inputs = [](const Shape& shape, uint64_t seed) {
+    const Q8Data d = make_q8_data(1, shape["N"], shape["K"], shape["G"], seed);
+    return HostBuffers{{"q", bytes_of(d.q)}, {"scales", bytes_of(d.scales)}};
+  };
+  f.reference = [](const Shape& shape, const HostBuffers& in) {
+    const std::vector<int8_t> q = from_bytes<int8_t>(in.at("q"));
+    const std::vector<float> scales = from_bytes<float>(in.at("scales"));
+    const size_t group = size_t(shape["G"]);
+    Expected e;
+    e.buffer = "w";
+    e.values.resize(q.size());
+    for (size_t i = 0; i < q.size(); ++i) e.values[i] = round_to_half(float(q[i]) * scales[i / group]);
+    return std::vector<Expected>{e};  // bit-exact: one fp32 product, one fp16 rounding
+  };
+  f.probe_shape = Shape{kDequantDims, {1024, 4096, 32}, "probe"};
+  f.test_shapes = {Shape{kDequantDims, {48, 4096, 32}, "Qwen3-8B wq, N cut to 48"},
+                   Shape{kDequantDims, {5, 160, 10}, "odd: N=5, groups of 10 that end inside a 4-code run"},
+                   Shape{kDequantDims, {24, 768, 16}, "G=16: two groups per 16-code vector"}};
+  f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) {
+    std::vector<Shape> out;
+    for (const Shape& s : q8_layer_shapes(c, w, 1)) out.push_back(Shape{kDequantDims, {s["N"], s["K"], s["G"]}, s.label});
+    return out;
+  };
+  return f;
+}
+
 // ---- q8_0_gemv ----
 
 std::string gemv_kernel(const Point& p) {
@@ -322,6 +388,10 @@ std::vector<Shape> q8_layer_shapes(const ModelConfig& c, const ModelWeights* w, 
       [&](const LinearShape& l) { return l.type ? l.group : config_group; });
 }
 
+const KernelFamily& dequant_family() {
+  static const KernelFamily f = make_dequant();
+  return f;
+}
 const KernelFamily& gemv_family() {
   static const KernelFamily f = make_gemv();
   return f;

@@ -5,10 +5,12 @@
 //   q8_0_gemm  any M, tensor cores (sm_80+): cp.async pipeline, ldmatrix; `act` 0 dequantizes the int8 tile to
 //              fp16 for mma.m16n8k16, `act` 1 quantizes the activations per group to int8 (one launch before
 //              the GEMM) for mma.m16n8k32 s8 with the group scales applied per K tile
+//   q8_0_dequant  W -> fp16 [N][K] (dims N, K, G), for the dequant + cuBLASLt contender of the batch dispatch
 #include "kernels_src/registry/family.h"
 
 namespace qt::kernels::q8_0 {
 
+const KernelFamily& dequant_family();
 const KernelFamily& gemv_family();
 const KernelFamily& gemm_family();
 

@@ -90,6 +90,12 @@ Shape KernelFamily::shape(std::vector<int64_t> values, std::string label) const 
   return Shape{dims, std::move(values), std::move(label)};
 }
 
+Shape KernelFamily::shape_from(const Shape& other) const {
+  std::vector<int64_t> values;
+  for (const auto& d : dims) values.push_back(other[d]);
+  return Shape{dims, std::move(values), other.label};
+}
+
 Point KernelFamily::default_point() const {
   Point p;
   for (const auto& prm : params) p[prm.name] = prm.default_value;

@@ -216,6 +216,9 @@ struct KernelFamily {
 
   bool on_host() const { return static_cast<bool>(host_prepare); }
   Shape shape(std::vector<int64_t> values, std::string label = "") const;  // checks the count of dims
+  // Its dims taken by name from another family's shape (a linear shape M, N, K, G as a dequant's N, K, G);
+  // throws qt::Error naming a dim the other shape lacks.
+  Shape shape_from(const Shape& other) const;
   std::vector<Point> default_points() const;
   std::vector<Point> default_points(const Shape& shape) const;  // in defaults_for's order when set
   Point default_point() const;

@@ -15,12 +15,12 @@ const KernelFamily& find_family(const std::string& name);
 // own, so a test that tunes such a family registers it in its worker too (tests/worker_entry.h). A name
 // already known is replaced.
 void add_family(const KernelFamily* family);
-// The weight layout an op reads, from its name: "frag" for linear.frag, "trtllm" for the moe_*.trtllm ops,
-// "file" (the model file's own) for every other.
+// The weight layout an op reads, from its name: "frag" for linear.frag and dequant.frag, "trtllm" for the
+// moe_*.trtllm ops, "file" (the model file's own) for every other.
 std::string op_weight_layout(const std::string& op);
 // The layout the device runtime loads a weight of type `t` in, by default, for work like `op`'s: dense
-// projections (linear, gate_up_swiglu, dequant) of the types the frag layout holds go to it; experts and every
-// other weight keep the file's layout.
+// projections (linear, gate_up_swiglu, dequant, each in either layout's op) of the types the frag layout holds
+// go to it; experts and every other weight keep the file's layout.
 std::string default_weight_layout(const std::string& op, WeightType t);
 // Whether the device runtime dispatches through `f` when it loads a model's weights in their default layouts:
 // an op it runs, on a weight type in the layout the family reads. Load-time families (repack) never are.

@@ -13,7 +13,6 @@
 #include "device/blas/blas_lt.h"
 #include "device/cuda/l2_flush.h"
 #include "device/plan/run_plan.h"
-#include "kernels_src/awq/awq_family.h"
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
 #include "kernels_src/memcopy/mem_copy_family.h"
 #include "kernels_src/registry/registry.h"
@@ -168,8 +167,15 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
       y16 = dev::Buffer(device, size_t(max_m * ls.n) * 2);
     }
     const uint64_t wbytes = stored_bytes(ls.type, ls.n, ls.k, ls.g), f16bytes = uint64_t(ls.n * ls.k) * 2;
-    std::unique_ptr<plan::PlanRun> dequant;  // AWQ's dequant kernel, once per shape (it does not depend on M)
-    std::string no_dequant = ls.type == WeightType::AWQ_INT4 ? "" : "no dequant kernel for this type";
+    // What the runtime runs: the frag layout's families where they serve the type (device_weights.h), and
+    // beside them the file layout's default, the kernels they replace.
+    const bool frag = default_chooser.serves("linear.frag", &ls.type);
+    const std::string linear_op = frag ? "linear.frag" : "linear";
+    // The dequant + cuBLASLt baseline (device/blas/blas_lt.h) of the type in that layout: its dequant kernel, once
+    // per shape (it does not depend on M), then the GEMM on the fp16 layout that kernel writes.
+    const blas::Baseline* baseline = blas::baseline_for(ls.type, linear_op);
+    std::unique_ptr<plan::PlanRun> dequant;
+    std::string no_dequant = baseline && baseline->dequant_family ? "" : "no dequant kernel for this type";
     for (const int64_t m : options.buckets) {
       const kernels::Shape shape{{"M", "N", "K", "G"}, {m, ls.n, ls.k, ls.g}, ls.what};
       const uint64_t act = uint64_t(m * ls.k + m * ls.n) * 2;
@@ -191,12 +197,8 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
           variants.push_back(unavailable(name, e.what()));
         }
       };
-      // What the runtime runs: the frag layout's families where they serve the type (device_weights.h), and
-      // beside them the file layout's default, the kernels they replace.
-      const bool frag = default_chooser.serves("linear.frag", &ls.type);
-      const std::string op = frag ? "linear.frag" : "linear";
-      family_variant("tuned", tuned_chooser, op);
-      family_variant("default", default_chooser, op);
+      family_variant("tuned", tuned_chooser, linear_op);
+      family_variant("default", default_chooser, linear_op);
       if (frag) family_variant("file layout default", default_chooser, "linear");
       if (!lt) {
         variants.push_back(unavailable("dequant+cublas", no_blas));
@@ -204,22 +206,23 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
       } else {
         if (no_dequant.empty() && !dequant) {
           try {
-            const kernels::KernelFamily& dq = kernels::awq::dequant_family();
-            const kernels::Shape dshape = dq.shape({1, ls.n, ls.k, ls.g}, "dequant");
+            const kernels::KernelFamily& dq = kernels::find_family(baseline->dequant_family);
+            const kernels::Shape dshape = dq.shape_from(shape);
             dequant = std::make_unique<plan::PlanRun>(&device, dq, dq.default_point(), dshape, dq.make_inputs(dshape, 1));
           } catch (const std::exception& e) {
             no_dequant = e.what();
           }
         }
         if (dequant) {
-          const dev::DevPtr wkn = dequant->buffer("w");
-          lt->prepare(blas::WeightLayout::KN, m, ls.n, ls.k);
+          const dev::DevPtr w = dequant->buffer("w");
+          const blas::WeightLayout layout = baseline->layout;
+          lt->prepare(layout, m, ls.n, ls.k);
           const double s = timer.time([&] {
             dequant->enqueue();
-            lt->gemm_f16(wkn, blas::WeightLayout::KN, x16.ptr(), y16.ptr(), m, ls.n, ls.k);
+            lt->gemm_f16(w, layout, x16.ptr(), y16.ptr(), m, ls.n, ls.k);
           });
           variants.push_back({{"name", "dequant+cublas"}, {"seconds", s}, {"bytes", double(wbytes + 2 * f16bytes + act)},
-                              {"detail", "awq_dequant + " + lt->describe(blas::WeightLayout::KN, m, ls.n, ls.k)}});
+                              {"detail", std::string(baseline->dequant_family) + " + " + lt->describe(layout, m, ls.n, ls.k)}});
         } else {
           variants.push_back(unavailable("dequant+cublas", no_dequant));
         }

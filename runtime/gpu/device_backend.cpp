@@ -27,14 +27,18 @@ class ActBuffer final : public DeviceBuffer {
 constexpr int64_t kGemvRows = 8;  // the decode GEMV families serve M <= 8
 
 // Where a linear layer runs when cuBLASLt is at hand (every GPU run where the library loads):
-//   measured: the tuning store's dispatch for the shape ranks cuBLASLt ("cuda.cublaslt_f16", or AWQ's
-//             "cuda.awq_dequant_cublaslt") first in the batch's bucket -> cuBLASLt (kernel_choice.h's external
-//             choice, at the heuristic candidate the tuner found fastest);
+//   measured: the tuning store's dispatch for the shape ranks a cuBLASLt baseline of device/blas's table
+//             ("cuda.cublaslt_f16", or a quantized type's dequant + cuBLASLt such as
+//             "cuda.q8_0_dequant_cublaslt") first in the batch's bucket -> cuBLASLt (kernel_choice.h's
+//             external choice, at the heuristic candidate the tuner found fastest);
 //   default:  with no dispatch, fp16 weights (predequantized layers, and the lm_head of every model, whose
 //             prefill pass runs kLogitRowsPerPass rows) go to cuBLASLt above the decode GEMVs' rows, where a
 //             tensor-core GEMM is the right tool and cuBLASLt's heuristic is the vendor's tuned choice (on the
 //             H200 it gave 650-760 TFLOP/s where f16_gemm gave 35), and to the fp16 GEMV at M <= kGemvRows;
 //             quantized weights stay on our kernels.
+
+// The layout a dense weight is held in on the device: the frag arrays replace the file's (device_weights.h).
+const char* held_layout(const DeviceTensor& w) { return w.arrays.count("bq") ? "frag" : "file"; }
 
 // Attention cost grows with the context, so its kernel is chosen per power-of-two context bucket; every
 // choice reads the true position from device memory, so any bucket's plan is correct at any position.
@@ -46,6 +50,21 @@ int64_t context_bucket(int64_t tokens, int64_t capacity) {
 
 }  // namespace
 
+const blas::Baseline* store_baseline(std::string_view store_name, std::string_view store_prefix) {
+  if (!store_name.starts_with(store_prefix)) return nullptr;
+  return blas::find_baseline(store_name.substr(store_prefix.size()));
+}
+
+std::string baseline_refusal(const blas::Baseline& baseline, const DeviceTensor& w) {
+  const std::string name = baseline.store_name;
+  if (w.type != baseline.weight_type)
+    return name + " multiplies " + weight_type_name(baseline.weight_type) + " weights, not " + weight_type_name(w.type);
+  const std::string reads = kernels::op_weight_layout(kernels::find_family(baseline.problem_family).op);
+  if (reads != held_layout(w))
+    return name + " reads weights in the " + reads + " layout, and this one is held in the " + held_layout(w) + " layout";
+  return "";
+}
+
 DeviceBackend::DeviceBackend(dev::Device& device, DeviceBackendOptions options)
     : device_(device), options_(std::move(options)),
       chooser_(options_.tuned, device.store_fingerprint(), options_.store_prefix, device.arch()),
@@ -56,11 +75,10 @@ DeviceBackend::DeviceBackend(dev::Device& device, DeviceBackendOptions options)
     step_progress_->set_total(double(queued));
     step_progress_->update(double(run));
   });
-  if (options_.blas) {
-    const std::string f16 = options_.store_prefix + blas::kStoreNameF16;
-    const std::string awq = options_.store_prefix + blas::kStoreNameAwqDequant;
-    chooser_.accept_external([f16, awq](const std::string& name) { return name == f16 || name == awq; });
-  }
+  if (options_.blas)
+    chooser_.accept_external([prefix = options_.store_prefix](const std::string& name) {
+      return store_baseline(name, prefix) != nullptr;
+    });
 }
 
 DeviceBackend::~DeviceBackend() = default;
@@ -258,33 +276,33 @@ int DeviceBackend::blas_rank(const std::string& store_name, const std::string& d
   return w && w->exact ? int(w->point.value("rank", 0)) : 0;
 }
 
-// A contender of the stored dispatch that is no kernel family: cuBLASLt on fp16 weights, or AWQ weights
-// dequantized to fp16 [K][N] by awq_dequant and then multiplied on cuBLASLt.
+// A contender of the stored dispatch that is no kernel family: cuBLASLt on fp16 weights, or on the weights
+// dequantized to fp16 by the baseline's dequant family, in the layout that family writes.
 void DeviceBackend::linear_external(const KernelChoice& c, const DeviceTensor& w, Act x, int64_t m, Act y,
                                     const kernels::Shape& shape) {
-  const std::string& f16 = kernels::find_family("f16_gemm").dtypes;
-  if (c.external == options_.store_prefix + blas::kStoreNameF16) {
-    queue_blas(w.arrays.at("values").ptr, blas::WeightLayout::NK, x, m, w.rows, w.cols, y, blas_rank(c.external, f16, shape));
-    return;
-  }
-  if (c.external == options_.store_prefix + blas::kStoreNameAwqDequant) {
-    const size_t bytes = size_t(h16(w.rows * w.cols));
-    grow(dequantized_, bytes, bytes);
-    Bindings b;
-    for (const auto& [name, a] : w.arrays) b.buf(name, a.ptr, a.bytes);
-    b.buf("w", dequantized_.ptr(), int64_t(bytes));
-    run("dequant", &w.type, shape, b);
-    queue_blas(dequantized_.ptr(), blas::WeightLayout::KN, x, m, w.rows, w.cols, y,
-               blas_rank(c.external, kernels::find_family("awq_gemm").dtypes, shape));
-    return;
-  }
-  throw Error("device backend: the dispatch names '" + c.external + "', which this backend does not run", kExitFailure);
+  const blas::Baseline* row = store_baseline(c.external, options_.store_prefix);
+  if (!row)
+    throw Error("device backend: the dispatch names '" + c.external + "', which this backend does not run", kExitFailure);
+  // The dispatch is keyed by weight type and layout, so only a store written by hand gets here with another.
+  const std::string refusal = baseline_refusal(*row, w);
+  if (!refusal.empty()) throw Error("device backend: the dispatch names '" + c.external + "', but " + refusal, kExitFailure);
+  const int rank = blas_rank(c.external, kernels::find_family(row->problem_family).dtypes, shape);
+  if (!row->dequant_family)
+    return queue_blas(w.arrays.at("values").ptr, row->layout, x, m, w.rows, w.cols, y, rank);
+  const kernels::KernelFamily& dq = kernels::find_family(row->dequant_family);
+  const size_t bytes = size_t(h16(w.rows * w.cols));
+  grow(dequantized_, bytes, bytes);
+  Bindings b;
+  for (const auto& [name, a] : w.arrays) b.buf(name, a.ptr, a.bytes);
+  b.buf("w", dequantized_.ptr(), int64_t(bytes));
+  run(dq.op, &w.type, dq.shape_from(shape), b);
+  queue_blas(dequantized_.ptr(), row->layout, x, m, w.rows, w.cols, y, rank);
 }
 
 void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
   const kernels::Shape shape{{"M", "N", "K", "G"}, {m, w.rows, w.cols, w.group}, "linear"};
   const bool fp16_blas = w.type == WeightType::F16 && options_.blas != nullptr;
-  const bool frag = w.arrays.count("bq") > 0;  // stored in the frag layout (device_weights.h)
+  const bool frag = std::string_view(held_layout(w)) == "frag";
   const KernelChoice* choice = nullptr;
   try {
     choice = &chooser_.choose(frag ? "linear.frag" : "linear", &w.type, shape);

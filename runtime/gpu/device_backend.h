@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "common/progress.h"
 #include "device/api/device.h"
@@ -25,6 +26,13 @@
 #include "runtime/gpu/launch_queue.h"
 
 namespace qt::rt {
+
+// The cuBLASLt baseline (device/blas/blas_lt.h's table) a store name of the device with that prefix names
+// ("cuda.q8_0_dequant_cublaslt" under "cuda."), or null: the contenders of a stored dispatch this backend runs.
+const blas::Baseline* store_baseline(std::string_view store_name, std::string_view store_prefix);
+// Why the baseline cannot multiply the device weight ("" when it can): a weight of another type, or held in
+// another layout (file or frag) than the one the baseline's dequant reads.
+std::string baseline_refusal(const blas::Baseline& baseline, const DeviceTensor& w);
 
 struct DeviceBackendOptions {
   // May be null. Looked up under the device's own store_fingerprint(), the identity qtune stored it under.
@@ -122,7 +130,7 @@ class DeviceBackend final : public Backend {
   FamilyLauncher launcher_;
   DeviceWeights weights_;
   dev::Buffer tokens_, pos_, argmax_, scratch_;
-  dev::Buffer dequantized_;  // fp16 [K][N] of an AWQ weight on its way to cuBLASLt
+  dev::Buffer dequantized_;  // fp16 weights on their way to cuBLASLt (a dequant + cuBLASLt baseline)
   dev::Buffer locks_;  // split-K tile counters of the linear.frag families: zero between launches
   struct MoeBuffers {
     dev::Buffer logits, ids, weights, h, y, rows;  // rows: the identity map finalize reads y through

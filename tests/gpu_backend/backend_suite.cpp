@@ -14,6 +14,7 @@
 #include "models/formats/model_file.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "device/blas/blas_lt.h"
+#include "kernels_src/registry/registry.h"
 #include "runtime/gpu/device_backend.h"
 #include "runtime/model/qwen3_model.h"
 #include "common/paths.h"
@@ -114,6 +115,32 @@ void check_predequantized(const DeviceFactory& make, const std::string& name, bo
   } else {
     CHECK(counts.blas == 0);
   }
+}
+
+void check_baseline_dispatch(const DeviceFactory& make, const std::string& name, const std::string& baseline,
+                             const BaselineStore& store) {
+  const blas::Baseline* row = blas::find_baseline(baseline);
+  REQUIRE(row);
+  REQUIRE(row->dequant_family);
+  const kernels::KernelFamily& problem = kernels::find_family(row->problem_family);
+  Fixture f(make, name, false, [&](dev::Device& d, DeviceBackendOptions& o) {
+    const auto file = ModelFile::open(kFiles + name);
+    o.blas = std::make_shared<blas::BlasLt>(d);
+    // The weights in the layout the baseline's dispatch (its problem family's op) is kept for.
+    o.frag_layout = kernels::op_weight_layout(problem.op) == "frag";
+    o.store_prefix = "cuda.";  // cuBLASLt runs on a CUDA GPU only
+    o.tuned = store(d, o.store_prefix, *row, problem.model_shapes(file->config(), &file->weights()));
+  });
+  const auto tokens = prompt(13, f.w().config.vocab_size, 3);
+  Qwen3Model ref(f.w(), f.cpu, 64), dev(f.w(), *f.gpu, 64);
+  const float d = max_diff(dev.forward(tokens, LogitsRows::kAll), ref.forward(tokens, LogitsRows::kAll));
+  WARN(name << " through " << row->store_name << ": max |device - CPU reference| over 13 positions = " << d);
+  CHECK(d <= kLogitTolerance);
+  CHECK(greedy(dev, tokens, 8) == greedy(ref, tokens, 8));
+  CHECK(f.gpu->blas_counts().blas > 0);
+  size_t chosen = 0;
+  for (const std::string& line : f.gpu->chooser().details()) chosen += line.find(row->store_name) != std::string::npos;
+  CHECK(chosen > 0);
 }
 
 void check_weight_layouts(const DeviceFactory& make, const std::string& name) {

@@ -7,10 +7,17 @@
 #include <string>
 
 #include "device/api/device.h"
+#include "device/blas/blas_lt.h"
+#include "device/winners/winners.h"
+#include "kernels_src/registry/family.h"
 
 namespace qt::test {
 
 using DeviceFactory = std::function<std::unique_ptr<dev::Device>()>;
+// A tuning store for the device (its families named under `store_prefix`) whose batch dispatch ranks the
+// cuBLASLt baseline first at every bucket of each of the given linear shapes.
+using BaselineStore = std::function<std::shared_ptr<const winners::WinnersTable>(
+    dev::Device&, const std::string& store_prefix, const blas::Baseline&, const std::vector<kernels::Shape>&)>;
 
 // Golden dense files: dense and dense-tied in ajc1 (Q8_0) and ak48 (AWQ, fp16 embedding and lm_head); golden
 // MoE files: moe-norm.{q8_0,int8-sym,int8-asym,awq}.moe3 and moe-nonorm.q8_0.moe3. `trtllm` puts INT8 experts
@@ -39,6 +46,11 @@ void check_qkv_types_differ(const DeviceFactory& make, const std::string& file);
 // --predequantize: the dense weights dequantized to fp16 at load give the CPU reference's logits; with `blas`
 // (a GPU) the prompt's GEMMs run on cuBLASLt and decode still gives the reference's greedy tokens.
 void check_predequantized(const DeviceFactory& make, const std::string& file, bool blas);
+// A dispatch (from `store`) ranking the dequant + cuBLASLt `baseline` (its store name without the device
+// prefix) first (a GPU): the model's linears of its type run on it, held in the layout it reads, and give the
+// CPU reference's logits and greedy tokens.
+void check_baseline_dispatch(const DeviceFactory& make, const std::string& file, const std::string& baseline,
+                             const BaselineStore& store);
 // A 24-token prompt in one step: its logits come back in two passes of the logits buffer, every row intact.
 void check_prompt_logits_one_step(const DeviceFactory& make, const std::string& file);
 void check_multi_turn(const DeviceFactory& make, const std::string& file);

@@ -3,12 +3,43 @@
 #include <catch2/catch.hpp>
 
 #include "device/cuda/cuda_device.h"
+#include "kernels_src/registry/registry.h"
 #include "tests/gpu_backend/backend_suite.h"
 #include "tests/skip.h"
+#include "tests/tuner/scratch_path.h"
+#include "tuner/store/store.h"
 
 namespace {
 
 std::unique_ptr<qt::dev::Device> gpu() { return std::make_unique<qt::cuda::CudaDevice>(); }
+
+// A store whose dispatch ranks the baseline first in the one bucket that serves every batch, at each shape.
+std::shared_ptr<const qt::winners::WinnersTable> baseline_first(qt::dev::Device& d, const std::string& store_prefix,
+                                                                const qt::blas::Baseline& row,
+                                                                const std::vector<qt::kernels::Shape>& shapes) {
+  REQUIRE(!shapes.empty());
+  const std::string path = qt::test::tuner_scratch(std::string("cuda-backend-") + row.store_name, ".sqlite");
+  const qt::winners::DeviceFingerprint fp = d.store_fingerprint();
+  const qt::kernels::KernelFamily& problem = qt::kernels::find_family(row.problem_family);
+  const std::string name = store_prefix + row.store_name;
+  {
+    qt::tune::Store store(path);
+    // A store names its device by the results it holds: the baseline's own, at its heuristic's first choice.
+    qt::tune::ResultRow r;
+    r.device = fp;
+    r.family = name;
+    r.source_hash = "cublaslt-" + std::to_string(qt::blas::blas_lt_version());
+    r.dtypes = problem.dtypes;
+    r.shape = shapes.front().values;
+    r.point = nlohmann::json{{"rank", 0}};
+    r.stats = qt::summarize({1e-6});
+    store.put(r);
+    for (const qt::kernels::Shape& s : shapes)
+      store.put_dispatch(fp, problem.op, qt::weight_type_name(row.weight_type), {s.values.begin() + 1, s.values.end()},
+                         {{4096, {{name, 1e-6}}}}, "test");
+  }
+  return std::make_shared<qt::winners::WinnersTable>(path);
+}
 
 #define NEED_GPU()                                                                                  \
   do {                                                                                              \
@@ -30,6 +61,18 @@ TEST_CASE("cuda: predequantized weights on cuBLASLt give the CPU reference's log
   for (const char* file : {"dense.ak48", "dense.ajc1"}) {
     INFO(file);
     qt::test::check_predequantized(gpu, file, true);
+  }
+}
+
+TEST_CASE("cuda: a dispatch ranking dequant + cuBLASLt first runs Q8_0 and AWQ (frag and file layout) linears on "
+          "it, with the reference's logits") {
+  NEED_GPU();
+  for (const auto& [file, baseline] : std::vector<std::pair<std::string, std::string>>{
+           {"dense.ajc1", qt::blas::kStoreNameQ8_0Dequant},
+           {"dense.ak48", qt::blas::kStoreNameAwqFragDequant},  // the frag layout, the runtime's default
+           {"dense.ak48", qt::blas::kStoreNameAwqDequant}}) {   // the file layout
+    INFO(file << " through " << baseline);
+    qt::test::check_baseline_dispatch(gpu, file, baseline, baseline_first);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernels_src/registry/registry.h"
+#include "runtime/gpu/device_backend.h"
 #include "runtime/gpu/kernel_choice.h"
 #include "tests/tuner/scratch_path.h"
 #include "tuner/store/store.h"
@@ -92,4 +93,61 @@ TEST_CASE("a store with recorded crossovers makes the device backend pick the me
   rt::KernelChooser other(table, winners::emu_fingerprint(86), "emu.", 86);
   const rt::KernelChoice& c = other.choose("linear", &awq, kernels::Shape{gemm.dims, {1, kRest[0], kRest[1], kRest[2]}, ""});
   REQUIRE_FALSE(c.dispatched);
+}
+
+TEST_CASE("the device backend runs the dequant + cuBLASLt baselines a dispatch ranks first, on weights of their type "
+          "and layout", "[tuner][dispatch]") {
+  // Which store names the backend takes as its own baselines: this device's prefix and a row of the table.
+  const blas::Baseline* int8 = rt::store_baseline("emu.int8gw_dequant_cublaslt", "emu.");
+  const blas::Baseline* q8 = rt::store_baseline("emu.q8_0_dequant_cublaslt", "emu.");
+  REQUIRE(int8);
+  REQUIRE(q8);
+  CHECK(int8->weight_type == WeightType::INT8_GW_SYM);
+  CHECK(q8->weight_type == WeightType::Q8_0);
+  CHECK(rt::store_baseline("cuda.q8_0_dequant_cublaslt", "emu.") == nullptr);  // another device's
+  CHECK(rt::store_baseline("emu.blas.dequant_f16", "emu.") == nullptr);
+  CHECK(rt::store_baseline("emu.q8_0_gemm", "emu.") == nullptr);
+
+  // What it refuses to multiply: a weight of another type, or one held in another layout.
+  rt::DeviceTensor frag_int8, file_int8, q8_0;
+  frag_int8.type = file_int8.type = WeightType::INT8_GW_SYM;
+  frag_int8.arrays = {{"bq", {}}, {"bs", {}}};
+  file_int8.arrays = {{"q", {}}, {"scales", {}}};
+  q8_0.type = WeightType::Q8_0;
+  q8_0.arrays = {{"q", {}}, {"scales", {}}};
+  CHECK(rt::baseline_refusal(*int8, frag_int8) == "");
+  CHECK(rt::baseline_refusal(*q8, q8_0) == "");
+  CHECK_THAT(rt::baseline_refusal(*int8, file_int8),
+             Catch::Contains("reads weights in the frag layout, and this one is held in the file layout"));
+  CHECK_THAT(rt::baseline_refusal(*q8, frag_int8), Catch::Contains("multiplies Q8_0 weights, not INT8_GW_SYM"));
+
+  // A dispatch ranking them first at large M: the backend's chooser takes them, the kernels below.
+  const std::string path = test::tuner_scratch("dispatch-dequant-blas", ".sqlite");
+  const winners::DeviceFingerprint dev = winners::emu_fingerprint(80);
+  {
+    Store store(path);
+    // A store names its device by the results it holds.
+    store.put(winner_row(dev, "int8gw_frag_gemv", 1, 1e-5));
+    store.put(winner_row(dev, "q8_0_gemv", 1, 1e-5));
+    store.put_dispatch(dev, "linear.frag", "INT8_GW_SYM", kRest,
+                       {{1, {{"emu.int8gw_frag_gemv", 1e-5}, {"emu.int8gw_dequant_cublaslt", 9e-5}}},
+                        {4096, {{"emu.int8gw_dequant_cublaslt", 1e-3}, {"emu.int8gw_frag_gemm", 2e-3}}}},
+                       "test");
+    store.put_dispatch(dev, "linear", "Q8_0", kRest,
+                       {{1, {{"emu.q8_0_gemv", 1e-5}, {"emu.q8_0_dequant_cublaslt", 9e-5}}},
+                        {4096, {{"emu.q8_0_dequant_cublaslt", 1e-3}, {"emu.q8_0_gemm", 2e-3}}}},
+                       "test");
+  }
+  auto table = std::make_shared<winners::WinnersTable>(path);
+  rt::KernelChooser chooser(table, dev, "emu.", 80);
+  chooser.accept_external([](const std::string& name) { return rt::store_baseline(name, "emu.") != nullptr; });
+  auto choice_at = [&](const std::string& op, WeightType t, int64_t m) {
+    const rt::KernelChoice& c = chooser.choose(op, &t, kernels::Shape{{"M", "N", "K", "G"}, {m, kRest[0], kRest[1], kRest[2]}, ""});
+    REQUIRE(c.dispatched);
+    return c.family ? c.family->name : c.external;
+  };
+  CHECK(choice_at("linear.frag", WeightType::INT8_GW_SYM, 4096) == "emu.int8gw_dequant_cublaslt");
+  CHECK(choice_at("linear.frag", WeightType::INT8_GW_SYM, 1) == "int8gw_frag_gemv");
+  CHECK(choice_at("linear", WeightType::Q8_0, 2000) == "emu.q8_0_dequant_cublaslt");
+  CHECK(choice_at("linear", WeightType::Q8_0, 1) == "q8_0_gemv");
 }

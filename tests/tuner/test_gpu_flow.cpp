@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <set>
 
+#include "device/blas/blas_lt.h"
 #include "kernels_src/registry/registry.h"
 #include "models/formats/model_file.h"
 #include "tests/tuner/run_qtune.h"
 #include "tests/worker_entry.h"
 #include "tests/tuner/scratch_path.h"
+#include "tuner/family/blas_baselines.h"
 #include "tuner/flow/gpu_tuning.h"
 #include "common/paths.h"
 
@@ -247,15 +249,102 @@ TEST_CASE("on cuda the GPU flow times the cuBLASLt baselines at every linear job
   }
 }
 
-TEST_CASE("a cuBLASLt baseline on the emulator fails as a runtime error naming why, never as a result", "[tuner][gpu-flow]") {
-  auto t = find_family("emu.cublaslt_f16");
-  auto inst = t->instantiate({4, 64, 64, 64});
-  try {
-    inst->prepare(nlohmann::json{{"rank", 0}});
-    FAIL("prepare succeeded without a GPU");
-  } catch (const CandidateError& e) {
-    CHECK(e.status == Status::RuntimeError);
-    CHECK(std::string(e.what()).find("CUDA GPU only") != std::string::npos);
+TEST_CASE("on cuda the GPU flow times AWQ, INT8 group-wise and Q8_0 dequant + cuBLASLt beside the families of their "
+          "layout", "[tuner][gpu-flow]") {
+  // The config alone gives every family its shapes (no weights: every type counts).
+  auto mf = ModelFile::open(qt::source_root() + "/tests/golden/files/dense.ajc1");
+  GpuTuningOptions o;
+  o.device = "cuda";
+  o.target_sm = 90;
+  o.families = {"int8gw_frag_gemv", "int8gw_frag_gemm", "q8_0_gemv", "q8_0_gemm", "awq_frag_gemm"};
+  o.buckets = {1, 512};
+  o.budget = "2";
+  o.baselines = true;
+  const auto jobs = plan_gpu_jobs(mf->config(), nullptr, o);
+  auto count = [&](const std::string& family, const std::vector<int64_t>& shape) {
+    int n = 0;
+    for (const GpuJob& j : jobs) n += j.family->name() == family && j.shape == shape;
+    return n;
+  };
+  int int8 = 0, q8 = 0, awq = 0;
+  for (const GpuJob& j : jobs) {
+    const std::string& name = j.family->family().name;
+    INFO(name << " " << shape_text(j.shape));
+    if (name.starts_with("int8gw_frag_")) {
+      CHECK(count("cuda.int8gw_dequant_cublaslt", j.shape) == 1);
+      ++int8;
+    }
+    if (name.starts_with("q8_0_")) {
+      CHECK(count("cuda.q8_0_dequant_cublaslt", j.shape) == 1);
+      ++q8;
+    }
+    if (name == "awq_frag_gemm") {
+      CHECK(count("cuda.awq_frag_dequant_cublaslt", j.shape) == 1);
+      ++awq;
+    }
+    // Beside AWQ in the frag layout, not the file layout's baseline: awq_dequant reads the file layout.
+    CHECK(name != "awq_dequant_cublaslt");
+    // Each baseline ranks in the dispatch of the layout its dequant reads.
+    if (name.ends_with("_dequant_cublaslt"))
+      CHECK(j.family->family().op == (name.starts_with("q8_0_") ? "linear" : "linear.frag"));
+  }
+  CHECK(int8 > 0);
+  CHECK(q8 > 0);
+  CHECK(awq > 0);
+}
+
+TEST_CASE("each weight type and layout's cuBLASLt baseline is its row of device/blas's table", "[tuner][gpu-flow]") {
+  CHECK(blas_baselines().size() == std::size(blas::kBaselines));
+  for (const blas::Baseline& row : blas::kBaselines) {
+    INFO(row.store_name);
+    const kernels::KernelFamily* b = blas_baseline_for(row.weight_type, kernels::find_family(row.problem_family).op);
+    REQUIRE(b);
+    CHECK(b->name == row.store_name);
+    CHECK(b == find_blas_baseline(row.store_name));
+    CHECK(is_blas_baseline(*b));
+    CHECK_FALSE(is_blas_baseline(kernels::find_family(row.problem_family)));
+    // The problem family solves the same linear, so the baseline is stored and dispatched with it.
+    const kernels::KernelFamily& problem = kernels::find_family(row.problem_family);
+    CHECK(problem.serves(row.weight_type));
+    CHECK(b->op == problem.op);
+    CHECK(b->dtypes == problem.dtypes);
+    if (!row.dequant_family) continue;
+    const kernels::KernelFamily& dq = kernels::find_family(row.dequant_family);
+    CHECK(dq.serves(row.weight_type));
+    CHECK(dq.op.starts_with("dequant"));
+    CHECK(kernels::op_weight_layout(dq.op) == kernels::op_weight_layout(problem.op));
+  }
+  CHECK(blas_baseline_for(WeightType::INT8_GW_SYM, "linear.frag")->name == "int8gw_dequant_cublaslt");
+  CHECK(blas_baseline_for(WeightType::INT8_GW_SYM, "linear") == nullptr);  // no dequant reads its file layout
+  CHECK(blas_baseline_for(WeightType::Q8_0, "linear")->name == "q8_0_dequant_cublaslt");
+  CHECK(blas_baseline_for(WeightType::AWQ_INT4, "linear")->name == "awq_dequant_cublaslt");
+  CHECK(blas_baseline_for(WeightType::AWQ_INT4, "linear.frag")->name == "awq_frag_dequant_cublaslt");
+  CHECK(blas_baseline_for(WeightType::INT8_GW_ASYM, "linear") == nullptr);  // no dense layer of that type runs on a device
+  CHECK(find_blas_baseline("awq_gemm") == nullptr);
+  // A shape its dequant kernel cannot take is refused by the baseline, naming the kernel and why.
+  const kernels::KernelFamily& int8 = *blas_baseline_for(WeightType::INT8_GW_SYM, "linear.frag");
+  const kernels::Point rank0{{"rank", 0}};
+  CHECK(int8.shape_constraint(rank0, int8.shape({64, 128, 4096, 128})) == "");
+  CHECK_THAT(int8.shape_constraint(rank0, int8.shape({64, 100, 4096, 128})),
+             Catch::Contains("int8gw_frag_dequant: N must be a multiple of 8"));
+  const kernels::KernelFamily& q8 = *blas_baseline_for(WeightType::Q8_0, "linear");
+  CHECK_THAT(q8.shape_constraint(rank0, q8.shape({64, 3, 5, 5})), Catch::Contains("q8_0_dequant: N*K must be a multiple"));
+}
+
+TEST_CASE("every cuBLASLt baseline on the emulator fails as a runtime error naming why, never as a result",
+          "[tuner][gpu-flow]") {
+  for (const kernels::KernelFamily* b : blas_baselines()) {
+    INFO(b->name);
+    auto t = find_family("emu." + b->name);
+    auto inst = t->instantiate(b->name == blas::kStoreNameF16 ? std::vector<int64_t>{4, 64, 64, 64}
+                                                               : std::vector<int64_t>{4, 64, 128, 32});
+    try {
+      inst->prepare(nlohmann::json{{"rank", 0}});
+      FAIL("prepare succeeded without a GPU");
+    } catch (const CandidateError& e) {
+      CHECK(e.status == Status::RuntimeError);
+      CHECK(std::string(e.what()).find("CUDA GPU only") != std::string::npos);
+    }
   }
   CHECK_THROWS_WITH(find_family("cpu.cublaslt_f16"), Catch::Contains("run on a GPU device"));
 }

@@ -81,29 +81,48 @@ TEST_CASE("on a GPU the cuBLASLt baselines are verified, timed and ranked in the
   const auto gpu = worker_gpu(worker, why);
   if (!gpu) QTUNE_SKIP(why);
   const winners::DeviceFingerprint& dev = *gpu;
-  auto mf = ModelFile::open(qt::source_root() + "/tests/golden/files/dense-tied.ak48");
-  GpuTuningOptions o;
-  o.device = "cuda";
-  o.target_sm = std::stoi(dev.arch.substr(3));
-  o.families = {"awq_gemv", "awq_gemm"};
-  o.buckets = {1, 64};
-  o.budget = "2";
-  o.quiet = true;
-  o.baselines = true;
-  o.tune.strategy = "random";
-  o.tune.timeout_s = 60;
-  o.tune.flush = true;
-  const auto jobs = plan_gpu_jobs(mf->config(), &mf->weights(), o);
-  Store store(test::tuner_scratch("gpu-flow-cuda-blas", ".sqlite"));
-  const GpuTuningResult res = tune_gpu_jobs(jobs, store, worker, dev, o, "test");
-  bool timed = false;
-  for (size_t i = 0; i < jobs.size(); ++i)
-    if (jobs[i].family->name() == "cuda.awq_dequant_cublaslt") {
-      REQUIRE(res.reports[i].best_point);  // verified against awq_gemm's CPU reference
-      timed = true;
+  struct Case {
+    std::string model;
+    bool weights;  // false: the config's shapes alone (no golden file holds dense INT8 group-wise weights)
+    std::vector<std::string> families;
+    std::string baseline, dispatch;
+  };
+  const std::vector<Case> cases = {
+      {"dense-tied.ak48", true, {"awq_gemv", "awq_gemm"}, "cuda.awq_dequant_cublaslt", "linear AWQ_INT4"},
+      {"dense-tied.ak48", true, {"awq_frag_gemv", "awq_frag_gemm"}, "cuda.awq_frag_dequant_cublaslt",
+       "linear.frag AWQ_INT4"},
+      {"dense.ajc1", true, {"q8_0_gemv", "q8_0_gemm"}, "cuda.q8_0_dequant_cublaslt", "linear Q8_0"},
+      {"dense.ajc1", false, {"int8gw_frag_gemv", "int8gw_frag_gemm"}, "cuda.int8gw_dequant_cublaslt",
+       "linear.frag INT8_GW_SYM"}};
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.baseline) {
+      auto mf = ModelFile::open(qt::source_root() + "/tests/golden/files/" + c.model);
+      GpuTuningOptions o;
+      o.device = "cuda";
+      o.target_sm = std::stoi(dev.arch.substr(3));
+      o.families = c.families;
+      o.buckets = {1, 64};
+      o.budget = "2";
+      o.quiet = true;
+      o.baselines = true;
+      o.tune.strategy = "random";
+      o.tune.timeout_s = 60;
+      o.tune.flush = true;
+      const auto jobs = plan_gpu_jobs(mf->config(), c.weights ? &mf->weights() : nullptr, o);
+      Store store(test::tuner_scratch("gpu-flow-cuda-blas-" + c.families.front(), ".sqlite"));
+      const GpuTuningResult res = tune_gpu_jobs(jobs, store, worker, dev, o, "test");
+      bool timed = false;
+      for (size_t i = 0; i < jobs.size(); ++i)
+        if (jobs[i].family->name() == c.baseline) {
+          INFO(c.baseline << " " << shape_text(jobs[i].shape));
+          REQUIRE(res.reports[i].best_point);  // verified against the problem family's CPU reference
+          timed = true;
+        }
+      REQUIRE(timed);
+      bool ranked = false;
+      for (const std::string& line : res.dispatch_lines) ranked |= line.find(c.dispatch + " ") != std::string::npos;
+      INFO(c.dispatch);
+      REQUIRE(ranked);
     }
-  REQUIRE(timed);
-  bool ranked = false;
-  for (const std::string& line : res.dispatch_lines) ranked |= line.find("linear AWQ_INT4") != std::string::npos;
-  REQUIRE(ranked);
+  }
 }

@@ -8,41 +8,67 @@
 #include "device/cuda/l2_flush.h"
 #include "device/plan/linear_reference.h"
 #include "device/plan/run_plan.h"
-#include "kernels_src/awq/awq_family.h"
-#include "kernels_src/f16_gemm/f16_gemm_family.h"
+#include "kernels_src/registry/registry.h"
 
 namespace qt::tune {
 namespace {
 
 using kernels::KernelFamily;
 
-KernelFamily baseline(const std::string& name, const KernelFamily& problem, const std::string& summary) {
+// The problem's expectations of y alone: any other buffer it checks (the frag GEMM's split-K counters) is its
+// own kernel's, and the baseline writes y only.
+std::vector<kernels::Expected> y_only(std::vector<kernels::Expected> all) {
+  std::erase_if(all, [](const kernels::Expected& e) { return e.buffer != "y"; });
+  return all;
+}
+
+std::string summary(const blas::Baseline& b) {
+  if (!b.dequant_family)
+    return "cuBLASLt fp16 GEMM on fp16 weights [N][K] (the vendor baseline of " + std::string(b.problem_family) +
+           " and --predequantize)";
+  return std::string(b.dequant_family) + " to fp16 " + (b.layout == blas::WeightLayout::KN ? "[K][N]" : "[N][K]") +
+         ", then cuBLASLt's fp16 GEMM (the dequant + cuBLAS baseline of " + b.problem_family + ")";
+}
+
+KernelFamily baseline(const blas::Baseline& b) {
+  const KernelFamily& problem = kernels::find_family(b.problem_family);
   KernelFamily f;
-  f.name = name;
-  f.summary = summary;
+  f.name = b.store_name;
+  f.summary = summary(b);
   f.op = problem.op;
   f.weight_types = problem.weight_types;
   f.dtypes = problem.dtypes;
   f.dims = problem.dims;
   f.min_sm = 80;
   f.params = {{"rank", {0, 1, 2, 3}, 0, "cuBLASLt heuristic's candidate algorithm, best first"}};
-  f.shape_constraint = [](const kernels::Point&, const kernels::Shape& s) {
-    return s["M"] > 0 && s["N"] > 0 && s["K"] > 0 ? std::string() : std::string("M, N and K must be positive");
+  f.shape_constraint = [dequant = b.dequant_family](const kernels::Point&, const kernels::Shape& s) {
+    if (s["M"] <= 0 || s["N"] <= 0 || s["K"] <= 0) return std::string("M, N and K must be positive");
+    if (!dequant) return std::string();
+    // The instance runs the dequant at its default point, so the shape must suit that point.
+    const KernelFamily& dq = kernels::find_family(dequant);
+    const std::string why = dq.shape_constraint ? dq.shape_constraint(dq.default_point(), dq.shape_from(s)) : "";
+    return why.empty() ? why : dq.name + ": " + why;
   };
   f.make_inputs = problem.make_inputs;
-  f.reference = problem.reference;
+  f.reference = [ref = problem.reference](const kernels::Shape& s, const kernels::HostBuffers& in) {
+    return y_only(ref(s, in));
+  };
   f.linear_operands = problem.linear_operands;
-  f.linear_expected = problem.linear_expected;
+  if (problem.linear_expected)
+    f.linear_expected = [ex = problem.linear_expected](const kernels::Shape& s, const kernels::HostBuffers& in,
+                                                       const kernels::LinearSums& sums) {
+      return y_only(ex(s, in, sums));
+    };
   f.source_hash = "cublaslt-" + std::to_string(blas::blas_lt_version());
   return f;
 }
 
 const std::vector<KernelFamily>& all() {
-  static const std::vector<KernelFamily> v = {
-      baseline(kCublasF16, kernels::f16_gemm::gemm_family(),
-               "cuBLASLt fp16 GEMM on fp16 weights [N][K] (the vendor baseline of f16_gemm and --predequantize)"),
-      baseline(kAwqDequantCublas, kernels::awq::gemm_family(),
-               "awq_dequant to fp16 [K][N], then cuBLASLt's fp16 GEMM (the dequant + cuBLAS baseline of awq_gemm)")};
+  static const std::vector<KernelFamily> v = [] {
+    std::vector<KernelFamily> out;
+    for (const blas::Baseline& b : blas::kBaselines) out.push_back(baseline(b));
+    return out;
+  }();
   return v;
 }
 
@@ -50,8 +76,8 @@ const std::vector<KernelFamily>& all() {
 // unwritten element fails verification as it does for our kernels.
 class BlasInstance final : public ReferencedInstance {
  public:
-  BlasInstance(const KernelFamily& f, std::string device_kind, const kernels::Shape& shape)
-      : f_(f), kind_(std::move(device_kind)), shape_(shape), dequant_(f.name == kAwqDequantCublas) {}
+  BlasInstance(const KernelFamily& f, const blas::Baseline& row, std::string device_kind, const kernels::Shape& shape)
+      : f_(f), row_(row), kind_(std::move(device_kind)), shape_(shape) {}
 
   SetupCosts setup() override {
     SetupCosts c;
@@ -72,9 +98,8 @@ class BlasInstance final : public ReferencedInstance {
     }
     rank_ = point.value("rank", 0);
     const int64_t m = shape_["M"], n = shape_["N"], k = shape_["K"];
-    const blas::WeightLayout layout = dequant_ ? blas::WeightLayout::KN : blas::WeightLayout::NK;
     try {
-      const int offered = lt_->algorithms(layout, m, n, k);
+      const int offered = lt_->algorithms(row_.layout, m, n, k);
       if (rank_ >= offered)
         throw CandidateError(Status::Invalid, "cuBLASLt offers " + std::to_string(offered) + " algorithms for this GEMM");
     } catch (const CandidateError&) {
@@ -85,9 +110,9 @@ class BlasInstance final : public ReferencedInstance {
     if (x_.bytes()) return;  // inputs are uploaded once per instance
     x_ = upload(device, "x");
     y_ = dev::Buffer(device, size_t(m * n) * 2);
-    if (dequant_) {
-      const KernelFamily& dq = kernels::awq::dequant_family();
-      dq_ = std::make_unique<plan::PlanRun>(&device, dq, dq.default_point(), dq.shape(shape_.values), inputs_);
+    if (row_.dequant_family) {
+      const KernelFamily& dq = kernels::find_family(row_.dequant_family);
+      dq_ = std::make_unique<plan::PlanRun>(&device, dq, dq.default_point(), dq.shape_from(shape_), inputs_);
       w_ = dq_->buffer("w");
     } else {
       values_ = upload(device, "values");
@@ -124,8 +149,7 @@ class BlasInstance final : public ReferencedInstance {
  private:
   void enqueue() {
     if (dq_) dq_->enqueue();
-    lt_->gemm_f16(w_, dq_ ? blas::WeightLayout::KN : blas::WeightLayout::NK, x_.ptr(), y_.ptr(), shape_["M"],
-                  shape_["N"], shape_["K"], rank_);
+    lt_->gemm_f16(w_, row_.layout, x_.ptr(), y_.ptr(), shape_["M"], shape_["N"], shape_["K"], rank_);
   }
 
   dev::Buffer upload(dev::Device& device, const std::string& name) {
@@ -137,9 +161,9 @@ class BlasInstance final : public ReferencedInstance {
   }
 
   const KernelFamily& f_;
+  const blas::Baseline& row_;
   std::string kind_;
   kernels::Shape shape_;
-  bool dequant_;
   std::unique_ptr<blas::BlasLt> lt_;
   std::unique_ptr<plan::PlanRun> dq_;
   dev::Buffer x_, y_, values_;
@@ -164,15 +188,16 @@ const KernelFamily* find_blas_baseline(const std::string& name) {
 
 bool is_blas_baseline(const KernelFamily& f) { return find_blas_baseline(f.name) == &f; }
 
-const KernelFamily* blas_baseline_for(WeightType t) {
-  if (t == WeightType::F16) return find_blas_baseline(kCublasF16);
-  if (t == WeightType::AWQ_INT4) return find_blas_baseline(kAwqDequantCublas);
-  return nullptr;
+const KernelFamily* blas_baseline_for(WeightType t, const std::string& op) {
+  const blas::Baseline* b = blas::baseline_for(t, op);
+  return b ? find_blas_baseline(b->store_name) : nullptr;
 }
 
 std::unique_ptr<KernelInstance> make_blas_instance(const KernelFamily& f, const std::string& device_kind,
                                                    const kernels::Shape& shape) {
-  return std::make_unique<BlasInstance>(f, device_kind, shape);
+  const blas::Baseline* row = blas::find_baseline(f.name);
+  if (!row) throw Error("'" + f.name + "' is no cuBLASLt baseline (device/blas/blas_lt.h lists them)", kExitFailure);
+  return std::make_unique<BlasInstance>(f, *row, device_kind, shape);
 }
 
 }  // namespace qt::tune

@@ -76,7 +76,7 @@ void store_dispatch(const std::vector<GpuJob>& jobs, Store& store, const winners
 
 // The baselines at each batched linear job's shape, and with `predequantize` the fp16 families and cuBLASLt
 // at each quantized linear shape as fp16 (G = K), once per (family, shape).
-void add_linear_extras(std::vector<GpuJob>& jobs, const GpuTuningOptions& opt, bool all_families) {
+void add_linear_extras(std::vector<GpuJob>& jobs, const GpuTuningOptions& opt) {
   std::set<std::pair<std::string, std::vector<int64_t>>> have;
   for (const GpuJob& j : jobs) have.insert({j.family->name(), j.shape});
   std::vector<GpuJob> extra;
@@ -94,17 +94,16 @@ void add_linear_extras(std::vector<GpuJob>& jobs, const GpuTuningOptions& opt, b
       f16_linears.push_back(f);
   for (const GpuJob& j : jobs) {
     const kernels::KernelFamily& f = j.family->family();
-    if (!j.batched || f.op != "linear" || f.weight_types.size() != 1) continue;
+    if (!j.batched || f.weight_types.size() != 1) continue;
     const WeightType t = f.weight_types[0];
-    // A baseline the runtime cannot run for weights in this family's layout (AWQ dequant + cuBLAS on the frag
-    // layout) would only cost time; `--families all` times it anyway.
+    // The baseline reading the weights in this family's layout: it ranks in the same dispatch.
     if (opt.baselines)
-      if (const kernels::KernelFamily* b = blas_baseline_for(t))
-        if (all_families || kernels::op_weight_layout(f.op) == "file") add(*b, j.shape);
+      if (const kernels::KernelFamily* b = blas_baseline_for(t, f.op)) add(*b, j.shape);
+    if (f.op != "linear") continue;
     if (opt.predequantize && weight_traits(t).quantized && j.shape.size() == 4) {
       const std::vector<int64_t> fp16{j.shape[0], j.shape[1], j.shape[2], j.shape[2]};
       for (const kernels::KernelFamily* g : f16_linears) add(*g, fp16);
-      if (opt.baselines) add(*blas_baseline_for(WeightType::F16), fp16);
+      if (opt.baselines) add(*blas_baseline_for(WeightType::F16, "linear"), fp16);
     }
   }
   jobs.insert(jobs.end(), extra.begin(), extra.end());
@@ -255,7 +254,7 @@ std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights*
       }
     }
   }
-  add_linear_extras(jobs, opt, all);
+  add_linear_extras(jobs, opt);
   if (jobs.empty()) throw Error("no device kernel family has a shape of this model to tune");
   return jobs;
 }

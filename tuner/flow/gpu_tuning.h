@@ -39,9 +39,10 @@ struct GpuTuningOptions {
   double time_limit_s = 0;
   TuneOptions tune;
   int compile_threads = 0;            // NVRTC threads compiling ahead (0: none)
-  // The cuBLASLt baselines (blas_baselines.h) timed beside the linear families at every shape and bucket, so
-  // the stored dispatch can send a bucket to them: cublaslt_f16 for fp16 weights, awq_dequant_cublaslt for
-  // AWQ. On by default on cuda; the emulator has no cuBLAS.
+  // The cuBLASLt baselines (blas_baselines.h) timed beside the linear families of their weight type and layout
+  // at every shape and bucket, so the stored dispatch can send a bucket to them: cublaslt_f16 for fp16 weights,
+  // dequant + cuBLASLt for AWQ (file and frag layouts), INT8 group-wise (frag layout) and Q8_0. On by default
+  // on cuda; the emulator has no cuBLAS.
   bool baselines = false;
   // Also tune the fp16 linear families and cuBLASLt at every quantized linear shape (as fp16, G = K): the
   // dispatch `qrun --predequantize` uses.
