@@ -150,24 +150,32 @@ TEST_CASE("qrun --device emu --tuned-cache runs the winners qtune --device emu s
   std::remove(store.c_str());
 }
 
-TEST_CASE("qrun --device emu decodes an AWQ model to the CPU's tokens with its projections on the streaming GEMV qtune chose") {
-  // The streaming GEMV reads the frag layout the runtime already holds: once a tuned dispatch names it, every
-  // dense projection runs it (decode exactly, the prompt's rows on the nearest tuned batch), with the same tokens.
-  const std::string store = kTmp + "stream-" + std::to_string(::getpid()) + ".sqlite";
+// qtune on the emulator of `arch` tunes only `family` for dense.ak48; qrun then decodes with that store on the
+// same emulated architecture. Returns qrun's verbose result after checking the CPU's tokens and that every
+// dense projection (the decode rows exactly, the 5-row prompt on the nearest tuned batch) ran `family`.
+Result decode_with_tuned_family(const std::string& family, const std::string& arch, const std::string& store) {
   std::remove(store.c_str());
   const std::string qtune = qt::binary_root() + "/bin/qtune";
-  REQUIRE(std::system((qtune + " --device emu --gpu sm80 --model " + kFiles + "dense.ak48 --families awq_frag_stream_gemv "
-                       "--buckets 1 --budget 2 --quiet --cache " + store + " >/dev/null 2>&1").c_str()) == 0);
-  const std::string common = "--model "s + kFiles + "dense.ak48 --prompt-ids 0,361,239,262,343 -n 8 --temp 0";
+  REQUIRE(std::system((qtune + " --device emu --gpu " + arch + " --model " + kFiles + "dense.ak48 --families " + family +
+                       " --buckets 1 --budget 2 --quiet --cache " + store + " >/dev/null 2>&1").c_str()) == 0);
+  const std::string common = "--model "s + kFiles + "dense.ak48 --prompt-ids 0,361,239,262,343 -n 4 --temp 0";
   const Result cpu = qrun(common + " --reference --no-stats");
-  const Result emu = qrun(common + " --device emu -v --tuned-cache " + store);
+  const Result emu = qrun(common + " --device emu --emu-arch " + arch + " -v --tuned-cache " + store);
   REQUIRE(cpu.code == 0);
   REQUIRE(emu.code == 0);
   CHECK(emu.out == cpu.out);
   for (const char* shape : {"M=1 N=160 K=96", "M=1 N=96 K=160", "M=5 N=160 K=96"}) {
-    INFO(shape);
-    CHECK(emu.err.find("linear.frag|AWQ_INT4|"s + shape + " G=32 -> awq_frag_stream_gemv") != std::string::npos);
+    INFO(shape << "\n" << emu.err);
+    CHECK(emu.err.find("linear.frag|AWQ_INT4|"s + shape + " G=32 -> " + family) != std::string::npos);
   }
+  return cpu;
+}
+
+TEST_CASE("qrun --device emu decodes an AWQ model to the CPU's tokens with its projections on the streaming GEMV qtune chose") {
+  // The streaming GEMV reads the frag layout the runtime already holds: once a tuned dispatch names it, every
+  // dense projection runs it, with the same tokens.
+  const std::string store = kTmp + "stream-" + std::to_string(::getpid()) + ".sqlite";
+  decode_with_tuned_family("awq_frag_stream_gemv", "sm80", store);
   std::remove(store.c_str());
 }
 
@@ -175,22 +183,10 @@ TEST_CASE("qrun --device emu --emu-arch sm90 decodes an AWQ model to the CPU's t
   // The Hopper GEMM reads the same frag layout: tuned on an emulated sm_90 it runs every dense projection of
   // the prompt and of each decode step, through wgmma with the weights in registers, to the same tokens.
   const std::string store = kTmp + "wgmma-" + std::to_string(::getpid()) + ".sqlite";
-  std::remove(store.c_str());
-  const std::string qtune = qt::binary_root() + "/bin/qtune";
-  REQUIRE(std::system((qtune + " --device emu --gpu sm90 --model " + kFiles + "dense.ak48 --families awq_frag_wgmma_gemm "
-                       "--buckets 1 --budget 2 --quiet --cache " + store + " >/dev/null 2>&1").c_str()) == 0);
-  const std::string common = "--model "s + kFiles + "dense.ak48 --prompt-ids 0,361,239,262,343 -n 4 --temp 0";
-  const Result cpu = qrun(common + " --reference --no-stats");
-  const Result emu = qrun(common + " --device emu --emu-arch sm90 -v --tuned-cache " + store);
-  REQUIRE(cpu.code == 0);
-  REQUIRE(emu.code == 0);
-  CHECK(emu.out == cpu.out);
-  for (const char* shape : {"M=1 N=160 K=96", "M=1 N=96 K=160", "M=5 N=160 K=96"}) {
-    INFO(shape << "\n" << emu.err);
-    CHECK(emu.err.find("linear.frag|AWQ_INT4|"s + shape + " G=32 -> awq_frag_wgmma_gemm") != std::string::npos);
-  }
+  const Result cpu = decode_with_tuned_family("awq_frag_wgmma_gemm", "sm90", store);
   // An emulated sm_80 cannot run it: the same store's winners are another device's, and qrun says so.
-  const Result sm80 = qrun(common + " --device emu -v --tuned-cache " + store);
+  const Result sm80 = qrun("--model "s + kFiles + "dense.ak48 --prompt-ids 0,361,239,262,343 -n 4 --temp 0 --device emu -v "
+                           "--tuned-cache " + store);
   REQUIRE(sm80.code == 0);
   CHECK(sm80.out == cpu.out);
   CHECK(sm80.err.find("-> awq_frag_wgmma_gemm") == std::string::npos);
