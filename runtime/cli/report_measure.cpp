@@ -16,6 +16,7 @@
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
 #include "kernels_src/memcopy/mem_copy_family.h"
 #include "kernels_src/registry/registry.h"
+#include "models/core/linear_shapes.h"
 #include "runtime/gpu/kernel_choice.h"
 #include "runtime/model/qwen3_model.h"
 
@@ -68,34 +69,28 @@ class DeviceTimer {
   cuda::L2Flusher flusher_;
 };
 
-struct LinearShape {
-  WeightType type;  // as the device stores it (fp32/bf16 matrices become fp16)
+// A dense linear shape as the device runs it: the type as stored there (fp32/bf16 matrices become fp16), the
+// group (K for unquantized types), the projections it serves, and the most rows it runs at (0: any).
+struct DeviceLinear {
+  WeightType type;
   int64_t n, k, g;
   std::string what;
+  int64_t max_rows;
 };
 
 WeightType device_type(WeightType t) { return t == WeightType::F32 || t == WeightType::BF16 ? WeightType::F16 : t; }
 
-// The distinct dense linear shapes of a model (its first layer's projections and the lm_head).
-std::vector<LinearShape> linear_shapes(const ModelWeights& w) {
-  std::vector<LinearShape> out;
-  auto add = [&](const QTensor& t, const char* what) {
-    if (t.empty()) return;
-    const WeightType type = device_type(t.type);
-    const int64_t g = weight_traits(type).quantized && t.group_size > 0 ? t.group_size : t.cols;
-    for (LinearShape& s : out)
-      if (s.type == type && s.n == t.rows && s.k == t.cols && s.g == g) {
-        s.what += std::string(", ") + what;
-        return;
-      }
-    out.push_back({type, t.rows, t.cols, g, what});
-  };
-  if (!w.layers.empty()) {
-    const LayerWeights& l = w.layers[0];
-    add(l.wq, "q_proj"), add(l.wk, "k_proj"), add(l.wv, "v_proj"), add(l.wo, "o_proj");
-    add(l.w1, "gate_proj"), add(l.w3, "up_proj"), add(l.w2, "down_proj");
+// The model's dense linear shapes (models/core/linear_shapes.h, the tuner's list too: the concatenated q/k/v at
+// one row, the lm_head up to its rows per pass), as the device stores them. The router and the experts are the
+// MoE block's, measured with it.
+std::vector<DeviceLinear> linear_shapes(const ModelWeights& w) {
+  std::vector<DeviceLinear> out;
+  for (const LinearShape& l : model_linear_shapes(w.config, &w)) {
+    if (l.expert || l.label == "router" || !l.type) continue;
+    const WeightType type = device_type(*l.type);
+    const int64_t g = weight_traits(type).quantized && l.group > 0 ? l.group : l.k;
+    out.push_back({type, l.n, l.k, g, l.label, l.max_rows});
   }
-  add(w.classifier.empty() ? w.embedding : w.classifier, "lm_head");
   return out;
 }
 
@@ -154,7 +149,7 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
   }
   DeviceTimer timer(device, options);
   json out = json::array();
-  for (const LinearShape& ls : linear_shapes(weights)) {
+  for (const DeviceLinear& ls : linear_shapes(weights)) {
     std::fprintf(stderr, "qbench: %s N=%lld K=%lld (%s)\n", weight_type_name(ls.type), (long long)ls.n,
                  (long long)ls.k, ls.what.c_str());
     const int64_t max_m = options.buckets.empty() ? 1 : *std::max_element(options.buckets.begin(), options.buckets.end());
@@ -177,6 +172,7 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
     std::unique_ptr<plan::PlanRun> dequant;
     std::string no_dequant = baseline && baseline->dequant_family ? "" : "no dequant kernel for this type";
     for (const int64_t m : options.buckets) {
+      if (ls.max_rows > 0 && m > ls.max_rows) continue;  // rows the runtime never runs this shape at
       const kernels::Shape shape{{"M", "N", "K", "G"}, {m, ls.n, ls.k, ls.g}, ls.what};
       const uint64_t act = uint64_t(m * ls.k + m * ls.n) * 2;
       json variants = json::array();

@@ -170,8 +170,17 @@ TEST_CASE("qbench --device emu --report measures every linear shape against cuBL
   const json j = json::parse(slurp(dir + "/report.json"));
   CHECK(j["device"]["kind"] == "emu");
   CHECK(j["device"]["bandwidth_gbps"].get<double>() > 0);
-  // dense.ak48: q/gate/up 160x96, k/v 80x96, o/down 96x160 (AWQ) and the fp16 lm_head, each at M = 1 and 4.
-  REQUIRE(j["kernels"].size() == 8);
+  // dense.ak48, the model's linear shapes as the tuner has them: q/gate/up 160x96, k/v 80x96, o/down 96x160
+  // (AWQ) and the fp16 lm_head, each at M = 1 and 4, and q|k|v concatenated (320x96) at M = 1 only.
+  REQUIRE(j["kernels"].size() == 9);
+  int concatenated = 0;
+  for (const json& k : j["kernels"]) {
+    if (k["what"] != "wq|wk|wv") continue;
+    ++concatenated;
+    CHECK(k["M"] == 1);
+    CHECK(k["N"] == 320);
+  }
+  CHECK(concatenated == 1);
   for (const json& k : j["kernels"]) {
     INFO(k.dump());
     const json v = variants_by_name(k);
