@@ -13,7 +13,9 @@
 //   3. p V: each thread owns (head, 8-column chunk, token group) accumulators in shared memory (the count of
 //      them depends on R and D, known only at run time), rescales them by exp(m_old - m_new) and adds its tokens.
 // The block's result is either final (one split: out = acc / l in fp16) or a partial (m, l, acc) in the fp32
-// workspace for attention_decode_combine_kernel.
+// workspace; the last of a KV head's split blocks to finish (counted in locks[g], which it resets to 0) combines
+// the partials of its R heads in the same launch: a decode step's attention is one launch, not two, which
+// matters most at short contexts where a launch costs as much as the KV read.
 //
 // Workspace layout (splits > 1): ml[splits][H][2] (max, sum), then acc[splits][H][D].
 #include "kernels_src/common/qt_cuda.h"
@@ -59,7 +61,7 @@ __device__ __forceinline__ void load_tile(__half* dst, const __half* cache, int 
 template <int THREADS, int TILE, int STAGES>
 __global__ void __launch_bounds__(THREADS, 1)
     attention_decode_kernel(const __half* q, const __half* k_cache, const __half* v_cache, const int* pos,
-                            __half* out, float* ws, int H, int KVH, int D, int C) {
+                            __half* out, float* ws, unsigned* locks, int H, int KVH, int D, int C) {
   static_assert(THREADS % 32 == 0 && TILE % 16 == 0 && STAGES >= 2, "block, tile and pipeline shape");
   constexpr int WARPS = THREADS / 32;
   const float minus_inf = attn_decode::neg_inf();
@@ -199,30 +201,34 @@ __global__ void __launch_bounds__(THREADS, 1)
       ws[(int64_t)splits * H * 2 + ((int64_t)split * H + h) * D + d] = sum;
     }
   }
-}
+  if (splits == 1) return;
 
-// out[h][d] = sum_s e^(m_s - M) acc_s[h][d] / sum_s e^(m_s - M) l_s, M = max_s m_s; neutral partials
-// (m = -inf) weigh 0. One block per query head.
-template <int THREADS>
-__global__ void __launch_bounds__(THREADS)
-    attention_decode_combine_kernel(const float* ws, __half* out, int H, int D, int splits) {
-  const int h = blockIdx.x;
-  const float* ml = ws;
-  const float* acc = ws + (int64_t)splits * H * 2;
-  float mx = attn_decode::neg_inf();
-  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, ml[2 * ((int64_t)s * H + h)]);
-  float l = 0.0f;
-  for (int s = 0; s < splits; ++s) {
-    const float m = ml[2 * ((int64_t)s * H + h)];
-    if (m != attn_decode::neg_inf()) l += ml[2 * ((int64_t)s * H + h) + 1] * __expf(m - mx);
+  // The last split block of KV head g: out[h][d] = sum_s e^(m_s - M) acc_s[h][d] / sum_s e^(m_s - M) l_s,
+  // M = max_s m_s, for its R heads; neutral partials (m = -inf) weigh 0.
+  __threadfence();
+  __syncthreads();
+  bool last = false;
+  if (tid == 0) {
+    last = atomicAdd(&locks[g], 1u) == (unsigned)splits - 1;
+    if (last) atomicExch(&locks[g], 0u);  // ready for the next launch
   }
-  const float inv_l = __fdividef(1.0f, l);
-  for (int d = threadIdx.x; d < D; d += THREADS) {
-    float sum = 0.0f;
+  if (!__syncthreads_or(last)) return;
+  atomicOr(&locks[g], 0u);  // this thread's acquire of the other blocks' partials (their fence, then atomic)
+  __threadfence();
+  const float* ml = ws;
+  const float* pacc = ws + (int64_t)splits * H * 2;
+  for (int i = tid; i < R * D; i += THREADS) {
+    const int h = g * R + i / D, d = i % D;
+    float mx = minus_inf;
+    for (int s = 0; s < splits; ++s) mx = fmaxf(mx, ml[2 * ((int64_t)s * H + h)]);
+    float l = 0.0f, sum = 0.0f;
     for (int s = 0; s < splits; ++s) {
       const float m = ml[2 * ((int64_t)s * H + h)];
-      if (m != attn_decode::neg_inf()) sum += acc[((int64_t)s * H + h) * D + d] * __expf(m - mx);
+      if (m == minus_inf) continue;
+      const float w = __expf(m - mx);
+      l += ml[2 * ((int64_t)s * H + h) + 1] * w;
+      sum += pacc[((int64_t)s * H + h) * D + d] * w;
     }
-    out[(int64_t)h * D + d] = __float2half_rn(sum * inv_l);
+    out[(int64_t)h * D + d] = __float2half_rn(sum * __fdividef(1.0f, l));
   }
 }

@@ -90,7 +90,8 @@ Expected expected_attention(const Shape& shape, const HostBuffers& in, bool p_in
 std::vector<Shape> decode_model_shapes(const ModelConfig& c) {
   const int64_t cap = std::max<int64_t>(c.max_seq_len, 1);
   std::vector<Shape> out;
-  for (int64_t ctx : {int64_t(512), int64_t(4096)}) {
+  // Flash-decoding's goals are stated at 4K and 32K (issue 26).
+  for (int64_t ctx : {int64_t(512), int64_t(4096), int64_t(32768)}) {
     const int64_t pos0 = std::min(cap - 1, ctx - 1);
     if (!out.empty() && out.back().values.back() == pos0) continue;
     out.push_back(Shape{kDims, {1, c.n_heads, c.n_kv_heads, c.head_dim, cap, pos0},

@@ -11,8 +11,6 @@ namespace {
 using Role = BufferSpec::Role;
 
 constexpr int64_t kMaxSmem = 227 * 1024;  // the largest opt-in dynamic shared memory of any target (sm_90)
-constexpr int64_t kCombineThreads = 128;
-const char* kCombine = "attention_decode_combine_kernel<128>";
 
 std::string decode_kernel(const Point& p) {
   return name_expr("attention_decode_kernel", {p.at("threads"), p.at("tile"), p.at("stages")});
@@ -34,12 +32,14 @@ KernelFamily make_decode() {
   f.dims = kDims;
   f.source_hash = kFamilySourceHash;
   f.source = "attention/attention_decode.cuh";
-  f.summary = "flash-decoding: GQA block per KV head, context split over blocks, fp32 partials + combine";
+  f.summary = "flash-decoding: GQA block per KV head, context split over blocks, fp32 partials combined by the "
+              "last block of each KV head in the same launch";
   f.min_sm = 80;
   f.params = {{"threads", {64, 128, 256}, 128, "threads per block"},
               {"tile", {16, 32, 64, 128}, 32, "context tokens per shared-memory tile"},
               {"stages", {2, 3}, 2, "cp.async pipeline stages of K/V tiles"},
-              {"splits", {1, 2, 4, 8, 16, 32}, 8, "blocks along the context (fp32 partials + combine when > 1)"}};
+              {"splits", {1, 2, 4, 8, 16, 32, 64}, 8,
+               "blocks along the context (fp32 partials, combined in the same launch when > 1)"}};
   // The first default is the untuned fallback: 8 splits keep a GPU busy at long contexts with few KV heads.
   f.defaults = {{{"threads", 128}, {"tile", 32}, {"stages", 2}, {"splits", 8}},
                 {{"threads", 256}, {"tile", 64}, {"stages", 2}, {"splits", 1}},
@@ -60,17 +60,24 @@ KernelFamily make_decode() {
              " bytes of shared memory (more than 227 KiB)";
     return std::string();
   };
-  f.kernels = [](const Point& p) {
-    std::vector<std::string> k = {decode_kernel(p)};
-    if (p.at("splits") > 1) k.push_back(kCombine);
-    return k;
+  // The K and V rows of the context (not the cache's capacity), q and out, and each split's partials written
+  // and read back.
+  f.bytes_moved = [](const Point& p, const Shape& shape) {
+    const AttentionProblem a = problem(shape);
+    const double kv = 2.0 * double(a.pos0 + 1) * double(a.kv_heads * a.head_dim) * 2;
+    const double io = 2.0 * double(a.heads * a.head_dim) * 2;
+    const double partials = p.at("splits") > 1 ? 2.0 * double(p.at("splits") * a.heads * (a.head_dim + 2)) * 4 : 0;
+    return kv + io + partials;
   };
+  f.kernels = [](const Point& p) { return std::vector<std::string>{decode_kernel(p)}; };
   f.plan = [](const Point& p, const Shape& shape) {
     const AttentionProblem a = problem(shape);
     const int64_t splits = p.at("splits");
     LaunchPlan plan;
     plan.buffers = attention_buffers(a);
     plan.buffers.push_back({"ws", DType::F32, splits > 1 ? splits * a.heads * (a.head_dim + 2) : 1, Role::Workspace});
+    // One arrival counter per KV head, zero before and after every launch.
+    plan.buffers.push_back({"locks", DType::I32, a.kv_heads, Role::InOut});
     Launch l;
     l.kernel = decode_kernel(p);
     l.grid.x = static_cast<uint32_t>(a.kv_heads);
@@ -79,23 +86,21 @@ KernelFamily make_decode() {
     l.dynamic_smem = decode_smem_bytes(p, a.heads / a.kv_heads, a.head_dim);
     l.args = {KernelArg::buf("q"),       KernelArg::buf("k_cache"), KernelArg::buf("v_cache"),
               KernelArg::buf("pos"),     KernelArg::buf("out"),     KernelArg::buf("ws"),
-              KernelArg::i32(a.heads),   KernelArg::i32(a.kv_heads), KernelArg::i32(a.head_dim),
+              KernelArg::buf("locks"),   KernelArg::i32(a.heads),   KernelArg::i32(a.kv_heads), KernelArg::i32(a.head_dim),
               KernelArg::i32(a.capacity)};
     plan.launches.push_back(l);
-    if (splits > 1) {
-      Launch c;
-      c.kernel = kCombine;
-      c.grid.x = static_cast<uint32_t>(a.heads);
-      c.block.x = kCombineThreads;
-      c.args = {KernelArg::buf("ws"), KernelArg::buf("out"), KernelArg::i32(a.heads), KernelArg::i32(a.head_dim),
-                KernelArg::i32(splits)};
-      plan.launches.push_back(c);
-    }
     return plan;
   };
-  f.make_inputs = make_attention_inputs;
+  f.make_inputs = [](const Shape& shape, uint64_t seed) {
+    HostBuffers in = make_attention_inputs(shape, seed);
+    in["locks"] = std::vector<uint8_t>(size_t(problem(shape).kv_heads) * 4, 0);
+    return in;
+  };
   f.reference = [](const Shape& shape, const HostBuffers& in) {
-    return std::vector<Expected>{expected_attention(shape, in, /*p_in_fp16=*/false)};
+    Expected locks;  // every counter back at zero for the next launch
+    locks.buffer = "locks";
+    locks.values.assign(size_t(problem(shape).kv_heads), 0.0f);
+    return std::vector<Expected>{expected_attention(shape, in, /*p_in_fp16=*/false), locks};
   };
   f.model_shapes = [](const ModelConfig& c, const ModelWeights*) { return decode_model_shapes(c); };
   f.probe_shape = Shape{kDims, {1, 32, 8, 128, 4096, 2047}, "probe: Qwen3-8B heads, context 2048"};

@@ -191,6 +191,9 @@ struct KernelFamily {
   // has issued and not yet consumed (ring depth x load size), which the static model's Little's-law term reads
   // in place of its generic per-warp guess. Unset where unrolling, not a ring, decides it.
   std::function<int64_t(const Point&)> bytes_in_flight_per_warp;
+  // The bytes a point's launches read and write on `shape`, where its buffers' sizes overstate them (a KV cache
+  // read up to the context, not to its capacity); unset: every buffer once, workspaces twice.
+  std::function<double(const Point&, const Shape&)> bytes_moved;
   // Buffers for both kinds; launches for device families.
   std::function<LaunchPlan(const Point&, const Shape&)> plan;
   // Host families: the point prepared on `buffers` (inputs filled, outputs allocated); throws PointRejected.

@@ -326,10 +326,15 @@ void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
   launcher_.run(*choice, shape, b);
 }
 
-// The frag kernels' split-K counters: one per 64-column tile of `rows` and 16 rows of `m`. A launch leaves them
-// at zero, so one buffer serves every launch.
+// The frag kernels' split-K counters: one per 64-column tile of `rows` and 16 rows of `m`.
 void DeviceBackend::bind_split_locks(Bindings& b, int64_t rows, int64_t m) {
-  const size_t bytes = size_t((rows + 63) / 64 * ((m + 15) / 16)) * 4;
+  bind_counters(b, (rows + 63) / 64 * ((m + 15) / 16));
+}
+
+// `count` arrival counters as "locks", zero: every kernel that counts arrivals in them (split-K, flash-decoding)
+// leaves them at zero, so one buffer serves every launch of the stream.
+void DeviceBackend::bind_counters(Bindings& b, int64_t count) {
+  const size_t bytes = size_t(count) * 4;
   if (locks_.bytes() < bytes) {
     grow(locks_, bytes, bytes);
     queue_.flush();
@@ -437,6 +442,7 @@ void DeviceBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity,
   b.buf("q", dp(q), h16(m * qd)).buf("k_cache", dp(k_cache), h16(capacity * kvd));
   b.buf("v_cache", dp(v_cache), h16(capacity * kvd)).buf("pos", pos_.ptr(), 4).buf("out", dp(out), h16(m * qd));
   const int64_t p = context_bucket(pos0 + m, capacity) - m;
+  if (m == 1) bind_counters(b, n_kv_heads);  // flash-decoding's split blocks meet in the same launch
   run(m == 1 ? "attention_decode" : "attention_prefill", nullptr,
       kernels::Shape{{"M", "H", "KVH", "D", "C", "P"}, {m, n_heads, n_kv_heads, head_dim, capacity, p}, "attention"},
       b);

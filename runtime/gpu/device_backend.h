@@ -103,6 +103,7 @@ class DeviceBackend final : public Backend {
  private:
   void run(const std::string& op, const WeightType* type, const kernels::Shape& shape, const Bindings& b);
   void bind_split_locks(Bindings& b, int64_t rows, int64_t m);
+  void bind_counters(Bindings& b, int64_t count);
   void linear(const DeviceTensor& w, Act x, int64_t m, Act y);
   void linear_external(const KernelChoice& c, const DeviceTensor& w, Act x, int64_t m, Act y, const kernels::Shape& shape);
   void queue_blas(dev::DevPtr w, blas::WeightLayout layout, Act x, int64_t m, int64_t n, int64_t k, Act y, int rank);

@@ -133,3 +133,18 @@ TEST_CASE("on the H200 run's measured points the model ranks them with Spearman 
   CHECK(rho >= 0.8);
   CHECK(median_error <= 0.25);
 }
+
+TEST_CASE("flash-decoding is modelled on the K and V rows of its context, not on the cache's capacity",
+          "[tuner][roofline]") {
+  // A 40,960-token cache at context 512 reads 1/80 of it: counting the buffers would predict every context at
+  // the full cache's time.
+  const kernels::KernelFamily& f = kernels::find_family("attention_decode");
+  const kernels::Point p = f.default_point();
+  const kernels::Shape short_ctx = f.shape({1, 32, 8, 128, 40960, 511}), long_ctx = f.shape({1, 32, 8, 128, 40960, 4095});
+  const double kv_row = 2.0 * 8 * 128 * 2;  // K and V of one token, fp16
+  const RooflineEstimate a = estimate_point(f, p, short_ctx, 90), b = estimate_point(f, p, long_ctx, 90);
+  CHECK(a.bytes >= 512 * kv_row);
+  CHECK(a.bytes < 1.2 * 512 * kv_row);  // q, out and the splits' partials besides
+  CHECK(b.bytes - a.bytes == Approx((4096 - 512) * kv_row));
+  CHECK(b.memory_s > a.memory_s);
+}

@@ -97,8 +97,12 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
   const compile::ArchLimits& arch = compile::arch_limits(sm);
   const kernels::LaunchPlan plan = f.plan(point, shape);
   RooflineEstimate e;
-  for (const kernels::BufferSpec& b : plan.buffers)
-    e.bytes += double(b.bytes()) * (b.role == kernels::BufferSpec::Role::Workspace ? 2.0 : 1.0);
+  if (f.bytes_moved) {
+    e.bytes = f.bytes_moved(point, shape);
+  } else {
+    for (const kernels::BufferSpec& b : plan.buffers)
+      e.bytes += double(b.bytes()) * (b.role == kernels::BufferSpec::Role::Workspace ? 2.0 : 1.0);
+  }
   const double m = dim_or(shape, "M", 0), n = dim_or(shape, "N", 0), k = dim_or(shape, "K", 0);
   if (m > 0 && n > 0 && k > 0) e.flops = 2 * m * n * k;
   const Pipe pipe = compute_pipe(f);

@@ -6,7 +6,8 @@
 //   t_memory  = bytes / (achievable DRAM bandwidth x min(1, bytes in flight per SM / bytes needed in flight))
 //   t_compute = flops / (peak of the pipe the kernel uses x min(1, warps per SM / 8))
 //
-// Bytes: every input and output buffer of the plan once, workspaces twice (written, then read back). Flops:
+// Bytes: every input and output buffer of the plan once, workspaces twice (written, then read back), unless the
+// family states what its launches move (KernelFamily::bytes_moved: a KV cache up to the context). Flops:
 // 2*M*N*K for families with M, N and K dimensions, else none. The pipe: the tensor cores when the family's
 // source issues mma (at wgmma's rate where it issues wgmma, mma.sync's otherwise), else fp32 FMAs. Bytes needed in flight per SM: Little's law, DRAM bandwidth x latency
 // over the SMs. Bytes in flight: the resident warps (a grid smaller than one wave counts only the warps it has,
