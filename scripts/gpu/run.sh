@@ -6,8 +6,8 @@
 #   tests      the `gpu` test binaries with QTUNE_REQUIRE_GPU=1, so a test that would skip fails instead
 #   models     synthetic checkpoints: Qwen3-8B-shaped with 36 layers as ak48 (AWQ) and ajc1 (Q8_0), and
 #              Qwen3-30B-A3B-shaped with 8 layers as moe3
-#   tune       qtune --gpu on the 8B AWQ model with the default families, buckets and budget (resumable: a
-#              time limit stops it, and the reports use what it stored)
+#   tune       qtune --gpu on the 8B AWQ model with the default families and budget, at the report's batch
+#              buckets (resumable: a time limit stops it, and the reports use what it stored)
 #   report     qbench --device cuda --report on both models with the tuned store
 # After every phase the results are packed again into OUTDIR, at most 8 files of under 16 MB each, so a run
 # cut short still returns what it did: SUMMARY.md (phases, times, commands, the key lines), logs.tar.xz,
@@ -137,8 +137,10 @@ excerpt "GPU tests" "$logs/tests.log" '^== |test cases|FAILED|QTUNE_REQUIRE_GPU'
 if phase models "${MODELS_S:-120}" make_models; then
   tune_s="${TUNE_S:-150}"
   report_buckets=1,4,16,64,256,1024,4096
+  # The report's buckets: the tune's time goes to the batch sizes the report measures, and every family the
+  # runtime dispatches (the wgmma GEMM on sm_90) gets some of it.
   phase tune "$tune_s" "$q/bin/qtune" --model "$models/qwen3-8b.ak48" --gpu "$sm" --time-limit $((tune_s - 15)) \
-    --cache "$work/qtune-cache.sqlite" --quiet || status=1
+    --buckets "$report_buckets" --cache "$work/qtune-cache.sqlite" --quiet || status=1
   excerpt "Tune (qwen3-8b ak48)" "$logs/tune.log" '^(qtune:|summary|time|dispatch|roofline)'
   phase report-8b "${REPORT_S:-90}" "$q/bin/qbench" --device cuda --model "$models/qwen3-8b.ak48" \
     --q8-model "$models/qwen3-8b.ajc1" --tuned-cache "$work/qtune-cache.sqlite" --buckets "$report_buckets" \
