@@ -23,6 +23,9 @@ bool members_ordered_with_clocks(uint16_t warp, uint32_t epoch, uint32_t lanes, 
 
 [[gnu::noinline]] bool ordered_with_clocks(const AccessSet& s, const Accessor& a) {
   if (s.warp == kManyWarps) {
+    // A set an earlier block left in a reused shared slot (blocks of a host thread run one after another): its
+    // tag names that block's warp sets, cleared since and reused by this block's, so it must not be read.
+    if (s.epoch < a.first_epoch) return true;
     // (An untagged fold of several warps dates from before the clocks were on: only a __syncthreads orders it.)
     return (s.clk & WarpSets::kTag) ? a.sets->ordered(s.clk, a) : s.epoch != a.epoch;
   }

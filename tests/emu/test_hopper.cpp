@@ -25,7 +25,8 @@ const std::vector<std::string> kKernels = {
     "k_wgmma_tile<256, 1, 0, 1, 0>", "k_wgmma_tile<120, 2, 0, 0, 1>",
     "k_pack_images<64, 2, 1, 0, 0>", "k_ws_gemm<64, 2, 2, 1, 0, 0, 1>",
     "k_pack_images<32, 1, 2, 1, 1>", "k_ws_gemm<32, 3, 1, 2, 1, 1, 0>",
-    "k_pack_images<48, 2, 0, 0, 0>", "k_ws_gemm<48, 2, 2, 0, 0, 0, 0>", "k_named_barrier_handoff"};
+    "k_pack_images<48, 2, 0, 0, 0>", "k_ws_gemm<48, 2, 2, 0, 0, 0, 0>", "k_named_barrier_handoff",
+    "k_shared_flag_per_block"};
 
 std::shared_ptr<dev::Module> hopper() { return emu::test::module("hopper.cu", kKernels, emu::test::sm90_device()); }
 
@@ -159,4 +160,23 @@ TEST_CASE("named barriers order a hand-off between the warps of a warpgroup: bar
   REQUIRE(launch("k_named_barrier_handoff", {{1}, {128}, 0}, KernelArgs().add(out.ptr()), dev).empty());
   const auto v = out.download<int>(128);
   for (int t = 0; t < 128; ++t) CHECK(v[t] == (t < 64 ? 1001 * t + 64 : 1000 * (t - 64) + t));
+}
+
+TEST_CASE("with the block clocks on, a shared slot's reads by an earlier block on the same host thread are no race") {
+  // The multi-warp read set of block b stays in the slot's shadow when block b + 1 starts on the same host
+  // thread; its tag named one of block b's warp sets, cleared since and reused by block b + 1's own sets. It
+  // was reported as a race with block b + 1's write (seen in the wgmma GEMM's split-K flag).
+  emu::EmuOptions o = emu::test::test_options(3, 90);
+  o.threads = 1;
+  emu::EmuDevice dev(o);
+  dev::ModuleSource src;
+  src.name = "hopper.cu";
+  src.source = emu::read_text_file(qt::source_root() + "/tests/emu/kernels/hopper.cu");
+  src.kernels = {"k_shared_flag_per_block"};
+  auto m = dev.load_module(src);
+  constexpr int kBlocks = 6;
+  Buffer out(dev, kBlocks * 128 * 4);
+  REQUIRE_NOTHROW(dev.launch(m->kernel("k_shared_flag_per_block"), {{kBlocks}, {128}, 0}, KernelArgs().add(out.ptr())));
+  const auto v = out.download<int>(kBlocks * 128);
+  for (int i = 0; i < kBlocks * 128; ++i) CHECK(v[size_t(i)] == 1000 * (i / 128 + 1) + 1);
 }

@@ -238,3 +238,21 @@ __global__ void __launch_bounds__(128) k_named_barrier_handoff(int* out) {
     out[t] = buf[t];
   }
 }
+
+// Thread 0 of each block writes a flag into static shared memory; after a __syncthreads every thread reads it
+// (threads of several warps: a multi-warp read set). Before that, every thread reads two other shared words,
+// so the block makes multi-warp read sets of its own first. The proxy fence turns the block's clocks on.
+// Blocks that run one after another on one host thread reuse the slots: an earlier block's reads are no race.
+// out[b][t] = 1000 (b + 1) + 1.
+__global__ void __launch_bounds__(128) k_shared_flag_per_block(int* out) {
+  QT_SHARED(words, int[2]);
+  QT_SHARED(flag, int[1]);
+  qt::fence_proxy_async_shared();
+  if (threadIdx.x == 0) words[0] = 1, words[1] = 1000 * (blockIdx.x + 1);
+  __syncthreads();
+  const int w = words[0] * words[1];
+  __syncthreads();
+  if (threadIdx.x == 0) flag[0] = 1;
+  __syncthreads();
+  out[blockIdx.x * 128 + threadIdx.x] = w + flag[0];
+}
