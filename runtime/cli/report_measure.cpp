@@ -191,9 +191,10 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
           variants.push_back(unavailable(name, e.what()));
         }
       };
-      // What the runtime runs: the frag layout's families where they serve the type (device_weights.h), and
-      // beside them the file layout's default, the kernels they replace.
-      const bool frag = default_chooser.serves("linear.frag", &ls.type);
+      // What the runtime runs: the frag layout's families where it loads the weight so and they serve the type
+      // (device_weights.h), and beside them the file layout's default, the kernels they replace.
+      const bool frag = kernels::default_weight_layout("linear", ls.type, ls.what == "lm_head") == "frag" &&
+                        default_chooser.serves("linear.frag", &ls.type);
       const std::string op = frag ? "linear.frag" : "linear";
       family_variant("tuned", tuned_chooser, op);
       family_variant("default", default_chooser, op);

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 #include "kernels_src/registry/registry.h"
@@ -244,6 +245,38 @@ TEST_CASE("on cuda the GPU flow times the cuBLASLt baselines at every linear job
     const std::vector<int64_t> fp16{j.shape[0], j.shape[1], j.shape[2], j.shape[2]};
     CHECK(count(pre, "cuda.cublaslt_f16", &fp16) == 1);
     CHECK(count(pre, "cuda.f16_gemv", &fp16) + count(pre, "cuda.f16_gemm", &fp16) >= (j.shape[0] <= 8 ? 1 : 0));
+  }
+}
+
+TEST_CASE("by default the GPU flow tunes each family on the shapes the runtime runs on it: a Q8_0 model's projections on the frag families, its lm_head on the file layout's",
+          "[tuner][gpu-flow]") {
+  // dense.ajc1: Q8_0 throughout, the lm_head (N = 384) included. Planning needs no GPU.
+  auto mf = ModelFile::open(qt::source_root() + "/tests/golden/files/dense.ajc1");
+  const int64_t vocab = mf->config().vocab_size;
+  GpuTuningOptions o;
+  o.device = "cuda";
+  o.buckets = {1, 64};
+  o.budget = "1";
+  for (int sm : {80, 90}) {
+    INFO("sm_" << sm);
+    o.target_sm = sm;
+    std::map<std::string, std::set<bool>> lm_head;  // family -> whether each of its jobs is the lm_head's
+    for (const GpuJob& j : plan_gpu_jobs(mf->config(), &mf->weights(), o))
+      if (j.family->family().op == "linear" || j.family->family().op == "linear.frag" ||
+          j.family->family().op == "gate_up_swiglu")
+        lm_head[j.family->name()].insert(j.shape[1] == vocab);
+    for (const char* f : {"cuda.q8_0_frag_gemv", "cuda.q8_0_frag_gemm", "cuda.q8_0_frag_stream_gemv"}) {
+      INFO(f);
+      CHECK(lm_head[f] == std::set<bool>{false});
+    }
+    CHECK(lm_head["cuda.q8_0_frag_wgmma_gemm"] == (sm == 90 ? std::set<bool>{false} : std::set<bool>{}));
+    for (const char* f : {"cuda.q8_0_gemv", "cuda.q8_0_gemm"}) {
+      INFO(f);
+      CHECK(lm_head[f] == std::set<bool>{true});
+    }
+    // The fused gate/up reads the file layout, which the projections are no longer in; no AWQ or INT8 weights.
+    CHECK(lm_head.count("cuda.gate_up_swiglu.q8_0") == 0);
+    for (const auto& [name, heads] : lm_head) CHECK(name.find("q8_0") != std::string::npos);
   }
 }
 
