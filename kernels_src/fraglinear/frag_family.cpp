@@ -1,14 +1,18 @@
 #include "kernels_src/fraglinear/frag_family.h"
 
 #include <climits>
+#include <cstring>
 #include <cmath>
 #include <random>
 
+#include "common/error.h"
 #include "common/half.h"
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/awq/awq_reference.h"
 #include "kernels_src/fraglinear/frag_layout.h"
 #include "kernels_src/gate_up/gate_up_family.h"
+#include "kernels_src/q8_0/q8_family.h"
+#include "kernels_src/q8_0/q8_reference.h"
 #include "kernels_src/registry/family_util.h"
 #include "family_source_hash.h"
 
@@ -19,80 +23,165 @@ using Role = BufferSpec::Role;
 const std::vector<std::string> kLinearDims = {"M", "N", "K", "G"};
 const std::vector<std::string> kRepackDims = {"N", "K", "G"};
 
-WeightType weight_type(int bits) { return bits == 4 ? WeightType::AWQ_INT4 : WeightType::INT8_GW_SYM; }
-const char* prefix(int bits) { return bits == 4 ? "awq" : "int8gw"; }
-
-// A problem in the weights' file layout: AWQ (qweight, qzeros, scales) or INT8_GW_SYM (q, scales), plus x.
+// A problem in the weights' file layout (the arrays under their file names, as a model file holds them), plus
+// x, of one of the source kinds below.
+struct SourceKind;
 struct Source {
-  int bits = 4;
+  const SourceKind* kind = nullptr;
   int64_t m = 0, n = 0, k = 0, group = 0;
   std::vector<uint16_t> x;
-  std::vector<int32_t> qweight, qzeros;  // INT4
-  std::vector<uint8_t> q;                // INT8, +128 bias
-  std::vector<uint16_t> scales;
-  FragDims dims() const { return {n, k, group, bits}; }
-  // w = (code - zero) * scale of row kk (K) and column nn (N), as an integer times a scale.
-  int code(int64_t kk, int64_t nn) const {
-    if (bits == 8) return int(q[size_t(kk * n + nn)]) - 128;
-    const auto nib = [&](const std::vector<int32_t>& a, int64_t row) {
-      return int((uint32_t(a[size_t(row * (n / 8) + nn / 8)]) >> awq_shift(nn % 8)) & 15u);
-    };
-    return nib(qweight, kk) - nib(qzeros, kk / group);
-  }
-  double scale(int64_t kk, int64_t nn) const { return half_bits_to_float(scales[size_t(kk / group * n + nn)]); }
+  HostBuffers arrays;
+  FragDims dims() const;
+  // w = code * scale of row kk (K) and column nn (N): the integer (code - zero, or q) and its scale.
+  int code(int64_t kk, int64_t nn) const;
+  double scale(int64_t kk, int64_t nn) const;
 };
 
-// Deterministic random problem: AWQ as the awq families make it; INT8 codes uniform over 0..255, scales in
-// [0.0005, 0.005), x in [-1, 1).
-Source make_source(int bits, int64_t m, int64_t n, int64_t k, int64_t group, uint64_t seed) {
+// Element `i` of a raw array of T.
+template <class T>
+T at(const std::vector<uint8_t>& a, int64_t i) {
+  T v;
+  std::memcpy(&v, a.data() + i * int64_t(sizeof(T)), sizeof(T));
+  return v;
+}
+
+// A weight type the frag layout holds, as its families see it: each fact of the type written here once.
+struct SourceArray {
+  const char* name;  // the file's (weight_array_name)
+  DType dtype;
+  int64_t (*count)(const FragDims& d);
+};
+struct SourceKind {
+  WeightType type;
+  int bits;              // the frag layout's
+  const char* prefix;    // of the family names
+  const char* what;      // in summaries
+  int repack_src;        // frag_repack.cuh's SRC (kFragSrc*) for this source
+  std::vector<SourceArray> arrays;  // the codes first; "qzeros" and "scales" bound by name
+  void (*make)(Source& s, uint64_t seed);  // random arrays and x for s's dimensions
+  int (*code)(const Source& s, int64_t kk, int64_t nn);
+  double (*scale)(const Source& s, int64_t kk, int64_t nn);
+  FragWeights (*repack)(const Source& s);  // the CPU reference repack
+  // The model's layers of this type, at batch m.
+  std::vector<Shape> (*layer_shapes)(const ModelConfig& c, const ModelWeights* w, int64_t m);
+};
+
+int64_t per_weight(const FragDims& d) { return d.k * d.n; }
+int64_t per_group(const FragDims& d) { return d.groups() * d.n; }
+int64_t per_weight_word(const FragDims& d) { return d.k * d.n / 8; }
+int64_t per_group_word(const FragDims& d) { return d.groups() * d.n / 8; }
+
+// AWQ as the awq families make it.
+const SourceKind& awq_kind() {
+  static const SourceKind k{
+    WeightType::AWQ_INT4, 4, "awq", "AWQ INT4", 0,
+    {{"qweight", DType::I32, per_weight_word}, {"qzeros", DType::I32, per_group_word}, {"scales", DType::F16, per_group}},
+    [](Source& s, uint64_t seed) {
+      awq::AwqData d = awq::make_awq_data(s.m, s.n, s.k, s.group, seed);
+      s.x = std::move(d.x);
+      s.arrays = {{"qweight", bytes_of(d.qweight)}, {"qzeros", bytes_of(d.qzeros)}, {"scales", bytes_of(d.scales)}};
+    },
+    [](const Source& s, int64_t kk, int64_t nn) {
+      const auto nib = [&](const char* name, int64_t row) {
+        return int((uint32_t(at<int32_t>(s.arrays.at(name), row * (s.n / 8) + nn / 8)) >> awq_shift(nn % 8)) & 15u);
+      };
+      return nib("qweight", kk) - nib("qzeros", kk / s.group);
+    },
+    [](const Source& s, int64_t kk, int64_t nn) {
+      return double(half_bits_to_float(at<uint16_t>(s.arrays.at("scales"), kk / s.group * s.n + nn)));
+    },
+    [](const Source& s) {
+      return repack_awq(s.dims(), from_bytes<int32_t>(s.arrays.at("qweight")).data(),
+                        from_bytes<int32_t>(s.arrays.at("qzeros")).data(), from_bytes<uint16_t>(s.arrays.at("scales")).data());
+    },
+    [](const ModelConfig& c, const ModelWeights* w, int64_t m) {
+      return awq::quantized_layer_shapes(c, w, WeightType::AWQ_INT4, m);
+    }};
+  return k;
+}
+
+// INT8 codes uniform over 0..255, scales in [0.0005, 0.005), x in [-1, 1).
+const SourceKind& int8gw_kind() {
+  static const SourceKind k{
+    WeightType::INT8_GW_SYM, 8, "int8gw", "INT8 group-wise", 1,
+    {{"q", DType::U8, per_weight}, {"scales", DType::F16, per_group}},
+    [](Source& s, uint64_t seed) {
+      std::mt19937_64 rng(seed);
+      std::uniform_int_distribution<int> byte(0, 255);
+      std::uniform_real_distribution<float> scale(0.0005f, 0.005f), act(-1.0f, 1.0f);
+      std::vector<uint8_t> q(size_t(s.k * s.n));
+      for (auto& v : q) v = uint8_t(byte(rng));
+      std::vector<uint16_t> scales(size_t(s.k / s.group * s.n));
+      for (auto& v : scales) v = float_to_half_bits(scale(rng));
+      s.x.resize(size_t(s.m * s.k));
+      for (auto& v : s.x) v = float_to_half_bits(act(rng));
+      s.arrays = {{"q", q}, {"scales", bytes_of(scales)}};
+    },
+    [](const Source& s, int64_t kk, int64_t nn) { return int(s.arrays.at("q")[size_t(kk * s.n + nn)]) - 128; },
+    [](const Source& s, int64_t kk, int64_t nn) {
+      return double(half_bits_to_float(at<uint16_t>(s.arrays.at("scales"), kk / s.group * s.n + nn)));
+    },
+    [](const Source& s) {
+      return repack_int8(s.dims(), s.arrays.at("q").data(), from_bytes<uint16_t>(s.arrays.at("scales")).data());
+    },
+    [](const ModelConfig& c, const ModelWeights* w, int64_t m) {
+      return awq::quantized_layer_shapes(c, w, WeightType::INT8_GW_SYM, m);
+    }};
+  return k;
+}
+
+// Q8_0 as the q8_0 families make it; its fp32 scales count as fp16-rounded (frag_layout.h): the definition
+// the frag layout serves, stated here from the file's arrays, not from the repack's output.
+const SourceKind& q8_0_kind() {
+  static const SourceKind k{
+    WeightType::Q8_0, 8, "q8_0", "Q8_0", 2,
+    {{"q", DType::I8, per_weight}, {"scales", DType::F32, per_group}},
+    [](Source& s, uint64_t seed) {
+      q8_0::Q8Data d = q8_0::make_q8_data(s.m, s.n, s.k, s.group, seed);
+      d.q.front() = -128;  // legal in the format, never drawn there: its biased code is 0
+      s.x = std::move(d.x);
+      s.arrays = {{"q", bytes_of(d.q)}, {"scales", bytes_of(d.scales)}};
+    },
+    [](const Source& s, int64_t kk, int64_t nn) { return int(int8_t(s.arrays.at("q")[size_t(nn * s.k + kk)])); },
+    [](const Source& s, int64_t kk, int64_t nn) {
+      return double(round_to_half(at<float>(s.arrays.at("scales"), nn * (s.k / s.group) + kk / s.group)));
+    },
+    [](const Source& s) {
+      return repack_q8_0(s.dims(), from_bytes<int8_t>(s.arrays.at("q")).data(),
+                         from_bytes<float>(s.arrays.at("scales")).data());
+    },
+    q8_0::q8_layer_shapes};
+  return k;
+}
+
+FragDims Source::dims() const { return {n, k, group, kind->bits}; }
+int Source::code(int64_t kk, int64_t nn) const { return kind->code(*this, kk, nn); }
+double Source::scale(int64_t kk, int64_t nn) const { return kind->scale(*this, kk, nn); }
+
+Source make_source(const SourceKind& kind, int64_t m, int64_t n, int64_t k, int64_t group, uint64_t seed) {
   Source s;
-  s.bits = bits, s.m = m, s.n = n, s.k = k, s.group = group;
-  if (bits == 4) {
-    awq::AwqData d = awq::make_awq_data(m, n, k, group, seed);
-    s.x = std::move(d.x), s.qweight = std::move(d.qweight), s.qzeros = std::move(d.qzeros);
-    s.scales = std::move(d.scales);
-    return s;
-  }
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::uniform_real_distribution<float> scale(0.0005f, 0.005f), act(-1.0f, 1.0f);
-  s.q.resize(size_t(k * n));
-  for (auto& v : s.q) v = uint8_t(byte(rng));
-  s.scales.resize(size_t(k / group * n));
-  for (auto& v : s.scales) v = float_to_half_bits(scale(rng));
-  s.x.resize(size_t(m * k));
-  for (auto& v : s.x) v = float_to_half_bits(act(rng));
+  s.kind = &kind, s.m = m, s.n = n, s.k = k, s.group = group;
+  kind.make(s, seed);
   return s;
 }
 
 // The source arrays under their file names, with `tag` in front ("" for a repack's inputs, "ref." where a
 // linear family keeps them only for its reference).
 void put_source(const Source& s, const std::string& tag, HostBuffers& out) {
-  if (s.bits == 4) {
-    out[tag + "qweight"] = bytes_of(s.qweight);
-    out[tag + "qzeros"] = bytes_of(s.qzeros);
-  } else {
-    out[tag + "q"] = s.q;
-  }
-  out[tag + "scales"] = bytes_of(s.scales);
+  for (const auto& [name, bytes] : s.arrays) out[tag + name] = bytes;
 }
-Source get_source(int bits, int64_t m, const FragDims& d, const std::string& tag, const HostBuffers& in) {
+Source get_source(const SourceKind& kind, int64_t m, const FragDims& d, const std::string& tag, const HostBuffers& in) {
   Source s;
-  s.bits = bits, s.m = m, s.n = d.n, s.k = d.k, s.group = d.group;
-  if (bits == 4) {
-    s.qweight = from_bytes<int32_t>(in.at(tag + "qweight"));
-    s.qzeros = from_bytes<int32_t>(in.at(tag + "qzeros"));
-  } else {
-    s.q = in.at(tag + "q");
-  }
-  s.scales = from_bytes<uint16_t>(in.at(tag + "scales"));
+  s.kind = &kind, s.m = m, s.n = d.n, s.k = d.k, s.group = d.group;
+  for (const SourceArray& a : kind.arrays) s.arrays[a.name] = in.at(tag + a.name);
   if (in.count("x")) s.x = from_bytes<uint16_t>(in.at("x"));
   return s;
 }
 
-FragWeights repack(const Source& s) {
-  return s.bits == 4 ? repack_awq(s.dims(), s.qweight.data(), s.qzeros.data(), s.scales.data())
-                     : repack_int8(s.dims(), s.q.data(), s.scales.data());
+bool has_array(const SourceKind& kind, const std::string& name) {
+  for (const SourceArray& a : kind.arrays)
+    if (name == a.name) return true;
+  return false;
 }
 
 std::string limits_check(const FragDims& d, int64_t m) {
@@ -108,57 +197,57 @@ std::string limits_check(const FragDims& d, int64_t m) {
 
 constexpr int64_t kRepackThreads = 256;
 
-KernelFamily make_repack(int bits) {
+KernelFamily make_repack(const SourceKind& kind) {
   KernelFamily f;
-  f.name = std::string(prefix(bits)) + "_frag_repack";
+  f.name = std::string(kind.prefix) + "_frag_repack";
   f.op = "repack";
-  f.weight_types = {weight_type(bits)};
-  f.dtypes = weight_type_name(weight_type(bits)) + std::string("->frag");
+  f.weight_types = {kind.type};
+  f.dtypes = weight_type_name(kind.type) + std::string("->frag");
   f.dims = kRepackDims;
   f.source_hash = kFamilySourceHash;
   f.source = "fraglinear/frag_repack.cuh";
-  f.summary = std::string(bits == 4 ? "AWQ INT4" : "INT8 group-wise") +
-              " -> frag layout (mma B fragments in 16-byte lane loads), once at load time";
+  f.summary = std::string(kind.what) + " -> frag layout (mma B fragments in 16-byte lane loads), once at load time";
   f.min_sm = 75;
   f.params = {{"threads", {128, 256}, kRepackThreads, "threads per block (one output word or scale each)"}};
+  const int bits = kind.bits;
   f.shape_constraint = [bits](const Point&, const Shape& s) {
     return limits_check({s["N"], s["K"], s["G"], bits}, 1);
   };
-  const std::string kernel = "frag_repack_kernel<" + std::to_string(bits) + ", ";
+  const std::string kernel = "frag_repack_kernel<" + std::to_string(kind.repack_src) + ", ";
   f.kernels = [kernel](const Point& p) { return std::vector<std::string>{kernel + std::to_string(p.at("threads")) + ">"}; };
-  f.plan = [bits, kernel](const Point& p, const Shape& shape) {
-    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
+  f.plan = [&kind, kernel](const Point& p, const Shape& shape) {
+    const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};
     LaunchPlan plan;
-    if (bits == 4) {
-      plan.buffers = {{"qweight", DType::I32, d.k * d.n / 8, Role::Input},
-                      {"qzeros", DType::I32, d.groups() * d.n / 8, Role::Input}};
-    } else {
-      plan.buffers = {{"q", DType::U8, d.k * d.n, Role::Input}};
-    }
-    plan.buffers.push_back({"scales", DType::F16, d.groups() * d.n, Role::Input});
+    for (const SourceArray& a : kind.arrays) plan.buffers.push_back({a.name, a.dtype, a.count(d), Role::Input});
     // Outputs as bytes: the check is bit for bit.
     plan.buffers.push_back({"bq", DType::U8, d.weight_words() * 4, Role::Output});
     plan.buffers.push_back({"bs", DType::U8, d.scale_halves() * 2, Role::Output});
-    if (bits == 4) plan.buffers.push_back({"bz", DType::U8, d.zero_words() * 4, Role::Output});
+    const bool zeros = d.zero_words() > 0;
+    if (zeros) plan.buffers.push_back({"bz", DType::U8, d.zero_words() * 4, Role::Output});
     Launch l;
     l.kernel = kernel + std::to_string(p.at("threads")) + ">";
     l.grid.x = uint32_t(cdiv(d.weight_words() + d.scale_halves() + d.zero_words(), p.at("threads")));
     l.block.x = uint32_t(p.at("threads"));
-    l.args = {KernelArg::buf(bits == 4 ? "qweight" : "q"), bits == 4 ? KernelArg::buf("qzeros") : KernelArg::null(),
-              KernelArg::buf("scales"), KernelArg::buf("bq"), KernelArg::buf("bs"),
-              bits == 4 ? KernelArg::buf("bz") : KernelArg::null(), KernelArg::i32(d.n), KernelArg::i32(d.k),
+    l.args = {KernelArg::buf(kind.arrays.front().name),
+              has_array(kind, "qzeros") ? KernelArg::buf("qzeros") : KernelArg::null(),
+              KernelArg::buf("scales"),
+              KernelArg::buf("bq"),
+              KernelArg::buf("bs"),
+              zeros ? KernelArg::buf("bz") : KernelArg::null(),
+              KernelArg::i32(d.n),
+              KernelArg::i32(d.k),
               KernelArg::i32(d.group)};
     plan.launches.push_back(l);
     return plan;
   };
-  f.make_inputs = [bits](const Shape& shape, uint64_t seed) {
+  f.make_inputs = [&kind](const Shape& shape, uint64_t seed) {
     HostBuffers in;
-    put_source(make_source(bits, 1, shape["N"], shape["K"], shape["G"], seed), "", in);
+    put_source(make_source(kind, 1, shape["N"], shape["K"], shape["G"], seed), "", in);
     return in;
   };
-  f.reference = [bits](const Shape& shape, const HostBuffers& in) {
-    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
-    const FragWeights w = repack(get_source(bits, 1, d, "", in));
+  f.reference = [&kind](const Shape& shape, const HostBuffers& in) {
+    const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};
+    const FragWeights w = kind.repack(get_source(kind, 1, d, "", in));
     auto as_bytes = [](const auto& v, const char* name) {
       Expected e;
       e.buffer = name;
@@ -166,12 +255,12 @@ KernelFamily make_repack(int bits) {
       return e;  // exact: tolerance 0
     };
     std::vector<Expected> out = {as_bytes(w.q, "bq"), as_bytes(w.scales, "bs")};
-    if (bits == 4) out.push_back(as_bytes(w.zeros, "bz"));
+    if (d.zero_words() > 0) out.push_back(as_bytes(w.zeros, "bz"));
     return out;
   };
-  f.model_shapes = [bits](const ModelConfig& c, const ModelWeights* w) {
+  f.model_shapes = [&kind](const ModelConfig& c, const ModelWeights* w) {
     std::vector<Shape> out;
-    for (const Shape& s : awq::quantized_layer_shapes(c, w, weight_type(bits), 1))
+    for (const Shape& s : kind.layer_shapes(c, w, 1))
       out.push_back(Shape{kRepackDims, {s["N"], s["K"], s["G"]}, s.label});
     return out;
   };
@@ -181,7 +270,8 @@ KernelFamily make_repack(int bits) {
                    Shape{kRepackDims, {768, 2048, 128}, "Qwen3-30B-A3B expert w1/w3"},
                    Shape{kRepackDims, {2048, 768, 128}, "Qwen3-30B-A3B expert w2"},
                    Shape{kRepackDims, {80, 192, 64}, "odd: N=80 (a padded column tile), 3 groups of 64"},
-                   Shape{kRepackDims, {8, 32, 16}, "odd: one fragment column, groups of 16"}};
+                   Shape{kRepackDims, {8, 32, 16}, "odd: one fragment column, groups of 16"},
+                   Shape{kRepackDims, {136, 96, 32}, "odd: N=136, groups of 32 (Q8_0's block)"}};
   return f;
 }
 
@@ -189,16 +279,17 @@ KernelFamily make_repack(int bits) {
 
 std::string dequant_kernel(int bits, const Point& p) { return name_expr("frag_dequant_kernel", {bits, p.at("threads")}); }
 
-KernelFamily make_dequant(int bits) {
+KernelFamily make_dequant(const SourceKind& kind) {
+  const int bits = kind.bits;
   KernelFamily f;
-  f.name = std::string(prefix(bits)) + "_frag_dequant";
+  f.name = std::string(kind.prefix) + "_frag_dequant";
   f.op = "dequant.frag";
-  f.weight_types = {weight_type(bits)};
-  f.dtypes = linear_dtypes(weight_type(bits), DType::F16, DType::F16);
+  f.weight_types = {kind.type};
+  f.dtypes = linear_dtypes(kind.type, DType::F16, DType::F16);
   f.dims = kRepackDims;
   f.source_hash = kFamilySourceHash;
   f.source = "fraglinear/frag_dequant.cuh";
-  f.summary = std::string(bits == 4 ? "AWQ INT4" : "INT8 group-wise") +
+  f.summary = std::string(kind.what) +
               " in the frag layout -> fp16 W[K][N] (the dequant + cuBLASLt path)";
   f.min_sm = 75;
   f.params = {{"threads", {64, 128, 256, 512}, 256, "threads per block (a warp per 16 x 64 tile)"}};
@@ -220,17 +311,17 @@ KernelFamily make_dequant(int bits) {
     plan.launches.push_back(l);
     return plan;
   };
-  f.make_inputs = [bits](const Shape& shape, uint64_t seed) {
-    const Source s = make_source(bits, 1, shape["N"], shape["K"], shape["G"], seed);
-    const FragWeights w = repack(s);
+  f.make_inputs = [&kind, bits](const Shape& shape, uint64_t seed) {
+    const Source s = make_source(kind, 1, shape["N"], shape["K"], shape["G"], seed);
+    const FragWeights w = kind.repack(s);
     HostBuffers in = {{"bq", bytes_of(w.q)}, {"bs", bytes_of(w.scales)}};
     if (bits == 4) in["bz"] = bytes_of(w.zeros);
     put_source(s, "ref.", in);  // the reference works from the file layout, independent of the repack
     return in;
   };
-  f.reference = [bits](const Shape& shape, const HostBuffers& in) {
+  f.reference = [&kind, bits](const Shape& shape, const HostBuffers& in) {
     const FragDims d{shape["N"], shape["K"], shape["G"], bits};
-    const Source s = get_source(bits, 1, d, "ref.", in);
+    const Source s = get_source(kind, 1, d, "ref.", in);
     Expected e;
     e.buffer = "w";
     e.values.resize(size_t(d.k * d.n));
@@ -239,9 +330,9 @@ KernelFamily make_dequant(int bits) {
         e.values[size_t(kk * d.n + nn)] = round_to_half(float(double(s.code(kk, nn)) * s.scale(kk, nn)));
     return std::vector<Expected>{e};  // bit-exact: a code of at most 8 bits times an fp16 scale is exact in fp32
   };
-  f.model_shapes = [bits](const ModelConfig& c, const ModelWeights* w) {
+  f.model_shapes = [&kind](const ModelConfig& c, const ModelWeights* w) {
     std::vector<Shape> out;
-    for (const Shape& s : awq::quantized_layer_shapes(c, w, weight_type(bits), 1))
+    for (const Shape& s : kind.layer_shapes(c, w, 1))
       out.push_back(Shape{kRepackDims, {s["N"], s["K"], s["G"]}, s.label});
     return out;
   };
@@ -255,7 +346,7 @@ KernelFamily make_dequant(int bits) {
 // ---- linear ------------------------------------------------------------------------------------------
 
 struct LinearKind {
-  int bits;
+  const SourceKind* src;
   bool gemv;  // gemv: MF = 1, scales folded per group (exact weights); gemm: fp16 weights (q - z) * s
 };
 
@@ -263,7 +354,7 @@ struct LinearKind {
 int64_t tiles_per_warp(const LinearKind& kind, const Point& p) { return kind.gemv ? p.at("tn") : 1; }
 
 std::string linear_kernel(const LinearKind& kind, const Point& p) {
-  return name_expr("frag_linear_kernel", {kind.bits, kind.gemv ? 1 : p.at("mf"), p.at("warps"), p.at("stages"),
+  return name_expr("frag_linear_kernel", {kind.src->bits, kind.gemv ? 1 : p.at("mf"), p.at("warps"), p.at("stages"),
                                           p.at("pf"), kind.gemv ? 1 : 0, p.at("bk"), tiles_per_warp(kind, p)});
 }
 
@@ -273,8 +364,8 @@ int64_t lock_count(const FragDims& d, int64_t m) { return d.n_tiles() * cdiv(m, 
 // most 8 bits times an fp16 scale fits fp32) or rounded to fp16 first, as the GEMM's fragments hold it.
 LinearOperands linear_operands(const LinearKind& kind, const Shape& shape, const HostBuffers& in) {
   const int64_t m = shape["M"];
-  const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};
-  const Source s = get_source(kind.bits, m, d, "ref.", in);
+  const FragDims d{shape["N"], shape["K"], shape["G"], kind.src->bits};
+  const Source s = get_source(*kind.src, m, d, "ref.", in);
   LinearOperands ops;
   ops.m = m, ops.n = d.n, ops.k = d.k;
   ops.a.resize(size_t(m * d.k));
@@ -292,7 +383,7 @@ LinearOperands linear_operands(const LinearKind& kind, const Shape& shape, const
 // partial sum (bounded by sum |x w|), plus the fp16 output.
 std::vector<Expected> linear_expected(const LinearKind& kind, const Shape& shape, const LinearSums& sums) {
   const int64_t m = shape["M"];
-  const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};
+  const FragDims d{shape["N"], shape["K"], shape["G"], kind.src->bits};
   Expected y;
   y.buffer = "y";
   y.values = sums.y;
@@ -311,13 +402,13 @@ LaunchPlan frag_linear_plan(const FragDims& d, int64_t m, int64_t split) {
   plan.buffers = {{"x", DType::F16, m * d.k, Role::Input},
                   {"bq", DType::I32, d.weight_words(), Role::Input},
                   {"bs", DType::F16, d.scale_halves(), Role::Input}};
-  if (d.bits == 4) plan.buffers.push_back({"bz", DType::I32, d.zero_words(), Role::Input});
+  if (d.zero_words() > 0) plan.buffers.push_back({"bz", DType::I32, d.zero_words(), Role::Input});
   plan.buffers.push_back({"locks", DType::I32, lock_count(d, m), Role::InOut});
   plan.buffers.push_back({"y", DType::F16, m * d.n, Role::Output});
   plan.buffers.push_back({"ws", DType::F32, split > 1 ? split * m * d.n : 1, Role::Workspace});
   Launch l;
   l.args = {KernelArg::buf("x"),     KernelArg::buf("bq"),
-            KernelArg::buf("bs"),    d.bits == 4 ? KernelArg::buf("bz") : KernelArg::null(),
+            KernelArg::buf("bs"),    d.zero_words() > 0 ? KernelArg::buf("bz") : KernelArg::null(),
             KernelArg::buf("y"),     KernelArg::buf("ws"),
             KernelArg::buf("locks"), KernelArg::i32(m),
             KernelArg::i32(d.n),     KernelArg::i32(d.k),
@@ -328,10 +419,10 @@ LaunchPlan frag_linear_plan(const FragDims& d, int64_t m, int64_t split) {
 
 KernelFamily make_linear(LinearKind kind) {
   KernelFamily f;
-  f.name = std::string(prefix(kind.bits)) + (kind.gemv ? "_frag_gemv" : "_frag_gemm");
+  f.name = std::string(kind.src->prefix) + (kind.gemv ? "_frag_gemv" : "_frag_gemm");
   f.op = "linear.frag";
-  f.weight_types = {weight_type(kind.bits)};
-  f.dtypes = linear_dtypes(weight_type(kind.bits), DType::F16, DType::F16);
+  f.weight_types = {kind.src->type};
+  f.dtypes = linear_dtypes(kind.src->type, DType::F16, DType::F16);
   f.dims = kLinearDims;
   f.source_hash = kFamilySourceHash;
   f.source = "fraglinear/frag_linear.cuh";
@@ -370,7 +461,7 @@ KernelFamily make_linear(LinearKind kind) {
   };
   f.shape_constraint = [kind](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"];
-    const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};
+    const FragDims d{shape["N"], shape["K"], shape["G"], kind.src->bits};
     if (std::string e = limits_check(d, m); !e.empty()) return e;
     if (d.group % p.at("bk")) return "the group size must be a multiple of bk=" + std::to_string(p.at("bk"));
     if (kind.gemv && m > 16) return std::string("GEMV serves M <= 16");
@@ -384,7 +475,7 @@ KernelFamily make_linear(LinearKind kind) {
 
   f.plan = [kind](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"];
-    const FragDims d{shape["N"], shape["K"], shape["G"], kind.bits};
+    const FragDims d{shape["N"], shape["K"], shape["G"], kind.src->bits};
     const int64_t split = p.at("split");
     LaunchPlan plan = frag_linear_plan(d, m, split);
     Launch& l = plan.launches.front();
@@ -398,10 +489,10 @@ KernelFamily make_linear(LinearKind kind) {
     return plan;
   };
   f.make_inputs = [kind](const Shape& shape, uint64_t seed) {
-    const Source s = make_source(kind.bits, shape["M"], shape["N"], shape["K"], shape["G"], seed);
-    const FragWeights w = repack(s);
+    const Source s = make_source(*kind.src, shape["M"], shape["N"], shape["K"], shape["G"], seed);
+    const FragWeights w = kind.src->repack(s);
     HostBuffers in = {{"x", bytes_of(s.x)}, {"bq", bytes_of(w.q)}, {"bs", bytes_of(w.scales)}};
-    if (kind.bits == 4) in["bz"] = bytes_of(w.zeros);
+    if (!w.zeros.empty()) in["bz"] = bytes_of(w.zeros);
     in["locks"] = std::vector<uint8_t>(size_t(lock_count(s.dims(), s.m) * 4), 0);
     put_source(s, "ref.", in);  // the reference works from the file layout, independent of the repack
     return in;
@@ -411,7 +502,7 @@ KernelFamily make_linear(LinearKind kind) {
       [kind](const Shape& shape, const HostBuffers&, const LinearSums& sums) { return linear_expected(kind, shape, sums); });
   const int64_t model_m = kind.gemv ? 1 : 256;
   f.model_shapes = [model_m, kind](const ModelConfig& c, const ModelWeights* w) {
-    return awq::quantized_layer_shapes(c, w, weight_type(kind.bits), model_m);
+    return kind.src->layer_shapes(c, w, model_m);
   };
   f.probe_shape = Shape{kLinearDims, {kind.gemv ? 8 : 64, 1024, 4096, 128}, "probe"};
   if (kind.gemv) {
@@ -446,12 +537,13 @@ std::string stream_kernel(int bits, const Point& p) {
   return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), p.at("tn")});
 }
 
-KernelFamily make_stream_gemv(int bits) {
+KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) {
+  const int bits = kind.bits;
   KernelFamily f;
-  f.name = std::string(prefix(bits)) + "_frag_stream_gemv";
+  f.name = std::string(kind.prefix) + "_frag_stream_gemv";
   f.op = "linear.frag";
-  f.weight_types = {weight_type(bits)};
-  f.dtypes = linear_dtypes(weight_type(bits), DType::F16, DType::F16);
+  f.weight_types = {kind.type};
+  f.dtypes = linear_dtypes(kind.type, DType::F16, DType::F16);
   f.dims = kLinearDims;
   f.source_hash = kFamilySourceHash;
   f.source = "fraglinear/frag_stream_gemv.cuh";
@@ -503,7 +595,6 @@ KernelFamily make_stream_gemv(int bits) {
     return plan;
   };
   // The same problem, inputs and reference as the frag GEMV: only the schedule differs.
-  const KernelFamily& gemv = bits == 4 ? awq_gemv_family() : int8_gemv_family();
   f.make_inputs = gemv.make_inputs;
   f.reference = gemv.reference;
   f.linear_operands = gemv.linear_operands;
@@ -523,12 +614,13 @@ std::string gate_up_kernel(int bits, const Point& p) {
 
 // The gate and up projections as one problem: a Source of 2H columns, gate in 0..H-1, up in H..2H-1 (the
 // device stores the pair concatenated so), with H the shape's N.
-KernelFamily make_gate_up_stream(int bits) {
+KernelFamily make_gate_up_stream(const SourceKind& kind) {
+  const int bits = kind.bits;
   KernelFamily f;
-  f.name = std::string(prefix(bits)) + "_frag_gate_up_swiglu";
+  f.name = std::string(kind.prefix) + "_frag_gate_up_swiglu";
   f.op = "gate_up_swiglu.frag";
-  f.weight_types = {weight_type(bits)};
-  f.dtypes = linear_dtypes(weight_type(bits), DType::F16, DType::F16);
+  f.weight_types = {kind.type};
+  f.dtypes = linear_dtypes(kind.type, DType::F16, DType::F16);
   f.dims = kLinearDims;
   f.source_hash = kFamilySourceHash;
   f.source = "fraglinear/frag_stream_gemv.cuh";
@@ -570,19 +662,19 @@ KernelFamily make_gate_up_stream(int bits) {
     l.block.x = uint32_t(32 * p.at("kw"));
     return plan;
   };
-  f.make_inputs = [bits](const Shape& shape, uint64_t seed) {
-    const Source s = make_source(bits, shape["M"], 2 * shape["N"], shape["K"], shape["G"], seed);
-    const FragWeights w = repack(s);
+  f.make_inputs = [&kind](const Shape& shape, uint64_t seed) {
+    const Source s = make_source(kind, shape["M"], 2 * shape["N"], shape["K"], shape["G"], seed);
+    const FragWeights w = kind.repack(s);
     HostBuffers in = {{"x", bytes_of(s.x)}, {"bq", bytes_of(w.q)}, {"bs", bytes_of(w.scales)}};
-    if (bits == 4) in["bz"] = bytes_of(w.zeros);
+    if (!w.zeros.empty()) in["bz"] = bytes_of(w.zeros);
     in["locks"] = std::vector<uint8_t>(size_t(lock_count(s.dims(), s.m) * 4), 0);
     put_source(s, "ref.", in);  // the reference works from the file layout, independent of the repack
     return in;
   };
-  f.reference = [bits](const Shape& shape, const HostBuffers& in) {
+  f.reference = [&kind, bits](const Shape& shape, const HostBuffers& in) {
     const int64_t m = shape["M"], h = shape["N"];
     const FragDims d{2 * h, shape["K"], shape["G"], bits};
-    const Source s = get_source(bits, m, d, "ref.", in);
+    const Source s = get_source(kind, m, d, "ref.", in);
     gate_up::Projections p;
     for (int64_t r = 0; r < m; ++r)
       for (int64_t c = 0; c < h; ++c) {
@@ -602,11 +694,12 @@ KernelFamily make_gate_up_stream(int bits) {
     return std::vector<Expected>{gate_up::swiglu_expected(p, gate_up::fp32_sum_error(d.k)), locks};
   };
   // The dense MLP's gate (w1) and up (w3) share a linear shape; the runtime concatenates them at load.
-  f.model_shapes = [bits](const ModelConfig& c, const ModelWeights* w) {
+  f.model_shapes = [&kind](const ModelConfig& c, const ModelWeights* w) {
+    const WeightType t = kind.type;
     return linear_family_shapes(
         c, w, 1,
-        [bits](const LinearShape& l) {
-          return !l.expert && l.label.find("w1") != std::string::npos && (!l.type || *l.type == weight_type(bits));
+        [t](const LinearShape& l) {
+          return !l.expert && l.label.find("w1") != std::string::npos && (!l.type || *l.type == t);
         },
         [&c](const LinearShape& l) { return l.type ? l.group : c.group_size > 0 ? int64_t(c.group_size) : 128; });
   };
@@ -626,12 +719,13 @@ std::string wgmma_kernel(int bits, const Point& p) {
   return name_expr("frag_wgmma_gemm_kernel", {bits, p.at("bm"), p.at("wg"), p.at("stages"), p.at("pf")});
 }
 
-KernelFamily make_wgmma_gemm(int bits) {
+KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
+  const int bits = kind.bits;
   KernelFamily f;
-  f.name = std::string(prefix(bits)) + "_frag_wgmma_gemm";
+  f.name = std::string(kind.prefix) + "_frag_wgmma_gemm";
   f.op = "linear.frag";
-  f.weight_types = {weight_type(bits)};
-  f.dtypes = linear_dtypes(weight_type(bits), DType::F16, DType::F16);
+  f.weight_types = {kind.type};
+  f.dtypes = linear_dtypes(kind.type, DType::F16, DType::F16);
   f.dims = kLinearDims;
   f.source_hash = kFamilySourceHash;
   f.source = "fraglinear/frag_wgmma_gemm.cuh";
@@ -683,7 +777,6 @@ KernelFamily make_wgmma_gemm(int bits) {
     return plan;
   };
   // The mma.sync GEMM's problem, inputs and reference: the weights rounded to fp16 once, as both kernels do.
-  const KernelFamily& gemm = bits == 4 ? awq_gemm_family() : int8_gemm_family();
   f.make_inputs = gemm.make_inputs;
   f.reference = gemm.reference;
   f.linear_operands = gemm.linear_operands;
@@ -700,60 +793,94 @@ KernelFamily make_wgmma_gemm(int bits) {
 int64_t linear_smem_bytes(const Point& p) { return p.at("stages") * 16 * p.at("mf") * p.at("bk") * 2; }
 
 const KernelFamily& awq_repack_family() {
-  static const KernelFamily f = make_repack(4);
+  static const KernelFamily f = make_repack(awq_kind());
   return f;
 }
 const KernelFamily& int8_repack_family() {
-  static const KernelFamily f = make_repack(8);
+  static const KernelFamily f = make_repack(int8gw_kind());
+  return f;
+}
+const KernelFamily& q8_0_repack_family() {
+  static const KernelFamily f = make_repack(q8_0_kind());
   return f;
 }
 const KernelFamily& awq_dequant_family() {
-  static const KernelFamily f = make_dequant(4);
+  static const KernelFamily f = make_dequant(awq_kind());
   return f;
 }
 const KernelFamily& int8_dequant_family() {
-  static const KernelFamily f = make_dequant(8);
+  static const KernelFamily f = make_dequant(int8gw_kind());
   return f;
 }
 const KernelFamily& awq_gemv_family() {
-  static const KernelFamily f = make_linear({4, true});
+  static const KernelFamily f = make_linear({&awq_kind(), true});
   return f;
 }
 const KernelFamily& awq_gemm_family() {
-  static const KernelFamily f = make_linear({4, false});
+  static const KernelFamily f = make_linear({&awq_kind(), false});
   return f;
 }
 const KernelFamily& int8_gemv_family() {
-  static const KernelFamily f = make_linear({8, true});
+  static const KernelFamily f = make_linear({&int8gw_kind(), true});
   return f;
 }
 const KernelFamily& int8_gemm_family() {
-  static const KernelFamily f = make_linear({8, false});
+  static const KernelFamily f = make_linear({&int8gw_kind(), false});
+  return f;
+}
+const KernelFamily& q8_0_gemv_family() {
+  static const KernelFamily f = make_linear({&q8_0_kind(), true});
+  return f;
+}
+const KernelFamily& q8_0_gemm_family() {
+  static const KernelFamily f = make_linear({&q8_0_kind(), false});
   return f;
 }
 const KernelFamily& awq_stream_gemv_family() {
-  static const KernelFamily f = make_stream_gemv(4);
+  static const KernelFamily f = make_stream_gemv(awq_kind(), awq_gemv_family());
   return f;
 }
 const KernelFamily& int8_stream_gemv_family() {
-  static const KernelFamily f = make_stream_gemv(8);
+  static const KernelFamily f = make_stream_gemv(int8gw_kind(), int8_gemv_family());
+  return f;
+}
+const KernelFamily& q8_0_stream_gemv_family() {
+  static const KernelFamily f = make_stream_gemv(q8_0_kind(), q8_0_gemv_family());
   return f;
 }
 const KernelFamily& awq_gate_up_family() {
-  static const KernelFamily f = make_gate_up_stream(4);
+  static const KernelFamily f = make_gate_up_stream(awq_kind());
   return f;
 }
 const KernelFamily& int8_gate_up_family() {
-  static const KernelFamily f = make_gate_up_stream(8);
+  static const KernelFamily f = make_gate_up_stream(int8gw_kind());
+  return f;
+}
+const KernelFamily& q8_0_gate_up_family() {
+  static const KernelFamily f = make_gate_up_stream(q8_0_kind());
   return f;
 }
 const KernelFamily& awq_wgmma_gemm_family() {
-  static const KernelFamily f = make_wgmma_gemm(4);
+  static const KernelFamily f = make_wgmma_gemm(awq_kind(), awq_gemm_family());
   return f;
 }
 const KernelFamily& int8_wgmma_gemm_family() {
-  static const KernelFamily f = make_wgmma_gemm(8);
+  static const KernelFamily f = make_wgmma_gemm(int8gw_kind(), int8_gemm_family());
   return f;
+}
+const KernelFamily& q8_0_wgmma_gemm_family() {
+  static const KernelFamily f = make_wgmma_gemm(q8_0_kind(), q8_0_gemm_family());
+  return f;
+}
+
+const KernelFamily& repack_family(WeightType t) {
+  switch (t) {
+    case WeightType::AWQ_INT4: return awq_repack_family();
+    case WeightType::INT8_GW_SYM: return int8_repack_family();
+    case WeightType::Q8_0: return q8_0_repack_family();
+    default: break;
+  }
+  throw Error(std::string("the frag layout does not hold ") + weight_type_name(t) + " weights", kExitBadInput);
 }
 
 }  // namespace qt::kernels::frag

@@ -1,15 +1,16 @@
 #pragma once
-// Families on the frag layout (frag_layout.h), for AWQ INT4 and INT8 group-wise (INT8_GW_SYM) weights:
-//   awq_frag_repack, int8gw_frag_repack   op "repack": the load-time repack on the device (frag_repack.cuh),
-//                                         bit-exact with the CPU reference repack_awq / repack_int8
+// Families on the frag layout (frag_layout.h), for AWQ INT4, INT8 group-wise (INT8_GW_SYM) and Q8_0 weights,
+// one of each kind per type (prefix awq_, int8gw_, q8_0_; Q8_0 is stored as the 8-bit layout):
+//   awq_frag_repack, int8gw_frag_repack,  op "repack": the load-time repack on the device (frag_repack.cuh),
+//   q8_0_frag_repack                      bit-exact with the CPU reference repack_awq / repack_int8 / repack_q8_0
 //   awq_frag_dequant,                     op "dequant.frag": frag layout -> fp16 W[K][N] (frag_dequant.cuh), the
 //   int8gw_frag_dequant                   first step of the dequant + cuBLASLt contender of the dispatch
 //   awq_frag_gemv, int8gw_frag_gemv       op "linear.frag", M <= 16: one m16 tile, scales folded per group
 //   awq_frag_gemm, int8gw_frag_gemm       op "linear.frag", any M: 32 or 64 rows per block, fp16 weights
 //   awq_frag_stream_gemv,                 op "linear.frag", M <= 16: the GEMV scheduled for bytes in flight
 //   int8gw_frag_stream_gemv               (frag_stream_gemv.cuh): warps split K, no barrier in the loop
-//   awq_frag_gate_up_swiglu,              op "gate_up_swiglu.frag", M <= 16: the streaming GEMV over [gate | up]
-//   int8gw_frag_gate_up_swiglu            with SwiGLU in its epilogue (frag_stream_gemv.cuh, SWIGLU = 1)
+//   awq_frag_gate_up_swiglu, ...          op "gate_up_swiglu.frag", M <= 16: the streaming GEMV over [gate | up]
+//                                         with SwiGLU in its epilogue (frag_stream_gemv.cuh, SWIGLU = 1)
 //   awq_frag_wgmma_gemm,                  op "linear.frag", any M, sm_90a: wgmma with the weights as its
 //   int8gw_frag_wgmma_gemm                register A operand (frag_wgmma_gemm.cuh)
 // Both linear kinds read B fragments straight from global memory (frag_linear.cuh) and reduce split-K
@@ -30,8 +31,16 @@ const KernelFamily& awq_stream_gemv_family();
 const KernelFamily& int8_stream_gemv_family();
 const KernelFamily& awq_gate_up_family();
 const KernelFamily& int8_gate_up_family();
+const KernelFamily& q8_0_gate_up_family();
 const KernelFamily& awq_wgmma_gemm_family();
 const KernelFamily& int8_wgmma_gemm_family();
+const KernelFamily& q8_0_repack_family();
+const KernelFamily& q8_0_gemv_family();
+const KernelFamily& q8_0_gemm_family();
+const KernelFamily& q8_0_stream_gemv_family();
+const KernelFamily& q8_0_wgmma_gemm_family();
+// The repack family of a type the frag layout holds (frag_layout_holds); qt::Error for any other.
+const KernelFamily& repack_family(WeightType t);
 
 // Dynamic shared memory of a linear point (the A ring), bytes.
 int64_t linear_smem_bytes(const Point& p);

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "common/half.h"
+
 namespace qt::kernels::frag {
 namespace {
 
@@ -70,7 +72,12 @@ FragWeights repack_awq(const FragDims& d, const int32_t* qweight, const int32_t*
   return out;
 }
 
-FragWeights repack_int8(const FragDims& d, const uint8_t* q, const uint16_t* scales) {
+namespace {
+
+// The 8-bit layout from any source: `code(row, col)` the biased code u of row `row` (K) and column `col` (N),
+// `scale(group, col)` its fp16 scale bits; both asked only for col < d.n.
+template <class Code, class Scale>
+FragWeights repack_8bit(const FragDims& d, Code code, Scale scale) {
   FragWeights out;
   out.q.assign(size_t(d.weight_words()), 0);
   out.scales.assign(size_t(d.scale_halves()), 0);
@@ -84,7 +91,7 @@ FragWeights repack_int8(const FragDims& d, const uint8_t* q, const uint16_t* sca
           uint32_t word = 0;
           for (int e = 0; e < 4; ++e) {
             // Padded columns hold the bias, so (u - 128) = 0.
-            const uint32_t u = col < d.n ? q[(kt * kTileK + frag_row(t, e)) * d.n + col] : 128u;
+            const uint32_t u = col < d.n ? code(kt * kTileK + frag_row(t, e), col) : 128u;
             word |= u << (8 * e);
           }
           out.q[size_t((nt * ktiles + kt) * 256 + (f / 4) * 128 + lane * 4 + f % 4)] = word;
@@ -98,9 +105,23 @@ FragWeights repack_int8(const FragDims& d, const uint8_t* q, const uint16_t* sca
             for (int64_t j = 0; j < 2; ++j) {
               const int64_t col = nt * kTileN + 8 * (4 * r + i) + 2 * t + j;
               out.scales[size_t((nt * d.groups() + grp) * 64 + 32 * r + 8 * t + 2 * i + j)] =
-                  col < d.n ? scales[grp * d.n + col] : 0;
+                  col < d.n ? scale(grp, col) : 0;
             }
   return out;
+}
+
+}  // namespace
+
+FragWeights repack_int8(const FragDims& d, const uint8_t* q, const uint16_t* scales) {
+  return repack_8bit(
+      d, [&](int64_t row, int64_t col) { return uint32_t(q[row * d.n + col]); },
+      [&](int64_t grp, int64_t col) { return scales[grp * d.n + col]; });
+}
+
+FragWeights repack_q8_0(const FragDims& d, const int8_t* q, const float* scales) {
+  return repack_8bit(
+      d, [&](int64_t row, int64_t col) { return uint32_t(int32_t(q[col * d.k + row]) + 128); },
+      [&](int64_t grp, int64_t col) { return float_to_half_bits(scales[col * d.groups() + grp]); });
 }
 
 }  // namespace qt::kernels::frag

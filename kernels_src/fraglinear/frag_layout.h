@@ -1,9 +1,12 @@
 #pragma once
 // The fragment-ordered weight layout ("frag layout") and its CPU reference repack, bit-exact with the device
-// repack (frag_repack.cuh). It serves two weight types of the same logical shape, codes q[K][N] with one scale
+// repack (frag_repack.cuh). It serves weight types of the same logical shape, codes q[K][N] with one scale
 // per (group of G along K, column):
 //   AWQ_INT4      q in 0..15 with a 4-bit zero per (group, column): w = (q - z) * s;
 //   INT8_GW_SYM   u in 0..255 stored with +128 bias:                 w = (u - 128) * s.
+// Q8_0 (w = q * d, int8 q, one scale d per block of G along K) is INT8_GW_SYM with u = q + 128 and s = d, so
+// it is stored as that (bits = 8). Its file scales are fp32 (models/core/weights.h): the layout holds them
+// rounded to fp16 (nearest even), the one rounding the repack adds; its reference states the same.
 //
 // The matrix is cut into tiles of 16 rows of K by 64 columns of N, stored column tile by column tile, K tiles
 // in order inside one, so a warp walking K reads one contiguous run. Inside a tile, lane l = 4 g + t of a warp
@@ -39,7 +42,7 @@ constexpr int64_t kPadTiles = 4;
 
 struct FragDims {
   int64_t n = 0, k = 0, group = 0;
-  int bits = 4;  // 4 (AWQ_INT4) or 8 (INT8_GW_SYM)
+  int bits = 4;  // 4 (AWQ_INT4) or 8 (INT8_GW_SYM, Q8_0)
   int64_t n_tiles() const { return (n + kTileN - 1) / kTileN; }
   int64_t groups() const { return k / group; }
   int64_t tile_words() const { return bits == 4 ? 128 : 256; }
@@ -51,9 +54,13 @@ struct FragDims {
 // "" when the dimensions can be stored in the frag layout, else the reason.
 std::string frag_dims_check(const FragDims& d);
 
-// The weight types the frag layout holds (4-bit AWQ, 8-bit group-wise symmetric): the device runtime loads
-// dense projections of these types in it by default.
-inline bool frag_layout_holds(WeightType t) { return t == WeightType::AWQ_INT4 || t == WeightType::INT8_GW_SYM; }
+// The weight types the frag layout holds (4-bit AWQ, 8-bit group-wise symmetric, Q8_0 as the latter): the
+// device runtime loads dense projections of these types in it by default.
+inline bool frag_layout_holds(WeightType t) {
+  return t == WeightType::AWQ_INT4 || t == WeightType::INT8_GW_SYM || t == WeightType::Q8_0;
+}
+// The layout's bits for a type it holds.
+inline int frag_layout_bits(WeightType t) { return t == WeightType::AWQ_INT4 ? 4 : 8; }
 
 struct FragWeights {
   std::vector<uint32_t> q;       // weight_words()
@@ -65,5 +72,7 @@ struct FragWeights {
 FragWeights repack_awq(const FragDims& d, const int32_t* qweight, const int32_t* qzeros, const uint16_t* scales);
 // INT8_GW_SYM's q uint8 [K][N] (+128 bias), fp16 scales [K/G][N] -> frag layout.
 FragWeights repack_int8(const FragDims& d, const uint8_t* q, const uint16_t* scales);
+// Q8_0's q int8 [N][K], fp32 scales [N][K/G] (its file layout) -> frag layout, bits = 8.
+FragWeights repack_q8_0(const FragDims& d, const int8_t* q, const float* scales);
 
 }  // namespace qt::kernels::frag

@@ -19,12 +19,18 @@ __device__ __forceinline__ uint32_t awq_code(const uint32_t* a, int64_t row, int
 
 }  // namespace frag
 
-// BITS = 4: src = AWQ qweight [K][N/8], zsrc = qzeros [K/G][N/8]; BITS = 8: src = INT8_GW q uint8 [K][N] (read as
-// bytes), zsrc unused. scales fp16 [K/G][N]. Outputs: bq (weight words), bs (scales), bz (INT4 zero words).
-template <int BITS, int THREADS>
+// The source layouts the repack reads (SRC):
+//   kFragSrcAwq    src = AWQ qweight [K][N/8], zsrc = qzeros [K/G][N/8], scales fp16 [K/G][N]   -> 4 bits;
+//   kFragSrcInt8Gw src = INT8_GW_SYM q uint8 [K][N] (+128 bias), scales fp16 [K/G][N]         -> 8 bits;
+//   kFragSrcQ8_0   src = Q8_0 q int8 [N][K], scales fp32 [N][K/G], rounded to fp16 nearest-even -> 8 bits.
+// zsrc is read for AWQ only. Outputs: bq (weight words), bs (scales), bz (INT4 zero words).
+enum : int { kFragSrcAwq = 0, kFragSrcInt8Gw = 1, kFragSrcQ8_0 = 2 };
+
+template <int SRC, int THREADS>
 __global__ void __launch_bounds__(THREADS)
-    frag_repack_kernel(const uint32_t* src, const uint32_t* zsrc, const __half* scales, uint32_t* bq, __half* bs,
+    frag_repack_kernel(const uint32_t* src, const uint32_t* zsrc, const void* scales, uint32_t* bq, __half* bs,
                        uint32_t* bz, int N, int K, int G) {
+  constexpr int BITS = SRC == kFragSrcAwq ? 4 : 8;
   const int n_tiles = (N + 63) / 64, ktiles = K / 16, groups = K / G;
   constexpr int TILE_WORDS = BITS == 4 ? 128 : 256;
   constexpr int kPadTiles = 4;  // zero tiles after the last (frag_layout.h)
@@ -54,10 +60,16 @@ __global__ void __launch_bounds__(THREADS)
     } else {
       const int h = in_tile / 128, lane = (in_tile % 128) / 4, f = 4 * h + in_tile % 4, g = lane / 4, t = lane % 4;
       const int col = nt * 64 + 8 * f + g;
-      const uint8_t* q = reinterpret_cast<const uint8_t*>(src);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const uint32_t u = col < N ? (uint32_t)q[(int64_t)(kt * 16 + frag::frag_row(t, e)) * N + col] : 128u;
+        const int64_t row = kt * 16 + frag::frag_row(t, e);
+        uint32_t u = 128u;  // padded columns: (u - 128) = 0
+        if (col < N) {
+          if constexpr (SRC == kFragSrcQ8_0)
+            u = (uint32_t)((int)reinterpret_cast<const int8_t*>(src)[(int64_t)col * K + row] + 128);
+          else
+            u = (uint32_t)reinterpret_cast<const uint8_t*>(src)[row * N + col];
+        }
         word |= u << (8 * e);
       }
     }
@@ -70,7 +82,14 @@ __global__ void __launch_bounds__(THREADS)
     const int nt = (int)(tg / groups), grp = (int)(tg % groups);
     const int p = (int)(j % 64), r = p / 32, t = (p % 32) / 8, ii = (p % 8) / 2, jj = p % 2;
     const int col = nt * 64 + 8 * (4 * r + ii) + 2 * t + jj;
-    bs[j] = col < N ? scales[(int64_t)grp * N + col] : __ushort_as_half((unsigned short)0);
+    __half v = __ushort_as_half((unsigned short)0);
+    if (col < N) {
+      if constexpr (SRC == kFragSrcQ8_0)
+        v = __float2half_rn(reinterpret_cast<const float*>(scales)[(int64_t)col * groups + grp]);
+      else
+        v = reinterpret_cast<const __half*>(scales)[(int64_t)grp * N + col];
+    }
+    bs[j] = v;
     return;
   }
   const int64_t z = j - s_items;

@@ -48,6 +48,12 @@ std::vector<const KernelFamily*> builtin_families() {
       &frag::int8_gate_up_family(),
       &frag::awq_wgmma_gemm_family(),
       &frag::int8_wgmma_gemm_family(),
+      &frag::q8_0_repack_family(),
+      &frag::q8_0_gemv_family(),
+      &frag::q8_0_gemm_family(),
+      &frag::q8_0_stream_gemv_family(),
+      &frag::q8_0_wgmma_gemm_family(),
+      &frag::q8_0_gate_up_family(),
       &cpu_matvec::q8_0_family(),
       &cpu_matvec::int8_sym_family(),
       &cpu_matvec::int8_asym_family(),
@@ -119,18 +125,37 @@ std::string op_weight_layout(const std::string& op) {
   return "file";
 }
 
-std::string default_weight_layout(const std::string& op, WeightType t) {
+std::string default_weight_layout(const std::string& op, WeightType t, bool head) {
   const std::string base = op_weight_layout(op) == "frag" ? op.substr(0, op.size() - 5) : op;
   const bool dense = base == "linear" || base == "gate_up_swiglu" || base == "dequant";
-  return dense && frag::frag_layout_holds(t) ? "frag" : "file";
+  return dense && !head && frag::frag_layout_holds(t) ? "frag" : "file";
 }
 
-bool dispatched_by_default(const KernelFamily& f) {
+bool names_head(const std::string& label, bool head) {
+  if (label.empty()) return !head;
+  std::stringstream parts(label);
+  for (std::string part; std::getline(parts, part, '+');)
+    if ((part == "lm_head" || part == "router") == head) return true;
+  return false;
+}
+
+namespace {
+
+// Whether the runtime reads a weight of one of f's types, a head or not, in the layout f reads.
+bool dispatched_for(const KernelFamily& f, bool head) {
   if (f.op == "repack") return false;
   if (f.weight_types.empty()) return true;
   for (WeightType t : f.weight_types)
-    if (default_weight_layout(f.op, t) == op_weight_layout(f.op)) return true;
+    if (default_weight_layout(f.op, t, head) == op_weight_layout(f.op)) return true;
   return false;
+}
+
+}  // namespace
+
+bool dispatched_by_default(const KernelFamily& f) { return dispatched_for(f, false) || dispatched_for(f, true); }
+
+bool dispatched_by_default(const KernelFamily& f, const Shape& s) {
+  return (dispatched_for(f, false) && names_head(s.label, false)) || (dispatched_for(f, true) && names_head(s.label, true));
 }
 
 std::string read_family_source(const KernelFamily& f) {

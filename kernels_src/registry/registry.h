@@ -19,12 +19,20 @@ void add_family(const KernelFamily* family);
 // moe_*.trtllm ops, "file" (the model file's own) for every other.
 std::string op_weight_layout(const std::string& op);
 // The layout the device runtime loads a weight of type `t` in, by default, for work like `op`'s: dense
-// projections (linear, gate_up_swiglu, dequant, each in either layout's op) of the types the frag layout holds
-// go to it; experts and every other weight keep the file's layout.
-std::string default_weight_layout(const std::string& op, WeightType t);
+// projections (linear, gate_up_swiglu, dequant, each in either layout's op) of the types the frag layout holds go to it; the lm_head and
+// the router (`head`; runtime/gpu/device_backend.cpp loads them so), experts and every other weight keep the
+// file's layout.
+std::string default_weight_layout(const std::string& op, WeightType t, bool head = false);
+// Whether a model shape's label (models/core/linear_shapes.h: "wq+wo", "lm_head"; tensors sharing a shape are
+// joined by '+') names a head (lm_head, router), with `head`, or another weight, without.
+bool names_head(const std::string& label, bool head);
 // Whether the device runtime dispatches through `f` when it loads a model's weights in their default layouts:
-// an op it runs, on a weight type in the layout the family reads. Load-time families (repack) never are.
+// an op it runs, on a weight type in the layout the family reads, for some weight (a head or a projection).
+// Load-time families (repack) never are.
 bool dispatched_by_default(const KernelFamily& f);
+// The same for the weights of one model shape (its label): the Q8_0 frag families serve a Q8_0 model's
+// projections, the file-layout Q8_0 families its lm_head.
+bool dispatched_by_default(const KernelFamily& f, const Shape& s);
 
 // The family's source file read from <source root>/kernels_src/<family.source>.
 std::string read_family_source(const KernelFamily& f);

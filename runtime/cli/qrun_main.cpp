@@ -53,7 +53,7 @@ CliArgs make_cli() {
       .flag("--raw", "no chat template: the prompt is encoded as plain text")
       .flag("-i,--interactive", "chat on stdin, keeping the KV cache across turns (/reset, /exit)")
       .option("--device", "NAME", "cpu; emu (the CUDA emulator) or cuda (a GPU): fp16 activations", "cpu")
-      .option("--weight-layout", "L", "emu/cuda: dense AWQ INT4 and INT8 group-wise projections repacked at load time "
+      .option("--weight-layout", "L", "emu/cuda: dense AWQ INT4, INT8 group-wise and Q8_0 projections repacked at load time "
               "into mma fragment order (frag, the fraglinear families) or kept as stored (file)", "frag")
       .option("--int8-layout", "L", "emu/cuda: INT8 group-wise MoE experts as stored (plain) or in TensorRT-LLM's "
               "preprocessed layout (trtllm), made at load time", "plain")

@@ -162,9 +162,11 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
       y16 = dev::Buffer(device, size_t(max_m * ls.n) * 2);
     }
     const uint64_t wbytes = stored_bytes(ls.type, ls.n, ls.k, ls.g), f16bytes = uint64_t(ls.n * ls.k) * 2;
-    // What the runtime runs: the frag layout's families where they serve the type (device_weights.h), and
-    // beside them the file layout's default, the kernels they replace.
-    const bool frag = default_chooser.serves("linear.frag", &ls.type);
+    // What the runtime runs: the frag layout's families where it loads the weight so and they serve the type
+    // (device_weights.h; the lm_head keeps the file layout), and beside them the file layout's default, the
+    // kernels they replace.
+    const bool frag = kernels::default_weight_layout("linear", ls.type, kernels::names_head(ls.what, true)) == "frag" &&
+                      default_chooser.serves("linear.frag", &ls.type);
     const std::string linear_op = frag ? "linear.frag" : "linear";
     // The dequant + cuBLASLt baseline (device/blas/blas_lt.h) of the type in that layout: its dequant kernel, once
     // per shape (it does not depend on M), then the GEMM on the fp16 layout that kernel writes.

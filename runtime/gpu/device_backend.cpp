@@ -95,7 +95,8 @@ std::string DeviceBackend::progress_label(const std::string& what) const {
 void DeviceBackend::visit_weights(const ModelWeights& w, const WeightVisitor& v) const {
   using Storage = DeviceWeights::Storage;
   const Storage dense = options_.predequantize ? Storage::kF16 : options_.frag_layout ? Storage::kFrag : Storage::kFile;
-  const Storage other = options_.predequantize ? Storage::kF16 : Storage::kFile;  // lm_head and router
+  // The lm_head and the router keep the file layout (kernels::default_weight_layout tells the tuner so).
+  const Storage other = options_.predequantize ? Storage::kF16 : Storage::kFile;
   v.tensor(w.embedding, Storage::kFile);
   v.tensor(w.classifier, other);
   v.vector(w.final_norm);

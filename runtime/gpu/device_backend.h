@@ -40,8 +40,8 @@ struct DeviceBackendOptions {
   std::string store_prefix;  // "emu." or "cuda."
   bool graphs = true;                                  // capture and replay decode steps
   bool trtllm_int8 = false;  // INT8 group-wise experts in TensorRT-LLM's preprocessed layout (ops *.trtllm)
-  // Dense AWQ INT4 and INT8_GW_SYM projections in the frag layout, repacked on the device at load time and run
-  // by the op "linear.frag" families; false keeps the file layout and the op "linear" families.
+  // Dense AWQ INT4, INT8_GW_SYM and Q8_0 projections in the frag layout, repacked on the device at load time
+  // and run by the op "linear.frag" families; false keeps the file layout and the op "linear" families.
   bool frag_layout = true;
   // Dense linear weights dequantized to fp16 once at load (MoE experts and the embedding table stay quantized);
   // their GEMMs go to cuBLASLt (`blas`, when given) or to the fp16 families, as DeviceBackend::linear decides. With

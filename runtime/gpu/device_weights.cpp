@@ -26,7 +26,7 @@ namespace {
 // families do not serve).
 int frag_bits(const QTensor& t) {
   if (!kernels::frag::frag_layout_holds(t.type)) return 0;
-  const kernels::frag::FragDims d{t.rows, t.cols, t.group_size, t.type == WeightType::AWQ_INT4 ? 4 : 8};
+  const kernels::frag::FragDims d{t.rows, t.cols, t.group_size, kernels::frag::frag_layout_bits(t.type)};
   if (!kernels::frag::frag_dims_check(d).empty() || d.group % 32 || d.weight_words() > INT32_MAX) return 0;
   return d.bits;
 }
@@ -103,7 +103,8 @@ uint64_t file_layout_bytes(const QTensor& t) {
 
 uint64_t DeviceWeights::bytes_for(const QTensor& t, Storage storage) {
   if (t.empty()) return 0;
-  // The frag layout holds the file's codes, scales and zeros in another order: the same bytes.
+  // The frag layout holds the file's codes, scales and zeros in another order: the same bytes (Q8_0's fp32
+  // scales become fp16, so at most these).
   if (!frag_stored(t, storage) && f16_stored(t, storage)) return uint64_t(t.rows * t.cols) * 2;
   return file_layout_bytes(t);
 }
@@ -128,8 +129,7 @@ dev::DevPtr DeviceWeights::allocate(size_t bytes) {
 // The file-layout arrays go up to temporary buffers, the repack family writes each frag array where `at` places
 // it, and the temporaries are freed once it has run.
 void DeviceWeights::repack_frag(const QTensor& t, const ArrayAt& at) {
-  const kernels::KernelFamily& f =
-      frag_bits(t) == 4 ? kernels::frag::awq_repack_family() : kernels::frag::int8_repack_family();
+  const kernels::KernelFamily& f = kernels::frag::repack_family(t.type);
   const kernels::Shape shape{{"N", "K", "G"}, {t.rows, t.cols, t.group_size}, "repack"};
   const kernels::Point point = f.default_point();
   const kernels::LaunchPlan plan = f.plan(point, shape);

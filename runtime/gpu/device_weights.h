@@ -2,10 +2,10 @@
 // A model's weights on a device, uploaded once: each QTensor's arrays under the names kernel families bind
 // them by (models' weight_array_name: "q", "scales", "qweight", ...), found again by the view's data address.
 // Quantized types keep their file layout (the families read it as is); fp32 and bf16 matrices are stored as
-// fp16 "values", the one float weight type the device families take. Norm vectors stay fp32. AWQ INT4 and
-// INT8_GW_SYM matrices may instead be stored in the frag layout (kernels_src/fraglinear/frag_layout.h), made on
-// the device by the repack family at load time: their arrays are then "bq", "bs" (and "bz" for AWQ), which
-// only the op "linear.frag" families read.
+// fp16 "values", the one float weight type the device families take. Norm vectors stay fp32. AWQ INT4,
+// INT8_GW_SYM and Q8_0 matrices may instead be stored in the frag layout (kernels_src/fraglinear/frag_layout.h),
+// made on the device by the repack family at load time: their arrays are then "bq", "bs" (and "bz" for AWQ),
+// which only the op "linear.frag" families read.
 // Projections that share their input (q, k, v) may be stored once as their concatenation (add_concatenated):
 // one tensor whose rows are the parts' rows in order, and each part a view of its rows, so the device holds
 // the weights once and runs either the whole or any part.
@@ -39,7 +39,7 @@ class DeviceWeights {
   // How a matrix is kept on the device.
   enum class Storage {
     kFile,  // as in the file (fp32 and bf16 as fp16)
-    kFrag,  // the frag layout where it can be (AWQ INT4 or INT8_GW_SYM, a group a multiple of 32), else kFile
+    kFrag,  // the frag layout where it can be (frag_layout_holds' types, a group a multiple of 32), else kFile
     kF16,   // dequantized here, once, and kept only as fp16 "values" (qrun --predequantize: two to four times
             // the memory, for the fp16 GEMMs' prefill speed)
   };

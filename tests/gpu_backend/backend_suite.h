@@ -10,6 +10,7 @@
 #include "device/blas/blas_lt.h"
 #include "device/winners/winners.h"
 #include "kernels_src/registry/family.h"
+#include "runtime/gpu/device_weights.h"
 
 namespace qt::test {
 
@@ -26,20 +27,21 @@ void check_golden_logits(const DeviceFactory& make, const std::string& file, boo
 // Every sequence of the transformers goldens (tests/golden/manifest.json) of each golden MoE file, on the
 // device: logits within the fp16 tolerance of transformers' and the same top-1 at every position.
 void check_moe_transformers_goldens(const DeviceFactory& make, bool trtllm = false);
-// The dense AWQ projections stored in the frag layout (the default) and in the file layout: each run gives the
-// CPU reference's logits, through the linear.frag families exactly when the frag layout is on.
+// The dense projections (AWQ or Q8_0) stored in the frag layout (the default) and in the file layout: each run
+// gives the CPU reference's logits, through the linear.frag families exactly when the frag layout is on (the
+// lm_head keeps the file layout either way).
 void check_weight_layouts(const DeviceFactory& make, const std::string& file);
 void check_greedy_tokens(const DeviceFactory& make, const std::string& file);
-// q, k and v stored once as their concatenation (the default) against three tensors: the CPU reference's greedy
-// tokens and decode logits either way; each decode step's layer one launch for the three, so two launches
-// fewer per layer and step; no more device memory. `concatenated`: whether the file's q/k/v can be stored so
-// on the device (else every group runs one by one, visibly). `predequantize`: the fp16 weights of qrun
-// --predequantize.
 // Gate, up and SwiGLU as one launch per layer at M <= 16 where the frag layout stores [w1; w3] (`fused`), else
 // apart; the same tokens and logits either way.
 void check_concatenated_gate_up(const DeviceFactory& make, const std::string& file, bool fused);
+// q, k and v stored once as their concatenation (the default) against three tensors: the CPU reference's greedy
+// tokens and decode logits either way; each decode step's layer one launch for the three, so two launches
+// fewer per layer and step; no more device memory. `concatenated`: whether the file's q/k/v can be stored so
+// on the device (else every group runs one by one, visibly). `storage`: the dense projections' (kFrag the
+// default, kFile qrun --weight-layout file, kF16 qrun --predequantize).
 void check_concatenated_qkv(const DeviceFactory& make, const std::string& file, bool concatenated,
-                            bool predequantize = false);
+                            rt::DeviceWeights::Storage storage = rt::DeviceWeights::Storage::kFrag);
 // The file's k projection replaced by an fp32 copy, so q, k and v no longer share a type: no concatenated
 // shape in the tuner's list, three tensors and three launches on the device, the CPU reference's tokens.
 void check_qkv_types_differ(const DeviceFactory& make, const std::string& file);

@@ -86,10 +86,13 @@ TEST_CASE("cuda: greedy decoding gives the CPU reference's 16 tokens, later step
 
 TEST_CASE("cuda: q, k and v as one launch per layer at decode where stored concatenated, three where not") {
   NEED_GPU();
-  qt::test::check_concatenated_qkv(gpu, "dense.ajc1", true);
+  using Storage = qt::rt::DeviceWeights::Storage;
+  qt::test::check_concatenated_qkv(gpu, "dense.ajc1", true, Storage::kFile);
   qt::test::check_concatenated_qkv(gpu, "dense-tied.ak48", true);
-  qt::test::check_concatenated_qkv(gpu, "dense.ak48", true, true);
+  qt::test::check_concatenated_qkv(gpu, "dense-tied.ajc1", true);
+  qt::test::check_concatenated_qkv(gpu, "dense.ak48", true, Storage::kF16);
   qt::test::check_concatenated_qkv(gpu, "dense.ak48", false);
+  qt::test::check_concatenated_qkv(gpu, "dense.ajc1", false);
   qt::test::check_qkv_types_differ(gpu, "dense.ajc1");
 }
 

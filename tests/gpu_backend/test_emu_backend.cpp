@@ -29,8 +29,11 @@ TEST_CASE("emu: predequantized AWQ and Q8_0 weights (fp16 on the device) give th
   }
 }
 
-TEST_CASE("emu: AWQ projections in the frag layout and in the file layout both give the CPU reference's logits") {
-  qt::test::check_weight_layouts(emu, "dense.ak48");
+TEST_CASE("emu: AWQ and Q8_0 projections in the frag layout and in the file layout all give the CPU reference's logits") {
+  for (const char* file : {"dense.ak48", "dense.ajc1"}) {
+    INFO(file);
+    qt::test::check_weight_layouts(emu, file);
+  }
 }
 
 TEST_CASE("emu: greedy decoding gives the CPU reference's 16 tokens, later steps replayed from a graph") {
@@ -41,14 +44,17 @@ TEST_CASE("emu: greedy decoding gives the CPU reference's 16 tokens, later steps
 }
 
 TEST_CASE("emu: q, k and v as one launch per layer at decode, over their concatenation stored once") {
-  qt::test::check_concatenated_qkv(emu, "dense.ajc1", true);        // Q8_0 rows
-  qt::test::check_concatenated_qkv(emu, "dense-tied.ak48", true);   // frag layout, 192 + 64 + 64 columns
-  qt::test::check_concatenated_qkv(emu, "dense.ak48", true, true);  // fp16 values (--predequantize)
+  using Storage = qt::rt::DeviceWeights::Storage;
+  qt::test::check_concatenated_qkv(emu, "dense.ajc1", true, Storage::kFile);  // Q8_0 rows (--weight-layout file)
+  qt::test::check_concatenated_qkv(emu, "dense-tied.ak48", true);  // frag layout, 192 + 64 + 64 columns
+  qt::test::check_concatenated_qkv(emu, "dense-tied.ajc1", true);  // Q8_0 in the frag layout, the same columns
+  qt::test::check_concatenated_qkv(emu, "dense.ak48", true, Storage::kF16);  // fp16 values (--predequantize)
 }
 
 TEST_CASE("emu: q, k and v stay three launches where the device cannot store them concatenated") {
   // The frag layout's 64-column tiles: 160 + 80 + 80 columns are not whole tiles.
   qt::test::check_concatenated_qkv(emu, "dense.ak48", false);
+  qt::test::check_concatenated_qkv(emu, "dense.ajc1", false);
 }
 
 TEST_CASE("emu: gate, up and SwiGLU as one launch per layer where the frag layout stores [w1; w3], apart where not") {

@@ -65,6 +65,33 @@ TEST_CASE("qrun --device emu generates the CPU reference's greedy tokens and rep
   }
 }
 
+TEST_CASE("qrun --device emu runs a Q8_0 model's projections on the frag layout, and --weight-layout file on the Q8_0 kernels") {
+  // Q8_0 is INT8 group-wise symmetric with its fp32 scales rounded to fp16, repacked at load time: the frag
+  // families serve every dense projection, the lm_head keeps the file layout, and the tokens are the CPU's.
+  const std::string common = "--model "s + kFiles + "dense.ajc1 --prompt-ids 0,361,239,262,343 -n 6 --temp 0";
+  const Result cpu = qrun(common + " --reference --no-stats");
+  const Result frag = qrun(common + " --device emu -v");
+  const Result file = qrun(common + " --device emu -v --weight-layout file");
+  REQUIRE(cpu.code == 0);
+  REQUIRE(frag.code == 0);
+  REQUIRE(file.code == 0);
+  CHECK(frag.out == cpu.out);
+  CHECK(file.out == cpu.out);
+  INFO(frag.err << "\n" << file.err);
+  // Decode's q (N=160) and o (K=160) projections and the prompt's (M=5); in the file layout q, k and v decode
+  // as one concatenated launch and gate/up as the fused family, so o and the prompt's q name the kernels there.
+  for (const char* shape : {"M=1 N=160 K=96", "M=1 N=96 K=160", "M=5 N=160 K=96"}) {
+    CHECK(frag.err.find("linear.frag|Q8_0|"s + shape + " G=32 -> q8_0_frag_") != std::string::npos);
+    CHECK(frag.err.find("linear|Q8_0|"s + shape + " G=32 -> ") == std::string::npos);
+  }
+  for (const char* shape : {"M=1 N=96 K=160", "M=5 N=160 K=96"})
+    CHECK(file.err.find("linear|Q8_0|"s + shape + " G=32 -> q8_0_") != std::string::npos);
+  CHECK(file.err.find("linear.frag|") == std::string::npos);
+  CHECK(frag.err.find("gate_up_swiglu|") == std::string::npos);  // it reads the file layout
+  for (const Result* r : {&frag, &file})
+    CHECK(r->err.find("linear|Q8_0|M=1 N=384 K=96 G=32 -> q8_0_gemv") != std::string::npos);  // the lm_head
+}
+
 TEST_CASE("qrun --device emu --logits-out writes logits within the fp16 tolerance of the golden ones") {
   // dense.ak48 holds the ak48-awq scheme; its golden seq0 is [0, 361, 239, 262, 343, 221, 383].
   const std::string out = kTmp + "logits.f32";

@@ -65,7 +65,7 @@ TEST_CASE("the Hopper GEMM families compile every point for sm_90a with their wg
   // wait: the kernel would run, slowly, with nothing else telling. The default points, and for each warpgroup
   // count the point with the most registers (the largest bm, the deepest ring): where allocation is tightest.
   // (All points: `qtune static --gpu sm90 --points all`, 1.5 minutes.)
-  for (const char* name : {"awq_frag_wgmma_gemm", "int8gw_frag_wgmma_gemm"}) {
+  for (const char* name : {"awq_frag_wgmma_gemm", "int8gw_frag_wgmma_gemm", "q8_0_frag_wgmma_gemm"}) {
     const qt::kernels::KernelFamily& f = qt::kernels::find_family(name);
     CHECK(f.min_sm == 90);
     CompileRequest req;

@@ -218,6 +218,7 @@ ResultRow outcome_row(const winners::DeviceFingerprint& device, const Tunable& f
 std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights* weights, const GpuTuningOptions& opt) {
   std::vector<std::string> names = opt.families;
   const bool all = names.size() == 1 && names[0] == "all";
+  const bool by_default = names.empty();  // then only the shapes the runtime runs on each family
   if (names.empty() || all) {
     names.clear();
     for (const kernels::KernelFamily* f : kernels::all_families())
@@ -238,6 +239,7 @@ std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights*
     const bool batched = !f.dims.empty() && f.dims[0] == "M";
     std::set<std::vector<int64_t>> seen;
     for (const kernels::Shape& s : f.model_shapes(config, weights)) {
+      if (by_default && !kernels::dispatched_by_default(f, s)) continue;
       std::vector<std::vector<int64_t>> variants;
       if (!batched) variants.push_back(s.values);
       for (int64_t m : batched ? opt.buckets : std::vector<int64_t>{}) {

@@ -29,7 +29,8 @@ struct GpuTuningOptions {
   std::string device = "cuda";        // "cuda" or "emu"
   int target_sm = 0;                  // compile and prune for it (0: the device's own)
   // Registry names. Empty: the families the runtime dispatches for the model in its default weight layouts
-  // (kernels::dispatched_by_default); {"all"}: every device family serving the model.
+  // (kernels::dispatched_by_default), each on the model shapes it is dispatched for; {"all"}: every device
+  // family serving the model, on all its shapes.
   std::vector<std::string> families;
   std::vector<int64_t> buckets = winners::default_batch_buckets();
   std::string budget = "24";          // per (family, shape, bucket): evaluations or a share of the space
