@@ -195,19 +195,28 @@ std::string limits_check(const FragDims& d, int64_t m) {
 
 // ---- repack ------------------------------------------------------------------------------------------
 
+// What every frag family states the same way: its name from the source's prefix, the weight type it serves,
+// the shared source hash, its kernel source and lowest architecture. The caller sets the rest.
+KernelFamily frag_family(const SourceKind& kind, const std::string& suffix, const std::string& op,
+                         const std::vector<std::string>& dims, const std::string& source, int min_sm) {
+  KernelFamily f;
+  f.name = std::string(kind.prefix) + suffix;
+  f.op = op;
+  f.weight_types = {kind.type};
+  f.dtypes = linear_dtypes(kind.type, DType::F16, DType::F16);
+  f.dims = dims;
+  f.source_hash = kFamilySourceHash;
+  f.source = source;
+  f.min_sm = min_sm;
+  return f;
+}
+
 constexpr int64_t kRepackThreads = 256;
 
 KernelFamily make_repack(const SourceKind& kind) {
-  KernelFamily f;
-  f.name = std::string(kind.prefix) + "_frag_repack";
-  f.op = "repack";
-  f.weight_types = {kind.type};
+  KernelFamily f = frag_family(kind, "_frag_repack", "repack", kRepackDims, "fraglinear/frag_repack.cuh", 75);
   f.dtypes = weight_type_name(kind.type) + std::string("->frag");
-  f.dims = kRepackDims;
-  f.source_hash = kFamilySourceHash;
-  f.source = "fraglinear/frag_repack.cuh";
   f.summary = std::string(kind.what) + " -> frag layout (mma B fragments in 16-byte lane loads), once at load time";
-  f.min_sm = 75;
   f.params = {{"threads", {128, 256}, kRepackThreads, "threads per block (one output word or scale each)"}};
   const int bits = kind.bits;
   f.shape_constraint = [bits](const Point&, const Shape& s) {
@@ -281,17 +290,9 @@ std::string dequant_kernel(int bits, const Point& p) { return name_expr("frag_de
 
 KernelFamily make_dequant(const SourceKind& kind) {
   const int bits = kind.bits;
-  KernelFamily f;
-  f.name = std::string(kind.prefix) + "_frag_dequant";
-  f.op = "dequant.frag";
-  f.weight_types = {kind.type};
-  f.dtypes = linear_dtypes(kind.type, DType::F16, DType::F16);
-  f.dims = kRepackDims;
-  f.source_hash = kFamilySourceHash;
-  f.source = "fraglinear/frag_dequant.cuh";
+  KernelFamily f = frag_family(kind, "_frag_dequant", "dequant.frag", kRepackDims, "fraglinear/frag_dequant.cuh", 75);
   f.summary = std::string(kind.what) +
               " in the frag layout -> fp16 W[K][N] (the dequant + cuBLASLt path)";
-  f.min_sm = 75;
   f.params = {{"threads", {64, 128, 256, 512}, 256, "threads per block (a warp per 16 x 64 tile)"}};
   f.shape_constraint = [bits](const Point&, const Shape& s) { return limits_check({s["N"], s["K"], s["G"], bits}, 1); };
   f.kernels = [bits](const Point& p) { return std::vector<std::string>{dequant_kernel(bits, p)}; };
@@ -418,15 +419,8 @@ LaunchPlan frag_linear_plan(const FragDims& d, int64_t m, int64_t split) {
 }
 
 KernelFamily make_linear(LinearKind kind) {
-  KernelFamily f;
-  f.name = std::string(kind.src->prefix) + (kind.gemv ? "_frag_gemv" : "_frag_gemm");
-  f.op = "linear.frag";
-  f.weight_types = {kind.src->type};
-  f.dtypes = linear_dtypes(kind.src->type, DType::F16, DType::F16);
-  f.dims = kLinearDims;
-  f.source_hash = kFamilySourceHash;
-  f.source = "fraglinear/frag_linear.cuh";
-  f.min_sm = 80;
+  KernelFamily f = frag_family(*kind.src, kind.gemv ? "_frag_gemv" : "_frag_gemm", "linear.frag", kLinearDims,
+                               "fraglinear/frag_linear.cuh", 80);
   f.summary = std::string(kind.gemv ? "decode GEMV, M <= 16" : "prefill GEMM") +
               " on the frag layout: B fragments from global in 16-byte evict-first loads, dequant in registers, "
               "swizzled cp.async A ring, split-K reduced in the same launch";
@@ -539,15 +533,7 @@ std::string stream_kernel(int bits, const Point& p) {
 
 KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) {
   const int bits = kind.bits;
-  KernelFamily f;
-  f.name = std::string(kind.prefix) + "_frag_stream_gemv";
-  f.op = "linear.frag";
-  f.weight_types = {kind.type};
-  f.dtypes = linear_dtypes(kind.type, DType::F16, DType::F16);
-  f.dims = kLinearDims;
-  f.source_hash = kFamilySourceHash;
-  f.source = "fraglinear/frag_stream_gemv.cuh";
-  f.min_sm = 80;
+  KernelFamily f = frag_family(kind, "_frag_stream_gemv", "linear.frag", kLinearDims, "fraglinear/frag_stream_gemv.cuh", 80);
   f.summary = "decode GEMV, M <= 16, for bytes in flight: kw warps split one column tile's K, each streaming "
               "pf B tiles and A fragments in registers with no barrier, split-K reduced in the same launch";
   f.params = {{"kw", {1, 2, 4, 8}, 4, "warps per block, each a share of the block's K range on the same tiles"},
@@ -616,15 +602,8 @@ std::string gate_up_kernel(int bits, const Point& p) {
 // device stores the pair concatenated so), with H the shape's N.
 KernelFamily make_gate_up_stream(const SourceKind& kind) {
   const int bits = kind.bits;
-  KernelFamily f;
-  f.name = std::string(kind.prefix) + "_frag_gate_up_swiglu";
-  f.op = "gate_up_swiglu.frag";
-  f.weight_types = {kind.type};
-  f.dtypes = linear_dtypes(kind.type, DType::F16, DType::F16);
-  f.dims = kLinearDims;
-  f.source_hash = kFamilySourceHash;
-  f.source = "fraglinear/frag_stream_gemv.cuh";
-  f.min_sm = 80;
+  KernelFamily f = frag_family(kind, "_frag_gate_up_swiglu", "gate_up_swiglu.frag", kLinearDims,
+                               "fraglinear/frag_stream_gemv.cuh", 80);
   f.summary = "decode MLP front, M <= 16: h = silu(x Wg) * (x Wu) as one streaming GEMV over [gate | up] in the "
               "frag layout, each block a gate tile and its up tile, SwiGLU in the epilogue";
   // Two tiles' sums and rings: pf = 8 spills on sm_80-90 (NVRTC 13.0: 255 registers), pf = 4 fits in 254,
@@ -721,15 +700,7 @@ std::string wgmma_kernel(int bits, const Point& p) {
 
 KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
   const int bits = kind.bits;
-  KernelFamily f;
-  f.name = std::string(kind.prefix) + "_frag_wgmma_gemm";
-  f.op = "linear.frag";
-  f.weight_types = {kind.type};
-  f.dtypes = linear_dtypes(kind.type, DType::F16, DType::F16);
-  f.dims = kLinearDims;
-  f.source_hash = kFamilySourceHash;
-  f.source = "fraglinear/frag_wgmma_gemm.cuh";
-  f.min_sm = 90;
+  KernelFamily f = frag_family(kind, "_frag_wgmma_gemm", "linear.frag", kLinearDims, "fraglinear/frag_wgmma_gemm.cuh", 90);
   f.summary = "prefill GEMM on Hopper (sm_90a): y^T = W^T x^T with the dequantized weights as wgmma's register A "
               "operand, x in a 128B-swizzled cp.async ring as its shared-memory B, split-K reduced in the same launch";
   f.params = {{"bm", {32, 64, 128, 256}, 64, "rows of x per block: wgmma's N"},
