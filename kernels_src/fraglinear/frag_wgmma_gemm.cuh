@@ -99,6 +99,7 @@ __global__ void __launch_bounds__(WG * 128, 1)
   constexpr int COPIES = BM * 8, PER = (COPIES + THREADS - 1) / THREADS;
   const __half* x_src[PER];
   uint32_t x_dst[PER], x_bytes[PER];
+  int x_col[PER];  // the copy's first column inside a stage
 #pragma unroll
   for (int j = 0; j < PER; ++j) {
     const int i = min(tid + j * THREADS, COPIES - 1);
@@ -106,12 +107,13 @@ __global__ void __launch_bounds__(WG * 128, 1)
     x_src[j] = x + (int64_t)min(row, M - 1) * K + (int64_t)c_begin * kBK + ch * 8;  // valid when zero-filled
     x_dst[j] = ring_base + r * kStageRowBytes + ((ch ^ (r & 7)) << 4);
     x_bytes[j] = row < M ? 16u : 0u;
+    x_col[j] = ch * 8;
   }
   const int x_cols = K - c_begin * kBK;  // columns of x from this range's start to K
   auto load_x = [&](int c, int slot) {
 #pragma unroll
     for (int j = 0; j < PER; ++j) {
-      const int col = c * kBK + (min(tid + j * THREADS, COPIES - 1) % 8) * 8;  // K is a multiple of 8
+      const int col = c * kBK + x_col[j];  // K is a multiple of 8
       if (COPIES % THREADS == 0 || tid + j * THREADS < COPIES)
         qt::cp_async_cg16(x_dst[j] + slot * STAGE_BYTES, col < x_cols ? x_src[j] + c * kBK : x_src[j],
                           col < x_cols ? x_bytes[j] : 0u);
