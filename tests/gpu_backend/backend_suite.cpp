@@ -182,6 +182,13 @@ namespace {
 
 int64_t launches(const DeviceBackend& d) { return d.launch_stats().launches + d.launch_stats().replayed_launches; }
 
+// One more decode step of `next` on the device and on the CPU reference: its logits within the tolerance.
+void check_decode_step_logits(Qwen3Model& dev, Qwen3Model& ref, int32_t next, const std::string& what) {
+  const float d = max_diff(dev.forward(&next, 1, LogitsRows::kLast), ref.forward(&next, 1, LogitsRows::kLast));
+  WARN(what << ": max |device - CPU reference| of a decode step's logits = " << d);
+  CHECK(d <= kLogitTolerance);
+}
+
 bool lists_concatenated_qkv(const ModelWeights& w) {
   for (const LinearShape& s : model_linear_shapes(w.config, &w))
     if (s.label == "wq|wk|wv") return s.n == w.config.q_dim() + 2 * w.config.kv_dim() && s.max_rows == 1;
@@ -219,11 +226,7 @@ void check_concatenated_qkv(const DeviceFactory& make, const std::string& name, 
   CHECK(launches(*off.gpu) - launches(*on.gpu) == (concatenated ? 2 * layers * decode_steps : 0));
   // The parts are views of the concatenation, never a second copy.
   CHECK(on.gpu->weight_bytes() <= off.gpu->weight_bytes());
-  const int32_t next = want.back();
-  const float d = max_diff(a.forward(&next, 1, LogitsRows::kLast), ref.forward(&next, 1, LogitsRows::kLast));
-  WARN(name << (concatenated ? " (q, k, v concatenated)" : " (q, k, v apart)")
-            << ": max |device - CPU reference| of a decode step's logits = " << d);
-  CHECK(d <= kLogitTolerance);
+  check_decode_step_logits(a, ref, want.back(), name + (concatenated ? " (q, k, v concatenated)" : " (q, k, v apart)"));
 }
 
 void check_concatenated_gate_up(const DeviceFactory& make, const std::string& name, bool fused) {
@@ -242,11 +245,7 @@ void check_concatenated_gate_up(const DeviceFactory& make, const std::string& na
   CHECK(off.gpu->group_counts().gate_up_fused == 0);
   CHECK(launches(*off.gpu) - launches(*on.gpu) == (fused ? 2 * layers * kSteps : 0));
   CHECK(on.gpu->weight_bytes() <= off.gpu->weight_bytes());  // the parts are views of the concatenation
-  const int32_t next = want.back();
-  const float d = max_diff(a.forward(&next, 1, LogitsRows::kLast), ref.forward(&next, 1, LogitsRows::kLast));
-  WARN(name << (fused ? " (gate and up fused)" : " (gate and up apart)")
-            << ": max |device - CPU reference| of a decode step's logits = " << d);
-  CHECK(d <= kLogitTolerance);
+  check_decode_step_logits(a, ref, want.back(), name + (fused ? " (gate and up fused)" : " (gate and up apart)"));
 }
 
 void check_qkv_types_differ(const DeviceFactory& make, const std::string& name) {
