@@ -147,6 +147,10 @@ namespace {
 bool dispatched_for(const KernelFamily& f, bool head) {
   if (f.op == "repack") return false;
   if (f.weight_types.empty()) return true;
+  // The Hopper grouped GEMMs read experts in the frag layout, which the runtime loads only when asked
+  // (--expert-layout frag): tuned beside the file-layout grouped GEMMs all the same, so that a GPU run
+  // measures both generations before either becomes the default.
+  if (!head && op_weight_layout(f.op) == "frag" && f.op.rfind("moe_", 0) == 0) return true;
   for (WeightType t : f.weight_types)
     if (default_weight_layout(f.op, t, head) == op_weight_layout(f.op)) return true;
   return false;

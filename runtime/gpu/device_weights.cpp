@@ -114,8 +114,8 @@ uint64_t DeviceWeights::concatenated_bytes(std::span<const QTensor* const> parts
   return bytes_for(concatenated_dims(parts), storage);
 }
 
-uint64_t DeviceWeights::stack_bytes(const ExpertStack& s) {
-  return s.empty() ? 0 : file_layout_bytes(s.base) * uint64_t(s.experts);
+uint64_t DeviceWeights::stack_bytes(const ExpertStack& s, Storage storage) {
+  return s.empty() ? 0 : bytes_for(s.base, storage) * uint64_t(s.experts);
 }
 
 dev::DevPtr DeviceWeights::allocate(size_t bytes) {
@@ -267,13 +267,27 @@ const DeviceTensor* DeviceWeights::concatenated(std::span<const QTensor* const> 
   return &it->second.whole;
 }
 
-void DeviceWeights::add_stack(const ExpertStack& s, bool trtllm) {
+void DeviceWeights::add_stack(const ExpertStack& s, bool trtllm, Storage storage) {
   if (s.empty() || tensors_.count(s.base.data)) return;
   const QTensor& t = s.base;
   if (!weight_traits(t.type).quantized)
     throw Error(std::string("device backend: MoE experts of type ") + weight_type_name(t.type) +
                     " are not served (moe3 experts are q8_0, int8-sym, int8-asym or awq)",
                 kExitUnavailable);
+  if (frag_stored(t, storage)) {
+    // Each expert repacked on the device into its share of one block per frag array, experts back to back
+    // with each one's pad tiles after its own last tile, as the Hopper grouped families take them.
+    DeviceTensor d;
+    d.type = t.type, d.rows = t.rows, d.cols = t.cols, d.experts = s.experts, d.group = t.group_size;
+    for (int64_t e = 0; e < s.experts; ++e)
+      repack_frag(s.expert(e), [&](const std::string& name, int64_t bytes) {
+        auto [it, fresh] = d.arrays.try_emplace(name);
+        if (fresh) it->second = {allocate(size_t(bytes * s.experts)), bytes * s.experts};
+        return it->second.ptr.offset(size_t(bytes * e));
+      });
+    tensors_.emplace(t.data, std::move(d));
+    return;
+  }
   const bool relayout = trtllm && (t.type == WeightType::INT8_GW_SYM || t.type == WeightType::INT8_GW_ASYM);
   DeviceTensor d;
   d.type = t.type, d.rows = t.rows, d.cols = t.cols, d.experts = s.experts;
