@@ -85,6 +85,19 @@ TEST_CASE("emu: INT8 experts in TensorRT-LLM's preprocessed layout give the same
   }
 }
 
+TEST_CASE("emu sm90: MoE experts in the frag layout, on the wgmma grouped GEMMs, give the CPU reference's logits") {
+  const auto hopper = [] {
+    qt::emu::EmuOptions o;
+    o.threads = 2;
+    o.arch = 90;
+    return std::unique_ptr<qt::dev::Device>(std::make_unique<qt::emu::EmuDevice>(o));
+  };
+  for (const char* file : {"moe-norm.q8_0.moe3", "moe-norm.int8-sym.moe3", "moe-norm.awq.moe3"}) {
+    INFO(file);
+    qt::test::check_frag_experts(hopper, file);
+  }
+}
+
 TEST_CASE("emu: MoE greedy decoding gives the CPU reference's tokens, later steps replayed from a graph") {
   qt::test::check_greedy_tokens(emu, "moe-norm.awq.moe3");
 }
