@@ -1,6 +1,8 @@
 #include "runtime/gpu/device_weights.h"
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
 
 #include "common/error.h"
 #include "common/half.h"
@@ -22,12 +24,22 @@ dev::DevPtr DeviceWeights::upload(const void* data, size_t bytes) {
 
 namespace {
 
-// The frag layout's bits for `t`, or 0 when it cannot hold it (another type, or a group the frag linear
-// families do not serve).
+// Whether every fp32 scale of a Q8_0 tensor survives the frag layout's rounding to fp16: from 65,520 up it
+// would become infinity (and NaN stays NaN, which the file layout's kernels would compute with too).
+bool q8_0_scales_fit_f16(const QTensor& t) {
+  const int64_t n = t.rows * t.cols / t.group_size;
+  float largest = 0.0f;
+  for (int64_t i = 0; i < n; ++i) largest = std::max(largest, std::fabs(t.scales_f32[i]));
+  return largest < 65520.0f;
+}
+
+// The frag layout's bits for `t`, or 0 when it cannot hold it (another type, a group the frag linear families
+// do not serve, or Q8_0 scales beyond fp16's range: such a tensor keeps the file layout and its kernels).
 int frag_bits(const QTensor& t) {
   if (!kernels::frag::frag_layout_holds(t.type)) return 0;
   const kernels::frag::FragDims d{t.rows, t.cols, t.group_size, kernels::frag::frag_layout_bits(t.type)};
   if (!kernels::frag::frag_dims_check(d).empty() || d.group % 32 || d.weight_words() > INT32_MAX) return 0;
+  if (t.type == WeightType::Q8_0 && !q8_0_scales_fit_f16(t)) return 0;
   return d.bits;
 }
 
