@@ -4,6 +4,7 @@
 #include <cstring>
 #include <cmath>
 #include <random>
+#include <sstream>
 
 #include "common/error.h"
 #include "common/half.h"
@@ -178,6 +179,25 @@ Source get_source(const SourceKind& kind, int64_t m, const FragDims& d, const st
   return s;
 }
 
+// The model's layers of the kind's type as the runtime stores them in the frag layout: the q/k/v
+// concatenation only where each part is whole 64-column tiles (DeviceWeights::add_concatenated; elsewhere the
+// runtime runs three linears, whose shapes the list has already).
+std::vector<Shape> stored_layer_shapes(const SourceKind& kind, const ModelConfig& c, const ModelWeights* w, int64_t m) {
+  std::vector<Shape> out = kind.layer_shapes(c, w, m);
+  if (c.q_dim() % kTileN == 0 && c.kv_dim() % kTileN == 0) return out;
+  std::vector<Shape> kept;
+  for (Shape s : out) {
+    std::string label;
+    std::stringstream parts(s.label);
+    for (std::string part; std::getline(parts, part, '+');)
+      if (part != "wq|wk|wv") label += (label.empty() ? "" : "+") + part;
+    if (label.empty()) continue;
+    s.label = label;
+    kept.push_back(s);
+  }
+  return kept;
+}
+
 bool has_array(const SourceKind& kind, const std::string& name) {
   for (const SourceArray& a : kind.arrays)
     if (name == a.name) return true;
@@ -269,7 +289,7 @@ KernelFamily make_repack(const SourceKind& kind) {
   };
   f.model_shapes = [&kind](const ModelConfig& c, const ModelWeights* w) {
     std::vector<Shape> out;
-    for (const Shape& s : kind.layer_shapes(c, w, 1))
+    for (const Shape& s : stored_layer_shapes(kind, c, w, 1))
       out.push_back(Shape{kRepackDims, {s["N"], s["K"], s["G"]}, s.label});
     return out;
   };
@@ -333,7 +353,7 @@ KernelFamily make_dequant(const SourceKind& kind) {
   };
   f.model_shapes = [&kind](const ModelConfig& c, const ModelWeights* w) {
     std::vector<Shape> out;
-    for (const Shape& s : kind.layer_shapes(c, w, 1))
+    for (const Shape& s : stored_layer_shapes(kind, c, w, 1))
       out.push_back(Shape{kRepackDims, {s["N"], s["K"], s["G"]}, s.label});
     return out;
   };
@@ -496,7 +516,7 @@ KernelFamily make_linear(LinearKind kind) {
       [kind](const Shape& shape, const HostBuffers&, const LinearSums& sums) { return linear_expected(kind, shape, sums); });
   const int64_t model_m = kind.gemv ? 1 : 256;
   f.model_shapes = [model_m, kind](const ModelConfig& c, const ModelWeights* w) {
-    return kind.src->layer_shapes(c, w, model_m);
+    return stored_layer_shapes(*kind.src, c, w, model_m);
   };
   f.probe_shape = Shape{kLinearDims, {kind.gemv ? 8 : 64, 1024, 4096, 128}, "probe"};
   if (kind.gemv) {
