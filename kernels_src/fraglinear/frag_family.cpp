@@ -715,8 +715,12 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
 int64_t wgmma_smem_bytes(const Point& p) { return p.at("stages") * p.at("bm") * 128 + 1024; }
 
 std::string wgmma_kernel(int bits, const Point& p) {
-  return name_expr("frag_wgmma_gemm_kernel", {bits, p.at("bm"), p.at("wg"), p.at("stages"), p.at("pf")});
+  return name_expr(p.at("sk") > 0 ? "frag_wgmma_streamk_kernel" : "frag_wgmma_gemm_kernel",
+                   {bits, p.at("bm"), p.at("wg"), p.at("stages"), p.at("pf")});
 }
+
+// Stream-K's units at a shape: (column block of 256 features, BM rows) tiles times 64-column chunks of K.
+int64_t streamk_units(const FragDims& d, int64_t m, int64_t bm) { return cdiv(d.n_tiles(), 4) * cdiv(m, bm) * cdiv(d.k, 64); }
 
 KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
   const int bits = kind.bits;
@@ -727,11 +731,16 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
               {"wg", {1, 2, 4}, 1, "warpgroups per block, splitting the 4 fragment pairs of each weight tile"},
               {"stages", {2, 3, 4}, 4, "cp.async stages of x (64 columns of K each)"},
               {"pf", {1, 2, 4}, 2, "weight tiles (16 x 64) each warp keeps in flight in registers"},
-              {"split", {1, 2, 4}, 1, "blocks along K (64-column chunks; reduced in the same launch)"}};
-  f.defaults = {{{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"split", 1}},
-                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"split", 2}},
-                {{"bm", 128}, {"wg", 4}, {"stages", 2}, {"pf", 4}, {"split", 1}}};
+              {"split", {1, 2, 4}, 1, "blocks along K (64-column chunks; reduced in the same launch)"},
+              {"sk", {0, 114, 132, 228, 264}, 0,
+               "stream-K: this many blocks share the (tile, K chunk) units evenly (0: the grid of tiles and splits); "
+               "the SM count of an H100 PCIe (114) or SXM / H200 (132), or twice it"}};
+  f.defaults = {{{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"split", 2}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 4}, {"stages", 2}, {"pf", 4}, {"split", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"split", 1}, {"sk", 132}}};
   f.point_constraint = [](const Point& p) {
+    if (p.at("sk") > 0 && p.at("split") > 1) return std::string("stream-K divides K itself: split must be 1");
     // Each thread holds 4 / wg accumulators of bm / 2 floats: at most half of the registers it may have
     // (255, or 128 at 512 threads a block), the rest being the A sets, the ring, scales and addresses.
     const int64_t acc = (4 / p.at("wg")) * p.at("bm") / 2;
@@ -760,9 +769,17 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
     LaunchPlan plan = frag_linear_plan(d, m, split);
     Launch& l = plan.launches.front();
     l.kernel = wgmma_kernel(bits, p);
-    l.grid.x = uint32_t(cdiv(d.n_tiles(), 4));
-    l.grid.y = uint32_t(cdiv(m, p.at("bm")));
-    l.grid.z = uint32_t(split);
+    if (p.at("sk") > 0) {
+      // No more blocks than units, so that every block's range holds one; two partial tiles each at most.
+      const int64_t blocks = std::min(p.at("sk"), streamk_units(d, m, p.at("bm")));
+      l.grid.x = uint32_t(blocks);
+      for (BufferSpec& b : plan.buffers)
+        if (b.name == "ws") b.elements = blocks * 2 * p.at("bm") * 256;
+    } else {
+      l.grid.x = uint32_t(cdiv(d.n_tiles(), 4));
+      l.grid.y = uint32_t(cdiv(m, p.at("bm")));
+      l.grid.z = uint32_t(split);
+    }
     l.block.x = uint32_t(128 * p.at("wg"));
     l.dynamic_smem = wgmma_smem_bytes(p);
     return plan;

@@ -69,14 +69,27 @@ struct FragMatrix {
   const uint32_t* z;
 };
 
-// The main loop both Hopper kernels share: MATS weight matrices of N features (one, or the gate and up of a
-// fused SwiGLU) times BM rows of x over this block's range of K (blockIdx.z of gridDim.z splits), into
-// acc[m][j][i]: matrix m, feature 64 ct + 16 (J h + j) + g + 8 ((i / 2) % 2) of column tile ct = 4 blockIdx.x +
-// warp, row 8 (i / 4) + 2 t + i % 2 of the block. x_row(r) is the offset in x (halves) of the block's row r, or
-// -1 where the row is absent (zero-filled).
+// The 64-column chunks of K: a block's range of them, [begin, begin + count).
+struct ChunkRange {
+  int begin, count;
+};
+__device__ __forceinline__ int k_chunks(int K) { return (K + kBK - 1) / kBK; }
+// The blockIdx.z-th of gridDim.z equal shares (split-K over the grid).
+__device__ __forceinline__ ChunkRange grid_split(int K) {
+  const int total = k_chunks(K), per_split = (total + (int)gridDim.z - 1) / (int)gridDim.z;
+  const int begin = min(total, (int)blockIdx.z * per_split);
+  return {begin, min(total, begin + per_split) - begin};
+}
+
+// The main loop the Hopper kernels share: MATS weight matrices of N features (one, or the gate and up of a
+// fused SwiGLU) times BM rows of x over the chunks `range` of K, for column block `cb` (features 256 cb ..
+// 256 cb + 255), into acc[m][j][i]: matrix m, feature 64 ct + 16 (J h + j) + g + 8 ((i / 2) % 2) of column tile
+// ct = 4 cb + warp, row 8 (i / 4) + 2 t + i % 2 of the block's rows. x_row(r) is the offset in x (halves) of the
+// block's row r, or -1 where the row is absent (zero-filled). It leaves the x ring as it found it: free.
 template <int BITS, int BM, int WG, int STAGES, int PF, int MATS, class XRow>
-__device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const FragMatrix (&w)[MATS], int N, int K,
-                                         int G, unsigned char* smem, float (&acc)[MATS][4 / WG][BM / 2]) {
+__device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const FragMatrix (&w)[MATS], int cb,
+                                         ChunkRange range, int N, int K, int G, unsigned char* smem,
+                                         float (&acc)[MATS][4 / WG][BM / 2]) {
   constexpr int J = 4 / WG, THREADS = WG * 128, KS = kBK / 16;
   constexpr int STAGE_BYTES = BM * kStageRowBytes;
   constexpr int TILE_WORDS = frag::BTile<BITS>::WORDS;
@@ -88,13 +101,10 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, h = tid >> 7;
   const int g8 = lane >> 2;
   const int n_tiles = (N + 63) / 64, ktiles = K / 16, gsteps = G / 16, groups = K / G;
-  const int tile = min((int)blockIdx.x * kTiles + warp, n_tiles - 1);  // a tile past N computes on the last one
+  const int tile = min(cb * kTiles + warp, n_tiles - 1);  // a tile past N computes on the last one
   // K need only be a multiple of 16: the last chunk may be short, its missing columns of x zero-filled and its
   // missing k-steps skipped.
-  const int total_chunks = (K + kBK - 1) / kBK;
-  const int per_split = (total_chunks + (int)gridDim.z - 1) / (int)gridDim.z;
-  const int c_begin = min(total_chunks, (int)blockIdx.z * per_split);
-  const int chunks = min(total_chunks, c_begin + per_split) - c_begin;
+  const int c_begin = range.begin, chunks = range.count;
   const int kt_begin = c_begin * KS, steps = min(ktiles, kt_begin + chunks * KS) - kt_begin;
 
   const uint32_t pad = (1024 - qt::smem_u32(smem) % 1024) % 1024;  // the 128B swizzle atom is 1024-aligned
@@ -254,6 +264,7 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
     }
   }
   qt::cp_async_wait<0>();
+  __syncthreads();  // every warpgroup's wgmmas have read their last stage: the ring may be refilled
 }
 
 // acc[.][j][i]'s feature (relative to the block's first) and row (relative to its first row).
@@ -277,8 +288,8 @@ __global__ void __launch_bounds__(WG * 128, 1)
   const int m0 = blockIdx.y * BM;
   const FragMatrix w[1] = {{bq, bs, bz}};
   float acc[1][J][BM / 2];
-  mainloop<BITS, BM, WG, STAGES, PF, 1>(
-      [&](int r) { return m0 + r < M ? (m0 + r) * K : -1; }, x, w, N, K, G, smem, acc);
+  mainloop<BITS, BM, WG, STAGES, PF, 1>([&](int r) { return m0 + r < M ? (m0 + r) * K : -1; }, x, w, blockIdx.x,
+                                        grid_split(K), N, K, G, smem, acc);
 
   const int n0 = blockIdx.x * kTiles * 64;
 #pragma unroll
@@ -300,5 +311,69 @@ __global__ void __launch_bounds__(WG * 128, 1)
     float sum = 0.0f;
     for (int z = 0; z < (int)gridDim.z; ++z) sum += ws[((int64_t)z * M + row) * N + col];
     y[(int64_t)row * N + col] = __float2half_rn(sum);
+  }
+}
+
+// Stream-K (Osama et al., PPoPP 2023): the grid's gridDim.x blocks share the product's units, the (output tile,
+// 64-column chunk of K) pairs in tile-major order, in equal contiguous ranges. Every block has the same work
+// whatever the tile count, so there is no partial last wave: what the grid split cannot give where tiles and SMs
+// do not divide. A range covers whole tiles, which the block stores, and at its ends a part of a tile, whose
+// fp32 partials go to the block's two slots of ws ([gridDim.x][2][BM][256]; slot 0 for the tile its range
+// begins in, 1 for the one it ends in); the last block of a shared tile to arrive (counted in locks[tile], reset
+// for the next launch) sums them. Tiles are BM rows by a column block of 256 features, column blocks fastest.
+// gridDim.x must not exceed the units (the plan clamps it), so that no range is empty.
+template <int BITS, int BM, int WG, int STAGES, int PF>
+__global__ void __launch_bounds__(WG * 128, 1)
+    frag_wgmma_streamk_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
+                              float* ws, unsigned* locks, int M, int N, int K, int G) {
+  using namespace frag_wgmma;
+  constexpr int J = 4 / WG, THREADS = WG * 128, COLS = kTiles * 64, SLOT = BM * COLS;
+  QT_DYNAMIC_SHARED(smem, unsigned char);
+  const int tid = threadIdx.x;
+  const int col_blocks = ((N + 63) / 64 + kTiles - 1) / kTiles, chunks = k_chunks(K);
+  const int64_t units = (int64_t)col_blocks * ((M + BM - 1) / BM) * chunks, blocks = gridDim.x;
+  auto start = [&](int64_t b) { return b * units / blocks; };  // block b's first unit
+  auto owner = [&](int64_t u) {  // the block whose range holds unit u
+    int64_t b = u * blocks / units;
+    while (start(b + 1) <= u) ++b;
+    while (start(b) > u) --b;
+    return b;
+  };
+  // The slot of block b's partials of tile t: 0 where b's range begins inside t, else 1 (where it ends).
+  auto slot_of = [&](int64_t b, int t) { return start(b) >= (int64_t)t * chunks ? 0 : 1; };
+  const FragMatrix w[1] = {{bq, bs, bz}};
+  const int64_t end = start(blockIdx.x + 1);
+  for (int64_t u = start(blockIdx.x); u < end;) {
+    const int t = (int)(u / chunks), c0 = (int)(u % chunks);
+    const int c1 = end - u < chunks - c0 ? c0 + (int)(end - u) : chunks;  // this range's chunks of tile t
+    const int cb = t % col_blocks, m0 = (t / col_blocks) * BM, n0 = cb * COLS;
+    float acc[1][J][BM / 2];
+    mainloop<BITS, BM, WG, STAGES, PF, 1>([&](int r) { return m0 + r < M ? (m0 + r) * K : -1; }, x, w, cb,
+                                          ChunkRange{c0, c1 - c0}, N, K, G, smem, acc);
+    u += c1 - c0;
+    if (c0 == 0 && c1 == chunks) {  // the whole tile: this block's alone
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+#pragma unroll
+        for (int i = 0; i < BM / 2; ++i) {
+          const int col = n0 + acc_feature<WG>(j, i), row = m0 + acc_row(i);
+          if (row < M && col < N) y[(int64_t)row * N + col] = __float2half_rn(acc[0][j][i]);
+        }
+      continue;
+    }
+    float* part = ws + ((int64_t)blockIdx.x * 2 + slot_of(blockIdx.x, t)) * SLOT;
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+#pragma unroll
+      for (int i = 0; i < BM / 2; ++i) part[acc_row(i) * COLS + acc_feature<WG>(j, i)] = acc[0][j][i];
+    const int64_t first = owner((int64_t)t * chunks), last = owner((int64_t)t * chunks + chunks - 1);
+    if (!last_block_to_arrive(&locks[t], (unsigned)(last - first + 1))) continue;
+    const int rows = min(BM, M - m0), cols = min(COLS, N - n0);
+    for (int i = tid; i < rows * cols; i += THREADS) {
+      const int r = i / cols, c = i % cols;
+      float sum = 0.0f;
+      for (int64_t b = first; b <= last; ++b) sum += ws[(b * 2 + slot_of(b, t)) * SLOT + r * COLS + c];
+      y[(int64_t)(m0 + r) * N + n0 + c] = __float2half_rn(sum);
+    }
   }
 }

@@ -45,8 +45,8 @@ __global__ void __launch_bounds__(WG * 128, 1)
   if (FUSED) w[MATS - 1] = {uq + e * q_words, us + e * s_halves, BITS == 4 ? uz + e * z_words : nullptr};
 
   float acc[MATS][J][BM / 2];
-  mainloop<BITS, BM, WG, STAGES, PF, MATS>(
-      [&](int r) { return rows[r] >= 0 ? rows[r] / a_div * K : -1; }, a, w, N, K, G, smem, acc);
+  mainloop<BITS, BM, WG, STAGES, PF, MATS>([&](int r) { return rows[r] >= 0 ? rows[r] / a_div * K : -1; }, a, w,
+                                           blockIdx.x, grid_split(K), N, K, G, smem, acc);
 
   const int n0 = blockIdx.x * kTiles * 64;
   const int64_t plane = (int64_t)count * N;

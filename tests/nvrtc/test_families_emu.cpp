@@ -97,3 +97,28 @@ TEST_CASE("every linear family's reference computed on a device gives the CPU's 
   }
   CHECK(families >= 8);  // the frag GEMV/GEMM of both bit widths, AWQ, Q8_0 and fp16 GEMV and GEMM
 }
+
+TEST_CASE("the stream-K wgmma GEMM is exact where block ranges start and end inside tiles and span several") {
+  // 70 rows (3 blocks of 32) by 320 features (2 column blocks) by 192 of K (3 chunks): 18 units. 5 and 7
+  // blocks give ranges of 3 or 4 units, and 2, 3 of them share a tile; 18 gives one unit each (every tile
+  // shared by 3); 1 block does everything alone. The default points' test shapes have too few units for
+  // the first cases, since the plan never runs more blocks than units. The family's space offers block counts
+  // for real GPUs (the SM counts); these small ones are added to a copy of it.
+  const qt::kernels::Shape shape{{"M", "N", "K", "G"}, {70, 320, 192, 64}, "stream-K ranges"};
+  for (const char* name : {"awq_frag_wgmma_gemm", "int8gw_frag_wgmma_gemm", "q8_0_frag_wgmma_gemm"}) {
+    KernelFamily f = qt::kernels::find_family(name);
+    for (auto& param : f.params)
+      if (param.name == "sk") param.values = {0, 1, 5, 7, 18};
+    qt::emu::EmuOptions options;
+    options.arch = 90;
+    qt::emu::EmuDevice device(options);
+    for (int64_t blocks : {1, 5, 7, 18}) {
+      const qt::kernels::Point point = {{"bm", 32}, {"wg", 1}, {"stages", 2}, {"pf", 2}, {"split", 1}, {"sk", blocks}};
+      INFO(name << " " << qt::kernels::point_key(point));
+      REQUIRE(f.shape_constraint(point, shape) == "");
+      REQUIRE(f.plan(point, shape).launches.front().grid.x == uint32_t(blocks));
+      const auto inputs = f.make_inputs(shape, 3);
+      CHECK(qt::plan::verify_point_with(&device, f, point, shape, inputs, f.reference(shape, inputs)).message == "");
+    }
+  }
+}
