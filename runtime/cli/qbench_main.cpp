@@ -1,7 +1,8 @@
 // qbench: prefill and decode speed of the runtime on a model file (or a synthetic model of a real Qwen3 shape
 // it creates), and decode speed as a fraction of the memory-bandwidth roofline measured in the same process:
 // roofline tok/s = measured read bandwidth / weight bytes one decode step reads. --report DIR measures a whole
-// report instead (report_measure.h: every linear shape against cuBLAS and FP16, and end to end per variant)
+// report instead (report_measure.h: every linear shape against cuBLAS and FP16, an MoE model's grouped expert
+// GEMMs against its experts one by one on cuBLAS (report_moe.h), and end to end per variant)
 // and renders it (runtime/report/bench_report.h); --render FILE --report DIR renders a recorded one.
 #include <unistd.h>
 
@@ -27,6 +28,7 @@
 #include "device/winners/fingerprint.h"
 #include "runtime/cli/bandwidth.h"
 #include "runtime/cli/report_measure.h"
+#include "runtime/cli/report_moe.h"
 #include "runtime/cli/run_device.h"
 #include "runtime/cli/tuned_cache.h"
 #include "runtime/cpu/amx_support.h"
@@ -170,6 +172,8 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     data["device"] = {{"kind", device}, {"name", d.name()}, {"fingerprint", d.store_fingerprint().key()},
                       {"bandwidth_gbps", bw.gbps}, {"bandwidth_method", bw.method}};
     data["kernels"] = bench_device_kernels(d, w, prefix, ko);
+    // An MoE model's grouped expert GEMMs at the same buckets, as tokens (issue 27's MoE goal).
+    if (const nlohmann::json moe = bench_moe_grouped(d, w, prefix, ko); !moe.is_null()) data["moe_grouped"] = moe;
     kd.backend.reset();  // the backend before its device
     kd.device.reset();
     auto device_variant = [&](const std::string& name, const std::string& p, const ModelWeights& mw, bool tuned,
