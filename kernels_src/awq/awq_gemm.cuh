@@ -9,11 +9,11 @@
 // tile Bs [BK][BN+8] with the LOP3 magic-number unpack, then each warp runs ldmatrix.x4 (A) /
 // ldmatrix.x2.trans (B) and mma.m16n8k16 with fp32 accumulators.
 //
-// Pipeline (STAGES >= 2): tiles t+1 .. t+STAGES-1 are in flight while tile t is computed. Every iteration
-// commits exactly one group (possibly empty) so wait_group<STAGES-2> always means "tile t has landed".
-// Barrier 1 publishes tile t and retires the stage being refilled and Bs; barrier 2 publishes Bs.
+// Pipeline (STAGES >= 2): kernels_src/common/gemm_pipeline.cuh, with this kernel's stage loader; its barrier
+// publishes tile t and retires the stage being refilled and Bs; a second one here publishes Bs.
 // Split-k: blockIdx.z takes a contiguous range of K tiles and writes fp32 partials to ws[z][M][N].
 #include "kernels_src/awq/awq_common.cuh"
+#include "kernels_src/common/gemm_pipeline.cuh"
 
 template <int BM, int BN, int BK, int WARPS, int STAGES>
 struct AwqGemmTile {
@@ -110,38 +110,21 @@ __global__ void __launch_bounds__(WARPS * 32)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
-  const int ktiles = K / BK;
-  const int per_split = (ktiles + (int)gridDim.z - 1) / (int)gridDim.z;
-  const int kt_begin = min(ktiles, (int)blockIdx.z * per_split);
-  const int ntiles = min(ktiles, kt_begin + per_split) - kt_begin;
-
+  const KTileRange range = split_k_range(K / BK);
   float acc[T::MF][T::NF][4];
-#pragma unroll
-  for (int mf = 0; mf < T::MF; ++mf)
-#pragma unroll
-    for (int nf = 0; nf < T::NF; ++nf)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[mf][nf][i] = 0.0f;
-
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < ntiles) T::load(smem + s * T::STAGE_BYTES, x, qweight, qzeros, scales, kt_begin + s, m0, n0, M, N, K, G, tid);
-    qt::cp_async_commit();
-  }
-  for (int t = 0; t < ntiles; ++t) {
-    qt::cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = t + STAGES - 1;
-    if (next < ntiles)
-      T::load(smem + (next % STAGES) * T::STAGE_BYTES, x, qweight, qzeros, scales, kt_begin + next, m0, n0, M, N, K,
-              G, tid);
-    qt::cp_async_commit();
-    const unsigned char* stage = smem + (t % STAGES) * T::STAGE_BYTES;
-    T::dequant(stage, Bs, tid);
-    __syncthreads();
-    T::mma(stage, Bs, acc, warp, lane);
-  }
-  qt::cp_async_wait<0>();
+  zero_accumulators(acc);
+  cp_async_pipeline<STAGES>(
+      range.count,
+      [&](int slot, int t) {
+        T::load(smem + slot * T::STAGE_BYTES, x, qweight, qzeros, scales, range.begin + t, m0, n0, M, N, K, G, tid);
+      },
+      [&](int slot, int) {
+        // Bs was last read by the previous tile's mma, which the pipeline's barrier has retired.
+        const unsigned char* stage = smem + slot * T::STAGE_BYTES;
+        T::dequant(stage, Bs, tid);
+        __syncthreads();  // Bs written by every thread before any warp's ldmatrix reads it
+        T::mma(stage, Bs, acc, warp, lane);
+      });
 
   store_mma_tile<T::MF, T::NF, T::WN>(acc, y, ws, m0, n0, warp, lane, M, N);
 }

@@ -5,11 +5,12 @@
 // W's [N][K] layout is the "col" B operand of mma.row.col, so A and B are both k-contiguous fp16 rows in shared
 // memory, read with non-transposed ldmatrix (A: x4 per 16-row fragment; B: x4 per pair of 8-column
 // fragments). Block tile BM x BN, WARPS warps side by side along N, K in steps of BK through a STAGES-deep
-// cp.async pipeline (one commit group per iteration, so wait_group<STAGES-2> means "tile t has landed"; the
-// barrier after it also retires the stage the next copy refills). Rows are padded by 8 halves so the eight
+// cp.async pipeline (kernels_src/common/gemm_pipeline.cuh; the stage loader below copies both operands'
+// rows). Rows are padded by 8 halves so the eight
 // 16-byte rows of an ldmatrix fall in distinct banks. Rows past M or N and chunks past K are zero-filled
 // (src-size 0 from a valid address). Split-k: blockIdx.z takes a contiguous range of K tiles and writes fp32
 // partials to ws[z][M][N] for splitk_reduce_kernel (kernels_src/common/splitk.cuh).
+#include "kernels_src/common/gemm_pipeline.cuh"
 #include "kernels_src/common/qt_cuda.h"
 #include "kernels_src/common/splitk.cuh"
 
@@ -79,38 +80,18 @@ __global__ void __launch_bounds__(WARPS * 32)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
-  const int ktiles = (K + BK - 1) / BK;
-  const int per_split = (ktiles + (int)gridDim.z - 1) / (int)gridDim.z;
-  const int kt_begin = min(ktiles, (int)blockIdx.z * per_split);
-  const int ntiles = min(ktiles, kt_begin + per_split) - kt_begin;
-
+  const KTileRange range = split_k_range((K + BK - 1) / BK);
   float acc[T::MF][T::NF][4];
-#pragma unroll
-  for (int mf = 0; mf < T::MF; ++mf)
-#pragma unroll
-    for (int nf = 0; nf < T::NF; ++nf)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[mf][nf][i] = 0.0f;
-
-  auto load = [&](int s, int kt) {
-    __half* stage = smem + s * T::STAGE_HALVES;
-    T::template load_rows<BM>(stage, x, m0, M, kt * BK, K, tid);
-    T::template load_rows<BN>(stage + T::A_HALVES, w, n0, N, kt * BK, K, tid);
-  };
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < ntiles) load(s, kt_begin + s);
-    qt::cp_async_commit();
-  }
-  for (int t = 0; t < ntiles; ++t) {
-    qt::cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = t + STAGES - 1;
-    if (next < ntiles) load(next % STAGES, kt_begin + next);
-    qt::cp_async_commit();
-    T::mma(smem + (t % STAGES) * T::STAGE_HALVES, acc, warp, lane);
-  }
-  qt::cp_async_wait<0>();
+  zero_accumulators(acc);
+  cp_async_pipeline<STAGES>(
+      range.count,
+      [&](int slot, int t) {
+        __half* stage = smem + slot * T::STAGE_HALVES;
+        const int k0 = (range.begin + t) * BK;
+        T::template load_rows<BM>(stage, x, m0, M, k0, K, tid);
+        T::template load_rows<BN>(stage + T::A_HALVES, w, n0, N, k0, K, tid);
+      },
+      [&](int slot, int) { T::mma(smem + slot * T::STAGE_HALVES, acc, warp, lane); });
 
   store_mma_tile<T::MF, T::NF, T::WN>(acc, y, ws, m0, n0, warp, lane, M, N);
 }

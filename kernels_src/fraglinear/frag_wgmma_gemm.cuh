@@ -62,28 +62,33 @@ __device__ __forceinline__ void load_wtile(const uint32_t* p, int h, uint64_t po
   }
 }
 
-}  // namespace frag_wgmma
+// One weight matrix in the frag layout: its codes, scales and (INT4) zeros, each at its first tile.
+struct FragMatrix {
+  const uint32_t* q;
+  const __half* s;
+  const uint32_t* z;
+};
 
-template <int BITS, int BM, int WG, int STAGES, int PF>
-__global__ void __launch_bounds__(WG * 128, 1)
-    frag_wgmma_gemm_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
-                           float* ws, unsigned* locks, int M, int N, int K, int G) {
-  using namespace frag_wgmma;
+// The main loop both Hopper kernels share: MATS weight matrices of N features (one, or the gate and up of a
+// fused SwiGLU) times BM rows of x over this block's range of K (blockIdx.z of gridDim.z splits), into
+// acc[m][j][i]: matrix m, feature 64 ct + 16 (J h + j) + g + 8 ((i / 2) % 2) of column tile ct = 4 blockIdx.x +
+// warp, row 8 (i / 4) + 2 t + i % 2 of the block. x_row(r) is the offset in x (halves) of the block's row r, or
+// -1 where the row is absent (zero-filled).
+template <int BITS, int BM, int WG, int STAGES, int PF, int MATS, class XRow>
+__device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const FragMatrix (&w)[MATS], int N, int K,
+                                         int G, unsigned char* smem, float (&acc)[MATS][4 / WG][BM / 2]) {
   constexpr int J = 4 / WG, THREADS = WG * 128, KS = kBK / 16;
   constexpr int STAGE_BYTES = BM * kStageRowBytes;
   constexpr int TILE_WORDS = frag::BTile<BITS>::WORDS;
   static_assert(WG == 1 || WG == 2 || WG == 4, "warpgroups split a tile's 4 fragment pairs");
-  static_assert(qt::wgmma_valid_n(BM) && J * BM / 2 <= 128, "BM is wgmma's N; accumulators stay within 128");
+  static_assert(qt::wgmma_valid_n(BM) && MATS * J * BM / 2 <= 128, "BM is wgmma's N; accumulators stay within 128");
   static_assert(KS % PF == 0 && PF <= frag::kPadTiles, "the ring divides a stage and stays in the padding");
   using Tile = WTile<BITS, J>;
-  QT_DYNAMIC_SHARED(smem, unsigned char);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, h = tid >> 7;
-  const int g8 = lane >> 2, t4 = lane & 3;
+  const int g8 = lane >> 2;
   const int n_tiles = (N + 63) / 64, ktiles = K / 16, gsteps = G / 16, groups = K / G;
-  const int ct = blockIdx.x * kTiles + warp;
-  const int tile = min(ct, n_tiles - 1);  // a tile past N computes on the last one and stores nothing
-  const int m0 = blockIdx.y * BM;
+  const int tile = min((int)blockIdx.x * kTiles + warp, n_tiles - 1);  // a tile past N computes on the last one
   // K need only be a multiple of 16: the last chunk may be short, its missing columns of x zero-filled and its
   // missing k-steps skipped.
   const int total_chunks = (K + kBK - 1) / kBK;
@@ -95,29 +100,28 @@ __global__ void __launch_bounds__(WG * 128, 1)
   const uint32_t pad = (1024 - qt::smem_u32(smem) % 1024) % 1024;  // the 128B swizzle atom is 1024-aligned
   const uint32_t ring_base = qt::smem_u32(smem) + pad;
 
-  // x copies: each thread always moves the same (row, chunk) pairs; a stage adds its K offset and slot.
-  constexpr int COPIES = BM * 8, PER = (COPIES + THREADS - 1) / THREADS;
-  const __half* x_src[PER];
-  uint32_t x_dst[PER], x_bytes[PER];
-  int x_col[PER];  // the copy's first column inside a stage
+  // x copies: each thread always moves chunk ch of the same rows r0 + RSTEP j; a stage adds its K offset and
+  // slot. RSTEP is a multiple of 8, so every row of a thread has the swizzle of r0 and its slot address is r0's
+  // plus whole rows: one address, and each row's offset into x (32 bits: M K < 2^31), held per copy.
+  constexpr int COPIES = BM * 8, PER = (COPIES + THREADS - 1) / THREADS, RSTEP = THREADS / 8;
+  const int ch = tid & 7, r0 = tid >> 3;
+  const uint32_t x_dst = ring_base + r0 * kStageRowBytes + ((ch ^ (r0 & 7)) << 4);
+  int x_off[PER];         // the row's first column of this range, chunk ch, in halves from x
+  uint32_t x_present = 0;  // bit j: copy j's row exists (else its 16 bytes are zero-filled)
 #pragma unroll
   for (int j = 0; j < PER; ++j) {
-    const int i = min(tid + j * THREADS, COPIES - 1);
-    const int r = i / 8, ch = i % 8, row = m0 + r;
-    x_src[j] = x + (int64_t)min(row, M - 1) * K + (int64_t)c_begin * kBK + ch * 8;  // valid when zero-filled
-    x_dst[j] = ring_base + r * kStageRowBytes + ((ch ^ (r & 7)) << 4);
-    x_bytes[j] = row < M ? 16u : 0u;
-    x_col[j] = ch * 8;
+    const int row = x_row(min(r0 + RSTEP * j, BM - 1));
+    x_off[j] = (row >= 0 ? row : 0) + c_begin * kBK + ch * 8;
+    x_present |= (row >= 0 ? 1u : 0u) << j;
   }
   const int x_cols = K - c_begin * kBK;  // columns of x from this range's start to K
   auto load_x = [&](int c, int slot) {
+    const bool in_k = c * kBK + ch * 8 < x_cols;  // K is a multiple of 8
 #pragma unroll
-    for (int j = 0; j < PER; ++j) {
-      const int col = c * kBK + x_col[j];  // K is a multiple of 8
-      if (COPIES % THREADS == 0 || tid + j * THREADS < COPIES)
-        qt::cp_async_cg16(x_dst[j] + slot * STAGE_BYTES, col < x_cols ? x_src[j] + c * kBK : x_src[j],
-                          col < x_cols ? x_bytes[j] : 0u);
-    }
+    for (int j = 0; j < PER; ++j)
+      if (COPIES % THREADS == 0 || r0 + RSTEP * j < BM)
+        qt::cp_async_cg16(x_dst + j * RSTEP * kStageRowBytes + slot * STAGE_BYTES,
+                          x + x_off[j] + (in_k ? c * kBK : 0), in_k && (x_present >> j & 1u) ? 16u : 0u);
   };
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
@@ -126,48 +130,59 @@ __global__ void __launch_bounds__(WG * 128, 1)
   }
 
   const uint64_t policy = qt::policy_evict_first();
-  const uint32_t* wnext = bq + ((int64_t)tile * ktiles + kt_begin) * TILE_WORDS + lane * 4;
-  Tile ring[PF];
+  const uint32_t* wnext[MATS];
+  Tile ring[MATS][PF];
 #pragma unroll
-  for (int p = 0; p < PF; ++p) load_wtile<BITS, J>(wnext + p * TILE_WORDS, h, policy, ring[p]);
-  wnext += PF * TILE_WORDS;
+  for (int m = 0; m < MATS; ++m) {
+    wnext[m] = w[m].q + ((int64_t)tile * ktiles + kt_begin) * TILE_WORDS + lane * 4;
+#pragma unroll
+    for (int p = 0; p < PF; ++p) load_wtile<BITS, J>(wnext[m] + p * TILE_WORDS, h, policy, ring[m][p]);
+    wnext[m] += PF * TILE_WORDS;
+  }
 
   // This warpgroup's fragments, 2 J h .. 2 J h + 2 J - 1, are its local fragments 0 .. 2 J - 1: registers are
   // indexed by the local number only (a register array indexed at run time would live in local memory).
-  frag::Zeros4 z;  // local fragment e: the zero constants of column 8 (2 J h + e) + g
-  uint32_t sc[2 * J];  // local fragment e: the scale of that column in both halves
+  frag::Zeros4 z[MATS];  // local fragment e: the zero constants of column 8 (2 J h + e) + g
+  uint32_t sc[MATS][2 * J];  // local fragment e: the scale of that column in both halves
   // The next group's raw scales and zero words, loaded one group ahead: a group's first k-step would
   // otherwise wait out an L2 round trip every G / 16 steps.
-  uint32_t sc_next[2 * J];
-  uint2 zw_next = {0u, 0u};
+  uint32_t sc_next[MATS][2 * J];
+  uint2 zw_next[MATS];
   auto fetch_group = [&](int grp) {
     const int64_t tg = (int64_t)tile * groups + grp;
-    if constexpr (BITS == 4) zw_next = *reinterpret_cast<const uint2*>(bz + tg * 16 + 2 * g8);
-    const unsigned short* s16 = reinterpret_cast<const unsigned short*>(bs + tg * 64);
 #pragma unroll
-    for (int e = 0; e < 2 * J; ++e) {
-      const int f = 2 * J * h + e;
-      sc_next[e] = s16[32 * (f >> 2) + 8 * (g8 >> 1) + 2 * (f & 3) + (g8 & 1)];
+    for (int m = 0; m < MATS; ++m) {
+      if constexpr (BITS == 4) zw_next[m] = *reinterpret_cast<const uint2*>(w[m].z + tg * 16 + 2 * g8);
+      const unsigned short* s16 = reinterpret_cast<const unsigned short*>(w[m].s + tg * 64);
+#pragma unroll
+      for (int e = 0; e < 2 * J; ++e) {
+        const int f = 2 * J * h + e;
+        sc_next[m][e] = s16[32 * (f >> 2) + 8 * (g8 >> 1) + 2 * (f & 3) + (g8 & 1)];
+      }
     }
   };
   auto use_fetched_group = [&]() {
-    if constexpr (BITS == 4) {
-      // Fragment f's zero sits at nibbles f % 4 and f % 4 + 4 of word f / 4; for J <= 2 the warpgroup's
-      // fragments share one word, shifted so its first lands at nibble 0.
-      uint2 zw = zw_next;
-      if (J < 4) {
-        const int f0 = 2 * J * h;
-        zw.x = ((f0 >> 2) ? zw.y : zw.x) >> (4 * (f0 & 3));
-      }
-      frag::zeros_from_words(zw, z);
-    }
 #pragma unroll
-    for (int e = 0; e < 2 * J; ++e) sc[e] = sc_next[e] | (sc_next[e] << 16);
+    for (int m = 0; m < MATS; ++m) {
+      if constexpr (BITS == 4) {
+        // Fragment f's zero sits at nibbles f % 4 and f % 4 + 4 of word f / 4; for J <= 2 the warpgroup's
+        // fragments share one word, shifted so its first lands at nibble 0.
+        uint2 zw = zw_next[m];
+        if (J < 4) {
+          const int f0 = 2 * J * h;
+          zw.x = ((f0 >> 2) ? zw.y : zw.x) >> (4 * (f0 & 3));
+        }
+        frag::zeros_from_words(zw, z[m]);
+      }
+#pragma unroll
+      for (int e = 0; e < 2 * J; ++e) sc[m][e] = sc_next[m][e] | (sc_next[m][e] << 16);
+    }
   };
 
-  // Step s (of this split's range): ring slot `cur` to the A registers of the J pairs, then the slot refilled
-  // PF tiles ahead. Where step s starts a group, its scales and zeros (fetched a group ahead) take effect.
-  auto dequant = [&](int s, Tile& cur, uint32_t (&a)[J][4]) {
+  // Step s (of this split's range): ring slot `slot` of each matrix to the A registers of its J pairs, then the
+  // slot refilled PF tiles ahead. Where step s starts a group, its scales and zeros (fetched a group ahead)
+  // take effect.
+  auto dequant = [&](int s, int slot, uint32_t (&a)[MATS][J][4]) {
     const int kt = kt_begin + s;
     if (s == 0) fetch_group(kt / gsteps);
     if (s == 0 || kt % gsteps == 0) {
@@ -175,30 +190,35 @@ __global__ void __launch_bounds__(WG * 128, 1)
       if (kt / gsteps + 1 < groups) fetch_group(kt / gsteps + 1);
     }
 #pragma unroll
-    for (int j = 0; j < J; ++j) {
-      uint32_t b[8][2];  // local fragments 2 j, 2 j + 1: A rows g and g + 8 of pair j
-      if constexpr (BITS == 4) {
-        frag::unpack4(cur.w[j], z, j, b);
-      } else {
-        frag::unpack8(cur.w[2 * j], b[2 * j]);
-        frag::unpack8(cur.w[2 * j + 1], b[2 * j + 1]);
+    for (int m = 0; m < MATS; ++m) {
+      Tile& cur = ring[m][slot];
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        uint32_t b[8][2];  // local fragments 2 j, 2 j + 1: A rows g and g + 8 of pair j
+        if constexpr (BITS == 4) {
+          frag::unpack4(cur.w[j], z[m], j, b);
+        } else {
+          frag::unpack8(cur.w[2 * j], b[2 * j]);
+          frag::unpack8(cur.w[2 * j + 1], b[2 * j + 1]);
+        }
+        a[m][j][0] = qt::mul_f16x2(b[2 * j][0], sc[m][2 * j]);
+        a[m][j][1] = qt::mul_f16x2(b[2 * j + 1][0], sc[m][2 * j + 1]);
+        a[m][j][2] = qt::mul_f16x2(b[2 * j][1], sc[m][2 * j]);
+        a[m][j][3] = qt::mul_f16x2(b[2 * j + 1][1], sc[m][2 * j + 1]);
       }
-      a[j][0] = qt::mul_f16x2(b[2 * j][0], sc[2 * j]);
-      a[j][1] = qt::mul_f16x2(b[2 * j + 1][0], sc[2 * j + 1]);
-      a[j][2] = qt::mul_f16x2(b[2 * j][1], sc[2 * j]);
-      a[j][3] = qt::mul_f16x2(b[2 * j + 1][1], sc[2 * j + 1]);
+      load_wtile<BITS, J>(wnext[m], h, policy, cur);
+      wnext[m] += TILE_WORDS;
     }
-    load_wtile<BITS, J>(wnext, h, policy, cur);
-    wnext += TILE_WORDS;
   };
 
-  float acc[J][BM / 2];
 #pragma unroll
-  for (int j = 0; j < J; ++j)
+  for (int m = 0; m < MATS; ++m)
 #pragma unroll
-    for (int i = 0; i < BM / 2; ++i) acc[j][i] = 0.0f;
-  uint32_t a[2][J][4];  // step s uses a[s & 1]: a stage has an even number of steps
-  if (steps > 0) dequant(0, ring[0], a[0]);
+    for (int j = 0; j < J; ++j)
+#pragma unroll
+      for (int i = 0; i < BM / 2; ++i) acc[m][j][i] = 0.0f;
+  uint32_t a[2][MATS][J][4];  // step s uses a[s & 1]: a stage has an even number of steps
+  if (steps > 0) dequant(0, 0, a[0]);
 
   for (int c = 0; c < chunks; ++c) {
     qt::cp_async_wait<STAGES - 2>();
@@ -211,35 +231,64 @@ __global__ void __launch_bounds__(WG * 128, 1)
     for (int kk = 0; kk < KS; ++kk) {
       const int s = c * KS + kk;
       if (s >= steps) break;  // the short last chunk of a K that is no multiple of 64 (uniform)
-      uint32_t(&cur)[J][4] = a[kk & 1];
+      uint32_t(&cur)[MATS][J][4] = a[kk & 1];
 #pragma unroll
-      for (int j = 0; j < J; ++j) qt::wgmma_fence_operand<BM / 2>(acc[j]);
-      qt::wgmma_fence_operand<4 * J>(&cur[0][0]);
+      for (int m = 0; m < MATS; ++m)
+#pragma unroll
+        for (int j = 0; j < J; ++j) qt::wgmma_fence_operand<BM / 2>(acc[m][j]);
+      qt::wgmma_fence_operand<4 * J * MATS>(&cur[0][0][0]);
       qt::wgmma_fence();
       // k-step kk of the stage: 32 bytes into each 128-byte swizzled row; 8 rows of x per 1024 bytes.
       const uint64_t desc = qt::wgmma_desc(stage + 32 * kk, 16, 8 * kStageRowBytes, qt::kSwizzle128B);
 #pragma unroll
-      for (int j = 0; j < J; ++j) qt::wgmma_m64k16_f16_rs<BM, 0>(acc[j], cur[j], desc, 1);
+      for (int m = 0; m < MATS; ++m)
+#pragma unroll
+        for (int j = 0; j < J; ++j) qt::wgmma_m64k16_f16_rs<BM, 0>(acc[m][j], cur[m][j], desc, 1);
       qt::wgmma_commit_group();
-      if (s + 1 < steps) dequant(s + 1, ring[(kk + 1) % PF], a[(kk + 1) & 1]);
+      if (s + 1 < steps) dequant(s + 1, (kk + 1) % PF, a[(kk + 1) & 1]);
       qt::wgmma_wait_group<0>();
 #pragma unroll
-      for (int j = 0; j < J; ++j) qt::wgmma_fence_operand<BM / 2>(acc[j]);
+      for (int m = 0; m < MATS; ++m)
+#pragma unroll
+        for (int j = 0; j < J; ++j) qt::wgmma_fence_operand<BM / 2>(acc[m][j]);
     }
   }
   qt::cp_async_wait<0>();
+}
 
-  // acc[j][i]: feature 64 ct + 16 P + g + 8 ((i / 2) % 2), row m0 + 8 (i / 4) + 2 t + i % 2.
-  const bool active = ct < n_tiles;
+// acc[.][j][i]'s feature (relative to the block's first) and row (relative to its first row).
+template <int WG>
+__device__ __forceinline__ int acc_feature(int j, int i) {
+  const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3, h = threadIdx.x >> 7;
+  return warp * 64 + 16 * ((4 / WG) * h + j) + (lane >> 2) + 8 * ((i >> 1) & 1);
+}
+__device__ __forceinline__ int acc_row(int i) { return 8 * (i >> 2) + 2 * (threadIdx.x & 3) + (i & 1); }
+
+}  // namespace frag_wgmma
+
+template <int BITS, int BM, int WG, int STAGES, int PF>
+__global__ void __launch_bounds__(WG * 128, 1)
+    frag_wgmma_gemm_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
+                           float* ws, unsigned* locks, int M, int N, int K, int G) {
+  using namespace frag_wgmma;
+  constexpr int J = 4 / WG, THREADS = WG * 128;
+  QT_DYNAMIC_SHARED(smem, unsigned char);
+  const int tid = threadIdx.x;
+  const int m0 = blockIdx.y * BM;
+  const FragMatrix w[1] = {{bq, bs, bz}};
+  float acc[1][J][BM / 2];
+  mainloop<BITS, BM, WG, STAGES, PF, 1>(
+      [&](int r) { return m0 + r < M ? (m0 + r) * K : -1; }, x, w, N, K, G, smem, acc);
+
+  const int n0 = blockIdx.x * kTiles * 64;
 #pragma unroll
   for (int j = 0; j < J; ++j)
 #pragma unroll
     for (int i = 0; i < BM / 2; ++i) {
-      const int col = ct * 64 + 16 * (J * h + j) + g8 + 8 * ((i >> 1) & 1);
-      const int row = m0 + 8 * (i >> 2) + 2 * t4 + (i & 1);
-      if (!active || row >= M || col >= N) continue;
-      if (gridDim.z == 1) y[(int64_t)row * N + col] = __float2half_rn(acc[j][i]);
-      else ws[((int64_t)blockIdx.z * M + row) * N + col] = acc[j][i];
+      const int col = n0 + acc_feature<WG>(j, i), row = m0 + acc_row(i);
+      if (row >= M || col >= N) continue;  // also a tile past N, which computed on the last one
+      if (gridDim.z == 1) y[(int64_t)row * N + col] = __float2half_rn(acc[0][j][i]);
+      else ws[((int64_t)blockIdx.z * M + row) * N + col] = acc[0][j][i];
     }
   if (gridDim.z == 1) return;
 
@@ -255,7 +304,6 @@ __global__ void __launch_bounds__(WG * 128, 1)
   if (!__syncthreads_or(last)) return;
   atomicOr(&locks[blockIdx.y * gridDim.x + blockIdx.x], 0u);  // this thread's acquire of the others' partials
   __threadfence();
-  const int n0 = blockIdx.x * kTiles * 64;
   const int cols = min(kTiles * 64, N - n0), rows = min(BM, M - m0);
   for (int i = tid; i < rows * cols; i += THREADS) {
     const int row = m0 + i / cols, col = n0 + i % cols;

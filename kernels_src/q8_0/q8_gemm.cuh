@@ -15,10 +15,10 @@
 // tile, the int8 B tile, the tile's weight scales [BN] and (ACT = 1) activation scales [BM], all by cp.async;
 // rows past M or N are zero-filled (src-size 0 from a clamped, valid address). Row strides are padded so the
 // eight 16-byte rows an ldmatrix reads fall in distinct banks (stride / 16 odd).
-// Pipeline (STAGES >= 2): every iteration commits exactly one group (possibly empty) so wait_group<STAGES-2>
-// means "tile t has landed". Barrier 1 publishes tile t and retires the stage being refilled (and Bs);
-// barrier 2 (ACT = 0) publishes Bs. Split-k: blockIdx.z takes a contiguous range of K tiles and writes fp32
+// Pipeline (STAGES >= 2): kernels_src/common/gemm_pipeline.cuh, with this kernel's stage loader; its barrier
+// publishes tile t and retires the stage being refilled (and Bs); a second one here (ACT = 0) publishes Bs. Split-k: blockIdx.z takes a contiguous range of K tiles and writes fp32
 // partials to ws[z][M][N] for splitk_reduce_kernel (kernels_src/common/splitk.cuh).
+#include "kernels_src/common/gemm_pipeline.cuh"
 #include "kernels_src/q8_0/q8_common.cuh"
 
 // Activations -> int8 per group of G: xs[g] = amax / 127, xq = round_even(x * 127 / amax) (0 for an all-zero
@@ -206,41 +206,24 @@ __global__ void __launch_bounds__(WARPS * 32)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
-  const int ktiles = K / BK;
-  const int per_split = (ktiles + (int)gridDim.z - 1) / (int)gridDim.z;
-  const int kt_begin = min(ktiles, (int)blockIdx.z * per_split);
-  const int ntiles = min(ktiles, kt_begin + per_split) - kt_begin;
-
+  const KTileRange range = split_k_range(K / BK);
   float acc[T::MF][T::NF][4];
-#pragma unroll
-  for (int mf = 0; mf < T::MF; ++mf)
-#pragma unroll
-    for (int nf = 0; nf < T::NF; ++nf)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[mf][nf][i] = 0.0f;
-
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < ntiles) T::load(smem + s * T::STAGE_BYTES, a, q, scales, xs, kt_begin + s, m0, n0, M, N, K, G, tid);
-    qt::cp_async_commit();
-  }
-  for (int t = 0; t < ntiles; ++t) {
-    qt::cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = t + STAGES - 1;
-    if (next < ntiles)
-      T::load(smem + (next % STAGES) * T::STAGE_BYTES, a, q, scales, xs, kt_begin + next, m0, n0, M, N, K, G, tid);
-    qt::cp_async_commit();
-    const unsigned char* stage = smem + (t % STAGES) * T::STAGE_BYTES;
-    if constexpr (ACT == 0) {
-      T::dequant(stage, Bs, tid);
-      __syncthreads();
-      T::mma_f16(stage, Bs, acc, warp, lane);
-    } else {
-      T::mma_s8(stage, acc, warp, lane);
-    }
-  }
-  qt::cp_async_wait<0>();
+  zero_accumulators(acc);
+  cp_async_pipeline<STAGES>(
+      range.count,
+      [&](int slot, int t) {
+        T::load(smem + slot * T::STAGE_BYTES, a, q, scales, xs, range.begin + t, m0, n0, M, N, K, G, tid);
+      },
+      [&](int slot, int) {
+        const unsigned char* stage = smem + slot * T::STAGE_BYTES;
+        if constexpr (ACT == 0) {
+          T::dequant(stage, Bs, tid);
+          __syncthreads();  // Bs written by every thread before any warp's ldmatrix reads it
+          T::mma_f16(stage, Bs, acc, warp, lane);
+        } else {
+          T::mma_s8(stage, acc, warp, lane);
+        }
+      });
 
   store_mma_tile<T::MF, T::NF, T::WN>(acc, y, ws, m0, n0, warp, lane, M, N);
 }

@@ -18,6 +18,7 @@
 #include "kernels_src/gate_up/gate_up_family.h"
 #include "kernels_src/memcopy/mem_copy_family.h"
 #include "kernels_src/moe/moe_family.h"
+#include "kernels_src/moe_wgmma/moe_wgmma_family.h"
 #include "kernels_src/norm/rmsnorm_family.h"
 #include "kernels_src/q8_0/q8_family.h"
 #include "kernels_src/rope_kv/rope_kv_family.h"
@@ -79,6 +80,7 @@ std::vector<const KernelFamily*> builtin_families() {
   };
   list.insert(list.end(), embedding::families().begin(), embedding::families().end());
   list.insert(list.end(), moe::grouped_families().begin(), moe::grouped_families().end());
+  list.insert(list.end(), moe_wgmma::families().begin(), moe_wgmma::families().end());
   return list;
 }
 
@@ -145,6 +147,10 @@ namespace {
 bool dispatched_for(const KernelFamily& f, bool head) {
   if (f.op == "repack") return false;
   if (f.weight_types.empty()) return true;
+  // The Hopper grouped GEMMs read experts in the frag layout, which the runtime loads only when asked
+  // (--expert-layout frag): tuned beside the file-layout grouped GEMMs all the same, so that a GPU run
+  // measures both generations before either becomes the default.
+  if (!head && op_weight_layout(f.op) == "frag" && f.op.rfind("moe_", 0) == 0) return true;
   for (WeightType t : f.weight_types)
     if (default_weight_layout(f.op, t, head) == op_weight_layout(f.op)) return true;
   return false;

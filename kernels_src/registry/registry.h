@@ -28,7 +28,8 @@ std::string default_weight_layout(const std::string& op, WeightType t, bool head
 bool names_head(const std::string& label, bool head);
 // Whether the device runtime dispatches through `f` when it loads a model's weights in their default layouts:
 // an op it runs, on a weight type in the layout the family reads, for some weight (a head or a projection).
-// Load-time families (repack) never are.
+// Load-time families (repack) never are. The Hopper grouped MoE GEMMs (ops moe_*.frag) count as dispatched:
+// the runtime runs them on request (--expert-layout frag), and the tuner is to measure them.
 bool dispatched_by_default(const KernelFamily& f);
 // The same for the weights of one model shape (its label): the Q8_0 frag families serve a Q8_0 model's
 // projections, the file-layout Q8_0 families its lm_head.

@@ -55,6 +55,8 @@ CliArgs make_cli() {
       .option("--device", "NAME", "cpu; emu (the CUDA emulator) or cuda (a GPU): fp16 activations", "cpu")
       .option("--weight-layout", "L", "emu/cuda: dense AWQ INT4, INT8 group-wise and Q8_0 projections repacked at load time "
               "into mma fragment order (frag, the fraglinear families) or kept as stored (file)", "frag")
+      .option("--expert-layout", "L", "emu/cuda: MoE experts as stored (file), or repacked at load time into the frag "
+              "layout and run by the grouped GEMMs on Hopper's wgmma (frag: sm_90 only; not yet measured on a GPU)", "file")
       .option("--int8-layout", "L", "emu/cuda: INT8 group-wise MoE experts as stored (plain) or in TensorRT-LLM's "
               "preprocessed layout (trtllm), made at load time", "plain")
       .flag("--no-checks", "emu: run kernels without the race and bounds instrumentation (about 3x faster)")
@@ -191,6 +193,13 @@ int run(int argc, char** argv) {
     throw Error("--weight-layout is frag or file, got '" + weight_layout + "'");
   if (device == "cpu" && cli.given("--weight-layout")) throw Error("--weight-layout is a device option (--device emu/cuda)");
   run_opts.frag_layout = weight_layout == "frag";
+  const std::string expert_layout = cli.get("--expert-layout");
+  if (expert_layout != "frag" && expert_layout != "file")
+    throw Error("--expert-layout is frag or file, got '" + expert_layout + "'");
+  if (device == "cpu" && cli.given("--expert-layout")) throw Error("--expert-layout is a device option (--device emu/cuda)");
+  if (expert_layout == "frag" && run_opts.trtllm_int8)
+    throw Error("--expert-layout frag and --int8-layout trtllm each choose the experts' layout: give one");
+  run_opts.frag_experts = expert_layout == "frag";
   CpuOptions& opts = run_opts.cpu;
   opts.reference = cli.get_flag("--reference");
   if (cli.given("--threads")) {

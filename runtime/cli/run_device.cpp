@@ -20,6 +20,7 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
   opts.graphs = o.graphs;
   opts.trtllm_int8 = o.trtllm_int8;
   opts.frag_layout = o.frag_layout;
+  opts.frag_experts = o.frag_experts;
   if (o.device == "emu") {
     emu::EmuOptions eo;
     eo.threads = uint32_t(o.emu_threads);

@@ -122,6 +122,13 @@ void DeviceBackend::visit_weights(const ModelWeights& w, const WeightVisitor& v)
 }
 
 void DeviceBackend::prepare(const ModelWeights& w) {
+  if (options_.frag_experts && options_.trtllm_int8)
+    throw Error("device backend: MoE experts go to the frag layout or TensorRT-LLM's, not both", kExitBadInput);
+  if (options_.frag_experts && w.config.is_moe() && device_.arch() < 90)
+    throw Error("device backend: frag-layout MoE experts run on wgmma, sm_90a; this device is sm_" +
+                    std::to_string(device_.arch()) + " (keep the file layout, or --emu-arch sm90 on the emulator)",
+                kExitUnavailable);
+  const DeviceWeights::Storage experts = options_.frag_experts ? DeviceWeights::Storage::kFrag : DeviceWeights::Storage::kFile;
   // What the model will hold, checked before anything is uploaded: a model the device cannot hold is refused
   // at once, stating what it needs, instead of failing (or being killed) minutes into the upload.
   uint64_t resident = 0, largest = 0;
@@ -137,7 +144,7 @@ void DeviceBackend::prepare(const ModelWeights& w) {
                       if (bytes) need(parts.front()->data, bytes);
                       return bytes > 0;
                     },
-                    [&](const ExpertStack& s) { need(s.base.data, DeviceWeights::stack_bytes(s)); },
+                    [&](const ExpertStack& s) { need(s.base.data, DeviceWeights::stack_bytes(s, experts)); },
                     [&](const std::vector<float>& n) { need(n.data(), n.size() * 4); }, {}});
   device_.check_capacity(resident, largest);
 
@@ -147,7 +154,7 @@ void DeviceBackend::prepare(const ModelWeights& w) {
                     [&](std::span<const QTensor* const> parts, DeviceWeights::Storage s) {
                       return weights_.add_concatenated(parts, s);
                     },
-                    [&](const ExpertStack& s) { weights_.add_stack(s, options_.trtllm_int8); },
+                    [&](const ExpertStack& s) { weights_.add_stack(s, options_.trtllm_int8, experts); },
                     [&](const std::vector<float>& n) { weights_.add_vector(n); },
                     [&](size_t layers) { progress.update(double(layers)); }});
   progress.finish();

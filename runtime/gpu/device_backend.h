@@ -43,6 +43,10 @@ struct DeviceBackendOptions {
   // Dense AWQ INT4, INT8_GW_SYM and Q8_0 projections in the frag layout, repacked on the device at load time
   // and run by the op "linear.frag" families; false keeps the file layout and the op "linear" families.
   bool frag_layout = true;
+  // MoE experts of the types the frag layout holds repacked into it at load, and run by the grouped GEMMs on
+  // Hopper's wgmma (ops moe_gate_up.frag / moe_down.frag, sm_90a: prepare() refuses an older device). Off by
+  // default until a GPU run has measured those kernels against the file-layout grouped GEMMs.
+  bool frag_experts = false;
   // Dense linear weights dequantized to fp16 once at load (MoE experts and the embedding table stay quantized);
   // their GEMMs go to cuBLASLt (`blas`, when given) or to the fp16 families, as DeviceBackend::linear decides. With
   // `blas`, a stored dispatch that ranks a cuBLASLt baseline first in a bucket is followed too.

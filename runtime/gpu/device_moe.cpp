@@ -39,7 +39,8 @@ void DeviceBackend::moe(const MoeBlock& b, Act x, int64_t m, Act out) {
 
   const bool trtllm = options_.trtllm_int8 &&
                       (gate.type == WeightType::INT8_GW_SYM || gate.type == WeightType::INT8_GW_ASYM);
-  const std::string suffix = trtllm ? ".trtllm" : "";
+  const bool frag = gate.arrays.count("bq") > 0;  // stored in the frag layout (DeviceWeights::add_stack)
+  const std::string suffix = frag ? ".frag" : trtllm ? ".trtllm" : "";
   const std::vector<std::string> dims = {"T", "E", "TOPK", "N", "K", "G"};
   Bindings front;
   front.buf("x", dp(x), h16(m * dim)).buf("ids", moe_.ids.ptr(), count * 4);

@@ -1,6 +1,8 @@
 #include "runtime/gpu/device_weights.h"
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
 
 #include "common/error.h"
 #include "common/half.h"
@@ -22,12 +24,22 @@ dev::DevPtr DeviceWeights::upload(const void* data, size_t bytes) {
 
 namespace {
 
-// The frag layout's bits for `t`, or 0 when it cannot hold it (another type, or a group the frag linear
-// families do not serve).
+// Whether every fp32 scale of a Q8_0 tensor survives the frag layout's rounding to fp16: from 65,520 up it
+// would become infinity (and NaN stays NaN, which the file layout's kernels would compute with too).
+bool q8_0_scales_fit_f16(const QTensor& t) {
+  const int64_t n = t.rows * t.cols / t.group_size;
+  float largest = 0.0f;
+  for (int64_t i = 0; i < n; ++i) largest = std::max(largest, std::fabs(t.scales_f32[i]));
+  return largest < 65520.0f;
+}
+
+// The frag layout's bits for `t`, or 0 when it cannot hold it (another type, a group the frag linear families
+// do not serve, or Q8_0 scales beyond fp16's range: such a tensor keeps the file layout and its kernels).
 int frag_bits(const QTensor& t) {
   if (!kernels::frag::frag_layout_holds(t.type)) return 0;
   const kernels::frag::FragDims d{t.rows, t.cols, t.group_size, kernels::frag::frag_layout_bits(t.type)};
   if (!kernels::frag::frag_dims_check(d).empty() || d.group % 32 || d.weight_words() > INT32_MAX) return 0;
+  if (t.type == WeightType::Q8_0 && !q8_0_scales_fit_f16(t)) return 0;
   return d.bits;
 }
 
@@ -114,8 +126,8 @@ uint64_t DeviceWeights::concatenated_bytes(std::span<const QTensor* const> parts
   return bytes_for(concatenated_dims(parts), storage);
 }
 
-uint64_t DeviceWeights::stack_bytes(const ExpertStack& s) {
-  return s.empty() ? 0 : file_layout_bytes(s.base) * uint64_t(s.experts);
+uint64_t DeviceWeights::stack_bytes(const ExpertStack& s, Storage storage) {
+  return s.empty() ? 0 : bytes_for(s.base, storage) * uint64_t(s.experts);
 }
 
 dev::DevPtr DeviceWeights::allocate(size_t bytes) {
@@ -267,13 +279,27 @@ const DeviceTensor* DeviceWeights::concatenated(std::span<const QTensor* const> 
   return &it->second.whole;
 }
 
-void DeviceWeights::add_stack(const ExpertStack& s, bool trtllm) {
+void DeviceWeights::add_stack(const ExpertStack& s, bool trtllm, Storage storage) {
   if (s.empty() || tensors_.count(s.base.data)) return;
   const QTensor& t = s.base;
   if (!weight_traits(t.type).quantized)
     throw Error(std::string("device backend: MoE experts of type ") + weight_type_name(t.type) +
                     " are not served (moe3 experts are q8_0, int8-sym, int8-asym or awq)",
                 kExitUnavailable);
+  if (frag_stored(t, storage)) {
+    // Each expert repacked on the device into its share of one block per frag array, experts back to back
+    // with each one's pad tiles after its own last tile, as the Hopper grouped families take them.
+    DeviceTensor d;
+    d.type = t.type, d.rows = t.rows, d.cols = t.cols, d.experts = s.experts, d.group = t.group_size;
+    for (int64_t e = 0; e < s.experts; ++e)
+      repack_frag(s.expert(e), [&](const std::string& name, int64_t bytes) {
+        auto [it, fresh] = d.arrays.try_emplace(name);
+        if (fresh) it->second = {allocate(size_t(bytes * s.experts)), bytes * s.experts};
+        return it->second.ptr.offset(size_t(bytes * e));
+      });
+    tensors_.emplace(t.data, std::move(d));
+    return;
+  }
   const bool relayout = trtllm && (t.type == WeightType::INT8_GW_SYM || t.type == WeightType::INT8_GW_ASYM);
   DeviceTensor d;
   d.type = t.type, d.rows = t.rows, d.cols = t.cols, d.experts = s.experts;

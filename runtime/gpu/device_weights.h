@@ -46,8 +46,10 @@ class DeviceWeights {
   void add(const QTensor& t, Storage storage = Storage::kFile);
   // A MoE projection's experts: each array as one block of E experts back to back, as the grouped families
   // take them, found again by the stack's base address. `trtllm` stores INT8 group-wise codes in
-  // TensorRT-LLM's preprocessed layout (done here, once, at load time).
-  void add_stack(const ExpertStack& s, bool trtllm);
+  // TensorRT-LLM's preprocessed layout (done here, once, at load time). kFrag stores the experts of the types
+  // the frag layout holds in it, each repacked on the device ("bq", "bs", "bz", one expert after another),
+  // for the op "moe_*.frag" families; other types keep their file layout.
+  void add_stack(const ExpertStack& s, bool trtllm, Storage storage = Storage::kFile);
   void add_vector(const std::vector<float>& v);
   // The parts (one type, group and K) stored as one tensor of their rows concatenated, where `storage` keeps a
   // part's rows contiguous: row-major types and fp16 values, or the frag layout when every part is whole
@@ -61,7 +63,7 @@ class DeviceWeights {
   const DeviceTensor* concatenated(std::span<const QTensor* const> parts) const;
   // The bytes add() and add_stack() place on the device for a weight, known before any of it is uploaded.
   static uint64_t bytes_for(const QTensor& t, Storage storage);
-  static uint64_t stack_bytes(const ExpertStack& s);
+  static uint64_t stack_bytes(const ExpertStack& s, Storage storage = Storage::kFile);
   // Throws qt::Error when the tensor or vector was never added (an op on weights prepare() did not see).
   const DeviceTensor& tensor(const QTensor& t) const;
   DeviceTensor::Array vector(const float* host) const;

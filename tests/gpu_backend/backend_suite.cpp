@@ -90,6 +90,26 @@ void check_golden_logits(const DeviceFactory& make, const std::string& name, boo
   CHECK(d <= kLogitTolerance);
 }
 
+void check_frag_experts(const DeviceFactory& make, const std::string& name) {
+  Fixture f(make, name, false, [](dev::Device&, DeviceBackendOptions& o) { o.frag_experts = true; });
+  const auto tokens = prompt(13, f.w().config.vocab_size, 1);
+  Qwen3Model ref(f.w(), f.cpu, 64), dev(f.w(), *f.gpu, 64);
+  const float d = max_diff(dev.forward(tokens, LogitsRows::kAll), ref.forward(tokens, LogitsRows::kAll));
+  WARN(name << " with frag-layout experts: max |device - CPU reference| over 13 positions = " << d);
+  CHECK(d <= kLogitTolerance);
+  // Every grouped GEMM the prompt ran was a Hopper frag family, and there were some.
+  size_t grouped = 0;
+  for (const std::string& line : f.gpu->chooser().details()) {
+    if (line.rfind("moe_gate_up", 0) != 0 && line.rfind("moe_down", 0) != 0) continue;
+    ++grouped;
+    INFO(line);
+    CHECK(line.find(".frag|") != std::string::npos);
+    CHECK(line.find("-> moe_") != std::string::npos);
+    CHECK(line.find(".frag.") != std::string::npos);
+  }
+  CHECK(grouped >= 2);
+}
+
 void check_predequantized(const DeviceFactory& make, const std::string& name, bool blas) {
   Fixture quantized(make, name);
   Fixture f(make, name, false, [&](dev::Device& d, DeviceBackendOptions& o) {

@@ -24,6 +24,9 @@ using BaselineStore = std::function<std::shared_ptr<const winners::WinnersTable>
 // MoE files: moe-norm.{q8_0,int8-sym,int8-asym,awq}.moe3 and moe-nonorm.q8_0.moe3. `trtllm` puts INT8 experts
 // in TensorRT-LLM's preprocessed layout on the device.
 void check_golden_logits(const DeviceFactory& make, const std::string& file, bool trtllm = false);
+// A golden MoE file with its experts in the frag layout (DeviceBackendOptions::frag_experts; the device must
+// be sm_90): the CPU reference's logits, every grouped GEMM run by a Hopper frag family.
+void check_frag_experts(const DeviceFactory& make, const std::string& file);
 // Every sequence of the transformers goldens (tests/golden/manifest.json) of each golden MoE file, on the
 // device: logits within the fp16 tolerance of transformers' and the same top-1 at every position.
 void check_moe_transformers_goldens(const DeviceFactory& make, bool trtllm = false);

@@ -114,6 +114,15 @@ TEST_CASE("cuda: Qwen3-MoE golden models give the CPU reference's logits and mat
   qt::test::check_greedy_tokens(gpu, "moe-norm.awq.moe3");
 }
 
+TEST_CASE("cuda: MoE experts in the frag layout, on the wgmma grouped GEMMs, give the CPU reference's logits") {
+  NEED_GPU();
+  if (gpu()->arch() < 90) QTUNE_SKIP("the wgmma grouped GEMMs need sm_90; this GPU is sm_" + std::to_string(gpu()->arch()));
+  for (const char* file : {"moe-norm.q8_0.moe3", "moe-norm.int8-sym.moe3", "moe-norm.awq.moe3"}) {
+    INFO(file);
+    qt::test::check_frag_experts(gpu, file);
+  }
+}
+
 TEST_CASE("cuda: a second turn continues on the kept KV cache") {
   NEED_GPU();
   qt::test::check_multi_turn(gpu, "dense-tied.ajc1");

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "device/emu/emu_device.h"
+#include "runtime/gpu/device_weights.h"
 #include "tests/gpu_backend/backend_suite.h"
 
 namespace {
@@ -62,6 +63,26 @@ TEST_CASE("emu: gate, up and SwiGLU as one launch per layer where the frag layou
   qt::test::check_concatenated_gate_up(emu, "dense.ajc1", false);  // Q8_0: the file layout's fused family
 }
 
+TEST_CASE("emu: a Q8_0 matrix whose scales fp16 cannot hold keeps the file layout, the others go to the frag layout") {
+  const auto device = emu();
+  qt::rt::DeviceWeights weights(*device);
+  std::vector<int8_t> q1(64 * 64, 3), q2 = q1;  // the device finds a weight again by its codes' address
+  std::vector<float> fit(64 * 64 / 32, 0.5f), huge = fit;
+  huge[5] = 70000.0f;  // rounds to fp16 infinity (fp16's largest finite value is 65,504)
+  auto tensor = [&](const std::vector<int8_t>& q, const std::vector<float>& scales) {
+    qt::QTensor t;
+    t.type = qt::WeightType::Q8_0, t.rows = 64, t.cols = 64, t.group_size = 32;
+    t.data = q.data(), t.scales_f32 = scales.data();
+    return t;
+  };
+  const qt::QTensor ok = tensor(q1, fit), out_of_range = tensor(q2, huge);
+  weights.add(ok, qt::rt::DeviceWeights::Storage::kFrag);
+  weights.add(out_of_range, qt::rt::DeviceWeights::Storage::kFrag);
+  CHECK(weights.tensor(ok).arrays.count("bq") == 1);
+  CHECK(weights.tensor(out_of_range).arrays.count("bq") == 0);
+  CHECK(weights.tensor(out_of_range).arrays.count("q") == 1);
+}
+
 TEST_CASE("emu: a model whose q, k and v types differ runs them as three launches and gives the same tokens") {
   qt::test::check_qkv_types_differ(emu, "dense.ajc1");
 }
@@ -82,6 +103,19 @@ TEST_CASE("emu: INT8 experts in TensorRT-LLM's preprocessed layout give the same
   for (const char* file : {"moe-norm.int8-sym.moe3", "moe-norm.int8-asym.moe3"}) {
     INFO(file);
     qt::test::check_golden_logits(emu, file, true);
+  }
+}
+
+TEST_CASE("emu sm90: MoE experts in the frag layout, on the wgmma grouped GEMMs, give the CPU reference's logits") {
+  const auto hopper = [] {
+    qt::emu::EmuOptions o;
+    o.threads = 2;
+    o.arch = 90;
+    return std::unique_ptr<qt::dev::Device>(std::make_unique<qt::emu::EmuDevice>(o));
+  };
+  for (const char* file : {"moe-norm.q8_0.moe3", "moe-norm.int8-sym.moe3", "moe-norm.awq.moe3"}) {
+    INFO(file);
+    qt::test::check_frag_experts(hopper, file);
   }
 }
 
