@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "common/flag_ranges.h"
 #include "common/progress.h"
+#include "device/arch/arch_limits.h"
 #include "models/core/config_limits.h"
 #include "models/formats/model_file.h"
 #include "models/synthetic/presets.h"
@@ -137,6 +138,9 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
   RunDeviceOptions ro;
   ro.device = device;
   ro.emu_threads = cli.given("--threads") ? cli.get_int_as<int>("--threads") : 0;
+  if (cli.given("--emu-arch") && device != "emu") throw Error("--emu-arch is an emulator option (--device emu)");
+  ro.emu_arch = compile::parse_arch(cli.get("--emu-arch"));
+  if (ro.emu_arch < 80) throw Error("--emu-arch: the emulator presents sm80, sm86, sm89 or sm90, not " + cli.get("--emu-arch"));
   if (cli.given("--threads")) ro.cpu.threads = cli.get_int_as<int>("--threads");
   if (device == "cpu") {
     ThreadPool pool(CpuBackend(ro.cpu).threads());
@@ -235,6 +239,8 @@ int run(int argc, char** argv) {
       .flag("--json", "print one JSON object instead of text")
       .option("--device", "D", "cpu, emu or cuda (the device backend; cuda needs a GPU)", "cpu")
       .option("--tuned-cache", "FILE", "qtune's store: the tuned choices (cpu: matvec rows; emu/cuda: kernel points)")
+      .option("--emu-arch", "ARCH", "--report on emu: the architecture the emulator presents, sm80, sm86, sm89 or sm90 "
+              "(sm90 runs the sm_90a families, the Hopper grouped MoE GEMMs among them)", "sm80")
       .option("--report", "DIR", "measure a whole report (kernels per linear shape and batch against cuBLAS and "
               "FP16, end to end per variant) and write DIR/REPORT.md, report.json and plots/")
       .option("--render", "FILE", "with --report DIR: render a recorded report.json instead of measuring")

@@ -15,6 +15,7 @@
 #include "kernels_src/moe/moe_family.h"
 #include "kernels_src/moe/moe_reference.h"
 #include "kernels_src/registry/family_util.h"
+#include "kernels_src/registry/registry.h"
 #include "runtime/cli/device_timer.h"
 #include "runtime/gpu/kernel_choice.h"
 
@@ -36,7 +37,9 @@ const char* const kMoeMethod =
     "kernels, not a model: a seeded routing is the same on any model file, and a uniform one is the balanced "
     "load a trained router is pushed toward (synthetic models' routers are random anyway). Grouped: one plan of "
     "the family as the runtime runs it (its block alignment by expert, the grouped GEMM, the split-K reduction "
-    "when split), input x in token order, output in routed-row order. Experts one by one on cuBLASLt: each "
+    "when split), input x in token order, output in routed-row order; 'frag' rows are the Hopper grouped GEMMs "
+    "(wgmma, sm_90a) on the same experts repacked into the frag layout, which the runtime runs only when asked "
+    "(qrun --expert-layout frag), so the goals judge the file layout's tuned dispatch. Experts one by one on cuBLASLt: each "
     "expert's weights dequantized to fp16 once, outside the timing; for each expert with rows, gate and up as "
     "two GEMMs (as transformers' Qwen3MoeMLP runs them; one stacked [2*inter] GEMM would need a SwiGLU over "
     "interleaved halves, for which cuBLASLt has no epilogue) into one contiguous gate and one up buffer, then "
@@ -68,7 +71,16 @@ struct GroupedOp {
   const kernels::KernelFamily* family;
   Shape base;
   WeightType type;
+  // The Hopper grouped GEMM of the op and type (op + ".frag", experts repacked into the frag layout, which the
+  // runtime loads only when asked: qrun --expert-layout frag), or null when none serves the type.
+  const kernels::KernelFamily* frag;
 };
+
+const kernels::KernelFamily* frag_family(const std::string& op, WeightType t) {
+  for (const kernels::KernelFamily* f : kernels::all_families())
+    if (f->op == op + ".frag" && f->serves(t)) return f;
+  return nullptr;
+}
 
 Shape at_tokens(const Shape& base, int64_t t) {
   Shape s = base;
@@ -87,7 +99,7 @@ std::vector<GroupedOp> grouped_ops(const ModelWeights& w) {
     if (shapes.empty()) throw Error(f.name + " has no shape for this model");
     Shape base = shapes[0];
     base.label = fused ? "expert.w1+w3 (SwiGLU)" : "expert.w2";
-    ops.push_back({op, fused, &f, base, type});
+    ops.push_back({op, fused, &f, base, type, frag_family(op, type)});
   }
   return ops;
 }
@@ -294,6 +306,16 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
                  (long long)g.base["N"], (long long)g.base["K"], (long long)g.base["E"], (long long)g.base["TOPK"]);
     // The weights once per op (they do not depend on T); x and ids are replaced per bucket.
     HostBuffers in = g.family->make_inputs(at_tokens(g.base, 1), kWeightSeed);
+    // The same experts repacked for the Hopper family (its inputs are the file family's, from the same seed),
+    // where this device runs it; else the row says why not.
+    HostBuffers frag_in;
+    std::string no_frag;
+    if (!g.frag)
+      no_frag = std::string("no Hopper grouped GEMM (") + g.op + ".frag) for " + weight_type_name(g.type) + " experts";
+    else if (!default_chooser.serves(g.op + ".frag", &g.type))
+      no_frag = g.frag->name + " needs sm_" + std::to_string(g.frag->min_sm) + "a; this device is sm_" + std::to_string(device.arch());
+    else
+      frag_in = g.frag->make_inputs(at_tokens(g.base, 1), kWeightSeed);
     std::unique_ptr<OneByOne> baseline;
     std::string no_baseline = no_blas;
     if (lt) {
@@ -314,11 +336,12 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
       const double bytes = double(active) * double(expert_bytes(g)) * (g.fused ? 2 : 1) +
                            double((g.fused ? t : count) * k + count * n) * 2;
       json variants = json::array();
-      auto grouped = [&](const std::string& name, KernelChooser& chooser) -> std::unique_ptr<plan::PlanRun> {
+      auto grouped = [&](const std::string& name, KernelChooser& chooser, const std::string& op,
+                         const kernels::KernelFamily& family, const HostBuffers& inputs) -> std::unique_ptr<plan::PlanRun> {
         try {
-          const KernelChoice& c = chooser.choose(g.op, &g.type, shape);
-          if (c.family != g.family) throw Error("the dispatch chose " + (c.family ? c.family->name : c.external) + ", not " + g.family->name);
-          auto run = std::make_unique<plan::PlanRun>(&device, *c.family, c.point, shape, in);
+          const KernelChoice& c = chooser.choose(op, &g.type, shape);
+          if (c.family != &family) throw Error("the dispatch chose " + (c.family ? c.family->name : c.external) + ", not " + family.name);
+          auto run = std::make_unique<plan::PlanRun>(&device, *c.family, c.point, shape, inputs);
           const double s = timer.time([&] { run->enqueue(); });
           variants.push_back({{"name", name}, {"seconds", s}, {"bytes", bytes},
                               {"detail", c.family->name + " " + kernels::point_key(c.point) + " (" + choice_source_name(c.source) + ")"}});
@@ -328,8 +351,16 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
           return nullptr;
         }
       };
-      const std::unique_ptr<plan::PlanRun> tuned = grouped("tuned", tuned_chooser);
-      grouped("default", default_chooser);  // its plan is freed at once: only the tuned output is compared
+      const std::unique_ptr<plan::PlanRun> tuned = grouped("tuned", tuned_chooser, g.op, *g.family, in);
+      grouped("default", default_chooser, g.op, *g.family, in);  // freed at once: only the tuned output is compared
+      if (!no_frag.empty()) {
+        variants.push_back(unavailable("frag tuned", no_frag));
+      } else {
+        frag_in["ids"] = in.at("ids");
+        frag_in["x"] = in.at("x");
+        grouped("frag tuned", tuned_chooser, g.op + ".frag", *g.frag, frag_in);
+        grouped("frag default", default_chooser, g.op + ".frag", *g.frag, frag_in);
+      }
       if (baseline) {
         try {
           baseline->measure(shape, in, timer, tuned.get(), variants);

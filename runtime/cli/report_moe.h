@@ -3,9 +3,11 @@
 // of the report, measured the way the linear rows are (device_timer.h), beside what they replace.
 //   ops:       moe_gate_up.<type> (gate and up of every routed row, SwiGLU in the epilogue) and moe_down.<type>
 //              (kernels_src/moe/moe_grouped_family.cpp), at the tuner's shape with T = the bucket;
-//   variants:  the tuned dispatch (the --tuned-cache store), the default point, and the experts one by one on
-//              cuBLASLt (device/blas/blas_lt.h) with fp16 weights dequantized once outside the timing; on a
-//              device without cuBLASLt (the emulator) that row says why it is absent;
+//   variants:  the tuned dispatch (the --tuned-cache store), the default point, the Hopper grouped GEMM's tuned
+//              and default points on the same experts in the frag layout (kernels_src/moe_wgmma; sm_90a, else
+//              the row says why not), and the experts one by one on cuBLASLt (device/blas/blas_lt.h) with fp16
+//              weights dequantized once outside the timing; on a device without cuBLASLt (the emulator) that
+//              row says why it is absent;
 //   the tune:  the fastest verified point the store holds for the grouped family at that exact shape, so the
 //              report can say whether the tuned dispatch is within 5% of the best of the space.
 // What is routed, what the baseline's timed region holds and why are in the returned "method" text (kMoeMethod).

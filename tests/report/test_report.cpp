@@ -294,7 +294,7 @@ TEST_CASE("A recorded MoE report judges both MoE goals from its rows") {
   CHECK(md.find(kMoeFaster + "1.50x (worst: down T=4096) | met |") != std::string::npos);
   CHECK(md.find(kMoeBest + "1.04x (worst: down T=4096) | met |") != std::string::npos);
   // The per-bucket summary: rows per expert 512*8/128 = 32, speedup 4.00x, tuned / best 1.00x.
-  CHECK(md.find("| gate/up | 512 | 32.0 | 100.00 | 200.00 | 400.00 | - | 4.00x | 100.00 | 1.00x (within 5%) |") != std::string::npos);
+  CHECK(md.find("| gate/up | 512 | 32.0 | 100.00 | 200.00 | - | 400.00 | - | 4.00x | 100.00 | 1.00x (within 5%) |") != std::string::npos);
   CHECK(md.find("## MoE grouped GEMM") != std::string::npos);
   CHECK(md.find("seeded routing") != std::string::npos);
   // One plot per op with a line per measured variant.
@@ -306,13 +306,13 @@ TEST_CASE("A recorded MoE report judges both MoE goals from its rows") {
   md = render(with_moe(rows)).markdown;
   CHECK(md.find(kMoeFaster + "0.95x (worst: down T=4096) | NOT met |") != std::string::npos);
   CHECK(md.find(kMoeBest + "1.33x (worst: down T=4096) | NOT met |") != std::string::npos);
-  CHECK(md.find("| down | 4096 | 256.0 | 200.00 | 400.00 | 190.00 | - | 0.95x | 150.00 | 1.33x (not within 5%) |") != std::string::npos);
+  CHECK(md.find("| down | 4096 | 256.0 | 200.00 | 400.00 | - | 190.00 | - | 0.95x | 150.00 | 1.33x (not within 5%) |") != std::string::npos);
 
   rows[3] = moe_row("moe_down", 4096, 200, 0, 0);  // no baseline, no tune
   md = render(with_moe(rows)).markdown;
   CHECK(md.find(kMoeFaster + "not measured (no cuBLASLt baseline) | not measured |") != std::string::npos);
   CHECK(md.find(kMoeBest + "no tune | not measured |") != std::string::npos);
-  CHECK(md.find("| down | 4096 | 256.0 | 200.00 | 400.00 | - | - | - | - | no tune |") != std::string::npos);
+  CHECK(md.find("| down | 4096 | 256.0 | 200.00 | 400.00 | - | - | - | - | - | no tune |") != std::string::npos);
 
   rows.erase(3);  // no down row at 4096
   md = render(with_moe(rows)).markdown;
@@ -379,7 +379,10 @@ TEST_CASE("qbench --device emu --report times the grouped MoE GEMMs per token bu
       CHECK(v.at(name)["seconds"].get<double>() < 60);
       CHECK(v.at(name)["detail"].get<std::string>().find(fused ? "moe_gate_up.q8_0" : "moe_down.q8_0") != std::string::npos);
     }
-    // The emulator has no cuBLASLt: the baseline row says so, as the linear rows do.
+    // The emulator runs sm_80 here, below the Hopper grouped GEMMs, and has no cuBLASLt: those rows say so, as
+    // the linear rows do.
+    CHECK(v.at("frag tuned")["unavailable"].get<std::string>().find(fused ? "moe_gate_up.frag.q8_0 needs sm_90a; this device is sm_80"
+                                                                          : "moe_down.frag.q8_0 needs sm_90a") != std::string::npos);
     CHECK(v.at("cublas one by one")["unavailable"].get<std::string>().find("CUDA GPU only") != std::string::npos);
     if (!fused) {
       CHECK(row["tune_best"]["unavailable"].get<std::string>().find("no tune: the store holds no verified point of moe_down.q8_0") == 0);
@@ -407,4 +410,26 @@ TEST_CASE("qbench --device emu --report times the grouped MoE GEMMs per token bu
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(again);
   std::filesystem::remove_all(tune);
+}
+
+TEST_CASE("qbench --device emu --emu-arch sm90 --report times the Hopper grouped MoE GEMMs beside the others") {
+  const std::string dir = scratch("moe-sm90");
+  const Result r = qbench("--device emu --emu-arch sm90 --model " + kFiles + "moe-norm.q8_0.moe3 --report " + dir +
+                          " --buckets 4 --prompts 6 --gen 2 --repeat 1");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(slurp(dir + "/report.json"));
+  const json& rows = j["moe_grouped"]["rows"];
+  REQUIRE(rows.size() == 2);
+  for (const json& row : rows) {
+    INFO(row.dump());
+    const json v = variants_by_name(row);
+    // The same experts repacked into the frag layout, run by the wgmma grouped GEMM family of the op.
+    const std::string family = row["op"].get<std::string>() + ".frag.q8_0 ";
+    for (const char* name : {"frag tuned", "frag default"}) {
+      CHECK(v.at(name)["seconds"].get<double>() > 0);
+      CHECK(v.at(name)["detail"].get<std::string>().find(family) == 0);
+    }
+    CHECK(v.at("tuned")["detail"].get<std::string>().find(row["op"].get<std::string>() + ".q8_0 ") == 0);
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -60,7 +60,12 @@ TEST_CASE("cuda: qbench --report times the grouped MoE GEMMs against the experts
   for (const auto& row : rows) {
     INFO(row.dump());
     for (const auto& v : row["variants"]) {
-      CHECK(v["seconds"].get<double>() > 0);  // tuned, default and the baseline all ran
+      // Tuned, default and the baseline all ran; the Hopper grouped GEMMs where the GPU and shape allow.
+      if (v.contains("unavailable")) {
+        CHECK(v["name"].get<std::string>().rfind("frag ", 0) == 0);
+        continue;
+      }
+      CHECK(v["seconds"].get<double>() > 0);
       // The baseline multiplied the same rows by the same experts: its output is the grouped kernel's, to
       // within fp16 rounding (the detail's "max |difference| ... %.3g (outputs up to %.3g)").
       if (v["name"] == "cublas one by one") {
