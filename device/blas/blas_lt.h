@@ -4,7 +4,7 @@
 // use; without it, or without a GPU, BlasLt's constructor throws qt::Error with exit code 3 and the reason.
 //
 // The problem is the runtime's: y[M][N] = x[M][K] * W^T, all row-major fp16. W is either [N][K] (the fp16
-// "values" of a weight, what q8_0_dequant writes) or [K][N] (what awq_dequant and int8gw_frag_dequant write).
+// "values" of a weight, what q8_0_dequant writes) or [K][N] (what awq_dequant and the frag dequants write).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -32,6 +32,7 @@ inline constexpr const char* kStoreNameAwqDequant = "awq_dequant_cublaslt";
 inline constexpr const char* kStoreNameAwqFragDequant = "awq_frag_dequant_cublaslt";
 inline constexpr const char* kStoreNameInt8GwDequant = "int8gw_dequant_cublaslt";
 inline constexpr const char* kStoreNameQ8_0Dequant = "q8_0_dequant_cublaslt";
+inline constexpr const char* kStoreNameQ8_0FragDequant = "q8_0_frag_dequant_cublaslt";
 
 // What the tuner and the runtime both need to know of a baseline, one row per weight type and layout, so that
 // neither keeps its own copy: the registry family solving the same linear on the same device arrays (its op names the
@@ -52,8 +53,10 @@ inline constexpr Baseline kBaselines[] = {
     {kStoreNameAwqFragDequant, WeightType::AWQ_INT4, "awq_frag_gemm", "awq_frag_dequant", WeightLayout::KN},
     // The frag layout, where the runtime holds INT8 group-wise projections by default.
     {kStoreNameInt8GwDequant, WeightType::INT8_GW_SYM, "int8gw_frag_gemm", "int8gw_frag_dequant", WeightLayout::KN},
-    // The file layout's [N][K] is the GEMM's own.
+    // Q8_0 in the file layout (the lm_head, and every projection with --weight-layout file): its [N][K] is the
+    // GEMM's own. In the frag layout (the projections' default), the 8-bit frag dequant writes [K][N].
     {kStoreNameQ8_0Dequant, WeightType::Q8_0, "q8_0_gemm", "q8_0_dequant", WeightLayout::NK},
+    {kStoreNameQ8_0FragDequant, WeightType::Q8_0, "q8_0_frag_gemm", "q8_0_frag_dequant", WeightLayout::KN},
 };
 // The row of that store name (without the device prefix), or null.
 const Baseline* find_baseline(std::string_view store_name);

@@ -19,6 +19,7 @@
 //
 // Workspace layout (splits > 1): ml[splits][H][2] (max, sum), then acc[splits][H][D].
 #include "kernels_src/common/qt_cuda.h"
+#include "kernels_src/common/splitk.cuh"  // last_block_to_arrive
 
 namespace attn_decode {
 
@@ -205,16 +206,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   // The last split block of KV head g: out[h][d] = sum_s e^(m_s - M) acc_s[h][d] / sum_s e^(m_s - M) l_s,
   // M = max_s m_s, for its R heads; neutral partials (m = -inf) weigh 0.
-  __threadfence();
-  __syncthreads();
-  bool last = false;
-  if (tid == 0) {
-    last = atomicAdd(&locks[g], 1u) == (unsigned)splits - 1;
-    if (last) atomicExch(&locks[g], 0u);  // ready for the next launch
-  }
-  if (!__syncthreads_or(last)) return;
-  atomicOr(&locks[g], 0u);  // this thread's acquire of the other blocks' partials (their fence, then atomic)
-  __threadfence();
+  if (!last_block_to_arrive(&locks[g], (unsigned)splits)) return;
   const float* ml = ws;
   const float* pacc = ws + (int64_t)splits * H * 2;
   for (int i = tid; i < R * D; i += THREADS) {

@@ -1,7 +1,8 @@
 #pragma once
 // What every linear family's output side shares: storing an m16n8 mma accumulator tile either as fp16 y or,
-// when the grid splits K (gridDim.z > 1), as this split's fp32 partials in ws[z][M][N]; and the reduction
-// launch that sums the partials into y with one fp16 rounding.
+// when the grid splits K (gridDim.z > 1), as this split's fp32 partials in ws[z][M][N]; the reduction launch
+// that sums the partials into y with one fp16 rounding; and the protocol by which the last block of a group of
+// splits finds out it is last, for the kernels that reduce in the same launch.
 #include "kernels_src/common/qt_cuda.h"
 
 // acc[mf][nf][4] of one warp in mma.m16n8 C-fragment order: the warp's tile starts at row m0 and column
@@ -45,4 +46,24 @@ __global__ void __launch_bounds__(THREADS) splitk_reduce_kernel(const float* ws,
   float sum = 0.0f;
   for (int z = 0; z < splits; ++z) sum += ws[(int64_t)z * count + i];
   y[i] = __float2half_rn(sum);
+}
+
+// The "last block to arrive" of a group of `blocks` blocks (the splits of one output tile, of one KV head...):
+// every block calls it once it has written its partials; it returns true in every thread of the block that
+// arrived last, which may then read all of the group's partials, and resets `counter` to 0 for the next launch
+// (no memset). Release: each block's fence, then its count; acquire: each reading thread's own atomic on the
+// counter after it, then a fence. A block-wide call: every thread of the block must make it. (frag_linear.cuh,
+// pinned by the H200 fixture's SHA, keeps its own copy.)
+__device__ __forceinline__ bool last_block_to_arrive(unsigned* counter, unsigned blocks) {
+  __threadfence();
+  __syncthreads();
+  bool last = false;
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1u) == blocks - 1;
+    if (last) atomicExch(counter, 0u);
+  }
+  if (!__syncthreads_or(last)) return false;
+  atomicOr(counter, 0u);
+  __threadfence();
+  return true;
 }

@@ -783,6 +783,10 @@ const KernelFamily& int8_dequant_family() {
   static const KernelFamily f = make_dequant(int8gw_kind());
   return f;
 }
+const KernelFamily& q8_0_dequant_family() {
+  static const KernelFamily f = make_dequant(q8_0_kind());
+  return f;
+}
 const KernelFamily& awq_gemv_family() {
   static const KernelFamily f = make_linear({&awq_kind(), true});
   return f;

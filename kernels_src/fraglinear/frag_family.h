@@ -4,7 +4,8 @@
 //   awq_frag_repack, int8gw_frag_repack,  op "repack": the load-time repack on the device (frag_repack.cuh),
 //   q8_0_frag_repack                      bit-exact with the CPU reference repack_awq / repack_int8 / repack_q8_0
 //   awq_frag_dequant,                     op "dequant.frag": frag layout -> fp16 W[K][N] (frag_dequant.cuh), the
-//   int8gw_frag_dequant                   first step of the dequant + cuBLASLt contender of the dispatch
+//   int8gw_frag_dequant,                  first step of the dequant + cuBLASLt contender of the dispatch
+//   q8_0_frag_dequant
 //   awq_frag_gemv, int8gw_frag_gemv       op "linear.frag", M <= 16: one m16 tile, scales folded per group
 //   awq_frag_gemm, int8gw_frag_gemm       op "linear.frag", any M: 32 or 64 rows per block, fp16 weights
 //   awq_frag_stream_gemv,                 op "linear.frag", M <= 16: the GEMV scheduled for bytes in flight
@@ -23,6 +24,7 @@ const KernelFamily& awq_repack_family();
 const KernelFamily& int8_repack_family();
 const KernelFamily& awq_dequant_family();
 const KernelFamily& int8_dequant_family();
+const KernelFamily& q8_0_dequant_family();
 const KernelFamily& awq_gemv_family();
 const KernelFamily& awq_gemm_family();
 const KernelFamily& int8_gemv_family();

@@ -31,24 +31,23 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels_src/fraglinear/frag_layout_map.h"
 #include "models/core/weight_traits.h"
 
 namespace qt::kernels::frag {
 
-constexpr int64_t kTileK = 16, kTileN = 64;
-// Zero tiles after the last weight tile: the linear kernels' B ring (pf <= kPadTiles tiles ahead) loads
-// without a predicate and may read that far past a block's range (frag_linear.cuh keeps the same constant).
-constexpr int64_t kPadTiles = 4;
+// The layout's constants and index maps: frag_layout_map.h (frag_linear.cuh keeps its own copy of kPadTiles).
+constexpr int64_t kTileK = frag_map::kTileK, kTileN = frag_map::kTileN, kPadTiles = frag_map::kPadTiles;
 
 struct FragDims {
   int64_t n = 0, k = 0, group = 0;
   int bits = 4;  // 4 (AWQ_INT4) or 8 (INT8_GW_SYM, Q8_0)
   int64_t n_tiles() const { return (n + kTileN - 1) / kTileN; }
   int64_t groups() const { return k / group; }
-  int64_t tile_words() const { return bits == 4 ? 128 : 256; }
+  int64_t tile_words() const { return frag_map::tile_words(bits); }
   int64_t weight_words() const { return (n_tiles() * (k / kTileK) + kPadTiles) * tile_words(); }
-  int64_t scale_halves() const { return n_tiles() * groups() * kTileN; }
-  int64_t zero_words() const { return bits == 4 ? n_tiles() * groups() * 16 : 0; }
+  int64_t scale_halves() const { return n_tiles() * groups() * frag_map::kScalesPerRun; }
+  int64_t zero_words() const { return bits == 4 ? n_tiles() * groups() * frag_map::kZeroWordsPerRun : 0; }
 };
 
 // "" when the dimensions can be stored in the frag layout, else the reason.

@@ -3,11 +3,9 @@
 // implements too): one thread per output word of the weights, then per scale and (INT4) per zero word, over
 // one flat index space. It runs once per weight, so it reads the source codes where they lie.
 #include "kernels_src/common/qt_cuda.h"
+#include "kernels_src/fraglinear/frag_layout_map.h"
 
 namespace frag {
-
-// Row inside a 16-row tile of element e (0..3) of the B fragment lane t holds: 2t, 2t+1, 2t+8, 2t+9.
-__device__ __forceinline__ int frag_row(int t, int e) { return 2 * t + (e & 1) + 8 * (e >> 1); }
 
 // Element n % 8 of an AWQ word sits at nibble {0,4,1,5,2,6,3,7}[n % 8].
 __device__ __forceinline__ uint32_t awq_code(const uint32_t* a, int64_t row, int col, int N) {
@@ -32,11 +30,10 @@ __global__ void __launch_bounds__(THREADS)
                        uint32_t* bz, int N, int K, int G) {
   constexpr int BITS = SRC == kFragSrcAwq ? 4 : 8;
   const int n_tiles = (N + 63) / 64, ktiles = K / 16, groups = K / G;
-  constexpr int TILE_WORDS = BITS == 4 ? 128 : 256;
-  constexpr int kPadTiles = 4;  // zero tiles after the last (frag_layout.h)
-  const int64_t q_words = ((int64_t)n_tiles * ktiles + kPadTiles) * TILE_WORDS;
-  const int64_t s_items = (int64_t)n_tiles * groups * 64;
-  const int64_t z_items = BITS == 4 ? (int64_t)n_tiles * groups * 16 : 0;
+  constexpr int TILE_WORDS = frag_map::tile_words(BITS);
+  const int64_t q_words = ((int64_t)n_tiles * ktiles + frag_map::kPadTiles) * TILE_WORDS;
+  const int64_t s_items = (int64_t)n_tiles * groups * frag_map::kScalesPerRun;
+  const int64_t z_items = BITS == 4 ? (int64_t)n_tiles * groups * frag_map::kZeroWordsPerRun : 0;
   const int64_t i = (int64_t)blockIdx.x * THREADS + threadIdx.x;
   if (i < q_words) {
     const int64_t tile = i / TILE_WORDS;
@@ -46,31 +43,27 @@ __global__ void __launch_bounds__(THREADS)
     }
     const int nt = (int)(tile / ktiles), kt = (int)(tile % ktiles);
     const int in_tile = (int)(i % TILE_WORDS);
+    const int lane = frag_map::word_lane(BITS, in_tile), f0 = frag_map::word_fragment(BITS, in_tile);
     uint32_t word = 0;
-    if constexpr (BITS == 4) {
-      const int lane = in_tile / 4, w = in_tile % 4, g = lane / 4, t = lane % 4;
-      constexpr int kNibble[4] = {0, 4, 1, 5};
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int col = nt * 64 + 8 * (2 * w + half) + g;
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          word |= frag::awq_code(src, kt * 16 + frag::frag_row(t, e), col, N) << (4 * (kNibble[e] + 2 * half));
-      }
-    } else {
-      const int h = in_tile / 128, lane = (in_tile % 128) / 4, f = 4 * h + in_tile % 4, g = lane / 4, t = lane % 4;
-      const int col = nt * 64 + 8 * f + g;
+    for (int f = f0; f < f0 + (BITS == 4 ? 2 : 1); ++f) {
+      const int col = nt * 64 + frag_map::frag_col(f, lane / 4);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int64_t row = kt * 16 + frag::frag_row(t, e);
-        uint32_t u = 128u;  // padded columns: (u - 128) = 0
-        if (col < N) {
-          if constexpr (SRC == kFragSrcQ8_0)
-            u = (uint32_t)((int)reinterpret_cast<const int8_t*>(src)[(int64_t)col * K + row] + 128);
-          else
-            u = (uint32_t)reinterpret_cast<const uint8_t*>(src)[row * N + col];
+        const int64_t row = kt * 16 + frag_map::frag_row(lane % 4, e);
+        uint32_t u;
+        if constexpr (BITS == 4) {
+          u = frag::awq_code(src, row, col, N);  // padded columns: code 0 and zero 0
+        } else {
+          u = 128u;  // padded columns: (u - 128) = 0
+          if (col < N) {
+            if constexpr (SRC == kFragSrcQ8_0)
+              u = (uint32_t)((int)reinterpret_cast<const int8_t*>(src)[(int64_t)col * K + row] + 128);
+            else
+              u = (uint32_t)reinterpret_cast<const uint8_t*>(src)[row * N + col];
+          }
         }
-        word |= u << (8 * e);
+        word |= u << frag_map::element_shift(BITS, f, e);
       }
     }
     bq[i] = word;
@@ -78,10 +71,9 @@ __global__ void __launch_bounds__(THREADS)
   }
   const int64_t j = i - q_words;
   if (j < s_items) {
-    const int64_t tg = j / 64;  // column tile * groups + group
+    const int64_t tg = j / frag_map::kScalesPerRun;  // column tile * groups + group
     const int nt = (int)(tg / groups), grp = (int)(tg % groups);
-    const int p = (int)(j % 64), r = p / 32, t = (p % 32) / 8, ii = (p % 8) / 2, jj = p % 2;
-    const int col = nt * 64 + 8 * (4 * r + ii) + 2 * t + jj;
+    const int col = nt * 64 + frag_map::scale_col((int)(j % frag_map::kScalesPerRun));
     __half v = __ushort_as_half((unsigned short)0);
     if (col < N) {
       if constexpr (SRC == kFragSrcQ8_0)
@@ -94,11 +86,12 @@ __global__ void __launch_bounds__(THREADS)
   }
   const int64_t z = j - s_items;
   if (z < z_items) {
-    const int64_t tg = z / 16;
-    const int nt = (int)(tg / groups), grp = (int)(tg % groups), g = (int)(z % 16) / 2, h = (int)(z % 2);
+    const int64_t tg = z / frag_map::kZeroWordsPerRun;
+    const int nt = (int)(tg / groups), grp = (int)(tg % groups), w = (int)(z % frag_map::kZeroWordsPerRun);
+    const int g = w / 2, h = w % 2;  // w = zero_word(g, h)
     uint32_t word = 0;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) word |= frag::awq_code(zsrc, grp, nt * 64 + 8 * (4 * h + i) + g, N) << (4 * i);
+    for (int i = 0; i < 4; ++i) word |= frag::awq_code(zsrc, grp, nt * 64 + frag_map::zero_col(g, h, i), N) << (4 * i);
     word *= 0x00010001u;  // the same nibbles in both halves
     bz[z] = word;
   }

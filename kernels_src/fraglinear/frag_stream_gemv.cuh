@@ -57,7 +57,6 @@ __global__ void __launch_bounds__(KW * 32)
   constexpr bool FOLD = !SWIGLU;  // scales folded once per group into fp32 sums, or applied to each weight
   using Tile = frag::BTile<BITS>;
   QT_SHARED_ALIGNED(red, 16, float[OTHERS][NF * 4][32]);
-  QT_SHARED(is_last, int[1]);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g8 = lane >> 2, t4 = lane & 3;
@@ -235,19 +234,8 @@ __global__ void __launch_bounds__(KW * 32)
   if (gridDim.z == 1) return;
 
   // In-launch reduction across the splits: the last block of this output tile to finish sums every split's
-  // partials (frag_linear's protocol: a fence and a counter it resets for the next launch).
-  __threadfence();
-  __syncthreads();
-  const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x;
-  if (tid == 0) {
-    const unsigned before = atomicAdd(&locks[tile], 1u);
-    is_last[0] = before == gridDim.z - 1;
-    if (is_last[0]) atomicExch(&locks[tile], 0u);
-  }
-  __syncthreads();
-  if (!is_last[0]) return;
-  atomicOr(&locks[tile], 0u);  // each reader's acquire after the other blocks' fence and atomic
-  __threadfence();
+  // partials.
+  if (!last_block_to_arrive(&locks[blockIdx.y * gridDim.x + blockIdx.x], gridDim.z)) return;
   const int rows = min(16, M - m0);
   if constexpr (SWIGLU) {
     const int H = N / 2;

@@ -293,17 +293,7 @@ __global__ void __launch_bounds__(WG * 128, 1)
   if (gridDim.z == 1) return;
 
   // In-launch reduction: the last block of this output tile to finish sums every split's partials.
-  __threadfence();
-  __syncthreads();
-  bool last = false;
-  if (tid == 0) {
-    const unsigned t = blockIdx.y * gridDim.x + blockIdx.x;
-    last = atomicAdd(&locks[t], 1u) == gridDim.z - 1;
-    if (last) atomicExch(&locks[t], 0u);  // ready for the next launch
-  }
-  if (!__syncthreads_or(last)) return;
-  atomicOr(&locks[blockIdx.y * gridDim.x + blockIdx.x], 0u);  // this thread's acquire of the others' partials
-  __threadfence();
+  if (!last_block_to_arrive(&locks[blockIdx.y * gridDim.x + blockIdx.x], gridDim.z)) return;
   const int cols = min(kTiles * 64, N - n0), rows = min(BM, M - m0);
   for (int i = tid; i < rows * cols; i += THREADS) {
     const int row = m0 + i / cols, col = n0 + i % cols;

@@ -50,6 +50,7 @@ std::vector<const KernelFamily*> builtin_families() {
       &frag::awq_wgmma_gemm_family(),
       &frag::int8_wgmma_gemm_family(),
       &frag::q8_0_repack_family(),
+      &frag::q8_0_dequant_family(),
       &frag::q8_0_gemv_family(),
       &frag::q8_0_gemm_family(),
       &frag::q8_0_stream_gemv_family(),

@@ -68,7 +68,8 @@ TEST_CASE("cuda: a dispatch ranking dequant + cuBLASLt first runs Q8_0 and AWQ (
           "it, with the reference's logits") {
   NEED_GPU();
   for (const auto& [file, baseline] : std::vector<std::pair<std::string, std::string>>{
-           {"dense.ajc1", qt::blas::kStoreNameQ8_0Dequant},
+           {"dense.ajc1", qt::blas::kStoreNameQ8_0Dequant},      // the file layout
+           {"dense.ajc1", qt::blas::kStoreNameQ8_0FragDequant},  // the frag layout, the runtime's default
            {"dense.ak48", qt::blas::kStoreNameAwqFragDequant},  // the frag layout, the runtime's default
            {"dense.ak48", qt::blas::kStoreNameAwqDequant}}) {   // the file layout
     INFO(file << " through " << baseline);

@@ -8,11 +8,13 @@
 //                            that GEMM;
 //   int8gw_dequant_cublaslt  INT8 group-wise weights (frag layout) dequantized by int8gw_frag_dequant to fp16
 //                            [K][N], then that GEMM;
-//   q8_0_dequant_cublaslt    Q8_0 weights dequantized by q8_0_dequant to fp16 [N][K], then that GEMM.
+//   q8_0_dequant_cublaslt    Q8_0 weights (file layout) dequantized by q8_0_dequant to fp16 [N][K], then that GEMM;
+//   q8_0_frag_dequant_cublaslt  Q8_0 weights (frag layout) dequantized by q8_0_frag_dequant to fp16 [K][N],
+//                            then that GEMM.
 // Each is described as a KernelFamily outside the registry (it has no kernel source of its own). Its one
 // parameter is the rank of cuBLASLt's heuristic candidate (0: the heuristic's own choice); its op, inputs and
 // CPU reference are those of the registry family solving the same problem on the same arrays (f16_gemm,
-// awq_gemm, awq_frag_gemm, int8gw_frag_gemm, q8_0_gemm), so a baseline ranks in that family's dispatch and is verified
+// awq_gemm, awq_frag_gemm, int8gw_frag_gemm, q8_0_gemm, q8_0_frag_gemm), so a baseline ranks in that family's dispatch and is verified
 // exactly like our kernels before it may win. Its source hash names the cuBLASLt version.
 #include <memory>
 #include <string>
