@@ -1,7 +1,8 @@
 // qbench: prefill and decode speed of the runtime on a model file (or a synthetic model of a real Qwen3 shape
 // it creates), and decode speed as a fraction of the memory-bandwidth roofline measured in the same process:
 // roofline tok/s = measured read bandwidth / weight bytes one decode step reads. --report DIR measures a whole
-// report instead (report_measure.h: every linear shape against cuBLAS and FP16, and end to end per variant)
+// report instead (report_measure.h: every linear shape against cuBLAS and FP16, an MoE model's grouped expert
+// GEMMs against its experts one by one on cuBLAS (report_moe.h), and end to end per variant)
 // and renders it (runtime/report/bench_report.h); --render FILE --report DIR renders a recorded one.
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "common/error.h"
 #include "common/flag_ranges.h"
 #include "common/progress.h"
+#include "device/arch/arch_limits.h"
 #include "models/core/config_limits.h"
 #include "models/formats/model_file.h"
 #include "models/synthetic/presets.h"
@@ -27,6 +29,7 @@
 #include "device/winners/fingerprint.h"
 #include "runtime/cli/bandwidth.h"
 #include "runtime/cli/report_measure.h"
+#include "runtime/cli/report_moe.h"
 #include "runtime/cli/run_device.h"
 #include "runtime/cli/tuned_cache.h"
 #include "runtime/cpu/amx_support.h"
@@ -135,6 +138,9 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
   RunDeviceOptions ro;
   ro.device = device;
   ro.emu_threads = cli.given("--threads") ? cli.get_int_as<int>("--threads") : 0;
+  if (cli.given("--emu-arch") && device != "emu") throw Error("--emu-arch is an emulator option (--device emu)");
+  ro.emu_arch = compile::parse_arch(cli.get("--emu-arch"));
+  if (ro.emu_arch < 80) throw Error("--emu-arch: the emulator presents sm80, sm86, sm89 or sm90, not " + cli.get("--emu-arch"));
   if (cli.given("--threads")) ro.cpu.threads = cli.get_int_as<int>("--threads");
   if (device == "cpu") {
     ThreadPool pool(CpuBackend(ro.cpu).threads());
@@ -170,6 +176,8 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     data["device"] = {{"kind", device}, {"name", d.name()}, {"fingerprint", d.store_fingerprint().key()},
                       {"bandwidth_gbps", bw.gbps}, {"bandwidth_method", bw.method}};
     data["kernels"] = bench_device_kernels(d, w, prefix, ko);
+    // An MoE model's grouped expert GEMMs at the same buckets, as tokens (issue 27's MoE goal).
+    if (const nlohmann::json moe = bench_moe_grouped(d, w, prefix, ko); !moe.is_null()) data["moe_grouped"] = moe;
     kd.backend.reset();  // the backend before its device
     kd.device.reset();
     auto device_variant = [&](const std::string& name, const std::string& p, const ModelWeights& mw, bool tuned,
@@ -231,6 +239,8 @@ int run(int argc, char** argv) {
       .flag("--json", "print one JSON object instead of text")
       .option("--device", "D", "cpu, emu or cuda (the device backend; cuda needs a GPU)", "cpu")
       .option("--tuned-cache", "FILE", "qtune's store: the tuned choices (cpu: matvec rows; emu/cuda: kernel points)")
+      .option("--emu-arch", "ARCH", "--report on emu: the architecture the emulator presents, sm80, sm86, sm89 or sm90 "
+              "(sm90 runs the sm_90a families, the Hopper grouped MoE GEMMs among them)", "sm80")
       .option("--report", "DIR", "measure a whole report (kernels per linear shape and batch against cuBLAS and "
               "FP16, end to end per variant) and write DIR/REPORT.md, report.json and plots/")
       .option("--render", "FILE", "with --report DIR: render a recorded report.json instead of measuring")

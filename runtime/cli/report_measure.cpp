@@ -11,12 +11,12 @@
 #include "common/quantile.h"
 #include "common/rng.h"
 #include "device/blas/blas_lt.h"
-#include "device/cuda/l2_flush.h"
 #include "device/plan/run_plan.h"
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
 #include "kernels_src/memcopy/mem_copy_family.h"
 #include "kernels_src/registry/registry.h"
 #include "models/core/linear_shapes.h"
+#include "runtime/cli/device_timer.h"
 #include "runtime/gpu/kernel_choice.h"
 #include "runtime/model/qwen3_model.h"
 
@@ -25,49 +25,6 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-bool is_emulator(const dev::Device& d) { return d.store_fingerprint().name == "emu"; }
-
-// The median of timed runs, repeated until both of `o`'s minimums (repetitions, total seconds) are met, and
-// at most 2,000 times.
-double median_of_runs(const KernelBenchOptions& o, const std::function<double()>& run_once) {
-  std::vector<double> t;
-  double total = 0;
-  while ((int(t.size()) < o.min_reps || total < o.min_seconds) && t.size() < 2000) {
-    t.push_back(run_once());
-    total += t.back();
-  }
-  return median(t);
-}
-
-// Times queued device work between two events. On a GPU: three warm-up runs, then repetitions until both
-// minimums are met, each after the L2 is flushed so that weights come from DRAM as they do in a model step;
-// the median is kept. On the emulator one run: its time means nothing.
-class DeviceTimer {
- public:
-  DeviceTimer(dev::Device& d, const KernelBenchOptions& o) : device_(d), options_(o), emu_(is_emulator(d)) {}
-  double time(const std::function<void()>& enqueue) {
-    if (emu_) return once(enqueue);
-    for (int i = 0; i < 3; ++i) enqueue();
-    device_.synchronize();
-    return median_of_runs(options_, [&] {
-      flusher_.flush(device_);
-      return once(enqueue);
-    });
-  }
-
- private:
-  double once(const std::function<void()>& enqueue) {
-    const auto start = device_.record_event();
-    enqueue();
-    const auto end = device_.record_event();
-    return device_.seconds_between(*start, *end);
-  }
-  dev::Device& device_;
-  const KernelBenchOptions& options_;
-  bool emu_;
-  cuda::L2Flusher flusher_;
-};
 
 // A dense linear shape as the device runs it: the type as stored there (fp32/bf16 matrices become fp16), the
 // group (K for unquantized types), the projections it serves, and the most rows it runs at (0: any).

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -54,6 +55,78 @@ struct Goal {
   std::string goal, measured, verdict;
 };
 
+// ---- the MoE grouped GEMM rows ----
+
+const Variant* find_variant(const MoeRow& r, const std::string& name) {
+  for (const Variant& v : r.variants)
+    if (v.name == name && v.unavailable.empty()) return &v;
+  return nullptr;
+}
+
+const char* const kOneByOne = "cublas one by one";
+
+std::string op_label(const MoeRow& r) { return r.op == "moe_gate_up" ? "gate/up" : "down"; }
+
+// Gate and up are two products of the routed rows, down one.
+double flops(const MoeRow& r) { return (r.op == "moe_gate_up" ? 4.0 : 2.0) * double(r.t * r.topk) * double(r.n) * double(r.k); }
+
+// The token counts for the MoE goals.
+constexpr int64_t kMoeGoalTokens[] = {512, 4096};
+
+// Each op's rows at the goal's token counts, or why the report cannot judge the goal: a dense model, or
+// buckets without 512 or 4096.
+std::vector<const MoeRow*> moe_goal_rows(const BenchReport& rep, std::string& missing) {
+  std::vector<const MoeRow*> rows;
+  if (!rep.moe_grouped || rep.moe_grouped->rows.empty()) {
+    missing = "no MoE rows";
+    return rows;
+  }
+  for (const char* op : {"moe_gate_up", "moe_down"})
+    for (int64_t t : kMoeGoalTokens) {
+      const MoeRow* found = nullptr;
+      for (const MoeRow& r : rep.moe_grouped->rows)
+        if (r.op == op && r.t == t) found = &r;
+      if (found) rows.push_back(found);
+      else missing = "the buckets lack 512 or 4096";
+    }
+  return rows;
+}
+
+// The worst of a ratio over the goal's rows ("1.85x (worst: gate/up T=4096)"), or "" when a row lacks either
+// time.
+template <class Ratio>
+std::string worst_ratio(const std::vector<const MoeRow*>& rows, bool smallest, Ratio ratio, double& worst) {
+  const MoeRow* at = nullptr;
+  for (const MoeRow* r : rows) {
+    const std::optional<double> v = ratio(*r);
+    if (!v) return "";
+    if (!at || (smallest ? *v < worst : *v > worst)) worst = *v, at = r;
+  }
+  return at ? fmt("%.2fx", worst) + " (worst: " + op_label(*at) + " T=" + std::to_string(at->t) + ")" : "";
+}
+
+void moe_goals(const BenchReport& rep, const std::function<std::string(bool, bool)>& verdict, std::vector<Goal>& g) {
+  std::string missing;
+  const std::vector<const MoeRow*> rows = moe_goal_rows(rep, missing);
+  double worst = 0;
+  std::string m = missing.empty() ? worst_ratio(rows, true, [](const MoeRow& r) -> std::optional<double> {
+    const Variant *t = find_variant(r, "tuned"), *b = find_variant(r, kOneByOne);
+    if (!t || !b) return std::nullopt;
+    return b->seconds / t->seconds;
+  }, worst) : "";
+  const std::string why_b = missing.empty() ? "no cuBLASLt baseline" : missing;
+  g.push_back({"MoE grouped GEMM (512 and 4096 tokens) faster than experts one by one on cuBLASLt",
+               m.empty() ? "not measured (" + why_b + ")" : m, verdict(!m.empty(), worst > 1.0)});
+  m = missing.empty() ? worst_ratio(rows, false, [](const MoeRow& r) -> std::optional<double> {
+    const Variant* t = find_variant(r, "tuned");
+    if (!t || !r.tune_best || !r.tune_best->unavailable.empty()) return std::nullopt;
+    return t->seconds / r.tune_best->seconds;
+  }, worst) : "";
+  g.push_back({"MoE grouped GEMM (512 and 4096 tokens) tuned within 5% of the best of the space (from the tune)",
+               m.empty() ? (missing.empty() ? std::string("no tune") : "not measured (" + missing + ")") : m,
+               verdict(!m.empty(), worst <= 1.05)});
+}
+
 std::vector<Goal> goals(const BenchReport& rep) {
   std::vector<Goal> g;
   const std::string& kind = rep.device_kind;
@@ -93,6 +166,7 @@ std::vector<Goal> goals(const BenchReport& rep) {
   }
   g.push_back({"decode end to end (" + markdown_text(which) + ") >= 70% of the bandwidth roofline",
                frac >= 0 ? pct(frac) : "-", verdict(frac >= 0, frac >= 0.7)});
+  moe_goals(rep, verdict, g);
   return g;
 }
 
@@ -112,6 +186,21 @@ std::string header(const BenchReport& rep) {
   md += "## Goals\n\n| goal | measured | verdict |\n|---|---|---|\n";
   for (const Goal& g : goals(rep)) md += "| " + g.goal + " | " + g.measured + " | " + g.verdict + " |\n";
   return md + "\n";
+}
+
+// A variant's cells after the batch column of a kernel table: name, time, TFLOP/s, GB/s, share of the
+// bandwidth, how much slower than tuned, kernel (or why it was not measured); the line's end.
+std::string variant_cells(const BenchReport& rep, double flop, const Variant& v, const Variant* tuned) {
+  if (!v.unavailable.empty()) return cell_text(v.name) + " | - | - | - | - | - | " + cell_text(v.unavailable) + " |\n";
+  std::string gbps = "-", share = "-";
+  if (v.bytes) {
+    const double rate = *v.bytes / v.seconds / 1e9;
+    gbps = fmt("%.1f", rate);
+    if (rep.bandwidth_gbps) share = pct(rate / *rep.bandwidth_gbps);
+  }
+  return cell_text(v.name) + " | " + fmt("%.2f", v.seconds * 1e6) + " | " + fmt("%.3f", flop / v.seconds / 1e12) + " | " +
+         gbps + " | " + share + " | " + (tuned ? fmt("%.2fx", v.seconds / tuned->seconds) : "-") + " | " +
+         cell_text(v.detail) + " |\n";
 }
 
 // Linear layers: one section and one plot per shape.
@@ -141,15 +230,7 @@ void linear_sections(const BenchReport& rep, RenderedReport& out) {
       const Variant* tuned = find_variant(*r, "tuned");
       for (const Variant& v : r->variants) {
         if (std::find(names.begin(), names.end(), v.name) == names.end()) names.push_back(v.name);
-        md += "| " + std::to_string(r->m) + " | " + cell_text(v.name) + " | ";
-        if (!v.unavailable.empty()) {
-          md += "- | - | - | - | - | " + cell_text(v.unavailable) + " |\n";
-          continue;
-        }
-        const std::optional<double> gbps = v.bytes ? std::optional<double>(*v.bytes / v.seconds / 1e9) : std::nullopt;
-        md += fmt("%.2f", v.seconds * 1e6) + " | " + fmt("%.3f", flops(*r) / v.seconds / 1e12) + " | " +
-              (gbps ? fmt("%.1f", *gbps) : "-") + " | " + (gbps && rep.bandwidth_gbps ? pct(*gbps / *rep.bandwidth_gbps) : "-") +
-              " | " + (tuned ? fmt("%.2fx", v.seconds / tuned->seconds) : "-") + " | " + cell_text(v.detail) + " |\n";
+        md += "| " + std::to_string(r->m) + " | " + variant_cells(rep, flops(*r), v, tuned);
       }
     }
     md += "\n";
@@ -165,6 +246,84 @@ void linear_sections(const BenchReport& rep, RenderedReport& out) {
       plot.series.push_back(s);
     }
     out.plots[plot_file(*of[0])] = render_line_plot(plot);
+  }
+}
+
+std::string moe_plot_file(const MoeRow& r) { return r.op == "moe_gate_up" ? "moe-gate-up.svg" : "moe-down.svg"; }
+
+std::string us(const Variant* v) { return v ? fmt("%.2f", v->seconds * 1e6) : std::string("-"); }
+
+// The per-bucket summary: each op at each T, its variants' times, the speedup over the experts one by one and
+// the tuned time against the best of the tune.
+void moe_summary(const std::vector<const MoeRow*>& rows, std::string& md) {
+  md += "| op | T | rows per expert | tuned (us) | default (us) | frag tuned (us) | cublas one by one (us) | "
+        "cublas GEMMs only (us) | one by one / tuned | best of the tune (us) | tuned / best of the tune |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const MoeRow* r : rows) {
+    const Variant *t = find_variant(*r, "tuned"), *b = find_variant(*r, kOneByOne);
+    const Variant* best = r->tune_best && r->tune_best->unavailable.empty() ? &*r->tune_best : nullptr;
+    std::string within = "no tune";
+    if (best && t) {
+      const double q = t->seconds / best->seconds;
+      within = fmt("%.2fx", q) + (q <= 1.05 ? " (within 5%)" : " (not within 5%)");
+    } else if (best) {
+      within = "-";
+    }
+    md += "| " + op_label(*r) + " | " + std::to_string(r->t) + " | " + fmt("%.1f", double(r->t * r->topk) / double(r->e)) +
+          " | " + us(t) + " | " + us(find_variant(*r, "default")) + " | " + us(find_variant(*r, "frag tuned")) + " | " + us(b) + " | " +
+          us(find_variant(*r, "cublas GEMMs only")) + " | " + (t && b ? fmt("%.2fx", b->seconds / t->seconds) : "-") +
+          " | " + us(best) + " | " + within + " |\n";
+  }
+  md += "\n";
+}
+
+// MoE grouped GEMM: the method, the per-bucket summary, each op's variants with their kernels, a plot per op.
+void moe_section(const BenchReport& rep, RenderedReport& out) {
+  if (!rep.moe_grouped || rep.moe_grouped->rows.empty()) return;
+  std::vector<const MoeRow*> rows;
+  for (const MoeRow& r : rep.moe_grouped->rows) rows.push_back(&r);
+  std::stable_sort(rows.begin(), rows.end(), [](const MoeRow* a, const MoeRow* b) {
+    return a->op != b->op ? a->op == "moe_gate_up" : a->t < b->t;
+  });
+  const MoeRow& first = *rows[0];
+  std::string& md = out.markdown;
+  md += "## MoE grouped GEMM\n\n" + markdown_text(first.type) + " experts: " + std::to_string(first.e) + " experts, " +
+        std::to_string(first.topk) + " per token; gate/up is N=" + std::to_string(first.op == "moe_gate_up" ? first.n : first.k) +
+        " per matrix over K=" + std::to_string(first.op == "moe_gate_up" ? first.k : first.n) +
+        ", down its transpose. T is tokens; each routes TOPK rows. Time is the median over repetitions" +
+        (rep.device_kind == "cuda" ? " timed with CUDA events, the L2 cache flushed between them" : "") + ".\n\n";
+  if (!rep.moe_grouped->method.empty()) md += markdown_text(rep.moe_grouped->method) + "\n\n";
+  moe_summary(rows, md);
+  for (const char* op : {"moe_gate_up", "moe_down"}) {
+    std::vector<const MoeRow*> of;
+    for (const MoeRow* r : rows)
+      if (r->op == op) of.push_back(r);
+    if (of.empty()) continue;
+    md += "### " + op_label(*of[0]) + " (" + markdown_text(of[0]->what.empty() ? of[0]->op : of[0]->what) + ") N=" +
+          std::to_string(of[0]->n) + " K=" + std::to_string(of[0]->k) + " G=" + std::to_string(of[0]->g) + "\n\n";
+    md += "![TFLOP/s by tokens](plots/" + moe_plot_file(*of[0]) + ")\n\n";
+    md += "| T | variant | time (us) | TFLOP/s | GB/s | % of bandwidth | tuned speedup | kernel |\n|---|---|---|---|---|---|---|---|\n";
+    std::vector<std::string> names;
+    for (const MoeRow* r : of) {
+      const Variant* tuned = find_variant(*r, "tuned");
+      for (const Variant& v : r->variants) {
+        if (std::find(names.begin(), names.end(), v.name) == names.end()) names.push_back(v.name);
+        md += "| " + std::to_string(r->t) + " | " + variant_cells(rep, flops(*r), v, tuned);
+      }
+    }
+    md += "\n";
+    LinePlot plot;
+    plot.title = "MoE " + op_label(*of[0]) + ": TFLOP/s by tokens";
+    plot.x_label = "T (tokens per call)";
+    plot.y_label = "TFLOP/s";
+    for (const std::string& n : names) {
+      Series s;
+      s.name = n;
+      for (const MoeRow* r : of)
+        if (const Variant* v = find_variant(*r, n)) s.points.push_back({double(r->t), flops(*r) / v->seconds / 1e12});
+      plot.series.push_back(s);
+    }
+    out.plots[moe_plot_file(*of[0])] = render_line_plot(plot);
   }
 }
 
@@ -225,6 +384,7 @@ RenderedReport render_report(const BenchReport& rep) {
   RenderedReport out;
   out.markdown = header(rep);
   linear_sections(rep, out);
+  moe_section(rep, out);
   end_to_end_section(rep, out);
   if (!rep.notes.empty()) {
     out.markdown += "## Notes\n\n";

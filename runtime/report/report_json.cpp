@@ -18,9 +18,9 @@ using nlohmann::json;
 // What a report may hold. Our own reports stay far below (a few hundred kernel rows, strings of a path's
 // length); the bounds keep a hostile file from costing more than a moment and a few megabytes.
 constexpr size_t kMaxReportBytes = size_t{16} << 20;
-constexpr int kMaxDepth = 8;  // the schema nests 5 deep (report.kernels[i].variants[j].name)
+constexpr int kMaxDepth = 8;  // the schema nests 6 deep (report.moe_grouped.rows[i].variants[j].name)
 constexpr size_t kMaxStringBytes = 16384;
-constexpr size_t kMaxKernelRows = 4096, kMaxVariants = 32, kMaxEndToEnd = 64, kMaxPromptLengths = 64,
+constexpr size_t kMaxMoeRows = 4096, kMaxKernelRows = 4096, kMaxVariants = 32, kMaxEndToEnd = 64, kMaxPromptLengths = 64,
                  kMaxNotes = 256;
 
 // Ranges of the figures, wide enough for any machine's measurement: a value outside is damage, and would
@@ -157,6 +157,38 @@ KernelRow read_kernel(const SchemaReader& r, const json& j, const std::string& w
   return k;
 }
 
+MoeRow read_moe_row(const SchemaReader& r, const json& j, const std::string& where) {
+  r.object(j, where);
+  MoeRow m;
+  m.op = r.text(r.need(j, "op", where), where + ".op");
+  if (m.op != "moe_gate_up" && m.op != "moe_down") r.fail_value(where + ".op", "moe_gate_up or moe_down", j.at("op"));
+  m.type = r.text(r.need(j, "type", where), where + ".type");
+  if (!weight_type_by_name(m.type)) r.fail_value(where + ".type", "a weight type (Q8_0, AWQ_INT4, ...)", j.at("type"));
+  m.what = r.optional_text(j, "what", where).value_or("");
+  m.t = r.integer(r.need(j, "T", where), where + ".T", flag_ranges::kBatchRows);
+  m.e = r.integer(r.need(j, "E", where), where + ".E", limits::kExpertsRange);
+  m.topk = r.integer(r.need(j, "TOPK", where), where + ".TOPK", IntRange{1, m.e});
+  m.n = r.integer(r.need(j, "N", where), where + ".N", kDimension);
+  m.k = r.integer(r.need(j, "K", where), where + ".K", kDimension);
+  m.g = r.integer(r.need(j, "G", where), where + ".G", kGroup);
+  const json& vs = r.array(r.need(j, "variants", where), where + ".variants", kMaxVariants);
+  for (size_t i = 0; i < vs.size(); ++i)
+    m.variants.push_back(read_variant(r, vs[i], where + ".variants[" + std::to_string(i) + "]"));
+  if (const json* best = r.find(j, "tune_best"); best && !best->is_null())
+    m.tune_best = read_variant(r, *best, where + ".tune_best");
+  return m;
+}
+
+MoeGrouped read_moe(const SchemaReader& r, const json& j) {
+  r.object(j, "moe_grouped");
+  MoeGrouped m;
+  m.method = r.optional_text(j, "method", "moe_grouped").value_or("");
+  const json& rows = r.array(r.need(j, "rows", "moe_grouped"), "moe_grouped.rows", kMaxMoeRows);
+  for (size_t i = 0; i < rows.size(); ++i)
+    m.rows.push_back(read_moe_row(r, rows[i], "moe_grouped.rows[" + std::to_string(i) + "]"));
+  return m;
+}
+
 // A prompt length as a key: digits only, as std::to_string writes it.
 int64_t prompt_length(const SchemaReader& r, const std::string& key, const std::string& where) {
   const bool digits = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos &&
@@ -198,6 +230,34 @@ void put(json& j, const char* key, const std::optional<double>& v) {
   if (v) j[key] = number(*v);
 }
 
+json variant_json(const Variant& v) {
+  json vj = {{"name", v.name}};
+  if (!v.unavailable.empty()) {
+    vj["unavailable"] = v.unavailable;
+  } else {
+    vj["seconds"] = v.seconds;
+    put(vj, "bytes", v.bytes);
+  }
+  if (!v.detail.empty()) vj["detail"] = v.detail;
+  return vj;
+}
+
+json moe_json(const MoeGrouped& m) {
+  json rows = json::array();
+  for (const MoeRow& row : m.rows) {
+    json variants = json::array();
+    for (const Variant& v : row.variants) variants.push_back(variant_json(v));
+    json rj = {{"op", row.op}, {"type", row.type}, {"T", row.t}, {"E", row.e}, {"TOPK", row.topk}, {"N", row.n},
+               {"K", row.k}, {"G", row.g}, {"variants", variants}};
+    if (!row.what.empty()) rj["what"] = row.what;
+    if (row.tune_best) rj["tune_best"] = variant_json(*row.tune_best);
+    rows.push_back(rj);
+  }
+  json j = {{"rows", rows}};
+  if (!m.method.empty()) j["method"] = m.method;
+  return j;
+}
+
 }  // namespace
 
 BenchReport report_from_json(const json& j, const std::string& source) {
@@ -236,6 +296,7 @@ BenchReport report_from_json(const json& j, const std::string& source) {
     for (size_t i = 0; i < es->size(); ++i)
       out.end_to_end.push_back(read_end_to_end(r, (*es)[i], "end_to_end[" + std::to_string(i) + "]"));
   }
+  if (const json* moe = r.find(j, "moe_grouped"); moe && !moe->is_null()) out.moe_grouped = read_moe(r, *moe);
   if (const json* notes = r.find(j, "notes")) {
     r.array(*notes, "notes", kMaxNotes);
     for (size_t i = 0; i < notes->size(); ++i) out.notes.push_back(r.text((*notes)[i], "notes[" + std::to_string(i) + "]"));
@@ -261,17 +322,7 @@ json report_to_json(const BenchReport& r) {
   json kernels = json::array();
   for (const KernelRow& k : r.kernels) {
     json variants = json::array();
-    for (const Variant& v : k.variants) {
-      json vj = {{"name", v.name}};
-      if (!v.unavailable.empty()) {
-        vj["unavailable"] = v.unavailable;
-      } else {
-        vj["seconds"] = v.seconds;
-        put(vj, "bytes", v.bytes);
-      }
-      if (!v.detail.empty()) vj["detail"] = v.detail;
-      variants.push_back(vj);
-    }
+    for (const Variant& v : k.variants) variants.push_back(variant_json(v));
     json kj = {{"type", k.type}, {"N", k.n}, {"K", k.k}, {"G", k.g}, {"M", k.m}, {"variants", variants}};
     if (!k.what.empty()) kj["what"] = k.what;
     kernels.push_back(kj);
@@ -295,6 +346,7 @@ json report_to_json(const BenchReport& r) {
     e2e.push_back(ej);
   }
   j["end_to_end"] = e2e;
+  if (r.moe_grouped) j["moe_grouped"] = moe_json(*r.moe_grouped);
   j["notes"] = r.notes;
   return j;
 }

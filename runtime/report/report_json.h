@@ -17,8 +17,15 @@
 //   "end_to_end": [{"name": "FP16|AWQ default|AWQ tuned|Q8_0", "model": "...",
 //                   "prefill_tok_s": {"128": tok/s, "512": tok/s}, "decode_tok_s": tok/s, "decode_steps": 128,
 //                   "decode_bytes_per_token": b, "memory_mb": mb, "unavailable": "why"}],
+//   "moe_grouped": {"method": "what was routed and timed, and why",
+//                   "rows": [{"op": "moe_gate_up|moe_down", "type": "Q8_0", "what": "expert.w2", "T": tokens,
+//                             "E": experts, "TOPK": k, "N": n, "K": k, "G": g,
+//                             "variants": [{"name": "tuned|default|cublas one by one|cublas GEMMs only", ...}],
+//                             "tune_best": {"name": "best of the tune", "seconds": s, "detail": "...",
+//                                           "unavailable": "no tune: why"}}]},
 //   "notes": ["..."]
 // }
+// "moe_grouped" is optional (absent for dense models and in reports older than it), so older files still read.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -46,6 +53,20 @@ struct KernelRow {
   std::vector<Variant> variants;
 };
 
+// One grouped expert GEMM (kernels_src/moe) at T tokens of E experts, k per token; N x K is one expert's matrix.
+struct MoeRow {
+  std::string op;  // moe_gate_up (gate and up, SwiGLU fused) or moe_down
+  std::string type, what;
+  int64_t t = 0, e = 0, topk = 0, n = 0, k = 0, g = 0;
+  std::vector<Variant> variants;
+  std::optional<Variant> tune_best;  // the fastest verified time of the tune at this shape, or why there is none
+};
+
+struct MoeGrouped {
+  std::string method;
+  std::vector<MoeRow> rows;
+};
+
 struct EndToEnd {
   std::string name, model;
   std::string unavailable;  // why it was not measured; "" when it was
@@ -65,6 +86,7 @@ struct BenchReport {
   std::optional<std::string> tuned_cache;
   std::vector<KernelRow> kernels;
   std::vector<EndToEnd> end_to_end;
+  std::optional<MoeGrouped> moe_grouped;
   std::vector<std::string> notes;
 };
 

@@ -25,6 +25,7 @@ using nlohmann::json;
 namespace {
 
 const std::string kQbench = qt::binary_root() + "/bin/qbench";
+const std::string kQtune = qt::binary_root() + "/bin/qtune";
 const std::string kFiles = qt::source_root() + "/tests/golden/files/";
 const std::string kRecorded = qt::source_root() + "/tests/report/data/recorded-cuda.json";
 
@@ -256,4 +257,179 @@ TEST_CASE("qbench --device cuda --report without a driver exits 3 with one line 
   CHECK(r.code == 3);
   CHECK(count(r.err, "\n") == 1);
   CHECK(r.err.find("cuda") != std::string::npos);
+}
+
+namespace {
+
+// A measured MoE row for a recorded report: `tuned`, `one_by_one` and `best` in microseconds (0: absent).
+json moe_row(const std::string& op, int64_t t, double tuned, double one_by_one, double best) {
+  auto variant = [](const std::string& name, double us) {
+    return us > 0 ? json{{"name", name}, {"seconds", us * 1e-6}, {"detail", "k"}}
+                  : json{{"name", name}, {"unavailable", "not here"}};
+  };
+  json row = {{"op", op}, {"type", "Q8_0"}, {"T", t}, {"E", 128}, {"TOPK", 8}, {"N", op == "moe_down" ? 2048 : 768},
+              {"K", op == "moe_down" ? 768 : 2048}, {"G", 32},
+              {"variants", {variant("tuned", tuned), variant("default", tuned * 2), variant("cublas one by one", one_by_one)}}};
+  row["tune_best"] = best > 0 ? json{{"name", "best of the tune"}, {"seconds", best * 1e-6}}
+                              : json{{"name", "best of the tune"}, {"unavailable", "no tune: none stored"}};
+  return row;
+}
+
+json with_moe(json rows) {
+  json j = recorded();
+  j["moe_grouped"] = {{"method", "seeded routing"}, {"rows", std::move(rows)}};
+  return j;
+}
+
+const std::string kMoeFaster = "| MoE grouped GEMM (512 and 4096 tokens) faster than experts one by one on cuBLASLt | ";
+const std::string kMoeBest = "| MoE grouped GEMM (512 and 4096 tokens) tuned within 5% of the best of the space (from the tune) | ";
+
+}  // namespace
+
+TEST_CASE("A recorded MoE report judges both MoE goals from its rows") {
+  // The worst speedup over the four rows is down at T=4096: 300/200 = 1.5; the worst tuned / best is 104/100.
+  json rows = {moe_row("moe_gate_up", 512, 100, 400, 100), moe_row("moe_gate_up", 4096, 400, 900, 390),
+               moe_row("moe_down", 512, 50, 200, 50), moe_row("moe_down", 4096, 200, 300, 192.3)};
+  std::string md = render(with_moe(rows)).markdown;
+  CHECK(md.find(kMoeFaster + "1.50x (worst: down T=4096) | met |") != std::string::npos);
+  CHECK(md.find(kMoeBest + "1.04x (worst: down T=4096) | met |") != std::string::npos);
+  // The per-bucket summary: rows per expert 512*8/128 = 32, speedup 4.00x, tuned / best 1.00x.
+  CHECK(md.find("| gate/up | 512 | 32.0 | 100.00 | 200.00 | - | 400.00 | - | 4.00x | 100.00 | 1.00x (within 5%) |") != std::string::npos);
+  CHECK(md.find("## MoE grouped GEMM") != std::string::npos);
+  CHECK(md.find("seeded routing") != std::string::npos);
+  // One plot per op with a line per measured variant.
+  const auto plots = render(with_moe(rows)).plots;
+  REQUIRE(plots.count("moe-gate-up.svg") == 1);
+  CHECK(count(plots.at("moe-down.svg"), "<path ") == 3);
+
+  rows[3] = moe_row("moe_down", 4096, 200, 190, 150);  // slower than one by one, 1.33x the best
+  md = render(with_moe(rows)).markdown;
+  CHECK(md.find(kMoeFaster + "0.95x (worst: down T=4096) | NOT met |") != std::string::npos);
+  CHECK(md.find(kMoeBest + "1.33x (worst: down T=4096) | NOT met |") != std::string::npos);
+  CHECK(md.find("| down | 4096 | 256.0 | 200.00 | 400.00 | - | 190.00 | - | 0.95x | 150.00 | 1.33x (not within 5%) |") != std::string::npos);
+
+  rows[3] = moe_row("moe_down", 4096, 200, 0, 0);  // no baseline, no tune
+  md = render(with_moe(rows)).markdown;
+  CHECK(md.find(kMoeFaster + "not measured (no cuBLASLt baseline) | not measured |") != std::string::npos);
+  CHECK(md.find(kMoeBest + "no tune | not measured |") != std::string::npos);
+  CHECK(md.find("| down | 4096 | 256.0 | 200.00 | 400.00 | - | - | - | - | - | no tune |") != std::string::npos);
+
+  rows.erase(3);  // no down row at 4096
+  md = render(with_moe(rows)).markdown;
+  CHECK(md.find(kMoeFaster + "not measured (the buckets lack 512 or 4096) | not measured |") != std::string::npos);
+  // A dense report has no MoE rows, and says so.
+  CHECK(render(recorded()).markdown.find(kMoeFaster + "not measured (no MoE rows) | not measured |") != std::string::npos);
+}
+
+TEST_CASE("A report JSON with a bad MoE row is refused with the field named") {
+  json j = with_moe({moe_row("moe_gate_up", 512, 100, 400, 100)});
+  j["moe_grouped"]["rows"][0]["op"] = "moe_sideways";
+  CHECK_THROWS_WITH(render(j), Catch::Contains("moe_grouped.rows[0].op must be moe_gate_up or moe_down"));
+  j = with_moe({moe_row("moe_gate_up", 512, 100, 400, 100)});
+  j["moe_grouped"]["rows"][0]["TOPK"] = 129;
+  CHECK_THROWS_WITH(render(j), Catch::Contains("moe_grouped.rows[0].TOPK must be an integer in"));
+  j = with_moe({moe_row("moe_gate_up", 512, 100, 400, 100)});
+  j["moe_grouped"]["rows"][0]["tune_best"].erase("seconds");
+  CHECK_THROWS_WITH(render(j), Catch::Contains("moe_grouped.rows[0].tune_best has neither 'seconds' nor 'unavailable'"));
+}
+
+TEST_CASE("The reports recorded on the H200 still read, render and write back unchanged") {
+  for (const char* name : {"report-30b-a3b-L4.json", "report-8b-awq-default.json", "report-8b-awq-tuned-frag.json"}) {
+    INFO(name);
+    const json j = json::parse(slurp(qt::source_root() + "/tests/report/data/h200-2026-11-26/" + name));
+    const qt::report::BenchReport r = qt::report::report_from_json(j, name);
+    CHECK(!r.kernels.empty());
+    CHECK(!r.moe_grouped);
+    CHECK(qt::report::report_to_json(r) == j);
+    const std::string md = qt::report::render_report(r).markdown;
+    CHECK(md.find("## Linear layers") != std::string::npos);
+    CHECK(md.find("## MoE grouped GEMM") == std::string::npos);
+  }
+}
+
+TEST_CASE("qbench --device emu --report times the grouped MoE GEMMs per token bucket") {
+  const std::string dir = scratch("moe"), again = scratch("moe-render"), tune = scratch("moe-tune");
+  const std::string model = kFiles + "moe-norm.q8_0.moe3", store = tune + "/store.sqlite";
+  // A tune of the gate/up family only, its first shape (T = 1) at least: the down rows have no tune to read.
+  std::filesystem::create_directories(tune);
+  REQUIRE(std::system((kQtune + " --device emu --gpu sm80 --model " + model + " --families moe_gate_up.q8_0 --budget 1"
+                       " --time-limit 2 --quiet --cache " + store + " >/dev/null 2>&1").c_str()) == 0);
+  const Result r = qbench("--device emu --model " + model + " --report " + dir + " --tuned-cache " + store +
+                          " --buckets 1,4 --prompts 6 --gen 2 --repeat 1");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(slurp(dir + "/report.json"));
+  CHECK(j["moe_grouped"]["method"].get<std::string>().find("seeded") != std::string::npos);
+  const json& rows = j["moe_grouped"]["rows"];
+  // moe-norm: 8 experts, 2 per token, dim 128, expert hidden 64; gate/up and down at T = 1 and 4.
+  REQUIRE(rows.size() == 4);
+  int gate_up = 0;
+  for (const json& row : rows) {
+    INFO(row.dump());
+    const bool fused = row["op"] == "moe_gate_up";
+    gate_up += fused;
+    CHECK(row["type"] == "Q8_0");
+    CHECK((row["T"] == 1 || row["T"] == 4));
+    CHECK(row["E"] == 8);
+    CHECK(row["TOPK"] == 2);
+    CHECK(row["N"] == (fused ? 64 : 128));
+    CHECK(row["K"] == (fused ? 128 : 64));
+    const json v = variants_by_name(row);
+    for (const char* name : {"tuned", "default"}) {
+      CHECK(v.at(name)["seconds"].get<double>() > 0);
+      CHECK(v.at(name)["seconds"].get<double>() < 60);
+      CHECK(v.at(name)["detail"].get<std::string>().find(fused ? "moe_gate_up.q8_0" : "moe_down.q8_0") != std::string::npos);
+    }
+    // The emulator runs sm_80 here, below the Hopper grouped GEMMs, and has no cuBLASLt: those rows say so, as
+    // the linear rows do.
+    CHECK(v.at("frag tuned")["unavailable"].get<std::string>().find(fused ? "moe_gate_up.frag.q8_0 needs sm_90a; this device is sm_80"
+                                                                          : "moe_down.frag.q8_0 needs sm_90a") != std::string::npos);
+    CHECK(v.at("cublas one by one")["unavailable"].get<std::string>().find("CUDA GPU only") != std::string::npos);
+    if (!fused) {
+      CHECK(row["tune_best"]["unavailable"].get<std::string>().find("no tune: the store holds no verified point of moe_down.q8_0") == 0);
+    } else if (row["T"] == 1) {
+      // The tune's one point is the best of its space, and the tuned dispatch runs it.
+      CHECK(row["tune_best"]["seconds"].get<double>() > 0);
+      CHECK(row["tune_best"]["detail"].get<std::string>().find("moe_gate_up.q8_0") == 0);
+      CHECK(v.at("tuned")["detail"].get<std::string>().find("(tuned)") != std::string::npos);
+    }
+  }
+  CHECK(gate_up == 2);
+  const std::string md = slurp(dir + "/REPORT.md");
+  CHECK(md.find("## MoE grouped GEMM") != std::string::npos);
+  // The summary states the tuned time against the best of the tune where there is one, else "no tune".
+  CHECK(md.find("within 5%) |") != std::string::npos);
+  CHECK(md.find("| down | 1 | 0.2 |") != std::string::npos);
+  CHECK(md.find(" | - | no tune |") != std::string::npos);
+  CHECK(md.find(kMoeFaster + "not measured (the buckets lack 512 or 4096) | not applicable (emu report) |") != std::string::npos);
+  CHECK(md.find(kMoeBest) != std::string::npos);
+  // The measured report re-renders to the same files.
+  const Result rendered = qbench("--render " + dir + "/report.json --report " + again);
+  REQUIRE(rendered.code == 0);
+  CHECK(json::parse(slurp(again + "/report.json")) == j);
+  CHECK(slurp(again + "/REPORT.md") == md);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(again);
+  std::filesystem::remove_all(tune);
+}
+
+TEST_CASE("qbench --device emu --emu-arch sm90 --report times the Hopper grouped MoE GEMMs beside the others") {
+  const std::string dir = scratch("moe-sm90");
+  const Result r = qbench("--device emu --emu-arch sm90 --model " + kFiles + "moe-norm.q8_0.moe3 --report " + dir +
+                          " --buckets 4 --prompts 6 --gen 2 --repeat 1");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(slurp(dir + "/report.json"));
+  const json& rows = j["moe_grouped"]["rows"];
+  REQUIRE(rows.size() == 2);
+  for (const json& row : rows) {
+    INFO(row.dump());
+    const json v = variants_by_name(row);
+    // The same experts repacked into the frag layout, run by the wgmma grouped GEMM family of the op.
+    const std::string family = row["op"].get<std::string>() + ".frag.q8_0 ";
+    for (const char* name : {"frag tuned", "frag default"}) {
+      CHECK(v.at(name)["seconds"].get<double>() > 0);
+      CHECK(v.at(name)["detail"].get<std::string>().find(family) == 0);
+    }
+    CHECK(v.at("tuned")["detail"].get<std::string>().find(row["op"].get<std::string>() + ".q8_0 ") == 0);
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -42,4 +43,42 @@ TEST_CASE("cuda: qbench --report times every variant of every linear shape, cuBL
     }
     std::filesystem::remove_all(dir);
   }
+}
+
+TEST_CASE("cuda: qbench --report times the grouped MoE GEMMs against the experts one by one on cuBLASLt") {
+  if (!qt::cuda::cuda_available()) QTUNE_SKIP("no CUDA GPU: " + qt::cuda::cuda_unavailable_reason());
+  const std::string dir = qt::binary_root() + "/tests/report-cuda-moe-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  const std::string cmd = qt::binary_root() + "/bin/qbench --device cuda --model " + qt::source_root() +
+                          "/tests/golden/files/moe-norm.int8-sym.moe3 --report " + dir +
+                          " --buckets 1,512 --prompts 8 --gen 4 --repeat 1";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream in(dir + "/report.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  const auto& rows = j["moe_grouped"]["rows"];
+  REQUIRE(rows.size() == 4);
+  for (const auto& row : rows) {
+    INFO(row.dump());
+    for (const auto& v : row["variants"]) {
+      // Tuned, default and the baseline all ran; the Hopper grouped GEMMs where the GPU and shape allow.
+      if (v.contains("unavailable")) {
+        CHECK(v["name"].get<std::string>().rfind("frag ", 0) == 0);
+        continue;
+      }
+      CHECK(v["seconds"].get<double>() > 0);
+      // The baseline multiplied the same rows by the same experts: its output is the grouped kernel's, to
+      // within fp16 rounding (the detail's "max |difference| ... %.3g (outputs up to %.3g)").
+      if (v["name"] == "cublas one by one") {
+        const std::string d = v["detail"].get<std::string>();
+        const auto at = d.find("max |difference| from the tuned grouped output ");
+        REQUIRE(at != std::string::npos);
+        double diff = 0, largest = 0;
+        REQUIRE(std::sscanf(d.c_str() + at, "max |difference| from the tuned grouped output %lf (outputs up to %lf)",
+                            &diff, &largest) == 2);
+        CHECK(largest > 0);
+        CHECK(diff <= 0.01 * largest + 1e-3);
+      }
+    }
+  }
+  std::filesystem::remove_all(dir);
 }

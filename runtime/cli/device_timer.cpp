@@ -1,0 +1,40 @@
+#include "runtime/cli/device_timer.h"
+
+#include <vector>
+
+#include "common/quantile.h"
+
+namespace qt::rt {
+
+bool is_emulator(const dev::Device& d) { return d.store_fingerprint().name == "emu"; }
+
+double median_of_runs(const KernelBenchOptions& o, const std::function<double()>& run_once) {
+  std::vector<double> t;
+  double total = 0;
+  while ((int(t.size()) < o.min_reps || total < o.min_seconds) && t.size() < 2000) {
+    t.push_back(run_once());
+    total += t.back();
+  }
+  return median(t);
+}
+
+DeviceTimer::DeviceTimer(dev::Device& d, const KernelBenchOptions& o) : device_(d), options_(o), emu_(is_emulator(d)) {}
+
+double DeviceTimer::time(const std::function<void()>& enqueue) {
+  if (emu_) return once(enqueue);
+  for (int i = 0; i < 3; ++i) enqueue();
+  device_.synchronize();
+  return median_of_runs(options_, [&] {
+    flusher_.flush(device_);
+    return once(enqueue);
+  });
+}
+
+double DeviceTimer::once(const std::function<void()>& enqueue) {
+  const auto start = device_.record_event();
+  enqueue();
+  const auto end = device_.record_event();
+  return device_.seconds_between(*start, *end);
+}
+
+}  // namespace qt::rt

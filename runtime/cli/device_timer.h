@@ -1,0 +1,35 @@
+#pragma once
+// How qbench --report times device work, one definition for the linear rows and the MoE rows, so that their
+// figures compare: CUDA events around the queued work, the L2 flushed before each repetition (weights come
+// from DRAM as they do in a model step), the median kept.
+#include <functional>
+
+#include "device/api/device.h"
+#include "device/cuda/l2_flush.h"
+#include "runtime/cli/report_measure.h"
+
+namespace qt::rt {
+
+// The median of timed runs, repeated until both of `o`'s minimums (repetitions, total seconds) are met, and
+// at most 2,000 times.
+double median_of_runs(const KernelBenchOptions& o, const std::function<double()>& run_once);
+
+// Times queued device work between two events. On a GPU: three warm-up runs, then repetitions until both
+// minimums are met, each after the L2 is flushed; the median is kept. On the emulator one run: its time
+// means nothing.
+class DeviceTimer {
+ public:
+  DeviceTimer(dev::Device& d, const KernelBenchOptions& o);
+  double time(const std::function<void()>& enqueue);
+
+ private:
+  double once(const std::function<void()>& enqueue);
+  dev::Device& device_;
+  const KernelBenchOptions& options_;
+  bool emu_;
+  cuda::L2Flusher flusher_;
+};
+
+bool is_emulator(const dev::Device& d);
+
+}  // namespace qt::rt
