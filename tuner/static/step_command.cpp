@@ -48,19 +48,6 @@ StepWeights preset_weights(const ModelConfig& c, FileFormat format, WeightType e
   return w;
 }
 
-// A model file's own types: its first layer's (every layer has the same), its embedding and lm_head.
-StepWeights file_weights(const ModelWeights& mw) {
-  const LayerWeights& l = mw.layers.front();
-  StepWeights w;
-  w.dense = l.wq.type, w.dense_group = l.wq.group_size;
-  w.embedding = mw.embedding.type, w.embedding_group = mw.embedding.group_size;
-  const QTensor& head = mw.classifier.empty() ? mw.embedding : mw.classifier;
-  w.head = head.type, w.head_group = head.group_size;
-  if (!l.router.empty()) w.router = l.router.type, w.router_group = l.router.group_size;
-  if (!l.expert_w1.empty()) w.expert = l.expert_w1.base.type, w.expert_group = l.expert_w1.base.group_size;
-  return w;
-}
-
 // The GPU figures of the first device a tuning store names (its fingerprint), read without changing the file.
 dev::DeviceFingerprint store_device(const std::string& path) {
   sqlite3* db = nullptr;
@@ -104,7 +91,7 @@ StepSpec spec_from_flags(const CliArgs& cli, std::string* description) {
     std::shared_ptr<ModelFile> file = ModelFile::open(*model);
     if (file->weights().layers.empty()) throw Error(*model + ": model has no layers");
     spec.config = file->config();
-    spec.weights = file_weights(file->weights());
+    spec.weights = step_weights(file->weights());
     *description = *model + " (" + file_format_name(file->format()) + ")";
   } else {
     const std::string preset = cli.get("--preset");

@@ -87,9 +87,22 @@ struct Builder {
     dense("wo", m, "o_proj", layers);
   }
 
+  // Whether the device can store these dense parts as one matrix (device_weights.cpp's concatenation_kind):
+  // in the frag layout each part whole 64-column tiles; fp16 always; the file layout where rows are outputs.
+  bool storable(std::initializer_list<int64_t> part_rows) const {
+    if (dense_frag()) {
+      for (int64_t n : part_rows)
+        if (n % kernels::frag::kTileN) return false;
+      return true;
+    }
+    return dense_type() == WeightType::F16 || !weight_traits(dense_type()).in_major;
+  }
+
   // matmul_group: one linear over [wq; wk; wv] at one row where the runtime concatenates them.
   void qkv(int64_t m, int64_t layers) {
-    if (spec.runtime.concatenate_qkv && m <= kConcatenatedQkvMaxRows) return dense("wq|wk|wv", m, "q|k|v", layers);
+    const ModelConfig& c = spec.config;
+    if (spec.runtime.concatenate_qkv && m <= kConcatenatedQkvMaxRows && storable({c.q_dim(), c.kv_dim(), c.kv_dim()}))
+      return dense("wq|wk|wv", m, "q|k|v", layers);
     dense("wq", m, "q_proj", layers);
     dense("wk", m, "k_proj", layers);
     dense("wv", m, "v_proj", layers);
@@ -102,7 +115,7 @@ struct Builder {
     const int64_t g = weight_traits(t).quantized ? spec.weights.dense_group : 0;
     const Shape fused{{"M", "N", "K", "G"}, {m, up.n, up.k, g}, "gate+up"};
     if (dense_frag() && spec.runtime.concatenate_gate_up && m <= kConcatenatedGateUpMaxRows &&
-        serves("gate_up_swiglu.frag", t)) {
+        storable({up.n, up.n}) && serves("gate_up_swiglu.frag", t)) {
       add("gate_up_swiglu.frag", t, fused, "gate|up + SwiGLU", layers);
     } else if (!dense_frag() && m <= kDecodeGemvRows && serves("gate_up_swiglu", t)) {
       add("gate_up_swiglu", t, fused, "gate+up + SwiGLU", layers);
@@ -195,6 +208,19 @@ std::vector<StepLaunch> step_launches(const StepSpec& spec) {
     }
   }
   return b.out;
+}
+
+StepWeights step_weights(const ModelWeights& mw) {
+  if (mw.layers.empty()) throw Error("step model: the model has no layers");
+  const LayerWeights& l = mw.layers.front();
+  StepWeights w;
+  w.dense = l.wq.type, w.dense_group = l.wq.group_size;
+  w.embedding = mw.embedding.type, w.embedding_group = mw.embedding.group_size;
+  const QTensor& head = mw.classifier.empty() ? mw.embedding : mw.classifier;
+  w.head = head.type, w.head_group = head.group_size;
+  if (!l.router.empty()) w.router = l.router.type, w.router_group = l.router.group_size;
+  if (!l.expert_w1.empty()) w.expert = l.expert_w1.base.type, w.expert_group = l.expert_w1.base.group_size;
+  return w;
 }
 
 StepBytes step_min_bytes(const StepSpec& spec) {

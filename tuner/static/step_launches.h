@@ -16,6 +16,7 @@
 
 #include "kernels_src/registry/family.h"
 #include "models/core/model_config.h"
+#include "models/core/weights.h"
 #include "models/core/weight_traits.h"
 
 namespace qt::tune {
@@ -33,6 +34,9 @@ struct StepWeights {
   WeightType expert = WeightType::AWQ_INT4;  // MoE only
   int64_t expert_group = 128;
 };
+
+// A model file's own types: its first layer's (every layer has the same), its embedding and lm_head.
+StepWeights step_weights(const ModelWeights& w);
 
 // The runtime's options that change the launch list (DeviceBackendOptions of the same names).
 struct StepRuntime {
