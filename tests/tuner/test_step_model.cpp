@@ -231,6 +231,12 @@ TEST_CASE("qtune static --step prints and writes the step prediction", "[tuner][
   // The store is read, never written: no -wal or -shm appears beside it.
   CHECK(!std::filesystem::exists(store + "-wal"));
   CHECK(!std::filesystem::exists(store + "-shm"));
+  // A model file's own shapes and types.
+  const test::QtuneRun file = test::run_qtune("static --gpu sm90 --step prefill --prompt 20 --model " + source_root() +
+                                              "/tests/golden/files/moe-norm.awq.moe3");
+  CHECK(file.rc == 0);
+  CHECK(file.out.find("experts gate|up") != std::string::npos);
+  CHECK(test::run_qtune("static --gpu sm90 --step decode --model x.bin --preset qwen3-8b").rc == 2);
   // Step flags need --step; the per-family table's flags do not go with it.
   CHECK(test::run_qtune("static --gpu sm90 --preset qwen3-8b").rc == 2);
   CHECK(test::run_qtune("static --gpu sm90 --step decode --kernel awq_frag_gemv").rc == 2);

@@ -31,6 +31,7 @@ int64_t context_bucket(int64_t tokens) {
   return b;
 }
 
+// Appends the launches of one chunk of tokens, op by op, as the runtime's methods of the same names issue them.
 struct Builder {
   const StepSpec& spec;
   const std::vector<LinearShape> shapes;
@@ -68,7 +69,8 @@ struct Builder {
         count);
   }
 
-  void attention(int64_t m, int64_t pos0, int64_t layers) {
+  // Qwen3Model::attention_block: q/k/v, q/k norm + RoPE + KV write, attention, o_proj.
+  void attention_block(int64_t m, int64_t pos0, int64_t layers) {
     const ModelConfig& c = spec.config;
     qkv(m, layers);
     // qk_norm_rope_kv writes the step's own rows of the cache: modelled on a cache of those rows, since its
@@ -180,7 +182,7 @@ struct Builder {
     out.push_back(embed);
     rmsnorm(m, false, "attn norm (layer 0)", 1);
     if (layers > 1) rmsnorm(m, true, "residual + attn norm", layers - 1);
-    attention(m, pos0, layers);
+    attention_block(m, pos0, layers);
     rmsnorm(m, true, "residual + ffn norm", layers);
     if (c.is_moe()) moe(m, layers);
     else dense_mlp(m, layers);
