@@ -18,47 +18,59 @@ namespace {
 
 int64_t launches(const rt::DeviceBackend& d) { return d.launch_stats().launches + d.launch_stats().replayed_launches; }
 
-int64_t predicted_launches(const ModelWeights& w, bool frag, bool decode, int64_t context) {
+struct Case {
+  const char* file;
+  bool frag;          // dense projections in the frag layout
+  int arch = 80;      // the emulated architecture
+  bool frag_experts = false;
+};
+
+int64_t predicted_launches(const ModelWeights& w, const Case& c, bool decode, int64_t context) {
   tune::StepSpec s;
   s.config = w.config;
   s.weights = tune::step_weights(w);
-  s.runtime.frag_layout = frag;
+  s.runtime.frag_layout = c.frag;
+  s.runtime.frag_experts = c.frag_experts;
   s.decode = decode;
   s.context = context;
-  return tune::predict_step(s, 80, tune::gpu_peaks(80)).default_launches;
+  return tune::predict_step(s, c.arch, tune::gpu_peaks(c.arch)).default_launches;
 }
 
 }  // namespace
 
 TEST_CASE("step model: launches match the device backend", "[tuner][step]") {
   constexpr int64_t kPrompt = 5;
-  for (const auto& [file, frag] : std::vector<std::pair<const char*, bool>>{
+  for (const Case& c : std::vector<Case>{
            {"dense-tied.ak48", true},  // q/k/v and gate/up concatenated in the frag layout
            {"dense.ak48", true},       // 160 + 80 + 80 columns: not whole tiles, so q, k and v apart
            {"dense.ak48", false},      // AWQ in its file layout (K-major): never concatenated
            {"dense-tied.ajc1", true},
            {"dense.ajc1", false},      // Q8_0 rows concatenated; the file layout's fused gate/up
            {"moe-norm.awq.moe3", true},
-           {"moe-norm.int8-sym.moe3", false}}) {
-    INFO(file << (frag ? ", frag layout" : ", file layout"));
-    const std::unique_ptr<ModelFile> model_file = ModelFile::open(source_root() + "/tests/golden/files/" + file);
+           {"moe-norm.int8-sym.moe3", false},
+           {"moe-norm.awq.moe3", true, 90, true}}) {  // experts on the wgmma grouped GEMMs
+    INFO(c.file << (c.frag ? ", frag layout" : ", file layout") << ", sm_" << c.arch
+                << (c.frag_experts ? ", frag experts" : ""));
+    const std::unique_ptr<ModelFile> model_file = ModelFile::open(source_root() + "/tests/golden/files/" + c.file);
     const ModelWeights& w = model_file->weights();
     emu::EmuOptions eo;
     eo.threads = 2;
+    eo.arch = c.arch;
     emu::EmuDevice device(eo);
     rt::DeviceBackendOptions o;
     o.store_prefix = "emu.";
     o.graphs = false;
-    o.frag_layout = frag;
+    o.frag_layout = c.frag;
+    o.frag_experts = c.frag_experts;
     rt::DeviceBackend backend(device, o);
     rt::Qwen3Model model(w, backend, 64);
     std::vector<int32_t> tokens;
     for (int64_t i = 0; i < kPrompt; ++i) tokens.push_back(int32_t((i * 37 + 11) % w.config.vocab_size));
     int64_t before = launches(backend);
     const int32_t next = model.forward_greedy(tokens.data(), kPrompt);
-    CHECK(launches(backend) - before == predicted_launches(w, frag, false, kPrompt));
+    CHECK(launches(backend) - before == predicted_launches(w, c, false, kPrompt));
     before = launches(backend);
     model.forward_greedy(&next, 1);
-    CHECK(launches(backend) - before == predicted_launches(w, frag, true, kPrompt));
+    CHECK(launches(backend) - before == predicted_launches(w, c, true, kPrompt));
   }
 }

@@ -71,7 +71,8 @@ dev::DeviceFingerprint store_device(const std::string& path) {
 
 // The flags declare_step_flags adds, and those of the per-family table, which a step prediction does not read.
 constexpr const char* kStepOnly[] = {"--context", "--prompt", "--preset", "--format", "--expert-type", "--group-size",
-                                     "--layers", "--weight-layout", "--predequantize", "--int8-layout", "--no-concat",
+                                     "--layers", "--weight-layout", "--predequantize", "--int8-layout", "--expert-layout",
+                                     "--no-concat",
                                      "--fingerprint-store"};
 constexpr const char* kTableOnly[] = {"--kernel", "--points", "--m", "--cache-dir", "--no-cache", "--threads"};
 
@@ -120,6 +121,11 @@ StepSpec spec_from_flags(const CliArgs& cli, std::string* description) {
   const std::string int8 = cli.get("--int8-layout");
   if (int8 != "plain" && int8 != "trtllm") throw Error("--int8-layout is plain or trtllm, got '" + int8 + "'");
   spec.runtime.trtllm_int8 = int8 == "trtllm";
+  const std::string experts = cli.get("--expert-layout");
+  if (experts != "frag" && experts != "file") throw Error("--expert-layout is frag or file, got '" + experts + "'");
+  if (experts == "frag" && spec.runtime.trtllm_int8)
+    throw Error("--expert-layout frag and --int8-layout trtllm each choose the experts' layout: give one");
+  spec.runtime.frag_experts = experts == "frag";
   spec.runtime.concatenate_qkv = spec.runtime.concatenate_gate_up = !cli.get_flag("--no-concat");
   return spec;
 }
@@ -152,6 +158,8 @@ void declare_step_flags(CliArgs& cli) {
       .flag("--predequantize", "--step: dense weights and the lm_head held as fp16 (qrun --predequantize)")
       .option("--int8-layout", "L", "--step: INT8 group-wise experts as stored (plain) or TensorRT-LLM's (trtllm)",
               "plain")
+      .option("--expert-layout", "L", "--step: MoE experts as stored (file) or in the frag layout on the wgmma "
+              "grouped GEMMs (frag, sm_90)", "file")
       .flag("--no-concat", "--step: q/k/v and gate/up as separate launches (the runtime before their "
             "concatenation, e.g. the H200 run of 2026-11-26)")
       .option("--fingerprint-store", "FILE", "--step: the GPU figures of the device a tuning store was measured on "

@@ -140,7 +140,8 @@ struct Builder {
         "gating (top-k)", layers);
     const WeightType et = spec.weights.expert;
     const bool trtllm = spec.runtime.trtllm_int8 && (et == WeightType::INT8_GW_SYM || et == WeightType::INT8_GW_ASYM);
-    const std::string suffix = trtllm ? ".trtllm" : "";
+    const bool frag = spec.runtime.frag_experts && kernels::frag::frag_layout_holds(et);
+    const std::string suffix = frag ? ".frag" : trtllm ? ".trtllm" : "";
     const std::vector<std::string> dims = {"T", "E", "TOPK", "N", "K", "G"};
     const LinearShape& w1 = linear_shape(shapes, "expert.w1");
     const LinearShape& w2 = linear_shape(shapes, "expert.w2");

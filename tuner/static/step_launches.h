@@ -45,6 +45,7 @@ struct StepRuntime {
   bool concatenate_qkv = true;  // q/k/v as one linear at one row
   bool concatenate_gate_up = true;  // gate/up as one fused frag GEMV at M <= 16
   bool trtllm_int8 = false;
+  bool frag_experts = false;  // MoE experts in the frag layout, on the wgmma grouped GEMMs (ops moe_*.frag)
 };
 
 struct StepSpec {
