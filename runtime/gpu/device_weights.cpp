@@ -27,6 +27,7 @@ namespace {
 // Whether every fp32 scale of a Q8_0 tensor survives the frag layout's rounding to fp16: from 65,520 up it
 // would become infinity (and NaN stays NaN, which the file layout's kernels would compute with too).
 bool q8_0_scales_fit_f16(const QTensor& t) {
+  if (!t.scales_f32) return true;  // a concatenation's dims own no scales: each part was checked on its own
   const int64_t n = t.rows * t.cols / t.group_size;
   float largest = 0.0f;
   for (int64_t i = 0; i < n; ++i) largest = std::max(largest, std::fabs(t.scales_f32[i]));
@@ -71,9 +72,12 @@ enum class ConcatLayout { kNone, kFrag, kF16, kRows };
 
 // The parts' dimensions as one tensor: the first part's view with every part's rows (its arrays are the
 // first part's: only its dimensions may be read).
+// The concatenation's type and dims, and no values: the first part's pointers would name only that part's rows
+// (a check reading rows x cols of them would run past it).
 QTensor concatenated_dims(std::span<const QTensor* const> parts) {
-  QTensor whole = *parts.front();
-  whole.rows = 0;
+  const QTensor& first = *parts.front();
+  QTensor whole;
+  whole.type = first.type, whole.cols = first.cols, whole.group_size = first.group_size;
   for (const QTensor* p : parts) whole.rows += p->rows;
   return whole;
 }

@@ -43,6 +43,15 @@ struct GpuPeaks {
   double dram_latency_ns = 600;  // loaded latency, for Little's law (an assumption, not a datasheet figure)
   double dram_efficiency = 0.81;  // the share of dram_gbps a streaming copy reaches (calibrated, see above)
   double launch_us = 7.7;        // per launch as the tuner times it with events (calibrated, see above)
+  // Per launch inside a whole step, back to back in one stream (a decode step replays a CUDA graph): what a
+  // launch adds beyond its memory or compute time. Calibrated on the same run's 12-layer AWQ decode (446 tok/s):
+  // the step's time less the other kernels' times as measured there (event times less launch_us each, the
+  // small kernels' by the model), over the step's 161 launches; tests/tuner/test_step_model.cpp re-derives it
+  // from the figures copied into tests/tuner/data/h200-2026-11-26-step.json. It came out close to launch_us:
+  // on that run a kernel in the graph cost nearly what it costs alone. One figure cannot say how much of it is
+  // the launch and how much the kernels' own ramp and drain (or GEMVs slower in the stream than alone): a run
+  // at two layer counts would separate them.
+  double stream_launch_us = 5.8;
 };
 const GpuPeaks& gpu_peaks(int sm);  // throws qt::Error naming an architecture without figures
 // The figures of the GPU a fingerprint describes: its architecture's, with its own SM count and, where the

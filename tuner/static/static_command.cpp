@@ -22,6 +22,7 @@
 #include "device/jit/compile_service.h"
 #include "models/formats/model_file.h"
 #include "tuner/static/roofline.h"
+#include "tuner/static/step_command.h"
 
 namespace qt::compile {
 namespace {
@@ -123,10 +124,13 @@ int run_static_command(const std::vector<std::string>& args) {
       .flag("--no-cache", "compile everything, do not read or write the cache")
       .option("--threads", "N", "parallel compiles; 0 = one per hardware thread", "0").range(flag_ranges::kCompileThreads)
       .option("--json", "FILE", "also write the results as JSON");
+  tune::declare_step_flags(cli);
   if (!cli.parse(args)) return kExitOk;
   if (!cli.positional().empty()) throw Error("qtune static takes no positional argument: " + cli.positional()[0]);
 
   const int sm = parse_arch(cli.get("--gpu"));
+  tune::check_step_flags(cli);
+  if (cli.given("--step")) return tune::run_step_prediction(cli, sm);
   const ArchLimits& arch = arch_limits(sm);
   std::vector<const KernelFamily*> families;
   if (auto k = cli.get_optional("--kernel")) {

@@ -1,0 +1,76 @@
+// The static model's launch list of a step (tuner/static/step_launches.h) is written from what the device
+// backend issues, since the tuner cannot link the runtime: this holds the two together. On the emulator (no
+// graphs, so every launch is counted as it runs), a prompt and one decode step of golden models launch exactly
+// as many kernels as the step model lists for them, at the families it picks. Predequantized weights are left
+// out: the step model assumes a GPU's cuBLASLt for fp16 GEMMs, which the emulator lacks.
+#include <catch2/catch.hpp>
+
+#include "common/paths.h"
+#include "device/emu/emu_device.h"
+#include "models/formats/model_file.h"
+#include "runtime/gpu/device_backend.h"
+#include "runtime/model/qwen3_model.h"
+#include "tuner/static/step_predict.h"
+
+using namespace qt;
+
+namespace {
+
+int64_t launches(const rt::DeviceBackend& d) { return d.launch_stats().launches + d.launch_stats().replayed_launches; }
+
+struct Case {
+  const char* file;
+  bool frag;          // dense projections in the frag layout
+  int arch = 80;      // the emulated architecture
+  bool frag_experts = false;
+};
+
+int64_t predicted_launches(const ModelWeights& w, const Case& c, bool decode, int64_t context) {
+  tune::StepSpec s;
+  s.config = w.config;
+  s.weights = tune::step_weights(w);
+  s.runtime.frag_layout = c.frag;
+  s.runtime.frag_experts = c.frag_experts;
+  s.decode = decode;
+  s.context = context;
+  return tune::predict_step(s, c.arch, tune::gpu_peaks(c.arch)).default_launches;
+}
+
+}  // namespace
+
+TEST_CASE("step model: launches match the device backend", "[tuner][step]") {
+  constexpr int64_t kPrompt = 5;
+  for (const Case& c : std::vector<Case>{
+           {"dense-tied.ak48", true},  // q/k/v and gate/up concatenated in the frag layout
+           {"dense.ak48", true},       // 160 + 80 + 80 columns: not whole tiles, so q, k and v apart
+           {"dense.ak48", false},      // AWQ in its file layout (K-major): never concatenated
+           {"dense-tied.ajc1", true},
+           {"dense.ajc1", false},      // Q8_0 rows concatenated; the file layout's fused gate/up
+           {"moe-norm.awq.moe3", true},
+           {"moe-norm.int8-sym.moe3", false},
+           {"moe-norm.awq.moe3", true, 90, true}}) {  // experts on the wgmma grouped GEMMs
+    INFO(c.file << (c.frag ? ", frag layout" : ", file layout") << ", sm_" << c.arch
+                << (c.frag_experts ? ", frag experts" : ""));
+    const std::unique_ptr<ModelFile> model_file = ModelFile::open(source_root() + "/tests/golden/files/" + c.file);
+    const ModelWeights& w = model_file->weights();
+    emu::EmuOptions eo;
+    eo.threads = 2;
+    eo.arch = c.arch;
+    emu::EmuDevice device(eo);
+    rt::DeviceBackendOptions o;
+    o.store_prefix = "emu.";
+    o.graphs = false;
+    o.frag_layout = c.frag;
+    o.frag_experts = c.frag_experts;
+    rt::DeviceBackend backend(device, o);
+    rt::Qwen3Model model(w, backend, 64);
+    std::vector<int32_t> tokens;
+    for (int64_t i = 0; i < kPrompt; ++i) tokens.push_back(int32_t((i * 37 + 11) % w.config.vocab_size));
+    int64_t before = launches(backend);
+    const int32_t next = model.forward_greedy(tokens.data(), kPrompt);
+    CHECK(launches(backend) - before == predicted_launches(w, c, false, kPrompt));
+    before = launches(backend);
+    model.forward_greedy(&next, 1);
+    CHECK(launches(backend) - before == predicted_launches(w, c, true, kPrompt));
+  }
+}

@@ -1,0 +1,244 @@
+// The static model's whole-step prediction (tuner/static/step_predict.h): the launch list the runtime issues,
+// the in-stream launch cost re-derived from the H200 run's figures, and the predicted decode and prefill
+// against what that run measured (tests/tuner/data/h200-2026-11-26-step.json, tests/tuner/data/README.md).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/paths.h"
+#include "models/synthetic/presets.h"
+#include "tests/tuner/run_qtune.h"
+#include "tests/tuner/scratch_path.h"
+#include "tuner/static/step_predict.h"
+
+using namespace qt;
+using namespace qt::tune;
+
+namespace {
+
+nlohmann::json fixture() {
+  std::ifstream in(source_root() + "/tests/tuner/data/h200-2026-11-26-step.json");
+  REQUIRE(in);
+  return nlohmann::json::parse(in);
+}
+
+GpuPeaks h200(const nlohmann::json& fx) {
+  const nlohmann::json& d = fx.at("device");
+  dev::DeviceFingerprint f;
+  f.name = d.at("name"), f.arch = d.at("arch"), f.sm_count = d.at("sm_count");
+  f.mem_clock_mhz = d.at("mem_clock_mhz"), f.bus_width_bits = d.at("bus_width_bits");
+  return gpu_peaks(f);
+}
+
+// The run's models: `qconvert synthetic --preset qwen3-8b --layers 12` as ak48 (AWQ) and ajc1 (Q8_0), and
+// qwen3-30b-a3b with 4 layers as moe3 with AWQ experts, on the runtime of commit b80cebf: q/k/v and gate/up
+// were separate launches, and Q8_0 was not yet held in the frag layout.
+StepSpec run_model(WeightType dense, bool decode, int64_t tokens) {
+  StepSpec s;
+  s.config = synthetic::preset_config("qwen3-8b");
+  s.config.n_layers = 12;
+  s.weights.dense = dense;
+  s.weights.dense_group = dense == WeightType::Q8_0 ? 64 : 128;
+  if (dense == WeightType::Q8_0) {
+    s.weights.embedding = s.weights.head = WeightType::Q8_0;
+    s.weights.embedding_group = s.weights.head_group = 64;
+  }
+  s.runtime.concatenate_qkv = s.runtime.concatenate_gate_up = false;
+  s.runtime.frag_layout = dense != WeightType::Q8_0;
+  s.decode = decode;
+  s.context = tokens;
+  return s;
+}
+
+// The run decoded 64 tokens at positions 128-191.
+constexpr int64_t kRunContext = 160;
+
+}  // namespace
+
+TEST_CASE("step launches: decode of the 8B shape as the runtime issues it", "[tuner][step]") {
+  StepSpec s;
+  s.config = synthetic::preset_config("qwen3-8b");
+  s.context = 4096;
+  const std::vector<StepLaunch> l = step_launches(s);
+  int64_t total = 0;
+  for (const StepLaunch& x : l) total += x.count;
+  // embedding, 2 norms + q|k|v + rope + attention + o + gate|up + down per layer, final norm, lm_head, argmax
+  CHECK(total == 1 + 36 * 8 + 3);
+  bool qkv = false, fused = false;
+  for (const StepLaunch& x : l) {
+    if (x.what == "q|k|v") qkv = x.op == "linear.frag" && x.shape["N"] == 4096 + 2 * 1024;
+    if (x.op == "gate_up_swiglu.frag") fused = x.shape["N"] == 12288;
+    if (x.op == "attention_decode") CHECK(x.shape["P"] == 4096);
+  }
+  CHECK(qkv);
+  CHECK(fused);
+  s.runtime.concatenate_qkv = s.runtime.concatenate_gate_up = false;
+  total = 0;
+  for (const StepLaunch& x : step_launches(s)) total += x.count;
+  CHECK(total == 1 + 36 * 12 + 3);  // q, k, v apart; gate, up and SwiGLU apart
+}
+
+TEST_CASE("step launches: prefill runs chunks of 256 and the lm_head once", "[tuner][step]") {
+  StepSpec s;
+  s.config = synthetic::preset_config("qwen3-8b");
+  s.runtime.predequantize = true;
+  s.decode = false;
+  s.context = 512;
+  int64_t heads = 0, blas = 0;
+  for (const StepLaunch& x : step_launches(s)) {
+    if (x.what == "lm_head") {
+      heads += x.count;
+      CHECK(x.op == "linear");  // one row: the fp16 GEMV
+    }
+    if (x.op == "cublaslt") {
+      blas += x.count;
+      CHECK(x.shape["M"] == 256);
+    }
+  }
+  CHECK(heads == 1);
+  CHECK(blas == 2 * 36 * 7);  // q, k, v, o, gate, up and down apart: no fused GEMV above 16 rows
+}
+
+TEST_CASE("stream launch cost re-derived from the H200 run", "[tuner][step]") {
+  // The 12-layer AWQ decode took 1/446 s a token. Its linears' times are measured (event times, less the
+  // launch cost events add: launch_us); the other kernels' are the model's. What is left, over the run's
+  // launches, is what a launch in the step's stream costs beyond its memory time.
+  const nlohmann::json fx = fixture();
+  const nlohmann::json& run = fx.at("dense_8b_12_layers");
+  GpuPeaks peak = h200(fx);
+  const StepPrediction p = predict_step(run_model(WeightType::AWQ_INT4, true, kRunContext), 90, peak);
+  double bodies = 0;
+  int64_t launches = 0;
+  for (const LaunchPrediction& l : p.launches) {
+    launches += l.launch.count * l.by_default.launches;
+    double body = l.by_default.e.seconds - l.by_default.e.launch_s;
+    if (l.launch.op.starts_with("linear")) {
+      bool found = false;
+      for (const nlohmann::json& k : run.at("kernels"))
+        if (k.at("M") == 1 && k.at("N") == l.launch.shape["N"] && k.at("K") == l.launch.shape["K"]) {
+          body = k.at("default_us").get<double>() * 1e-6 - peak.launch_us * 1e-6;
+          found = true;
+        }
+      REQUIRE(found);
+    }
+    bodies += double(l.launch.count) * body;
+  }
+  // b80cebf's flash-decoding combined its splits in a second launch per layer; today's does it in the same one.
+  launches += 12;
+  const double step = 1.0 / run.at("end_to_end").at("AWQ default").at("decode_tok_s").get<double>();
+  const double per_launch_us = (step - bodies) / double(launches) * 1e6;
+  INFO("derived " << per_launch_us << " us per launch");
+  CHECK(per_launch_us == Approx(peak.stream_launch_us).margin(0.05));
+}
+
+namespace {
+
+// The run's 4-layer 30B-A3B model (moe3): Q8_0 attention, router, embedding and lm_head (group 64), AWQ experts
+// in the file's group, on b80cebf's runtime (Q8_0 in the file layout, q/k/v apart).
+StepSpec run_moe(bool decode, int64_t tokens) {
+  StepSpec s;
+  s.config = synthetic::preset_config("qwen3-30b-a3b");
+  s.config.n_layers = 4;
+  StepWeights& w = s.weights;
+  w.dense = w.embedding = w.head = w.router = WeightType::Q8_0;
+  w.dense_group = w.embedding_group = w.head_group = w.router_group = 64;
+  w.expert = WeightType::AWQ_INT4, w.expert_group = 64;
+  s.runtime.concatenate_qkv = s.runtime.concatenate_gate_up = false;
+  s.runtime.frag_layout = false;
+  s.decode = decode;
+  s.context = tokens;
+  return s;
+}
+
+// A prediction is held to the run within [lo, hi] times its measured tok/s.
+struct Case {
+  const char* what;
+  StepSpec spec;
+  const char* group;    // the fixture's model
+  const char* model;    // its end-to-end entry
+  const char* prefill;  // the prefill's tokens, or null for decode
+  double lo, hi;
+};
+
+double measured(const nlohmann::json& fx, const Case& c) {
+  const nlohmann::json& e = fx.at(c.group).at("end_to_end").at(c.model);
+  return c.prefill ? e.at("prefill_tok_s").at(c.prefill).get<double>() : e.at("decode_tok_s").get<double>();
+}
+
+StepSpec predequantized(StepSpec s) {
+  s.runtime.predequantize = true;
+  return s;
+}
+
+void check_cases(const std::vector<Case>& cases) {
+  const nlohmann::json fx = fixture();
+  const GpuPeaks peak = h200(fx);
+  for (const Case& c : cases) {
+    const double predicted = predict_step(c.spec, 90, peak).default_tok_s(), m = measured(fx, c);
+    std::printf("%-16s predicted %10.1f tok/s, measured %10.1f: %.2fx\n", c.what, predicted, m, predicted / m);
+    INFO(c.what << ": predicted " << predicted << " tok/s, measured " << m);
+    CHECK(predicted >= c.lo * m);
+    CHECK(predicted <= c.hi * m);
+  }
+}
+
+constexpr const char* kDense = "dense_8b_12_layers";
+
+}  // namespace
+
+// Decode is mostly GEMVs at M = 1, where the model is pessimistic on the H200 (it predicts the frag GEMV's and
+// the fp16 GEMV's event times 10-60% slow): within 25%.
+TEST_CASE("predicted decode against the H200 run", "[tuner][step]") {
+  check_cases({
+      {"AWQ decode", run_model(WeightType::AWQ_INT4, true, kRunContext), kDense, "AWQ default", nullptr, 0.75, 1.25},
+      {"Q8_0 decode", run_model(WeightType::Q8_0, true, kRunContext), kDense, "Q8_0", nullptr, 0.75, 1.25},
+      {"FP16 decode", predequantized(run_model(WeightType::AWQ_INT4, true, kRunContext)), kDense, "FP16", nullptr, 0.75,
+       1.25},
+  });
+}
+
+// Prefill on cuBLASLt is modelled as a roofline at kCublasLtEfficiency: within 15%. On our mma.sync GEMM the model is optimistic
+// (results/wgmma-gemm-predicted.md: 2.56x per GEMM), so the AWQ prefill is held to that known bias: faster than
+// measured, by at most 3x. The MoE decode is predicted too fast too, for reasons not yet known (below 2x).
+TEST_CASE("predicted prefill and MoE decode against the H200 run", "[tuner][step]") {
+  check_cases({
+      {"FP16 pp512", predequantized(run_model(WeightType::AWQ_INT4, false, 512)), kDense, "FP16", "512", 0.85, 1.15},
+      {"FP16 pp128", predequantized(run_model(WeightType::AWQ_INT4, false, 128)), kDense, "FP16", "128", 0.85, 1.15},
+      {"AWQ pp512", run_model(WeightType::AWQ_INT4, false, 512), kDense, "AWQ default", "512", 1.0, 3.0},
+      {"AWQ pp128", run_model(WeightType::AWQ_INT4, false, 128), kDense, "AWQ default", "128", 1.0, 3.0},
+      {"MoE AWQ decode", run_moe(true, kRunContext), "moe_30b_a3b_4_layers", "AWQ default", nullptr, 1.0, 2.0},
+  });
+}
+
+TEST_CASE("qtune static --step prints and writes the step prediction", "[tuner][step][cli]") {
+  const std::string json = test::tuner_scratch("step-static", ".json");
+  const std::string store = source_root() + "/tests/tuner/data/h200-2026-11-26-8b-frag.sqlite";
+  const test::QtuneRun r = test::run_qtune("static --gpu sm90 --step decode --preset qwen3-8b --layers 2 "
+                                           "--fingerprint-store " + store + " --json " + json);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("PREDICTION") != std::string::npos);
+  CHECK(r.out.find("NVIDIA H200") != std::string::npos);
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  CHECK(j["prediction"] == true);
+  CHECK(j["best_tok_s"].get<double>() >= j["default_tok_s"].get<double>());
+  CHECK(j["default_roofline_share"].get<double>() > 0);
+  CHECK(j["default_roofline_share"].get<double>() < 1);
+  // The store is read, never written: no -wal or -shm appears beside it.
+  CHECK(!std::filesystem::exists(store + "-wal"));
+  CHECK(!std::filesystem::exists(store + "-shm"));
+  // A model file's own shapes and types.
+  const test::QtuneRun file = test::run_qtune("static --gpu sm90 --step prefill --prompt 20 --model " + source_root() +
+                                              "/tests/golden/files/moe-norm.awq.moe3");
+  CHECK(file.rc == 0);
+  CHECK(file.out.find("experts gate|up") != std::string::npos);
+  CHECK(test::run_qtune("static --gpu sm90 --step decode --model x.bin --preset qwen3-8b").rc == 2);
+  // Step flags need --step; the per-family table's flags do not go with it.
+  CHECK(test::run_qtune("static --gpu sm90 --preset qwen3-8b").rc == 2);
+  CHECK(test::run_qtune("static --gpu sm90 --step decode --kernel awq_frag_gemv").rc == 2);
+  CHECK(test::run_qtune("static --gpu sm90 --step sideways").rc == 2);
+}

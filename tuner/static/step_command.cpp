@@ -1,0 +1,226 @@
+#include "tuner/static/step_command.h"
+
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/flag_ranges.h"
+#include "device/winners/store_schema.h"
+#include "models/core/config_limits.h"
+#include "models/formats/model_file.h"
+#include "models/synthetic/presets.h"
+#include "tuner/static/step_predict.h"
+
+namespace qt::tune {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// The types a preset's weights take in a model file of `format`, as qconvert writes it (WriterOptions): ak48
+// holds AWQ projections (group 128) beside fp16 embedding and lm_head; ajc1 holds everything in Q8_0; moe3
+// holds Q8_0 beside experts of --expert-type. Q8_0's group is qwen3.c's rule, 64 halved until it divides dim.
+StepWeights preset_weights(const ModelConfig& c, FileFormat format, WeightType expert, int64_t group) {
+  StepWeights w;
+  const int64_t q8_group = group ? group : default_group_dividing(WeightType::Q8_0, {c.dim});
+  auto all = [&](WeightType t, int64_t g) {
+    w.dense = w.embedding = w.head = w.router = t;
+    w.dense_group = w.embedding_group = w.head_group = w.router_group = g;
+  };
+  if (format == FileFormat::AK48) {
+    all(WeightType::F16, 0);
+    w.dense = WeightType::AWQ_INT4;
+    w.dense_group = group ? group : 128;
+  } else {
+    all(WeightType::Q8_0, q8_group);
+  }
+  w.expert = expert;
+  w.expert_group = q8_group;  // moe3: the experts' group is the file's unless given
+  return w;
+}
+
+// The GPU figures of the first device a tuning store names (its fingerprint), read without changing the file.
+dev::DeviceFingerprint store_device(const std::string& path) {
+  sqlite3* db = nullptr;
+  // immutable: a read-only open of a WAL store would still leave -shm and -wal files beside it.
+  const std::string uri = "file:" + path + "?immutable=1";
+  if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    throw Error(path + ": cannot open as a tuning store", kExitBadInput);
+  }
+  std::vector<winners::StoredDevice> devices;
+  try {
+    devices = winners::read_devices(db);
+  } catch (...) {
+    sqlite3_close(db);
+    throw;
+  }
+  sqlite3_close(db);
+  if (devices.empty()) throw Error(path + ": the store names no device", kExitBadInput);
+  return devices.front().fingerprint;
+}
+
+// The flags declare_step_flags adds, and those of the per-family table, which a step prediction does not read.
+constexpr const char* kStepOnly[] = {"--context", "--prompt", "--preset", "--format", "--expert-type", "--group-size",
+                                     "--layers", "--weight-layout", "--predequantize", "--int8-layout", "--expert-layout",
+                                     "--no-concat",
+                                     "--fingerprint-store"};
+constexpr const char* kTableOnly[] = {"--kernel", "--points", "--m", "--cache-dir", "--no-cache", "--threads"};
+
+StepSpec spec_from_flags(const CliArgs& cli, std::string* description) {
+  for (const char* flag : kTableOnly)
+    if (cli.given(flag)) throw Error(std::string(flag) + " applies to the per-family table, not to --step");
+  StepSpec spec;
+  const std::string step = cli.get("--step");
+  if (step != "decode" && step != "prefill") throw Error("--step is decode or prefill, got '" + step + "'");
+  spec.decode = step == "decode";
+  if (spec.decode && cli.given("--prompt")) throw Error("--prompt sets a prefill's tokens; a decode step takes --context");
+  if (!spec.decode && cli.given("--context")) throw Error("--context sets a decode step's cache; a prefill takes --prompt");
+  spec.context = spec.decode ? cli.get_int("--context") : cli.get_int("--prompt");
+  if (auto model = cli.get_optional("--model")) {
+    for (const char* preset_only : {"--preset", "--format", "--expert-type", "--group-size"})
+      if (cli.given(preset_only)) throw Error(std::string(preset_only) + " describes a preset; --model gives its own");
+    std::shared_ptr<ModelFile> file = ModelFile::open(*model);
+    if (file->weights().layers.empty()) throw Error(*model + ": model has no layers");
+    spec.config = file->config();
+    spec.weights = step_weights(file->weights());
+    *description = *model + " (" + file_format_name(file->format()) + ")";
+  } else {
+    const std::string preset = cli.get("--preset");
+    spec.config = synthetic::preset_config(preset);
+    const FileFormat format =
+        parse_file_format(cli.get_optional("--format").value_or(spec.config.is_moe() ? "moe3" : "ak48"));
+    if ((format == FileFormat::MOE3) != spec.config.is_moe())
+      throw Error("--format moe3 describes a MoE preset, ak48 and ajc1 a dense one");
+    WeightType expert = WeightType::Q8_0;
+    if (auto e = cli.get_optional("--expert-type")) {
+      if (format != FileFormat::MOE3) throw Error("--expert-type only applies to --format moe3");
+      const auto t = quantized_type_by_option_name(*e);
+      if (!t) throw Error("--expert-type: unknown type '" + *e + "' (q8_0, int8-sym, int8-asym, awq)");
+      expert = *t;
+    }
+    const int64_t group = cli.given("--group-size") ? cli.get_int("--group-size") : 0;
+    spec.weights = preset_weights(spec.config, format, expert, group);
+    *description = "preset " + preset + " as " + file_format_name(format);
+  }
+  if (cli.given("--layers")) spec.config.n_layers = int32_t(cli.get_int("--layers"));
+  *description += ", " + std::to_string(spec.config.n_layers) + " layers";
+  const std::string layout = cli.get("--weight-layout");
+  if (layout != "frag" && layout != "file") throw Error("--weight-layout is frag or file, got '" + layout + "'");
+  spec.runtime.frag_layout = layout == "frag";
+  spec.runtime.predequantize = cli.get_flag("--predequantize");
+  const std::string int8 = cli.get("--int8-layout");
+  if (int8 != "plain" && int8 != "trtllm") throw Error("--int8-layout is plain or trtllm, got '" + int8 + "'");
+  spec.runtime.trtllm_int8 = int8 == "trtllm";
+  const std::string experts = cli.get("--expert-layout");
+  if (experts != "frag" && experts != "file") throw Error("--expert-layout is frag or file, got '" + experts + "'");
+  if (experts == "frag" && spec.runtime.trtllm_int8)
+    throw Error("--expert-layout frag and --int8-layout trtllm each choose the experts' layout: give one");
+  spec.runtime.frag_experts = experts == "frag";
+  spec.runtime.concatenate_qkv = spec.runtime.concatenate_gate_up = !cli.get_flag("--no-concat");
+  return spec;
+}
+
+std::string launch_cell(const LaunchEstimate& e) { return e.family + (e.point.empty() ? "" : " " + e.point); }
+
+nlohmann::json estimate_json(const LaunchEstimate& e) {
+  return {{"family", e.family}, {"point", e.point}, {"us", e.e.seconds * 1e6}, {"bytes", e.e.bytes},
+          {"flops", e.e.flops}, {"bound", e.e.bound}, {"launches", e.launches}};
+}
+
+}  // namespace
+
+void declare_step_flags(CliArgs& cli) {
+  cli.option("--step", "KIND", "predict one whole step instead: decode (one token) or prefill (--prompt tokens)")
+      .option("--context", "N", "--step decode: tokens already in the KV cache", "128")
+      .range(limits::kTokenCountRange)
+      .option("--prompt", "N", "--step prefill: tokens of the prompt", "512")
+      .range(limits::kTokenCountRange)
+      .option("--preset", "NAME", "--step: the shapes of a qconvert synthetic preset (without --model)", "qwen3-8b")
+      .option("--format", "FMT", "--step with --preset: the file format whose weight types to assume: ak48 (AWQ), "
+              "ajc1 (Q8_0), moe3 (default: ak48, moe3 for a MoE preset)")
+      .option("--expert-type", "TYPE", "--step with a moe3 preset: q8_0, int8-sym, int8-asym or awq (default q8_0)")
+      .option("--group-size", "N", "--step with --preset: the quantization group (default: the format's)")
+      .range(limits::kGroupSizeRange)
+      .option("--layers", "N", "--step: override the model's layer count")
+      .range(limits::kLayersRange)
+      .option("--weight-layout", "L", "--step: dense quantized weights in the frag layout (frag) or as stored (file)",
+              "frag")
+      .flag("--predequantize", "--step: dense weights and the lm_head held as fp16 (qrun --predequantize)")
+      .option("--int8-layout", "L", "--step: INT8 group-wise experts as stored (plain) or TensorRT-LLM's (trtllm)",
+              "plain")
+      .option("--expert-layout", "L", "--step: MoE experts as stored (file) or in the frag layout on the wgmma "
+              "grouped GEMMs (frag, sm_90)", "file")
+      .flag("--no-concat", "--step: q/k/v and gate/up as separate launches (the runtime before their "
+            "concatenation, e.g. the H200 run of 2026-11-26)")
+      .option("--fingerprint-store", "FILE", "--step: the GPU figures of the device a tuning store was measured on "
+              "(its SM count and DRAM bandwidth) instead of the architecture's datasheet");
+}
+
+void check_step_flags(const CliArgs& cli) {
+  if (cli.given("--step")) return;
+  for (const char* flag : kStepOnly)
+    if (cli.given(flag)) throw Error(std::string(flag) + " applies only with --step");
+}
+
+int run_step_prediction(const CliArgs& cli, int sm) {
+  std::string description;
+  const StepSpec spec = spec_from_flags(cli, &description);
+  GpuPeaks peak = gpu_peaks(sm);
+  if (auto store = cli.get_optional("--fingerprint-store")) peak = gpu_peaks(store_device(*store));
+  const StepPrediction p = predict_step(spec, sm, peak);
+
+  std::cout << "PREDICTION by the static roofline model (no GPU run): one " << (spec.decode ? "decode step" : "prefill")
+            << " of " << description << ", "
+            << (spec.decode ? "context " + std::to_string(spec.context) : std::to_string(spec.context) + " tokens")
+            << ", on " << peak.name << " (" << peak.sms << " SMs, " << fmt("%.0f", peak.dram_gbps) << " GB/s, "
+            << fmt("%.0f%%", 100 * peak.dram_efficiency) << " achievable; " << fmt("%.1f", peak.stream_launch_us)
+            << " us per launch in a stream)\n"
+            << "default: the family the runtime picks without a tuned store; model-best: the model's fastest point "
+               "over every family serving the op (a tuned run's prediction)\n"
+            << "registers are not compiled in: occupancy from threads and shared memory alone\n\n";
+  std::printf("%-28s %5s  %-34s  %-58s %9s %9s %-8s  %-58s %9s\n", "launch", "count", "shape", "default", "us", "MB",
+              "bound", "model-best", "us");
+  nlohmann::json launches = nlohmann::json::array();
+  for (const LaunchPrediction& l : p.launches) {
+    std::printf("%-28s %5lld  %-34s  %-58s %9.2f %9.3f %-8s  %-58s %9.2f\n", l.launch.what.c_str(),
+                static_cast<long long>(l.launch.count), kernels::shape_key(l.launch.shape).c_str(),
+                launch_cell(l.by_default).c_str(), l.by_default.e.seconds * 1e6, l.by_default.e.bytes / 1e6,
+                l.by_default.e.bound.c_str(), launch_cell(l.best).c_str(), l.best.e.seconds * 1e6);
+    launches.push_back({{"what", l.launch.what}, {"op", l.launch.op}, {"count", l.launch.count},
+                        {"shape", kernels::shape_key(l.launch.shape)}, {"default", estimate_json(l.by_default)},
+                        {"best", estimate_json(l.best)}});
+  }
+  const double share_default = p.roofline_s / p.default_s, share_best = p.roofline_s / p.best_s;
+  std::printf("\nstep: default %.1f us in %lld launches -> %.1f tok/s; model-best %.1f us in %lld launches -> %.1f tok/s\n",
+              p.default_s * 1e6, static_cast<long long>(p.default_launches), p.default_tok_s(), p.best_s * 1e6,
+              static_cast<long long>(p.best_launches), p.best_tok_s());
+  std::printf("roofline: %.1f MB of weights + %.1f MB of KV cache at %.0f GB/s achievable -> %.1f tok/s; "
+              "default %.1f%%, model-best %.1f%% of it\n",
+              p.min_bytes.weights / 1e6, p.min_bytes.kv / 1e6, peak.dram_gbps * peak.dram_efficiency,
+              p.roofline_tok_s(), 100 * share_default, 100 * share_best);
+  if (auto path = cli.get_optional("--json")) {
+    const nlohmann::json j = {{"prediction", true}, {"step", spec.decode ? "decode" : "prefill"},
+                              {"model", description}, {"context", spec.context}, {"gpu", peak.name},
+                              {"launches", launches}, {"default_us", p.default_s * 1e6}, {"best_us", p.best_s * 1e6},
+                              {"default_tok_s", p.default_tok_s()}, {"best_tok_s", p.best_tok_s()},
+                              {"weight_bytes", p.min_bytes.weights}, {"kv_bytes", p.min_bytes.kv},
+                              {"roofline_tok_s", p.roofline_tok_s()}, {"default_roofline_share", share_default},
+                              {"best_roofline_share", share_best}};
+    std::ofstream f(*path);
+    f << j.dump(1) << "\n";
+    if (!f) throw Error("cannot write " + *path, kExitFailure);
+  }
+  return kExitOk;
+}
+
+}  // namespace qt::tune

@@ -1,0 +1,268 @@
+#include "tuner/static/step_launches.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/error.h"
+#include "kernels_src/fraglinear/frag_layout.h"
+#include "kernels_src/registry/registry.h"
+#include "models/core/linear_shapes.h"
+#include "models/core/weights.h"
+
+namespace qt::tune {
+namespace {
+
+using kernels::Shape;
+
+// The model's linear shape whose label names `part` ("wq" in "wq+wo"): the one list of shapes, not a copy.
+const LinearShape& linear_shape(const std::vector<LinearShape>& shapes, const std::string& part) {
+  for (const LinearShape& s : shapes) {
+    std::stringstream parts(s.label);
+    for (std::string p; std::getline(parts, p, '+');)
+      if (p == part) return s;
+  }
+  throw Error("step model: the model's linear shapes have no '" + part + "'");
+}
+
+// Attention is chosen per power-of-two context bucket (device_backend.cpp's context_bucket).
+int64_t context_bucket(int64_t tokens) {
+  int64_t b = 1;
+  while (b < tokens) b *= 2;
+  return b;
+}
+
+// Appends the launches of one chunk of tokens, op by op, as the runtime's methods of the same names issue them.
+struct Builder {
+  const StepSpec& spec;
+  const std::vector<LinearShape> shapes;
+  std::vector<StepLaunch> out;
+
+  void add(std::string op, std::optional<WeightType> type, Shape shape, std::string what, int64_t count) {
+    StepLaunch l{std::move(op), type, shape, shape, std::move(what), count};
+    out.push_back(std::move(l));
+  }
+
+  // What the runtime holds a dense projection as: fp16 when predequantized, else its type, in the frag layout
+  // where that holds the type (device_backend.cpp's visit_weights).
+  WeightType dense_type() const { return spec.runtime.predequantize ? WeightType::F16 : spec.weights.dense; }
+  bool dense_frag() const {
+    return !spec.runtime.predequantize && spec.runtime.frag_layout && kernels::frag::frag_layout_holds(spec.weights.dense);
+  }
+
+  // DeviceBackend::linear: fp16 weights above the GEMV rows go to cuBLASLt; the rest to the families of
+  // "linear" or "linear.frag" by the layout the weight is held in.
+  void linear(WeightType type, int64_t group, bool frag, int64_t n, int64_t k, int64_t m, const std::string& what,
+              int64_t count) {
+    // Unquantized weights are one group per row (the runtime's fp16 tensors carry G = K).
+    const int64_t g = weight_traits(type).quantized ? group : k;
+    const Shape shape{{"M", "N", "K", "G"}, {m, n, k, g}, what};
+    if (type == WeightType::F16 && m > kDecodeGemvRows) return add("cublaslt", type, shape, what, count);
+    add(frag ? "linear.frag" : "linear", type, shape, what, count);
+  }
+  void dense(const std::string& part, int64_t m, const std::string& what, int64_t count) {
+    const LinearShape& s = linear_shape(shapes, part);
+    linear(dense_type(), spec.weights.dense_group, dense_frag(), s.n, s.k, m, what, count);
+  }
+
+  void rmsnorm(int64_t m, bool residual, const std::string& what, int64_t count) {
+    add("rmsnorm", std::nullopt, Shape{{"M", "N", "R"}, {m, spec.config.dim, residual ? 1 : 0}, "rmsnorm"}, what,
+        count);
+  }
+
+  // Qwen3Model::attention_block: q/k/v, q/k norm + RoPE + KV write, attention, o_proj.
+  void attention_block(int64_t m, int64_t pos0, int64_t layers) {
+    const ModelConfig& c = spec.config;
+    qkv(m, layers);
+    // qk_norm_rope_kv writes the step's own rows of the cache: modelled on a cache of those rows, since its
+    // buffers would count the whole cache it is bound to.
+    add("qk_norm_rope_kv", std::nullopt,
+        Shape{{"M", "H", "KVH", "D", "C", "P"}, {m, c.n_heads, c.n_kv_heads, c.head_dim, m, 0}, "qk_norm_rope_kv"},
+        "q/k norm + rope + kv write", layers);
+    // The kernel reads the true position from device memory; the runtime chooses its point by the bucket.
+    const int64_t bucket = context_bucket(pos0 + m);
+    const std::string op = m == 1 ? "attention_decode" : "attention_prefill";
+    const Shape run{{"M", "H", "KVH", "D", "C", "P"}, {m, c.n_heads, c.n_kv_heads, c.head_dim, pos0 + m, pos0},
+                    "attention"};
+    StepLaunch l{op, std::nullopt, run, run, "attention at context " + std::to_string(pos0 + m), layers};
+    l.choice_shape.values = {m, c.n_heads, c.n_kv_heads, c.head_dim, bucket, bucket - m};
+    out.push_back(l);
+    dense("wo", m, "o_proj", layers);
+  }
+
+  // Whether the device can store these dense parts as one matrix (device_weights.cpp's concatenation_kind):
+  // in the frag layout each part whole 64-column tiles; fp16 always; the file layout where rows are outputs.
+  bool storable(std::initializer_list<int64_t> part_rows) const {
+    if (dense_frag()) {
+      for (int64_t n : part_rows)
+        if (n % kernels::frag::kTileN) return false;
+      return true;
+    }
+    return dense_type() == WeightType::F16 || !weight_traits(dense_type()).in_major;
+  }
+
+  // matmul_group: one linear over [wq; wk; wv] at one row where the runtime concatenates them.
+  void qkv(int64_t m, int64_t layers) {
+    const ModelConfig& c = spec.config;
+    if (spec.runtime.concatenate_qkv && m <= kConcatenatedQkvMaxRows && storable({c.q_dim(), c.kv_dim(), c.kv_dim()}))
+      return dense("wq|wk|wv", m, "q|k|v", layers);
+    dense("wq", m, "q_proj", layers);
+    dense("wk", m, "k_proj", layers);
+    dense("wv", m, "v_proj", layers);
+  }
+
+  // DeviceBackend::gate_up_swiglu, then the down projection.
+  void dense_mlp(int64_t m, int64_t layers) {
+    const LinearShape& up = linear_shape(shapes, "w1");
+    const WeightType t = dense_type();
+    const int64_t g = weight_traits(t).quantized ? spec.weights.dense_group : 0;
+    const Shape fused{{"M", "N", "K", "G"}, {m, up.n, up.k, g}, "gate+up"};
+    if (dense_frag() && spec.runtime.concatenate_gate_up && m <= kConcatenatedGateUpMaxRows &&
+        storable({up.n, up.n}) && serves("gate_up_swiglu.frag", t)) {
+      add("gate_up_swiglu.frag", t, fused, "gate|up + SwiGLU", layers);
+    } else if (!dense_frag() && m <= kDecodeGemvRows && serves("gate_up_swiglu", t)) {
+      add("gate_up_swiglu", t, fused, "gate+up + SwiGLU", layers);
+    } else {
+      dense("w1", m, "gate_proj", layers);
+      dense("w3", m, "up_proj", layers);
+      add("swiglu", std::nullopt, Shape{{"M", "N"}, {m, up.n}, "swiglu"}, "SwiGLU", layers);
+    }
+    dense("w2", m, "down_proj", layers);
+  }
+
+  // DeviceBackend::moe: router, gating, grouped gate/up and down (each plan aligns its own blocks), finalize.
+  void moe(int64_t m, int64_t layers) {
+    const ModelConfig& c = spec.config;
+    const LinearShape& router = linear_shape(shapes, "router");
+    const WeightType rt = spec.runtime.predequantize ? WeightType::F16 : spec.weights.router;
+    linear(rt, spec.weights.router_group, false, router.n, router.k, m, "router", layers);
+    add("moe_gating", std::nullopt,
+        Shape{{"M", "E", "K", "R"}, {m, c.num_experts, c.num_experts_per_tok, c.norm_topk_prob ? 1 : 0}, "router"},
+        "gating (top-k)", layers);
+    const WeightType et = spec.weights.expert;
+    const bool trtllm = spec.runtime.trtllm_int8 && (et == WeightType::INT8_GW_SYM || et == WeightType::INT8_GW_ASYM);
+    const bool frag = spec.runtime.frag_experts && kernels::frag::frag_layout_holds(et);
+    const std::string suffix = frag ? ".frag" : trtllm ? ".trtllm" : "";
+    const std::vector<std::string> dims = {"T", "E", "TOPK", "N", "K", "G"};
+    const LinearShape& w1 = linear_shape(shapes, "expert.w1");
+    const LinearShape& w2 = linear_shape(shapes, "expert.w2");
+    const int64_t g = spec.weights.expert_group;
+    // The grouped GEMMs read the experts the step's rows are routed to, at most m x top-k of them: modelled on
+    // that many experts, since their buffers count every expert of the stack.
+    const int64_t touched = std::min<int64_t>(c.num_experts, m * c.num_experts_per_tok);
+    auto grouped = [&](const std::string& op, const LinearShape& s, const char* label, const char* what) {
+      const Shape all{dims, {m, c.num_experts, c.num_experts_per_tok, s.n, s.k, g}, label};
+      StepLaunch l{op, et, all, all, what, layers};
+      l.shape.values[1] = touched;
+      out.push_back(l);
+    };
+    grouped("moe_gate_up" + suffix, w1, "expert.w1+w3", "experts gate|up");
+    grouped("moe_down" + suffix, w2, "expert.w2", "experts down");
+    add("moe_finalize", std::nullopt, Shape{{"M", "K", "H"}, {m, c.num_experts_per_tok, c.dim}, "finalize"},
+        "finalize", layers);
+  }
+
+  bool serves(const std::string& op, WeightType t) const {
+    for (const kernels::KernelFamily* f : kernels::all_families())
+      if (!f->on_host() && f->op == op && f->serves(t)) return true;
+    return false;
+  }
+
+  // Qwen3Model::run_chunk for `m` tokens at `pos0`; the last chunk of a forward ends with the lm_head on its
+  // last row and the argmax (forward_greedy).
+  void chunk(int64_t m, int64_t pos0, bool last) {
+    const ModelConfig& c = spec.config;
+    const int64_t layers = c.n_layers;
+    const WeightType et = spec.weights.embedding;
+    const bool q = weight_traits(et).quantized;
+    // The embedding gathers m rows of the table: modelled on a table of m rows, since its buffers would count
+    // the whole table; the runtime chooses by the whole one.
+    const Shape table = q ? Shape{{"M", "N", "V", "G"}, {m, c.dim, c.vocab_size, spec.weights.embedding_group}, "embedding"}
+                          : Shape{{"M", "N", "V"}, {m, c.dim, c.vocab_size}, "embedding"};
+    StepLaunch embed{"embedding", et, table, table, "embedding", 1};
+    embed.shape.values[2] = m;
+    out.push_back(embed);
+    rmsnorm(m, false, "attn norm (layer 0)", 1);
+    if (layers > 1) rmsnorm(m, true, "residual + attn norm", layers - 1);
+    attention_block(m, pos0, layers);
+    rmsnorm(m, true, "residual + ffn norm", layers);
+    if (c.is_moe()) moe(m, layers);
+    else dense_mlp(m, layers);
+    if (!last) return;
+    rmsnorm(1, true, "residual + final norm", 1);
+    const LinearShape& head = linear_shape(shapes, "lm_head");
+    const WeightType ht = spec.runtime.predequantize ? WeightType::F16 : spec.weights.head;
+    linear(ht, spec.weights.head_group, false, head.n, head.k, 1, "lm_head", 1);
+    add("argmax", std::nullopt, Shape{{"M", "V"}, {1, c.vocab_size}, "argmax"}, "argmax", 1);
+  }
+};
+
+}  // namespace
+
+std::vector<StepLaunch> step_launches(const StepSpec& spec) {
+  if (spec.context < (spec.decode ? 0 : 1))
+    throw Error(spec.decode ? "step model: a decode context is at least 0 tokens" : "step model: a prefill has at least 1 token");
+  Builder b{spec, model_linear_shapes(spec.config, nullptr), {}};
+  if (spec.decode) {
+    b.chunk(1, spec.context, true);
+  } else {
+    for (int64_t start = 0; start < spec.context; start += kPrefillChunk) {
+      const int64_t m = std::min(kPrefillChunk, spec.context - start);
+      b.chunk(m, start, start + m == spec.context);
+    }
+  }
+  return b.out;
+}
+
+StepWeights step_weights(const ModelWeights& mw) {
+  if (mw.layers.empty()) throw Error("step model: the model has no layers");
+  const LayerWeights& l = mw.layers.front();
+  StepWeights w;
+  w.dense = l.wq.type, w.dense_group = l.wq.group_size;
+  w.embedding = mw.embedding.type, w.embedding_group = mw.embedding.group_size;
+  const QTensor& head = mw.classifier.empty() ? mw.embedding : mw.classifier;
+  w.head = head.type, w.head_group = head.group_size;
+  if (!l.router.empty()) w.router = l.router.type, w.router_group = l.router.group_size;
+  if (!l.expert_w1.empty()) w.expert = l.expert_w1.base.type, w.expert_group = l.expert_w1.base.group_size;
+  return w;
+}
+
+StepBytes step_min_bytes(const StepSpec& spec) {
+  const ModelConfig& c = spec.config;
+  const std::vector<LinearShape> shapes = model_linear_shapes(c, nullptr);
+  auto bytes = [](WeightType t, int64_t n, int64_t k, int64_t g) {
+    QTensor q;
+    q.type = t, q.rows = n, q.cols = k, q.group_size = int32_t(weight_traits(t).quantized ? g : 0);
+    return double(q.storage_bytes());
+  };
+  const StepWeights& w = spec.weights;
+  const WeightType dense = spec.runtime.predequantize ? WeightType::F16 : w.dense;
+  StepBytes b;
+  double layer = 0;
+  for (const char* part : {"wq", "wk", "wv", "wo"}) {
+    const LinearShape& s = linear_shape(shapes, part);
+    layer += bytes(dense, s.n, s.k, w.dense_group);
+  }
+  if (c.is_moe()) {
+    const LinearShape& r = linear_shape(shapes, "router");
+    layer += bytes(spec.runtime.predequantize ? WeightType::F16 : w.router, r.n, r.k, w.router_group);
+    for (const char* part : {"expert.w1", "expert.w3", "expert.w2"}) {
+      const LinearShape& s = linear_shape(shapes, part);
+      layer += double(c.num_experts_per_tok) * bytes(w.expert, s.n, s.k, w.expert_group);
+    }
+  } else {
+    for (const char* part : {"w1", "w3", "w2"}) {
+      const LinearShape& s = linear_shape(shapes, part);
+      layer += bytes(dense, s.n, s.k, w.dense_group);
+    }
+  }
+  const LinearShape& head = linear_shape(shapes, "lm_head");
+  const WeightType ht = spec.runtime.predequantize ? WeightType::F16 : w.head;
+  b.weights = layer * double(c.n_layers) + bytes(ht, head.n, head.k, w.head_group) +
+              bytes(w.embedding, 1, c.dim, w.embedding_group);  // one embedding row per token
+  // K and V rows of every position the step attends to, fp16.
+  const double positions = spec.decode ? double(spec.context + 1) : double(spec.context);
+  b.kv = 2.0 * double(c.kv_dim()) * 2.0 * positions * double(c.n_layers);
+  return b;
+}
+
+}  // namespace qt::tune

@@ -1,0 +1,116 @@
+#include "tuner/static/step_predict.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "common/error.h"
+#include "kernels_src/registry/registry.h"
+
+namespace qt::tune {
+namespace {
+
+using kernels::KernelFamily;
+using kernels::Point;
+using kernels::Shape;
+
+// The families the runtime considers for an op (KernelChooser::candidates), in registry order.
+std::vector<const KernelFamily*> candidates(const StepLaunch& l, int sm) {
+  std::vector<const KernelFamily*> out;
+  for (const KernelFamily* f : kernels::all_families()) {
+    if (f->on_host() || f->op != l.op || f->min_sm > sm) continue;
+    if (l.type ? !f->serves(*l.type) : !f->weight_types.empty()) continue;
+    out.push_back(f);
+  }
+  return out;
+}
+
+bool runs(const KernelFamily& f, const Point& p, const Shape& s) {
+  if (f.point_constraint && !f.point_constraint(p).empty()) return false;
+  return !f.shape_constraint || f.shape_constraint(p, s).empty();
+}
+
+std::optional<LaunchEstimate> estimate(const KernelFamily& f, const Point& p, const StepLaunch& l, int sm,
+                                       const GpuPeaks& peak) {
+  if (!runs(f, p, l.shape)) return std::nullopt;
+  try {
+    LaunchEstimate e{f.name, kernels::point_key(p), estimate_point(f, p, l.shape, sm, peak), 0};
+    e.launches = int(f.plan(p, l.shape).launches.size());
+    return e;
+  } catch (const kernels::PointRejected&) {
+    return std::nullopt;
+  }
+}
+
+// KernelChooser::choose with no tuned store: the first candidate whose default point runs at the shape the
+// runtime chooses by.
+std::optional<LaunchEstimate> default_choice(const std::vector<const KernelFamily*>& fams, const StepLaunch& l, int sm,
+                                             const GpuPeaks& peak) {
+  for (const KernelFamily* f : fams)
+    for (const Point& p : f->default_points(l.choice_shape))
+      if (runs(*f, p, l.choice_shape))
+        if (auto e = estimate(*f, p, l, sm, peak)) return e;
+  return std::nullopt;
+}
+
+std::optional<LaunchEstimate> best_choice(const std::vector<const KernelFamily*>& fams, const StepLaunch& l, int sm,
+                                          const GpuPeaks& peak) {
+  std::optional<LaunchEstimate> best;
+  for (const KernelFamily* f : fams)
+    for (const Point& p : kernels::enumerate_points(*f))
+      if (auto e = estimate(*f, p, l, sm, peak); e && (!best || e->e.seconds < best->e.seconds)) best = e;
+  return best;
+}
+
+// An fp16 GEMM on cuBLASLt: weights, activations in and out once at the achievable bandwidth, the flops at
+// kCublasLtEfficiency of the tensor pipe cuBLASLt uses (wgmma where the GPU has it), one launch.
+LaunchEstimate cublaslt(const StepLaunch& l, const GpuPeaks& peak) {
+  const double m = double(l.shape["M"]), n = double(l.shape["N"]), k = double(l.shape["K"]);
+  RooflineEstimate e;
+  e.bytes = 2 * (n * k + m * k + m * n);
+  e.flops = 2 * m * n * k;
+  const double tflops = peak.wgmma_tflops > 0 ? peak.wgmma_tflops : peak.tensor_tflops;
+  e.memory_s = e.bytes / (peak.dram_gbps * 1e9 * peak.dram_efficiency);
+  e.compute_s = e.flops / (tflops * 1e12 * kCublasLtEfficiency);
+  e.launch_s = peak.launch_us * 1e-6;
+  e.seconds = std::max(e.memory_s, e.compute_s) + e.launch_s;
+  e.bandwidth_share = e.bytes / e.seconds / (peak.dram_gbps * 1e9);
+  e.bound = e.launch_s > std::max(e.memory_s, e.compute_s) ? "launch" : e.memory_s >= e.compute_s ? "memory" : "compute";
+  char what[96];
+  std::snprintf(what, sizeof what, "cuBLASLt (roofline at %.0f%% of the tensor peak)", 100 * kCublasLtEfficiency);
+  return {what, "", e, 1};
+}
+
+}  // namespace
+
+StepPrediction predict_step(const StepSpec& spec, int sm, const GpuPeaks& device) {
+  // Launches inside a step run back to back in one stream (a replayed graph for decode): each costs the
+  // in-stream figure, not the one the tuner's events see around an isolated kernel.
+  GpuPeaks peak = device;
+  peak.launch_us = device.stream_launch_us;
+  StepPrediction out;
+  for (const StepLaunch& l : step_launches(spec)) {
+    LaunchPrediction p{l, {}, {}};
+    const std::vector<const KernelFamily*> fams = candidates(l, sm);
+    std::optional<LaunchEstimate> d = fams.empty() ? std::nullopt : default_choice(fams, l, sm, peak);
+    // fp16 weights no family serves go to cuBLASLt whatever M is (DeviceBackend::linear).
+    if (!d && (l.op == "cublaslt" || (l.type == WeightType::F16 && l.op == "linear"))) d = cublaslt(l, peak);
+    if (!d)
+      throw Error("step model: no kernel family runs " + l.op + " at " + kernels::shape_key(l.shape) + " on sm_" +
+                  std::to_string(sm));
+    std::optional<LaunchEstimate> b = fams.empty() ? std::nullopt : best_choice(fams, l, sm, peak);
+    if (!b || d->e.seconds < b->e.seconds) b = d;  // cuBLASLt, or a default the search space lacks
+    p.by_default = *d, p.best = *b;
+    out.default_s += double(l.count) * d->e.seconds;
+    out.best_s += double(l.count) * b->e.seconds;
+    out.default_launches += l.count * d->launches;
+    out.best_launches += l.count * b->launches;
+    out.launches.push_back(std::move(p));
+  }
+  out.min_bytes = step_min_bytes(spec);
+  out.roofline_s = (out.min_bytes.weights + out.min_bytes.kv) / (peak.dram_gbps * 1e9 * peak.dram_efficiency);
+  out.tokens = spec.decode ? 1.0 : double(spec.context);
+  return out;
+}
+
+}  // namespace qt::tune
