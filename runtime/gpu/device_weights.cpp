@@ -70,10 +70,8 @@ std::vector<uint16_t> f16_values(const QTensor& t) {
 // the storage cannot: an in-major file layout interleaves the parts' columns in every row of K.
 enum class ConcatLayout { kNone, kFrag, kF16, kRows };
 
-// The parts' dimensions as one tensor: the first part's view with every part's rows (its arrays are the
-// first part's: only its dimensions may be read).
-// The concatenation's type and dims, and no values: the first part's pointers would name only that part's rows
-// (a check reading rows x cols of them would run past it).
+// The parts' dimensions as one tensor: the concatenation's type and dims, and no values (the first part's
+// pointers would name only that part's rows: a check reading rows x cols of them would run past it).
 QTensor concatenated_dims(std::span<const QTensor* const> parts) {
   const QTensor& first = *parts.front();
   QTensor whole;
