@@ -722,6 +722,19 @@ std::string wgmma_kernel(int bits, const Point& p) {
 // Stream-K's units at a shape: (column block of 256 features, BM rows) tiles times 64-column chunks of K.
 int64_t streamk_units(const FragDims& d, int64_t m, int64_t bm) { return cdiv(d.n_tiles(), 4) * cdiv(m, bm) * cdiv(d.k, 64); }
 
+// How many partial tiles `blocks` stream-K blocks write (frag_wgmma_streamk_kernel's ranges): at each end of a
+// block's range, the tile it begins or ends inside of.
+int64_t streamk_partials(int64_t units, int64_t blocks, int64_t chunks) {
+  int64_t partials = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t begin = b * units / blocks, end = (b + 1) * units / blocks;
+    const int64_t first = begin / chunks, last = (end - 1) / chunks;
+    partials += begin % chunks != 0 || end < (first + 1) * chunks;  // the tile its range begins in
+    if (last != first) partials += end % chunks != 0;               // the tile it ends in
+  }
+  return partials;
+}
+
 KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
   const int bits = kind.bits;
   KernelFamily f = frag_family(kind, "_frag_wgmma_gemm", "linear.frag", kLinearDims, "fraglinear/frag_wgmma_gemm.cuh", 90);
@@ -761,6 +774,25 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
   // (INT4) or 1,024 (INT8). The loads cannot pass the wgmma waits (asm with a memory clobber), so the ring is
   // what is in flight. x, re-read by every column block, comes mostly from L2 and is left out.
   f.bytes_in_flight_per_warp = [bits](const Point& p) { return p.at("pf") * 512 * (bits / 4) / p.at("wg"); };
+  // Every buffer once, and the fp32 partials twice (written, then read back) as many as are written: the grid
+  // split's whole workspace (split x M x N floats, hundreds of MB at prefill sizes: DRAM); stream-K's partial
+  // tiles only, at most two per block, each read by the tile's last block soon after it is written: L2 traffic
+  // while they fit the L2 (50 MB on the sm_90 parts); only what exceeds it counts as DRAM bytes.
+  f.bytes_moved = [bits](const Point& p, const Shape& shape) {
+    const int64_t m = shape["M"];
+    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
+    double bytes = double(m * d.k * 2 + d.weight_words() * 4 + d.scale_halves() * 2 + d.zero_words() * 4 + m * d.n * 2);
+    if (p.at("sk") > 0) {
+      const int64_t units = streamk_units(d, m, p.at("bm"));
+      const double partial_bytes =
+          double(streamk_partials(units, std::min(p.at("sk"), units), cdiv(d.k, 64)) * p.at("bm") * 256 * 4);
+      constexpr double kL2Bytes = 50e6;  // an H100's or H200's L2
+      bytes += 2.0 * std::max(0.0, partial_bytes - kL2Bytes);
+    } else if (p.at("split") > 1) {
+      bytes += 2.0 * double(p.at("split") * m * d.n * 4);
+    }
+    return bytes;
+  };
   f.kernels = [bits](const Point& p) { return std::vector<std::string>{wgmma_kernel(bits, p)}; };
   f.plan = [bits](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"];
