@@ -259,11 +259,7 @@ const std::vector<const KernelFamily*>& families() {
       for (bool fused : {true, false}) d.push_back(make(fmt, fused));
     return d;
   }();
-  static const std::vector<const KernelFamily*> f = [] {
-    std::vector<const KernelFamily*> v;
-    for (const KernelFamily& x : all) v.push_back(&x);
-    return v;
-  }();
+  static const std::vector<const KernelFamily*> f = family_pointers(all);
   return f;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <string>
@@ -30,6 +31,14 @@ std::vector<T> from_bytes(const std::vector<uint8_t>& b) {
 }
 
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The registry's view of families generated in a list (one per format, say): pointers into a deque made once
+// for the program's life, which never moves its elements.
+inline std::vector<const KernelFamily*> family_pointers(const std::deque<KernelFamily>& all) {
+  std::vector<const KernelFamily*> v;
+  for (const KernelFamily& f : all) v.push_back(&f);
+  return v;
+}
 
 // "name<a, b, c>", the name expression of a kernel template instantiated with integer arguments.
 inline std::string name_expr(const std::string& name, std::initializer_list<int64_t> args) {

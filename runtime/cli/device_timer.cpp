@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "common/error.h"
 #include "common/quantile.h"
 
 namespace qt::rt {
@@ -35,6 +36,25 @@ double DeviceTimer::once(const std::function<void()>& enqueue) {
   enqueue();
   const auto end = device_.record_event();
   return device_.seconds_between(*start, *end);
+}
+
+namespace {
+std::shared_ptr<const winners::WinnersTable> open_store(const std::string& path) {
+  return path.empty() ? nullptr : std::make_shared<winners::WinnersTable>(path);
+}
+}  // namespace
+
+DeviceBench::DeviceBench(dev::Device& device, const std::string& store_prefix, const KernelBenchOptions& options)
+    : fingerprint(device.store_fingerprint()),
+      table(open_store(options.tuned_cache)),
+      tuned(table, fingerprint, store_prefix, device.arch()),
+      defaults(nullptr, fingerprint, store_prefix, device.arch()),
+      timer(device, options) {
+  try {
+    lt = std::make_unique<blas::BlasLt>(device);
+  } catch (const Error& e) {
+    no_blas = e.what();
+  }
 }
 
 }  // namespace qt::rt

@@ -3,10 +3,15 @@
 // figures compare: CUDA events around the queued work, the L2 flushed before each repetition (weights come
 // from DRAM as they do in a model step), the median kept.
 #include <functional>
+#include <memory>
+#include <string>
 
 #include "device/api/device.h"
+#include "device/blas/blas_lt.h"
 #include "device/cuda/l2_flush.h"
+#include "device/winners/winners.h"
 #include "runtime/cli/report_measure.h"
+#include "runtime/gpu/kernel_choice.h"
 
 namespace qt::rt {
 
@@ -31,5 +36,17 @@ class DeviceTimer {
 };
 
 bool is_emulator(const dev::Device& d);
+
+// What the report's device rows (linear and MoE) measure with: the kernel choices with the tuned store and
+// without it, cuBLASLt or the reason there is none, and the timer.
+struct DeviceBench {
+  DeviceBench(dev::Device& device, const std::string& store_prefix, const KernelBenchOptions& options);
+  winners::DeviceFingerprint fingerprint;
+  std::shared_ptr<const winners::WinnersTable> table;  // null without --tuned-cache
+  KernelChooser tuned, defaults;
+  std::unique_ptr<blas::BlasLt> lt;  // null where cuBLASLt cannot run (the emulator, no GPU): no_blas says why
+  std::string no_blas;
+  DeviceTimer timer;
+};
 
 }  // namespace qt::rt

@@ -92,26 +92,14 @@ DeviceBandwidth measure_device_bandwidth(dev::Device& device, uint64_t bytes) {
 
 json bench_device_kernels(dev::Device& device, const ModelWeights& weights, const std::string& store_prefix,
                           const KernelBenchOptions& options) {
-  const winners::DeviceFingerprint fingerprint = device.store_fingerprint();
-  std::shared_ptr<const winners::WinnersTable> table;
-  if (!options.tuned_cache.empty()) table = std::make_shared<winners::WinnersTable>(options.tuned_cache);
-  KernelChooser tuned_chooser(table, fingerprint, store_prefix, device.arch());
-  KernelChooser default_chooser(nullptr, fingerprint, store_prefix, device.arch());
-  std::unique_ptr<blas::BlasLt> lt;
-  std::string no_blas;
-  try {
-    lt = std::make_unique<blas::BlasLt>(device);
-  } catch (const Error& e) {
-    no_blas = e.what();
-  }
-  DeviceTimer timer(device, options);
+  DeviceBench bench(device, store_prefix, options);
   json out = json::array();
   for (const DeviceLinear& ls : linear_shapes(weights)) {
     std::fprintf(stderr, "qbench: %s N=%lld K=%lld (%s)\n", weight_type_name(ls.type), (long long)ls.n,
                  (long long)ls.k, ls.what.c_str());
     const int64_t max_m = options.buckets.empty() ? 1 : *std::max_element(options.buckets.begin(), options.buckets.end());
     dev::Buffer w16, x16, y16;
-    if (lt) {
+    if (bench.lt) {
       w16 = dev::Buffer(device, size_t(ls.n * ls.k) * 2);
       w16.upload(random_halves(size_t(ls.n * ls.k), 7));
       x16 = dev::Buffer(device, size_t(max_m * ls.k) * 2);
@@ -123,7 +111,7 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
     // (device_weights.h; the lm_head keeps the file layout), and beside them the file layout's default, the
     // kernels they replace.
     const bool frag = kernels::default_weight_layout("linear", ls.type, kernels::names_head(ls.what, true)) == "frag" &&
-                      default_chooser.serves("linear.frag", &ls.type);
+                      bench.defaults.serves("linear.frag", &ls.type);
     const std::string linear_op = frag ? "linear.frag" : "linear";
     // The dequant + cuBLASLt baseline (device/blas/blas_lt.h) of the type in that layout: its dequant kernel, once
     // per shape (it does not depend on M), then the GEMM on the fp16 layout that kernel writes.
@@ -142,7 +130,7 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
           auto it = inputs.find(c.family->name);
           if (it == inputs.end()) it = inputs.emplace(c.family->name, c.family->make_inputs(shape, 1)).first;
           plan::PlanRun run(&device, *c.family, c.point, shape, it->second);
-          const double s = timer.time([&] { run.enqueue(); });
+          const double s = bench.timer.time([&] { run.enqueue(); });
           variants.push_back({{"name", name}, {"seconds", s}, {"bytes", double(wbytes + act)},
                               {"detail", c.family->name + " " + kernels::point_key(c.point) + " (" +
                                              choice_source_name(c.source) + ")"}});
@@ -152,12 +140,12 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
           variants.push_back(unavailable(name, e.what()));
         }
       };
-      family_variant("tuned", tuned_chooser, linear_op);
-      family_variant("default", default_chooser, linear_op);
-      if (frag) family_variant("file layout default", default_chooser, "linear");
-      if (!lt) {
-        variants.push_back(unavailable("dequant+cublas", no_blas));
-        variants.push_back(unavailable("fp16 cublas", no_blas));
+      family_variant("tuned", bench.tuned, linear_op);
+      family_variant("default", bench.defaults, linear_op);
+      if (frag) family_variant("file layout default", bench.defaults, "linear");
+      if (!bench.lt) {
+        variants.push_back(unavailable("dequant+cublas", bench.no_blas));
+        variants.push_back(unavailable("fp16 cublas", bench.no_blas));
       } else {
         if (no_dequant.empty() && !dequant) {
           try {
@@ -171,20 +159,20 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
         if (dequant) {
           const dev::DevPtr w = dequant->buffer("w");
           const blas::WeightLayout layout = baseline->layout;
-          lt->prepare(layout, m, ls.n, ls.k);
-          const double s = timer.time([&] {
+          bench.lt->prepare(layout, m, ls.n, ls.k);
+          const double s = bench.timer.time([&] {
             dequant->enqueue();
-            lt->gemm_f16(w, layout, x16.ptr(), y16.ptr(), m, ls.n, ls.k);
+            bench.lt->gemm_f16(w, layout, x16.ptr(), y16.ptr(), m, ls.n, ls.k);
           });
           variants.push_back({{"name", "dequant+cublas"}, {"seconds", s}, {"bytes", double(wbytes + 2 * f16bytes + act)},
-                              {"detail", std::string(baseline->dequant_family) + " + " + lt->describe(layout, m, ls.n, ls.k)}});
+                              {"detail", std::string(baseline->dequant_family) + " + " + bench.lt->describe(layout, m, ls.n, ls.k)}});
         } else {
           variants.push_back(unavailable("dequant+cublas", no_dequant));
         }
-        lt->prepare(blas::WeightLayout::NK, m, ls.n, ls.k);
-        const double s = timer.time([&] { lt->gemm_f16(w16.ptr(), blas::WeightLayout::NK, x16.ptr(), y16.ptr(), m, ls.n, ls.k); });
+        bench.lt->prepare(blas::WeightLayout::NK, m, ls.n, ls.k);
+        const double s = bench.timer.time([&] { bench.lt->gemm_f16(w16.ptr(), blas::WeightLayout::NK, x16.ptr(), y16.ptr(), m, ls.n, ls.k); });
         variants.push_back({{"name", "fp16 cublas"}, {"seconds", s}, {"bytes", double(f16bytes + act)},
-                            {"detail", lt->describe(blas::WeightLayout::NK, m, ls.n, ls.k)}});
+                            {"detail", bench.lt->describe(blas::WeightLayout::NK, m, ls.n, ls.k)}});
       }
       out.push_back({{"type", weight_type_name(ls.type)}, {"what", ls.what}, {"N", ls.n}, {"K", ls.k}, {"G", ls.g},
                      {"M", m}, {"variants", variants}});

@@ -287,19 +287,7 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
                        const KernelBenchOptions& options) {
   const std::vector<GroupedOp> ops = grouped_ops(weights);
   if (ops.empty()) return json();
-  const winners::DeviceFingerprint fingerprint = device.store_fingerprint();
-  std::shared_ptr<const winners::WinnersTable> table;
-  if (!options.tuned_cache.empty()) table = std::make_shared<winners::WinnersTable>(options.tuned_cache);
-  KernelChooser tuned_chooser(table, fingerprint, store_prefix, device.arch());
-  KernelChooser default_chooser(nullptr, fingerprint, store_prefix, device.arch());
-  std::unique_ptr<blas::BlasLt> lt;
-  std::string no_blas;
-  try {
-    lt = std::make_unique<blas::BlasLt>(device);
-  } catch (const Error& e) {
-    no_blas = e.what();
-  }
-  DeviceTimer timer(device, options);
+  DeviceBench bench(device, store_prefix, options);
   json rows = json::array();
   for (const GroupedOp& g : ops) {
     std::fprintf(stderr, "qbench: %s N=%lld K=%lld, %lld experts, top %lld\n", g.family->name.c_str(),
@@ -312,15 +300,15 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
     std::string no_frag;
     if (!g.frag)
       no_frag = std::string("no Hopper grouped GEMM (") + g.op + ".frag) for " + weight_type_name(g.type) + " experts";
-    else if (!default_chooser.serves(g.op + ".frag", &g.type))
+    else if (!bench.defaults.serves(g.op + ".frag", &g.type))
       no_frag = g.frag->name + " needs sm_" + std::to_string(g.frag->min_sm) + "a; this device is sm_" + std::to_string(device.arch());
     else
       frag_in = g.frag->make_inputs(at_tokens(g.base, 1), kWeightSeed);
     std::unique_ptr<OneByOne> baseline;
-    std::string no_baseline = no_blas;
-    if (lt) {
+    std::string no_baseline = bench.no_blas;
+    if (bench.lt) {
       try {
-        baseline = std::make_unique<OneByOne>(device, *lt, g, in);
+        baseline = std::make_unique<OneByOne>(device, *bench.lt, g, in);
       } catch (const std::exception& e) {
         no_baseline = e.what();
       }
@@ -342,7 +330,7 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
           const KernelChoice& c = chooser.choose(op, &g.type, shape);
           if (c.family != &family) throw Error("the dispatch chose " + (c.family ? c.family->name : c.external) + ", not " + family.name);
           auto run = std::make_unique<plan::PlanRun>(&device, *c.family, c.point, shape, inputs);
-          const double s = timer.time([&] { run->enqueue(); });
+          const double s = bench.timer.time([&] { run->enqueue(); });
           variants.push_back({{"name", name}, {"seconds", s}, {"bytes", bytes},
                               {"detail", c.family->name + " " + kernels::point_key(c.point) + " (" + choice_source_name(c.source) + ")"}});
           return run;
@@ -351,19 +339,19 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
           return nullptr;
         }
       };
-      const std::unique_ptr<plan::PlanRun> tuned = grouped("tuned", tuned_chooser, g.op, *g.family, in);
-      grouped("default", default_chooser, g.op, *g.family, in);  // freed at once: only the tuned output is compared
+      const std::unique_ptr<plan::PlanRun> tuned = grouped("tuned", bench.tuned, g.op, *g.family, in);
+      grouped("default", bench.defaults, g.op, *g.family, in);  // freed at once: only the tuned output is compared
       if (!no_frag.empty()) {
         variants.push_back(unavailable("frag tuned", no_frag));
       } else {
         frag_in["ids"] = in.at("ids");
         frag_in["x"] = in.at("x");
-        grouped("frag tuned", tuned_chooser, g.op + ".frag", *g.frag, frag_in);
-        grouped("frag default", default_chooser, g.op + ".frag", *g.frag, frag_in);
+        grouped("frag tuned", bench.tuned, g.op + ".frag", *g.frag, frag_in);
+        grouped("frag default", bench.defaults, g.op + ".frag", *g.frag, frag_in);
       }
       if (baseline) {
         try {
-          baseline->measure(shape, in, timer, tuned.get(), variants);
+          baseline->measure(shape, in, bench.timer, tuned.get(), variants);
         } catch (const std::exception& e) {
           variants.push_back(unavailable("cublas one by one", e.what()));
         }
@@ -372,7 +360,7 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
       }
       rows.push_back({{"op", g.op}, {"type", weight_type_name(g.type)}, {"what", g.base.label}, {"T", t},
                       {"E", shape["E"]}, {"TOPK", topk}, {"N", n}, {"K", k}, {"G", shape["G"]},
-                      {"variants", variants}, {"tune_best", tune_best(table.get(), fingerprint, store_prefix, *g.family, shape)}});
+                      {"variants", variants}, {"tune_best", tune_best(bench.table.get(), bench.fingerprint, store_prefix, *g.family, shape)}});
     }
   }
   return {{"method", kMoeMethod}, {"rows", rows}};

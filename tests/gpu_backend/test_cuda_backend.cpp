@@ -115,7 +115,7 @@ TEST_CASE("cuda: Qwen3-MoE golden models give the CPU reference's logits and mat
   qt::test::check_greedy_tokens(gpu, "moe-norm.awq.moe3");
 }
 
-TEST_CASE("cuda: MoE experts in the frag layout, on the wgmma grouped GEMMs, give the CPU reference's logits") {
+TEST_CASE("cuda: MoE experts in the frag layout on the wgmma grouped GEMMs give the CPU reference logits") {
   NEED_GPU();
   if (gpu()->arch() < 90) QTUNE_SKIP("the wgmma grouped GEMMs need sm_90; this GPU is sm_" + std::to_string(gpu()->arch()));
   for (const char* file : {"moe-norm.q8_0.moe3", "moe-norm.int8-sym.moe3", "moe-norm.awq.moe3"}) {

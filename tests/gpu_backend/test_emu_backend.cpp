@@ -106,7 +106,7 @@ TEST_CASE("emu: INT8 experts in TensorRT-LLM's preprocessed layout give the same
   }
 }
 
-TEST_CASE("emu sm90: MoE experts in the frag layout, on the wgmma grouped GEMMs, give the CPU reference's logits") {
+TEST_CASE("emu sm90: MoE experts in the frag layout on the wgmma grouped GEMMs give the CPU reference logits") {
   const auto hopper = [] {
     qt::emu::EmuOptions o;
     o.threads = 2;
