@@ -383,18 +383,28 @@ void CpuBackend::rmsnorm(const float* x, const float* weight, int64_t rows, int6
 
 void CpuBackend::rope(float* x, int64_t m, int64_t n_heads, int64_t head_dim, int64_t pos0, float theta) {
   const int64_t half = head_dim / 2;
-  std::vector<float> inv_freq(static_cast<size_t>(half));
-  std::vector<float> cs(static_cast<size_t>(m * half)), sn(static_cast<size_t>(m * half));
-  for (int64_t i = 0; i < half; ++i) {
-    inv_freq[i] = 1.0f / std::pow(theta, float(2 * i) / float(head_dim));
-  }
-  for (int64_t r = 0; r < m; ++r) {
+  // The angles depend only on the positions, head_dim and theta, so q and k of every layer at one step share
+  // them: computed once per step (a decode step of the 0.6B shape asked for them 56 times, 64 powf, cosf
+  // and sinf each), with the same float operations, so the same bits.
+  RopeTable& tab = rope_table_;
+  if (tab.pos0 != pos0 || tab.m != m || tab.head_dim != head_dim || tab.theta != theta) {
+    std::vector<float> inv_freq(static_cast<size_t>(half));
+    tab.cs.resize(static_cast<size_t>(m * half));
+    tab.sn.resize(static_cast<size_t>(m * half));
     for (int64_t i = 0; i < half; ++i) {
-      const float angle = float(pos0 + r) * inv_freq[i];
-      cs[r * half + i] = std::cos(angle);
-      sn[r * half + i] = std::sin(angle);
+      inv_freq[i] = 1.0f / std::pow(theta, float(2 * i) / float(head_dim));
     }
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t i = 0; i < half; ++i) {
+        const float angle = float(pos0 + r) * inv_freq[i];
+        tab.cs[r * half + i] = std::cos(angle);
+        tab.sn[r * half + i] = std::sin(angle);
+      }
+    }
+    tab.pos0 = pos0, tab.m = m, tab.head_dim = head_dim, tab.theta = theta;
   }
+  const float* cs = tab.cs.data();
+  const float* sn = tab.sn.data();
   for (int64_t r = 0; r < m; ++r) {
     for (int64_t h = 0; h < n_heads; ++h) {
       float* v = x + (r * n_heads + h) * head_dim;
