@@ -4,8 +4,8 @@
 // columns of one token with the token's 4 int8 activations broadcast, and a tile of 16 rows x several tokens
 // accumulates in registers with no horizontal sum. Each weight group's vectors are followed by the 16 rows'
 // float scales for that group, so a panel, and a matrix, is one stream that decode reads front to back: with
-// the scales in an array of their own, decode streamed two arrays at once and read the weights of the 0.6B
-// shape about 4 % slower (1 thread, AMD EPYC). One implementation per instruction set, picked by the matmul
+// the scales in an array of their own, decode streamed two arrays at once, and a stand-alone loop over the
+// 0.6B shape's matrices read them 3-6 % slower (1 thread, AMD EPYC). One implementation per instruction set, picked by the matmul
 // kernels' Isa. Included by translation units compiled for wider ISAs: plain functions and PODs only.
 #include <cstdint>
 

@@ -13,10 +13,19 @@ namespace {
 // The panels of a matrix are one contiguous stream, but the hardware prefetcher stops at each 4 KB page and
 // ramps up again; asking for the line 2 KB ahead keeps the next page's lines coming. Measured on decode of the
 // Qwen3-0.6B shape on a Cascade Lake Xeon (1 / 2 threads): about 21 -> 22 and 37 -> 39 tok/s; 1, 4 and 8 KB
-// ahead did no better. The line goes to L2, not L1: on an AMD EPYC (Zen 4) the same prefetch into L1 made the
-// kernel stream about 10 % slower than no prefetch at all (its L2 prefetcher keeps up by itself, and the
-// L1 fills compete with the loads), while into L2 it costs nothing there.
+// ahead did no better. One token (decode) only streams, and there the line goes to L2: on an AMD EPYC (Zen 4)
+// prefetching it into L1 streamed the 0.6B shape's matrices about 10 % slower than no prefetch at all, into L2
+// as fast (a stand-alone loop over those matrices, 1 thread). Several tokens (prefill) do enough arithmetic
+// per line for the L1 prefetch to pay: into L2 instead, prefill of 16 tokens lost 5-10 % on that CPU.
 constexpr int64_t kPrefetchBytes = 2048;
+template <int T>
+inline void prefetch_ahead(const uint8_t* p) {
+  if constexpr (T == 1) {
+    _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T1);
+  } else {
+    _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
+  }
+}
 
 inline int32_t load4(const int8_t* p) {
   int32_t v;
@@ -36,7 +45,7 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
     __m512i s[T];
     for (int t = 0; t < T; ++t) s[t] = _mm512_setzero_si512();
     for (int64_t c = 0; c < group; c += 4) {
-      _mm_prefetch(reinterpret_cast<const char*>(wg + c * kQ8PanelRows) + kPrefetchBytes, _MM_HINT_T1);
+      prefetch_ahead<T>(wg + c * kQ8PanelRows);
       const __m512i wv = _mm512_loadu_si512(wg + c * kQ8PanelRows);
       for (int t = 0; t < T; ++t) s[t] = _mm512_dpbusd_epi32(s[t], wv, _mm512_set1_epi32(load4(xg + t * x_stride + c)));
     }
