@@ -142,6 +142,11 @@ class CpuBackend final : public Backend {
   std::unordered_map<const void*, std::unique_ptr<PackedMatrix>> packed_;
   std::vector<std::unique_ptr<RepackedSet>> repacked_sets_;
   std::unordered_map<const void*, const RepackedQ8*> repacked_;  // written by prepare()/repack() only
+  struct RopeTable {  // rope()'s cos and sin of the last positions it was asked for
+    int64_t pos0 = -1, m = 0, head_dim = 0;
+    float theta = 0.0f;
+    std::vector<float> cs, sn;
+  } rope_table_;
   struct MoeRows {
     std::vector<float> expanded, gate, up, down;
   } moe_rows_;  // moe()'s routed rows (cpu_moe.cpp)

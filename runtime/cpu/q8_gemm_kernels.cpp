@@ -9,7 +9,7 @@
 namespace qt::rt {
 namespace {
 
-void panel_scalar(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+void panel_scalar(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                   const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                   int64_t y_stride, int64_t rows) {
   const int64_t ng = k / group;
@@ -18,11 +18,12 @@ void panel_scalar(const uint8_t* w, const float* w_scale, int64_t k, int64_t gro
     for (int64_t r = 0; r < rows; ++r) {
       float acc = 0.0f;
       for (int64_t g = 0; g < ng; ++g) {
+        const uint8_t* wg = w + g * q8_group_bytes(group);
         int32_t s = 0;
-        for (int64_t c = g * group; c < (g + 1) * group; ++c)
-          s += int32_t(w[(c / 4) * 64 + r * 4 + c % 4]) * int32_t(xt[c]);
+        for (int64_t c = 0; c < group; ++c)
+          s += int32_t(wg[(c / 4) * 64 + r * 4 + c % 4]) * int32_t(xt[g * group + c]);
         s -= 128 * x_qsum[t * xs_stride + g];
-        acc = std::fma(float(s), w_scale[g * kQ8PanelRows + r] * x_scale[t * xs_stride + g], acc);
+        acc = std::fma(float(s), q8_group_scales(w, group, g)[r] * x_scale[t * xs_stride + g], acc);
       }
       y[t * y_stride + r] = acc;
     }

@@ -2,8 +2,11 @@
 // Q8_0 matmul as a GEMM: the weights repacked (q8_repack.h) into panels of 16 output rows in which every
 // 4 consecutive columns of the 16 rows form one 64-byte vector, so a SIMD step multiplies 16 rows by 4
 // columns of one token with the token's 4 int8 activations broadcast, and a tile of 16 rows x several tokens
-// accumulates in registers with no horizontal sum. One implementation per instruction set, picked by the
-// matmul kernels' Isa. Included by translation units compiled for wider ISAs: plain functions and PODs only.
+// accumulates in registers with no horizontal sum. Each weight group's vectors are followed by the 16 rows'
+// float scales for that group, so a panel, and a matrix, is one stream that decode reads front to back: with
+// the scales in an array of their own, decode streamed two arrays at once, and a stand-alone loop over the
+// 0.6B shape's matrices read them 3-6 % slower (1 thread, AMD EPYC). One implementation per instruction set, picked by the matmul
+// kernels' Isa. Included by translation units compiled for wider ISAs: plain functions and PODs only.
 #include <cstdint>
 
 #include "kernels_src/cpu_matvec/isa_kernels.h"
@@ -12,19 +15,30 @@ namespace qt::rt {
 
 constexpr int64_t kQ8PanelRows = 16;
 
+// A panel, group by group: group / 4 vectors of 64 bytes (q + 128 of 4 columns x 16 rows), then 16 floats,
+// the rows' scales for the group (0 for rows past the matrix). Both parts are multiples of 64 bytes for a
+// group that is a multiple of 4, so every vector of a panel that starts on a cache line is aligned.
+constexpr int64_t q8_group_bytes(int64_t group) { return group * kQ8PanelRows + kQ8PanelRows * 4; }
+constexpr int64_t q8_panel_bytes(int64_t k, int64_t group) { return k / group * q8_group_bytes(group); }
+// The 16 scales of group g of the panel at w.
+inline const float* q8_group_scales(const uint8_t* w, int64_t group, int64_t g) {
+  return reinterpret_cast<const float*>(w + g * q8_group_bytes(group) + group * kQ8PanelRows);
+}
+
 struct Q8GemmKernels {
   Isa isa;
   // The matrix unit `panel` hands enough tokens to (AMX tiles, or their scalar model), null for none. The
   // outputs are the same bits either way.
   const char* tiles;
   // One panel against `tokens` activation rows:
-  //   y[t * y_stride + r] = sum_g w_scale[g*16 + r] * x_scale[t*xs_stride + g] * sum_{k in g} q[r][k] * x[t][k]
-  // for r < rows (<= 16). `w`: the panel's 16*k bytes, q + 128 as uint8, in the order above; `w_scale`: [k/group][16].
+  //   y[t * y_stride + r] = sum_g w_scale[g][r] * x_scale[t*xs_stride + g] * sum_{k in g} q[r][k] * x[t][k]
+  // for r < rows (<= 16). `w`: the panel's q8_panel_bytes(k, group) bytes, q + 128 as uint8 and the scales,
+  // in the order above.
   // x: int8 rows (x_stride apart) in [-127, 127] with per-group scales and per-group sums x_qsum (the +128 of
   // the weights is taken out as 128 * x_qsum). group % 4 == 0, k % group == 0. The integer sums are exact and
   // the float steps are the same per output whatever `tokens` is, so a token's result does not depend on
   // how many others share its tile.
-  void (*panel)(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+  void (*panel)(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                 const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                 int64_t y_stride, int64_t rows);
   // One activation row to the panel's int8 input, per group of `group`: scale = amax / 127, q =

@@ -53,41 +53,42 @@ TileConfig gemm_config(int64_t tokens, int64_t depth) {
   return c;
 }
 
-// C = the sums over columns [c0, c1) (one weight group) of the block's tokens against the panel's 16 rows.
+// C = the sums over weight group g of the block's tokens against the panel's 16 rows.
 template <int C, int A, int B, class Tiles>
-void multiply(Tiles& tiles, const uint8_t* w, const int8_t* x, int64_t x_stride, int64_t c0, int64_t c1,
+void multiply(Tiles& tiles, const uint8_t* w, const int8_t* x, int64_t x_stride, int64_t group, int64_t g,
               int64_t depth) {
+  const uint8_t* wg = w + g * q8_group_bytes(group);
   tiles.template zero<C>();
-  for (int64_t c = c0; c < c1; c += depth) {
-    tiles.template load<A>(x + c, x_stride);
-    tiles.template load<B>(w + c * kQ8PanelRows, kTileMaxColsb);
+  for (int64_t c = 0; c < group; c += depth) {
+    tiles.template load<A>(x + g * group + c, x_stride);
+    tiles.template load<B>(wg + c * kQ8PanelRows, kTileMaxColsb);
     tiles.template dpbsud<C, A, B>();
   }
 }
 
 // One block of `tokens` (<= 16) tokens against one panel, the tiles configured for that many.
 template <class Tiles>
-void block(Tiles& tiles, const uint8_t* w, const float* w_scale, int64_t k, int64_t group, int64_t depth,
+void block(Tiles& tiles, const uint8_t* w, int64_t k, int64_t group, int64_t depth,
            const int8_t* x, int64_t x_stride, const float* x_scale, const int32_t* x_qsum, int64_t xs_stride,
            int64_t tokens, float* y, int64_t y_stride, __mmask16 rows) {
   alignas(64) int32_t sums[2][kBlock][kQ8PanelRows];
   __m512 acc[kBlock];
   for (int t = 0; t < kBlock; ++t) acc[t] = _mm512_setzero_ps();
   auto convert = [&](int32_t (*s)[kQ8PanelRows], int64_t g) {
-    const __m512 ws = _mm512_loadu_ps(w_scale + g * kQ8PanelRows);
+    const __m512 ws = _mm512_loadu_ps(q8_group_scales(w, group, g));
     for (int t = 0; t < kBlock; ++t)
       if (t < tokens)
         acc[t] = add_group_sums(acc[t], _mm512_load_si512(s[t]), ws, x_qsum[t * xs_stride + g],
                                 x_scale[t * xs_stride + g]);
   };
   const int64_t ng = k / group;
-  multiply<kC0, kA0, kB0>(tiles, w, x, x_stride, 0, group, depth);
+  multiply<kC0, kA0, kB0>(tiles, w, x, x_stride, group, 0, depth);
   for (int64_t g = 0; g < ng; g += 2) {
-    if (g + 1 < ng) multiply<kC1, kA1, kB1>(tiles, w, x, x_stride, (g + 1) * group, (g + 2) * group, depth);
+    if (g + 1 < ng) multiply<kC1, kA1, kB1>(tiles, w, x, x_stride, group, g + 1, depth);
     tiles.template store<kC0>(sums[0], sizeof(sums[0][0]));
     convert(sums[0], g);
     if (g + 1 == ng) break;
-    if (g + 2 < ng) multiply<kC0, kA0, kB0>(tiles, w, x, x_stride, (g + 2) * group, (g + 3) * group, depth);
+    if (g + 2 < ng) multiply<kC0, kA0, kB0>(tiles, w, x, x_stride, group, g + 2, depth);
     tiles.template store<kC1>(sums[1], sizeof(sums[1][0]));
     convert(sums[1], g + 1);
   }
@@ -96,7 +97,7 @@ void block(Tiles& tiles, const uint8_t* w, const float* w_scale, int64_t k, int6
 }
 
 template <class Tiles>
-void panel_tiles(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+void panel_tiles(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                  const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                  int64_t y_stride, int64_t rows) {
   int64_t t = 0;
@@ -111,14 +112,14 @@ void panel_tiles(const uint8_t* w, const float* w_scale, int64_t k, int64_t grou
         tiles.configure(gemm_config(n, depth));
         configured = n;
       }
-      block(tiles, w, w_scale, k, group, depth, x + t * x_stride, x_stride, x_scale + t * xs_stride,
+      block(tiles, w, k, group, depth, x + t * x_stride, x_stride, x_scale + t * xs_stride,
             x_qsum + t * xs_stride, xs_stride, n, y + t * y_stride, y_stride, mask);
     }
     // Back to the init state: a thread holding tile data makes every context switch save 8 KB more.
     if (configured) tiles.release();
     if (t >= tokens) return;
   }
-  kAvx512Q8Gemm.panel(w, w_scale, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
+  kAvx512Q8Gemm.panel(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
                       x_qsum + t * xs_stride, xs_stride, tokens - t, y + t * y_stride, y_stride, rows);
 }
 

@@ -18,7 +18,9 @@ inline int32_t load4(const int8_t* p) {
 }
 
 template <int T>
-void tile(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+// `w` is the panel, or the panel 32 bytes on for rows 8-15: 32 bytes are also 8 floats, so the group's scales
+// for those rows are q8_group_scales() of that pointer too.
+void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
           const float* x_scale, int64_t xs_stride, float* y, int64_t y_stride, int64_t rows) {
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
@@ -28,15 +30,16 @@ void tile(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, cons
   for (int64_t g = 0; g < ng; ++g) {
     __m256i s[T];
     for (int t = 0; t < T; ++t) s[t] = _mm256_setzero_si256();
-    for (int64_t c = g * group; c < (g + 1) * group; c += 4) {
-      const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + c * kQ8PanelRows)), flip);
+    const uint8_t* wg = w + g * q8_group_bytes(group);
+    for (int64_t c = 0; c < group; c += 4) {
+      const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + c * kQ8PanelRows)), flip);
       const __m256i mag = _mm256_sign_epi8(q, q);
       for (int t = 0; t < T; ++t) {
-        const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(load4(x + t * x_stride + c)), q);
+        const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(load4(x + t * x_stride + g * group + c)), q);
         s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ones));
       }
     }
-    const __m256 ws = _mm256_loadu_ps(w_scale + g * kQ8PanelRows);
+    const __m256 ws = _mm256_loadu_ps(q8_group_scales(w, group, g));
     for (int t = 0; t < T; ++t)
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(ws, _mm256_set1_ps(x_scale[t * xs_stride + g])),
                                acc[t]);
@@ -52,18 +55,17 @@ void tile(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, cons
   }
 }
 
-void panel_avx2(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+void panel_avx2(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                 const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                 int64_t y_stride, int64_t rows) {
-  if (group % 4 != 0) return kScalarQ8Gemm.panel(w, w_scale, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
+  if (group % 4 != 0) return kScalarQ8Gemm.panel(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
   for (int64_t half = 0; half < 2 && half * 8 < rows; ++half) {
     const uint8_t* wh = w + half * 32;
-    const float* sh = w_scale + half * 8;
     const int64_t rh = rows - half * 8;
     float* yh = y + half * 8;
     int64_t t = 0;
     auto at = [&](auto fn) {
-      fn(wh, sh, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, xs_stride, yh + t * y_stride, y_stride, rh);
+      fn(wh, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, xs_stride, yh + t * y_stride, y_stride, rh);
     };
     for (; t + 4 <= tokens; t += 4) at(tile<4>);
     switch (tokens - t) {

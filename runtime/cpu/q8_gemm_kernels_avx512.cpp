@@ -12,8 +12,20 @@ namespace {
 
 // The panels of a matrix are one contiguous stream, but the hardware prefetcher stops at each 4 KB page and
 // ramps up again; asking for the line 2 KB ahead keeps the next page's lines coming. Measured on decode of the
-// Qwen3-0.6B shape (1 / 2 threads): about 21 -> 22 and 37 -> 39 tok/s; 1, 4 and 8 KB ahead did no better.
+// Qwen3-0.6B shape on a Cascade Lake Xeon (1 / 2 threads): about 21 -> 22 and 37 -> 39 tok/s; 1, 4 and 8 KB
+// ahead did no better. One token (decode) only streams, and there the line goes to L2: on an AMD EPYC (Zen 4)
+// prefetching it into L1 streamed the 0.6B shape's matrices about 10 % slower than no prefetch at all, into L2
+// as fast (a stand-alone loop over those matrices, 1 thread). Several tokens (prefill) do enough arithmetic
+// per line for the L1 prefetch to pay: into L2 instead, prefill of 16 tokens lost 5-10 % on that CPU.
 constexpr int64_t kPrefetchBytes = 2048;
+template <int T>
+inline void prefetch_ahead(const uint8_t* p) {
+  if constexpr (T == 1) {
+    _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T1);
+  } else {
+    _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
+  }
+}
 
 inline int32_t load4(const int8_t* p) {
   int32_t v;
@@ -22,34 +34,36 @@ inline int32_t load4(const int8_t* p) {
 }
 
 template <int T>
-void tile(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
           const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, float* y, int64_t y_stride, __mmask16 rows) {
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   const int64_t ng = k / group;
   for (int64_t g = 0; g < ng; ++g) {
+    const uint8_t* wg = w + g * q8_group_bytes(group);
+    const int8_t* xg = x + g * group;
     __m512i s[T];
     for (int t = 0; t < T; ++t) s[t] = _mm512_setzero_si512();
-    for (int64_t c = g * group; c < (g + 1) * group; c += 4) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + c * kQ8PanelRows) + kPrefetchBytes, _MM_HINT_T0);
-      const __m512i wv = _mm512_loadu_si512(w + c * kQ8PanelRows);
-      for (int t = 0; t < T; ++t) s[t] = _mm512_dpbusd_epi32(s[t], wv, _mm512_set1_epi32(load4(x + t * x_stride + c)));
+    for (int64_t c = 0; c < group; c += 4) {
+      prefetch_ahead<T>(wg + c * kQ8PanelRows);
+      const __m512i wv = _mm512_loadu_si512(wg + c * kQ8PanelRows);
+      for (int t = 0; t < T; ++t) s[t] = _mm512_dpbusd_epi32(s[t], wv, _mm512_set1_epi32(load4(xg + t * x_stride + c)));
     }
-    const __m512 ws = _mm512_loadu_ps(w_scale + g * kQ8PanelRows);
+    const __m512 ws = _mm512_loadu_ps(q8_group_scales(w, group, g));
     for (int t = 0; t < T; ++t)
       acc[t] = add_group_sums(acc[t], s[t], ws, x_qsum[t * xs_stride + g], x_scale[t * xs_stride + g]);
   }
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * y_stride, rows, acc[t]);
 }
 
-void panel_avx512(const uint8_t* w, const float* w_scale, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+void panel_avx512(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                   const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                   int64_t y_stride, int64_t rows) {
-  if (group % 4 != 0) return kScalarQ8Gemm.panel(w, w_scale, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
+  if (group % 4 != 0) return kScalarQ8Gemm.panel(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
   const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
   int64_t t = 0;
   auto at = [&](auto fn) {
-    fn(w, w_scale, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, x_qsum + t * xs_stride, xs_stride,
+    fn(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, x_qsum + t * xs_stride, xs_stride,
        y + t * y_stride, y_stride, mask);
   };
   for (; t + 8 <= tokens; t += 8) at(tile<8>);

@@ -47,11 +47,16 @@ bool repackable_q8(const QTensor& t) {
   return int8 && !t.empty() && t.group_size > 0 && t.group_size % 4 == 0 && t.cols % t.group_size == 0;
 }
 
+int64_t RepackedQ8::panel_bytes() const { return q8_panel_bytes(cols, group); }
+
 void RepackedQ8::dequantize_row(int64_t row, float* out) const {
-  const uint8_t* w = panel(row / 16) + (row % 16) * 4;
-  const float* s = panel_scale(row / 16) + row % 16;
-  for (int64_t c = 0; c < cols; ++c)
-    out[c] = float(int32_t(w[(c / 4) * 64 + c % 4]) - 128) * s[(c / group) * 16];
+  const uint8_t* p = panel(row / kQ8PanelRows);
+  const int64_t r = row % kQ8PanelRows;
+  for (int64_t g = 0; g < cols / group; ++g) {
+    const uint8_t* wg = p + g * q8_group_bytes(group) + r * 4;
+    const float s = q8_group_scales(p, group, g)[r];
+    for (int64_t c = 0; c < group; ++c) out[g * group + c] = float(int32_t(wg[(c / 4) * 64 + c % 4]) - 128) * s;
+  }
 }
 
 void advise_random_rows(const QTensor& t) {
@@ -62,34 +67,36 @@ void advise_random_rows(const QTensor& t) {
 
 namespace {
 
-// Repacks t into w and scale (sized for its panels), releasing the source pages as it goes.
-void repack_into(const QTensor& t, int64_t panels, uint8_t* w, float* scale, ThreadPool* pool) {
-  const int64_t N = t.rows, K = t.cols, ng = K / t.group_size;
+// Repacks t into w (sized for its panels), releasing the source pages as it goes.
+void repack_into(const QTensor& t, int64_t panels, uint8_t* w, ThreadPool* pool) {
+  const int64_t N = t.rows, K = t.cols, G = t.group_size, ng = K / G, gb = q8_group_bytes(G);
   // Q8_0 is row-major int8 q; INT8_GW_SYM is in-major [K][N] uint8 q + 128 with fp16 scales [K/G][N]. Either
   // way a panel byte is the weight + 128, written 4 columns of a row at a time.
   const bool in_major = t.type == WeightType::INT8_GW_SYM;
   const auto* q = static_cast<const uint8_t*>(t.data);
   auto pack = [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
-      uint8_t* wp = w + p * kQ8PanelRows * K;
-      float* sp = scale + p * kQ8PanelRows * ng;
+      uint8_t* wp = w + p * q8_panel_bytes(K, G);
       for (int64_t row = 0; row < kQ8PanelRows; ++row) {
         const int64_t n = p * kQ8PanelRows + row;
-        for (int64_t c = 0; c < K; c += 4) {
-          uint32_t v = 0x80808080u;  // rows past the matrix: weight 0, and scale 0 below; never stored to an output
-          if (n < N && in_major) {
-            v = uint32_t(q[c * N + n]) | uint32_t(q[(c + 1) * N + n]) << 8 | uint32_t(q[(c + 2) * N + n]) << 16 |
-                uint32_t(q[(c + 3) * N + n]) << 24;
-          } else if (n < N) {
-            std::memcpy(&v, q + n * K + c, 4);
-            v ^= 0x80808080u;
+        for (int64_t g = 0; g < ng; ++g) {
+          uint8_t* wg = wp + g * gb + row * 4;
+          for (int64_t c = g * G; c < (g + 1) * G; c += 4, wg += 64) {
+            uint32_t v = 0x80808080u;  // rows past the matrix: weight 0, and scale 0 below; never stored to an output
+            if (n < N && in_major) {
+              v = uint32_t(q[c * N + n]) | uint32_t(q[(c + 1) * N + n]) << 8 | uint32_t(q[(c + 2) * N + n]) << 16 |
+                  uint32_t(q[(c + 3) * N + n]) << 24;
+            } else if (n < N) {
+              std::memcpy(&v, q + n * K + c, 4);
+              v ^= 0x80808080u;
+            }
+            std::memcpy(wg, &v, 4);
           }
-          std::memcpy(wp + (c / 4) * 64 + row * 4, &v, 4);
+          const float s = n >= N    ? 0.0f
+                          : in_major ? half_bits_to_float(t.scales_f16[g * N + n])
+                                     : t.scales_f32[n * ng + g];
+          std::memcpy(wg, &s, 4);  // wg is now at the group's scales, this row's
         }
-        for (int64_t g = 0; g < ng; ++g)
-          sp[g * kQ8PanelRows + row] = n >= N    ? 0.0f
-                                       : in_major ? half_bits_to_float(t.scales_f16[g * N + n])
-                                                  : t.scales_f32[n * ng + g];
       }
     }
   };
@@ -115,9 +122,9 @@ void repack_into(const QTensor& t, int64_t panels, uint8_t* w, float* scale, Thr
 
 RepackedSet repack_q8(const std::vector<QTensor>& ts, ThreadPool* pool) {
   RepackedSet set;
-  // Each matrix's weights and scales are a multiple of 64 bytes, so every one starts on a cache line.
-  std::vector<size_t> weight_at, scale_at;
-  size_t weight_bytes = 0, scale_bytes = 0;
+  // Each matrix's panels are a multiple of 64 bytes, so every one starts on a cache line.
+  std::vector<size_t> weight_at;
+  size_t weight_bytes = 0;
   for (const QTensor& t : ts) {
     if (!repackable_q8(t))
       throw Error("repack_q8: the tensor is not Q8_0 or INT8_GW_SYM with a group that is a multiple of 4");
@@ -125,19 +132,15 @@ RepackedSet repack_q8(const std::vector<QTensor>& ts, ThreadPool* pool) {
     r.rows = t.rows, r.cols = t.cols, r.group = t.group_size;
     r.panels = (t.rows + kQ8PanelRows - 1) / kQ8PanelRows;
     weight_at.push_back(weight_bytes);
-    scale_at.push_back(scale_bytes);
-    weight_bytes += size_t(r.panels * kQ8PanelRows * r.cols);
-    scale_bytes += size_t(r.panels * kQ8PanelRows * (r.cols / r.group)) * sizeof(float);
+    weight_bytes += size_t(r.panels * r.panel_bytes());
     set.matrices.push_back(r);
   }
   set.weights = LargePageBuffer(weight_bytes);
-  set.scales = LargePageBuffer(scale_bytes);
   for (size_t i = 0; i < ts.size(); ++i) {
     RepackedQ8& r = set.matrices[i];
     uint8_t* w = set.weights.data() + weight_at[i];
-    float* scale = reinterpret_cast<float*>(set.scales.data() + scale_at[i]);
-    repack_into(ts[i], r.panels, w, scale, pool);
-    r.w = w, r.scale = scale;
+    repack_into(ts[i], r.panels, w, pool);
+    r.w = w;
   }
   return set;
 }

@@ -17,20 +17,21 @@ class ThreadPool;
 // One matrix in the GEMM layout (a view into a RepackedSet's memory).
 struct RepackedQ8 {
   int64_t rows = 0, cols = 0, group = 0, panels = 0;
-  const uint8_t* w = nullptr;    // uint8 [panels][16 * cols], layout of q8_gemm_kernels.h
-  const float* scale = nullptr;  // float [panels][cols / group][16]; rows past `rows` have scale 0
-  const uint8_t* panel(int64_t p) const { return w + p * 16 * cols; }
-  const float* panel_scale(int64_t p) const { return scale + p * 16 * (cols / group); }
+  // [panels] x q8_panel_bytes(cols, group): weights and scales, layout of q8_gemm_kernels.h; rows past `rows`
+  // have weight 0 and scale 0.
+  const uint8_t* w = nullptr;
+  int64_t panel_bytes() const;
+  const uint8_t* panel(int64_t p) const { return w + p * panel_bytes(); }
   // out[c] = q[row][c] * scale: the values dequantize_row() gives for the source tensor.
   void dequantize_row(int64_t row, float* out) const;
 };
 
-// The GEMM layouts of several matrices in two allocations, one for all their weights and one for all their
-// scales. The experts of a MoE projection are repacked as one set: an expert's matrix alone is under the
-// 2 MiB of a huge page, 128 of them are far over, so they are read like the dense panels, one TLB entry per
-// 2 MiB instead of one per 4 KiB.
+// The GEMM layouts of several matrices in one allocation, one after the other in the order given. The
+// experts of a MoE projection are repacked as one set: an expert's matrix alone is under the 2 MiB of a huge
+// page, 128 of them are far over, so they are read like the dense panels, one TLB entry per 2 MiB instead of
+// one per 4 KiB.
 struct RepackedSet {
-  LargePageBuffer weights, scales;
+  LargePageBuffer weights;
   std::vector<RepackedQ8> matrices;  // in the order the tensors were given
 };
 
