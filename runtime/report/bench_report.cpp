@@ -10,20 +10,14 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/number_format.h"
 #include "runtime/report/svg_plot.h"
 #include "runtime/report/text_escape.h"
 
 namespace qt::report {
 namespace {
 
-// Wide enough for any double in any of the formats below, so no figure is ever cut short.
-std::string fmt(const char* f, double v) {
-  char b[400];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
-std::string pct(double v) { return fmt("%.0f%%", 100 * v); }
+std::string pct(double v) { return format_number("%.0f%%", 100 * v); }
 
 // A reason short enough for a table cell; the whole text stays in report.json.
 std::string cell_text(const std::string& s) { return markdown_text(shorten(s, 140)); }
@@ -102,7 +96,7 @@ std::string worst_ratio(const std::vector<const MoeRow*>& rows, bool smallest, R
     if (!v) return "";
     if (!at || (smallest ? *v < worst : *v > worst)) worst = *v, at = r;
   }
-  return at ? fmt("%.2fx", worst) + " (worst: " + op_label(*at) + " T=" + std::to_string(at->t) + ")" : "";
+  return at ? format_number("%.2fx", worst) + " (worst: " + op_label(*at) + " T=" + std::to_string(at->t) + ")" : "";
 }
 
 void moe_goals(const BenchReport& rep, const std::function<std::string(bool, bool)>& verdict, std::vector<Goal>& g) {
@@ -148,13 +142,13 @@ std::vector<Goal> goals(const BenchReport& rep) {
   for (const KernelRow& r : rep.kernels)
     if (const Variant *t = find_variant(r, "tuned"), *d = find_variant(r, "default"); t && d)
       sp.push_back(d->seconds / t->seconds);
-  g.push_back({"tuned geomean >= 1.3x the default", sp.empty() ? "-" : fmt("%.2fx", geomean(sp)),
+  g.push_back({"tuned geomean >= 1.3x the default", sp.empty() ? "-" : format_number("%.2fx", geomean(sp)),
                verdict(!sp.empty(), geomean(sp) >= 1.3)});
   std::vector<double> vs;
   for (const KernelRow& r : rep.kernels)
     if (const Variant *t = find_variant(r, "tuned"), *c = find_variant(r, "fp16 cublas"); r.m >= 256 && t && c)
       vs.push_back(c->seconds / t->seconds);
-  g.push_back({"GEMM at M >= 256 >= 0.9x FP16 cuBLAS (geomean)", vs.empty() ? "-" : fmt("%.2fx", geomean(vs)),
+  g.push_back({"GEMM at M >= 256 >= 0.9x FP16 cuBLAS (geomean)", vs.empty() ? "-" : format_number("%.2fx", geomean(vs)),
                verdict(!vs.empty(), geomean(vs) >= 0.9)});
   double frac = -1;
   std::string which = "tuned";
@@ -175,7 +169,7 @@ std::string header(const BenchReport& rep) {
   std::string md = "# qtune benchmark report: " + name + "\n\n";
   md += "- generated " + markdown_text(rep.generated.value_or("?")) + " by " + markdown_text(rep.command.value_or("?")) + "\n";
   md += "- device: " + name + " (" + rep.device_kind + "), fingerprint " + markdown_text(rep.fingerprint.value_or("?")) + "\n";
-  md += "- measured bandwidth: " + (rep.bandwidth_gbps ? fmt("%.1f GB/s", *rep.bandwidth_gbps) : std::string("not measured")) +
+  md += "- measured bandwidth: " + (rep.bandwidth_gbps ? format_number("%.1f GB/s", *rep.bandwidth_gbps) : std::string("not measured")) +
         (rep.bandwidth_method ? " (" + markdown_text(*rep.bandwidth_method) + ")" : "") + "\n";
   md += "- model: " + markdown_text(rep.model_path) + " (" + markdown_text(rep.model_arch.value_or("?")) + ", " +
         std::to_string(rep.model_layers.value_or(0)) + " layers, " + markdown_text(rep.model_weight_type.value_or("?")) + ")\n";
@@ -195,11 +189,11 @@ std::string variant_cells(const BenchReport& rep, double flop, const Variant& v,
   std::string gbps = "-", share = "-";
   if (v.bytes) {
     const double rate = *v.bytes / v.seconds / 1e9;
-    gbps = fmt("%.1f", rate);
+    gbps = format_number("%.1f", rate);
     if (rep.bandwidth_gbps) share = pct(rate / *rep.bandwidth_gbps);
   }
-  return cell_text(v.name) + " | " + fmt("%.2f", v.seconds * 1e6) + " | " + fmt("%.3f", flop / v.seconds / 1e12) + " | " +
-         gbps + " | " + share + " | " + (tuned ? fmt("%.2fx", v.seconds / tuned->seconds) : "-") + " | " +
+  return cell_text(v.name) + " | " + format_number("%.2f", v.seconds * 1e6) + " | " + format_number("%.3f", flop / v.seconds / 1e12) + " | " +
+         gbps + " | " + share + " | " + (tuned ? format_number("%.2fx", v.seconds / tuned->seconds) : "-") + " | " +
          cell_text(v.detail) + " |\n";
 }
 
@@ -251,7 +245,7 @@ void linear_sections(const BenchReport& rep, RenderedReport& out) {
 
 std::string moe_plot_file(const MoeRow& r) { return r.op == "moe_gate_up" ? "moe-gate-up.svg" : "moe-down.svg"; }
 
-std::string us(const Variant* v) { return v ? fmt("%.2f", v->seconds * 1e6) : std::string("-"); }
+std::string us(const Variant* v) { return v ? format_number("%.2f", v->seconds * 1e6) : std::string("-"); }
 
 // The per-bucket summary: each op at each T, its variants' times, the speedup over the experts one by one and
 // the tuned time against the best of the tune.
@@ -265,13 +259,13 @@ void moe_summary(const std::vector<const MoeRow*>& rows, std::string& md) {
     std::string within = "no tune";
     if (best && t) {
       const double q = t->seconds / best->seconds;
-      within = fmt("%.2fx", q) + (q <= 1.05 ? " (within 5%)" : " (not within 5%)");
+      within = format_number("%.2fx", q) + (q <= 1.05 ? " (within 5%)" : " (not within 5%)");
     } else if (best) {
       within = "-";
     }
-    md += "| " + op_label(*r) + " | " + std::to_string(r->t) + " | " + fmt("%.1f", double(r->t * r->topk) / double(r->e)) +
+    md += "| " + op_label(*r) + " | " + std::to_string(r->t) + " | " + format_number("%.1f", double(r->t * r->topk) / double(r->e)) +
           " | " + us(t) + " | " + us(find_variant(*r, "default")) + " | " + us(find_variant(*r, "frag tuned")) + " | " + us(b) + " | " +
-          us(find_variant(*r, "cublas GEMMs only")) + " | " + (t && b ? fmt("%.2fx", b->seconds / t->seconds) : "-") +
+          us(find_variant(*r, "cublas GEMMs only")) + " | " + (t && b ? format_number("%.2fx", b->seconds / t->seconds) : "-") +
           " | " + us(best) + " | " + within + " |\n";
   }
   md += "\n";
@@ -352,7 +346,7 @@ void end_to_end_section(const BenchReport& rep, RenderedReport& out) {
   for (int64_t p : prompts) bars.series.push_back("pp" + std::to_string(p));
   bars.series.push_back(tg);
   bars.values.assign(bars.series.size(), {});
-  auto cell = [](std::optional<double> v, const char* f) { return v ? fmt(f, *v) : std::string("-"); };
+  auto cell = [](std::optional<double> v, const char* f) { return v ? format_number(f, *v) : std::string("-"); };
   for (const EndToEnd& e : rep.end_to_end) {
     if (!e.unavailable.empty()) {
       md += "| " + cell_text(e.name) + " | " + cell_text(e.unavailable) + " |\n";

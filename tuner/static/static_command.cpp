@@ -17,6 +17,7 @@
 #include "common/cli_args.h"
 #include "common/error.h"
 #include "common/flag_ranges.h"
+#include "common/number_format.h"
 #include "kernels_src/registry/registry.h"
 #include "device/jit/compile_cache.h"
 #include "device/jit/compile_service.h"
@@ -37,12 +38,6 @@ ModelConfig qwen3_8b() {
   c.dim = 4096, c.hidden_dim = 12288, c.n_layers = 36, c.n_heads = 32, c.n_kv_heads = 8, c.head_dim = 128;
   c.vocab_size = 151936, c.max_seq_len = 40960, c.group_size = 128;
   return c;
-}
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
 }
 
 std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
@@ -213,8 +208,8 @@ int run_static_command(const std::vector<std::string>& args) {
                           std::to_string(res.stack_frame),
                           std::to_string(res.static_smem) + "+" + std::to_string(k.dynamic_smem),
                           std::to_string(k.block_threads), std::to_string(k.occupancy.blocks_per_sm),
-                          fmt("%.0f%%", 100.0 * k.occupancy.fraction), k.occupancy.limiter,
-                          first ? fmt("%.0f ms", 1000.0 * r.seconds) + (r.cache_hit ? " (hit)" : "") : "",
+                          format_number("%.0f%%", 100.0 * k.occupancy.fraction), k.occupancy.limiter,
+                          first ? format_number("%.0f ms", 1000.0 * r.seconds) + (r.cache_hit ? " (hit)" : "") : "",
                           first ? status : ""});
         pj["kernels"].push_back({{"name", k.name_expression}, {"lowered", k.lowered_name}, {"resources", res},
                                  {"threads", k.block_threads}, {"dynamic_smem", k.dynamic_smem},
@@ -225,7 +220,7 @@ int run_static_command(const std::vector<std::string>& args) {
       fam["points"].push_back(pj);
     }
     t.print(std::cout);
-    std::cout << "   " << results.size() << " points, compiled in " << fmt("%.2f s", family_wall) << " wall\n";
+    std::cout << "   " << results.size() << " points, compiled in " << format_number("%.2f s", family_wall) << " wall\n";
 
     // Which points can serve each shape the model needs, and how many waves their grid makes.
     if (!ms.serves(*f)) {
@@ -276,16 +271,16 @@ int run_static_command(const std::vector<std::string>& args) {
           grid = std::to_string(l.grid.x) + "x" + std::to_string(l.grid.y) + "x" + std::to_string(l.grid.z);
           const int bps = r.kernel(l.kernel).occupancy.blocks_per_sm;
           if (bps > 0)
-            waves = fmt("%.2f", double(l.grid.count()) / (double(bps) * arch.example_sms));
+            waves = format_number("%.2f", double(l.grid.count()) / (double(bps) * arch.example_sms));
         }
       }
       st.rows.push_back({kernels::shape_key(s), s.label,
                          std::to_string(usable) + "/" + std::to_string(results.size()) +
                              (usable == 0 && !why_not.empty() ? " (" + why_not + ")" : ""),
-                         grid, waves, best_key, best ? fmt("%.2f", best->seconds * 1e6) : "-",
+                         grid, waves, best_key, best ? format_number("%.2f", best->seconds * 1e6) : "-",
                          best ? best->bound : "-",
-                         best ? fmt("%.1f KB", best->bytes_in_flight_per_sm / 1024) : "-",
-                         best ? fmt("%.0f%%", 100 * best->bandwidth_share) : "-"});
+                         best ? format_number("%.1f KB", best->bytes_in_flight_per_sm / 1024) : "-",
+                         best ? format_number("%.0f%%", 100 * best->bandwidth_share) : "-"});
       nlohmann::json sj = {{"label", s.label}, {"usable_points", usable}, {"model", model_points}};
       for (size_t d = 0; d < s.names.size() && d < s.values.size(); ++d) {
         std::string key = s.names[d];
@@ -302,10 +297,10 @@ int run_static_command(const std::vector<std::string>& args) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   const size_t cold = total_programs - total_hits;
   std::cout << "\ncompile: " << total_points << " points, " << total_programs << " distinct CUBINs, " << cold
-            << " compiled (" << (cold ? fmt("%.0f ms", 1000.0 * cold_seconds / double(cold)) : std::string("-"))
+            << " compiled (" << (cold ? format_number("%.0f ms", 1000.0 * cold_seconds / double(cold)) : std::string("-"))
             << " per program), " << total_hits << " from cache ("
-            << (total_hits ? fmt("%.1f ms", 1000.0 * hit_seconds / double(total_hits)) : std::string("-"))
-            << " per hit), " << total_pruned << " pruned; " << fmt("%.2f s", wall) << " wall\n";
+            << (total_hits ? format_number("%.1f ms", 1000.0 * hit_seconds / double(total_hits)) : std::string("-"))
+            << " per hit), " << total_pruned << " pruned; " << format_number("%.2f s", wall) << " wall\n";
   out_json["summary"] = {{"points", total_points}, {"programs", total_programs}, {"compiled", cold},
                          {"cache_hits", total_hits}, {"cold_seconds", cold_seconds}, {"hit_seconds", hit_seconds},
                          {"pruned", total_pruned}, {"wall_seconds", wall}};

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/flag_ranges.h"
+#include "common/number_format.h"
 #include "device/winners/store_schema.h"
 #include "models/core/config_limits.h"
 #include "models/formats/model_file.h"
@@ -19,12 +20,6 @@
 
 namespace qt::tune {
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 // The types a preset's weights take in a model file of `format`, as qconvert writes it (WriterOptions): ak48
 // holds AWQ projections (group 128) beside fp16 embedding and lm_head; ajc1 holds everything in Q8_0; moe3
@@ -182,8 +177,8 @@ int run_step_prediction(const CliArgs& cli, int sm) {
   std::cout << "PREDICTION by the static roofline model (no GPU run): one " << (spec.decode ? "decode step" : "prefill")
             << " of " << description << ", "
             << (spec.decode ? "context " + std::to_string(spec.context) : std::to_string(spec.context) + " tokens")
-            << ", on " << peak.name << " (" << peak.sms << " SMs, " << fmt("%.0f", peak.dram_gbps) << " GB/s, "
-            << fmt("%.0f%%", 100 * peak.dram_efficiency) << " achievable; " << fmt("%.1f", peak.stream_launch_us)
+            << ", on " << peak.name << " (" << peak.sms << " SMs, " << format_number("%.0f", peak.dram_gbps) << " GB/s, "
+            << format_number("%.0f%%", 100 * peak.dram_efficiency) << " achievable; " << format_number("%.1f", peak.stream_launch_us)
             << " us per launch in a stream)\n"
             << "default: the family the runtime picks without a tuned store; model-best: the model's fastest point "
                "over every family serving the op (a tuned run's prediction)\n"
