@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/error.h"
 #include "common/half.h"
 
 namespace qt::kernels::frag {
@@ -102,6 +103,21 @@ FragWeights repack_q8_0(const FragDims& d, const int8_t* q, const float* scales)
   return repack_8bit(
       d, [&](int64_t row, int64_t col) { return uint32_t(int32_t(q[col * d.k + row]) + 128); },
       [&](int64_t grp, int64_t col) { return float_to_half_bits(scales[col * d.groups() + grp]); });
+}
+
+FragWeights repack(const QTensor& t) {
+  const FragDims d{t.rows, t.cols, t.group_size, frag_layout_bits(t.type)};
+  switch (t.type) {
+    case WeightType::AWQ_INT4:
+      return repack_awq(d, static_cast<const int32_t*>(t.array(WeightArray::QWeight)),
+                        static_cast<const int32_t*>(t.array(WeightArray::QZeros)), t.scales_f16);
+    case WeightType::INT8_GW_SYM:
+      return repack_int8(d, static_cast<const uint8_t*>(t.data), t.scales_f16);
+    case WeightType::Q8_0:
+      return repack_q8_0(d, static_cast<const int8_t*>(t.data), t.scales_f32);
+    default:
+      throw Error(std::string("the frag layout does not hold ") + weight_type_name(t.type) + " weights");
+  }
 }
 
 }  // namespace qt::kernels::frag

@@ -33,6 +33,7 @@
 
 #include "kernels_src/fraglinear/frag_layout_map.h"
 #include "models/core/weight_traits.h"
+#include "models/core/weights.h"
 
 namespace qt::kernels::frag {
 
@@ -73,5 +74,8 @@ FragWeights repack_awq(const FragDims& d, const int32_t* qweight, const int32_t*
 FragWeights repack_int8(const FragDims& d, const uint8_t* q, const uint16_t* scales);
 // Q8_0's q int8 [N][K], fp32 scales [N][K/G] (its file layout) -> frag layout, bits = 8.
 FragWeights repack_q8_0(const FragDims& d, const int8_t* q, const float* scales);
+// A weight of a type the layout holds (frag_layout_holds), from its file arrays: the repack of its type.
+// qt::Error for any other type.
+FragWeights repack(const QTensor& t);
 
 }  // namespace qt::kernels::frag

@@ -98,7 +98,7 @@ HostBuffers frag_inputs(const Format& fmt, bool fused, const KernelFamily& file,
   HostBuffers in = file.make_inputs(s, seed);
   const frag::FragDims d = dims_of(fmt, s);
   const int64_t experts = s["E"];
-  QTensor one;  // one expert's matrix, for its arrays' sizes
+  QTensor one;  // one expert's matrix
   one.type = fmt.type, one.rows = d.n, one.cols = d.k, one.group_size = int32_t(d.group);
   for (const std::string& prefix : prefixes(fused)) {
     auto array = [&](WeightArray a) -> std::vector<uint8_t>& { return in.at(prefix + weight_array_name(a)); };
@@ -109,24 +109,13 @@ HostBuffers frag_inputs(const Format& fmt, bool fused, const KernelFamily& file,
         v = round_to_half(v);
         std::memcpy(array(WeightArray::Scales).data() + i, &v, 4);
       }
-    auto expert = [&](WeightArray a, int64_t e) {
-      for (const ArraySpec& spec : weight_traits(fmt.type).array_specs())
-        if (spec.array == a) return array(a).data() + one.array_bytes(spec) * uint64_t(e);
-      throw Error(std::string("moe_wgmma: no array ") + weight_array_name(a));
-    };
     std::vector<uint32_t> bq, bz;
     std::vector<uint16_t> bs;
     for (int64_t e = 0; e < experts; ++e) {
-      frag::FragWeights w;
-      if (fmt.type == WeightType::AWQ_INT4)
-        w = frag::repack_awq(d, reinterpret_cast<const int32_t*>(expert(WeightArray::QWeight, e)),
-                             reinterpret_cast<const int32_t*>(expert(WeightArray::QZeros, e)),
-                             reinterpret_cast<const uint16_t*>(expert(WeightArray::Scales, e)));
-      else if (fmt.type == WeightType::INT8_GW_SYM)
-        w = frag::repack_int8(d, expert(WeightArray::Q, e), reinterpret_cast<const uint16_t*>(expert(WeightArray::Scales, e)));
-      else
-        w = frag::repack_q8_0(d, reinterpret_cast<const int8_t*>(expert(WeightArray::Q, e)),
-                              reinterpret_cast<const float*>(expert(WeightArray::Scales, e)));
+      QTensor t = one;  // expert e's view of the arrays
+      for (const ArraySpec& spec : weight_traits(fmt.type).array_specs())
+        t.set_array(spec.array, array(spec.array).data() + one.array_bytes(spec) * uint64_t(e));
+      const frag::FragWeights w = frag::repack(t);
       bq.insert(bq.end(), w.q.begin(), w.q.end());
       bs.insert(bs.end(), w.scales.begin(), w.scales.end());
       bz.insert(bz.end(), w.zeros.begin(), w.zeros.end());
