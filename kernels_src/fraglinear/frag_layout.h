@@ -43,12 +43,12 @@ constexpr int64_t kTileK = frag_map::kTileK, kTileN = frag_map::kTileN, kPadTile
 struct FragDims {
   int64_t n = 0, k = 0, group = 0;
   int bits = 4;  // 4 (AWQ_INT4) or 8 (INT8_GW_SYM, Q8_0)
-  int64_t n_tiles() const { return (n + kTileN - 1) / kTileN; }
+  int64_t n_tiles() const { return frag_map::column_tiles(n); }
   int64_t groups() const { return k / group; }
   int64_t tile_words() const { return frag_map::tile_words(bits); }
-  int64_t weight_words() const { return (n_tiles() * (k / kTileK) + kPadTiles) * tile_words(); }
-  int64_t scale_halves() const { return n_tiles() * groups() * frag_map::kScalesPerRun; }
-  int64_t zero_words() const { return bits == 4 ? n_tiles() * groups() * frag_map::kZeroWordsPerRun : 0; }
+  int64_t weight_words() const { return frag_map::weight_words(bits, n, k); }
+  int64_t scale_halves() const { return frag_map::scale_halves(n, k, group); }
+  int64_t zero_words() const { return frag_map::zero_words(bits, n, k, group); }
 };
 
 // "" when the dimensions can be stored in the frag layout, else the reason.

@@ -21,6 +21,17 @@ constexpr int kZeroWordsPerRun = 16;  // INT4 zero words per (column tile, group
 
 FRAG_MAP_FN int tile_words(int bits) { return bits == 4 ? 128 : 256; }
 
+// The size of each array of one N x K matrix in groups of G along K: weight words (with the pad tiles),
+// scale halves, and INT4 zero words (none for 8 bits). FragDims states the same on the host.
+FRAG_MAP_FN long long column_tiles(long long n) { return (n + kTileN - 1) / kTileN; }
+FRAG_MAP_FN long long weight_words(int bits, long long n, long long k) {
+  return (column_tiles(n) * (k / kTileK) + kPadTiles) * tile_words(bits);
+}
+FRAG_MAP_FN long long scale_halves(long long n, long long k, long long g) { return column_tiles(n) * (k / g) * kScalesPerRun; }
+FRAG_MAP_FN long long zero_words(int bits, long long n, long long k, long long g) {
+  return bits == 4 ? column_tiles(n) * (k / g) * kZeroWordsPerRun : 0;
+}
+
 // Lane 4g + t holds, of fragment f, column 8f + g at the rows of element e = 0..3: 2t, 2t+1, 2t+8, 2t+9.
 FRAG_MAP_FN int frag_col(int f, int g) { return 8 * f + g; }
 FRAG_MAP_FN int frag_row(int t, int e) { return 2 * t + (e & 1) + 8 * (e >> 1); }

@@ -31,9 +31,8 @@ __global__ void __launch_bounds__(THREADS)
   constexpr int BITS = SRC == kFragSrcAwq ? 4 : 8;
   const int n_tiles = (N + 63) / 64, ktiles = K / 16, groups = K / G;
   constexpr int TILE_WORDS = frag_map::tile_words(BITS);
-  const int64_t q_words = ((int64_t)n_tiles * ktiles + frag_map::kPadTiles) * TILE_WORDS;
-  const int64_t s_items = (int64_t)n_tiles * groups * frag_map::kScalesPerRun;
-  const int64_t z_items = BITS == 4 ? (int64_t)n_tiles * groups * frag_map::kZeroWordsPerRun : 0;
+  const int64_t q_words = frag_map::weight_words(BITS, N, K), s_items = frag_map::scale_halves(N, K, G);
+  const int64_t z_items = frag_map::zero_words(BITS, N, K, G);
   const int64_t i = (int64_t)blockIdx.x * THREADS + threadIdx.x;
   if (i < q_words) {
     const int64_t tile = i / TILE_WORDS;

@@ -13,6 +13,7 @@
 // row); padding slots are zero-filled and never stored. Split along K (gridDim.z > 1): fp32 partials in
 // ws[z][mat][count][N], summed by the grouped families' reduction launch (splitk_reduce_kernel, or
 // gate_up_reduce_kernel with SwiGLU), as moe_grouped.cuh does.
+#include "kernels_src/fraglinear/frag_layout_map.h"
 #include "kernels_src/fraglinear/frag_wgmma_gemm.cuh"
 #include "kernels_src/gate_up/gate_up_common.cuh"
 #include "kernels_src/moe/moe_routing.cuh"  // moe_place_kernel: the block alignment each plan starts with
@@ -36,10 +37,9 @@ __global__ void __launch_bounds__(WG * 128, 1)
   }
   __syncthreads();
 
-  // One expert's share of each frag array (frag_layout.h's FragDims: weight_words, scale_halves, zero_words).
-  const int64_t n_tiles = (N + 63) / 64, groups = K / G;
-  const int64_t q_words = (n_tiles * (K / 16) + frag::kPadTiles) * frag::BTile<BITS>::WORDS;
-  const int64_t s_halves = n_tiles * groups * 64, z_words = BITS == 4 ? n_tiles * groups * 16 : 0;
+  // One expert's share of each frag array.
+  const int64_t q_words = frag_map::weight_words(BITS, N, K), s_halves = frag_map::scale_halves(N, K, G);
+  const int64_t z_words = frag_map::zero_words(BITS, N, K, G);
   FragMatrix w[MATS];
   w[0] = {gq + e * q_words, gs + e * s_halves, BITS == 4 ? gz + e * z_words : nullptr};
   if (FUSED) w[MATS - 1] = {uq + e * q_words, us + e * s_halves, BITS == 4 ? uz + e * z_words : nullptr};
