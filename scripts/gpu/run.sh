@@ -5,21 +5,29 @@
 #              with one, only when SELFCHECK=1, since the GPU phases exercise the same flow for real)
 #   tests      the `gpu` test binaries with QTUNE_REQUIRE_GPU=1, so a test that would skip fails instead
 #   models     synthetic checkpoints: Qwen3-8B-shaped with 36 layers as ak48 (AWQ) and ajc1 (Q8_0), and
-#              Qwen3-30B-A3B-shaped with 8 layers as moe3
+#              Qwen3-30B-A3B-shaped with 8 layers as moe3. qconvert writes them on one core each (about 2 minutes
+#              for the largest on a 2-core CI machine), so the three start together in the background before
+#              the tests and this phase waits for them
 #   tune       qtune --gpu on the 8B AWQ model with the default families and budget, at the report's batch
 #              buckets (resumable: a time limit stops it, and the reports use what it stored)
 #   report     qbench --device cuda --report on both models with the tuned store (the MoE model's buckets
 #              hold 512 and 4096 tokens, where its grouped expert GEMMs are judged)
+#   moe-frag   qrun on the MoE model, a 512-token prompt and 64 greedy tokens, with the experts as stored and
+#              in the frag layout on the Hopper grouped GEMMs (sm_90 only): both statistics lines and tokens
 # After every phase the results are packed again into OUTDIR, at most 8 files of under 16 MB each, so a run
 # cut short still returns what it did: SUMMARY.md (phases, times, commands, the key lines), logs.tar.xz,
 # qtune-cache.sqlite and one report-*.tar.xz per model.
 #
 #   bash run.sh BUNDLE.tar.xz OUTDIR
 # Knobs: CUDA_HOME (default /usr/local/cuda), WORK (where the bundle is unpacked; default a fresh temporary
-# folder), LAYERS (36), and each phase's limit in seconds, which together keep a run within 10 minutes:
-# SELFCHECK_S (300), TESTS_S (120), MODELS_S (120), TUNE_S (150; qtune's own --time-limit is 15 s less, so it
-# ends on its own and stores its dispatch), REPORT_S (90 per model). Exit: 0 when every phase that ran passed.
+# folder), LAYERS (36), RUN_S (575: the whole run's limit, so it ends inside the device tool's 10-minute call;
+# every phase's limit is cut to what is left of it) and each phase's own limit in seconds: SELFCHECK_S (300),
+# TESTS_S (120), MODELS_S (180, from the start), TUNE_S (150; qtune's own --time-limit is 15 s less, so it ends
+# on its own and stores its dispatch), REPORT_S (100 per model), MOE_FRAG_S (45). Exit: 0 when every phase
+# that ran passed.
 set -uo pipefail
+run_t0=$(date +%s)
+run_s="${RUN_S:-575}"
 bundle="${1:?usage: run.sh BUNDLE.tar.xz OUTDIR}"
 out="${2:?usage: run.sh BUNDLE.tar.xz OUTDIR}"
 [[ -f "$bundle" ]] || { echo "run.sh: $bundle: no such bundle" >&2; exit 2; }
@@ -64,8 +72,16 @@ pack() {
 phase() {
   local name="$1" limit="$2"
   shift 2
-  local t0 rc result
+  local t0 rc result left
   t0=$(date +%s)
+  # What is left of the run, less the time the last pack takes.
+  left=$((run_t0 + run_s - t0 - 8))
+  if ((left < 10)); then
+    echo "| $name | not run: the run's ${run_s} s were spent | 0 | \`$*\` |" >> "$summary"
+    return 1
+  fi
+  ((limit > left)) && limit=$left
+  ((limit < 5)) && limit=5
   echo "[$(date -u +%H:%M:%S)] $name: $*" | tee -a "$logs/commands.log"
   # Through bash, so that a phase may be one of the functions below (exported with their variables).
   timeout --kill-after=10 "$limit" bash -c '"$@"' phase "$@" > "$logs/$name.log" 2>&1
@@ -105,16 +121,44 @@ run_gpu_tests() {
   return $rc
 }
 
-make_models() {
-  set -e
+# The three models at once, one core each; each one's exit status lands in models/NAME.rc.
+start_models() {
   local layers="${LAYERS:-36}"
-  "$q/bin/qconvert" synthetic --preset qwen3-8b --layers "$layers" --format ak48 --out "$models/qwen3-8b.ak48" -q
-  "$q/bin/qconvert" synthetic --preset qwen3-8b --layers "$layers" --format ajc1 --out "$models/qwen3-8b.ajc1" -q
-  "$q/bin/qconvert" synthetic --preset qwen3-30b-a3b --layers 8 --format moe3 --out "$models/qwen3-30b-a3b-L8.moe3" -q
+  local m
+  for m in "qwen3-8b qwen3-8b.ak48 ak48 $layers" "qwen3-8b qwen3-8b.ajc1 ajc1 $layers" \
+           "qwen3-30b-a3b qwen3-30b-a3b-L8.moe3 moe3 8"; do
+    set -- $m
+    ( "$q/bin/qconvert" synthetic --preset "$1" --layers "$4" --format "$3" --out "$models/$2" -q \
+        > "$logs/models-$2.log" 2>&1; echo $? > "$models/$2.rc" ) &
+  done
+}
+
+# Waits for start_models' three conversions and fails unless all three wrote their file.
+wait_models() {
+  local f rc=0
+  for f in qwen3-8b.ak48 qwen3-8b.ajc1 qwen3-30b-a3b-L8.moe3; do
+    while [[ ! -f "$models/$f.rc" ]]; do sleep 1; done
+    echo "$f: exit $(cat "$models/$f.rc"), $(stat -c %s "$models/$f" 2>/dev/null || echo 0) bytes"
+    cat "$logs/models-$f.log"
+    [[ "$(cat "$models/$f.rc")" == 0 ]] || rc=1
+  done
+  return $rc
+}
+
+# The MoE model end to end with its experts as stored and in the frag layout (Hopper's grouped wgmma GEMMs).
+moe_frag() {
+  local ids layout rc=0
+  ids=$(seq -s, 1000 1511)
+  for layout in file frag; do
+    echo "== --expert-layout $layout"
+    "$q/bin/qrun" --device cuda --model "$models/qwen3-30b-a3b-L8.moe3" --expert-layout "$layout" \
+      --tuned-cache "$work/qtune-cache.sqlite" --prompt-ids "$ids" -n 64 --temp 0 || rc=1
+  done
+  return $rc
 }
 
 export q work models logs
-export -f selfcheck run_gpu_tests make_models
+export -f selfcheck run_gpu_tests wait_models moe_frag
 
 "$q/bin/qtune" devices > "$logs/devices.log" 2>&1
 arch=$(sed -n 's/^cuda: \(sm_[0-9]*\) .*/\1/p' "$logs/devices.log" | head -1)
@@ -132,10 +176,11 @@ fi
 sm="sm${arch#sm_}"
 command -v nvidia-smi >/dev/null && nvidia-smi > "$logs/nvidia-smi.log" 2>&1
 
+start_models
 phase tests "${TESTS_S:-120}" run_gpu_tests || status=1
 excerpt "GPU tests" "$logs/tests.log" '^== |test cases|FAILED|QTUNE_REQUIRE_GPU'
 
-if phase models "${MODELS_S:-120}" make_models; then
+if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; then
   tune_s="${TUNE_S:-150}"
   report_buckets=1,4,16,64,256,1024,4096
   # The report's buckets: the tune's time goes to the batch sizes the report measures, and every family the
@@ -143,15 +188,19 @@ if phase models "${MODELS_S:-120}" make_models; then
   phase tune "$tune_s" "$q/bin/qtune" --model "$models/qwen3-8b.ak48" --gpu "$sm" --time-limit $((tune_s - 15)) \
     --buckets "$report_buckets" --cache "$work/qtune-cache.sqlite" --quiet || status=1
   excerpt "Tune (qwen3-8b ak48)" "$logs/tune.log" '^(qtune:|summary|time|dispatch|roofline)'
-  phase report-8b "${REPORT_S:-90}" "$q/bin/qbench" --device cuda --model "$models/qwen3-8b.ak48" \
+  phase report-8b "${REPORT_S:-100}" "$q/bin/qbench" --device cuda --model "$models/qwen3-8b.ak48" \
     --q8-model "$models/qwen3-8b.ajc1" --tuned-cache "$work/qtune-cache.sqlite" --buckets "$report_buckets" \
     --report "$work/report-qwen3-8b" || status=1
   # The MoE report's buckets are also its grouped expert GEMMs' token counts, and issue 27 judges those at 512
   # and 4096 tokens: 512 takes 4's place, so the linear rows cost what they did and the phase keeps its limit.
   # The tune covers the 8B model only, so the MoE rows' best of the tune reads "no tune".
   moe_buckets=1,16,64,256,512,1024,4096
-  phase report-30b "${REPORT_S:-90}" "$q/bin/qbench" --device cuda --model "$models/qwen3-30b-a3b-L8.moe3" \
+  phase report-30b "${REPORT_S:-100}" "$q/bin/qbench" --device cuda --model "$models/qwen3-30b-a3b-L8.moe3" \
     --tuned-cache "$work/qtune-cache.sqlite" --buckets "$moe_buckets" --report "$work/report-qwen3-30b-a3b" || status=1
+  if [[ "$sm" == sm90 ]]; then
+    phase moe-frag "${MOE_FRAG_S:-45}" moe_frag || status=1
+    excerpt "MoE experts as stored and in the frag layout" "$logs/moe-frag.log" '^== |tok/s|error'
+  fi
 else
   status=1
 fi
