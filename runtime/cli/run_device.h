@@ -2,6 +2,7 @@
 // The backend qrun and qbench run a model on: the CPU backend, or the device backend on the emulator or a
 // CUDA GPU (the driver loaded on demand: without one, --device cuda exits 3 with the reason).
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "device/api/device.h"
@@ -19,7 +20,7 @@ struct RunDeviceOptions {
   bool trtllm_int8 = false;  // INT8 MoE experts in TensorRT-LLM's layout on the device
   bool predequantize = false;  // dense linear weights as fp16 on the device, GEMMs on cuBLASLt where it wins
   bool frag_layout = true;   // dense AWQ / INT8_GW_SYM projections in the frag layout (DeviceBackendOptions)
-  bool frag_experts = false;  // MoE experts in the frag layout, grouped GEMMs on wgmma (DeviceBackendOptions)
+  std::optional<bool> frag_experts;  // MoE experts in the frag layout, grouped GEMMs on wgmma; unset: the device's default
   int emu_threads = 0;
   int emu_arch = 80;  // QT_ARCH the emulator presents (90: the sm_90a families run)
   bool emu_checks = true;      // the emulator's race/bounds instrumentation

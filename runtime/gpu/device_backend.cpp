@@ -6,6 +6,8 @@
 
 #include "common/error.h"
 #include "common/half.h"
+#include "device/blas/default_route.h"
+#include "kernels_src/moe_wgmma/moe_wgmma_family.h"
 #include "kernels_src/registry/registry.h"
 #include "models/core/linear_shapes.h"
 #include "runtime/gpu/device_act.h"
@@ -24,18 +26,16 @@ class ActBuffer final : public DeviceBuffer {
   size_t n_;
 };
 
-constexpr int64_t kGemvRows = 8;  // the decode GEMV families serve M <= 8
+using blas::kDecodeGemvRows;
 
 // Where a linear layer runs when cuBLASLt is at hand (every GPU run where the library loads):
 //   measured: the tuning store's dispatch for the shape ranks a cuBLASLt baseline of device/blas's table
 //             ("cuda.cublaslt_f16", or a quantized type's dequant + cuBLASLt such as
 //             "cuda.q8_0_dequant_cublaslt") first in the batch's bucket -> cuBLASLt (kernel_choice.h's
 //             external choice, at the heuristic candidate the tuner found fastest);
-//   default:  with no dispatch, fp16 weights (predequantized layers, and the lm_head of every model, whose
-//             prefill pass runs kLogitRowsPerPass rows) go to cuBLASLt above the decode GEMVs' rows, where a
-//             tensor-core GEMM is the right tool and cuBLASLt's heuristic is the vendor's tuned choice (on the
-//             H200 it gave 650-760 TFLOP/s where f16_gemm gave 35), and to the fp16 GEMV at M <= kGemvRows;
-//             quantized weights stay on our kernels.
+//   default:  with no dispatch, blas::default_route (device/blas/default_route.h, measured on an H200): fp16
+//             weights above one row and quantized weights from 64 rows go to cuBLASLt (the quantized ones
+//             through their dequant family); the rest to our kernel families.
 
 // The layout a dense weight is held in on the device: the frag arrays replace the file's (device_weights.h).
 const char* held_layout(const DeviceTensor& w) { return w.arrays.count("bq") ? "frag" : "file"; }
@@ -122,13 +122,16 @@ void DeviceBackend::visit_weights(const ModelWeights& w, const WeightVisitor& v)
 }
 
 void DeviceBackend::prepare(const ModelWeights& w) {
-  if (options_.frag_experts && options_.trtllm_int8)
+  if (options_.frag_experts.value_or(false) && options_.trtllm_int8)
     throw Error("device backend: MoE experts go to the frag layout or TensorRT-LLM's, not both", kExitBadInput);
-  if (options_.frag_experts && w.config.is_moe() && device_.arch() < 90)
+  if (options_.frag_experts.value_or(false) && w.config.is_moe() && device_.arch() != 90)
     throw Error("device backend: frag-layout MoE experts run on wgmma, sm_90a; this device is sm_" +
                     std::to_string(device_.arch()) + " (keep the file layout, or --emu-arch sm90 on the emulator)",
                 kExitUnavailable);
-  const DeviceWeights::Storage experts = options_.frag_experts ? DeviceWeights::Storage::kFrag : DeviceWeights::Storage::kFile;
+  // TensorRT-LLM's layout, when asked for, is the experts' layout.
+  const bool frag_experts =
+      options_.frag_experts.value_or(!options_.trtllm_int8 && kernels::moe_wgmma::frag_experts_by_default(device_.arch()));
+  const DeviceWeights::Storage experts = frag_experts ? DeviceWeights::Storage::kFrag : DeviceWeights::Storage::kFile;
   // What the model will hold, checked before anything is uploaded: a model the device cannot hold is refused
   // at once, stating what it needs, instead of failing (or being killed) minutes into the upload.
   uint64_t resident = 0, largest = 0;
@@ -285,7 +288,7 @@ int DeviceBackend::blas_rank(const std::string& store_name, const std::string& d
 }
 
 // A contender of the stored dispatch that is no kernel family: cuBLASLt on fp16 weights, or on the weights
-// dequantized to fp16 by the baseline's dequant family, in the layout that family writes.
+// dequantized to fp16 by the baseline's dequant family.
 void DeviceBackend::linear_external(const KernelChoice& c, const DeviceTensor& w, Act x, int64_t m, Act y,
                                     const kernels::Shape& shape) {
   const blas::Baseline* row = store_baseline(c.external, options_.store_prefix);
@@ -294,17 +297,23 @@ void DeviceBackend::linear_external(const KernelChoice& c, const DeviceTensor& w
   // The dispatch is keyed by weight type and layout, so only a store written by hand gets here with another.
   const std::string refusal = baseline_refusal(*row, w);
   if (!refusal.empty()) throw Error("device backend: the dispatch names '" + c.external + "', but " + refusal, kExitFailure);
-  const int rank = blas_rank(c.external, kernels::find_family(row->problem_family).dtypes, shape);
-  if (!row->dequant_family)
-    return queue_blas(w.arrays.at("values").ptr, row->layout, x, m, w.rows, w.cols, y, rank);
-  const kernels::KernelFamily& dq = kernels::find_family(row->dequant_family);
+  linear_baseline(*row, blas_rank(c.external, kernels::find_family(row->problem_family).dtypes, shape), w, x, m, y, shape);
+}
+
+// cuBLASLt at the heuristic's candidate `rank`, on the weights' fp16 values or on what the baseline's dequant
+// family writes from their arrays, in the layout that family writes.
+void DeviceBackend::linear_baseline(const blas::Baseline& row, int rank, const DeviceTensor& w, Act x, int64_t m, Act y,
+                                    const kernels::Shape& shape) {
+  if (!row.dequant_family)
+    return queue_blas(w.arrays.at("values").ptr, row.layout, x, m, w.rows, w.cols, y, rank);
+  const kernels::KernelFamily& dq = kernels::find_family(row.dequant_family);
   const size_t bytes = size_t(h16(w.rows * w.cols));
   grow(dequantized_, bytes, bytes);
   Bindings b;
   for (const auto& [name, a] : w.arrays) b.buf(name, a.ptr, a.bytes);
   b.buf("w", dequantized_.ptr(), int64_t(bytes));
   run(dq.op, &w.type, dq.shape_from(shape), b);
-  queue_blas(dequantized_.ptr(), row->layout, x, m, w.rows, w.cols, y, rank);
+  queue_blas(dequantized_.ptr(), row.layout, x, m, w.rows, w.cols, y, rank);
 }
 
 void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
@@ -318,14 +327,23 @@ void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
     // No fp16 family tiles this shape: cuBLASLt serves it whatever M is.
     if (fp16_blas) return queue_blas(w.arrays.at("values").ptr, blas::WeightLayout::NK, x, m, w.rows, w.cols, y, 0);
     // No GEMM tiles this shape (a tiny model's N below a tile): decode GEMVs over row blocks of 8 serve it.
-    if (m <= kGemvRows) throw;
-    for (int64_t r = 0; r < m; r += kGemvRows)
-      linear(w, x.at(r * w.cols), std::min(kGemvRows, m - r), y.at(r * w.rows));
+    if (m <= kDecodeGemvRows) throw;
+    for (int64_t r = 0; r < m; r += kDecodeGemvRows)
+      linear(w, x.at(r * w.cols), std::min(kDecodeGemvRows, m - r), y.at(r * w.rows));
     return;
   }
   if (!choice->external.empty()) return linear_external(*choice, w, x, m, y, shape);
-  if (fp16_blas && !choice->dispatched && m > kGemvRows)
-    return queue_blas(w.arrays.at("values").ptr, blas::WeightLayout::NK, x, m, w.rows, w.cols, y, 0);
+  if (!choice->dispatched) {
+    switch (blas::default_route(w.type, m, options_.blas != nullptr)) {
+      case blas::Route::kCublasLt:
+        return queue_blas(w.arrays.at("values").ptr, blas::WeightLayout::NK, x, m, w.rows, w.cols, y, 0);
+      case blas::Route::kDequantCublasLt:
+        if (const blas::Baseline* row = blas::baseline_for(w.type, frag ? "linear.frag" : "linear"))
+          if (baseline_refusal(*row, w).empty()) return linear_baseline(*row, 0, w, x, m, y, shape);
+        break;
+      case blas::Route::kFamilies: break;
+    }
+  }
   if (w.type == WeightType::F16 && options_.predequantize) ++blas_counts_.families;
   Bindings b;
   b.buf("x", dp(x), h16(m * w.cols)).buf("y", dp(y), h16(m * w.rows));
@@ -396,7 +414,7 @@ void DeviceBackend::gate_up_swiglu(const QTensor& gate, const QTensor& up_w, Act
   }
   // The fused families read the file layout.
   const bool file_layout = !g.arrays.count("bq") && !u.arrays.count("bq");
-  if (m <= kGemvRows && file_layout && g.type == u.type && g.rows == u.rows && g.group == u.group &&
+  if (m <= kDecodeGemvRows && file_layout && g.type == u.type && g.rows == u.rows && g.group == u.group &&
       chooser_.serves("gate_up_swiglu", &g.type)) {
     const KernelChoice& c = chooser_.choose("gate_up_swiglu", &g.type, fused);
     Bindings b;

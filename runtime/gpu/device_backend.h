@@ -44,9 +44,9 @@ struct DeviceBackendOptions {
   // and run by the op "linear.frag" families; false keeps the file layout and the op "linear" families.
   bool frag_layout = true;
   // MoE experts of the types the frag layout holds repacked into it at load, and run by the grouped GEMMs on
-  // Hopper's wgmma (ops moe_gate_up.frag / moe_down.frag, sm_90a: prepare() refuses an older device). Off by
-  // default until a GPU run has measured those kernels against the file-layout grouped GEMMs.
-  bool frag_experts = false;
+  // Hopper's wgmma (ops moe_gate_up.frag / moe_down.frag, sm_90a: prepare() refuses another device when asked).
+  // Unset: moe_wgmma::frag_experts_by_default(arch), the frag layout on sm_90 (measured faster there).
+  std::optional<bool> frag_experts;
   // Dense linear weights dequantized to fp16 once at load (MoE experts and the embedding table stay quantized);
   // their GEMMs go to cuBLASLt (`blas`, when given) or to the fp16 families, as DeviceBackend::linear decides. With
   // `blas`, a stored dispatch that ranks a cuBLASLt baseline first in a bucket is followed too.
@@ -110,6 +110,8 @@ class DeviceBackend final : public Backend {
   void bind_counters(Bindings& b, int64_t count);
   void linear(const DeviceTensor& w, Act x, int64_t m, Act y);
   void linear_external(const KernelChoice& c, const DeviceTensor& w, Act x, int64_t m, Act y, const kernels::Shape& shape);
+  void linear_baseline(const blas::Baseline& row, int rank, const DeviceTensor& w, Act x, int64_t m, Act y,
+                       const kernels::Shape& shape);
   void queue_blas(dev::DevPtr w, blas::WeightLayout layout, Act x, int64_t m, int64_t n, int64_t k, Act y, int rank);
   int blas_rank(const std::string& store_name, const std::string& dtypes, const kernels::Shape& shape) const;
   dev::DevPtr scratch(size_t bytes);

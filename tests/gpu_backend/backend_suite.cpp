@@ -14,6 +14,7 @@
 #include "models/formats/model_file.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "device/blas/blas_lt.h"
+#include "device/blas/default_route.h"
 #include "kernels_src/registry/registry.h"
 #include "runtime/gpu/device_backend.h"
 #include "runtime/model/qwen3_model.h"
@@ -161,6 +162,28 @@ void check_baseline_dispatch(const DeviceFactory& make, const std::string& name,
   size_t chosen = 0;
   for (const std::string& line : f.gpu->chooser().details()) chosen += line.find(row->store_name) != std::string::npos;
   CHECK(chosen > 0);
+}
+
+void check_default_route(const DeviceFactory& make, const std::string& name) {
+  Fixture f(make, name, false, [&](dev::Device& d, DeviceBackendOptions& o) {
+    o.blas = std::make_shared<blas::BlasLt>(d);
+    o.store_prefix = "cuda.";
+  });
+  const int64_t rows = blas::kDequantBlasRows + 6;
+  const auto tokens = prompt(rows, f.w().config.vocab_size, 5);
+  Qwen3Model ref(f.w(), f.cpu, 2 * rows), dev(f.w(), *f.gpu, 2 * rows);
+  // Only the last row's logits, so the fp16 lm_head runs one row, on f16_gemv: every cuBLASLt call is a projection.
+  const float d = max_diff(dev.forward(tokens, LogitsRows::kLast), ref.forward(tokens, LogitsRows::kLast));
+  WARN(name << " at " << rows << " rows on dequant + cuBLASLt: max |device - CPU reference| = " << d);
+  CHECK(d <= kLogitTolerance);
+  // q/k/v (one call or three), o, gate/up (one or two) and down: at least four per layer.
+  CHECK(f.gpu->blas_counts().blas >= 4 * int64_t(f.w().config.n_layers));
+  const int64_t prompt_calls = f.gpu->blas_counts().blas;
+  Qwen3Model ref_greedy(f.w(), f.cpu, 2 * rows), dev_greedy(f.w(), *f.gpu, 2 * rows);
+  const std::vector<int32_t> want = greedy(ref_greedy, tokens, 4);
+  CHECK(greedy(dev_greedy, tokens, 4) == want);
+  // The same prompt's calls again, and none for the three decode steps: decode rows stay on the GEMV families.
+  CHECK(f.gpu->blas_counts().blas == 2 * prompt_calls);
 }
 
 void check_weight_layouts(const DeviceFactory& make, const std::string& name) {

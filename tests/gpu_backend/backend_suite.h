@@ -51,6 +51,10 @@ void check_qkv_types_differ(const DeviceFactory& make, const std::string& file);
 // --predequantize: the dense weights dequantized to fp16 at load give the CPU reference's logits; with `blas`
 // (a GPU) the prompt's GEMMs run on cuBLASLt and decode still gives the reference's greedy tokens.
 void check_predequantized(const DeviceFactory& make, const std::string& file, bool blas);
+// Without a tuned store, cuBLASLt at hand: a prompt of blas::kDequantBlasRows rows and more runs the quantized
+// projections on dequant + cuBLASLt (blas::default_route) with the CPU reference's logits; decode stays on the
+// GEMV families.
+void check_default_route(const DeviceFactory& make, const std::string& file);
 // A dispatch (from `store`) ranking the dequant + cuBLASLt `baseline` (its store name without the device
 // prefix) first (a GPU): the model's linears of its type run on it, held in the layout it reads, and give the
 // CPU reference's logits and greedy tokens.

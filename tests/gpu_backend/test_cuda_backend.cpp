@@ -64,6 +64,14 @@ TEST_CASE("cuda: predequantized weights on cuBLASLt give the CPU reference's log
   }
 }
 
+TEST_CASE("cuda: without a tuned store prompts of 64 rows and more run quantized linears on dequant + cuBLASLt") {
+  NEED_GPU();
+  for (const char* file : {"dense.ak48", "dense.ajc1"}) {
+    INFO(file);
+    qt::test::check_default_route(gpu, file);
+  }
+}
+
 TEST_CASE("cuda: a dispatch ranking dequant + cuBLASLt first runs Q8_0 and AWQ (frag and file layout) linears on "
           "it, with the reference's logits") {
   NEED_GPU();

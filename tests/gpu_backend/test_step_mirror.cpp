@@ -1,8 +1,8 @@
 // The static model's launch list of a step (tuner/static/step_launches.h) is written from what the device
 // backend issues, since the tuner cannot link the runtime: this holds the two together. On the emulator (no
 // graphs, so every launch is counted as it runs), a prompt and one decode step of golden models launch exactly
-// as many kernels as the step model lists for them, at the families it picks. Predequantized weights are left
-// out: the step model assumes a GPU's cuBLASLt for fp16 GEMMs, which the emulator lacks.
+// as many kernels as the step model lists for them, at the families it picks. The step model is told that
+// cuBLASLt is absent, as on the emulator; predequantized weights are left out.
 #include <catch2/catch.hpp>
 
 #include "common/paths.h"
@@ -31,6 +31,7 @@ int64_t predicted_launches(const ModelWeights& w, const Case& c, bool decode, in
   s.weights = tune::step_weights(w);
   s.runtime.frag_layout = c.frag;
   s.runtime.frag_experts = c.frag_experts;
+  s.runtime.blas = false;  // the emulator has no cuBLASLt, so blas::default_route keeps every linear on the families
   s.decode = decode;
   s.context = context;
   return tune::predict_step(s, c.arch, tune::gpu_peaks(c.arch)).default_launches;

@@ -13,6 +13,7 @@
 #include "common/flag_ranges.h"
 #include "common/number_format.h"
 #include "device/winners/store_schema.h"
+#include "kernels_src/moe_wgmma/moe_wgmma_family.h"
 #include "models/core/config_limits.h"
 #include "models/formats/model_file.h"
 #include "models/synthetic/presets.h"
@@ -71,7 +72,7 @@ constexpr const char* kStepOnly[] = {"--context", "--prompt", "--preset", "--for
                                      "--fingerprint-store"};
 constexpr const char* kTableOnly[] = {"--kernel", "--points", "--m", "--cache-dir", "--no-cache", "--threads"};
 
-StepSpec spec_from_flags(const CliArgs& cli, std::string* description) {
+StepSpec spec_from_flags(const CliArgs& cli, int sm, std::string* description) {
   for (const char* flag : kTableOnly)
     if (cli.given(flag)) throw Error(std::string(flag) + " applies to the per-family table, not to --step");
   StepSpec spec;
@@ -117,10 +118,13 @@ StepSpec spec_from_flags(const CliArgs& cli, std::string* description) {
   if (int8 != "plain" && int8 != "trtllm") throw Error("--int8-layout is plain or trtllm, got '" + int8 + "'");
   spec.runtime.trtllm_int8 = int8 == "trtllm";
   const std::string experts = cli.get("--expert-layout");
-  if (experts != "frag" && experts != "file") throw Error("--expert-layout is frag or file, got '" + experts + "'");
+  if (experts != "frag" && experts != "file" && experts != "auto")
+    throw Error("--expert-layout is auto, frag or file, got '" + experts + "'");
   if (experts == "frag" && spec.runtime.trtllm_int8)
     throw Error("--expert-layout frag and --int8-layout trtllm each choose the experts' layout: give one");
-  spec.runtime.frag_experts = experts == "frag";
+  // auto: what DeviceBackend::prepare picks on this architecture.
+  spec.runtime.frag_experts = experts == "auto" ? !spec.runtime.trtllm_int8 && kernels::moe_wgmma::frag_experts_by_default(sm)
+                                                : experts == "frag";
   spec.runtime.concatenate_qkv = spec.runtime.concatenate_gate_up = !cli.get_flag("--no-concat");
   return spec;
 }
@@ -154,7 +158,7 @@ void declare_step_flags(CliArgs& cli) {
       .option("--int8-layout", "L", "--step: INT8 group-wise experts as stored (plain) or TensorRT-LLM's (trtllm)",
               "plain")
       .option("--expert-layout", "L", "--step: MoE experts as stored (file) or in the frag layout on the wgmma "
-              "grouped GEMMs (frag, sm_90)", "file")
+              "grouped GEMMs (frag, sm_90); auto: as the runtime picks (frag on sm_90)", "auto")
       .flag("--no-concat", "--step: q/k/v and gate/up as separate launches (the runtime before their "
             "concatenation, e.g. the H200 run of 2026-11-26)")
       .option("--fingerprint-store", "FILE", "--step: the GPU figures of the device a tuning store was measured on "
@@ -169,7 +173,7 @@ void check_step_flags(const CliArgs& cli) {
 
 int run_step_prediction(const CliArgs& cli, int sm) {
   std::string description;
-  const StepSpec spec = spec_from_flags(cli, &description);
+  const StepSpec spec = spec_from_flags(cli, sm, &description);
   GpuPeaks peak = gpu_peaks(sm);
   if (auto store = cli.get_optional("--fingerprint-store")) peak = gpu_peaks(store_device(*store));
   const StepPrediction p = predict_step(spec, sm, peak);

@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "device/blas/blas_lt.h"
+#include "device/blas/default_route.h"
 #include "kernels_src/fraglinear/frag_layout.h"
 #include "kernels_src/registry/registry.h"
 #include "models/core/linear_shapes.h"
@@ -49,15 +51,28 @@ struct Builder {
     return !spec.runtime.predequantize && spec.runtime.frag_layout && kernels::frag::frag_layout_holds(spec.weights.dense);
   }
 
-  // DeviceBackend::linear: fp16 weights above the GEMV rows go to cuBLASLt; the rest to the families of
-  // "linear" or "linear.frag" by the layout the weight is held in.
+  // DeviceBackend::linear without a tuned dispatch: blas::default_route picks cuBLASLt (fp16 weights) or the
+  // type's dequant family then cuBLASLt, else the families of "linear" or "linear.frag" by the layout the
+  // weight is held in.
   void linear(WeightType type, int64_t group, bool frag, int64_t n, int64_t k, int64_t m, const std::string& what,
               int64_t count) {
     // Unquantized weights are one group per row (the runtime's fp16 tensors carry G = K).
     const int64_t g = weight_traits(type).quantized ? group : k;
     const Shape shape{{"M", "N", "K", "G"}, {m, n, k, g}, what};
-    if (type == WeightType::F16 && m > kDecodeGemvRows) return add("cublaslt", type, shape, what, count);
-    add(frag ? "linear.frag" : "linear", type, shape, what, count);
+    const std::string op = frag ? "linear.frag" : "linear";
+    switch (blas::default_route(type, m, spec.runtime.blas)) {
+      case blas::Route::kCublasLt: return add("cublaslt", type, shape, what, count);
+      case blas::Route::kDequantCublasLt:
+        if (!spec.runtime.dequant_blas) break;
+        if (const blas::Baseline* row = blas::baseline_for(type, op)) {
+          const kernels::KernelFamily& dq = kernels::find_family(row->dequant_family);
+          add(dq.op, type, dq.shape_from(shape), what + " dequant", count);
+          return add("cublaslt", WeightType::F16, shape, what, count);
+        }
+        break;
+      case blas::Route::kFamilies: break;
+    }
+    add(op, type, shape, what, count);
   }
   void dense(const std::string& part, int64_t m, const std::string& what, int64_t count) {
     const LinearShape& s = linear_shape(shapes, part);
@@ -119,7 +134,7 @@ struct Builder {
     if (dense_frag() && spec.runtime.concatenate_gate_up && m <= kConcatenatedGateUpMaxRows &&
         storable({up.n, up.n}) && serves("gate_up_swiglu.frag", t)) {
       add("gate_up_swiglu.frag", t, fused, "gate|up + SwiGLU", layers);
-    } else if (!dense_frag() && m <= kDecodeGemvRows && serves("gate_up_swiglu", t)) {
+    } else if (!dense_frag() && m <= blas::kDecodeGemvRows && serves("gate_up_swiglu", t)) {
       add("gate_up_swiglu", t, fused, "gate+up + SwiGLU", layers);
     } else {
       dense("w1", m, "gate_proj", layers);

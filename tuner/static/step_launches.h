@@ -46,6 +46,10 @@ struct StepRuntime {
   bool concatenate_gate_up = true;  // gate/up as one fused frag GEMV at M <= 16
   bool trtllm_int8 = false;
   bool frag_experts = false;  // MoE experts in the frag layout, on the wgmma grouped GEMMs (ops moe_*.frag)
+  bool blas = true;  // cuBLASLt at hand, as on every GPU: blas::default_route sends some linears to it
+  // Quantized weights from blas::kDequantBlasRows rows on dequant + cuBLASLt, as blas::default_route says; false
+  // models the runtime before 2026-11-27 (the H200 runs' commits), which kept them on the GEMM families.
+  bool dequant_blas = true;
 };
 
 struct StepSpec {
@@ -75,8 +79,7 @@ struct StepBytes {
 };
 StepBytes step_min_bytes(const StepSpec& spec);
 
-// The runtime's prefill chunk (Qwen3Model's default max_batch) and the GEMV rows (device_backend.cpp).
+// The runtime's prefill chunk (Qwen3Model's default max_batch).
 inline constexpr int64_t kPrefillChunk = 256;
-inline constexpr int64_t kDecodeGemvRows = 8;
 
 }  // namespace qt::tune

@@ -1,0 +1,34 @@
+#pragma once
+// Where a linear layer runs when cuBLASLt is at hand and no tuned dispatch covers its batch bucket. Written once
+// for the runtime (DeviceBackend::linear) and the static step model (tuner/static/step_launches.cpp), which must
+// issue the same launches. The thresholds are measured, on an H200 (results/gpu-h200-2026-11-27, the Qwen3-8B
+// and Qwen3-30B-A3B shapes), against the kernel families' default points that ran there otherwise:
+//   - fp16 weights above one row go to cuBLASLt: on the lm_head (151936 x 4096) f16_gemv took 619 us at M = 4
+//     and 616 at M = 16 where cuBLASLt took 309 and 313; at M = 1 f16_gemv wins (286 against 308).
+//   - quantized weights from kDequantBlasRows rows are dequantized to fp16 by their type's dequant family,
+//     then multiplied by cuBLASLt: at M = 64 that was 1.3-3.5x faster than the default awq_frag_gemm /
+//     q8_0_frag_gemm point on 6 of 7 shapes (5% slower on 12288 x 4096), and 1.3-3.9x faster on every shape at
+//     M >= 256, where the prefill chunk runs.
+//   - everything else stays on our kernel families.
+// A tuned dispatch overrides all of this per bucket: it ranks the baselines beside the families.
+#include <cstdint>
+
+#include "models/core/weight_traits.h"
+
+namespace qt::blas {
+
+// The decode GEMV families serve up to this many rows; above it the GEMM families (or cuBLASLt) take over.
+inline constexpr int64_t kDecodeGemvRows = 8;
+inline constexpr int64_t kF16GemvRows = 1;
+inline constexpr int64_t kDequantBlasRows = 64;
+
+enum class Route { kFamilies, kCublasLt, kDequantCublasLt };
+
+inline Route default_route(WeightType type, int64_t m, bool blas_available) {
+  if (!blas_available) return Route::kFamilies;
+  if (type == WeightType::F16) return m > kF16GemvRows ? Route::kCublasLt : Route::kFamilies;
+  // A quantized type goes to its dequant + cuBLASLt baseline where device/blas's table has one for its layout.
+  return weight_traits(type).quantized && m >= kDequantBlasRows ? Route::kDequantCublasLt : Route::kFamilies;
+}
+
+}  // namespace qt::blas
