@@ -21,14 +21,16 @@ namespace qt::test {
 // The rows were measured on the awq_frag kernels of commit b80cebf; the families' source hash then also
 // covered host code since changed (references, not launches). When the kernel source differs, the fixture no
 // longer describes these kernels: measure again on a GPU (scripts/gpu/run.sh) and replace it.
-inline std::string h200_fixture_for_todays_sources(const std::string& name) {
+// `store` is either H200 run's store under tests/tuner/data: both ran the same frag_linear.cuh.
+inline std::string h200_fixture_for_todays_sources(const std::string& name,
+                                                   const std::string& store = "h200-2026-11-26-8b-frag.sqlite") {
   constexpr const char* kMeasuredKernelSha256 = "8db423c90e71034b252889591c6b5043df534f7526a73fa26855188da53ad189";
   std::ifstream in(source_root() + "/kernels_src/fraglinear/frag_linear.cuh", std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
   REQUIRE(compile::sha256_hex(text.str()) == kMeasuredKernelSha256);
   const std::string path = tuner_scratch(name, ".sqlite");
-  std::filesystem::copy_file(source_root() + "/tests/tuner/data/h200-2026-11-26-8b-frag.sqlite", path);
+  std::filesystem::copy_file(source_root() + "/tests/tuner/data/" + store, path);
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
   for (const char* family : {"awq_frag_gemv", "awq_frag_gemm"}) {

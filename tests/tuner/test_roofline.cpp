@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -95,21 +96,37 @@ TEST_CASE("qtune static prints the roofline model's fastest point for each shape
   }
 }
 
-TEST_CASE("on the H200 run's measured points the model ranks them with Spearman 0.8 or more and predicts them "
-          "within a median error of 25%",
-          "[tuner][roofline]") {
-  // The 30 verified and timed awq_frag points of the first GPU run (tests/tuner/data/README.md), the model given
-  // the H200's own fingerprint and the registers ptxas reports for each point on sm_90. Its two calibrated
-  // constants come from other figures of that run (roofline.h), not from these points.
-  const std::string path = test::h200_fixture_for_todays_sources("roofline-h200");
+namespace {
+
+// The model's estimate and the measured median of every ok awq_frag_gemv / awq_frag_gemm row of an H200 store
+// (tests/tuner/data/README.md), the model given the H200's own fingerprint and the registers ptxas reports for
+// each point on sm_90. Its calibrated constants come from other figures of the first run (roofline.h), not
+// from these points.
+struct Calibration {
+  std::vector<double> model, measured, errors;
+  std::vector<int64_t> rows;  // each point's M
+  double median_error(int64_t max_rows = INT64_MAX) const {
+    std::vector<double> e;
+    for (size_t i = 0; i < errors.size(); ++i)
+      if (rows[i] <= max_rows) e.push_back(errors[i]);
+    std::sort(e.begin(), e.end());
+    const size_t n = e.size();
+    return n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+  }
+};
+
+Calibration calibrate(const std::string& store_file) {
+  const std::string path = test::h200_fixture_for_todays_sources("roofline-h200", store_file);
   const tune::Store store(path);
   const GpuPeaks peak = gpu_peaks(store.devices().at(0).fingerprint);
   CHECK(peak.dram_gbps == Approx(4814).epsilon(0.001));  // 3201 MHz x 2 x 6016 bits
   compile::CompileService service;
-  std::vector<double> model, measured, errors;
+  Calibration c;
   for (const tune::ResultRow& r : store.rows()) {
     if (r.status != Status::Ok) continue;
-    const kernels::KernelFamily& f = kernels::find_family(r.family.substr(r.family.find('.') + 1));
+    const std::string family = r.family.substr(r.family.find('.') + 1);
+    if (family != "awq_frag_gemv" && family != "awq_frag_gemm") continue;
+    const kernels::KernelFamily& f = kernels::find_family(family);
     kernels::Point p;
     for (const auto& [name, value] : r.point.items()) p[name] = value.get<int64_t>();
     const kernels::Shape shape = f.shape(r.shape);
@@ -119,19 +136,52 @@ TEST_CASE("on the H200 run's measured points the model ranks them with Spearman 
     for (const auto& k : compiled[0].kernels)
       resources.push_back({k.name_expression, k.resources.registers, k.resources.static_smem});
     const RooflineEstimate e = estimate_point(f, p, shape, 90, peak, resources);
-    model.push_back(e.seconds);
-    measured.push_back(r.stats.median);
-    errors.push_back(std::fabs(e.seconds - r.stats.median) / r.stats.median);
+    c.model.push_back(e.seconds);
+    c.measured.push_back(r.stats.median);
+    c.errors.push_back(std::fabs(e.seconds - r.stats.median) / r.stats.median);
+    c.rows.push_back(shape["M"]);
     UNSCOPED_INFO(f.name << " " << shape_key(shape) << " " << kernels::point_key(p) << ": measured "
                          << r.stats.median * 1e6 << " us, model " << e.seconds * 1e6 << " us");
   }
-  REQUIRE(model.size() == 30);
-  std::sort(errors.begin(), errors.end());
-  const double median_error = (errors[14] + errors[15]) / 2;
-  const double rho = spearman(model, measured);
-  UNSCOPED_INFO("Spearman " << rho << ", median error " << median_error);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("on the H200 run's measured points the model ranks them with Spearman 0.8 or more and predicts them "
+          "within a median error of 25%",
+          "[tuner][roofline]") {
+  const Calibration c = calibrate("h200-2026-11-26-8b-frag.sqlite");
+  REQUIRE(c.model.size() == 30);
+  const double rho = spearman(c.model, c.measured);
+  UNSCOPED_INFO("Spearman " << rho << ", median error " << c.median_error());
   CHECK(rho >= 0.8);
-  CHECK(median_error <= 0.25);
+  CHECK(c.median_error() <= 0.25);
+}
+
+// 13 awq_frag_gemv and 41 awq_frag_gemm points at 1 to 4096 rows, from a tune the model did not see. The model
+// ranks them all, and times the decode rows (M <= 16) as it did the first run's. From 64 rows it is optimistic,
+// 1.1-4.3x: it charges the mma.sync GEMM its tensor pipe's rate (660 TFLOP/s on sm_90) and no cost for the
+// dequant the kernel repeats for every 32 or 64 rows, while the kernel never passed 250 TFLOP/s. That bias is
+// held here as it stands, so a change to the model that moves it shows.
+TEST_CASE("on the second H200 run's tuned points the model ranks them with Spearman 0.8 or more and times the "
+          "decode rows within a median error of 25%",
+          "[tuner][roofline]") {
+  const Calibration c = calibrate("h200-2026-11-27-8b-tune.sqlite");
+  REQUIRE(c.model.size() == 54);
+  const double rho = spearman(c.model, c.measured);
+  std::printf("second H200 run: %zu points, Spearman %.3f, median error %.3f (M <= 16: %.3f)\n", c.model.size(), rho,
+              c.median_error(), c.median_error(16));
+  UNSCOPED_INFO("Spearman " << rho << ", median error " << c.median_error() << ", at M <= 16 " << c.median_error(16));
+  CHECK(rho >= 0.8);
+  CHECK(c.median_error(16) <= 0.25);
+  for (size_t i = 0; i < c.model.size(); ++i)
+    if (c.rows[i] >= 64) {
+      INFO("point " << i << ": M = " << c.rows[i] << ", measured " << c.measured[i] * 1e6 << " us, model "
+                    << c.model[i] * 1e6 << " us");
+      CHECK(c.model[i] <= 1.0 * c.measured[i]);
+      CHECK(c.model[i] * 4.5 >= c.measured[i]);
+    }
 }
 
 TEST_CASE("flash-decoding is modelled on the K and V rows of its context, not on the cache's capacity",
