@@ -162,6 +162,24 @@ TEST_CASE("qrun --device emu --emu-arch sm90 --expert-layout frag runs MoE exper
   CHECK(lines(both.err) == 1);
 }
 
+TEST_CASE("qrun without --expert-layout runs MoE experts on the wgmma grouped GEMMs on sm90 and as stored before") {
+  const std::string model = " --model " + kFiles + "moe-norm.awq.moe3 --prompt-ids 5,6,7,8 -n 4 --temp 0 --no-stats -v";
+  const Result hopper = qrun("--device emu --emu-arch sm90" + model);
+  REQUIRE(hopper.code == 0);
+  CHECK(hopper.err.find("-> moe_gate_up.frag.") != std::string::npos);
+  const Result ampere = qrun("--device emu --emu-arch sm80" + model);
+  REQUIRE(ampere.code == 0);
+  CHECK(ampere.err.find(".frag.") == std::string::npos);
+  CHECK(ampere.err.find("-> moe_gate_up.") != std::string::npos);
+  CHECK(ampere.out == hopper.out);
+  // TensorRT-LLM's INT8 layout, asked for, is the experts' layout on sm90 too.
+  const Result trtllm = qrun("--device emu --emu-arch sm90 --int8-layout trtllm --model " + kFiles +
+                             "moe-norm.int8-sym.moe3 --prompt-ids 5,6,7,8 -n 2 --temp 0 --no-stats -v");
+  CHECK(trtllm.code == 0);
+  CHECK(trtllm.err.find(".trtllm") != std::string::npos);
+  CHECK(qrun("--device emu --expert-layout sideways" + model).code == 2);
+}
+
 TEST_CASE("qrun --device emu --predequantize generates the CPU reference's tokens from fp16 weights, and the CPU refuses it") {
   const std::string common = "--model "s + kFiles + "dense.ak48 --prompt-ids 0,361,239,262,343 -n 10 --temp 0";
   const Result cpu = qrun(common + " --reference --no-stats");
