@@ -1,6 +1,7 @@
 #pragma once
 // Splits [0, n) into contiguous ranges run on every core, for CPU references large enough to be worth it:
-// below `min_work` (the caller's estimate of its operations) everything runs on the calling thread.
+// below `min_work` (the caller's estimate of its operations) everything runs on the calling thread. The first
+// exception a range throws is rethrown on the calling thread after every range has ended.
 #include <cstdint>
 #include <functional>
 

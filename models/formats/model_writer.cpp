@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/parallel_ranges.h"
 #include "models/formats/file_sink.h"
 #include "models/formats/header.h"
 #include "models/formats/layout.h"
@@ -161,7 +162,19 @@ class StreamingWriter final : public ModelWriter {
   // offset. Row-major arrays ([N][...]: F32/F16/BF16 values, Q8_0 q and scales) take one contiguous run;
   // in-major arrays ([lines][N]: INT8_GW q/scales/zeros, AWQ qweight/qzeros/scales) take one run per
   // line, unless the range is the whole tensor.
+  // Rows are encoded independently (every group lies within a row; AWQ words hold 8 rows), so a range is split
+  // into blocks of whole words across the cores: qconvert synthetic of a 36-layer 8B model was bound by one
+  // core's quantization. Each block writes its own bytes, so the file is the same however it is split.
   void encode_rows(const TensorEntry& e, int64_t n0, int64_t count, const float* v) {
+    const int64_t pack = std::max<int64_t>(1, weight_traits(e.type).rows_per_word);
+    const int64_t units = count % pack == 0 ? count / pack : 1;
+    parallel_ranges(units, double(count) * double(e.cols), [&](int64_t b, int64_t end) {
+      const int64_t first = b * pack, rows = end == units ? count - first : (end - b) * pack;
+      if (rows > 0) encode_block(e, n0 + first, rows, v + first * e.cols);
+    }, double(1 << 18));
+  }
+
+  void encode_block(const TensorEntry& e, int64_t n0, int64_t count, const float* v) {
     const uint64_t N = static_cast<uint64_t>(e.rows), K = static_cast<uint64_t>(e.cols);
     const uint64_t first = static_cast<uint64_t>(n0), n = static_cast<uint64_t>(count);
     if (e.type == WeightType::F32) {

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/parallel_ranges.h"
 #include "common/progress.h"
 #include "models/synthetic/random_weights.h"
 #include "models/synthetic/synthetic.h"
@@ -23,7 +24,10 @@ void write_model_file(const std::string& path, const WriterOptions& options, uin
     for (int64_t row = 0; row < slot.rows; row += step) {
       const int64_t count = std::min(step, slot.rows - row);
       const uint64_t n = static_cast<uint64_t>(count * slot.cols);
-      generate_values(seed, slot.hf_name, static_cast<uint64_t>(row * slot.cols), n, values.data());
+      // Each value depends only on (seed, name, index), so the range is generated in pieces on every core.
+      parallel_ranges(int64_t(n), double(n), [&](int64_t b, int64_t e) {
+        generate_values(seed, slot.hf_name, static_cast<uint64_t>(row * slot.cols + b), uint64_t(e - b), values.data() + b);
+      }, double(1 << 18));
       writer->write_float_rows(slot, row, count, values.data());
       done += n;
       progress.update(static_cast<double>(done) / 1e6, slot.hf_name);
