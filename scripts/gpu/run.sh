@@ -10,6 +10,7 @@
 #              the tests and this phase waits for them
 #   tune       qtune --gpu on the 8B AWQ model with the default families and budget, at the report's batch
 #              buckets (resumable: a time limit stops it, and the reports use what it stored)
+#   tune-30b   sm_90 only: qtune on the MoE model's grouped GEMMs in the frag layout, into the same store
 #   report     qbench --device cuda --report on both models with the tuned store (the MoE model's buckets
 #              hold 512 and 4096 tokens, where its grouped expert GEMMs are judged)
 #   moe-frag   qrun on the MoE model, a 512-token prompt and 64 greedy tokens, with the experts as stored and
@@ -23,7 +24,7 @@
 # folder), LAYERS (36), RUN_S (575: the whole run's limit, so it ends inside the device tool's 10-minute call;
 # every phase's limit is cut to what is left of it) and each phase's own limit in seconds: SELFCHECK_S (300),
 # TESTS_S (120), MODELS_S (180, from the start), TUNE_S (150; qtune's own --time-limit is 15 s less, so it ends
-# on its own and stores its dispatch), REPORT_8B_S (200: the 8B report took 193 s on an H200, 107 of them loading
+# on its own and stores its dispatch), TUNE_MOE_S (75, likewise), REPORT_8B_S (200: the 8B report took 193 s on an H200, 107 of them loading
 # the FP16 variant), REPORT_S (100, the MoE report), MOE_FRAG_S (45). Exit: 0 when every phase
 # that ran passed.
 set -uo pipefail
@@ -189,13 +190,21 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
   phase tune "$tune_s" "$q/bin/qtune" --model "$models/qwen3-8b.ak48" --gpu "$sm" --time-limit $((tune_s - 15)) \
     --buckets "$report_buckets" --cache "$work/qtune-cache.sqlite" --quiet || status=1
   excerpt "Tune (qwen3-8b ak48)" "$logs/tune.log" '^(qtune:|summary|time|dispatch|roofline)'
+  # The MoE model's grouped GEMMs in the layout the runtime runs them in on sm_90 (the frag one), into the same
+  # store, so the MoE report's tuned rows and its "best of the tune" are measured too.
+  moe_buckets=1,16,64,256,512,1024,4096
+  if [[ "$sm" == sm90 ]]; then
+    tune_moe_s="${TUNE_MOE_S:-75}"
+    phase tune-30b "$tune_moe_s" "$q/bin/qtune" --model "$models/qwen3-30b-a3b-L8.moe3" --gpu "$sm" \
+      --families moe_gate_up.frag.q8_0,moe_down.frag.q8_0 --time-limit $((tune_moe_s - 15)) \
+      --buckets "$moe_buckets" --cache "$work/qtune-cache.sqlite" --quiet || status=1
+    excerpt "Tune (qwen3-30b-a3b moe3, grouped GEMMs)" "$logs/tune-30b.log" '^(qtune:|summary|time|dispatch|roofline)'
+  fi
   phase report-8b "${REPORT_8B_S:-200}" "$q/bin/qbench" --device cuda --model "$models/qwen3-8b.ak48" \
     --q8-model "$models/qwen3-8b.ajc1" --tuned-cache "$work/qtune-cache.sqlite" --buckets "$report_buckets" \
     --report "$work/report-qwen3-8b" || status=1
   # The MoE report's buckets are also its grouped expert GEMMs' token counts, and issue 27 judges those at 512
   # and 4096 tokens: 512 takes 4's place, so the linear rows cost what they did and the phase keeps its limit.
-  # The tune covers the 8B model only, so the MoE rows' best of the tune reads "no tune".
-  moe_buckets=1,16,64,256,512,1024,4096
   phase report-30b "${REPORT_S:-100}" "$q/bin/qbench" --device cuda --model "$models/qwen3-30b-a3b-L8.moe3" \
     --tuned-cache "$work/qtune-cache.sqlite" --buckets "$moe_buckets" --report "$work/report-qwen3-30b-a3b" || status=1
   if [[ "$sm" == sm90 ]]; then
