@@ -86,6 +86,8 @@ class Backend {
   virtual std::string name() const = 0;
   virtual ActType act_type() const = 0;
 
+  // Prompt tokens Qwen3Model runs as one chunk unless told otherwise: what suits this backend's kernels.
+  virtual int64_t prefill_chunk() const { return 256; }
   // Called once per model before any op uses its weights (repacking, uploads). Views must outlive the backend.
   virtual void prepare(const ModelWeights& weights) = 0;
   virtual std::unique_ptr<DeviceBuffer> alloc(size_t elements) = 0;

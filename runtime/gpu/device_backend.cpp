@@ -121,6 +121,8 @@ void DeviceBackend::visit_weights(const ModelWeights& w, const WeightVisitor& v)
   }
 }
 
+int64_t DeviceBackend::prefill_chunk() const { return blas::prefill_chunk(options_.blas != nullptr); }
+
 void DeviceBackend::prepare(const ModelWeights& w) {
   if (options_.frag_experts.value_or(false) && options_.trtllm_int8)
     throw Error("device backend: MoE experts go to the frag layout or TensorRT-LLM's, not both", kExitBadInput);

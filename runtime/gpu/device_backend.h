@@ -87,6 +87,7 @@ class DeviceBackend final : public Backend {
   void argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) override;
   void moe(const MoeBlock& block, Act x, int64_t m, Act out) override;  // device_moe.cpp
   void begin_step(const int32_t* tokens, int64_t m, int64_t pos0) override;
+  int64_t prefill_chunk() const override;
   void end_step() override;
 
   const KernelChooser& chooser() const { return chooser_; }

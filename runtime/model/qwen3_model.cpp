@@ -18,7 +18,7 @@ uint64_t tensor_bytes(const QTensor& t) { return t.empty() ? 0 : t.storage_bytes
 
 Qwen3Model::Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t context, int64_t max_batch)
     : w_(weights), be_(backend), context_(context > 0 ? context : weights.config.max_seq_len),
-      max_batch_(std::max<int64_t>(1, max_batch)) {
+      max_batch_(std::max<int64_t>(1, max_batch > 0 ? max_batch : backend.prefill_chunk())) {
   const ModelConfig& c = w_.config;
   if (context_ <= 0) throw Error("context length must be positive");
   if (c.max_seq_len > 0 && context_ > c.max_seq_len)

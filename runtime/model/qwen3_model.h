@@ -18,8 +18,9 @@ class Qwen3Model {
  public:
   // `context`: the most tokens the KV cache may hold (0 = the model's max_seq_len). The cache is allocated for
   // the tokens actually run and grows (doubling, up to `context`) as they come, so a large context costs
-  // nothing up front. `max_batch`: tokens per prefill chunk (longer inputs are processed in chunks).
-  Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t context, int64_t max_batch = 256);
+  // nothing up front. `max_batch`: tokens per prefill chunk (longer inputs are processed in chunks); 0: the
+  // backend's Backend::prefill_chunk().
+  Qwen3Model(const ModelWeights& weights, Backend& backend, int64_t context, int64_t max_batch = 0);
   ~Qwen3Model();
 
   const ModelConfig& config() const { return w_.config; }

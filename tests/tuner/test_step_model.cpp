@@ -3,6 +3,7 @@
 // against what that run measured (tests/tuner/data/h200-2026-11-26-step.json, tests/tuner/data/README.md).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -51,6 +52,7 @@ StepSpec run_model(WeightType dense, bool decode, int64_t tokens) {
   s.runtime.concatenate_qkv = s.runtime.concatenate_gate_up = false;
   s.runtime.frag_layout = dense != WeightType::Q8_0;
   s.runtime.dequant_blas = false;
+  s.runtime.prefill_chunk = 256;
   s.decode = decode;
   s.context = tokens;
   return s;
@@ -84,13 +86,15 @@ TEST_CASE("step launches: decode of the 8B shape as the runtime issues it", "[tu
   CHECK(total == 1 + 36 * 12 + 3);  // q, k, v apart; gate, up and SwiGLU apart
 }
 
-TEST_CASE("step launches: prefill runs chunks of 256 and the lm_head once", "[tuner][step]") {
+TEST_CASE("step launches: prefill runs chunks of 1024 with cuBLASLt and 256 without and the lm_head once",
+          "[tuner][step]") {
   StepSpec s;
   s.config = synthetic::preset_config("qwen3-8b");
   s.runtime.predequantize = true;
   s.decode = false;
-  s.context = 512;
+  s.context = 1536;
   int64_t heads = 0, blas = 0;
+  std::vector<int64_t> rows;
   for (const StepLaunch& x : step_launches(s)) {
     if (x.what == "lm_head") {
       heads += x.count;
@@ -98,11 +102,30 @@ TEST_CASE("step launches: prefill runs chunks of 256 and the lm_head once", "[tu
     }
     if (x.op == "cublaslt") {
       blas += x.count;
-      CHECK(x.shape["M"] == 256);
+      rows.push_back(x.shape["M"]);
     }
   }
   CHECK(heads == 1);
   CHECK(blas == 2 * 36 * 7);  // q, k, v, o, gate, up and down apart: no fused GEMV above 16 rows
+  CHECK(std::count(rows.begin(), rows.end(), 1024) == 7);
+  CHECK(std::count(rows.begin(), rows.end(), 512) == 7);
+  // Quantized weights from 64 rows: each projection is its dequant, then a cuBLASLt GEMM.
+  s.runtime.predequantize = false;
+  s.context = 512;
+  int64_t dequant = 0, gemm = 0, families = 0;
+  for (const StepLaunch& x : step_launches(s)) {
+    dequant += x.op == "dequant.frag" ? x.count : 0;
+    gemm += x.op == "cublaslt" ? x.count : 0;
+    families += x.op.starts_with("linear") ? x.count : 0;
+  }
+  CHECK(dequant == 36 * 7);  // q, k, v, o, gate, up and down, as above
+  CHECK(gemm == 36 * 7);
+  CHECK(families == 1);      // the lm_head's one row
+  // Without cuBLASLt, chunks of 256 on the families.
+  s.runtime.blas = false;
+  int64_t chunks = 0;
+  for (const StepLaunch& x : step_launches(s)) chunks += x.what == "down_proj" ? x.count : 0;
+  CHECK(chunks == 2 * 36);
 }
 
 TEST_CASE("stream launch cost re-derived from the H200 run", "[tuner][step]") {
@@ -152,6 +175,7 @@ StepSpec run_moe(bool decode, int64_t tokens) {
   s.runtime.concatenate_qkv = s.runtime.concatenate_gate_up = false;
   s.runtime.frag_layout = false;
   s.runtime.dequant_blas = false;
+  s.runtime.prefill_chunk = 256;
   s.decode = decode;
   s.context = tokens;
   return s;
@@ -232,6 +256,7 @@ StepSpec run2_dense(WeightType dense, bool decode, int64_t tokens) {
     s.weights.embedding_group = s.weights.head_group = 64;
   }
   s.runtime.dequant_blas = false;
+  s.runtime.prefill_chunk = 256;
   s.decode = decode;
   s.context = tokens;
   return s;

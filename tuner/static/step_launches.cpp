@@ -220,8 +220,9 @@ std::vector<StepLaunch> step_launches(const StepSpec& spec) {
   if (spec.decode) {
     b.chunk(1, spec.context, true);
   } else {
-    for (int64_t start = 0; start < spec.context; start += kPrefillChunk) {
-      const int64_t m = std::min(kPrefillChunk, spec.context - start);
+    const int64_t chunk = spec.runtime.prefill_chunk > 0 ? spec.runtime.prefill_chunk : blas::prefill_chunk(spec.runtime.blas);
+    for (int64_t start = 0; start < spec.context; start += chunk) {
+      const int64_t m = std::min(chunk, spec.context - start);
       b.chunk(m, start, start + m == spec.context);
     }
   }

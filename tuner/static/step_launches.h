@@ -50,6 +50,8 @@ struct StepRuntime {
   // Quantized weights from blas::kDequantBlasRows rows on dequant + cuBLASLt, as blas::default_route says; false
   // models the runtime before 2026-11-27 (the H200 runs' commits), which kept them on the GEMM families.
   bool dequant_blas = true;
+  // Prompt tokens per prefill chunk; 0: as the runtime picks (blas::prefill_chunk). The H200 runs' commits ran 256.
+  int64_t prefill_chunk = 0;
 };
 
 struct StepSpec {
@@ -79,7 +81,5 @@ struct StepBytes {
 };
 StepBytes step_min_bytes(const StepSpec& spec);
 
-// The runtime's prefill chunk (Qwen3Model's default max_batch).
-inline constexpr int64_t kPrefillChunk = 256;
 
 }  // namespace qt::tune
