@@ -5,10 +5,11 @@
 // and Qwen3-30B-A3B shapes), against the kernel families' default points that ran there otherwise:
 //   - fp16 weights above one row go to cuBLASLt: on the lm_head (151936 x 4096) f16_gemv took 619 us at M = 4
 //     and 616 at M = 16 where cuBLASLt took 309 and 313; at M = 1 f16_gemv wins (286 against 308).
-//   - quantized weights from kDequantBlasRows rows are dequantized to fp16 by their type's dequant family,
-//     then multiplied by cuBLASLt: at M = 64 that was 1.3-3.5x faster than the default awq_frag_gemm /
-//     q8_0_frag_gemm point on 6 of 7 shapes (5% slower on 12288 x 4096), and 1.3-3.9x faster on every shape at
-//     M >= 256, where the prefill chunk runs.
+//   - quantized weights held in the frag layout (the projections' default) from kDequantBlasRows rows are
+//     dequantized to fp16 by their type's frag dequant family, then multiplied by cuBLASLt: at M = 64 that was
+//     1.3-3.5x faster than the default awq_frag_gemm / q8_0_frag_gemm point on 6 of 7 shapes (5% slower on
+//     12288 x 4096), and 1.3-3.9x faster on every shape at M >= 256, where the prefill chunk runs. Weights in
+//     the file layout (a Q8_0 lm_head) were not measured there and stay on the families.
 //   - everything else stays on our kernel families.
 // A tuned dispatch overrides all of this per bucket: it ranks the baselines beside the families.
 #include <cstdint>
@@ -31,11 +32,12 @@ inline int64_t prefill_chunk(bool blas_available) { return blas_available ? kPre
 
 enum class Route { kFamilies, kCublasLt, kDequantCublasLt };
 
-inline Route default_route(WeightType type, int64_t m, bool blas_available) {
+inline Route default_route(WeightType type, bool frag_layout, int64_t m, bool blas_available) {
   if (!blas_available) return Route::kFamilies;
   if (type == WeightType::F16) return m > kF16GemvRows ? Route::kCublasLt : Route::kFamilies;
   // A quantized type goes to its dequant + cuBLASLt baseline where device/blas's table has one for its layout.
-  return weight_traits(type).quantized && m >= kDequantBlasRows ? Route::kDequantCublasLt : Route::kFamilies;
+  return weight_traits(type).quantized && frag_layout && m >= kDequantBlasRows ? Route::kDequantCublasLt
+                                                                               : Route::kFamilies;
 }
 
 }  // namespace qt::blas

@@ -34,8 +34,8 @@ using blas::kDecodeGemvRows;
 //             "cuda.q8_0_dequant_cublaslt") first in the batch's bucket -> cuBLASLt (kernel_choice.h's
 //             external choice, at the heuristic candidate the tuner found fastest);
 //   default:  with no dispatch, blas::default_route (device/blas/default_route.h, measured on an H200): fp16
-//             weights above one row and quantized weights from 64 rows go to cuBLASLt (the quantized ones
-//             through their dequant family); the rest to our kernel families.
+//             weights above one row and frag-layout quantized weights from 64 rows go to cuBLASLt (the
+//             quantized ones through their dequant family); the rest to our kernel families.
 
 // The layout a dense weight is held in on the device: the frag arrays replace the file's (device_weights.h).
 const char* held_layout(const DeviceTensor& w) { return w.arrays.count("bq") ? "frag" : "file"; }
@@ -336,7 +336,7 @@ void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
   }
   if (!choice->external.empty()) return linear_external(*choice, w, x, m, y, shape);
   if (!choice->dispatched) {
-    switch (blas::default_route(w.type, m, options_.blas != nullptr)) {
+    switch (blas::default_route(w.type, frag, m, options_.blas != nullptr)) {
       case blas::Route::kCublasLt:
         return queue_blas(w.arrays.at("values").ptr, blas::WeightLayout::NK, x, m, w.rows, w.cols, y, 0);
       case blas::Route::kDequantCublasLt:

@@ -60,7 +60,7 @@ struct Builder {
     const int64_t g = weight_traits(type).quantized ? group : k;
     const Shape shape{{"M", "N", "K", "G"}, {m, n, k, g}, what};
     const std::string op = frag ? "linear.frag" : "linear";
-    switch (blas::default_route(type, m, spec.runtime.blas)) {
+    switch (blas::default_route(type, frag, m, spec.runtime.blas)) {
       case blas::Route::kCublasLt: return add("cublaslt", type, shape, what, count);
       case blas::Route::kDequantCublasLt:
         if (!spec.runtime.dequant_blas) break;
