@@ -19,11 +19,13 @@
 #include "runtime/cli/device_timer.h"
 #include "runtime/gpu/kernel_choice.h"
 #include "runtime/model/qwen3_model.h"
+#include "runtime/report/report_json.h"
 
 namespace qt::rt {
 namespace {
 
 using nlohmann::json;
+using report::family_default_name;
 using Clock = std::chrono::steady_clock;
 
 // A dense linear shape as the device runs it: the type as stored there (fp32/bf16 matrices become fp16), the
@@ -124,9 +126,9 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
       const uint64_t act = uint64_t(m * ls.k + m * ls.n) * 2;
       json variants = json::array();
       std::map<std::string, kernels::HostBuffers> inputs;  // by family, for this M
-      auto family_variant = [&](const std::string& name, KernelChooser& chooser, const std::string& op) {
+      // One kernel choice timed as variant `name`; a choice the device refuses is a variant that says why.
+      auto time_choice = [&](const std::string& name, const KernelChoice& c) {
         try {
-          const KernelChoice& c = chooser.choose(op, &ls.type, shape);
           auto it = inputs.find(c.family->name);
           if (it == inputs.end()) it = inputs.emplace(c.family->name, c.family->make_inputs(shape, 1)).first;
           plan::PlanRun run(&device, *c.family, c.point, shape, it->second);
@@ -140,8 +142,29 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
           variants.push_back(unavailable(name, e.what()));
         }
       };
+      // What a chooser picks for the op, timed; the family it picked (null when none, or an external choice).
+      auto family_variant = [&](const std::string& name, KernelChooser& chooser,
+                                const std::string& op) -> const kernels::KernelFamily* {
+        try {
+          const KernelChoice& c = chooser.choose(op, &ls.type, shape);
+          if (!c.family) {
+            variants.push_back(unavailable(name, "an external contender: " + c.external));
+            return nullptr;
+          }
+          time_choice(name, c);
+          return c.family;
+        } catch (const Error& e) {
+          variants.push_back(unavailable(name, e.what()));
+        }
+        return nullptr;
+      };
       family_variant("tuned", bench.tuned, linear_op);
-      family_variant("default", bench.defaults, linear_op);
+      const kernels::KernelFamily* runtime_default = family_variant("default", bench.defaults, linear_op);
+      // Every other family that serves the op at this M on this device (the candidates the tuner and the
+      // runtime weigh, min_sm included), at its default point: families the tune did not reach and the
+      // runtime's default does not pick are measured too, so a report shows which one to make the default.
+      for (const KernelChoice& c : bench.defaults.family_defaults(linear_op, &ls.type, shape))
+        if (c.family != runtime_default) time_choice(family_default_name(c.family->name), c);
       if (frag) family_variant("file layout default", bench.defaults, "linear");
       if (!bench.lt) {
         variants.push_back(unavailable("dequant+cublas", bench.no_blas));

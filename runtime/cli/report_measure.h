@@ -1,7 +1,9 @@
 #pragma once
 // What qbench --report measures, as the JSON pieces runtime/report/bench_report.h renders:
 //   kernels:    every linear shape of a model at each batch bucket, for the tuned point, the default point,
-//               our dequant kernel + cuBLASLt and FP16 cuBLASLt (device), or tuned vs default CPU matvec (cpu);
+//               each other family serving the op at that M on the device at its default point ("<family>
+//               default"), our dequant kernel + cuBLASLt and FP16 cuBLASLt (device), or tuned vs default CPU
+//               matvec (cpu);
 //   bandwidth:  a copy kernel (device) or the STREAM-like read (cpu), in the same run;
 //   end to end: prefill at each prompt length and decode after the first prompt, per model variant.
 // Device times are CUDA events around the work with the L2 flushed between repetitions, the median kept.

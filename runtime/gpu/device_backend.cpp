@@ -162,6 +162,7 @@ void DeviceBackend::prepare(const ModelWeights& w) {
                     [&](const ExpertStack& s) { weights_.add_stack(s, options_.trtllm_int8, experts); },
                     [&](const std::vector<float>& n) { weights_.add_vector(n); },
                     [&](size_t layers) { progress.update(double(layers)); }});
+  weights_.finish_loading();
   progress.finish();
 }
 

@@ -10,6 +10,7 @@
 #include "kernels_src/fraglinear/frag_family.h"
 #include "kernels_src/fraglinear/frag_layout.h"
 #include "kernels_src/moe/moe_reference.h"
+#include "models/core/dequantize_f16.h"
 
 namespace qt::rt {
 
@@ -52,17 +53,6 @@ bool frag_stored(const QTensor& t, DeviceWeights::Storage storage) {
 bool f16_stored(const QTensor& t, DeviceWeights::Storage storage) {
   return t.type == WeightType::F32 || t.type == WeightType::BF16 ||
          (storage == DeviceWeights::Storage::kF16 && weight_traits(t.type).quantized);
-}
-
-// `t` dequantized to fp16 bits, [rows][cols].
-std::vector<uint16_t> f16_values(const QTensor& t) {
-  std::vector<uint16_t> h(size_t(t.rows * t.cols));
-  std::vector<float> row(size_t(t.cols));
-  for (int64_t r = 0; r < t.rows; ++r) {
-    dequantize_row(t, r, row.data());
-    for (int64_t c = 0; c < t.cols; ++c) h[size_t(r * t.cols + c)] = float_to_half_bits(row[size_t(c)]);
-  }
-  return h;
 }
 
 // How a concatenation of parts is stored, each a way that keeps a part's rows contiguous: the frag layout
@@ -132,6 +122,16 @@ uint64_t DeviceWeights::stack_bytes(const ExpertStack& s, Storage storage) {
   return s.empty() ? 0 : bytes_for(s.base, storage) * uint64_t(s.experts);
 }
 
+// `t` dequantized to fp16 bits, [rows][cols], on every core (dequantize_f16: bit for bit the reference rows
+// rounded to fp16), in one host buffer kept for the next weight: the 8B model's MLP matrices are 100 MB each,
+// and fresh pages for every one would be zeroed by the kernel before being written.
+std::span<const uint16_t> DeviceWeights::f16_values(const QTensor& t) {
+  const size_t n = size_t(t.rows * t.cols);
+  if (f16_staging_.size() < n) f16_staging_.resize(n);
+  dequantize_f16(t, f16_staging_.data());
+  return {f16_staging_.data(), n};
+}
+
 dev::DevPtr DeviceWeights::allocate(size_t bytes) {
   dev::Buffer b(device_, bytes);
   const dev::DevPtr p = b.ptr();
@@ -188,10 +188,10 @@ void DeviceWeights::add(const QTensor& t, Storage storage) {
       return p;
     });
   } else if (f16_stored(t, storage)) {
-    const std::vector<uint16_t> h = f16_values(t);
+    const std::span<const uint16_t> h = f16_values(t);
     d.type = WeightType::F16;
     d.group = t.cols;
-    d.arrays["values"] = {upload(h.data(), h.size() * 2), int64_t(h.size() * 2)};
+    d.arrays["values"] = {upload(h.data(), h.size_bytes()), int64_t(h.size_bytes())};
   } else {
     d.type = t.type;
     d.group = t.group_size > 0 ? t.group_size : t.cols;
@@ -244,10 +244,10 @@ bool DeviceWeights::add_concatenated(std::span<const QTensor* const> parts, Stor
         break;
       }
       case ConcatLayout::kF16: {
-        const std::vector<uint16_t> h = f16_values(*p);
-        const int64_t bytes = int64_t(h.size()) * 2;
+        const std::span<const uint16_t> h = f16_values(*p);
+        const int64_t bytes = int64_t(h.size_bytes());
         device_.copy_to_device(place("values", dims.rows * dims.cols * 2, row0 * dims.cols * 2, bytes), h.data(),
-                               size_t(bytes));
+                               h.size_bytes());
         break;
       }
       case ConcatLayout::kRows:

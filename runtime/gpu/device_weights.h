@@ -68,12 +68,15 @@ class DeviceWeights {
   const DeviceTensor& tensor(const QTensor& t) const;
   DeviceTensor::Array vector(const float* host) const;
   uint64_t bytes() const { return bytes_; }
+  // Frees the host buffer fp16 weights go through on their way to the device (as large as the largest one).
+  void finish_loading() { f16_staging_ = {}; }
 
  private:
   dev::DevPtr upload(const void* data, size_t bytes);
   dev::DevPtr allocate(size_t bytes);
   using ArrayAt = std::function<dev::DevPtr(const std::string& name, int64_t bytes)>;
   void repack_frag(const QTensor& t, const ArrayAt& at);
+  std::span<const uint16_t> f16_values(const QTensor& t);  // valid until the next call
   struct Concatenated {
     std::vector<const void*> parts;  // the parts' data addresses, in order
     DeviceTensor whole;
@@ -84,6 +87,7 @@ class DeviceWeights {
   std::map<const void*, Concatenated> concatenations_;  // by the first part's data
   std::map<const float*, DeviceTensor::Array> vectors_;
   std::map<std::string, std::shared_ptr<dev::Module>> repack_modules_;  // by family name
+  std::vector<uint16_t> f16_staging_;  // Storage::kF16 weights on their way to the device, the largest's size
   uint64_t bytes_ = 0;
 };
 

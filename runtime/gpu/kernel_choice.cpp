@@ -118,6 +118,14 @@ std::vector<const kernels::KernelFamily*> KernelChooser::candidates(const std::s
   return out;
 }
 
+std::vector<KernelChoice> KernelChooser::family_defaults(const std::string& op, const WeightType* type,
+                                                         const kernels::Shape& shape) const {
+  std::vector<KernelChoice> out;
+  for (const kernels::KernelFamily* f : candidates(op, type))
+    if (std::optional<KernelChoice> c = default_choice(*f, shape, nullptr)) out.push_back(*c);
+  return out;
+}
+
 const KernelChoice& KernelChooser::choose(const std::string& op, const WeightType* type, const kernels::Shape& shape) {
   const std::string key = op + "|" + (type ? weight_type_name(*type) : "-") + "|" + kernels::shape_key(shape);
   if (auto it = chosen_.find(key); it != chosen_.end()) return it->second;

@@ -49,6 +49,11 @@ class KernelChooser {
   const winners::DeviceFingerprint& fingerprint() const { return fingerprint_; }
   // Whether any registered family serves the op and type on this architecture (whatever the shape).
   bool serves(const std::string& op, const WeightType* type) const { return !candidates(op, type).empty(); }
+  // Each family that could run the op at this shape on this architecture (the candidates choose() weighs, in
+  // registry order) at its first default point that accepts the shape; families none of whose default points
+  // do are left out. Nothing is tuned, dispatched or counted: what the default of each family would run.
+  std::vector<KernelChoice> family_defaults(const std::string& op, const WeightType* type,
+                                            const kernels::Shape& shape) const;
 
   struct Counts {
     int tuned = 0, nearest = 0, fallback = 0;

@@ -260,6 +260,16 @@ json moe_json(const MoeGrouped& m) {
 
 }  // namespace
 
+std::string family_default_name(const std::string& family) { return family + " default"; }
+
+std::string family_of_default(const std::string& variant_name) {
+  static const std::string kSuffix = " default";
+  if (variant_name.size() <= kSuffix.size() || !variant_name.ends_with(kSuffix)) return "";
+  const std::string family = variant_name.substr(0, variant_name.size() - kSuffix.size());
+  // Family names are one word ("awq_frag_stream_gemv", "moe_down.q8_0"): "file layout default" names none.
+  return family.find(' ') == std::string::npos ? family : "";
+}
+
 BenchReport report_from_json(const json& j, const std::string& source) {
   const SchemaReader r(source);
   r.object(j, "the top level");

@@ -12,7 +12,8 @@
 //   "model": {"path": "...", "arch": "qwen3|qwen3-moe", "layers": n, "weight_type": "awq_int4"},
 //   "tuned_cache": "<path>" | null,
 //   "kernels": [{"type": "AWQ_INT4", "what": "q_proj, o_proj", "N": n, "K": k, "G": g, "M": m,
-//                "variants": [{"name": "tuned|default|dequant+cublas|fp16 cublas", "seconds": s,
+//                "variants": [{"name": "tuned|default|<family> default|file layout default|dequant+cublas|
+//                                       fp16 cublas", "seconds": s,
 //                              "bytes": moved, "detail": "family point", "unavailable": "why"}]}],
 //   "end_to_end": [{"name": "FP16|AWQ default|AWQ tuned|Q8_0", "model": "...",
 //                   "prefill_tok_s": {"128": tok/s, "512": tok/s}, "decode_tok_s": tok/s, "decode_steps": 128,
@@ -25,6 +26,8 @@
 //                                           "unavailable": "no tune: why"}}]},
 //   "notes": ["..."]
 // }
+// A linear row's "<family> default" variants (one per other family serving the op at that M on the device, at
+// its default point: family_default_name) are absent in reports older than them, which still read.
 // "moe_grouped" is optional (absent for dense models and in reports older than it), so older files still read.
 #include <cstdint>
 #include <map>
@@ -89,6 +92,11 @@ struct BenchReport {
   std::optional<MoeGrouped> moe_grouped;
   std::vector<std::string> notes;
 };
+
+// The name of a linear row's variant that times kernel family `family` at its default point: "<family> default".
+std::string family_default_name(const std::string& family);
+// The family such a variant name names; "" for any other variant ("default", "file layout default", "tuned").
+std::string family_of_default(const std::string& variant_name);
 
 // `source` names the file (or "report JSON") in error messages.
 BenchReport report_from_json(const nlohmann::json& j, const std::string& source);

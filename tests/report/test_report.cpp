@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "runtime/report/bench_report.h"
+#include "runtime/report/report_json.h"
 #include "runtime/report/svg_plot.h"
 #include "common/paths.h"
 
@@ -86,6 +87,62 @@ TEST_CASE("A recorded GPU report renders every goal's verdict from its figures")
   CHECK(md.find("| GEMM at M >= 256 >= 0.9x FP16 cuBLAS (geomean) | 0.95x | met |") != std::string::npos);
   // 150 tok/s * 4.5 GB per token over 3,000 GB/s = 22.5%.
   CHECK(md.find("| decode end to end (AWQ tuned) >= 70% of the bandwidth roofline | 22% | NOT met |") != std::string::npos);
+}
+
+namespace {
+
+json variant(const std::string& name, double seconds, double bytes, const std::string& detail) {
+  return {{"name", name}, {"seconds", seconds}, {"bytes", bytes}, {"detail", detail}};
+}
+
+// The recorded report with each other family's default point measured beside the dispatch: at M=1 the streaming
+// GEMV twice as fast as tuned (and the frag GEMM slower), at M=256 the Hopper GEMM twice as fast.
+json with_family_defaults() {
+  json j = recorded();
+  j["kernels"][0]["variants"].push_back(variant("awq_frag_stream_gemv default", 4e-6, 8732672, "awq_frag_stream_gemv kw=4 (default)"));
+  j["kernels"][0]["variants"].push_back(variant("awq_frag_gemm default", 2e-5, 8732672, "awq_frag_gemm bm=32 (default)"));
+  j["kernels"][1]["variants"].push_back(variant("awq_frag_wgmma_gemm default", 5e-5, 12926976, "awq_frag_wgmma_gemm bm=64 (default)"));
+  // The lm_head's dispatch fell back to its default point, timed again as "default" at 400 us against 450.
+  j["kernels"][2]["variants"][0]["detail"] = "f16_gemv warps=4 (default)";
+  j["kernels"][2]["variants"][1]["detail"] = "f16_gemv warps=4 (family default)";
+  j["kernels"][2]["variants"][1]["seconds"] = 4e-4;
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("A recorded report states beside each goal the best family default where it beats the dispatch") {
+  const std::string md = render(with_family_defaults()).markdown;
+  CHECK(md.find("| goal | measured | verdict | with the best family default |") != std::string::npos);
+  // The goals still judge the dispatch. M=1: 8,732,672 B in 4 us = 2,183.2 GB/s, 73% of 3,000 GB/s.
+  CHECK(md.find("| AWQ GEMV at M=1 >= 85% of the measured bandwidth (worst shape) | 36% | NOT met | "
+                "73% (awq_frag_stream_gemv on 1 of 1 rows) |") != std::string::npos);
+  // Tuned over the default: 12/8, 150/100 and the lm_head's 400/450, (1.5 * 1.5 * 0.889)^(1/3) = 1.26. With the
+  // faster of the dispatch and the best family default: 12/4, 150/50, and the lm_head's dispatch still (its
+  // default is the same kernel, so its faster time is no faster kernel): (3 * 3 * 0.889)^(1/3) = 2.00.
+  CHECK(md.find("| tuned geomean >= 1.3x the default | 1.26x | NOT met | "
+                "2.00x (awq_frag_stream_gemv on 1, awq_frag_wgmma_gemm on 1 of 3 rows) |") != std::string::npos);
+  // cuBLAS 95 us over the wgmma default 50 us.
+  CHECK(md.find("| GEMM at M >= 256 >= 0.9x FP16 cuBLAS (geomean) | 0.95x | met | "
+                "1.90x (awq_frag_wgmma_gemm on 1 of 1 rows) |") != std::string::npos);
+  CHECK(md.find("| decode end to end (AWQ tuned) >= 70% of the bandwidth roofline | 22% | NOT met | - |") != std::string::npos);
+  // Each family default is a row of the kernel table and a line of the plot: 2*4096*4096 / 4 us = 8.389 TFLOP/s.
+  CHECK(md.find("| 1 | awq_frag_stream_gemv default | 4.00 | 8.389 | 2183.2 | 73% | 0.50x | awq_frag_stream_gemv kw=4 (default) |") !=
+        std::string::npos);
+  CHECK(count(render(with_family_defaults()).plots.at("linear-AWQ_INT4-4096x4096-g128.svg"), "<path ") == 4 + 3);
+  // A report without them (every one recorded before) has nothing to state.
+  const std::string old = render(recorded()).markdown;
+  CHECK(old.find("| 36% | NOT met | - |") != std::string::npos);
+  CHECK(old.find("| 1.31x | met | - |") != std::string::npos);
+  // The variants are read and written back as they are.
+  const json j = with_family_defaults();
+  CHECK(qt::report::report_to_json(qt::report::report_from_json(j, "report JSON")) == j);
+  // Only "<family> default" names a family: the runtime's default and the file layout's do not.
+  CHECK(qt::report::family_of_default("awq_frag_wgmma_gemm default") == "awq_frag_wgmma_gemm");
+  CHECK(qt::report::family_of_default(qt::report::family_default_name("f16_gemv")) == "f16_gemv");
+  CHECK(qt::report::family_of_default("file layout default").empty());
+  CHECK(qt::report::family_of_default("default").empty());
+  CHECK(qt::report::family_of_default("tuned").empty());
 }
 
 TEST_CASE("A recorded report's kernel tables give time, TFLOP/s, GB/s, bandwidth share and tuned speedup") {
@@ -210,6 +267,49 @@ TEST_CASE("qbench --device emu --report measures every linear shape against cuBL
   const std::string md = slurp(dir + "/REPORT.md");
   CHECK(md.find("These times are the CPU emulator's") != std::string::npos);
   CHECK(md.find("not applicable (emu report)") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("qbench --device emu --emu-arch sm90 --report times every other linear family at its default point") {
+  const std::string dir = scratch("families");
+  const Result r = qbench("--device emu --emu-arch sm90 --model " + kFiles + "dense-tied.ak48 --report " + dir +
+                          " --buckets 1,32 --prompts 6 --gen 2 --repeat 1");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(slurp(dir + "/report.json"));
+  int awq_rows = 0;
+  for (const json& k : j["kernels"]) {
+    INFO(k.dump());
+    const json v = variants_by_name(k);
+    // The runtime's dispatch and default are measured as before, and never twice under a family's name.
+    CHECK(v.at("tuned")["seconds"].get<double>() > 0);
+    const std::string runtime_default = v.at("default")["detail"].get<std::string>();
+    const std::string family = runtime_default.substr(0, runtime_default.find(' '));
+    CHECK(!v.contains(family + " default"));
+    for (const json& x : k["variants"]) {
+      const std::string f = qt::report::family_of_default(x["name"].get<std::string>());
+      if (f.empty()) continue;
+      CHECK(x["seconds"].get<double>() > 0);
+      CHECK(x["detail"].get<std::string>().rfind(f + " ", 0) == 0);
+      CHECK(x["detail"].get<std::string>().find("(default)") != std::string::npos);
+    }
+    if (k["type"] != "AWQ_INT4") continue;
+    ++awq_rows;
+    // sm_90: the Hopper GEMM at every M, the streaming GEMV at M <= 16 only (the GEMVs serve no more).
+    CHECK(v.contains("awq_frag_wgmma_gemm default"));
+    if (k["M"] == 1) {
+      CHECK(runtime_default.find("awq_frag_gemv ") == 0);
+      CHECK(v.contains("awq_frag_stream_gemv default"));
+      CHECK(v.contains("awq_frag_gemm default"));
+    } else {
+      CHECK(runtime_default.find("awq_frag_gemm ") == 0);
+      CHECK(!v.contains("awq_frag_stream_gemv default"));
+      CHECK(!v.contains("awq_frag_gemv default"));
+    }
+  }
+  CHECK(awq_rows > 0);
+  const std::string md = slurp(dir + "/REPORT.md");
+  CHECK(md.find("| awq_frag_wgmma_gemm default |") != std::string::npos);
+  CHECK(md.find("| with the best family default |") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
@@ -345,6 +445,22 @@ TEST_CASE("The reports recorded on the H200 still read, render and write back un
     CHECK(md.find("## Linear layers") != std::string::npos);
     CHECK(md.find("## MoE grouped GEMM") == std::string::npos);
   }
+}
+
+TEST_CASE("The 8B report of the second H200 run reads back unchanged and states where a family default beats the dispatch") {
+  const std::string name = "h200-2026-11-27/report-qwen3-8b.json";
+  const json j = json::parse(slurp(qt::source_root() + "/tests/report/data/" + name));
+  const qt::report::BenchReport r = qt::report::report_from_json(j, name);
+  CHECK(qt::report::report_to_json(r) == j);
+  const std::string md = qt::report::render_report(r).markdown;
+  // The goals as that run judged them, and beside them the rows where the runtime default (the only family
+  // default it measured) beat a tuned point: 12288 x 4096 at M=1 is 18.11 us by default, 23.33 us tuned.
+  CHECK(md.find("| AWQ GEMV at M=1 >= 85% of the measured bandwidth (worst shape) | 4% | NOT met | "
+                "4% (awq_frag_gemv on 1 of 5 rows) |") != std::string::npos);
+  CHECK(md.find("| tuned geomean >= 1.3x the default | 1.04x | NOT met | 1.10x (awq_frag_gemm on 9, awq_frag_gemv on 2 of 32 rows) |") !=
+        std::string::npos);
+  CHECK(md.find("| GEMM at M >= 256 >= 0.9x FP16 cuBLAS (geomean) | 0.30x | NOT met | 0.33x (awq_frag_gemm on 9 of 12 rows) |") !=
+        std::string::npos);
 }
 
 TEST_CASE("qbench --device emu --report times the grouped MoE GEMMs per token bucket") {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "device/cuda/cuda_device.h"
+#include "runtime/report/report_json.h"
 #include "tests/skip.h"
 #include "common/paths.h"
 
@@ -33,13 +34,22 @@ TEST_CASE("cuda: qbench --report times every variant of every linear shape, cuBL
     std::ifstream in(dir + "/report.json");
     const nlohmann::json j = nlohmann::json::parse(in);
     CHECK(j["device"]["bandwidth_gbps"].get<double>() > 50);
+    const bool hopper = j["device"]["fingerprint"].get<std::string>().find("\"arch\":\"sm_90\"") != std::string::npos;
     for (const auto& k : j["kernels"]) {
       INFO(k.dump());
+      bool wgmma = false, frag = false;
       for (const auto& v : k["variants"]) {
+        frag = frag || v["name"] == "file layout default";  // the row runs in the frag layout
         if (v["name"] == "fp16 cublas") CHECK(v["seconds"].get<double>() > 0);  // fp16 cuBLASLt runs every shape
         if (v["name"] == "dequant+cublas" && (k["type"] == "AWQ_INT4" || k["type"] == "Q8_0"))
           CHECK(v["seconds"].get<double>() > 0);
+        // Every other family serving the shape runs at its default point (compiled by NVRTC, timed).
+        const std::string family = qt::report::family_of_default(v["name"].get<std::string>());
+        if (!family.empty()) CHECK(v["seconds"].get<double>() > 0);
+        wgmma = wgmma || family.find("_frag_wgmma_gemm") != std::string::npos;
       }
+      // On sm_90 the frag layout's Hopper GEMM is among them at every M (not for the lm_head: the file layout).
+      if (hopper && frag) CHECK(wgmma);
     }
     std::filesystem::remove_all(dir);
   }
