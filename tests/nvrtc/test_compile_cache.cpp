@@ -126,9 +126,17 @@ TEST_CASE("a damaged cache entry is recompiled and repaired") {
   bool hit = true;
   const CompileOutput again = service.compile_cached(template_request(80), &hit);
   CHECK_FALSE(hit);
-  CHECK(again.cubin == first.cubin);
-  service.compile_cached(template_request(80), &hit);
+  // A recompile, not the first bytes: two compiles of this source in one process can differ in a few dozen
+  // bytes of the constant-bank sections (88 once, in what reads as an identifier string), so the test asks
+  // for the same kernels, not the same bytes. It compared bytes before and failed about one run in ten.
+  CHECK(again.cubin.size() == first.cubin.size());
+  CHECK(again.lowered_names == first.lowered_names);
+  REQUIRE(again.resources.size() == first.resources.size());
+  CHECK(again.resources[0].registers == first.resources[0].registers);
+  // Repaired: the entry now holds the recompiled CUBIN.
+  const CompileOutput repaired = service.compile_cached(template_request(80), &hit);
   CHECK(hit);
+  CHECK(repaired.cubin == again.cubin);
   {
     std::ofstream f(dir.path() / (key + ".json"), std::ios::trunc);
     f << "{not json";
