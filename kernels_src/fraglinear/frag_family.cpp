@@ -601,6 +601,7 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
     return plan;
   };
   // The same problem, inputs and reference as the frag GEMV: only the schedule differs.
+  f.problem = gemv.problem_name();
   f.make_inputs = gemv.make_inputs;
   f.reference = gemv.reference;
   f.linear_operands = gemv.linear_operands;
@@ -817,6 +818,7 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
     return plan;
   };
   // The mma.sync GEMM's problem, inputs and reference: the weights rounded to fp16 once, as both kernels do.
+  f.problem = gemm.problem_name();
   f.make_inputs = gemm.make_inputs;
   f.reference = gemm.reference;
   f.linear_operands = gemm.linear_operands;
