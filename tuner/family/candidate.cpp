@@ -340,7 +340,10 @@ TuneReport tune_shape(const Tunable& family, const std::vector<int64_t>& shape, 
   if (space.size() == 0) throw Error("kernel family " + family.name() + " has no valid point for this shape");
   Knowledge known;
   if (opt.knowledge) known = opt.knowledge(space);
-  auto strat = seed_from_prior(make_strategy(opt.strategy), &known);
+  std::unique_ptr<Strategy> strat = seed_from_prior(make_strategy(opt.strategy), &known);
+  if (opt.first_points)
+    if (std::vector<PointId> first = opt.first_points(space); !first.empty())
+      strat = std::make_unique<FirstPointsStrategy>(std::move(strat), std::move(first));
   WorkerObjective obj(family, space, shape, worker, opt, sink, rep);
   SearchResult sr = run_search(space, *strat, obj, opt.budget, opt.seed, &known);
   rep.evaluations = sr.evaluations;
