@@ -312,14 +312,26 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
   GpuTuningResult res;
   const int sm = opt.target_sm > 0 ? opt.target_sm : std::atoi(device.arch.c_str() + (device.arch.rfind("sm_", 0) == 0 ? 3 : 0));
   CompileAhead ahead(sm, sm > 0 ? opt.compile_threads : 0);
-  std::set<const kernels::KernelFamily*> queued;
+  // Every family's default points first, the round-1 candidates of every job, then the rest of each space.
+  std::vector<const kernels::KernelFamily*> families;
   for (const GpuJob& j : jobs) {
     const kernels::KernelFamily& f = j.family->family();
-    if (is_blas_baseline(f) || !queued.insert(&f).second) continue;
-    std::vector<kernels::Point> points = f.default_points();  // what every search tries early
-    for (const kernels::Point& p : kernels::enumerate_points(f))
-      if (std::find(points.begin(), points.end(), p) == points.end()) points.push_back(p);
-    ahead.enqueue(f, points);
+    if (!is_blas_baseline(f) && std::find(families.begin(), families.end(), &f) == families.end()) families.push_back(&f);
+  }
+  std::map<const kernels::KernelFamily*, std::vector<kernels::Point>> defaults;
+  for (const GpuJob& j : jobs) {
+    const kernels::KernelFamily& f = j.family->family();
+    if (is_blas_baseline(f)) continue;
+    std::vector<kernels::Point>& d = defaults[&f];
+    for (const kernels::Point& p : f.default_points(f.shape(j.shape)))
+      if (std::find(d.begin(), d.end(), p) == d.end()) d.push_back(p);
+  }
+  for (const kernels::KernelFamily* f : families) ahead.enqueue(*f, defaults[f]);
+  for (const kernels::KernelFamily* f : families) {
+    std::vector<kernels::Point> rest;
+    for (const kernels::Point& p : kernels::enumerate_points(*f))
+      if (std::find(defaults[f].begin(), defaults[f].end(), p) == defaults[f].end()) rest.push_back(p);
+    ahead.enqueue(*f, rest);
   }
 
   int64_t total = 0;
