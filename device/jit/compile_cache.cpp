@@ -55,6 +55,9 @@ std::optional<CompileOutput> CompileCache::load(const std::string& key) const {
     out.resources = meta.at("resources").get<std::vector<KernelResources>>();
     out.log = meta.at("log").get<std::string>();
     out.seconds = meta.at("compile_seconds").get<double>();
+    // An entry that lacks a kernel's resources (written by an older qtune, whose compile did not check) would
+    // fail every point with that kernel: a miss instead, recompiled and overwritten.
+    if (!unreported_kernels(out).empty()) return std::nullopt;
     return out;
   } catch (const std::exception&) {
     return std::nullopt;  // a damaged entry is recompiled and overwritten
@@ -62,6 +65,8 @@ std::optional<CompileOutput> CompileCache::load(const std::string& key) const {
 }
 
 void CompileCache::store(const std::string& key, const CompileOutput& out) const {
+  if (const std::string missing = unreported_kernels(out); !missing.empty())
+    throw Error("not caching a compile without ptxas resources for " + missing, kExitFailure);
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw Error("cannot create the compile cache directory " + dir_ + ": " + ec.message(), kExitFailure);

@@ -27,8 +27,13 @@ struct CompileOutput {
   double seconds = 0.0;
 };
 
-// Throws qt::Error (exit code 1) with the compiler log on a compile failure.
+// Throws qt::Error (exit code 1) with the compiler log on a compile failure, and on a compile whose ptxas
+// log has no resource report for one of its kernels (after one retry): such an output is of no use to the
+// tuner, and cached it would fail every later point with the same kernels.
 CompileOutput nvrtc_compile(const CompileRequest& request);
+
+// The name expressions of `out` whose lowered kernel has no ptxas entry in out.resources ("" when complete).
+std::string unreported_kernels(const CompileOutput& out);
 
 // The NVRTC target of an architecture: "sm_86"; for 90, "sm_90a", whose wgmma and setmaxnreg the Hopper
 // kernels need (an sm_90a CUBIN runs on every sm_90 GPU, H100 and H200 alike).

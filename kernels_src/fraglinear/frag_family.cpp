@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/half.h"
 #include "kernels_src/awq/awq_family.h"
+#include "common/parallel_ranges.h"
 #include "kernels_src/awq/awq_reference.h"
 #include "kernels_src/fraglinear/frag_layout.h"
 #include "kernels_src/gate_up/gate_up_family.h"
@@ -36,6 +37,15 @@ struct Source {
   // w = code * scale of row kk (K) and column nn (N): the integer (code - zero, or q) and its scale.
   int code(int64_t kk, int64_t nn) const;
   double scale(int64_t kk, int64_t nn) const;
+  // The kind's array `i` (in kind->arrays' order). code() and scale() run once per weight, and a lookup by
+  // name apiece was most of a linear reference's time (the H200 tune: 108 s of references). bind() points
+  // this object at its own arrays; a copy, not bound to itself, looks them up by name.
+  const std::vector<uint8_t>& array(size_t i) const;
+  void bind();
+
+ private:
+  std::vector<const std::vector<uint8_t>*> bound_;
+  const Source* bound_to_ = nullptr;
 };
 
 // Element `i` of a raw array of T.
@@ -83,13 +93,13 @@ const SourceKind& awq_kind() {
       s.arrays = {{"qweight", bytes_of(d.qweight)}, {"qzeros", bytes_of(d.qzeros)}, {"scales", bytes_of(d.scales)}};
     },
     [](const Source& s, int64_t kk, int64_t nn) {
-      const auto nib = [&](const char* name, int64_t row) {
-        return int((uint32_t(at<int32_t>(s.arrays.at(name), row * (s.n / 8) + nn / 8)) >> awq_shift(nn % 8)) & 15u);
+      const auto nib = [&](size_t name, int64_t row) {
+        return int((uint32_t(at<int32_t>(s.array(name), row * (s.n / 8) + nn / 8)) >> awq_shift(nn % 8)) & 15u);
       };
-      return nib("qweight", kk) - nib("qzeros", kk / s.group);
+      return nib(0, kk) - nib(1, kk / s.group);  // qweight, qzeros
     },
     [](const Source& s, int64_t kk, int64_t nn) {
-      return double(half_bits_to_float(at<uint16_t>(s.arrays.at("scales"), kk / s.group * s.n + nn)));
+      return double(half_bits_to_float(at<uint16_t>(s.array(2), kk / s.group * s.n + nn)));  // scales
     },
     [](const Source& s) {
       return repack_awq(s.dims(), from_bytes<int32_t>(s.arrays.at("qweight")).data(),
@@ -118,9 +128,9 @@ const SourceKind& int8gw_kind() {
       for (auto& v : s.x) v = float_to_half_bits(act(rng));
       s.arrays = {{"q", q}, {"scales", bytes_of(scales)}};
     },
-    [](const Source& s, int64_t kk, int64_t nn) { return int(s.arrays.at("q")[size_t(kk * s.n + nn)]) - 128; },
+    [](const Source& s, int64_t kk, int64_t nn) { return int(s.array(0)[size_t(kk * s.n + nn)]) - 128; },  // q
     [](const Source& s, int64_t kk, int64_t nn) {
-      return double(half_bits_to_float(at<uint16_t>(s.arrays.at("scales"), kk / s.group * s.n + nn)));
+      return double(half_bits_to_float(at<uint16_t>(s.array(1), kk / s.group * s.n + nn)));  // scales
     },
     [](const Source& s) {
       return repack_int8(s.dims(), s.arrays.at("q").data(), from_bytes<uint16_t>(s.arrays.at("scales")).data());
@@ -143,9 +153,9 @@ const SourceKind& q8_0_kind() {
       s.x = std::move(d.x);
       s.arrays = {{"q", bytes_of(d.q)}, {"scales", bytes_of(d.scales)}};
     },
-    [](const Source& s, int64_t kk, int64_t nn) { return int(int8_t(s.arrays.at("q")[size_t(nn * s.k + kk)])); },
+    [](const Source& s, int64_t kk, int64_t nn) { return int(int8_t(s.array(0)[size_t(nn * s.k + kk)])); },  // q
     [](const Source& s, int64_t kk, int64_t nn) {
-      return double(round_to_half(at<float>(s.arrays.at("scales"), nn * (s.k / s.group) + kk / s.group)));
+      return double(round_to_half(at<float>(s.array(1), nn * (s.k / s.group) + kk / s.group)));  // scales
     },
     [](const Source& s) {
       return repack_q8_0(s.dims(), from_bytes<int8_t>(s.arrays.at("q")).data(),
@@ -159,10 +169,22 @@ FragDims Source::dims() const { return {n, k, group, kind->bits}; }
 int Source::code(int64_t kk, int64_t nn) const { return kind->code(*this, kk, nn); }
 double Source::scale(int64_t kk, int64_t nn) const { return kind->scale(*this, kk, nn); }
 
+const std::vector<uint8_t>& Source::array(size_t i) const {
+  if (bound_to_ == this) return *bound_[i];
+  return arrays.at(kind->arrays.at(i).name);
+}
+
+void Source::bind() {
+  bound_.clear();
+  for (const SourceArray& a : kind->arrays) bound_.push_back(&arrays.at(a.name));
+  bound_to_ = this;
+}
+
 Source make_source(const SourceKind& kind, int64_t m, int64_t n, int64_t k, int64_t group, uint64_t seed) {
   Source s;
   s.kind = &kind, s.m = m, s.n = n, s.k = k, s.group = group;
   kind.make(s, seed);
+  s.bind();
   return s;
 }
 
@@ -176,6 +198,7 @@ Source get_source(const SourceKind& kind, int64_t m, const FragDims& d, const st
   s.kind = &kind, s.m = m, s.n = d.n, s.k = d.k, s.group = d.group;
   for (const SourceArray& a : kind.arrays) s.arrays[a.name] = in.at(tag + a.name);
   if (in.count("x")) s.x = from_bytes<uint16_t>(in.at("x"));
+  s.bind();
   return s;
 }
 
@@ -392,11 +415,15 @@ LinearOperands linear_operands(const LinearKind& kind, const Shape& shape, const
   ops.a.resize(size_t(m * d.k));
   for (size_t i = 0; i < ops.a.size(); ++i) ops.a[i] = half_bits_to_float(s.x[i]);
   ops.w.resize(size_t(d.k * d.n));
-  for (int64_t kk = 0; kk < d.k; ++kk)
-    for (int64_t nn = 0; nn < d.n; ++nn) {
-      const float v = float(double(s.code(kk, nn)) * s.scale(kk, nn));
-      ops.w[size_t(kk * d.n + nn)] = kind.gemv ? v : round_to_half(v);
-    }
+  // Each weight decoded through its kind's arrays by name: tens of operations apiece, the most of a tuner
+  // job's setup (the H200 tune: 108 s of references), so rows of K over every core.
+  parallel_ranges(d.k, 32.0 * double(d.k) * double(d.n), [&](int64_t k0, int64_t k1) {
+    for (int64_t kk = k0; kk < k1; ++kk)
+      for (int64_t nn = 0; nn < d.n; ++nn) {
+        const float v = float(double(s.code(kk, nn)) * s.scale(kk, nn));
+        ops.w[size_t(kk * d.n + nn)] = kind.gemv ? v : round_to_half(v);
+      }
+  });
   return ops;
 }
 
@@ -601,6 +628,7 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
     return plan;
   };
   // The same problem, inputs and reference as the frag GEMV: only the schedule differs.
+  f.problem = gemv.problem_name();
   f.make_inputs = gemv.make_inputs;
   f.reference = gemv.reference;
   f.linear_operands = gemv.linear_operands;
@@ -817,6 +845,7 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
     return plan;
   };
   // The mma.sync GEMM's problem, inputs and reference: the weights rounded to fp16 once, as both kernels do.
+  f.problem = gemm.problem_name();
   f.make_inputs = gemm.make_inputs;
   f.reference = gemm.reference;
   f.linear_operands = gemm.linear_operands;

@@ -220,28 +220,36 @@ LinearSums cpu_linear_sums(const LinearOperands& ops) {
   s.y.assign(m * n, 0.0f);
   s.abs.assign(m * n, 0.0f);
   if (!ops.g.empty()) s.g_abs.assign(m * n, 0.0f);
-  // Rows spread over every core when the product is large (a tuner's prefill shapes).
-  parallel_ranges(ops.m, double(m) * double(n) * double(k), [&](int64_t begin, int64_t end) {
-    std::vector<double> y(n), a(n), g(n);
-    for (size_t r = size_t(begin); r < size_t(end); ++r) {
+  // Rows [r0, r1) and columns [c0, c1): every sum in K order, so any split gives the same bits.
+  auto block = [&](size_t r0, size_t r1, size_t c0, size_t c1) {
+    const size_t w_cols = c1 - c0;
+    std::vector<double> y(w_cols), a(w_cols), g(w_cols);
+    for (size_t r = r0; r < r1; ++r) {
       std::fill(y.begin(), y.end(), 0.0), std::fill(a.begin(), a.end(), 0.0), std::fill(g.begin(), g.end(), 0.0);
       for (size_t kk = 0; kk < k; ++kk) {
         const double x = ops.a[r * k + kk], gx = ops.g.empty() ? 0.0 : double(ops.g[r * k + kk]);
-        const float* w = ops.w.data() + kk * n;
-        for (size_t c = 0; c < n; ++c) {
+        const float* w = ops.w.data() + kk * n + c0;
+        for (size_t c = 0; c < w_cols; ++c) {
           const double p = x * double(w[c]);  // exact: two fp32 values
           y[c] += p;
           a[c] += std::fabs(p);
           if (gx != 0.0) g[c] += gx * std::fabs(double(w[c]));
         }
       }
-      for (size_t c = 0; c < n; ++c) {
-        s.y[r * n + c] = float(y[c]);
-        s.abs[r * n + c] = float(a[c]);
-        if (!ops.g.empty()) s.g_abs[r * n + c] = float(g[c]);
+      for (size_t c = 0; c < w_cols; ++c) {
+        s.y[r * n + c0 + c] = float(y[c]);
+        s.abs[r * n + c0 + c] = float(a[c]);
+        if (!ops.g.empty()) s.g_abs[r * n + c0 + c] = float(g[c]);
       }
     }
-  });
+  };
+  // Spread over every core when the product is large: rows for a tuner's prefill shapes, columns for its
+  // decode shapes, whose few rows would leave most cores idle.
+  const double work = double(m) * double(n) * double(k);
+  if (m >= 16)
+    parallel_ranges(ops.m, work, [&](int64_t r0, int64_t r1) { block(size_t(r0), size_t(r1), 0, n); });
+  else
+    parallel_ranges(ops.n, work, [&](int64_t c0, int64_t c1) { block(0, m, size_t(c0), size_t(c1)); });
   return s;
 }
 

@@ -169,6 +169,11 @@ struct KernelFamily {
   std::string op;       // the runtime op it serves: "linear", "dequant", ...
   std::vector<WeightType> weight_types;  // weight types it serves; empty = not tied to a weight type
   std::string dtypes;   // operand types for result stores, e.g. "awq_int4xf16->f16"
+  // Families with the same problem compute the same thing from the same inputs: for a shape, their
+  // make_inputs and reference agree, so a tuner computes the reference once for all of them. Empty: the
+  // family's own name (problem_name()).
+  std::string problem;
+  const std::string& problem_name() const { return problem.empty() ? name : problem; }
   std::vector<std::string> dims;         // named shape dimensions, e.g. {"M", "N", "K", "G"}
 
   std::vector<ScalarSpec> scalars;  // run-time scalars its launches take (KernelArg::scalar)

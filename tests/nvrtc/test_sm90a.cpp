@@ -8,9 +8,14 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "common/paths.h"
+#include "device/jit/compile_cache.h"
+#include "device/jit/compile_service.h"
 #include "device/jit/nvrtc_compiler.h"
 #include "kernels_src/registry/registry.h"
+#include "tests/nvrtc/temp_dir.h"
 
 using namespace qt::compile;
 
@@ -101,4 +106,43 @@ TEST_CASE("the Hopper GEMM families compile their widest points for sm_90a with 
     }
   }
   CHECK(families == 9);
+}
+
+TEST_CASE("the awq_frag_gemv points the H200 tune lost compile for sm_90a with a ptxas entry even from a cache entry without one") {
+  // The H200 tune (2026-11-27) failed these two programs in every job with "ptxas report has no entry": its
+  // compile cache held them without their kernel's resources, and every later point with the same kernel
+  // (they differ in split only) read the entry back. Such an entry is a miss now, and is never written.
+  const qt::kernels::KernelFamily& f = qt::kernels::find_family("awq_frag_gemv");
+  const std::vector<qt::kernels::Point> points = {
+      qt::kernels::parse_point(f, "bk=32,pf=1,split=16,stages=2,tn=1,warps=1"),
+      qt::kernels::parse_point(f, "bk=32,pf=1,split=16,stages=2,tn=1,warps=2"),
+      qt::kernels::parse_point(f, "bk=32,pf=1,split=8,stages=2,tn=1,warps=1")};
+  qt::test::TempDir dir("nvrtc-sm90-frag-gemv");
+  ServiceOptions opt;
+  opt.cache_dir = dir.str();
+  opt.threads = 1;
+  CompileService service(opt);
+  auto require_reports = [&](const std::vector<PointResult>& results) {
+    REQUIRE(results.size() == points.size());
+    for (const PointResult& r : results) {
+      INFO(qt::kernels::point_key(r.point) << ": " << r.error);
+      REQUIRE(r.ok());
+      REQUIRE(r.kernels.size() == 1);
+      CHECK(r.kernels[0].resources.arch == 90);
+      CHECK(r.kernels[0].resources.registers > 0);
+    }
+  };
+  require_reports(service.compile(f, points, 90));
+  // Each program's cache entry as the H200's was: the CUBIN and its names, no resources.
+  for (const qt::kernels::Point& p : {points[0], points[1]}) {
+    const std::filesystem::path meta = dir.path() / (cache_key(service.request_for(f, p, 90)) + ".json");
+    REQUIRE(std::filesystem::exists(meta));
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(meta));
+    j["resources"] = nlohmann::json::array();
+    std::ofstream(meta, std::ios::trunc) << j.dump();
+  }
+  require_reports(service.compile(f, points, 90));
+  bool hit = false;
+  service.compile_cached(service.request_for(f, points[0], 90), &hit);
+  CHECK(hit);  // the entry was repaired
 }

@@ -102,3 +102,57 @@ TEST_CASE("an emulator candidate killed at its timeout costs only its worker: th
   CHECK(o.phases.verify > 0);
   CHECK(worker.spawned() == 2);
 }
+
+TEST_CASE("jobs of one problem and shape share one reference and still verify against it", "[tuner][emu]") {
+  // The H200 tune spent 108 of its 138 s on references, computing the same linear for each family that
+  // serves it. The frag GEMV and the stream GEMV solve one problem (exact weights), the mma.sync and wgmma
+  // GEMMs another (weights rounded to fp16): one reference each per shape, whatever the order of the jobs.
+  reset_reference_memo(size_t(1) << 30);
+  const std::vector<int64_t> shape = {2, 64, 1024, 128};
+  std::vector<std::shared_ptr<Tunable>> families;  // an instance refers to its family
+  auto setup = [&](const std::string& name, int sm) {
+    families.push_back(find_family(name, sm));
+    auto instance = families.back()->instantiate(shape);
+    return std::make_pair(instance->setup(), std::move(instance));
+  };
+  auto [gemv, gemv_instance] = setup("emu.awq_frag_gemv", 0);
+  auto [gemm, gemm_instance] = setup("emu.awq_frag_gemm", 0);
+  auto [stream, stream_instance] = setup("emu.awq_frag_stream_gemv", 0);
+  auto [wgmma, wgmma_instance] = setup("emu.awq_frag_wgmma_gemm", 90);
+  auto [again, again_instance] = setup("emu.awq_frag_gemv", 0);
+  CHECK(gemv.references_computed == 1);
+  CHECK(gemm.references_computed == 1);
+  CHECK(stream.references_shared == 1);
+  CHECK(stream.references_computed == 0);
+  CHECK(wgmma.references_shared == 1);
+  CHECK(again.references_shared == 1);
+  CHECK(stream.reference == 0);
+  const ReferenceMemoStats stats = reference_memo_stats();
+  CHECK(stats.computed == 2);
+  CHECK(stats.shared == 3);
+  CHECK(stream_instance->reference() == gemv_instance->reference());
+  CHECK(wgmma_instance->reference() == gemm_instance->reference());
+  CHECK(gemv_instance->reference() != gemm_instance->reference());
+  // Another batch is another reference.
+  const std::vector<int64_t> other = {3, 64, 1024, 128};
+  auto fam = find_family("emu.awq_frag_stream_gemv");
+  CHECK(fam->instantiate(other)->setup().references_computed == 1);
+  // A candidate of the family that did not compute the reference is checked against it.
+  const auto point = fam->family().default_points(fam->family().shape(shape)).front();
+  nlohmann::json p;
+  for (const auto& [k, v] : point) p[k] = v;
+  stream_instance->prepare(p);
+  stream_instance->run();
+  CHECK(stream_instance->verify() == "");
+}
+
+TEST_CASE("the reference memo keeps the most recent references within its budget", "[tuner][emu]") {
+  reset_reference_memo(1);  // one byte: only the last one made stays
+  auto fam = find_family("emu.awq_frag_gemv");
+  fam->instantiate({1, 64, 256, 128})->setup();
+  fam->instantiate({2, 64, 256, 128})->setup();
+  CHECK(fam->instantiate({2, 64, 256, 128})->setup().references_shared == 1);
+  CHECK(fam->instantiate({1, 64, 256, 128})->setup().references_computed == 1);
+  CHECK(reference_memo_stats().entries == 1);
+  reset_reference_memo(size_t(4) << 30);
+}

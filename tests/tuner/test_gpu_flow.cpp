@@ -385,3 +385,93 @@ TEST_CASE("by default the GPU flow tunes a Q8_0 model's projections on the frag 
     for (const auto& [name, heads] : lm_head) CHECK(name.find("q8_0") != std::string::npos);
   }
 }
+
+namespace {
+
+// The frag families an AWQ model's linears run on at sm_90 (decode GEMV, stream GEMV, mma.sync and wgmma
+// GEMMs), at one weight shape of the model: four jobs of different families.
+std::vector<GpuJob> frag_jobs_at_one_shape(const GpuTuningOptions& o) {
+  auto mf = ModelFile::open(qt::source_root() + "/tests/golden/files/dense.ak48");
+  std::vector<GpuJob> jobs = plan_gpu_jobs(mf->config(), &mf->weights(), o);
+  const std::vector<int64_t> weight = {jobs.front().shape.begin() + 1, jobs.front().shape.end()};
+  std::erase_if(jobs, [&](const GpuJob& j) { return std::vector<int64_t>(j.shape.begin() + 1, j.shape.end()) != weight; });
+  return jobs;
+}
+
+// Each row's job (family and shape) and whether it is that job's first row, in the order they were stored.
+std::vector<std::pair<std::string, bool>> rows_in_order(const Store& store) {
+  std::vector<std::pair<std::string, bool>> out;
+  std::set<std::string> seen;
+  for (const ResultRow& r : store.rows()) {
+    const std::string job = r.family + nlohmann::json(r.shape).dump();
+    out.push_back({job, seen.insert(job).second});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the GPU flow measures every job of every family once before any job gets a second candidate",
+          "[tuner][gpu-flow]") {
+  // The H200 tune walked the families one after another: with its time limit, the first three took all of it
+  // and the stream GEMV and wgmma GEMM, the families that matter most on sm_90, were never started.
+  GpuTuningOptions o = emu_options({"awq_frag_gemv", "awq_frag_gemm", "awq_frag_stream_gemv", "awq_frag_wgmma_gemm"},
+                                   {1}, "2");
+  o.target_sm = 90;
+  const std::vector<GpuJob> jobs = frag_jobs_at_one_shape(o);
+  std::set<std::string> families;
+  for (const GpuJob& j : jobs) families.insert(j.family->name());
+  REQUIRE(families.size() == 4);
+  REQUIRE(jobs.size() == 4);
+  Store store(test::tuner_scratch("gpu-flow-rounds", ".sqlite"));
+  Worker worker(qt::test::qtune_worker());
+  const winners::DeviceFingerprint dev = worker_device_fingerprint(worker, "emu", 90);
+  const GpuTuningResult res = tune_gpu_jobs(jobs, store, worker, dev, o, "rounds");
+  REQUIRE(res.measured == 8);
+  const auto rows = rows_in_order(store);
+  REQUIRE(rows.size() == 8);
+  // Round 1: the four jobs' default points, each verified; round 2: their second candidates.
+  std::set<std::string> ok_families;
+  const std::vector<ResultRow> stored = store.rows();
+  for (size_t i = 0; i < 4; ++i) {
+    INFO(rows[i].first << ": " << stored[i].detail);
+    CHECK(rows[i].second);
+    if (stored[i].status == Status::Ok) ok_families.insert(stored[i].family);
+    const kernels::KernelFamily& f = kernels::find_family(stored[i].family.substr(4));  // "emu."
+    // The first of the family's default points this shape allows (a split the K groups cannot take is not).
+    const kernels::Shape shape = f.shape(stored[i].shape);
+    std::vector<kernels::Point> allowed = f.default_points(shape);
+    std::erase_if(allowed, [&](const kernels::Point& p) { return f.shape_constraint && !f.shape_constraint(p, shape).empty(); });
+    // (None: the search's first pick, as for the stream GEMV at K = 96, whose default splits need more groups.)
+    if (!allowed.empty())
+      CHECK(kernels::point_key(find_family(stored[i].family, 90)->to_point(stored[i].point)) == kernels::point_key(allowed.front()));
+  }
+  CHECK(ok_families == families);
+  for (size_t i = 4; i < rows.size(); ++i) CHECK_FALSE(rows[i].second);
+  // The jobs' own table keeps the plan's order.
+  for (size_t i = 0; i < jobs.size(); ++i) CHECK(res.reports[i].shape == jobs[i].shape);
+  CHECK(res.dispatch_lines.size() == 1);
+}
+
+TEST_CASE("a GPU flow cut short by its time limit gives no job a second candidate before every job its first and still stores the dispatch",
+          "[tuner][gpu-flow]") {
+  GpuTuningOptions o = emu_options({"awq_frag_gemv", "awq_frag_stream_gemv"}, {1}, "6");
+  o.target_sm = 90;
+  o.time_limit_s = 0.001;  // over before the second job: the first job is always started
+  const std::vector<GpuJob> jobs = frag_jobs_at_one_shape(o);
+  REQUIRE(jobs.size() == 2);
+  Store store(test::tuner_scratch("gpu-flow-rounds-limit", ".sqlite"));
+  Worker worker(qt::test::qtune_worker());
+  const winners::DeviceFingerprint dev = worker_device_fingerprint(worker, "emu", 90);
+  const GpuTuningResult res = tune_gpu_jobs(jobs, store, worker, dev, o, "limit");
+  const auto rows = rows_in_order(store);
+  REQUIRE_FALSE(rows.empty());
+  size_t firsts = 0;
+  for (const auto& [job, first] : rows) {
+    if (!first) CHECK(firsts == jobs.size());
+    firsts += first;
+  }
+  CHECK(res.unfinished_jobs == 1);
+  CHECK(res.measured == 1);
+  CHECK(res.dispatch_lines.size() == 1);
+}

@@ -187,7 +187,8 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
     const double rho = res.model_rank_correlation[i];
     if (std::isfinite(rho)) correlations.push_back(rho);
     std::printf("%-22s %-18s %6lld  %-55s %-16s %s\n", jobs[i].family->name().c_str(), shape_text(r.shape).c_str(),
-                (long long)r.evaluations, r.best_point ? r.best_point->dump().c_str() : "(none valid)",
+                (long long)r.evaluations,
+                r.best_point ? r.best_point->dump().c_str() : r.evaluations == 0 ? "(not started)" : "(none valid)",
                 !r.best_point ? "-" : emu ? "(emu: verified)" : (std::to_string(r.best_stats.median * 1e6) + " us").c_str(),
                 std::isfinite(rho) ? std::to_string(rho).substr(0, 5).c_str() : "-");
   }

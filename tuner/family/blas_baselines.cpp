@@ -49,6 +49,8 @@ KernelFamily baseline(const blas::Baseline& b) {
     const std::string why = dq.shape_constraint ? dq.shape_constraint(dq.default_point(), dq.shape_from(s)) : "";
     return why.empty() ? why : dq.name + ": " + why;
   };
+  // Its reference is the problem's output y alone: a problem of its own, shared by the baselines of one family.
+  f.problem = problem.problem_name() + ":y";
   f.make_inputs = problem.make_inputs;
   f.reference = [ref = problem.reference](const kernels::Shape& s, const kernels::HostBuffers& in) {
     return y_only(ref(s, in));
@@ -112,7 +114,7 @@ class BlasInstance final : public ReferencedInstance {
     y_ = dev::Buffer(device, size_t(m * n) * 2);
     if (row_.dequant_family) {
       const KernelFamily& dq = kernels::find_family(row_.dequant_family);
-      dq_ = std::make_unique<plan::PlanRun>(&device, dq, dq.default_point(), dq.shape_from(shape_), inputs_);
+      dq_ = std::make_unique<plan::PlanRun>(&device, dq, dq.default_point(), dq.shape_from(shape_), inputs());
       w_ = dq_->buffer("w");
     } else {
       values_ = upload(device, "values");
@@ -153,8 +155,8 @@ class BlasInstance final : public ReferencedInstance {
   }
 
   dev::Buffer upload(dev::Device& device, const std::string& name) {
-    const auto it = inputs_.find(name);
-    if (it == inputs_.end()) throw CandidateError(Status::RuntimeError, f_.name + ": the inputs lack '" + name + "'");
+    const auto it = inputs().find(name);
+    if (it == inputs().end()) throw CandidateError(Status::RuntimeError, f_.name + ": the inputs lack '" + name + "'");
     dev::Buffer b(device, it->second.size());
     b.upload(it->second);
     return b;

@@ -314,11 +314,13 @@ std::string TuneAccounting::text(double wall_seconds) const {
   std::snprintf(buf, sizeof buf,
                 "%lld candidates in %.1f s, %.2f candidates/s; in the worker: compiling %.1f s, verifying %.1f s, "
                 "measuring %.1f s; job setup %.1f s for %d setups (device %.1f s, inputs %.1f s, references %.1f s%s, "
-                "flush buffers %.1f s); worker starts and messages %.1f s, %d restarts",
+                "%lld computed and %lld shared by problem and shape, flush buffers %.1f s); worker starts and "
+                "messages %.1f s, %d restarts",
                 (long long)candidates, wall_seconds, wall_seconds > 0 ? double(candidates) / wall_seconds : 0.0,
                 phases.compile, phases.verify, phases.measure, setup.total(), setups, setup.device, setup.inputs,
                 setup.reference, setup.reference_on == "device" ? ", large ones on the device" : " on the CPU",
-                setup.flush, worker_seconds, worker_restarts);
+                (long long)setup.references_computed, (long long)setup.references_shared, setup.flush,
+                worker_seconds, worker_restarts);
   std::string out = buf;
   if (compile_threads > 0) {
     std::snprintf(buf, sizeof buf, "; NVRTC ahead of the worker: %lld points in %.1f s on %d threads",
@@ -338,7 +340,10 @@ TuneReport tune_shape(const Tunable& family, const std::vector<int64_t>& shape, 
   if (space.size() == 0) throw Error("kernel family " + family.name() + " has no valid point for this shape");
   Knowledge known;
   if (opt.knowledge) known = opt.knowledge(space);
-  auto strat = seed_from_prior(make_strategy(opt.strategy), &known);
+  std::unique_ptr<Strategy> strat = seed_from_prior(make_strategy(opt.strategy), &known);
+  if (opt.first_points)
+    if (std::vector<PointId> first = opt.first_points(space); !first.empty())
+      strat = std::make_unique<FirstPointsStrategy>(std::move(strat), std::move(first));
   WorkerObjective obj(family, space, shape, worker, opt, sink, rep);
   SearchResult sr = run_search(space, *strat, obj, opt.budget, opt.seed, &known);
   rep.evaluations = sr.evaluations;

@@ -66,6 +66,8 @@ struct TuneOptions {
   // A point's outcome measured by an earlier run on this device (a run killed half-way and started again):
   // used as it is, without the worker. Unset, or nullopt: measure it.
   std::function<std::optional<CandidateOutcome>(const nlohmann::json& point)> recorded;
+  // Points evaluated first, in order, before the strategy's own (within the budget); unset: none.
+  std::function<std::vector<PointId>(const Space&)> first_points;
 };
 
 struct TuneReport {

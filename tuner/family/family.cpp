@@ -69,7 +69,7 @@ class FamilyInstance final : public ReferencedInstance {
     if (t_.target_sm() > 0 && !t_.family().on_host()) prune_statically(p);
     try {
       dev::Device* device = t_.family().on_host() ? nullptr : &worker_device(t_.device(), t_.target_sm());
-      run_ = std::make_unique<plan::PlanRun>(device, t_.family(), p, shape_, inputs_);
+      run_ = std::make_unique<plan::PlanRun>(device, t_.family(), p, shape_, inputs());
     } catch (const PointRejected& e) {
       throw CandidateError(status_of(e.reason), e.what());
     }
@@ -101,7 +101,7 @@ class FamilyInstance final : public ReferencedInstance {
   }
 
   // The family states its tolerance with its reference, per output: each is checked against its own.
-  std::string verify() override { return plan::compare_outputs(*run_, t_.family(), point_, shape_, expected_); }
+  std::string verify() override { return plan::compare_outputs(*run_, t_.family(), point_, shape_, expected()); }
 
   bool flush_device_cache() override {
     if (t_.family().on_host()) return false;
@@ -146,12 +146,14 @@ double linear_macs(const kernels::Shape& shape) {
 SetupCosts& SetupCosts::operator+=(const SetupCosts& o) {
   device += o.device, inputs += o.inputs, reference += o.reference, flush += o.flush;
   if (o.reference_on == "device") reference_on = "device";
+  references_computed += o.references_computed, references_shared += o.references_shared;
   return *this;
 }
 
 nlohmann::json SetupCosts::to_json() const {
   return {{"device", device}, {"inputs", inputs}, {"reference", reference}, {"flush", flush},
-          {"reference_on", reference_on}};
+          {"reference_on", reference_on}, {"references_computed", references_computed},
+          {"references_shared", references_shared}};
 }
 
 SetupCosts SetupCosts::from_json(const nlohmann::json& j) {
@@ -161,12 +163,82 @@ SetupCosts SetupCosts::from_json(const nlohmann::json& j) {
   c.reference = j.value("reference", 0.0);
   c.flush = j.value("flush", 0.0);
   c.reference_on = j.value("reference_on", std::string("cpu"));
+  c.references_computed = j.value("references_computed", int64_t(0));
+  c.references_shared = j.value("references_shared", int64_t(0));
   return c;
+}
+
+size_t ReferenceData::bytes() const {
+  size_t b = flat.size() * sizeof(float);
+  for (const auto& [name, bytes] : inputs) b += bytes.size();
+  for (const auto& e : expected) b += e.values.size() * sizeof(float);
+  return b;
+}
+
+namespace {
+
+// Process-wide, in the worker: a job the worker switches back to, or a job of another family of the same
+// problem and shape, finds its inputs and reference here instead of making them again.
+struct ReferenceMemo {
+  struct Entry {
+    std::shared_ptr<const ReferenceData> data;
+    uint64_t last_use = 0;
+  };
+  std::map<std::string, Entry> entries;
+  size_t budget = size_t(4) << 30;
+  uint64_t clock = 0;
+  ReferenceMemoStats stats;
+
+  std::shared_ptr<const ReferenceData> find(const std::string& key) {
+    auto it = entries.find(key);
+    if (it == entries.end()) return nullptr;
+    it->second.last_use = ++clock;
+    ++stats.shared;
+    return it->second.data;
+  }
+
+  void insert(const std::string& key, std::shared_ptr<const ReferenceData> data) {
+    ++stats.computed;
+    stats.bytes += data->bytes();
+    entries[key] = Entry{std::move(data), ++clock};
+    // Least recently used first, never the entry just made.
+    while (stats.bytes > budget && entries.size() > 1) {
+      auto oldest = entries.end();
+      for (auto it = entries.begin(); it != entries.end(); ++it)
+        if (it->first != key && (oldest == entries.end() || it->second.last_use < oldest->second.last_use)) oldest = it;
+      stats.bytes -= oldest->second.data->bytes();
+      entries.erase(oldest);
+    }
+    stats.entries = entries.size();
+  }
+};
+
+ReferenceMemo& reference_memo() {
+  static ReferenceMemo memo;
+  return memo;
+}
+
+}  // namespace
+
+ReferenceMemoStats reference_memo_stats() { return reference_memo().stats; }
+
+void reset_reference_memo(size_t budget_bytes) {
+  reference_memo() = ReferenceMemo{};
+  reference_memo().budget = budget_bytes;
 }
 
 void ReferencedInstance::make_reference(const kernels::KernelFamily& f, const kernels::Shape& shape,
                                         dev::Device* device, SetupCosts& costs) {
-  timed(costs.inputs, [&] { inputs_ = f.make_inputs(shape, 1); });
+  // The problem and the shape decide the inputs (seed 1) and the reference; where it was computed does not
+  // (both paths are checked against the CPU), so the key leaves it out.
+  const std::string key = f.problem_name() + nlohmann::json(shape.values).dump();
+  if (auto shared = reference_memo().find(key)) {
+    data_ = std::move(shared);
+    ++costs.references_shared;
+    return;
+  }
+  auto data = std::make_shared<ReferenceData>();
+  timed(costs.inputs, [&] { data->inputs = f.make_inputs(shape, 1); });
   timed(costs.reference, [&] {
     // A product this large takes the CPU seconds to minutes; the device takes milliseconds, once it has shown
     // on the family's first test shape that its sums are the CPU's.
@@ -179,19 +251,22 @@ void ReferencedInstance::make_reference(const kernels::KernelFamily& f, const ke
         if (!wrong.empty()) throw Error("the device reference disagrees with the CPU: " + wrong, kExitFailure);
         checked.insert(f.name);
       }
-      expected_ = f.linear_expected(shape, inputs_, plan::device_linear_sums(*device, f.linear_operands(shape, inputs_)));
+      data->expected =
+          f.linear_expected(shape, data->inputs, plan::device_linear_sums(*device, f.linear_operands(shape, data->inputs)));
       costs.reference_on = "device";
     } else {
-      expected_ = f.reference(shape, inputs_);
+      data->expected = f.reference(shape, data->inputs);
     }
   });
-  ref_.clear();
-  for (const auto& e : expected_) ref_.insert(ref_.end(), e.values.begin(), e.values.end());
+  for (const auto& e : data->expected) data->flat.insert(data->flat.end(), e.values.begin(), e.values.end());
+  ++costs.references_computed;
+  data_ = data;
+  reference_memo().insert(key, std::move(data));
 }
 
 Tolerance ReferencedInstance::tolerance(double) const {
-  if (expected_.empty()) return {};
-  return {expected_[0].abs_tol, expected_[0].rel_tol};
+  if (expected().empty()) return {};
+  return {expected()[0].abs_tol, expected()[0].rel_tol};
 }
 
 // One device of each kind per worker process, created on first use. The emulator emulates the architecture

@@ -35,6 +35,9 @@ struct SetupCosts {
   double reference = 0;  // the expected outputs
   double flush = 0;      // the L2-flush buffer
   std::string reference_on = "cpu";  // "cpu", or "device" for a matrix product computed on the device
+  // Inputs and references made (computed) or taken from the worker's memo (shared: an earlier job of the same
+  // problem and shape, of this family or another, made them).
+  int64_t references_computed = 0, references_shared = 0;
   double total() const { return device + inputs + reference + flush; }
   SetupCosts& operator+=(const SetupCosts& o);
   nlohmann::json to_json() const;
@@ -67,22 +70,43 @@ class KernelInstance {
 
 // An instance checked against its family's reference for the shape: the expected values of every output in
 // order, and the first output's tolerance. Subclasses fill out_ on each run.
+// A problem's inputs for one shape and the reference's expectations of them (every output, and flattened).
+struct ReferenceData {
+  kernels::HostBuffers inputs;
+  std::vector<kernels::Expected> expected;
+  std::vector<float> flat;
+  size_t bytes() const;
+};
+
 class ReferencedInstance : public KernelInstance {
  public:
   const float* output() const override { return out_.data(); }
-  const std::vector<float>& reference() override { return ref_; }
+  const std::vector<float>& reference() override { return data_->flat; }
   Tolerance tolerance(double ref_rms) const override;
 
  protected:
   // The family's inputs for the shape (seed 1) and its expectations: a large matrix product on `device`
   // (when given and the family describes its reference as one, checked once per worker against the CPU on a
-  // small shape), else the family's CPU reference.
+  // small shape), else the family's CPU reference. Made once per worker for a problem and shape, and shared
+  // by every job of that problem (reference_memo): families of one problem (family.problem) differ in their
+  // kernels only, and none of those kernels takes part in computing it.
   void make_reference(const kernels::KernelFamily& f, const kernels::Shape& shape, dev::Device* device,
                       SetupCosts& costs);
-  kernels::HostBuffers inputs_;
-  std::vector<kernels::Expected> expected_;
-  std::vector<float> ref_, out_;
+  const kernels::HostBuffers& inputs() const { return data_->inputs; }
+  const std::vector<kernels::Expected>& expected() const { return data_->expected; }
+  std::shared_ptr<const ReferenceData> data_ = std::make_shared<ReferenceData>();
+  std::vector<float> out_;
 };
+
+// The worker's memo of references, by problem and shape: the most recently used, up to a byte budget (the
+// last one made is always kept). Its counters say how many were made and how many served again.
+struct ReferenceMemoStats {
+  int64_t computed = 0, shared = 0;
+  size_t bytes = 0, entries = 0;
+};
+ReferenceMemoStats reference_memo_stats();
+// Empties the memo and sets its budget (tests; the default is 4 GiB).
+void reset_reference_memo(size_t budget_bytes);
 
 class Tunable {
  public:

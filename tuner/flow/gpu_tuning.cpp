@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -175,20 +177,50 @@ std::set<WeightType> device_weight_types(const ModelWeights& w) {
   return out;
 }
 
-// A job's evaluations under the run's time limit: what is left, shared evenly among the jobs left at the run's
-// own cost per candidate so far (setups included), never below the family's default points (what every search
-// tries first) and never above the job's budget. 0 once the time is spent: the jobs left are not started (a
-// second run resumes them).
+// The order jobs are visited in within a round: one job of each family in turn (the plan's order within a
+// family), so that a run cut short by its time limit has touched every family, not the first few.
+std::vector<size_t> interleaved_order(const std::vector<GpuJob>& jobs) {
+  std::vector<std::string> families;
+  std::map<std::string, std::vector<size_t>> of_family;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string name = jobs[i].family->name();
+    if (!of_family.count(name)) families.push_back(name);
+    of_family[name].push_back(i);
+  }
+  std::vector<size_t> order;
+  for (size_t k = 0; order.size() < jobs.size(); ++k)
+    for (const std::string& name : families)
+      if (k < of_family[name].size()) order.push_back(of_family[name][k]);
+  return order;
+}
+
+// The ids of the family's default points for the job's shape that its space holds, in the family's order:
+// what a job measures before its search (round 1 the first of them).
+std::vector<PointId> default_point_ids(const Tunable& fam, const Space& space, const std::vector<int64_t>& shape) {
+  const kernels::KernelFamily& f = fam.family();
+  std::vector<kernels::Point> defaults = f.default_points(f.shape(shape));
+  std::vector<PointId> ids(defaults.size(), space.size());
+  for (PointId id = 0; id < space.size(); ++id) {
+    const kernels::Point p = fam.to_point(nlohmann::json::parse(space.point_json(id)));
+    for (size_t i = 0; i < defaults.size(); ++i)
+      if (ids[i] == space.size() && defaults[i] == p) ids[i] = id;
+  }
+  std::erase(ids, space.size());
+  return ids;
+}
+
+// A job's evaluations in round 2 under the run's time limit: what it already has plus its share of the time
+// left (shared evenly among the jobs left, at the run's own cost per candidate so far, setups included),
+// never above its budget; `done` when no time is left.
 int64_t time_limited_budget(const GpuJob& job, const GpuTuningOptions& opt, double elapsed_s, int64_t evaluated,
-                            size_t jobs_left) {
+                            size_t jobs_left, int64_t done) {
   if (opt.time_limit_s <= 0) return job.budget;
   const double left_s = opt.time_limit_s - elapsed_s;
-  if (left_s <= 0) return 0;
-  const int64_t floor = std::min<int64_t>(job.budget, std::max<int64_t>(1, int64_t(job.family->family().default_points().size())));
+  if (left_s <= 0) return done;
   if (evaluated == 0) return job.budget;
   const double per_candidate_s = elapsed_s / double(evaluated);
   const int64_t affordable = int64_t(left_s / double(jobs_left) / per_candidate_s);
-  return std::clamp<int64_t>(affordable, floor, job.budget);
+  return std::clamp<int64_t>(done + affordable, done, job.budget);
 }
 
 }  // namespace
@@ -280,59 +312,108 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
   GpuTuningResult res;
   const int sm = opt.target_sm > 0 ? opt.target_sm : std::atoi(device.arch.c_str() + (device.arch.rfind("sm_", 0) == 0 ? 3 : 0));
   CompileAhead ahead(sm, sm > 0 ? opt.compile_threads : 0);
-  std::set<const kernels::KernelFamily*> queued;
+  // Every family's default points first, the round-1 candidates of every job, then the rest of each space.
+  std::vector<const kernels::KernelFamily*> families;
   for (const GpuJob& j : jobs) {
     const kernels::KernelFamily& f = j.family->family();
-    if (is_blas_baseline(f) || !queued.insert(&f).second) continue;
-    std::vector<kernels::Point> points = f.default_points();  // what every search tries early
-    for (const kernels::Point& p : kernels::enumerate_points(f))
-      if (std::find(points.begin(), points.end(), p) == points.end()) points.push_back(p);
-    ahead.enqueue(f, points);
+    if (!is_blas_baseline(f) && std::find(families.begin(), families.end(), &f) == families.end()) families.push_back(&f);
+  }
+  std::map<const kernels::KernelFamily*, std::vector<kernels::Point>> defaults;
+  for (const GpuJob& j : jobs) {
+    const kernels::KernelFamily& f = j.family->family();
+    if (is_blas_baseline(f)) continue;
+    std::vector<kernels::Point>& d = defaults[&f];
+    for (const kernels::Point& p : f.default_points(f.shape(j.shape)))
+      if (std::find(d.begin(), d.end(), p) == d.end()) d.push_back(p);
+  }
+  for (const kernels::KernelFamily* f : families) ahead.enqueue(*f, defaults[f]);
+  for (const kernels::KernelFamily* f : families) {
+    std::vector<kernels::Point> rest;
+    for (const kernels::Point& p : kernels::enumerate_points(*f))
+      if (std::find(defaults[f].begin(), defaults[f].end(), p) == defaults[f].end()) rest.push_back(p);
+    ahead.enqueue(*f, rest);
   }
 
   int64_t total = 0;
   for (const GpuJob& j : jobs) total += j.budget;
   Progress progress("tuning", double(total), "candidates", opt.quiet);
   int64_t done = 0, evaluated = 0;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const GpuJob& job = jobs[i];
-    const Tunable& fam = *job.family;
-    TuneOptions t = opt.tune;
-    t.budget = Budget{time_limited_budget(job, opt, progress.elapsed_seconds(), evaluated, jobs.size() - i), -1};
-    if (t.budget.max_evals == 0) {
-      res.unfinished_jobs = int(jobs.size() - i);
-      break;
-    }
-    const std::map<std::string, CandidateOutcome> earlier = recorded_outcomes(store, device, fam, job.shape);
-    t.recorded = [&](const nlohmann::json& point) -> std::optional<CandidateOutcome> {
-      auto it = earlier.find(point.dump());
-      if (it == earlier.end()) return std::nullopt;
-      return it->second;
-    };
-    if (!t.knowledge)
-      t.knowledge = [&](const Space& space) {
-        Knowledge k = prior_from_store(store, space, device, fam.name(), fam.source_hash(), fam.dtypes(), job.shape);
-        // Without another GPU's results, the roofline model orders the first candidates.
-        if (!k.has_prior() && sm > 0) k = roofline_knowledge(worker, fam, space, job.shape, sm);
-        return k;
+  // Two rounds over the jobs, each visiting one job of every family in turn. Round 1 measures every job's
+  // default point (the baselines' first algorithm): each family, shape and bucket the runtime could dispatch
+  // gets a verified time before any job searches further. Round 2 searches each job up to its budget, the
+  // time left shared among the jobs left. A job's second round starts with the same default point, served from
+  // the store, so its budget counts every point once.
+  const std::vector<size_t> order = interleaved_order(jobs);
+  std::vector<std::optional<TuneReport>> reports(jobs.size());
+  std::vector<std::set<std::string>> counted(jobs.size());  // points this run measured or resumed, per job
+  std::vector<int64_t> job_evaluations(jobs.size(), 0);
+  std::vector<bool> setup_failed(jobs.size(), false);  // its setup failed: every further point would fail so
+  bool out_of_time = false;
+  for (int round = 1; round <= 2 && !out_of_time; ++round) {
+    for (size_t pos = 0; pos < order.size(); ++pos) {
+      const size_t i = order[pos];
+      const GpuJob& job = jobs[i];
+      const Tunable& fam = *job.family;
+      if (round == 2 && (!reports[i] || setup_failed[i])) continue;  // never started, or cannot run
+      const double elapsed = progress.elapsed_seconds();
+      if (opt.time_limit_s > 0 && elapsed >= opt.time_limit_s) {
+        out_of_time = true;
+        break;
+      }
+      TuneOptions t = opt.tune;
+      const int64_t budget =
+          round == 1 ? std::min<int64_t>(1, job.budget)
+                     : time_limited_budget(job, opt, elapsed, evaluated, order.size() - pos, job_evaluations[i]);
+      if (budget <= job_evaluations[i]) continue;  // round 1 measured all it may have
+      t.budget = Budget{budget, -1};
+      const std::map<std::string, CandidateOutcome> earlier = recorded_outcomes(store, device, fam, job.shape);
+      t.recorded = [&](const nlohmann::json& point) -> std::optional<CandidateOutcome> {
+        auto it = earlier.find(point.dump());
+        if (it == earlier.end()) return std::nullopt;
+        return it->second;
       };
-    const std::string label = "shape " + std::to_string(i + 1) + "/" + std::to_string(jobs.size()) + " " +
-                              fam.family().name + " " + shape_text(job.shape);
-    int64_t job_done = 0;
-    TuneReport rep = tune_shape(fam, job.shape, worker, t, [&](const nlohmann::json& point, const CandidateOutcome& o) {
-      if (!o.from_store) store.put(outcome_row(device, fam, job.shape, point, o, run_id));
-      ++job_done;
-      progress.update(double(++done), label);
-    });
-    // A search that stops short of its budget (space exhausted) leaves the total ahead of the count.
-    done += std::max<int64_t>(0, job.budget - job_done);
-    res.model_rank_correlation.push_back(model_correlation(worker, fam, job.shape, sm, store, device));
-    evaluated += rep.evaluations - rep.resumed;
-    res.measured += rep.evaluations - rep.resumed;
-    res.resumed += rep.resumed;
-    for (const auto& [k, v] : rep.status_counts) res.statuses[k] += v;
-    res.accounting.add(rep);
-    res.reports.push_back(std::move(rep));
+      t.first_points = [&](const Space& space) { return default_point_ids(fam, space, job.shape); };
+      if (!t.knowledge)
+        t.knowledge = [&, round](const Space& space) {
+          // Round 1 measures the default point, whatever is known: ask nothing of the store or the model.
+          if (round == 1 && !default_point_ids(fam, space, job.shape).empty()) return Knowledge{};
+          Knowledge k = prior_from_store(store, space, device, fam.name(), fam.source_hash(), fam.dtypes(), job.shape);
+          // Without another GPU's results, the roofline model orders the first candidates.
+          if (!k.has_prior() && sm > 0) k = roofline_knowledge(worker, fam, space, job.shape, sm);
+          return k;
+        };
+      const std::string label = "round " + std::to_string(round) + ", shape " + std::to_string(pos + 1) + "/" +
+                                std::to_string(jobs.size()) + " " + fam.family().name + " " + shape_text(job.shape);
+      TuneReport rep = tune_shape(fam, job.shape, worker, t, [&](const nlohmann::json& point, const CandidateOutcome& o) {
+        const std::string key = point.dump();
+        if (o.detail.rfind("the job's setup", 0) == 0) setup_failed[i] = true;
+        // A point round 1 measured (or resumed) comes back from the store in round 2: counted once.
+        if (!counted[i].insert(key).second && o.from_store) return;
+        if (!o.from_store) {
+          store.put(outcome_row(device, fam, job.shape, point, o, run_id));
+          ++res.measured, ++evaluated;
+        } else {
+          ++res.resumed;
+        }
+        ++res.statuses[status_name(o.status)];
+        progress.update(double(++done), label);
+      });
+      job_evaluations[i] = rep.evaluations;
+      res.accounting.add(rep);
+      reports[i] = std::move(rep);
+    }
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!reports[i]) {
+      ++res.unfinished_jobs;
+      TuneReport none;
+      none.shape = jobs[i].shape;
+      reports[i] = none;
+    }
+    res.model_rank_correlation.push_back(
+        reports[i]->evaluations > 0 ? model_correlation(worker, *jobs[i].family, jobs[i].shape, sm, store, device)
+                                    : std::numeric_limits<double>::quiet_NaN());
+    res.reports.push_back(std::move(*reports[i]));
   }
   progress.finish();
   res.accounting.compiled_ahead = ahead.compiled();

@@ -65,8 +65,8 @@ std::string shape_text(const std::vector<int64_t>& shape);
 ResultRow outcome_row(const winners::DeviceFingerprint& device, const Tunable& family, const std::vector<int64_t>& shape,
                       const nlohmann::json& point, const CandidateOutcome& outcome, const std::string& run_id);
 
-// The jobs in tuning order (family by family, shape by shape, bucket by bucket; the baselines and the
-// predequantized fp16 shapes last). Throws qt::Error naming an
+// The jobs, family by family, shape by shape, bucket by bucket (the baselines and the predequantized fp16
+// shapes last); tune_gpu_jobs visits them in rounds, one job of each family in turn. Throws qt::Error naming an
 // unknown family, or when nothing is left to tune.
 std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights* weights, const GpuTuningOptions& opt);
 
@@ -88,6 +88,10 @@ struct GpuTuningResult {
   double seconds = 0;
 };
 
+// Tunes `jobs` in two rounds: first every job's default point (every family, shape and bucket measured once),
+// then each job's search up to its budget, with the time limit's time left shared among the jobs left. The
+// dispatch is stored from whatever was measured, also when the time limit cut the run short. reports are
+// one per job, in the order of `jobs` (a job never started: no evaluations).
 GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Worker& worker,
                               const winners::DeviceFingerprint& device, const GpuTuningOptions& opt,
                               const std::string& run_id);

@@ -22,6 +22,22 @@ void SeededStrategy::observe(PointId id, const Observation& o, const SearchState
   if (!seeding_) inner_->observe(id, o, st, rng);
 }
 
+std::optional<PointId> FirstPointsStrategy::propose(const SearchState& st, Rng& rng) {
+  while (next_ < first_.size()) {
+    const PointId p = first_[next_++];
+    if (!st.seen(p)) {
+      first_proposed_ = true;
+      return p;
+    }
+  }
+  first_proposed_ = false;
+  return inner_->propose(st, rng);
+}
+
+void FirstPointsStrategy::observe(PointId id, const Observation& o, const SearchState& st, Rng& rng) {
+  if (!first_proposed_) inner_->observe(id, o, st, rng);
+}
+
 std::unique_ptr<Strategy> seed_from_prior(std::unique_ptr<Strategy> strategy, const Knowledge* known) {
   if (!known || !known->has_prior() || strategy->name() == "forest") return strategy;
   // The source's winner and two runners-up: BAT finds copied optima anywhere from 58% to 99.9% of the
