@@ -509,9 +509,12 @@ KernelFamily make_linear(LinearKind kind) {
     if (p.at("split") > d.groups()) return std::string("split exceeds the number of groups along K");
     return std::string();
   };
-  // No bytes_in_flight_per_warp: the compiler hoists the unrolled k-steps' loads of a stage past the PF ring,
-  // and stating PF (Spearman 0.57, median error 41% on the H200 fixture) or max(PF, bk / 16) tiles (0.86,
-  // 28%) fits the measured points worse than the model's generic figure (0.85, 18%).
+  // No bytes_in_flight_per_warp for INT4: the compiler hoists the unrolled k-steps' loads of a stage past the PF
+  // ring, and stating PF (Spearman 0.57, median error 41% on the H200 fixture) or max(PF, bk / 16) tiles (0.86,
+  // 28%) fits the measured points worse than the model's generic figure (0.85, 18%). An INT8 tile is twice an
+  // INT4 tile's bytes in the same loop, so twice that figure: with the generic one the model put the second H200
+  // run's q8_0_frag_gemv at 1.4-2.2x its measured times (tests/tuner/test_roofline.cpp holds them).
+  if (kind.src->bits == 8) f.bytes_in_flight_per_warp = [](const Point&) { return int64_t{2048}; };
   f.kernels = [kind](const Point& p) { return std::vector<std::string>{linear_kernel(kind, p)}; };
 
   f.plan = [kind](const Point& p, const Shape& shape) {
