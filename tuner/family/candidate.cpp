@@ -343,7 +343,7 @@ TuneReport tune_shape(const Tunable& family, const std::vector<int64_t>& shape, 
   std::unique_ptr<Strategy> strat = seed_from_prior(make_strategy(opt.strategy), &known);
   if (opt.first_points)
     if (std::vector<PointId> first = opt.first_points(space); !first.empty())
-      strat = std::make_unique<FirstPointsStrategy>(std::move(strat), std::move(first));
+      strat = first_points(std::move(strat), std::move(first));
   WorkerObjective obj(family, space, shape, worker, opt, sink, rep);
   SearchResult sr = run_search(space, *strat, obj, opt.budget, opt.seed, &known);
   rep.evaluations = sr.evaluations;
