@@ -237,26 +237,21 @@ std::vector<Goal> goals(const BenchReport& rep) {
     for (const KernelRow* r : rows) out.push_back({r, find_variant(*r, "tuned")});
     return out;
   };
-  auto over_default = [](const KernelRow& r, const Variant& t) -> std::optional<double> {
-    const Variant* d = find_variant(r, "default");
-    return d ? std::optional<double>(d->seconds / t.seconds) : std::nullopt;
+  // "Variant `over` / tuned" over `rows` as a geomean goal, with the figure the best family defaults would give.
+  auto ratio_goal = [&](const std::string& title, const std::vector<const KernelRow*>& rows, const char* over,
+                        double threshold) {
+    auto ratio = [over](const KernelRow& r, const Variant& t) -> std::optional<double> {
+      const Variant* d = find_variant(r, over);
+      return d ? std::optional<double>(d->seconds / t.seconds) : std::nullopt;
+    };
+    const std::vector<double> v = geomean_of(tuned_rows(rows), ratio);
+    const WithBestDefault best = with_best_default(rows);
+    const std::vector<double> v_best = geomean_of(best.rows, ratio);
+    g.push_back({title, v.empty() ? "-" : format_number("%.2fx", geomean(v)), verdict(!v.empty(), geomean(v) >= threshold),
+                 best_default_cell(best, v_best.empty() ? "" : format_number("%.2fx", geomean(v_best)))});
   };
-  const std::vector<double> sp = geomean_of(tuned_rows(all), over_default);
-  const WithBestDefault all_best = with_best_default(all);
-  const std::vector<double> sp_best = geomean_of(all_best.rows, over_default);
-  g.push_back({"tuned geomean >= 1.3x the default", sp.empty() ? "-" : format_number("%.2fx", geomean(sp)),
-               verdict(!sp.empty(), geomean(sp) >= 1.3),
-               best_default_cell(all_best, sp_best.empty() ? "" : format_number("%.2fx", geomean(sp_best)))});
-  auto over_cublas = [](const KernelRow& r, const Variant& t) -> std::optional<double> {
-    const Variant* c = find_variant(r, "fp16 cublas");
-    return c ? std::optional<double>(c->seconds / t.seconds) : std::nullopt;
-  };
-  const std::vector<double> vs = geomean_of(tuned_rows(gemm), over_cublas);
-  const WithBestDefault gemm_best = with_best_default(gemm);
-  const std::vector<double> vs_best = geomean_of(gemm_best.rows, over_cublas);
-  g.push_back({"GEMM at M >= 256 >= 0.9x FP16 cuBLAS (geomean)", vs.empty() ? "-" : format_number("%.2fx", geomean(vs)),
-               verdict(!vs.empty(), geomean(vs) >= 0.9),
-               best_default_cell(gemm_best, vs_best.empty() ? "" : format_number("%.2fx", geomean(vs_best)))});
+  ratio_goal("tuned geomean >= 1.3x the default", all, "default", 1.3);
+  ratio_goal("GEMM at M >= 256 >= 0.9x FP16 cuBLAS (geomean)", gemm, "fp16 cublas", 0.9);
   double frac = -1;
   std::string which = "tuned";
   for (const EndToEnd& e : rep.end_to_end) {
