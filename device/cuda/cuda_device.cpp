@@ -227,11 +227,36 @@ void CudaDevice::launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg,
                    "cuFuncSetAttribute " + expr + " dynamic shared memory " +
                        std::to_string(cfg.dynamic_smem_bytes) + " bytes");
   std::vector<void*> params = args.pointers();
+  if (programmatic_) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig lc{};
+    lc.gridDimX = cfg.grid.x, lc.gridDimY = cfg.grid.y, lc.gridDimZ = cfg.grid.z;
+    lc.blockDimX = cfg.block.x, lc.blockDimY = cfg.block.y, lc.blockDimZ = cfg.block.z;
+    lc.sharedMemBytes = static_cast<unsigned>(cfg.dynamic_smem_bytes);
+    lc.hStream = as_stream(stream_);
+    lc.attrs = &attr;
+    lc.numAttrs = 1;
+    driver().check(driver().cuLaunchKernelEx(&lc, f, params.empty() ? nullptr : params.data(), nullptr),
+                   "cuLaunchKernelEx (programmatic dependent launch) " + expr + " grid " + dev::to_string(cfg.grid) +
+                       " block " + dev::to_string(cfg.block));
+    return;
+  }
   driver().check(driver().cuLaunchKernel(f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
                                          cfg.dynamic_smem_bytes, as_stream(stream_),
                                          params.empty() ? nullptr : params.data(), nullptr),
                  "cuLaunchKernel " + expr + " grid " + dev::to_string(cfg.grid) + " block " +
                      dev::to_string(cfg.block));
+}
+
+bool CudaDevice::set_programmatic_launch(bool on, std::string* why) {
+  std::string reason;
+  if (on && arch_ < 90) reason = "programmatic dependent launch needs sm_90 or later; this GPU is sm_" + std::to_string(arch_);
+  else if (on && !driver().cuLaunchKernelEx) reason = "the CUDA driver has no cuLaunchKernelEx (CUDA 12.0 or later)";
+  if (why) *why = reason;
+  programmatic_ = on && reason.empty();
+  return programmatic_;
 }
 
 void CudaDevice::synchronize() {

@@ -60,6 +60,13 @@ class CudaDevice : public dev::Device {
   void begin_capture() override;
   std::unique_ptr<dev::Graph> end_capture() override;
 
+  // Programmatic dependent launch (sm_90+): each kernel is launched allowed to start while the previous one in
+  // the stream runs, its first statement (qt::grid_dependency_entry, kernels_src/common/qt_cuda_gpu.h) waiting
+  // for that kernel's end; a captured decode step keeps these programmatic edges. Off by default. Returns whether
+  // it is on: false on a GPU before sm_90 or a driver without cuLaunchKernelEx (`why` says which).
+  bool set_programmatic_launch(bool on, std::string* why = nullptr);
+  bool programmatic_launch() const { return programmatic_; }
+
   // For libraries that queue their own work on this device (cuBLASLt): the CUstream everything goes to, and
   // making the device's context current on the calling thread before such a call.
   void* stream() const { return stream_; }
@@ -76,6 +83,7 @@ class CudaDevice : public dev::Device {
   bool capturing_ = false;
   int arch_ = 0;
   CudaFacts facts_;
+  bool programmatic_ = false;
   std::string name_;
 };
 

@@ -106,6 +106,12 @@ DriverApi load(const std::string& library, Namespace ns) {
   resolve("cuGraphLaunch", api.cuGraphLaunch);
   resolve("cuGraphExecDestroy", api.cuGraphExecDestroy);
   resolve("cuGraphDestroy", api.cuGraphDestroy);
+  {
+    void* p = nullptr;
+    CUdriverProcAddressQueryResult status{};
+    if (get_proc("cuLaunchKernelEx", &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) == CUDA_SUCCESS && p)
+      api.cuLaunchKernelEx = reinterpret_cast<decltype(api.cuLaunchKernelEx)>(p);
+  }
   if (!missing.empty()) {
     api.unavailable_reason = library + " does not provide " + missing;
     return api;

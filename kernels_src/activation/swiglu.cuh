@@ -10,6 +10,7 @@ __device__ __forceinline__ float swiglu_silu_mul(float g, float u) { return g / 
 template <int THREADS, int VEC>
 __global__ void __launch_bounds__(THREADS)
     swiglu_kernel(const __half* __restrict__ gate, const __half* __restrict__ up, __half* __restrict__ h, int64_t count) {
+  qt::grid_dependency_entry();
   const int64_t i = ((int64_t)blockIdx.x * THREADS + threadIdx.x) * VEC;
   if (i >= count) return;
   if (i + VEC <= count) {

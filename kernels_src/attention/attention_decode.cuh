@@ -63,6 +63,7 @@ template <int THREADS, int TILE, int STAGES>
 __global__ void __launch_bounds__(THREADS, 1)
     attention_decode_kernel(const __half* q, const __half* k_cache, const __half* v_cache, const int* pos,
                             __half* out, float* ws, unsigned* locks, int H, int KVH, int D, int C) {
+  qt::grid_dependency_entry();
   static_assert(THREADS % 32 == 0 && TILE % 16 == 0 && STAGES >= 2, "block, tile and pipeline shape");
   constexpr int WARPS = THREADS / 32;
   const float minus_inf = attn_decode::neg_inf();

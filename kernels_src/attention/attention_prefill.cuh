@@ -43,6 +43,7 @@ template <int BM, int BN, int WARPS, int STAGES, int DMAX>
 __global__ void __launch_bounds__(WARPS * 32)
     attention_prefill_kernel(const __half* q, const __half* k_cache, const __half* v_cache, const int* pos,
                              __half* out, int M, int H, int KVH, int D, int C) {
+  qt::grid_dependency_entry();
   constexpr int THREADS = WARPS * 32;
   constexpr int SD = DMAX + 8;
   constexpr int RW = BM / WARPS;  // query rows per warp

@@ -8,6 +8,7 @@ template <int THREADS, int WORDS>
 __global__ void __launch_bounds__(THREADS)
     awq_dequant_kernel(const uint32_t* qweight, const uint32_t* qzeros, const __half* scales, __half* w, int K, int N,
                        int G) {
+  qt::grid_dependency_entry();
   const int words = N / 8;
   const int64_t total = (int64_t)K * words;
   const int64_t first = ((int64_t)blockIdx.x * THREADS + threadIdx.x) * WORDS;

@@ -104,6 +104,7 @@ template <int BM, int BN, int BK, int WARPS, int STAGES>
 __global__ void __launch_bounds__(WARPS * 32)
     awq_gemm_kernel(const __half* x, const uint32_t* qweight, const uint32_t* qzeros, const __half* scales, __half* y,
                     float* ws, int M, int N, int K, int G) {
+  qt::grid_dependency_entry();
   using T = AwqGemmTile<BM, BN, BK, WARPS, STAGES>;
   QT_DYNAMIC_SHARED(smem, unsigned char);
   __half* Bs = reinterpret_cast<__half*>(smem + STAGES * T::STAGE_BYTES);

@@ -12,6 +12,7 @@ template <int WARPS, int VEC, int MT>
 __global__ void __launch_bounds__(WARPS * 32)
     awq_gemv_kernel(const __half* x, const uint32_t* qweight, const uint32_t* qzeros, const __half* scales, __half* y,
                     float* ws, int M, int N, int K, int G) {
+  qt::grid_dependency_entry();
   constexpr int COLS = 256 * VEC;  // output columns per block
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;

@@ -427,4 +427,8 @@ __forceinline__ void cp_async_bulk_g2s(uint32_t smem_dst, const void* gmem_src, 
   __builtin_unreachable();
 }
 
+// The emulator runs one launch at a time: the previous grid is always finished (qt_cuda_gpu.h says why kernels
+// call this first).
+__forceinline__ void grid_dependency_entry() {}
+
 }  // namespace qt

@@ -442,4 +442,16 @@ __device__ __forceinline__ void cp_async_bulk_g2s(uint32_t smem_dst, const void*
                : "memory");
 }
 
+// Programmatic dependent launch (sm_90+): every kernel's first statement. The wait returns once the grid this
+// launch depends on has finished and its writes are visible (at once when the launch was made without
+// programmatic serialization); the trigger then lets the next kernel of the stream be scheduled onto the SMs
+// while this one runs, so its launch latency is spent before this grid ends rather than after. Waiting first
+// keeps a single kernel of lookahead: no chain of waiting grids takes SM slots. Below sm_90 neither exists.
+__device__ __forceinline__ void grid_dependency_entry() {
+#if QT_ARCH >= 90
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 }  // namespace qt

@@ -41,6 +41,7 @@ __device__ __forceinline__ void store_mma_tile(const float (&acc)[MF][NF][4], __
 // y[i] = sum over splits of ws[split][i], rounded to fp16 once.
 template <int THREADS>
 __global__ void __launch_bounds__(THREADS) splitk_reduce_kernel(const float* ws, __half* y, int count, int splits) {
+  qt::grid_dependency_entry();
   const int i = blockIdx.x * THREADS + threadIdx.x;
   if (i >= count) return;
   float sum = 0.0f;

@@ -32,6 +32,7 @@ __device__ __forceinline__ int embedding_s8(uint32_t w, int b) { return (int)(w 
 template <int THREADS, int VEC>
 __global__ void __launch_bounds__(THREADS)
     embedding_f32_kernel(const int* __restrict__ tokens, const float* __restrict__ values, __half* __restrict__ y, int N, int V) {
+  qt::grid_dependency_entry();
   int m, c0, t;
   bool valid;
   if (!embedding_slice<THREADS, VEC>(tokens, N, V, m, c0, t, valid)) return;
@@ -49,6 +50,7 @@ __global__ void __launch_bounds__(THREADS)
 template <int THREADS, int VEC>
 __global__ void __launch_bounds__(THREADS)
     embedding_f16_kernel(const int* __restrict__ tokens, const __half* __restrict__ values, __half* __restrict__ y, int N, int V) {
+  qt::grid_dependency_entry();
   int m, c0, t;
   bool valid;
   if (!embedding_slice<THREADS, VEC>(tokens, N, V, m, c0, t, valid)) return;
@@ -61,6 +63,7 @@ __global__ void __launch_bounds__(THREADS)
 template <int THREADS, int VEC>
 __global__ void __launch_bounds__(THREADS)
     embedding_bf16_kernel(const int* __restrict__ tokens, const uint16_t* __restrict__ values, __half* __restrict__ y, int N, int V) {
+  qt::grid_dependency_entry();
   int m, c0, t;
   bool valid;
   if (!embedding_slice<THREADS, VEC>(tokens, N, V, m, c0, t, valid)) return;
@@ -86,6 +89,7 @@ template <int THREADS, int VEC>
 __global__ void __launch_bounds__(THREADS)
     embedding_q8_0_kernel(const int* __restrict__ tokens, const int8_t* __restrict__ q, const float* __restrict__ scales,
                           __half* __restrict__ y, int N, int V, int G) {
+  qt::grid_dependency_entry();
   int m, c0, t;
   bool valid;
   if (!embedding_slice<THREADS, VEC>(tokens, N, V, m, c0, t, valid)) return;
@@ -133,6 +137,7 @@ template <int THREADS, int VEC>
 __global__ void __launch_bounds__(THREADS)
     embedding_int8_sym_kernel(const int* __restrict__ tokens, const uint8_t* __restrict__ q, const __half* __restrict__ scales,
                               __half* __restrict__ y, int N, int V, int G) {
+  qt::grid_dependency_entry();
   embedding_int8_gw<THREADS, VEC, false>(tokens, q, scales, nullptr, y, N, V, G);
 }
 
@@ -140,6 +145,7 @@ template <int THREADS, int VEC>
 __global__ void __launch_bounds__(THREADS)
     embedding_int8_asym_kernel(const int* __restrict__ tokens, const uint8_t* __restrict__ q, const __half* __restrict__ scales,
                                const __half* __restrict__ zeros, __half* __restrict__ y, int N, int V, int G) {
+  qt::grid_dependency_entry();
   embedding_int8_gw<THREADS, VEC, true>(tokens, q, scales, zeros, y, N, V, G);
 }
 
@@ -150,6 +156,7 @@ __global__ void __launch_bounds__(THREADS)
     embedding_awq_int4_kernel(const int* __restrict__ tokens, const uint32_t* __restrict__ qweight,
                               const uint32_t* __restrict__ qzeros, const __half* __restrict__ scales,
                               __half* __restrict__ y, int N, int V, int G) {
+  qt::grid_dependency_entry();
   int m, c0, t;
   bool valid;
   if (!embedding_slice<THREADS, VEC>(tokens, N, V, m, c0, t, valid)) return;

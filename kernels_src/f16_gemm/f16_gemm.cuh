@@ -75,6 +75,7 @@ struct F16GemmTile {
 template <int BM, int BN, int BK, int WARPS, int STAGES>
 __global__ void __launch_bounds__(WARPS * 32)
     f16_gemm_kernel(const __half* x, const __half* w, __half* y, float* ws, int M, int N, int K) {
+  qt::grid_dependency_entry();
   using T = F16GemmTile<BM, BN, BK, WARPS, STAGES>;
   QT_DYNAMIC_SHARED(smem, __half);
 

@@ -13,6 +13,7 @@ template <int WARPS, int ROWS, int VEC, int MT>
 __global__ void __launch_bounds__(WARPS * 32)
     f16_gemv_kernel(const __half* __restrict__ x, const __half* __restrict__ w, __half* __restrict__ y,
                     float* __restrict__ ws, int M, int N, int K) {
+  qt::grid_dependency_entry();
   static_assert(VEC == 2 || VEC == 4 || VEC == 8, "VEC halves = one 4, 8 or 16-byte access");
   constexpr int SPAN = 32 * VEC;
   const int lane = threadIdx.x & 31;

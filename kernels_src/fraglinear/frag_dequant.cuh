@@ -20,6 +20,7 @@ __device__ __forceinline__ uint32_t f16x2_of(uint32_t lo, uint32_t hi) { return 
 template <int BITS, int THREADS>
 __global__ void __launch_bounds__(THREADS)
     frag_dequant_kernel(const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* w, int N, int K, int G) {
+  qt::grid_dependency_entry();
   constexpr int TILE_WORDS = frag_map::tile_words(BITS);
   const int n_tiles = (N + 63) / 64;
   const int64_t item = (int64_t)blockIdx.x * THREADS + threadIdx.x;

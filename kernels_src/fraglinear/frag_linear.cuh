@@ -92,6 +92,7 @@ template <int BITS, int MF, int WARPS, int STAGES, int PF, int FOLD, int BK, int
 __global__ void __launch_bounds__(WARPS * 32, 1)
     frag_linear_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                        float* ws, unsigned* locks, int M, int N, int K, int G) {
+  qt::grid_dependency_entry();
   constexpr int BM = 16 * MF, THREADS = WARPS * 32;
   constexpr int KS = BK / 16;            // k-steps per A stage
   constexpr int ROW = BK * 2;            // bytes per A row in a stage

@@ -28,6 +28,7 @@ template <int SRC, int THREADS>
 __global__ void __launch_bounds__(THREADS)
     frag_repack_kernel(const uint32_t* src, const uint32_t* zsrc, const void* scales, uint32_t* bq, __half* bs,
                        uint32_t* bz, int N, int K, int G) {
+  qt::grid_dependency_entry();
   constexpr int BITS = SRC == kFragSrcAwq ? 4 : 8;
   const int n_tiles = (N + 63) / 64, ktiles = K / 16, groups = K / G;
   constexpr int TILE_WORDS = frag_map::tile_words(BITS);

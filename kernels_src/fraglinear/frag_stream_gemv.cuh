@@ -52,6 +52,7 @@ template <int BITS, int KW, int PF, int TN, int SWIGLU = 0>
 __global__ void __launch_bounds__(KW * 32)
     frag_stream_gemv_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                             float* ws, unsigned* locks, int M, int N, int K, int G) {
+  qt::grid_dependency_entry();
   static_assert(!SWIGLU || TN == 2, "the SwiGLU epilogue pairs a gate tile with its up tile");
   constexpr int THREADS = KW * 32, NF = 8 * TN, OTHERS = KW - 1 + (KW == 1);  // warps 1.. (one slot at KW = 1)
   constexpr bool FOLD = !SWIGLU;  // scales folded once per group into fp32 sums, or applied to each weight

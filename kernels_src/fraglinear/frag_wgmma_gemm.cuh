@@ -281,6 +281,7 @@ template <int BITS, int BM, int WG, int STAGES, int PF>
 __global__ void __launch_bounds__(WG * 128, 1)
     frag_wgmma_gemm_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                            float* ws, unsigned* locks, int M, int N, int K, int G) {
+  qt::grid_dependency_entry();
   using namespace frag_wgmma;
   constexpr int J = 4 / WG, THREADS = WG * 128;
   QT_DYNAMIC_SHARED(smem, unsigned char);
@@ -326,6 +327,7 @@ template <int BITS, int BM, int WG, int STAGES, int PF>
 __global__ void __launch_bounds__(WG * 128, 1)
     frag_wgmma_streamk_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                               float* ws, unsigned* locks, int M, int N, int K, int G) {
+  qt::grid_dependency_entry();
   using namespace frag_wgmma;
   constexpr int J = 4 / WG, THREADS = WG * 128, COLS = kTiles * 64, SLOT = BM * COLS;
   QT_DYNAMIC_SHARED(smem, unsigned char);

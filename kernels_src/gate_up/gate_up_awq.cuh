@@ -60,6 +60,7 @@ __global__ void __launch_bounds__(WARPS * 32)
                        const uint32_t* __restrict__ up_qweight, const uint32_t* __restrict__ up_qzeros,
                        const __half* __restrict__ up_scales, __half* __restrict__ h, float* __restrict__ ws, int M,
                        int N, int K, int G) {
+  qt::grid_dependency_entry();
   constexpr int THREADS = WARPS * 32;
   constexpr int COLS = 256 * VEC;            // output columns per block
   constexpr int PER_THREAD = COLS / THREADS;  // columns each thread sums in the reduction

@@ -11,6 +11,7 @@ __device__ __forceinline__ __half gate_up_swiglu(float g, float u) {
 template <int THREADS>
 __global__ void __launch_bounds__(THREADS)
     gate_up_reduce_kernel(const float* __restrict__ ws, __half* __restrict__ h, int count, int splits) {
+  qt::grid_dependency_entry();
   const int i = blockIdx.x * THREADS + threadIdx.x;
   if (i >= count) return;
   float g = 0.0f, u = 0.0f;

@@ -49,6 +49,7 @@ __global__ void __launch_bounds__(WARPS * 32)
                         const float* __restrict__ gate_scales, const int8_t* __restrict__ up_q,
                         const float* __restrict__ up_scales, __half* __restrict__ h, float* __restrict__ ws, int M,
                         int N, int K, int G) {
+  qt::grid_dependency_entry();
   static_assert(VEC == 4 || VEC == 8 || VEC == 16, "VEC int8 = one 4, 8 or 16-byte access");
   constexpr int SPAN = 32 * VEC;
   const int lane = threadIdx.x & 31;

@@ -7,6 +7,7 @@
 template <int THREADS, int UNROLL>
 __global__ void __launch_bounds__(THREADS)
     mem_copy_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, int64_t n) {
+  qt::grid_dependency_entry();
   const int64_t stride = (int64_t)gridDim.x * THREADS;
   const int64_t first = (int64_t)blockIdx.x * THREADS + threadIdx.x;
   for (int64_t base = first; base < n; base += stride * UNROLL) {

@@ -161,6 +161,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
                        const int* __restrict__ total, const void* w_q, const void* w_scales, const void* w_zeros,
                        const void* u_q, const void* u_scales, const void* u_zeros, __half* __restrict__ y,
                        float* __restrict__ ws, int count, int a_div, int N, int K, int G) {
+  qt::grid_dependency_entry();
   constexpr int THREADS = WARPS * 32, STRIDE = BK + 8, MATS = FUSED ? 2 : 1;
   constexpr int A_HALVES = BM * STRIDE, B_HALVES = BN * STRIDE, STAGE = A_HALVES + MATS * B_HALVES;
   constexpr int WN = BN / WARPS;

@@ -17,6 +17,7 @@ template <int WARPS, int EPL>
 __global__ void __launch_bounds__(WARPS * 32)
     moe_gating_kernel(const __half* __restrict__ logits, int* __restrict__ ids, float* __restrict__ weights, int M,
                       int E, int K, int renormalize) {
+  qt::grid_dependency_entry();
   const int lane = threadIdx.x & 31, row = blockIdx.x * WARPS + (threadIdx.x >> 5);
   if (row >= M) return;
   const float neg_inf = __int_as_float(0xff800000);
@@ -77,6 +78,7 @@ __global__ void __launch_bounds__(WARPS * 32)
                      long long* __restrict__ counts, long long* __restrict__ pairs, int* __restrict__ pairs_used,
                      int* __restrict__ block_expert, int* __restrict__ total, int count, int E, int start, int end,
                      int block, int cap, int sentinel) {
+  qt::grid_dependency_entry();
   constexpr int THREADS = WARPS * 32;
   QT_SHARED(cnt, int[1024]);
   QT_SHARED(off, int[1025]);
@@ -143,6 +145,7 @@ __global__ void __launch_bounds__(THREADS)
     moe_expand_kernel(const __half* __restrict__ x, const int* __restrict__ sorted, const int* __restrict__ total,
                       __half* __restrict__ out, signed char* __restrict__ q, float* __restrict__ scale, int top_k,
                       int H, int quant) {
+  qt::grid_dependency_entry();
   const int p = blockIdx.x, tid = threadIdx.x;
   if (p >= total[0]) {
     for (int c = tid; c < H; c += THREADS) {
@@ -178,6 +181,7 @@ template <int THREADS, int VEC>
 __global__ void __launch_bounds__(THREADS)
     moe_finalize_kernel(const __half* __restrict__ y, const int* __restrict__ rows, const float* __restrict__ weights,
                         __half* __restrict__ out, int K, int H) {
+  qt::grid_dependency_entry();
   const int t = blockIdx.x;
   for (int c = threadIdx.x * VEC; c < H; c += THREADS * VEC) {
     float acc[VEC];

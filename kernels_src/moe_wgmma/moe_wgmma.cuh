@@ -24,6 +24,7 @@ __global__ void __launch_bounds__(WG * 128, 1)
     moe_wgmma_kernel(const __half* a, const int* sorted, const int* block_expert, const int* total,
                      const uint32_t* gq, const __half* gs, const uint32_t* gz, const uint32_t* uq, const __half* us,
                      const uint32_t* uz, __half* y, float* ws, int count, int a_div, int N, int K, int G) {
+  qt::grid_dependency_entry();
   using namespace frag_wgmma;
   constexpr int J = 4 / WG, MATS = FUSED ? 2 : 1;
   QT_DYNAMIC_SHARED(smem, unsigned char);

@@ -15,6 +15,7 @@ const std::vector<const KernelFamily*>& families();
 // to use: on sm_90, where they run (sm_90a code loads on no other architecture). On an H200 they were 2.1-2.6x
 // faster than the file layout's grouped GEMMs at 512 and 4096 tokens, and decode end to end 1.18x
 // (results/gpu-h200-2026-11-27).
-inline bool frag_experts_by_default(int arch) { return arch == 90; }
+// An explicit expert layout (TensorRT-LLM's preprocessed one, `trtllm_int8`) is the experts' layout: never frag.
+inline bool frag_experts_by_default(int arch, bool trtllm_int8 = false) { return !trtllm_int8 && arch == 90; }
 
 }  // namespace qt::kernels::moe_wgmma

@@ -10,6 +10,7 @@ template <int THREADS, int VEC>
 __global__ void __launch_bounds__(THREADS)
     rmsnorm_kernel(__half* __restrict__ x, const __half* __restrict__ r, const float* __restrict__ w,
                    __half* __restrict__ y, int N, int residual, float eps) {
+  qt::grid_dependency_entry();
   static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps, at most 1024 threads");
   const int64_t row = (int64_t)blockIdx.x * N;
   float ss = 0.0f;

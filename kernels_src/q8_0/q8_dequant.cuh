@@ -8,6 +8,7 @@
 template <int THREADS, int VEC>
 __global__ void __launch_bounds__(THREADS)
     q8_dequant_kernel(const int8_t* q, const float* scales, __half* w, int N, int K, int G) {
+  qt::grid_dependency_entry();
   static_assert(VEC == 8 || VEC == 16, "whole 16-byte stores");
   const int64_t first = ((int64_t)blockIdx.x * THREADS + threadIdx.x) * VEC;
   if (first >= (int64_t)N * K) return;

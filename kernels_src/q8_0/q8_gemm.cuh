@@ -26,6 +26,7 @@
 template <int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
     q8_quantize_act_kernel(const __half* x, int8_t* xq, float* xs, int groups, int G) {
+  qt::grid_dependency_entry();
   const int lane = threadIdx.x & 31;
   const int g = blockIdx.x * WARPS + (threadIdx.x >> 5);
   if (g >= groups) return;  // uniform over the warp
@@ -200,6 +201,7 @@ template <int BM, int BN, int BK, int WARPS, int STAGES, int ACT>
 __global__ void __launch_bounds__(WARPS * 32)
     q8_gemm_kernel(const void* a, const int8_t* q, const float* scales, const float* xs, __half* y, float* ws, int M,
                    int N, int K, int G) {
+  qt::grid_dependency_entry();
   using T = Q8GemmTile<BM, BN, BK, WARPS, STAGES, ACT>;
   QT_DYNAMIC_SHARED(smem, unsigned char);
   unsigned char* Bs = smem + STAGES * T::STAGE_BYTES;

@@ -14,6 +14,7 @@ template <int WARPS, int RW, int VEC, int MT>
 __global__ void __launch_bounds__(WARPS * 32)
     q8_gemv_kernel(const __half* x, const int8_t* q, const float* scales, __half* y, float* ws, int M, int N, int K,
                    int G) {
+  qt::grid_dependency_entry();
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int n0 = (blockIdx.x * WARPS + warp) * RW;

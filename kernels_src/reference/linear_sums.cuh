@@ -10,6 +10,7 @@ __global__ void __launch_bounds__(kTile * kTile)
     linear_sums_kernel(const float* __restrict__ a, const float* __restrict__ w, const float* __restrict__ g,
                        float* __restrict__ y, float* __restrict__ abs_y, float* __restrict__ g_abs, int m, int n,
                        int k) {
+  qt::grid_dependency_entry();
   QT_SHARED(a_tile, float[kTile][kTile + 1]);
   QT_SHARED(g_tile, float[kTile][kTile + 1]);
   QT_SHARED(w_tile, float[kTile][kTile + 1]);

@@ -86,6 +86,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     qk_norm_rope_kv_kernel(const __half* q, const __half* k, const __half* v, const float* q_norm,
                            const float* k_norm, const int* pos, __half* q_out, __half* k_cache, __half* v_cache,
                            int M, int H, int KVH, int D, int C, float eps, float theta) {
+  qt::grid_dependency_entry();
   constexpr int CH = 128 / (LANES * VEC);  // passes over half a head of up to 256 elements
   static_assert(CH >= 1 && 32 % LANES == 0, "lane groups and passes");
   const int lane_g = threadIdx.x % LANES;

@@ -29,6 +29,7 @@ template <int THREADS, int VEC>
 __global__ void __launch_bounds__(THREADS)
     argmax_kernel(const __half* __restrict__ logits, int* __restrict__ token, float* __restrict__ ws_val,
                   int* __restrict__ ws_idx, int V) {
+  qt::grid_dependency_entry();
   static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps, at most 1024 threads");
   const int m = blockIdx.y, s = blockIdx.x, splits = gridDim.x;
   const int chunk = ((V + splits - 1) / splits + VEC - 1) / VEC * VEC;
@@ -65,6 +66,7 @@ __global__ void __launch_bounds__(THREADS)
 __global__ void __launch_bounds__(32)
     argmax_combine_kernel(const float* __restrict__ ws_val, const int* __restrict__ ws_idx, int* __restrict__ token,
                           int splits) {
+  qt::grid_dependency_entry();
   const int m = blockIdx.x, lane = threadIdx.x;
   float v = 0.0f;
   int i = -1;

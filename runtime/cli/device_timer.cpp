@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/quantile.h"
+#include "runtime/gpu/device_backend.h"
 
 namespace qt::rt {
 
@@ -60,6 +61,9 @@ DeviceBench::DeviceBench(dev::Device& device, const std::string& store_prefix, c
   } catch (const Error& e) {
     no_blas = e.what();
   }
+  // The tuned rows follow a stored dispatch as the runtime does: a cuBLASLt baseline ranked first is what runs.
+  if (lt)
+    tuned.accept_external([store_prefix](const std::string& name) { return store_baseline(name, store_prefix) != nullptr; });
 }
 
 }  // namespace qt::rt

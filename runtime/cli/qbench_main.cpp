@@ -29,6 +29,7 @@
 #include "device/winners/fingerprint.h"
 #include "runtime/cli/bandwidth.h"
 #include "runtime/cli/report_measure.h"
+#include "runtime/cli/report_attention.h"
 #include "runtime/cli/report_moe.h"
 #include "runtime/cli/run_device.h"
 #include "runtime/cli/tuned_cache.h"
@@ -178,13 +179,20 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     data["kernels"] = bench_device_kernels(d, w, prefix, ko);
     // An MoE model's grouped expert GEMMs at the same buckets, as tokens (issue 27's MoE goal).
     if (const nlohmann::json moe = bench_moe_grouped(d, w, prefix, ko); !moe.is_null()) data["moe_grouped"] = moe;
+    // Flash-decoding at long contexts (issue 26's attention goal), on the model's heads.
+    const std::vector<int64_t> contexts = cli.given("--attention-contexts")
+                                              ? parse_int_list(cli.get("--attention-contexts"), "--attention-contexts")
+                                              : default_attention_contexts(device == "emu");
+    data["attention_decode"] = bench_attention_decode(d, w, prefix, ko, contexts);
+    const int arch = d.arch();
     kd.backend.reset();  // the backend before its device
     kd.device.reset();
     auto device_variant = [&](const std::string& name, const std::string& p, const ModelWeights& mw, bool tuned,
-                              bool predequantize, uint64_t bytes) {
+                              bool predequantize, uint64_t bytes, bool pdl = false) {
       RunDeviceOptions o = ro;
       o.tuned_cache = tuned ? cache : "";
       o.predequantize = predequantize;
+      o.programmatic_launch = pdl;
       RunDevice rd = make_run_device(o);
       DeviceBackend* db = rd.device_backend;
       e2e.push_back(bench_end_to_end(name, p, mw, *rd.backend, eo,
@@ -194,6 +202,11 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     device_variant("FP16", path, w, !cache.empty(), true, predequantized_decode_bytes(w, decode_bytes));
     device_variant(label + " default", path, w, false, false, decode_bytes);
     if (!cache.empty()) device_variant(label + " tuned", path, w, true, false, decode_bytes);
+    // The runtime's variant again with programmatic dependent launch (sm_90+, qrun --pdl): what it hides of the
+    // launch gaps between a step's kernels.
+    if (device == "cuda" && arch >= 90)
+      device_variant(label + (cache.empty() ? " default" : " tuned") + " + PDL", path, w, !cache.empty(), false,
+                     decode_bytes, true);
     if (!q8_path.empty()) {
       const auto q8 = ModelFile::open(q8_path);
       device_variant("Q8_0", q8_path, q8->weights(), !cache.empty(), false, decode_weight_bytes(q8->weights()));
@@ -247,6 +260,9 @@ int run(int argc, char** argv) {
       .option("--buckets", "LIST", "--report: batch rows per linear call (default 1,2,4,...,4096)")
       .list_range(flag_ranges::kBatchRows)
       .option("--prompts", "LIST", "--report: prompt lengths for the end-to-end prefill (default 128,512)")
+      .list_range(limits::kTokenCountRange)
+      .option("--attention-contexts", "LIST", "--report on emu/cuda: contexts at which attention decode is timed "
+              "(default 4096,32768 on a GPU, 64 on the emulator)")
       .list_range(limits::kTokenCountRange)
       .option("--q8-model", "PATH", "--report: a Q8_0 model of the same shape for the end-to-end comparison "
               "(with --preset, made automatically)");

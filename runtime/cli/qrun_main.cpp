@@ -66,6 +66,8 @@ CliArgs make_cli() {
       .flag("--predequantize", "emu/cuda: dense linear weights dequantized to fp16 once at load and run through "
             "cuBLASLt (cuda) or the fp16 kernels, whichever the tuned cache measured faster: more memory, faster prefill")
       .flag("--no-graphs", "emu/cuda: launch every kernel instead of replaying captured decode steps")
+      .flag("--pdl", "cuda: programmatic dependent launch (sm_90+): each kernel is scheduled while the one before it "
+            "runs and waits for it in its first statement, hiding launch latency between a step's kernels")
       .flag("-v,--verbose", "emu/cuda: list the kernel chosen for every op shape and why")
       .flag("--reference", "reference path: dequantized weights, fp32 activations (slow, exact)")
       .option("--threads", "N", "CPU threads (default: all; emu: host threads running blocks)")
@@ -179,6 +181,8 @@ int run(int argc, char** argv) {
   run_opts.device = device;
   run_opts.graphs = !cli.get_flag("--no-graphs");
   run_opts.emu_checks = !cli.get_flag("--no-checks");
+  run_opts.programmatic_launch = cli.get_flag("--pdl");
+  if (device != "cuda" && run_opts.programmatic_launch) throw Error("--pdl is a CUDA GPU option (--device cuda)");
   if (device != "emu" && cli.get_flag("--no-checks")) throw Error("--no-checks is an emulator option (--device emu)");
   if (device != "emu" && cli.given("--emu-arch")) throw Error("--emu-arch is an emulator option (--device emu)");
   run_opts.emu_arch = compile::parse_arch(cli.get("--emu-arch"));

@@ -17,6 +17,8 @@
 #include "kernels_src/registry/registry.h"
 #include "models/core/linear_shapes.h"
 #include "runtime/cli/device_timer.h"
+#include "device/blas/default_route.h"
+#include "runtime/gpu/device_backend.h"
 #include "runtime/gpu/kernel_choice.h"
 #include "runtime/model/qwen3_model.h"
 #include "runtime/report/report_json.h"
@@ -158,18 +160,10 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
         }
         return nullptr;
       };
-      family_variant("tuned", bench.tuned, linear_op);
-      const kernels::KernelFamily* runtime_default = family_variant("default", bench.defaults, linear_op);
-      // Every other family that serves the op at this M on this device (the candidates the tuner and the
-      // runtime weigh, min_sm included), at its default point: families the tune did not reach and the
-      // runtime's default does not pick are measured too, so a report shows which one to make the default.
-      for (const KernelChoice& c : bench.defaults.family_defaults(linear_op, &ls.type, shape))
-        if (c.family != runtime_default) time_choice(family_default_name(c.family->name), c);
-      if (frag) family_variant("file layout default", bench.defaults, "linear");
-      if (!bench.lt) {
-        variants.push_back(unavailable("dequant+cublas", bench.no_blas));
-        variants.push_back(unavailable("fp16 cublas", bench.no_blas));
-      } else {
+      // The cuBLASLt baselines at this M, timed first: the tuned and default variants may be one of them.
+      json dequant_blas = unavailable("dequant+cublas", bench.lt ? no_dequant : bench.no_blas);
+      json fp16_blas = unavailable("fp16 cublas", bench.no_blas);
+      if (bench.lt) {
         if (no_dequant.empty() && !dequant) {
           try {
             const kernels::KernelFamily& dq = kernels::find_family(baseline->dequant_family);
@@ -177,6 +171,7 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
             dequant = std::make_unique<plan::PlanRun>(&device, dq, dq.default_point(), dshape, dq.make_inputs(dshape, 1));
           } catch (const std::exception& e) {
             no_dequant = e.what();
+            dequant_blas = unavailable("dequant+cublas", no_dequant);
           }
         }
         if (dequant) {
@@ -187,16 +182,56 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
             dequant->enqueue();
             bench.lt->gemm_f16(w, layout, x16.ptr(), y16.ptr(), m, ls.n, ls.k);
           });
-          variants.push_back({{"name", "dequant+cublas"}, {"seconds", s}, {"bytes", double(wbytes + 2 * f16bytes + act)},
-                              {"detail", std::string(baseline->dequant_family) + " + " + bench.lt->describe(layout, m, ls.n, ls.k)}});
-        } else {
-          variants.push_back(unavailable("dequant+cublas", no_dequant));
+          dequant_blas = {{"name", "dequant+cublas"}, {"seconds", s}, {"bytes", double(wbytes + 2 * f16bytes + act)},
+                          {"detail", std::string(baseline->dequant_family) + " + " + bench.lt->describe(layout, m, ls.n, ls.k)}};
         }
         bench.lt->prepare(blas::WeightLayout::NK, m, ls.n, ls.k);
         const double s = bench.timer.time([&] { bench.lt->gemm_f16(w16.ptr(), blas::WeightLayout::NK, x16.ptr(), y16.ptr(), m, ls.n, ls.k); });
-        variants.push_back({{"name", "fp16 cublas"}, {"seconds", s}, {"bytes", double(f16bytes + act)},
-                            {"detail", bench.lt->describe(blas::WeightLayout::NK, m, ls.n, ls.k)}});
+        fp16_blas = {{"name", "fp16 cublas"}, {"seconds", s}, {"bytes", double(f16bytes + act)},
+                     {"detail", bench.lt->describe(blas::WeightLayout::NK, m, ls.n, ls.k)}};
       }
+      // A baseline's figures as the variant that runs it, saying why in its detail.
+      auto baseline_as = [&](const json& timed, const std::string& name, const std::string& why) {
+        if (timed.contains("unavailable")) return variants.push_back(unavailable(name, timed["unavailable"].get<std::string>()));
+        json v = timed;
+        v["name"] = name;
+        v["detail"] = v["detail"].get<std::string>() + " (" + why + ")";
+        variants.push_back(v);
+      };
+      // The tuned variant follows the stored dispatch as the runtime does, a cuBLASLt baseline ranked first too
+      // (timed at the heuristic's first candidate).
+      try {
+        const KernelChoice& c = bench.tuned.choose(linear_op, &ls.type, shape);
+        if (c.family) {
+          time_choice("tuned", c);
+        } else if (const blas::Baseline* row = store_baseline(c.external, store_prefix); row && !row->dequant_family) {
+          baseline_as(fp16_blas, "tuned", "dispatched: " + c.external);
+        } else if (row && row == baseline) {
+          baseline_as(dequant_blas, "tuned", "dispatched: " + c.external);
+        } else {
+          variants.push_back(unavailable("tuned", "the dispatch names " + c.external + ", which this report does not time here"));
+        }
+      } catch (const Error& e) {
+        variants.push_back(unavailable("tuned", e.what()));
+      }
+      // The default variant is what the runtime runs without a tuned store (device/blas/default_route.h, as
+      // DeviceBackend::linear follows it): cuBLASLt, dequant + cuBLASLt, or the op's default family.
+      const blas::Route route = bench.lt ? blas::default_route(ls.type, frag, m, true) : blas::Route::kFamilies;
+      const kernels::KernelFamily* runtime_default = nullptr;
+      if (route == blas::Route::kCublasLt && fp16_blas.contains("seconds"))
+        baseline_as(fp16_blas, "default", "the runtime's default route");
+      else if (route == blas::Route::kDequantCublasLt && dequant_blas.contains("seconds"))
+        baseline_as(dequant_blas, "default", "the runtime's default route");
+      else
+        runtime_default = family_variant("default", bench.defaults, linear_op);
+      // Every other family that serves the op at this M on this device (the candidates the tuner and the
+      // runtime weigh, min_sm included), at its default point: families the tune did not reach and the
+      // runtime's default does not pick are measured too, so a report shows which one to make the default.
+      for (const KernelChoice& c : bench.defaults.family_defaults(linear_op, &ls.type, shape))
+        if (c.family != runtime_default) time_choice(family_default_name(c.family->name), c);
+      if (frag) family_variant("file layout default", bench.defaults, "linear");
+      variants.push_back(dequant_blas);
+      variants.push_back(fp16_blas);
       out.push_back({{"type", weight_type_name(ls.type)}, {"what", ls.what}, {"N", ls.n}, {"K", ls.k}, {"G", ls.g},
                      {"M", m}, {"variants", variants}});
     }

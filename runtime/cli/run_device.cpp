@@ -29,7 +29,11 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
     d.device = std::make_unique<emu::EmuDevice>(eo);
     opts.store_prefix = "emu.";
   } else if (o.device == "cuda") {
-    d.device = std::make_unique<cuda::CudaDevice>();  // throws with exit code 3 and the reason when unusable
+    auto gpu = std::make_unique<cuda::CudaDevice>();  // throws with exit code 3 and the reason when unusable
+    std::string why;
+    if (o.programmatic_launch && !gpu->set_programmatic_launch(true, &why))
+      throw Error("--pdl: " + why, kExitUnavailable);
+    d.device = std::move(gpu);
     opts.store_prefix = "cuda.";
   } else {
     throw Error("--device: unknown device '" + o.device + "' (cpu, emu, cuda)");
@@ -63,7 +67,9 @@ std::string device_report(const RunDevice& d) {
   const DeviceBackend::BlasCounts& b = d.device_backend->blas_counts();
   const std::string fp16 = b.blas + b.families == 0 ? "" :
       " | fp16 linears: " + std::to_string(b.blas) + " on cuBLASLt, " + std::to_string(b.families) + " on our kernels";
-  return d.device->name() + ": kernels for " + d.device_backend->chooser().summary() + fp16 + " | " +
+  const auto* gpu = dynamic_cast<const cuda::CudaDevice*>(d.device.get());
+  const std::string pdl = gpu && gpu->programmatic_launch() ? " | programmatic dependent launch" : "";
+  return d.device->name() + pdl + ": kernels for " + d.device_backend->chooser().summary() + fp16 + " | " +
          std::to_string(s.launches) + " launches, " + std::to_string(s.replays) + " steps replayed from " +
          std::to_string(s.captures) + " captured graph" + (s.captures == 1 ? "" : "s");
 }

@@ -130,9 +130,8 @@ void DeviceBackend::prepare(const ModelWeights& w) {
     throw Error("device backend: frag-layout MoE experts run on wgmma, sm_90a; this device is sm_" +
                     std::to_string(device_.arch()) + " (keep the file layout, or --emu-arch sm90 on the emulator)",
                 kExitUnavailable);
-  // TensorRT-LLM's layout, when asked for, is the experts' layout.
   const bool frag_experts =
-      options_.frag_experts.value_or(!options_.trtllm_int8 && kernels::moe_wgmma::frag_experts_by_default(device_.arch()));
+      options_.frag_experts.value_or(kernels::moe_wgmma::frag_experts_by_default(device_.arch(), options_.trtllm_int8));
   const DeviceWeights::Storage experts = frag_experts ? DeviceWeights::Storage::kFrag : DeviceWeights::Storage::kFile;
   // What the model will hold, checked before anything is uploaded: a model the device cannot hold is refused
   // at once, stating what it needs, instead of failing (or being killed) minutes into the upload.

@@ -20,7 +20,7 @@ using nlohmann::json;
 constexpr size_t kMaxReportBytes = size_t{16} << 20;
 constexpr int kMaxDepth = 8;  // the schema nests 6 deep (report.moe_grouped.rows[i].variants[j].name)
 constexpr size_t kMaxStringBytes = 16384;
-constexpr size_t kMaxMoeRows = 4096, kMaxKernelRows = 4096, kMaxVariants = 32, kMaxEndToEnd = 64, kMaxPromptLengths = 64,
+constexpr size_t kMaxMoeRows = 4096, kMaxAttentionRows = 64, kMaxKernelRows = 4096, kMaxVariants = 32, kMaxEndToEnd = 64, kMaxPromptLengths = 64,
                  kMaxNotes = 256;
 
 // Ranges of the figures, wide enough for any machine's measurement: a value outside is damage, and would
@@ -141,6 +141,24 @@ Variant read_variant(const SchemaReader& r, const json& j, const std::string& wh
   return v;
 }
 
+std::vector<Variant> read_variants(const SchemaReader& r, const json& j, const std::string& where) {
+  std::vector<Variant> out;
+  const json& vs = r.array(r.need(j, "variants", where), where + ".variants", kMaxVariants);
+  for (size_t i = 0; i < vs.size(); ++i) out.push_back(read_variant(r, vs[i], where + ".variants[" + std::to_string(i) + "]"));
+  return out;
+}
+
+// A section of rows with the text saying how they were measured: {"method": "...", "rows": [...]}.
+template <class Section, class ReadRow>
+Section read_section(const SchemaReader& r, const json& j, const std::string& name, size_t max_rows, ReadRow read_row) {
+  r.object(j, name);
+  Section out;
+  out.method = r.optional_text(j, "method", name).value_or("");
+  const json& rows = r.array(r.need(j, "rows", name), name + ".rows", max_rows);
+  for (size_t i = 0; i < rows.size(); ++i) out.rows.push_back(read_row(r, rows[i], name + ".rows[" + std::to_string(i) + "]"));
+  return out;
+}
+
 KernelRow read_kernel(const SchemaReader& r, const json& j, const std::string& where) {
   r.object(j, where);
   KernelRow k;
@@ -151,9 +169,7 @@ KernelRow read_kernel(const SchemaReader& r, const json& j, const std::string& w
   k.k = r.integer(r.need(j, "K", where), where + ".K", kDimension);
   k.g = r.integer(r.need(j, "G", where), where + ".G", kGroup);
   k.m = r.integer(r.need(j, "M", where), where + ".M", flag_ranges::kBatchRows);
-  const json& vs = r.array(r.need(j, "variants", where), where + ".variants", kMaxVariants);
-  for (size_t i = 0; i < vs.size(); ++i)
-    k.variants.push_back(read_variant(r, vs[i], where + ".variants[" + std::to_string(i) + "]"));
+  k.variants = read_variants(r, j, where);
   return k;
 }
 
@@ -171,22 +187,21 @@ MoeRow read_moe_row(const SchemaReader& r, const json& j, const std::string& whe
   m.n = r.integer(r.need(j, "N", where), where + ".N", kDimension);
   m.k = r.integer(r.need(j, "K", where), where + ".K", kDimension);
   m.g = r.integer(r.need(j, "G", where), where + ".G", kGroup);
-  const json& vs = r.array(r.need(j, "variants", where), where + ".variants", kMaxVariants);
-  for (size_t i = 0; i < vs.size(); ++i)
-    m.variants.push_back(read_variant(r, vs[i], where + ".variants[" + std::to_string(i) + "]"));
+  m.variants = read_variants(r, j, where);
   if (const json* best = r.find(j, "tune_best"); best && !best->is_null())
     m.tune_best = read_variant(r, *best, where + ".tune_best");
   return m;
 }
 
-MoeGrouped read_moe(const SchemaReader& r, const json& j) {
-  r.object(j, "moe_grouped");
-  MoeGrouped m;
-  m.method = r.optional_text(j, "method", "moe_grouped").value_or("");
-  const json& rows = r.array(r.need(j, "rows", "moe_grouped"), "moe_grouped.rows", kMaxMoeRows);
-  for (size_t i = 0; i < rows.size(); ++i)
-    m.rows.push_back(read_moe_row(r, rows[i], "moe_grouped.rows[" + std::to_string(i) + "]"));
-  return m;
+AttentionRow read_attention_row(const SchemaReader& r, const json& j, const std::string& where) {
+  r.object(j, where);
+  AttentionRow a;
+  a.context = r.integer(r.need(j, "context", where), where + ".context", limits::kTokenCountRange);
+  a.heads = r.integer(r.need(j, "H", where), where + ".H", limits::kHeadsRange);
+  a.kv_heads = r.integer(r.need(j, "KVH", where), where + ".KVH", IntRange{1, a.heads});
+  a.head_dim = r.integer(r.need(j, "D", where), where + ".D", limits::kHeadDimRange);
+  a.variants = read_variants(r, j, where);
+  return a;
 }
 
 // A prompt length as a key: digits only, as std::to_string writes it.
@@ -258,6 +273,19 @@ json moe_json(const MoeGrouped& m) {
   return j;
 }
 
+json attention_json(const AttentionDecode& a) {
+  json rows = json::array();
+  for (const AttentionRow& row : a.rows) {
+    json variants = json::array();
+    for (const Variant& v : row.variants) variants.push_back(variant_json(v));
+    rows.push_back({{"context", row.context}, {"H", row.heads}, {"KVH", row.kv_heads}, {"D", row.head_dim},
+                    {"variants", variants}});
+  }
+  json j = {{"rows", rows}};
+  if (!a.method.empty()) j["method"] = a.method;
+  return j;
+}
+
 }  // namespace
 
 std::string family_default_name(const std::string& family) { return family + " default"; }
@@ -306,7 +334,10 @@ BenchReport report_from_json(const json& j, const std::string& source) {
     for (size_t i = 0; i < es->size(); ++i)
       out.end_to_end.push_back(read_end_to_end(r, (*es)[i], "end_to_end[" + std::to_string(i) + "]"));
   }
-  if (const json* moe = r.find(j, "moe_grouped"); moe && !moe->is_null()) out.moe_grouped = read_moe(r, *moe);
+  if (const json* moe = r.find(j, "moe_grouped"); moe && !moe->is_null())
+    out.moe_grouped = read_section<MoeGrouped>(r, *moe, "moe_grouped", kMaxMoeRows, read_moe_row);
+  if (const json* att = r.find(j, "attention_decode"); att && !att->is_null())
+    out.attention_decode = read_section<AttentionDecode>(r, *att, "attention_decode", kMaxAttentionRows, read_attention_row);
   if (const json* notes = r.find(j, "notes")) {
     r.array(*notes, "notes", kMaxNotes);
     for (size_t i = 0; i < notes->size(); ++i) out.notes.push_back(r.text((*notes)[i], "notes[" + std::to_string(i) + "]"));
@@ -357,6 +388,7 @@ json report_to_json(const BenchReport& r) {
   }
   j["end_to_end"] = e2e;
   if (r.moe_grouped) j["moe_grouped"] = moe_json(*r.moe_grouped);
+  if (r.attention_decode) j["attention_decode"] = attention_json(*r.attention_decode);
   j["notes"] = r.notes;
   return j;
 }

@@ -24,11 +24,15 @@
 //                             "variants": [{"name": "tuned|default|cublas one by one|cublas GEMMs only", ...}],
 //                             "tune_best": {"name": "best of the tune", "seconds": s, "detail": "...",
 //                                           "unavailable": "no tune: why"}}]},
+//   "attention_decode": {"method": "what the rows time",
+//                        "rows": [{"context": tokens, "H": heads, "KVH": kv heads, "D": head dim,
+//                                  "variants": [{"name": "tuned|default|best splits", ...}]}]},
 //   "notes": ["..."]
 // }
 // A linear row's "<family> default" variants (one per other family serving the op at that M on the device, at
 // its default point: family_default_name) are absent in reports older than them, which still read.
-// "moe_grouped" is optional (absent for dense models and in reports older than it), so older files still read.
+// "moe_grouped" is optional (absent for dense models and in reports older than it), so older files still read;
+// so is "attention_decode".
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -70,6 +74,17 @@ struct MoeGrouped {
   std::vector<MoeRow> rows;
 };
 
+// Flash-decoding of one query token at the last row of a cache of `context` rows (kernels_src/attention).
+struct AttentionRow {
+  int64_t context = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  std::vector<Variant> variants;
+};
+
+struct AttentionDecode {
+  std::string method;
+  std::vector<AttentionRow> rows;
+};
+
 struct EndToEnd {
   std::string name, model;
   std::string unavailable;  // why it was not measured; "" when it was
@@ -90,6 +105,7 @@ struct BenchReport {
   std::vector<KernelRow> kernels;
   std::vector<EndToEnd> end_to_end;
   std::optional<MoeGrouped> moe_grouped;
+  std::optional<AttentionDecode> attention_decode;
   std::vector<std::string> notes;
 };
 

@@ -8,11 +8,14 @@
 #              Qwen3-30B-A3B-shaped with 8 layers as moe3. qconvert writes them on one core each (about 2 minutes
 #              for the largest on a 2-core CI machine), so the three start together in the background before
 #              the tests and this phase waits for them
+#   report-8b  qbench --device cuda --report on the 8B models, untuned: every family at its default point, the
+#              runtime's default routes, attention decode at 4K and 32K, end to end with and without
+#              programmatic dependent launch (first, since these decide the defaults)
 #   tune       qtune --gpu on the 8B AWQ model with the default families and budget, at the report's batch
-#              buckets (resumable: a time limit stops it, and the reports use what it stored)
+#              buckets (resumable: a time limit stops it, and the MoE report uses what it stored)
 #   tune-30b   sm_90 only: qtune on the MoE model's grouped GEMMs in the frag layout, into the same store
-#   report     qbench --device cuda --report on both models with the tuned store (the MoE model's buckets
-#              hold 512 and 4096 tokens, where its grouped expert GEMMs are judged)
+#   report-30b qbench --device cuda --report on the MoE model with the tuned store (its buckets hold 512 and
+#              4096 tokens, where its grouped expert GEMMs are judged)
 #   moe-frag   qrun on the MoE model, a 512-token prompt and 64 greedy tokens, with the experts as stored and
 #              in the frag layout on the Hopper grouped GEMMs (sm_90 only): both statistics lines and tokens
 # After every phase the results are packed again into OUTDIR, at most 8 files of under 16 MB each, so a run
@@ -23,8 +26,8 @@
 # Knobs: CUDA_HOME (default /usr/local/cuda), WORK (where the bundle is unpacked; default a fresh temporary
 # folder), LAYERS (36), RUN_S (575: the whole run's limit, so it ends inside the device tool's 10-minute call;
 # every phase's limit is cut to what is left of it) and each phase's own limit in seconds: SELFCHECK_S (300),
-# TESTS_S (120), MODELS_S (180, from the start), TUNE_S (150; qtune's own --time-limit is 15 s less, so it ends
-# on its own and stores its dispatch), TUNE_MOE_S (75, likewise), REPORT_8B_S (200: the 8B report took 193 s on an H200, 107 of them loading
+# TESTS_S (120), MODELS_S (180, from the start), TUNE_S (120; qtune's own --time-limit is 15 s less, so it ends
+# on its own and stores its dispatch), TUNE_MOE_S (60, likewise), REPORT_8B_S (200: the 8B report took 193 s on an H200, 107 of them loading
 # the FP16 variant), REPORT_S (100, the MoE report), MOE_FRAG_S (45). Exit: 0 when every phase
 # that ran passed.
 set -uo pipefail
@@ -183,8 +186,13 @@ phase tests "${TESTS_S:-120}" run_gpu_tests || status=1
 excerpt "GPU tests" "$logs/tests.log" '^== |test cases|FAILED|QTUNE_REQUIRE_GPU'
 
 if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; then
-  tune_s="${TUNE_S:-150}"
+  tune_s="${TUNE_S:-120}"
   report_buckets=1,4,16,64,256,1024,4096
+  # The 8B report first, untuned: it times every family at its default point (the stream GEMVs, the wgmma
+  # GEMM), the runtime's default routes, attention decode at 4K and 32K, and end to end with and without
+  # programmatic dependent launch: what decides the next defaults. The tune's store then serves the MoE report.
+  phase report-8b "${REPORT_8B_S:-200}" "$q/bin/qbench" --device cuda --model "$models/qwen3-8b.ak48" \
+    --q8-model "$models/qwen3-8b.ajc1" --buckets "$report_buckets" --report "$work/report-qwen3-8b" || status=1
   # The report's buckets: the tune's time goes to the batch sizes the report measures, and every family the
   # runtime dispatches (the wgmma GEMM on sm_90) gets some of it.
   phase tune "$tune_s" "$q/bin/qtune" --model "$models/qwen3-8b.ak48" --gpu "$sm" --time-limit $((tune_s - 15)) \
@@ -194,15 +202,12 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
   # store, so the MoE report's tuned rows and its "best of the tune" are measured too.
   moe_buckets=1,16,64,256,512,1024,4096
   if [[ "$sm" == sm90 ]]; then
-    tune_moe_s="${TUNE_MOE_S:-75}"
+    tune_moe_s="${TUNE_MOE_S:-60}"
     phase tune-30b "$tune_moe_s" "$q/bin/qtune" --model "$models/qwen3-30b-a3b-L8.moe3" --gpu "$sm" \
       --families moe_gate_up.frag.q8_0,moe_down.frag.q8_0 --time-limit $((tune_moe_s - 15)) \
       --buckets "$moe_buckets" --cache "$work/qtune-cache.sqlite" --quiet || status=1
     excerpt "Tune (qwen3-30b-a3b moe3, grouped GEMMs)" "$logs/tune-30b.log" '^(qtune:|summary|time|dispatch|roofline)'
   fi
-  phase report-8b "${REPORT_8B_S:-200}" "$q/bin/qbench" --device cuda --model "$models/qwen3-8b.ak48" \
-    --q8-model "$models/qwen3-8b.ajc1" --tuned-cache "$work/qtune-cache.sqlite" --buckets "$report_buckets" \
-    --report "$work/report-qwen3-8b" || status=1
   # The MoE report's buckets are also its grouped expert GEMMs' token counts, and issue 27 judges those at 512
   # and 4096 tokens: 512 takes 4's place, so the linear rows cost what they did and the phase keeps its limit.
   phase report-30b "${REPORT_S:-100}" "$q/bin/qbench" --device cuda --model "$models/qwen3-30b-a3b-L8.moe3" \

@@ -93,6 +93,31 @@ TEST_CASE("cuda: greedy decoding gives the CPU reference's 16 tokens, later step
   }
 }
 
+TEST_CASE("cuda: with programmatic dependent launch every kernel waits for the one before it: the goldens hold") {
+  NEED_GPU();
+  if (gpu()->arch() < 90) {
+    std::string why;
+    qt::cuda::CudaDevice d;
+    CHECK(!d.set_programmatic_launch(true, &why));
+    CHECK(why.find("sm_90") != std::string::npos);
+    QTUNE_SKIP("programmatic dependent launch needs sm_90; this GPU is sm_" + std::to_string(d.arch()));
+  }
+  // Every kernel launched with programmatic stream serialization: a kernel that read its input before the
+  // previous one finished writing it would break the logits, the greedy tokens or the MoE routing.
+  auto pdl = [] {
+    auto d = std::make_unique<qt::cuda::CudaDevice>();
+    REQUIRE(d->set_programmatic_launch(true));
+    return std::unique_ptr<qt::dev::Device>(std::move(d));
+  };
+  for (const char* file : {"dense.ajc1", "dense.ak48", "moe-norm.awq.moe3"}) {
+    INFO(file);
+    qt::test::check_golden_logits(pdl, file);
+    qt::test::check_greedy_tokens(pdl, file);
+  }
+  qt::test::check_long_prompt(pdl, "dense.ak48");
+  qt::test::check_frag_experts(pdl, "moe-norm.q8_0.moe3");
+}
+
 TEST_CASE("cuda: q, k and v as one launch per layer at decode where stored concatenated, three where not") {
   NEED_GPU();
   using Storage = qt::rt::DeviceWeights::Storage;

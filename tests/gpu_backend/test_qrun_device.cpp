@@ -119,6 +119,20 @@ TEST_CASE("qrun --device cuda without a driver exits 3 with one line naming the 
   CHECK(r.err.find("cuda") != std::string::npos);
 }
 
+TEST_CASE("qrun --pdl is a CUDA option: refused on the emulator and the CPU, and without a driver exits 3") {
+  for (const char* device : {"emu", "cpu"}) {
+    INFO(device);
+    const Result r = qrun(std::string("--device ") + device + " --pdl --model " + kFiles + "dense.ajc1 --prompt-ids 1 -n 1");
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find("--pdl") != std::string::npos);
+  }
+  const Result r = qrun("--device cuda --pdl --model " + kFiles + "dense.ajc1 --prompt-ids 1,2 -n 1",
+                        "QTUNE_LIBCUDA=/nonexistent/libcuda.so.1");
+  CHECK(r.code == 3);
+  CHECK(lines(r.err) == 1);
+}
+
 TEST_CASE("qrun --device emu runs a MoE model to the CPU reference's tokens, TensorRT-LLM INT8 layout included") {
   const std::string args = " --prompt-ids 5,6,7,8 -n 6 --temp 0 --no-stats";
   for (const char* file : {"moe-norm.int8-sym.moe3", "moe-nonorm.q8_0.moe3"}) {

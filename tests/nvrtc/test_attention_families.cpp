@@ -149,3 +149,32 @@ TEST_CASE("attention and rope shapes a kernel cannot run are refused with the re
   CHECK_THAT(why(rope, rp, {1, 4, 2, 36, 64, 0}), Catch::Contains("multiple of vec=4"));
   CHECK_THAT(why(rope, rp, {4, 4, 2, 40, 64, 61}), Catch::Contains("P + M <= C"));
 }
+
+TEST_CASE("untuned attention decode splits grow with the context until the grid fills a GPU") {
+  const KernelFamily& f = qt::kernels::find_family("attention_decode");
+  // The first default point of a decode shape at `tokens` of context (P = tokens - 1), Qwen3-8B heads unless given.
+  auto splits = [&](int64_t tokens, int64_t kv_heads = 8) {
+    const Shape s = f.shape({1, 4 * kv_heads, kv_heads, 128, tokens, tokens - 1}, "decode");
+    const qt::kernels::Point p = f.default_points(s).at(0);
+    CHECK(f.shape_constraint(p, s) == "");
+    return p.at("splits");
+  };
+  // At least 16 tokens a split: a short context keeps few blocks.
+  CHECK(splits(1) == 1);
+  CHECK(splits(16) == 1);
+  CHECK(splits(64) == 4);
+  CHECK(splits(128) == 8);
+  // From 1K tokens the 8 KV heads take 64 splits: 512 blocks, about four per SM of a 132-SM H200 (a fixed 8
+  // splits gave 64 blocks at every context).
+  CHECK(splits(1024) == 64);
+  CHECK(splits(32768) == 64);
+  // More KV heads need fewer splits for the same grid; fewer heads stop at the space's largest count.
+  CHECK(splits(32768, 64) == 8);
+  CHECK(splits(32768, 4) == 64);
+  // The rule's count is among the points CI verifies, and every default is still offered after it.
+  const Shape s = f.shape({1, 32, 8, 128, 4096, 4095}, "decode");
+  CHECK(f.default_points(s).size() == f.default_points().size());
+  bool verified = false;
+  for (const auto& p : f.default_points()) verified = verified || p == f.default_points(s)[0];
+  CHECK(verified);
+}

@@ -264,7 +264,19 @@ TEST_CASE("qbench --device emu --report measures every linear shape against cuBL
   // fp16 weights take more device memory and a decode step reads more bytes than the AWQ ones.
   CHECK(j["end_to_end"][0]["memory_mb"].get<double>() > j["end_to_end"][1]["memory_mb"].get<double>());
   CHECK(j["end_to_end"][0]["decode_bytes_per_token"].get<double>() > j["end_to_end"][1]["decode_bytes_per_token"].get<double>());
+  // Attention decode at the emulator's context (64 tokens), on the model's heads: the tuned and default
+  // choices and the best split count, each with the KV bytes it reads.
+  REQUIRE(j["attention_decode"]["rows"].size() == 1);
+  const json att = j["attention_decode"]["rows"][0];
+  CHECK(att["context"] == 64);
+  for (const char* name : {"tuned", "default", "best splits"}) {
+    INFO(name);
+    const json v = variants_by_name(att).at(name);
+    CHECK(v["seconds"].get<double>() > 0);
+    CHECK(v["bytes"].get<double>() >= 2.0 * 64 * att["KVH"].get<double>() * att["D"].get<double>() * 2);
+  }
   const std::string md = slurp(dir + "/REPORT.md");
+  CHECK(md.find("## Attention decode") != std::string::npos);
   CHECK(md.find("These times are the CPU emulator's") != std::string::npos);
   CHECK(md.find("not applicable (emu report)") != std::string::npos);
   std::filesystem::remove_all(dir);
@@ -548,4 +560,59 @@ TEST_CASE("qbench --device emu --emu-arch sm90 --report times the Hopper grouped
     CHECK(v.at("tuned")["detail"].get<std::string>().find(row["op"].get<std::string>() + ".q8_0 ") == 0);
   }
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// A recorded report with attention rows at `contexts`; `tuned_us` and `best_us` per context (KV bytes at 8 KV
+// heads of dim 128: 4096 bytes a token).
+json with_attention(const std::vector<int64_t>& contexts, const std::vector<double>& tuned_us,
+                    const std::vector<double>& best_us) {
+  json j = recorded();
+  json rows = json::array();
+  for (size_t i = 0; i < contexts.size(); ++i) {
+    const double bytes = double(contexts[i]) * 4096;
+    rows.push_back({{"context", contexts[i]}, {"H", 32}, {"KVH", 8}, {"D", 128},
+                    {"variants", {{{"name", "tuned"}, {"seconds", tuned_us[i] * 1e-6}, {"bytes", bytes}, {"detail", "attention_decode splits=8"}},
+                                  {{"name", "default"}, {"seconds", tuned_us[i] * 1e-6}, {"bytes", bytes}, {"detail", "attention_decode splits=8"}},
+                                  {{"name", "best splits"}, {"seconds", best_us[i] * 1e-6}, {"bytes", bytes}, {"detail", "attention_decode splits=32"}}}}});
+  }
+  j["attention_decode"] = {{"method", "one query token"}, {"rows", rows}};
+  return j;
+}
+
+const std::string kAttentionGoal = "| attention decode at 4K and 32K context >= 70% of the bandwidth for the KV read (worst context) | ";
+
+}  // namespace
+
+TEST_CASE("A recorded attention decode report judges the KV read rate goal on its worst context") {
+  const double bw = recorded()["device"]["bandwidth_gbps"].get<double>();
+  // At 4K the KV read is 16.8 MB: at 80% of the bandwidth it takes bytes / (0.8 bw); at 32K 60%, the worst.
+  const double kv4 = 4096.0 * 4096, kv32 = 32768.0 * 4096;
+  auto us_at = [&](double bytes, double share) { return bytes / (share * bw * 1e9) * 1e6; };
+  std::string md = render(with_attention({4096, 32768}, {us_at(kv4, 0.8), us_at(kv32, 0.6)},
+                                         {us_at(kv4, 0.9), us_at(kv32, 0.75)})).markdown;
+  CHECK(md.find(kAttentionGoal + "60% | NOT met | 75% (best splits) |") != std::string::npos);
+  CHECK(md.find("## Attention decode") != std::string::npos);
+  CHECK(md.find("32 query heads over 8 KV heads of dim 128") != std::string::npos);
+  CHECK(md.find("| 32768 | best splits | ") != std::string::npos);
+  md = render(with_attention({4096, 32768}, {us_at(kv4, 0.8), us_at(kv32, 0.72)}, {us_at(kv4, 0.8), us_at(kv32, 0.72)})).markdown;
+  CHECK(md.find(kAttentionGoal + "72% | met | - |") != std::string::npos);
+  // Without a 32K row the goal is not measured; a report without attention rows has no section.
+  md = render(with_attention({4096}, {us_at(kv4, 0.8)}, {us_at(kv4, 0.8)})).markdown;
+  CHECK(md.find(kAttentionGoal + "- | not measured |") != std::string::npos);
+  md = render(recorded()).markdown;
+  CHECK(md.find("## Attention decode") == std::string::npos);
+  CHECK(md.find(kAttentionGoal + "- | not measured |") != std::string::npos);
+}
+
+TEST_CASE("A recorded attention row with more KV heads than heads is refused naming the field") {
+  json j = with_attention({4096}, {10}, {10});
+  j["attention_decode"]["rows"][0]["KVH"] = 64;
+  try {
+    qt::report::report_from_json(j, "report JSON");
+    FAIL("accepted a row with KVH > H");
+  } catch (const qt::Error& e) {
+    CHECK(std::string(e.what()).find("attention_decode.rows[0].KVH") != std::string::npos);
+  }
 }

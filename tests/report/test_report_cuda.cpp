@@ -29,7 +29,7 @@ TEST_CASE("cuda: qbench --report times every variant of every linear shape, cuBL
     std::filesystem::remove_all(dir);
     const std::string cmd = qt::binary_root() + "/bin/qbench --device cuda --model " + qt::source_root() +
                             "/tests/golden/files/" + model + " --report " + dir +
-                            " --buckets 1,16 --prompts 8 --gen 4 --repeat 1";
+                            " --buckets 1,16,64 --prompts 8 --gen 4 --repeat 1";
     REQUIRE(std::system(cmd.c_str()) == 0);
     std::ifstream in(dir + "/report.json");
     const nlohmann::json j = nlohmann::json::parse(in);
@@ -50,7 +50,22 @@ TEST_CASE("cuda: qbench --report times every variant of every linear shape, cuBL
       }
       // On sm_90 the frag layout's Hopper GEMM is among them at every M (not for the lm_head: the file layout).
       if (hopper && frag) CHECK(wgmma);
+      // "default" is what the runtime runs without a tuned store (device/blas/default_route.h): fp16 weights
+      // above one row on cuBLASLt, frag-layout weights from 64 rows on their dequant + cuBLASLt.
+      std::string runtime_default;
+      for (const auto& v : k["variants"])
+        if (v["name"] == "default") runtime_default = v.value("detail", "");
+      const bool blas_route = (k["type"] == "F16" && k["M"].get<int>() > 1) || (frag && k["M"].get<int>() >= 64);
+      CHECK((runtime_default.find("the runtime's default route") != std::string::npos) == blas_route);
     }
+    // Attention decode at 4K and 32K context, the issue's goal contexts, each variant timed with its KV bytes.
+    REQUIRE(j["attention_decode"]["rows"].size() == 2);
+    for (const auto& row : j["attention_decode"]["rows"])
+      for (const auto& v : row["variants"]) {
+        INFO(v.dump());
+        CHECK(v["seconds"].get<double>() > 0);
+        CHECK(v["bytes"].get<double>() > 0);
+      }
     std::filesystem::remove_all(dir);
   }
 }

@@ -123,8 +123,8 @@ StepSpec spec_from_flags(const CliArgs& cli, int sm, std::string* description) {
   if (experts == "frag" && spec.runtime.trtllm_int8)
     throw Error("--expert-layout frag and --int8-layout trtllm each choose the experts' layout: give one");
   // auto: what DeviceBackend::prepare picks on this architecture.
-  spec.runtime.frag_experts = experts == "auto" ? !spec.runtime.trtllm_int8 && kernels::moe_wgmma::frag_experts_by_default(sm)
-                                                : experts == "frag";
+  spec.runtime.frag_experts =
+      experts == "auto" ? kernels::moe_wgmma::frag_experts_by_default(sm, spec.runtime.trtllm_int8) : experts == "frag";
   spec.runtime.concatenate_qkv = spec.runtime.concatenate_gate_up = !cli.get_flag("--no-concat");
   return spec;
 }

@@ -3,6 +3,7 @@
 // Sum of n floats per block: warp shuffles, then one value per warp through static shared memory.
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) block_sum(const float* __restrict__ x, float* __restrict__ out, int n) {
+  qt::grid_dependency_entry();
   QT_SHARED(warp_sums, float[kThreads / 32]);
   float v = 0.0f;
   for (int i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) v += x[i];

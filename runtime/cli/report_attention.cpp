@@ -1,0 +1,108 @@
+#include "runtime/cli/report_attention.h"
+
+#include <cstdio>
+#include <optional>
+
+#include "common/error.h"
+#include "device/plan/run_plan.h"
+#include "kernels_src/registry/registry.h"
+#include "runtime/cli/device_timer.h"
+
+namespace qt::rt {
+namespace {
+
+using nlohmann::json;
+
+const char* const kAttentionMethod =
+    "one query token at the last row of a cache of exactly that many rows (P = context - 1), the model's heads; "
+    "GB/s counts the context's K and V rows plus q and the output, so it is the KV read rate";
+
+// DeviceBackend chooses attention per power-of-two context bucket (device_backend.cpp's context_bucket).
+int64_t context_bucket(int64_t tokens) {
+  int64_t b = 1;
+  while (b < tokens) b *= 2;
+  return b;
+}
+
+}  // namespace
+
+std::vector<int64_t> default_attention_contexts(bool emulator) {
+  if (emulator) return {64};
+  return {4096, 32768};
+}
+
+json bench_attention_decode(dev::Device& device, const ModelWeights& weights, const std::string& store_prefix,
+                            const KernelBenchOptions& options, const std::vector<int64_t>& contexts) {
+  const ModelConfig& c = weights.config;
+  DeviceBench bench(device, store_prefix, options);
+  json rows = json::array();
+  for (const int64_t context : contexts) {
+    if (context < 1) throw Error("--attention-contexts: a context must be at least 1 token, not " + std::to_string(context));
+    std::fprintf(stderr, "qbench: attention decode at context %lld\n", (long long)context);
+    const std::vector<std::string> dims = {"M", "H", "KVH", "D", "C", "P"};
+    const kernels::Shape run{dims, {1, c.n_heads, c.n_kv_heads, c.head_dim, context, context - 1}, "attention"};
+    const int64_t bucket = context_bucket(context);
+    const kernels::Shape choice{dims, {1, c.n_heads, c.n_kv_heads, c.head_dim, bucket, bucket - 1}, "attention"};
+    const double bytes = 2.0 * double(context) * double(c.n_kv_heads * c.head_dim) * 2 + 2.0 * double(c.q_dim()) * 2;
+    json variants = json::array();
+    std::optional<kernels::HostBuffers> inputs;
+    auto time_point = [&](const std::string& name, const kernels::KernelFamily& f, const kernels::Point& p,
+                          const std::string& source) -> std::optional<double> {
+      try {
+        if (!inputs) inputs = f.make_inputs(run, 1);
+        plan::PlanRun r(&device, f, p, run, *inputs);
+        const double s = bench.timer.time([&] { r.enqueue(); });
+        variants.push_back({{"name", name}, {"seconds", s}, {"bytes", bytes},
+                            {"detail", f.name + " " + kernels::point_key(p) + " (" + source + ")"}});
+        return s;
+      } catch (const std::exception& e) {
+        variants.push_back({{"name", name}, {"unavailable", e.what()}});
+      }
+      return std::nullopt;
+    };
+    auto chosen = [&](const std::string& name, KernelChooser& chooser) -> const KernelChoice* {
+      try {
+        const KernelChoice& ch = chooser.choose("attention_decode", nullptr, choice);
+        time_point(name, *ch.family, ch.point, choice_source_name(ch.source));
+        return &ch;
+      } catch (const Error& e) {
+        variants.push_back({{"name", name}, {"unavailable", e.what()}});
+      }
+      return nullptr;
+    };
+    chosen("tuned", bench.tuned);
+    const KernelChoice* d = chosen("default", bench.defaults);
+    // The split count is what a longer context asks more of: every value at the default's other parameters,
+    // the fastest kept (untimed points that cannot run this shape are skipped).
+    if (d && d->family) {
+      const kernels::KernelFamily& f = *d->family;
+      const kernels::Param* splits = nullptr;
+      for (const kernels::Param& ps : f.params)
+        if (ps.name == "splits") splits = &ps;
+      std::optional<std::pair<double, kernels::Point>> best;
+      for (const int64_t v : splits ? splits->values : std::vector<int64_t>{}) {
+        kernels::Point p = d->point;
+        p["splits"] = v;
+        if ((f.point_constraint && !f.point_constraint(p).empty()) ||
+            (f.shape_constraint && !f.shape_constraint(p, run).empty()))
+          continue;
+        try {
+          if (!inputs) inputs = f.make_inputs(run, 1);
+          plan::PlanRun r(&device, f, p, run, *inputs);
+          const double s = bench.timer.time([&] { r.enqueue(); });
+          if (!best || s < best->first) best = {s, p};
+        } catch (const std::exception&) {
+          // a point the device refuses is no contender
+        }
+      }
+      if (best)
+        variants.push_back({{"name", "best splits"}, {"seconds", best->first}, {"bytes", bytes},
+                            {"detail", f.name + " " + kernels::point_key(best->second) + " (the fastest split count at the default's other parameters)"}});
+    }
+    rows.push_back({{"context", context}, {"H", c.n_heads}, {"KVH", c.n_kv_heads}, {"D", c.head_dim},
+                    {"variants", variants}});
+  }
+  return {{"method", kAttentionMethod}, {"rows", rows}};
+}
+
+}  // namespace qt::rt
