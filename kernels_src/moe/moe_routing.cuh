@@ -7,6 +7,7 @@
 //   moe_finalize_kernel  each token's k expert outputs weighted and summed.
 // CPU definitions: kernels_src/moe/moe_reference.h.
 #include "kernels_src/common/qt_cuda.h"
+#include "kernels_src/common/qt_vec.h"
 #include "kernels_src/sampling/argmax.cuh"  // argmax_better: larger value first, ties to the lower index
 
 // Warp w of a block handles token blockIdx.x * WARPS + w; lane l holds experts l, l+32, ... (EPL per lane, so
@@ -175,25 +176,26 @@ __global__ void __launch_bounds__(THREADS)
     q[(int64_t)p * H + c] = s > 0.0f ? (signed char)roundf(__half2float(row[c]) / s) : (signed char)0;
 }
 
-// Block t sums token t's k expert outputs: out[t][c] = sum_j w[t][j] * y[rows[t*K + j]][c] in fp32 (j in
-// order), VEC columns per thread and access.
+// Block (t, s) sums token t's k expert outputs over its share of the columns: out[t][c] = sum_j w[t][j] *
+// y[rows[t*K + j]][c] in fp32 (j in order), VEC columns per thread and access. The columns are spread over
+// gridDim.y blocks so that a decode step's one token is not one block's chain of K loads per column step.
 template <int THREADS, int VEC>
 __global__ void __launch_bounds__(THREADS)
     moe_finalize_kernel(const __half* __restrict__ y, const int* __restrict__ rows, const float* __restrict__ weights,
                         __half* __restrict__ out, int K, int H) {
   qt::grid_dependency_entry();
   const int t = blockIdx.x;
-  for (int c = threadIdx.x * VEC; c < H; c += THREADS * VEC) {
+  for (int c = ((int)blockIdx.y * THREADS + (int)threadIdx.x) * VEC; c < H; c += (int)gridDim.y * THREADS * VEC) {
     float acc[VEC];
 #pragma unroll
     for (int v = 0; v < VEC; ++v) acc[v] = 0.0f;
     for (int j = 0; j < K; ++j) {
       const float w = weights[(int64_t)t * K + j];
-      const __half* src = y + (int64_t)rows[(int64_t)t * K + j] * H + c;
+      float src[VEC];
+      qt::load_f16<VEC>(y + (int64_t)rows[(int64_t)t * K + j] * H + c, src);
 #pragma unroll
-      for (int v = 0; v < VEC; ++v) acc[v] += w * __half2float(src[v]);
+      for (int v = 0; v < VEC; ++v) acc[v] += w * src[v];
     }
-#pragma unroll
-    for (int v = 0; v < VEC; ++v) out[(int64_t)t * H + c + v] = __float2half_rn(acc[v]);
+    qt::store_f16<VEC>(out + (int64_t)t * H + c, acc);
   }
 }

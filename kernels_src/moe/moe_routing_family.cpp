@@ -304,7 +304,7 @@ KernelFamily make_finalize() {
   f.dims = {"M", "K", "H"};
   f.source = kSource;
   f.source_hash = kFamilySourceHash;
-  f.summary = "each token's k expert rows, weighted and summed in fp32 (a block per token)";
+  f.summary = "each token's k expert rows, weighted and summed in fp32 (a token's columns over several blocks)";
   f.params = {{"threads", {64, 128, 256}, 128, "threads per token"}, {"vec", {1, 2, 4, 8}, 4, "columns per thread and step"}};
   f.defaults = {{{"threads", 128}, {"vec", 4}}, {{"threads", 64}, {"vec", 1}}};
   f.shape_constraint = [](const Point& p, const Shape& s) {
@@ -323,6 +323,7 @@ KernelFamily make_finalize() {
     Launch l;
     l.kernel = name_expr("moe_finalize_kernel", {p.at("threads"), p.at("vec")});
     l.grid.x = uint32_t(m);
+    l.grid.y = uint32_t(cdiv(h, p.at("threads") * p.at("vec")));  // every thread one VEC of columns
     l.block.x = uint32_t(p.at("threads"));
     l.args = {KernelArg::buf("y"), KernelArg::buf("rows"), KernelArg::buf("weights"), KernelArg::buf("out"),
               KernelArg::i32(k), KernelArg::i32(h)};
