@@ -1,5 +1,6 @@
 #include "runtime/cli/report_attention.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -72,32 +73,40 @@ json bench_attention_decode(dev::Device& device, const ModelWeights& weights, co
     };
     chosen("tuned", bench.tuned);
     const KernelChoice* d = chosen("default", bench.defaults);
-    // The split count is what a longer context asks more of: every value at the default's other parameters,
-    // the fastest kept (untimed points that cannot run this shape are skipped).
+    // The split count is what a longer context asks more of: every value, at each default point's other
+    // parameters (its thread count, tile and stages), the fastest kept. Points that cannot run the shape are
+    // skipped; each configuration is one compiled kernel, the split count only its grid.
     if (d && d->family) {
       const kernels::KernelFamily& f = *d->family;
-      const kernels::Param* splits = nullptr;
+      std::vector<int64_t> split_values;
       for (const kernels::Param& ps : f.params)
-        if (ps.name == "splits") splits = &ps;
-      std::optional<std::pair<double, kernels::Point>> best;
-      for (const int64_t v : splits ? splits->values : std::vector<int64_t>{}) {
-        kernels::Point p = d->point;
-        p["splits"] = v;
-        if ((f.point_constraint && !f.point_constraint(p).empty()) ||
-            (f.shape_constraint && !f.shape_constraint(p, run).empty()))
-          continue;
-        try {
-          if (!inputs) inputs = f.make_inputs(run, 1);
-          plan::PlanRun r(&device, f, p, run, *inputs);
-          const double s = bench.timer.time([&] { r.enqueue(); });
-          if (!best || s < best->first) best = {s, p};
-        } catch (const std::exception&) {
-          // a point the device refuses is no contender
-        }
+        if (ps.name == "splits") split_values = ps.values;
+      std::vector<kernels::Point> configs;
+      for (kernels::Point p : f.default_points(choice)) {
+        p.erase("splits");
+        if (std::find(configs.begin(), configs.end(), p) == configs.end()) configs.push_back(p);
       }
+      std::optional<std::pair<double, kernels::Point>> best;
+      for (const kernels::Point& config : configs)
+        for (const int64_t v : split_values) {
+          kernels::Point p = config;
+          p["splits"] = v;
+          if ((f.point_constraint && !f.point_constraint(p).empty()) ||
+              (f.shape_constraint && !f.shape_constraint(p, run).empty()))
+            continue;
+          try {
+            if (!inputs) inputs = f.make_inputs(run, 1);
+            plan::PlanRun r(&device, f, p, run, *inputs);
+            const double s = bench.timer.time([&] { r.enqueue(); });
+            if (!best || s < best->first) best = {s, p};
+          } catch (const std::exception&) {
+            // a point the device refuses is no contender
+          }
+        }
       if (best)
         variants.push_back({{"name", "best splits"}, {"seconds", best->first}, {"bytes", bytes},
-                            {"detail", f.name + " " + kernels::point_key(best->second) + " (the fastest split count at the default's other parameters)"}});
+                            {"detail", f.name + " " + kernels::point_key(best->second) +
+                                           " (the fastest split count at any default point's other parameters)"}});
     }
     rows.push_back({{"context", context}, {"H", c.n_heads}, {"KVH", c.n_kv_heads}, {"D", c.head_dim},
                     {"variants", variants}});

@@ -4,8 +4,9 @@
 //   shape:     the model's heads, KV heads and head dim; the cache holds exactly `context` rows and the query
 //              is the last of them (P = context - 1), as a decode step at that position runs;
 //   choice:    per power-of-two context bucket, as DeviceBackend::attention chooses;
-//   variants:  the tuned choice (the --tuned-cache store), the default point, and the fastest split count at the
-//              default's other parameters (how far tuning the one parameter the context scales would go);
+//   variants:  the tuned choice (the --tuned-cache store), the default point, and the fastest split count at any
+//              default point's other parameters (threads, tile, stages): how far the split count, the one
+//              parameter the context scales, takes each of the kernels CI verifies;
 //   bytes:     the K and V rows of the context plus q and the output: a variant's GB/s is its KV read rate.
 #include <cstdint>
 #include <string>
