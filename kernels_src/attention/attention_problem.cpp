@@ -90,12 +90,14 @@ Expected expected_attention(const Shape& shape, const HostBuffers& in, bool p_in
 std::vector<Shape> decode_model_shapes(const ModelConfig& c) {
   const int64_t cap = std::max<int64_t>(c.max_seq_len, 1);
   std::vector<Shape> out;
-  // Flash-decoding's goals are stated at 4K and 32K (issue 26).
+  // Flash-decoding's goals are stated at 4K and 32K (issue 26). Each shape is the one the runtime chooses its
+  // kernel by at that context (DeviceBackend::attention: a cache of the context bucket's rows, the query at its
+  // end), so a tuned winner is found exactly.
   for (int64_t ctx : {int64_t(512), int64_t(4096), int64_t(32768)}) {
-    const int64_t pos0 = std::min(cap - 1, ctx - 1);
-    if (!out.empty() && out.back().values.back() == pos0) continue;
-    out.push_back(Shape{kDims, {1, c.n_heads, c.n_kv_heads, c.head_dim, cap, pos0},
-                        "decode at context " + std::to_string(pos0 + 1)});
+    const int64_t rows = std::min(cap, ctx);
+    if (!out.empty() && out.back().values[4] == rows) continue;
+    out.push_back(Shape{kDims, {1, c.n_heads, c.n_kv_heads, c.head_dim, rows, rows - 1},
+                        "decode at context " + std::to_string(rows)});
   }
   return out;
 }
@@ -103,9 +105,12 @@ std::vector<Shape> decode_model_shapes(const ModelConfig& c) {
 std::vector<Shape> prefill_model_shapes(const ModelConfig& c) {
   const int64_t cap = std::max<int64_t>(c.max_seq_len, 1);
   std::vector<Shape> out;
-  out.push_back(Shape{kDims, {std::min<int64_t>(512, cap), c.n_heads, c.n_kv_heads, c.head_dim, cap, 0}, "prefill"});
-  if (cap >= 1024 + 64)
-    out.push_back(Shape{kDims, {64, c.n_heads, c.n_kv_heads, c.head_dim, cap, 1024}, "follow-up turn after 1024"});
+  // As the runtime chooses (see decode_model_shapes): a 512-token prompt is its own bucket; 64 tokens after 1024
+  // fall in the 2048 bucket, the queries at its end.
+  const int64_t prompt = std::min<int64_t>(512, cap);
+  out.push_back(Shape{kDims, {prompt, c.n_heads, c.n_kv_heads, c.head_dim, prompt, 0}, "prefill"});
+  if (cap >= 2048)
+    out.push_back(Shape{kDims, {64, c.n_heads, c.n_kv_heads, c.head_dim, 2048, 2048 - 64}, "follow-up turn after 1024"});
   return out;
 }
 

@@ -469,11 +469,16 @@ void DeviceBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity,
   Bindings b;
   b.buf("q", dp(q), h16(m * qd)).buf("k_cache", dp(k_cache), h16(capacity * kvd));
   b.buf("v_cache", dp(v_cache), h16(capacity * kvd)).buf("pos", pos_.ptr(), 4).buf("out", dp(out), h16(m * qd));
-  const int64_t p = context_bucket(pos0 + m, capacity) - m;
+  const int64_t bucket = context_bucket(pos0 + m, capacity);
   if (m == 1) bind_counters(b, n_kv_heads);  // flash-decoding's split blocks meet in the same launch
-  run(m == 1 ? "attention_decode" : "attention_prefill", nullptr,
-      kernels::Shape{{"M", "H", "KVH", "D", "C", "P"}, {m, n_heads, n_kv_heads, head_dim, capacity, p}, "attention"},
-      b);
+  const std::string op = m == 1 ? "attention_decode" : "attention_prefill";
+  const std::vector<std::string> dims = {"M", "H", "KVH", "D", "C", "P"};
+  // Chosen by the context bucket alone: a cache of the bucket's rows with the queries at its end, the shape the
+  // tuner measures (kernels_src/attention's model shapes) and the step model predicts. The cache's capacity
+  // changes no work, so it sizes the launch's buffers only.
+  const kernels::Shape choice{dims, {m, n_heads, n_kv_heads, head_dim, bucket, bucket - m}, "attention"};
+  const kernels::Shape plan{dims, {m, n_heads, n_kv_heads, head_dim, capacity, bucket - m}, "attention"};
+  launcher_.run(chooser_.choose(op, nullptr, choice), plan, b);
 }
 
 void DeviceBackend::argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) {

@@ -336,3 +336,26 @@ TEST_CASE("qtune static --step prints and writes the step prediction", "[tuner][
   CHECK(test::run_qtune("static --gpu sm90 --step decode --kernel awq_frag_gemv").rc == 2);
   CHECK(test::run_qtune("static --gpu sm90 --step sideways").rc == 2);
 }
+
+TEST_CASE("the tuner measures attention decode at the shapes the runtime chooses by at 512, 4K and 32K tokens",
+          "[tuner][step]") {
+  // A tuned attention winner is found exactly only if the tuner stored it under the choice shape: the context
+  // bucket's rows, the query at their end, as DeviceBackend::attention and the step model both build it; here
+  // the step model's choice shapes are the family's model shapes.
+  const kernels::KernelFamily& f = kernels::find_family("attention_decode");
+  StepSpec s;
+  s.config = synthetic::preset_config("qwen3-8b");
+  const std::vector<kernels::Shape> tuned = f.model_shapes(s.config, nullptr);
+  REQUIRE(tuned.size() == 3);
+  for (const kernels::Shape& t : tuned) {
+    INFO(t.label);
+    s.context = t["C"] - 1;  // tokens already cached: this step's query makes C
+    bool found = false;
+    for (const StepLaunch& l : step_launches(s))
+      if (l.op == "attention_decode") {
+        found = true;
+        CHECK(l.choice_shape.values == t.values);
+      }
+    CHECK(found);
+  }
+}
