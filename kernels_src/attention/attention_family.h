@@ -7,12 +7,22 @@
 //                      block per KV head serving its H/KVH query heads (GQA)
 //   attention_prefill  any M: causal flash attention on tensor cores (ldmatrix + mma.m16n8k16, fp32 online
 //                      softmax), head dims up to `dmax`
+#include <cstdint>
+
 #include "kernels_src/registry/family.h"
 
 namespace qt::kernels::attention {
 
 const KernelFamily& decode_family();
 const KernelFamily& prefill_family();
+
+// The shape attention is chosen by, for m queries that end at `tokens` of context in a cache of `capacity` rows:
+// the context's power-of-two bucket (at most the capacity) as a cache of that many rows, the queries at its end.
+// The kernels read the true position from device memory, so any bucket's choice is correct at any position;
+// the capacity a run reserves changes no work. DeviceBackend chooses by it, the tuner measures at it
+// (model_shapes), the step model predicts and qbench --report times with it.
+Shape choice_shape(int64_t m, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t tokens,
+                   int64_t capacity = INT64_MAX);
 
 // The untuned decode split count for `tokens` of context and `kv_heads` blocks per split: the largest power of
 // two up to kMaxDefaultSplits that keeps the grid within kDefaultBlocks (about four blocks per SM of a

@@ -1,5 +1,7 @@
 #include "kernels_src/attention/attention_problem.h"
 
+#include "kernels_src/attention/attention_family.h"
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -90,14 +92,13 @@ Expected expected_attention(const Shape& shape, const HostBuffers& in, bool p_in
 std::vector<Shape> decode_model_shapes(const ModelConfig& c) {
   const int64_t cap = std::max<int64_t>(c.max_seq_len, 1);
   std::vector<Shape> out;
-  // Flash-decoding's goals are stated at 4K and 32K (issue 26). Each shape is the one the runtime chooses its
-  // kernel by at that context (DeviceBackend::attention: a cache of the context bucket's rows, the query at its
-  // end), so a tuned winner is found exactly.
+  // Flash-decoding's goals are stated at 4K and 32K (issue 26); each at the shape the runtime chooses by, so a
+  // tuned winner is found exactly.
   for (int64_t ctx : {int64_t(512), int64_t(4096), int64_t(32768)}) {
-    const int64_t rows = std::min(cap, ctx);
-    if (!out.empty() && out.back().values[4] == rows) continue;
-    out.push_back(Shape{kDims, {1, c.n_heads, c.n_kv_heads, c.head_dim, rows, rows - 1},
-                        "decode at context " + std::to_string(rows)});
+    Shape s = choice_shape(1, c.n_heads, c.n_kv_heads, c.head_dim, std::min(cap, ctx), cap);
+    if (!out.empty() && out.back().values == s.values) continue;
+    s.label = "decode at context " + std::to_string(s["C"]);
+    out.push_back(s);
   }
   return out;
 }
@@ -105,13 +106,21 @@ std::vector<Shape> decode_model_shapes(const ModelConfig& c) {
 std::vector<Shape> prefill_model_shapes(const ModelConfig& c) {
   const int64_t cap = std::max<int64_t>(c.max_seq_len, 1);
   std::vector<Shape> out;
-  // As the runtime chooses (see decode_model_shapes): a 512-token prompt is its own bucket; 64 tokens after 1024
-  // fall in the 2048 bucket, the queries at its end.
   const int64_t prompt = std::min<int64_t>(512, cap);
-  out.push_back(Shape{kDims, {prompt, c.n_heads, c.n_kv_heads, c.head_dim, prompt, 0}, "prefill"});
-  if (cap >= 2048)
-    out.push_back(Shape{kDims, {64, c.n_heads, c.n_kv_heads, c.head_dim, 2048, 2048 - 64}, "follow-up turn after 1024"});
+  out.push_back(choice_shape(prompt, c.n_heads, c.n_kv_heads, c.head_dim, prompt, cap));
+  out.back().label = "prefill";
+  if (cap >= 1024 + 64) {
+    out.push_back(choice_shape(64, c.n_heads, c.n_kv_heads, c.head_dim, 1024 + 64, cap));
+    out.back().label = "follow-up turn after 1024";
+  }
   return out;
+}
+
+Shape choice_shape(int64_t m, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t tokens, int64_t capacity) {
+  int64_t bucket = 1;
+  while (bucket < tokens) bucket *= 2;
+  bucket = std::min(bucket, capacity);
+  return Shape{kDims, {m, heads, kv_heads, head_dim, bucket, bucket - m}, "attention"};
 }
 
 }  // namespace qt::kernels::attention

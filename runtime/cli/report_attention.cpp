@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "device/plan/run_plan.h"
+#include "kernels_src/attention/attention_family.h"
 #include "kernels_src/registry/registry.h"
 #include "runtime/cli/device_timer.h"
 
@@ -17,13 +18,6 @@ using nlohmann::json;
 const char* const kAttentionMethod =
     "one query token at the last row of a cache of exactly that many rows (P = context - 1), the model's heads; "
     "GB/s counts the context's K and V rows plus q and the output, so it is the KV read rate";
-
-// DeviceBackend chooses attention per power-of-two context bucket (device_backend.cpp's context_bucket).
-int64_t context_bucket(int64_t tokens) {
-  int64_t b = 1;
-  while (b < tokens) b *= 2;
-  return b;
-}
 
 }  // namespace
 
@@ -42,8 +36,7 @@ json bench_attention_decode(dev::Device& device, const ModelWeights& weights, co
     std::fprintf(stderr, "qbench: attention decode at context %lld\n", (long long)context);
     const std::vector<std::string> dims = {"M", "H", "KVH", "D", "C", "P"};
     const kernels::Shape run{dims, {1, c.n_heads, c.n_kv_heads, c.head_dim, context, context - 1}, "attention"};
-    const int64_t bucket = context_bucket(context);
-    const kernels::Shape choice{dims, {1, c.n_heads, c.n_kv_heads, c.head_dim, bucket, bucket - 1}, "attention"};
+    const kernels::Shape choice = kernels::attention::choice_shape(1, c.n_heads, c.n_kv_heads, c.head_dim, context);
     const double bytes = 2.0 * double(context) * double(c.n_kv_heads * c.head_dim) * 2 + 2.0 * double(c.q_dim()) * 2;
     json variants = json::array();
     std::optional<kernels::HostBuffers> inputs;

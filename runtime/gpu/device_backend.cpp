@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/half.h"
 #include "device/blas/default_route.h"
+#include "kernels_src/attention/attention_family.h"
 #include "kernels_src/moe_wgmma/moe_wgmma_family.h"
 #include "kernels_src/registry/registry.h"
 #include "models/core/linear_shapes.h"
@@ -39,14 +40,6 @@ using blas::kDecodeGemvRows;
 
 // The layout a dense weight is held in on the device: the frag arrays replace the file's (device_weights.h).
 const char* held_layout(const DeviceTensor& w) { return w.arrays.count("bq") ? "frag" : "file"; }
-
-// Attention cost grows with the context, so its kernel is chosen per power-of-two context bucket; every
-// choice reads the true position from device memory, so any bucket's plan is correct at any position.
-int64_t context_bucket(int64_t tokens, int64_t capacity) {
-  int64_t b = 1;
-  while (b < tokens) b *= 2;
-  return std::min(b, capacity);
-}
 
 }  // namespace
 
@@ -469,16 +462,13 @@ void DeviceBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity,
   Bindings b;
   b.buf("q", dp(q), h16(m * qd)).buf("k_cache", dp(k_cache), h16(capacity * kvd));
   b.buf("v_cache", dp(v_cache), h16(capacity * kvd)).buf("pos", pos_.ptr(), 4).buf("out", dp(out), h16(m * qd));
-  const int64_t bucket = context_bucket(pos0 + m, capacity);
   if (m == 1) bind_counters(b, n_kv_heads);  // flash-decoding's split blocks meet in the same launch
-  const std::string op = m == 1 ? "attention_decode" : "attention_prefill";
-  const std::vector<std::string> dims = {"M", "H", "KVH", "D", "C", "P"};
-  // Chosen by the context bucket alone: a cache of the bucket's rows with the queries at its end, the shape the
-  // tuner measures (kernels_src/attention's model shapes) and the step model predicts. The cache's capacity
-  // changes no work, so it sizes the launch's buffers only.
-  const kernels::Shape choice{dims, {m, n_heads, n_kv_heads, head_dim, bucket, bucket - m}, "attention"};
-  const kernels::Shape plan{dims, {m, n_heads, n_kv_heads, head_dim, capacity, bucket - m}, "attention"};
-  launcher_.run(chooser_.choose(op, nullptr, choice), plan, b);
+  // Chosen by the context bucket (kernels_src/attention's choice_shape); the launch is planned on the whole cache.
+  const kernels::Shape choice =
+      kernels::attention::choice_shape(m, n_heads, n_kv_heads, head_dim, pos0 + m, capacity);
+  kernels::Shape plan = choice;
+  plan.values[4] = capacity;
+  launcher_.run(chooser_.choose(m == 1 ? "attention_decode" : "attention_prefill", nullptr, choice), plan, b);
 }
 
 void DeviceBackend::argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) {

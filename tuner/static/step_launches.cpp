@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "device/blas/blas_lt.h"
 #include "device/blas/default_route.h"
+#include "kernels_src/attention/attention_family.h"
 #include "kernels_src/fraglinear/frag_layout.h"
 #include "kernels_src/registry/registry.h"
 #include "models/core/linear_shapes.h"
@@ -24,13 +25,6 @@ const LinearShape& linear_shape(const std::vector<LinearShape>& shapes, const st
       if (p == part) return s;
   }
   throw Error("step model: the model's linear shapes have no '" + part + "'");
-}
-
-// Attention is chosen per power-of-two context bucket (device_backend.cpp's context_bucket).
-int64_t context_bucket(int64_t tokens) {
-  int64_t b = 1;
-  while (b < tokens) b *= 2;
-  return b;
 }
 
 // Appends the launches of one chunk of tokens, op by op, as the runtime's methods of the same names issue them.
@@ -94,12 +88,11 @@ struct Builder {
         Shape{{"M", "H", "KVH", "D", "C", "P"}, {m, c.n_heads, c.n_kv_heads, c.head_dim, m, 0}, "qk_norm_rope_kv"},
         "q/k norm + rope + kv write", layers);
     // The kernel reads the true position from device memory; the runtime chooses its point by the bucket.
-    const int64_t bucket = context_bucket(pos0 + m);
     const std::string op = m == 1 ? "attention_decode" : "attention_prefill";
     const Shape run{{"M", "H", "KVH", "D", "C", "P"}, {m, c.n_heads, c.n_kv_heads, c.head_dim, pos0 + m, pos0},
                     "attention"};
     StepLaunch l{op, std::nullopt, run, run, "attention at context " + std::to_string(pos0 + m), layers};
-    l.choice_shape.values = {m, c.n_heads, c.n_kv_heads, c.head_dim, bucket, bucket - m};
+    l.choice_shape = kernels::attention::choice_shape(m, c.n_heads, c.n_kv_heads, c.head_dim, pos0 + m);
     out.push_back(l);
     dense("wo", m, "o_proj", layers);
   }
