@@ -63,10 +63,11 @@ DriverApi load(const std::string& library, Namespace ns) {
     return api;
   }
   std::string missing;
-  auto resolve = [&](const char* name, auto& fn) {
+  // An optional entry point stays null where the driver lacks it; a required one missing makes the driver unusable.
+  auto resolve = [&](const char* name, auto& fn, bool required = true) {
     void* p = nullptr;
     CUdriverProcAddressQueryResult status{};
-    if (get_proc(name, &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || !p)
+    if ((get_proc(name, &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || !p) && required)
       missing += std::string(missing.empty() ? "" : ", ") + name;
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
   };
@@ -106,12 +107,7 @@ DriverApi load(const std::string& library, Namespace ns) {
   resolve("cuGraphLaunch", api.cuGraphLaunch);
   resolve("cuGraphExecDestroy", api.cuGraphExecDestroy);
   resolve("cuGraphDestroy", api.cuGraphDestroy);
-  {
-    void* p = nullptr;
-    CUdriverProcAddressQueryResult status{};
-    if (get_proc("cuLaunchKernelEx", &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) == CUDA_SUCCESS && p)
-      api.cuLaunchKernelEx = reinterpret_cast<decltype(api.cuLaunchKernelEx)>(p);
-  }
+  resolve("cuLaunchKernelEx", api.cuLaunchKernelEx, /*required=*/false);
   if (!missing.empty()) {
     api.unavailable_reason = library + " does not provide " + missing;
     return api;

@@ -62,8 +62,7 @@ DeviceBench::DeviceBench(dev::Device& device, const std::string& store_prefix, c
     no_blas = e.what();
   }
   // The tuned rows follow a stored dispatch as the runtime does: a cuBLASLt baseline ranked first is what runs.
-  if (lt)
-    tuned.accept_external([store_prefix](const std::string& name) { return store_baseline(name, store_prefix) != nullptr; });
+  if (lt) accept_store_baselines(tuned, store_prefix);
 }
 
 }  // namespace qt::rt

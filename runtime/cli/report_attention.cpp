@@ -40,19 +40,20 @@ json bench_attention_decode(dev::Device& device, const ModelWeights& weights, co
     const double bytes = 2.0 * double(context) * double(c.n_kv_heads * c.head_dim) * 2 + 2.0 * double(c.q_dim()) * 2;
     json variants = json::array();
     std::optional<kernels::HostBuffers> inputs;
+    // One point's median time on the run shape; throws where the device refuses the point.
+    auto seconds_at = [&](const kernels::KernelFamily& f, const kernels::Point& p) {
+      if (!inputs) inputs = f.make_inputs(run, 1);
+      plan::PlanRun r(&device, f, p, run, *inputs);
+      return bench.timer.time([&] { r.enqueue(); });
+    };
     auto time_point = [&](const std::string& name, const kernels::KernelFamily& f, const kernels::Point& p,
-                          const std::string& source) -> std::optional<double> {
+                          const std::string& source) {
       try {
-        if (!inputs) inputs = f.make_inputs(run, 1);
-        plan::PlanRun r(&device, f, p, run, *inputs);
-        const double s = bench.timer.time([&] { r.enqueue(); });
-        variants.push_back({{"name", name}, {"seconds", s}, {"bytes", bytes},
+        variants.push_back({{"name", name}, {"seconds", seconds_at(f, p)}, {"bytes", bytes},
                             {"detail", f.name + " " + kernels::point_key(p) + " (" + source + ")"}});
-        return s;
       } catch (const std::exception& e) {
         variants.push_back({{"name", name}, {"unavailable", e.what()}});
       }
-      return std::nullopt;
     };
     auto chosen = [&](const std::string& name, KernelChooser& chooser) -> const KernelChoice* {
       try {
@@ -88,9 +89,7 @@ json bench_attention_decode(dev::Device& device, const ModelWeights& weights, co
               (f.shape_constraint && !f.shape_constraint(p, run).empty()))
             continue;
           try {
-            if (!inputs) inputs = f.make_inputs(run, 1);
-            plan::PlanRun r(&device, f, p, run, *inputs);
-            const double s = bench.timer.time([&] { r.enqueue(); });
+            const double s = seconds_at(f, p);
             if (!best || s < best->first) best = {s, p};
           } catch (const std::exception&) {
             // a point the device refuses is no contender

@@ -48,6 +48,11 @@ const blas::Baseline* store_baseline(std::string_view store_name, std::string_vi
   return blas::find_baseline(store_name.substr(store_prefix.size()));
 }
 
+void accept_store_baselines(KernelChooser& chooser, const std::string& store_prefix) {
+  chooser.accept_external(
+      [store_prefix](const std::string& name) { return store_baseline(name, store_prefix) != nullptr; });
+}
+
 std::string baseline_refusal(const blas::Baseline& baseline, const DeviceTensor& w) {
   const std::string name = baseline.store_name;
   if (w.type != baseline.weight_type)
@@ -68,10 +73,7 @@ DeviceBackend::DeviceBackend(dev::Device& device, DeviceBackendOptions options)
     step_progress_->set_total(double(queued));
     step_progress_->update(double(run));
   });
-  if (options_.blas)
-    chooser_.accept_external([prefix = options_.store_prefix](const std::string& name) {
-      return store_baseline(name, prefix) != nullptr;
-    });
+  if (options_.blas) accept_store_baselines(chooser_, options_.store_prefix);
 }
 
 DeviceBackend::~DeviceBackend() = default;

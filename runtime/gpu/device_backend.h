@@ -33,6 +33,9 @@ const blas::Baseline* store_baseline(std::string_view store_name, std::string_vi
 // Why the baseline cannot multiply the device weight ("" when it can): a weight of another type, or held in
 // another layout (file or frag) than the one the baseline's dequant reads.
 std::string baseline_refusal(const blas::Baseline& baseline, const DeviceTensor& w);
+// Lets `chooser` return the cuBLASLt baselines a stored dispatch ranks (those store_baseline names under
+// `store_prefix`) as external choices, as a backend with cuBLASLt runs them.
+void accept_store_baselines(KernelChooser& chooser, const std::string& store_prefix);
 
 struct DeviceBackendOptions {
   // May be null. Looked up under the device's own store_fingerprint(), the identity qtune stored it under.

@@ -23,7 +23,9 @@ std::string pct(double v) { return format_number("%.0f%%", 100 * v); }
 // A reason short enough for a table cell; the whole text stays in report.json.
 std::string cell_text(const std::string& s) { return markdown_text(shorten(s, 140)); }
 
-const Variant* find_variant(const KernelRow& r, const std::string& name) {
+// A row's (linear, MoE or attention) measured variant by name; null when absent or not measured.
+template <class Row>
+const Variant* find_variant(const Row& r, const std::string& name) {
   for (const Variant& v : r.variants)
     if (v.name == name && v.unavailable.empty()) return &v;
   return nullptr;
@@ -111,12 +113,6 @@ WithBestDefault with_best_default(const std::vector<const KernelRow*>& rows) {
 
 // ---- the MoE grouped GEMM rows ----
 
-const Variant* find_variant(const MoeRow& r, const std::string& name) {
-  for (const Variant& v : r.variants)
-    if (v.name == name && v.unavailable.empty()) return &v;
-  return nullptr;
-}
-
 const char* const kOneByOne = "cublas one by one";
 
 // The grouped GEMM the runtime runs by default: the frag layout's where the report measured it (sm_90, where
@@ -189,12 +185,6 @@ void moe_goals(const BenchReport& rep, const std::function<std::string(bool, boo
 }
 
 // ---- the attention decode rows ----
-
-const Variant* find_variant(const AttentionRow& r, const std::string& name) {
-  for (const Variant& v : r.variants)
-    if (v.name == name && v.unavailable.empty()) return &v;
-  return nullptr;
-}
 
 // Flash-decoding at 4K and 32K context >= 70% of the measured bandwidth for the KV read (issue 26, item 4): the
 // worst of the two contexts, on the runtime's choice (tuned); the last cell the same with the best split count.
@@ -475,20 +465,13 @@ void attention_section(const BenchReport& rep, RenderedReport& out) {
         ". Time is the median over repetitions" +
         (rep.device_kind == "cuda" ? " timed with CUDA events, the L2 cache flushed between them" : "") + ".\n\n";
   if (!rep.attention_decode->method.empty()) md += markdown_text(rep.attention_decode->method) + "\n\n";
-  md += "| context | variant | time (us) | GB/s | % of bandwidth | tuned speedup | kernel |\n|---|---|---|---|---|---|---|\n";
+  md += "| context | variant | time (us) | TFLOP/s | GB/s | % of bandwidth | tuned speedup | kernel |\n"
+        "|---|---|---|---|---|---|---|---|\n";
   for (const AttentionRow& r : rep.attention_decode->rows) {
-    const Variant* tuned = find_variant(r, "tuned");
-    for (const Variant& v : r.variants) {
-      md += "| " + std::to_string(r.context) + " | " + cell_text(v.name) + " | ";
-      if (!v.unavailable.empty()) {
-        md += "- | - | - | - | " + cell_text(v.unavailable) + " |\n";
-        continue;
-      }
-      const double rate = v.bytes ? *v.bytes / v.seconds / 1e9 : 0;
-      md += format_number("%.2f", v.seconds * 1e6) + " | " + (v.bytes ? format_number("%.1f", rate) : "-") + " | " +
-            (v.bytes && rep.bandwidth_gbps ? pct(rate / *rep.bandwidth_gbps) : "-") + " | " +
-            (tuned ? format_number("%.2fx", v.seconds / tuned->seconds) : "-") + " | " + cell_text(v.detail) + " |\n";
-    }
+    // q.k and p.v over the context for every query head: 2 flops per multiply-add.
+    const double flop = 4.0 * double(r.heads) * double(r.head_dim) * double(r.context);
+    for (const Variant& v : r.variants)
+      md += "| " + std::to_string(r.context) + " | " + variant_cells(rep, flop, v, find_variant(r, "tuned"));
   }
   md += "\n";
 }

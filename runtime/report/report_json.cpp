@@ -257,13 +257,17 @@ json variant_json(const Variant& v) {
   return vj;
 }
 
+json variants_json(const std::vector<Variant>& variants) {
+  json out = json::array();
+  for (const Variant& v : variants) out.push_back(variant_json(v));
+  return out;
+}
+
 json moe_json(const MoeGrouped& m) {
   json rows = json::array();
   for (const MoeRow& row : m.rows) {
-    json variants = json::array();
-    for (const Variant& v : row.variants) variants.push_back(variant_json(v));
     json rj = {{"op", row.op}, {"type", row.type}, {"T", row.t}, {"E", row.e}, {"TOPK", row.topk}, {"N", row.n},
-               {"K", row.k}, {"G", row.g}, {"variants", variants}};
+               {"K", row.k}, {"G", row.g}, {"variants", variants_json(row.variants)}};
     if (!row.what.empty()) rj["what"] = row.what;
     if (row.tune_best) rj["tune_best"] = variant_json(*row.tune_best);
     rows.push_back(rj);
@@ -276,10 +280,8 @@ json moe_json(const MoeGrouped& m) {
 json attention_json(const AttentionDecode& a) {
   json rows = json::array();
   for (const AttentionRow& row : a.rows) {
-    json variants = json::array();
-    for (const Variant& v : row.variants) variants.push_back(variant_json(v));
     rows.push_back({{"context", row.context}, {"H", row.heads}, {"KVH", row.kv_heads}, {"D", row.head_dim},
-                    {"variants", variants}});
+                    {"variants", variants_json(row.variants)}});
   }
   json j = {{"rows", rows}};
   if (!a.method.empty()) j["method"] = a.method;
@@ -362,9 +364,7 @@ json report_to_json(const BenchReport& r) {
   j["tuned_cache"] = r.tuned_cache ? json(*r.tuned_cache) : json();
   json kernels = json::array();
   for (const KernelRow& k : r.kernels) {
-    json variants = json::array();
-    for (const Variant& v : k.variants) variants.push_back(variant_json(v));
-    json kj = {{"type", k.type}, {"N", k.n}, {"K", k.k}, {"G", k.g}, {"M", k.m}, {"variants", variants}};
+    json kj = {{"type", k.type}, {"N", k.n}, {"K", k.k}, {"G", k.g}, {"M", k.m}, {"variants", variants_json(k.variants)}};
     if (!k.what.empty()) kj["what"] = k.what;
     kernels.push_back(kj);
   }
