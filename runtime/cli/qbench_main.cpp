@@ -140,6 +140,8 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
   ro.device = device;
   ro.emu_threads = cli.given("--threads") ? cli.get_int_as<int>("--threads") : 0;
   if (cli.given("--emu-arch") && device != "emu") throw Error("--emu-arch is an emulator option (--device emu)");
+  if (cli.given("--attention-contexts") && device == "cpu")
+    throw Error("--attention-contexts times the device's attention kernels (--device emu or cuda)");
   ro.emu_arch = compile::parse_arch(cli.get("--emu-arch"));
   if (ro.emu_arch < 80) throw Error("--emu-arch: the emulator presents sm80, sm86, sm89 or sm90, not " + cli.get("--emu-arch"));
   if (cli.given("--threads")) ro.cpu.threads = cli.get_int_as<int>("--threads");

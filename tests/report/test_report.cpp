@@ -606,6 +606,14 @@ TEST_CASE("A recorded attention decode report judges the KV read rate goal on it
   CHECK(md.find(kAttentionGoal + "- | not measured |") != std::string::npos);
 }
 
+TEST_CASE("qbench --attention-contexts on the CPU is refused with one line") {
+  const Result r = qbench("--device cpu --model " + kFiles + "dense.ajc1 --report " + scratch("attcpu") +
+                          " --attention-contexts 64");
+  CHECK(r.code == 2);
+  CHECK(count(r.err, "\n") == 1);
+  CHECK(r.err.find("--attention-contexts") != std::string::npos);
+}
+
 TEST_CASE("A recorded attention row with more KV heads than heads is refused naming the field") {
   json j = with_attention({4096}, {10}, {10});
   j["attention_decode"]["rows"][0]["KVH"] = 64;
