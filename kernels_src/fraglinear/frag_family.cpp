@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/half.h"
+#include "common/rng.h"
 #include "kernels_src/awq/awq_family.h"
 #include "common/parallel_ranges.h"
 #include "kernels_src/awq/awq_reference.h"
@@ -577,8 +578,18 @@ int64_t stream_ring_registers(int bits, const Point& p) {
 }
 constexpr int64_t kStreamRegisterBudget = 176;
 
-std::string stream_kernel(int bits, const Point& p) {
-  return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), p.at("tn")});
+// frag_stream_gemv.cuh's FUSE values.
+enum class Fusion { kNone = 0, kNorm = 1, kResidual = 2 };
+
+std::string stream_kernel(int bits, const Point& p, Fusion fuse = Fusion::kNone) {
+  if (fuse == Fusion::kNone) return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), p.at("tn")});
+  return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), p.at("tn"), 0, int64_t(fuse)});
+}
+
+// The streaming kernels' two trailing arguments: kFuseNorm's weights and epsilon, unread by the others.
+void add_norm_args(Launch& l, Fusion fuse) {
+  if (fuse == Fusion::kNorm) l.args.insert(l.args.end(), {KernelArg::buf("nw"), KernelArg::scalar("eps")});
+  else l.args.insert(l.args.end(), {KernelArg::null(), KernelArg::f32(0.0f)});
 }
 
 KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) {
@@ -624,6 +635,7 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
     LaunchPlan plan = frag_linear_plan(d, m, split);
     Launch& l = plan.launches.front();
     l.kernel = stream_kernel(bits, p);
+    add_norm_args(l, Fusion::kNone);
     l.grid.x = uint32_t(cdiv(d.n_tiles(), p.at("tn")));
     l.grid.y = uint32_t(cdiv(m, 16));
     l.grid.z = uint32_t(split);
@@ -645,8 +657,44 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
 
 // ---- gate + up + SwiGLU in one streaming GEMV ---------------------------------------------------------
 
-std::string gate_up_kernel(int bits, const Point& p) {
-  return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), 2, 1});
+std::string gate_up_kernel(int bits, const Point& p, Fusion fuse = Fusion::kNone) {
+  if (fuse == Fusion::kNone) return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), 2, 1});
+  return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), 2, 1, int64_t(fuse)});
+}
+
+// x of the source behind a linear problem's inputs, as fp32 values [M][K].
+std::vector<double> source_activations(const SourceKind& kind, int64_t m, int64_t n, const Shape& shape,
+                                       const HostBuffers& in) {
+  const Source s = get_source(kind, m, FragDims{n, shape["K"], shape["G"], kind.bits}, "ref.", in);
+  std::vector<double> a(s.x.size());
+  for (size_t i = 0; i < a.size(); ++i) a[i] = half_bits_to_float(s.x[i]);
+  return a;
+}
+
+// h = silu(a Wg) * (a Wu) over activations `a` [M][K], with `extra` added to the fp32 sums' relative error bound
+// (an fp16 rounding of the activations that `a` does not carry).
+std::vector<Expected> gate_up_reference(const SourceKind& kind, const Shape& shape, const HostBuffers& in,
+                                        const std::vector<double>& a, double extra) {
+  const int64_t m = shape["M"], h = shape["N"];
+  const FragDims d{2 * h, shape["K"], shape["G"], kind.bits};
+  const Source s = get_source(kind, m, d, "ref.", in);
+  gate_up::Projections p;
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < h; ++c) {
+      double g = 0, ga = 0, u = 0, ua = 0;
+      for (int64_t k = 0; k < d.k; ++k) {
+        const double xv = a[size_t(r * d.k + k)];
+        // Each weight rounded to fp16 once, as the kernel scales it before its mma.
+        const double wg = round_to_half(float(s.code(k, c) * s.scale(k, c)));
+        const double wu = round_to_half(float(s.code(k, h + c) * s.scale(k, h + c)));
+        g += xv * wg, ga += std::abs(xv * wg), u += xv * wu, ua += std::abs(xv * wu);
+      }
+      p.g.push_back(g), p.g_abs.push_back(ga), p.u.push_back(u), p.u_abs.push_back(ua);
+    }
+  Expected locks;  // every split-K counter is back at zero for the next launch
+  locks.buffer = "locks";
+  locks.values.assign(size_t(lock_count(d, m)), 0.0f);
+  return std::vector<Expected>{gate_up::swiglu_expected(p, gate_up::fp32_sum_error(d.k) + extra), locks};
 }
 
 // The gate and up projections as one problem: a Source of 2H columns, gate in 0..H-1, up in H..2H-1 (the
@@ -686,6 +734,7 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
     for (KernelArg& a : l.args)
       if (a.kind == KernelArg::Kind::Buffer && a.buffer == "y") a = KernelArg::buf("h");
     l.kernel = gate_up_kernel(bits, p);
+    add_norm_args(l, Fusion::kNone);
     l.grid.x = uint32_t(h / 64);
     l.grid.y = uint32_t(cdiv(m, 16));
     l.grid.z = uint32_t(split);
@@ -701,27 +750,8 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
     put_source(s, "ref.", in);  // the reference works from the file layout, independent of the repack
     return in;
   };
-  f.reference = [&kind, bits](const Shape& shape, const HostBuffers& in) {
-    const int64_t m = shape["M"], h = shape["N"];
-    const FragDims d{2 * h, shape["K"], shape["G"], bits};
-    const Source s = get_source(kind, m, d, "ref.", in);
-    gate_up::Projections p;
-    for (int64_t r = 0; r < m; ++r)
-      for (int64_t c = 0; c < h; ++c) {
-        double g = 0, ga = 0, u = 0, ua = 0;
-        for (int64_t k = 0; k < d.k; ++k) {
-          const double xv = half_bits_to_float(s.x[size_t(r * d.k + k)]);
-          // Each weight rounded to fp16 once, as the kernel scales it before its mma.
-          const double wg = round_to_half(float(s.code(k, c) * s.scale(k, c)));
-          const double wu = round_to_half(float(s.code(k, h + c) * s.scale(k, h + c)));
-          g += xv * wg, ga += std::abs(xv * wg), u += xv * wu, ua += std::abs(xv * wu);
-        }
-        p.g.push_back(g), p.g_abs.push_back(ga), p.u.push_back(u), p.u_abs.push_back(ua);
-      }
-    Expected locks;  // every split-K counter is back at zero for the next launch
-    locks.buffer = "locks";
-    locks.values.assign(size_t(lock_count(d, m)), 0.0f);
-    return std::vector<Expected>{gate_up::swiglu_expected(p, gate_up::fp32_sum_error(d.k)), locks};
+  f.reference = [&kind](const Shape& shape, const HostBuffers& in) {
+    return gate_up_reference(kind, shape, in, source_activations(kind, shape["M"], 2 * shape["N"], shape, in), 0.0);
   };
   // The dense MLP's gate (w1) and up (w3) share a linear shape; the runtime concatenates them at load.
   f.model_shapes = [&kind](const ModelConfig& c, const ModelWeights* w) {
@@ -737,6 +767,142 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
   f.test_shapes = {Shape{kLinearDims, {1, 128, 4096, 128}, "Qwen3-8B w1+w3 decode, N cut to 128"},
                    Shape{kLinearDims, {3, 64, 2048, 128}, "M=3, K=2048, N cut to 64"},
                    Shape{kLinearDims, {16, 192, 512, 32}, "M=16, groups of 32 (the golden AWQ models' group)"}};
+  return f;
+}
+
+// ---- RMSNorm and the residual add fused into the streaming GEMVs ------------------------------------------
+// The same schedules as the stream GEMV and gate|up families, on problems that include their neighbours in a
+// decode step (frag_stream_gemv.cuh's FUSE): the norm before q|k|v and gate|up, the residual add after o_proj
+// and down_proj. Their parameters are the base family's, and the runtime runs a fused family at the point it
+// chose for the base (a tuned stream GEMV's schedule, the same loads and sums), so a tune measures each
+// schedule once; these families carry no model shapes of their own.
+
+constexpr double kNormTestEps = 1e-6;
+
+// x's rows RMS-normalized in double with weights nw: the exact activations the fused kernel rounds to fp16.
+std::vector<double> rms_normalized(std::vector<double> x, int64_t m, int64_t k, const std::vector<float>& nw, double eps) {
+  for (int64_t r = 0; r < m; ++r) {
+    double ss = 0;
+    for (int64_t c = 0; c < k; ++c) ss += x[size_t(r * k + c)] * x[size_t(r * k + c)];
+    const double inv = 1.0 / std::sqrt(ss / double(k) + eps);
+    for (int64_t c = 0; c < k; ++c) x[size_t(r * k + c)] *= double(nw[size_t(c)]) * inv;
+  }
+  return x;
+}
+
+// RMSNorm weights in [0.25, 2), as a trained model's are positive and near 1.
+std::vector<uint8_t> norm_weights(int64_t k, uint64_t seed) {
+  Rng rng(seed ^ 0x6e6f726dull);
+  std::vector<float> w(static_cast<size_t>(k));
+  for (float& v : w) v = float(0.25 + 1.75 * rng.uniform());
+  return bytes_of(w);
+}
+
+// A residual stream's values, fp16 in [-4, 4).
+std::vector<uint8_t> residual_values(int64_t count, uint64_t seed) {
+  Rng rng(seed ^ 0x72657364ull);
+  std::vector<uint16_t> y(static_cast<size_t>(count));
+  for (uint16_t& v : y) v = float_to_half_bits(float(8.0 * rng.uniform() - 4.0));
+  return bytes_of(y);
+}
+
+// The base's plan with the fused kernel, its extra input and its output's role.
+LaunchPlan fused_plan(const KernelFamily& base, Fusion fuse, bool swiglu, int bits, const Point& p, const Shape& shape) {
+  LaunchPlan plan = base.plan(p, shape);
+  Launch& l = plan.launches.front();
+  l.kernel = swiglu ? gate_up_kernel(bits, p, fuse) : stream_kernel(bits, p, fuse);
+  l.args.resize(l.args.size() - 2);
+  add_norm_args(l, fuse);
+  if (fuse == Fusion::kNorm) plan.buffers.push_back({"nw", DType::F32, shape["K"], Role::Input});
+  if (fuse == Fusion::kResidual)
+    for (BufferSpec& b : plan.buffers)
+      if (b.name == "y") b.role = Role::InOut;
+  return plan;
+}
+
+KernelFamily make_fused_stream(const SourceKind& kind, const KernelFamily& base, Fusion fuse) {
+  const bool swiglu = base.op == "gate_up_swiglu.frag";
+  const int bits = kind.bits;
+  KernelFamily f = base;
+  f.problem.clear();
+  f.model_shapes = nullptr;
+  const std::string part = swiglu ? "_frag_norm_gate_up_swiglu" : fuse == Fusion::kNorm ? "_frag_norm_gemv" : "_frag_residual_gemv";
+  f.name = std::string(kind.prefix) + part;
+  f.op = (fuse == Fusion::kNorm ? "rmsnorm_" : "") + std::string(swiglu ? "gate_up_swiglu" : "linear") +
+         (fuse == Fusion::kResidual ? "_residual" : "") + ".frag";
+  f.summary = fuse == Fusion::kNorm
+                  ? "RMSNorm of the hidden state fused into " + base.name + " (each block its rows' statistics)"
+                  : base.name + " adding its output to the hidden state in place (the residual add fused)";
+  if (fuse == Fusion::kNorm) f.scalars = {{"eps", DType::F32, kNormTestEps}};
+  if (fuse == Fusion::kNorm && !swiglu) {
+    // The norm's A loads beside a ring of 8 INT4 tiles: 12 bytes of spills on sm_90 (NVRTC 13.0).
+    const auto base_constraint = base.point_constraint;
+    f.point_constraint = [base_constraint](const Point& p) {
+      if (std::string why = base_constraint ? base_constraint(p) : std::string(); !why.empty()) return why;
+      if (p.at("pf") > 4) return std::string("the normalizing GEMV keeps at most 4 tiles in flight (pf=8 spills)");
+      return std::string();
+    };
+    std::vector<Point> kept;
+    for (const Point& p : f.defaults)
+      if (f.point_constraint(p).empty()) kept.push_back(p);
+    f.defaults = kept;
+  }
+  f.kernels = [bits, swiglu, fuse](const Point& p) {
+    return std::vector<std::string>{swiglu ? gate_up_kernel(bits, p, fuse) : stream_kernel(bits, p, fuse)};
+  };
+  f.plan = [base, fuse, swiglu, bits](const Point& p, const Shape& shape) {
+    return fused_plan(base, fuse, swiglu, bits, p, shape);
+  };
+  f.make_inputs = [base, fuse](const Shape& shape, uint64_t seed) {
+    HostBuffers in = base.make_inputs(shape, seed);
+    if (fuse == Fusion::kNorm) in["nw"] = norm_weights(shape["K"], seed);
+    else in["y"] = residual_values(shape["M"] * shape["N"], seed);
+    return in;
+  };
+  // The norm's fp16 rounding of each activation moves a sum by at most 2^-11 sum |a w|.
+  const double rounding = std::ldexp(1.0, -11);
+  if (swiglu) {
+    f.linear_operands = nullptr;
+    f.linear_expected = nullptr;
+    f.reference = [&kind, rounding](const Shape& shape, const HostBuffers& in) {
+      const int64_t m = shape["M"], k = shape["K"];
+      const std::vector<double> a = rms_normalized(source_activations(kind, m, 2 * shape["N"], shape, in), m, k,
+                                                   from_bytes<float>(in.at("nw")), kNormTestEps);
+      return gate_up_reference(kind, shape, in, a, rounding);
+    };
+    return f;
+  }
+  const auto operands = base.linear_operands;
+  const auto expected = base.linear_expected;
+  set_linear_reference(
+      f,
+      [operands, fuse](const Shape& shape, const HostBuffers& in) {
+        LinearOperands ops = operands(shape, in);
+        if (fuse != Fusion::kNorm) return ops;
+        const std::vector<double> a = rms_normalized(std::vector<double>(ops.a.begin(), ops.a.end()), ops.m, ops.k,
+                                                     from_bytes<float>(in.at("nw")), kNormTestEps);
+        for (size_t i = 0; i < a.size(); ++i) ops.a[i] = float(a[i]);
+        return ops;
+      },
+      [expected, fuse, rounding](const Shape& shape, const HostBuffers& in, const LinearSums& sums) {
+        std::vector<Expected> out = expected(shape, in, sums);
+        for (Expected& e : out) {
+          if (e.buffer != "y") continue;
+          if (fuse == Fusion::kNorm) {
+            e.abs_tol += rounding * max_of(sums.abs);
+          } else {
+            // y = fp16(y + fp16(sum)): the inner rounding is relative to the sum, not to the result.
+            const std::vector<uint16_t> y0 = from_bytes<uint16_t>(in.at("y"));
+            double largest = 0;
+            for (size_t i = 0; i < e.values.size(); ++i) {
+              largest = std::max(largest, std::abs(double(e.values[i])));
+              e.values[i] += half_bits_to_float(y0[i]);
+            }
+            e.abs_tol += rounding * largest;
+          }
+        }
+        return out;
+      });
   return f;
 }
 
@@ -934,6 +1100,42 @@ const KernelFamily& int8_gate_up_family() {
 }
 const KernelFamily& q8_0_gate_up_family() {
   static const KernelFamily f = make_gate_up_stream(q8_0_kind());
+  return f;
+}
+const KernelFamily& awq_norm_gemv_family() {
+  static const KernelFamily f = make_fused_stream(awq_kind(), awq_stream_gemv_family(), Fusion::kNorm);
+  return f;
+}
+const KernelFamily& int8_norm_gemv_family() {
+  static const KernelFamily f = make_fused_stream(int8gw_kind(), int8_stream_gemv_family(), Fusion::kNorm);
+  return f;
+}
+const KernelFamily& q8_0_norm_gemv_family() {
+  static const KernelFamily f = make_fused_stream(q8_0_kind(), q8_0_stream_gemv_family(), Fusion::kNorm);
+  return f;
+}
+const KernelFamily& awq_residual_gemv_family() {
+  static const KernelFamily f = make_fused_stream(awq_kind(), awq_stream_gemv_family(), Fusion::kResidual);
+  return f;
+}
+const KernelFamily& int8_residual_gemv_family() {
+  static const KernelFamily f = make_fused_stream(int8gw_kind(), int8_stream_gemv_family(), Fusion::kResidual);
+  return f;
+}
+const KernelFamily& q8_0_residual_gemv_family() {
+  static const KernelFamily f = make_fused_stream(q8_0_kind(), q8_0_stream_gemv_family(), Fusion::kResidual);
+  return f;
+}
+const KernelFamily& awq_norm_gate_up_family() {
+  static const KernelFamily f = make_fused_stream(awq_kind(), awq_gate_up_family(), Fusion::kNorm);
+  return f;
+}
+const KernelFamily& int8_norm_gate_up_family() {
+  static const KernelFamily f = make_fused_stream(int8gw_kind(), int8_gate_up_family(), Fusion::kNorm);
+  return f;
+}
+const KernelFamily& q8_0_norm_gate_up_family() {
+  static const KernelFamily f = make_fused_stream(q8_0_kind(), q8_0_gate_up_family(), Fusion::kNorm);
   return f;
 }
 const KernelFamily& awq_wgmma_gemm_family() {

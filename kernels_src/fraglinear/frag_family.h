@@ -12,6 +12,11 @@
 //   int8gw_frag_stream_gemv               (frag_stream_gemv.cuh): warps split K, no barrier in the loop
 //   awq_frag_gate_up_swiglu, ...          op "gate_up_swiglu.frag", M <= 16: the streaming GEMV over [gate | up]
 //                                         with SwiGLU in its epilogue (frag_stream_gemv.cuh, SWIGLU = 1)
+//   awq_frag_norm_gemv, ...               op "rmsnorm_linear.frag": the stream GEMV on RMSNorm(x), each block its
+//                                         rows' statistics (a decode step's q|k|v without the norm launch)
+//   awq_frag_norm_gate_up_swiglu, ...     op "rmsnorm_gate_up_swiglu.frag": the same before gate|up + SwiGLU
+//   awq_frag_residual_gemv, ...           op "linear_residual.frag": the stream GEMV adding its output to y in
+//                                         place (o_proj and down_proj with the residual add)
 //   awq_frag_wgmma_gemm,                  op "linear.frag", any M, sm_90a: wgmma with the weights as its
 //   int8gw_frag_wgmma_gemm                register A operand (frag_wgmma_gemm.cuh)
 // Both linear kinds read B fragments straight from global memory (frag_linear.cuh) and reduce split-K
@@ -34,6 +39,15 @@ const KernelFamily& int8_stream_gemv_family();
 const KernelFamily& awq_gate_up_family();
 const KernelFamily& int8_gate_up_family();
 const KernelFamily& q8_0_gate_up_family();
+const KernelFamily& awq_norm_gemv_family();
+const KernelFamily& int8_norm_gemv_family();
+const KernelFamily& q8_0_norm_gemv_family();
+const KernelFamily& awq_residual_gemv_family();
+const KernelFamily& int8_residual_gemv_family();
+const KernelFamily& q8_0_residual_gemv_family();
+const KernelFamily& awq_norm_gate_up_family();
+const KernelFamily& int8_norm_gate_up_family();
+const KernelFamily& q8_0_norm_gate_up_family();
 const KernelFamily& awq_wgmma_gemm_family();
 const KernelFamily& int8_wgmma_gemm_family();
 const KernelFamily& q8_0_repack_family();

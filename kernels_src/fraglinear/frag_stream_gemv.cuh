@@ -23,7 +23,17 @@
 // straight from the accumulators (from the summed partials where K is split): no gate/up round trip through
 // memory and no SwiGLU launch. Two tiles of per-group partials would not fit the registers beside their sums,
 // so this mode scales each weight in fp16 before its mma, (q - z) * s rounded once as the frag GEMM does.
+//
+// FUSE takes a decode step's two RMSNorm launches into the GEMVs on either side of them:
+//   kFuseNorm (the q|k|v and gate|up GEMVs): x is the hidden state h, and the mma's A operand is RMSNorm(h),
+//     fp16(nw * (h * inv)) as the rmsnorm kernel writes it. Every block finds its rows' inv itself (a few KB of
+//     h from L2, while its first weight tiles are already in flight), so no block waits for another and the
+//     normalized row never goes through memory;
+//   kFuseResidual (o_proj and down_proj): y is the hidden state, and the output is added to it,
+//     y = fp16(y + fp16(x W)), the two roundings of the unfused GEMV and residual add. Each output is read and
+//     written by the one thread that stores it, and nothing else in the launch reads y, so y is updated in place.
 #include "kernels_src/common/qt_cuda.h"
+#include "kernels_src/common/qt_vec.h"
 #include "kernels_src/common/splitk.cuh"
 #include "kernels_src/fraglinear/frag_linear.cuh"
 #include "kernels_src/gate_up/gate_up_common.cuh"
@@ -43,17 +53,42 @@ __device__ __forceinline__ void load_a(const __half* x, int K, int M, int m0, in
   a[3] = r1 < M ? p1[4] : 0u;
 }
 
+// The A fragment of RMSNorm(x) (rows' 1/rms in inv, weights nw [K]): each element fp16(nw * (x * inv)), the
+// rmsnorm kernel's rounding.
+__device__ __forceinline__ void load_a_norm(const __half* x, const float* nw, const float* inv, int K, int M, int m0,
+                                            int k0, int g8, int t4, uint32_t (&a)[4]) {
+  uint32_t raw[4];
+  load_a(x, K, M, m0, k0, g8, t4, raw);
+  const float2 w0 = *reinterpret_cast<const float2*>(nw + k0 + 2 * t4);
+  const float2 w1 = *reinterpret_cast<const float2*>(nw + k0 + 2 * t4 + 8);
+  const float i0 = inv[g8], i1 = inv[g8 + 8];
+  a[0] = qt::cvt_f16x2(w0.x * (qt::f16_lo(raw[0]) * i0), w0.y * (qt::f16_hi(raw[0]) * i0));
+  a[1] = qt::cvt_f16x2(w0.x * (qt::f16_lo(raw[1]) * i1), w0.y * (qt::f16_hi(raw[1]) * i1));
+  a[2] = qt::cvt_f16x2(w1.x * (qt::f16_lo(raw[2]) * i0), w1.y * (qt::f16_hi(raw[2]) * i0));
+  a[3] = qt::cvt_f16x2(w1.x * (qt::f16_lo(raw[3]) * i1), w1.y * (qt::f16_hi(raw[3]) * i1));
+}
+
+// y = fp16(y + fp16(v)): the residual add of kFuseResidual, with the unfused path's two roundings.
+__device__ __forceinline__ void add_residual(__half* y, float v) {
+  *y = __float2half_rn(__half2float(*y) + __half2float(__float2half_rn(v)));
+}
+
 }  // namespace frag_stream
+
+constexpr int kFuseNone = 0, kFuseNorm = 1, kFuseResidual = 2;
 
 // Grid: x = column-tile groups of TN tiles (SWIGLU: gate tiles), y = 16-row blocks of M, z = splits of K
 // (whole groups). Block: KW warps on the same TN tiles, each a contiguous share of the block's groups.
 // SWIGLU: N is the concatenation's 2H columns, y is h [M][H], ws holds [split][M][2H] partials.
-template <int BITS, int KW, int PF, int TN, int SWIGLU = 0>
+// nw, eps: kFuseNorm's RMSNorm weights [K] and epsilon (unread otherwise).
+template <int BITS, int KW, int PF, int TN, int SWIGLU = 0, int FUSE = kFuseNone>
 __global__ void __launch_bounds__(KW * 32)
     frag_stream_gemv_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
-                            float* ws, unsigned* locks, int M, int N, int K, int G) {
+                            float* ws, unsigned* locks, int M, int N, int K, int G, const float* nw, float eps) {
   qt::grid_dependency_entry();
   static_assert(!SWIGLU || TN == 2, "the SwiGLU epilogue pairs a gate tile with its up tile");
+  static_assert(FUSE == kFuseNone || FUSE == kFuseNorm || FUSE == kFuseResidual, "FUSE: none, norm or residual");
+  static_assert(!(SWIGLU && FUSE == kFuseResidual), "the SwiGLU output is no residual stream");
   constexpr int THREADS = KW * 32, NF = 8 * TN, OTHERS = KW - 1 + (KW == 1);  // warps 1.. (one slot at KW = 1)
   constexpr bool FOLD = !SWIGLU;  // scales folded once per group into fp32 sums, or applied to each weight
   using Tile = frag::BTile<BITS>;
@@ -87,8 +122,36 @@ __global__ void __launch_bounds__(KW * 32)
     if (p < steps) {
 #pragma unroll
       for (int j = 0; j < TN; ++j) frag::load_tile<BITS>(btile + j * bstride + p * Tile::WORDS, policy, ring[j][p]);
-      frag_stream::load_a(x, K, M, m0, k_first + 16 * p, g8, t4, aring[p]);
     }
+
+  // kFuseNorm: 1 / rms of the block's 16 rows (0 past M), a warp per row, while the weight tiles above are in
+  // flight. The sum of squares is over the whole row, whatever share of K this block multiplies.
+  QT_SHARED(row_inv, float[16]);
+  if constexpr (FUSE == kFuseNorm) {
+    for (int r = warp; r < 16; r += KW) {
+      float ss = 0.0f;
+      if (m0 + r < M) {
+        const __half* row = x + (int64_t)(m0 + r) * K;
+        for (int c = lane * 8; c < K; c += 256) {
+          float v[8];
+          qt::load_f16<8>(row + c, v);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) ss += v[e] * v[e];
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+      if (lane == 0) row_inv[r] = m0 + r < M ? rsqrtf(ss / (float)K + eps) : 0.0f;
+    }
+    __syncthreads();
+  }
+  auto load_a = [&](int k0, uint32_t(&a)[4]) {
+    if constexpr (FUSE == kFuseNorm) frag_stream::load_a_norm(x, nw, row_inv, K, M, m0, k0, g8, t4, a);
+    else frag_stream::load_a(x, K, M, m0, k0, g8, t4, a);
+  };
+#pragma unroll
+  for (int p = 0; p < PF; ++p)
+    if (p < steps) load_a(k_first + 16 * p, aring[p]);
 
   // This lane's scale and zero words of group grp: FOLD, the scales of its C columns (8f + 2t, +1) as
   // frag_linear's FOLD reads them; else the scale of fragment f's B column 8f + g in both halves of word f.
@@ -146,7 +209,7 @@ __global__ void __launch_bounds__(KW * 32)
       for (int p = 0; p < PF; ++p) {
         uint32_t a[4] = {aring[p][0], aring[p][1], aring[p][2], aring[p][3]};
         const bool refill = s + p + PF < steps;
-        if (refill) frag_stream::load_a(x, K, M, m0, k_first + 16 * (s + p + PF), g8, t4, aring[p]);
+        if (refill) load_a(k_first + 16 * (s + p + PF), aring[p]);
 #pragma unroll
         for (int j = 0; j < TN; ++j) {
           uint32_t b[8][2];
@@ -224,6 +287,24 @@ __global__ void __launch_bounds__(KW * 32)
           }
         }
     }
+  } else if (FUSE == kFuseResidual && warp == 0) {
+    if (gridDim.z == 1) {
+#pragma unroll
+      for (int f = 0; f < NF; ++f)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = m0 + g8 + 8 * (e >> 1), col = n0 + 8 * f + 2 * t4 + (e & 1);
+          if (row < M && col < N) frag_stream::add_residual(y + (int64_t)row * N + col, acc[f][e]);
+        }
+    } else {
+#pragma unroll
+      for (int f = 0; f < NF; ++f)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = m0 + g8 + 8 * (e >> 1), col = n0 + 8 * f + 2 * t4 + (e & 1);
+          if (row < M && col < N) ws[((int64_t)blockIdx.z * M + row) * N + col] = acc[f][e];
+        }
+    }
   } else if (warp == 0) {
     float out[1][NF][4];
 #pragma unroll
@@ -256,6 +337,7 @@ __global__ void __launch_bounds__(KW * 32)
     const int row = m0 + i / cols, col = n0 + i % cols;
     float sum = 0.0f;
     for (int z = 0; z < (int)gridDim.z; ++z) sum += ws[((int64_t)z * M + row) * N + col];
-    y[(int64_t)row * N + col] = __float2half_rn(sum);
+    if constexpr (FUSE == kFuseResidual) frag_stream::add_residual(y + (int64_t)row * N + col, sum);
+    else y[(int64_t)row * N + col] = __float2half_rn(sum);
   }
 }

@@ -190,11 +190,12 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     kd.backend.reset();  // the backend before its device
     kd.device.reset();
     auto device_variant = [&](const std::string& name, const std::string& p, const ModelWeights& mw, bool tuned,
-                              bool predequantize, uint64_t bytes, bool pdl = false) {
+                              bool predequantize, uint64_t bytes, bool pdl = false, bool fuse_norm = false) {
       RunDeviceOptions o = ro;
       o.tuned_cache = tuned ? cache : "";
       o.predequantize = predequantize;
       o.programmatic_launch = pdl;
+      o.fuse_norm = fuse_norm;
       RunDevice rd = make_run_device(o);
       DeviceBackend* db = rd.device_backend;
       e2e.push_back(bench_end_to_end(name, p, mw, *rd.backend, eo,
@@ -209,6 +210,12 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     if (device == "cuda" && arch >= 90)
       device_variant(label + (cache.empty() ? " default" : " tuned") + " + PDL", path, w, !cache.empty(), false,
                      decode_bytes, true);
+    // And with the decode step's norms fused into its GEMVs (qrun --fuse-norm): two launches fewer per layer, on
+    // the stream GEMVs. A GPU's figure decides the default; the emulator's report leaves it out (its tests run
+    // the fused step against the plain one).
+    if (device == "cuda")
+      device_variant(label + (cache.empty() ? " default" : " tuned") + " + fused norm", path, w, !cache.empty(), false,
+                     decode_bytes, false, true);
     if (!q8_path.empty()) {
       const auto q8 = ModelFile::open(q8_path);
       device_variant("Q8_0", q8_path, q8->weights(), !cache.empty(), false, decode_weight_bytes(q8->weights()));

@@ -68,6 +68,9 @@ CliArgs make_cli() {
       .flag("--no-graphs", "emu/cuda: launch every kernel instead of replaying captured decode steps")
       .flag("--pdl", "cuda: programmatic dependent launch (sm_90+): each kernel is scheduled while the one before it "
             "runs and waits for it in its first statement, hiding launch latency between a step's kernels")
+      .flag("--fuse-norm", "emu/cuda: decode steps run each layer's RMSNorms inside the GEMVs beside them (q|k|v and "
+            "gate|up normalize as they read, o_proj and down_proj add to the hidden state): two launches fewer per "
+            "layer; frag-layout weights (AWQ, INT8 group-wise, Q8_0)")
       .flag("-v,--verbose", "emu/cuda: list the kernel chosen for every op shape and why")
       .flag("--reference", "reference path: dequantized weights, fp32 activations (slow, exact)")
       .option("--threads", "N", "CPU threads (default: all; emu: host threads running blocks)")
@@ -183,6 +186,8 @@ int run(int argc, char** argv) {
   run_opts.emu_checks = !cli.get_flag("--no-checks");
   run_opts.programmatic_launch = cli.get_flag("--pdl");
   if (device != "cuda" && run_opts.programmatic_launch) throw Error("--pdl is a CUDA GPU option (--device cuda)");
+  run_opts.fuse_norm = cli.get_flag("--fuse-norm");
+  if (device == "cpu" && run_opts.fuse_norm) throw Error("--fuse-norm is a device option (--device emu/cuda)");
   if (device != "emu" && cli.get_flag("--no-checks")) throw Error("--no-checks is an emulator option (--device emu)");
   if (device != "emu" && cli.given("--emu-arch")) throw Error("--emu-arch is an emulator option (--device emu)");
   run_opts.emu_arch = compile::parse_arch(cli.get("--emu-arch"));
@@ -198,6 +203,9 @@ int run(int argc, char** argv) {
     throw Error("--weight-layout is frag or file, got '" + weight_layout + "'");
   if (device == "cpu" && cli.given("--weight-layout")) throw Error("--weight-layout is a device option (--device emu/cuda)");
   run_opts.frag_layout = weight_layout == "frag";
+  if (run_opts.fuse_norm && (!run_opts.frag_layout || run_opts.predequantize))
+    throw Error(std::string("--fuse-norm runs on the frag layout's GEMVs: it cannot be given with ") +
+                (run_opts.predequantize ? "--predequantize" : "--weight-layout file"));
   const std::string expert_layout = cli.get("--expert-layout");
   if (expert_layout != "frag" && expert_layout != "file" && expert_layout != "auto")
     throw Error("--expert-layout is auto, frag or file, got '" + expert_layout + "'");

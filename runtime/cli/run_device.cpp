@@ -21,6 +21,7 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
   opts.trtllm_int8 = o.trtllm_int8;
   opts.frag_layout = o.frag_layout;
   opts.frag_experts = o.frag_experts;
+  opts.fuse_norm = o.fuse_norm;
   if (o.device == "emu") {
     emu::EmuOptions eo;
     eo.threads = uint32_t(o.emu_threads);
@@ -67,9 +68,15 @@ std::string device_report(const RunDevice& d) {
   const DeviceBackend::BlasCounts& b = d.device_backend->blas_counts();
   const std::string fp16 = b.blas + b.families == 0 ? "" :
       " | fp16 linears: " + std::to_string(b.blas) + " on cuBLASLt, " + std::to_string(b.families) + " on our kernels";
+  const DeviceBackend::GroupCounts& g = d.device_backend->group_counts();
+  const std::string fused = !d.device_backend->options().fuse_norm ? ""
+                            : g.norm_fused + g.residual_fused == 0
+                                ? " | fused norms: no layer (they need dense layers in the frag layout)"
+                                : " | fused norms: " + std::to_string(g.norm_fused) + " normalizing and " +
+                                      std::to_string(g.residual_fused) + " residual GEMV calls";
   const auto* gpu = dynamic_cast<const cuda::CudaDevice*>(d.device.get());
   const std::string pdl = gpu && gpu->programmatic_launch() ? " | programmatic dependent launch" : "";
-  return d.device->name() + pdl + ": kernels for " + d.device_backend->chooser().summary() + fp16 + " | " +
+  return d.device->name() + pdl + ": kernels for " + d.device_backend->chooser().summary() + fp16 + fused + " | " +
          std::to_string(s.launches) + " launches, " + std::to_string(s.replays) + " steps replayed from " +
          std::to_string(s.captures) + " captured graph" + (s.captures == 1 ? "" : "s");
 }

@@ -20,6 +20,7 @@ struct RunDeviceOptions {
   // cuda: programmatic dependent launch (sm_90+, CudaDevice::set_programmatic_launch); a GPU that cannot is an
   // error naming why. Ignored on the emulator, which runs one launch at a time.
   bool programmatic_launch = false;
+  bool fuse_norm = false;  // emu/cuda: decode steps' RMSNorms fused into the GEMVs beside them (DeviceBackendOptions)
   bool trtllm_int8 = false;  // INT8 MoE experts in TensorRT-LLM's layout on the device
   bool predequantize = false;  // dense linear weights as fp16 on the device, GEMMs on cuBLASLt where it wins
   bool frag_layout = true;   // dense AWQ / INT8_GW_SYM projections in the frag layout (DeviceBackendOptions)

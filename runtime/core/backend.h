@@ -115,6 +115,31 @@ class Backend {
   // Per row of length n: x += residual (when given), then y = weight * x / sqrt(mean(x^2) + eps) with
   // statistics in fp32. y does not alias x.
   virtual void add_rmsnorm(Act x, Act residual, const float* weight, int64_t rows, int64_t n, float eps, Act y) = 0;
+  // The RMSNorm of a decode step's residual stream fused into the matmuls beside it, where a backend offers it for
+  // this layer and batch (fuses_norm): the norm before q|k|v and before gate|up runs inside those matmuls, and
+  // o_proj and down_proj add their outputs to x themselves, so a dense layer has no norm launch of its own.
+  // Results equal add_rmsnorm followed by the plain ops (up to the order of the norm's sum of squares).
+  virtual bool fuses_norm(const LayerWeights& layer, int64_t m) const {
+    (void)layer, (void)m;
+    return false;
+  }
+  // jobs' y = RMSNorm(x) W^T, x unchanged; `xn` [m][cols] is scratch a backend may use for the normalized rows.
+  virtual void rmsnorm_matmul_group(Act x, const float* weight, float eps, const MatmulJob* jobs, int count, int64_t m,
+                                    Act xn) {
+    add_rmsnorm(x, Act{}, weight, m, jobs[0].w->cols, eps, xn);
+    matmul_group(jobs, count, xn, m);
+  }
+  // gate_up_swiglu over RMSNorm(x), x unchanged; `xn` as above.
+  virtual void rmsnorm_gate_up_swiglu(Act x, const float* weight, float eps, const QTensor& gate, const QTensor& up_w,
+                                      int64_t m, Act h, Act up, Act xn) {
+    add_rmsnorm(x, Act{}, weight, m, gate.cols, eps, xn);
+    gate_up_swiglu(gate, up_w, xn, m, h, up);
+  }
+  // x += a W^T; `y` [m][W.rows] is scratch a backend may use for the product.
+  virtual void matmul_residual(const QTensor& w, Act a, int64_t m, Act x, Act y) {
+    matmul(w, a, m, y);
+    add(x, y, m * w.rows);
+  }
   // Per-head RMSNorm of q and k, NeoX rotary embedding at positions pos0..pos0+m-1 (element i pairs with
   // i + head_dim/2; angle = pos * theta^(-2i/head_dim) in fp32 like transformers), and the write of the
   // rotated k and of v into rows pos0.. of the layer's cache.

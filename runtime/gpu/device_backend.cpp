@@ -373,17 +373,22 @@ void DeviceBackend::matmul(const QTensor& w, Act x, int64_t m, Act y, MatmulMode
 }
 
 // At one row the concatenation's output row is [y_0 | y_1 | ...]: one launch writes every job's output where
-// the jobs' outputs lie in that order back to back (the model allocates q, k and v so). Otherwise one linear
-// per job, over each part's view of the concatenation.
-void DeviceBackend::matmul_group(const MatmulJob* jobs, int count, Act x, int64_t m) {
-  if (m <= 0) return;
+// the jobs' outputs lie in that order back to back (the model allocates q, k and v so).
+const DeviceTensor* DeviceBackend::concatenated_jobs(const MatmulJob* jobs, int count, int64_t m) const {
   std::vector<const QTensor*> parts;
   bool adjacent = true;
   for (int j = 0; j < count; ++j) {
     parts.push_back(jobs[j].w);
     if (j > 0) adjacent = adjacent && jobs[j].y.addr == jobs[j - 1].y.at(jobs[j - 1].w->rows).addr;
   }
-  const DeviceTensor* whole = m <= kConcatenatedQkvMaxRows && adjacent ? weights_.concatenated(parts) : nullptr;
+  return m <= kConcatenatedQkvMaxRows && adjacent ? weights_.concatenated(parts) : nullptr;
+}
+
+// One linear over the concatenation where concatenated_jobs finds one; otherwise one linear per job, over each
+// part's view of the concatenation.
+void DeviceBackend::matmul_group(const MatmulJob* jobs, int count, Act x, int64_t m) {
+  if (m <= 0) return;
+  const DeviceTensor* whole = concatenated_jobs(jobs, count, m);
   if (!whole) {
     ++group_counts_.separate;
     return Backend::matmul_group(jobs, count, x, m);
@@ -436,6 +441,74 @@ void DeviceBackend::add_rmsnorm(Act x, Act residual, const float* weight, int64_
   b.buf("x", dp(x), h16(rows * n)).buf("r", dp(residual), h16(r * rows * n)).buf("w", w.ptr, w.bytes);
   b.buf("y", dp(y), h16(rows * n)).scalar("eps", eps);
   run("rmsnorm", nullptr, kernels::Shape{{"M", "N", "R"}, {rows, n, r}, "rmsnorm"}, b);
+}
+
+// The fused norm's ops and the ops whose choice they run at (KernelChooser::choose_fused).
+constexpr const char* kNormLinearOp = "rmsnorm_linear.frag";
+constexpr const char* kNormGateUpOp = "rmsnorm_gate_up_swiglu.frag";
+constexpr const char* kResidualOp = "linear_residual.frag";
+
+// Every matmul of the layer on a fused family: q|k|v and gate|up concatenated (at one row), all in the frag layout.
+bool DeviceBackend::fuses_norm(const LayerWeights& l, int64_t m) const {
+  if (!options_.fuse_norm || m > std::min(kConcatenatedQkvMaxRows, kConcatenatedGateUpMaxRows)) return false;
+  const std::array<const QTensor*, 3> qkv{&l.wq, &l.wk, &l.wv};
+  const std::array<const QTensor*, 2> gate_up{&l.w1, &l.w3};
+  const DeviceTensor* front = weights_.concatenated(qkv);
+  const DeviceTensor* mlp = weights_.concatenated(gate_up);
+  if (!front || !mlp) return false;
+  const std::pair<const DeviceTensor*, const char*> uses[] = {
+      {front, kNormLinearOp}, {mlp, kNormGateUpOp}, {&weights_.tensor(l.wo), kResidualOp}, {&weights_.tensor(l.w2), kResidualOp}};
+  for (const auto& [t, op] : uses)
+    if (!t->arrays.count("bq") || !chooser_.serves(op, &t->type)) return false;
+  return true;
+}
+
+// One streaming GEMV of a fused op over frag weights `w`: x in, `out` as the family's output buffer, the norm's
+// weights when given. Its point is the one chosen for `base_op` at the same shape where that is the same schedule.
+void DeviceBackend::fused_stream(const std::string& op, const std::string& base_op, const DeviceTensor& w,
+                                 const kernels::Shape& shape, Act x, const char* out_name, Act out, int64_t out_elements,
+                                 const float* norm, float eps) {
+  const int64_t m = shape["M"];
+  Bindings b;
+  b.buf("x", dp(x), h16(m * w.cols)).buf(out_name, dp(out), h16(out_elements));
+  for (const auto& [name, a] : w.arrays) b.buf(name, a.ptr, a.bytes);
+  bind_split_locks(b, w.rows, m);
+  if (norm) {
+    const DeviceTensor::Array nw = weights_.vector(norm);
+    b.buf("nw", nw.ptr, nw.bytes).scalar("eps", eps);
+  }
+  launcher_.run(chooser_.choose_fused(op, base_op, &w.type, shape), shape, b);
+}
+
+void DeviceBackend::rmsnorm_matmul_group(Act x, const float* weight, float eps, const MatmulJob* jobs, int count,
+                                         int64_t m, Act xn) {
+  const DeviceTensor* whole = concatenated_jobs(jobs, count, m);
+  if (!whole || !whole->arrays.count("bq")) return Backend::rmsnorm_matmul_group(x, weight, eps, jobs, count, m, xn);
+  ++group_counts_.norm_fused;
+  const kernels::Shape shape{{"M", "N", "K", "G"}, {m, whole->rows, whole->cols, whole->group}, "linear"};
+  fused_stream(kNormLinearOp, "linear.frag", *whole, shape, x, "y", jobs[0].y, m * whole->rows, weight, eps);
+}
+
+void DeviceBackend::rmsnorm_gate_up_swiglu(Act x, const float* weight, float eps, const QTensor& gate, const QTensor& up_w,
+                                           int64_t m, Act h, Act up, Act xn) {
+  const std::array<const QTensor*, 2> parts{&gate, &up_w};
+  const DeviceTensor* whole = m <= kConcatenatedGateUpMaxRows ? weights_.concatenated(parts) : nullptr;
+  if (!whole || !whole->arrays.count("bq"))
+    return Backend::rmsnorm_gate_up_swiglu(x, weight, eps, gate, up_w, m, h, up, xn);
+  ++group_counts_.norm_fused;
+  const DeviceTensor& g = weights_.tensor(gate);
+  const kernels::Shape shape{{"M", "N", "K", "G"}, {m, g.rows, g.cols, g.group}, "gate+up"};
+  fused_stream(kNormGateUpOp, "gate_up_swiglu.frag", *whole, shape, x, "h", h, m * g.rows, weight, eps);
+}
+
+// Only where fuses_norm() said so: the device has no add of its own (the norms' launches add).
+void DeviceBackend::matmul_residual(const QTensor& w, Act a, int64_t m, Act x, Act) {
+  const DeviceTensor& t = weights_.tensor(w);
+  if (!t.arrays.count("bq"))
+    throw Error("device backend: the residual add is fused only into frag-layout GEMVs", kExitFailure);
+  ++group_counts_.residual_fused;
+  const kernels::Shape shape{{"M", "N", "K", "G"}, {m, t.rows, t.cols, t.group}, "linear"};
+  fused_stream(kResidualOp, "linear.frag", t, shape, a, "y", x, m * t.rows, nullptr, 0.0f);
 }
 
 void DeviceBackend::qk_norm_rope_kv(const QkRopeKv& s) {

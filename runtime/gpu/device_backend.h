@@ -59,6 +59,10 @@ struct DeviceBackendOptions {
   bool concatenate_qkv = true;
   // The dense MLP's gate and up stored as one frag matrix, run at decode as one GEMV with SwiGLU in its epilogue.
   bool concatenate_gate_up = true;
+  // A decode step's RMSNorms fused into the frag stream GEMVs beside them (fuses_norm): q|k|v and gate|up
+  // normalize the hidden state as they read it, o_proj and down_proj add their outputs to it. Off by default
+  // until a GPU measures it against the norm launches it removes (qrun --fuse-norm).
+  bool fuse_norm = false;
   std::shared_ptr<blas::BlasLt> blas;
   // A weight load or a forward step that runs longer than this shows a progress line on stderr: on the
   // emulator a large model's step takes minutes. Shorter work prints nothing.
@@ -82,6 +86,12 @@ class DeviceBackend final : public Backend {
   void matmul_group(const MatmulJob* jobs, int count, Act x, int64_t m) override;
   void gate_up_swiglu(const QTensor& gate, const QTensor& up_w, Act x, int64_t m, Act h, Act up) override;
   void add_rmsnorm(Act x, Act residual, const float* weight, int64_t rows, int64_t n, float eps, Act y) override;
+  bool fuses_norm(const LayerWeights& layer, int64_t m) const override;
+  void rmsnorm_matmul_group(Act x, const float* weight, float eps, const MatmulJob* jobs, int count, int64_t m,
+                            Act xn) override;
+  void rmsnorm_gate_up_swiglu(Act x, const float* weight, float eps, const QTensor& gate, const QTensor& up_w, int64_t m,
+                              Act h, Act up, Act xn) override;
+  void matmul_residual(const QTensor& w, Act a, int64_t m, Act x, Act y) override;
   void qk_norm_rope_kv(const QkRopeKv& s) override;
   void attention(Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0, int64_t m, int64_t n_heads,
                  int64_t n_kv_heads, int64_t head_dim, Act out) override;
@@ -94,6 +104,7 @@ class DeviceBackend final : public Backend {
   void end_step() override;
 
   const KernelChooser& chooser() const { return chooser_; }
+  const DeviceBackendOptions& options() const { return options_; }
   const LaunchQueue::Stats& launch_stats() const { return queue_.stats(); }
   // Linear calls that went to cuBLASLt and to the fp16 families (predequantized weights only).
   struct BlasCounts {
@@ -105,6 +116,7 @@ class DeviceBackend final : public Backend {
   struct GroupCounts {
     int64_t concatenated = 0, separate = 0;
     int64_t gate_up_fused = 0;  // gate_up_swiglu calls run as the one frag GEMV over [gate | up]
+    int64_t norm_fused = 0, residual_fused = 0;  // the fused norms' GEMVs (fuse_norm)
   };
   const GroupCounts& group_counts() const { return group_counts_; }
 
@@ -113,6 +125,11 @@ class DeviceBackend final : public Backend {
   void bind_split_locks(Bindings& b, int64_t rows, int64_t m);
   void bind_counters(Bindings& b, int64_t count);
   void linear(const DeviceTensor& w, Act x, int64_t m, Act y);
+  // The concatenation of the jobs' weights where one linear at `m` rows can write every job's output (outputs back
+  // to back in the jobs' order, at one row); null where not.
+  const DeviceTensor* concatenated_jobs(const MatmulJob* jobs, int count, int64_t m) const;
+  void fused_stream(const std::string& op, const std::string& base_op, const DeviceTensor& w, const kernels::Shape& shape,
+                    Act x, const char* out_name, Act out, int64_t out_elements, const float* norm, float eps);
   void linear_external(const KernelChoice& c, const DeviceTensor& w, Act x, int64_t m, Act y, const kernels::Shape& shape);
   void linear_baseline(const blas::Baseline& row, int rank, const DeviceTensor& w, Act x, int64_t m, Act y,
                        const kernels::Shape& shape);

@@ -15,6 +15,10 @@ std::string runs(const kernels::KernelFamily& f, const kernels::Point& p, const 
   return "";
 }
 
+std::string choice_key(const std::string& op, const WeightType* type, const kernels::Shape& shape) {
+  return op + "|" + (type ? weight_type_name(*type) : "-") + "|" + kernels::shape_key(shape);
+}
+
 }  // namespace
 
 const char* choice_source_name(KernelChoice::Source s) {
@@ -127,12 +131,41 @@ std::vector<KernelChoice> KernelChooser::family_defaults(const std::string& op, 
 }
 
 const KernelChoice& KernelChooser::choose(const std::string& op, const WeightType* type, const kernels::Shape& shape) {
-  const std::string key = op + "|" + (type ? weight_type_name(*type) : "-") + "|" + kernels::shape_key(shape);
+  const std::string key = choice_key(op, type, shape);
   if (auto it = chosen_.find(key); it != chosen_.end()) return it->second;
+  return chosen_.emplace(key, pick(op, type, shape)).first->second;
+}
 
+const KernelChoice& KernelChooser::choose_fused(const std::string& op, const std::string& base_op,
+                                                const WeightType* type, const kernels::Shape& shape) {
+  const std::string key = choice_key(op, type, shape);
+  if (auto it = chosen_.find(key); it != chosen_.end()) return it->second;
+  std::optional<KernelChoice> base;
+  try {
+    base = pick(base_op, type, shape);
+  } catch (const Error&) {
+  }
+  if (base && base->family) {
+    auto params = [](const kernels::KernelFamily& f) {
+      std::vector<std::string> names;
+      for (const kernels::Param& p : f.params) names.push_back(p.name);
+      return names;
+    };
+    for (const kernels::KernelFamily* f : candidates(op, type))
+      if (f->source == base->family->source && params(*f) == params(*base->family) &&
+          runs(*f, base->point, shape).empty()) {
+        KernelChoice c = *base;
+        c.family = f;
+        return chosen_.emplace(key, c).first->second;
+      }
+  }
+  return choose(op, type, shape);
+}
+
+KernelChoice KernelChooser::pick(const std::string& op, const WeightType* type, const kernels::Shape& shape) const {
   const std::vector<const kernels::KernelFamily*> candidates = this->candidates(op, type);
   std::optional<KernelChoice> best = dispatched(op, type, shape, candidates);
-  if (best) return chosen_.emplace(key, *best).first->second;
+  if (best) return *best;
   double best_s = std::numeric_limits<double>::infinity();
   for (const kernels::KernelFamily* f : candidates) {
     double s = 0;
@@ -161,7 +194,7 @@ const KernelChoice& KernelChooser::choose(const std::string& op, const WeightTyp
                   kExitBadInput);
     }
   }
-  return chosen_.emplace(key, *best).first->second;
+  return *best;
 }
 
 KernelChooser::Counts KernelChooser::counts() const {

@@ -43,6 +43,12 @@ class KernelChooser {
 
   // Throws qt::Error naming the op, type and shape when no registered family can run it.
   const KernelChoice& choose(const std::string& op, const WeightType* type, const kernels::Shape& shape);
+  // An op that fuses a neighbour into another op's kernel (the norm before a stream GEMV, the residual add after
+  // it), chosen by that other op, `base_op`, at the same shape: where base_op's choice is a family of the same
+  // kernel source and parameters as one serving `op`, that family at the base's point and with its source (a tuned
+  // stream GEMV's schedule: the same loads, the same sums); else choose(op) itself.
+  const KernelChoice& choose_fused(const std::string& op, const std::string& base_op, const WeightType* type,
+                                   const kernels::Shape& shape);
   // Contenders of a measured dispatch that are no registry family are skipped unless `can_run` says this
   // backend runs them; then choose() returns them with family == nullptr and `external` set.
   void accept_external(std::function<bool(const std::string& store_name)> can_run) { external_ = std::move(can_run); }
@@ -65,6 +71,7 @@ class KernelChooser {
 
  private:
   std::vector<const kernels::KernelFamily*> candidates(const std::string& op, const WeightType* type) const;
+  KernelChoice pick(const std::string& op, const WeightType* type, const kernels::Shape& shape) const;
   std::optional<KernelChoice> tuned(const kernels::KernelFamily& f, const kernels::Shape& shape, double* seconds) const;
   // `refusals`, when given, collects "family point: why it cannot run the shape" for each default point.
   std::optional<KernelChoice> default_choice(const kernels::KernelFamily& f, const kernels::Shape& shape,

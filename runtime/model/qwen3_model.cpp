@@ -124,6 +124,9 @@ int32_t Qwen3Model::forward_greedy(const int32_t* tokens, int64_t n) {
 
 // Each block's output is added to the residual stream x by the norm that follows it, so the add and the
 // norm are one op; the first layer's norm has nothing to add, the final norm adds the last block's output.
+// Where the backend fuses the norm into the matmuls beside it (Backend::fuses_norm: a device's decode step of a
+// dense model), each layer's o_proj and down_proj add their outputs to x themselves and q|k|v and gate|up normalize x as
+// they read it: nothing is pending after such a block.
 void Qwen3Model::run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, float* logits_out, int32_t* argmax_out) {
   const ModelConfig& c = w_.config;
   const Act x = x_->view(), xn = xn_->view(), o = o_->view();
@@ -131,14 +134,18 @@ void Qwen3Model::run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, fl
   Act pending{};  // the block output not yet added to x
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LayerWeights& lw = w_.layers[size_t(l)];
-    be_.add_rmsnorm(x, pending, lw.attn_norm.data(), m, c.dim, c.rms_norm_eps, xn);
-    attention_block(l, m);
-    be_.add_rmsnorm(x, o, lw.ffn_norm.data(), m, c.dim, c.rms_norm_eps, xn);
-    if (c.is_moe() && !lw.expert_w1.empty()) {
-      moe_mlp(lw, m);
-    } else {
-      dense_mlp(lw, m);
+    const bool moe = c.is_moe() && !lw.expert_w1.empty();
+    // MoE models keep their norms in every layer: the MoE block's output goes through the norm after it.
+    const bool fused = !c.is_moe() && be_.fuses_norm(lw, m);
+    attention_block(l, m, pending, fused);
+    if (fused) {  // the attention block added its output to x
+      be_.rmsnorm_gate_up_swiglu(x, lw.ffn_norm.data(), c.rms_norm_eps, lw.w1, lw.w3, m, h1_->view(), h3_->view(), xn);
+      be_.matmul_residual(lw.w2, h1_->view(), m, x, o);
+      continue;
     }
+    be_.add_rmsnorm(x, pending, lw.ffn_norm.data(), m, c.dim, c.rms_norm_eps, xn);
+    if (moe) moe_mlp(lw, m);
+    else dense_mlp(lw, m);
     pending = o;
   }
   pos_ += m;
@@ -146,8 +153,8 @@ void Qwen3Model::run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, fl
   const QTensor& head = w_.classifier.empty() ? w_.embedding : w_.classifier;
   const int64_t first = rows == LogitsRows::kLast ? m - 1 : 0;
   const int64_t count = m - first;
-  be_.add_rmsnorm(x.at(first * c.dim), pending.at(first * c.dim), w_.final_norm.data(), count, c.dim, c.rms_norm_eps,
-                  xn);
+  be_.add_rmsnorm(x.at(first * c.dim), pending ? pending.at(first * c.dim) : Act{}, w_.final_norm.data(), count,
+                  c.dim, c.rms_norm_eps, xn);
   for (int64_t r = 0; r < count; r += kLogitRowsPerPass) {
     const int64_t k = std::min(kLogitRowsPerPass, count - r);
     be_.matmul(head, xn.at(r * c.dim), k, logits_->view());
@@ -156,12 +163,20 @@ void Qwen3Model::run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, fl
   }
 }
 
-void Qwen3Model::attention_block(int64_t layer, int64_t m) {
+// The attention block's input is RMSNorm(x + pending); its output goes to `pending`, or straight into x where the
+// norms are fused.
+void Qwen3Model::attention_block(int64_t layer, int64_t m, Act& pending, bool fused) {
   const ModelConfig& c = w_.config;
   const LayerWeights& lw = w_.layers[size_t(layer)];
-  const Act xn = xn_->view(), q = qkv_->view(), k = q.at(m * c.q_dim()), v = k.at(m * c.kv_dim());
+  const Act x = x_->view(), xn = xn_->view(), q = qkv_->view(), k = q.at(m * c.q_dim()), v = k.at(m * c.kv_dim());
   const MatmulJob qkv[3] = {{&lw.wq, q}, {&lw.wk, k}, {&lw.wv, v}};
-  be_.matmul_group(qkv, 3, xn, m);
+  if (fused && !pending) {
+    be_.rmsnorm_matmul_group(x, lw.attn_norm.data(), c.rms_norm_eps, qkv, 3, m, xn);
+  } else {
+    be_.add_rmsnorm(x, pending, lw.attn_norm.data(), m, c.dim, c.rms_norm_eps, xn);
+    be_.matmul_group(qkv, 3, xn, m);
+  }
+  pending = Act{};
   QkRopeKv s;
   s.q = q, s.k = k, s.v = v;
   s.q_norm = lw.q_norm.data(), s.k_norm = lw.k_norm.data();
@@ -173,7 +188,12 @@ void Qwen3Model::attention_block(int64_t layer, int64_t m) {
   s.q_out = q_rot_->view();
   be_.qk_norm_rope_kv(s);
   be_.attention(s.q_out, s.k_cache, s.v_cache, capacity_, pos_, m, c.n_heads, c.n_kv_heads, c.head_dim, att_->view());
-  be_.matmul(lw.wo, att_->view(), m, o_->view());
+  if (fused) {
+    be_.matmul_residual(lw.wo, att_->view(), m, x, o_->view());
+  } else {
+    be_.matmul(lw.wo, att_->view(), m, o_->view());
+    pending = o_->view();
+  }
 }
 
 void Qwen3Model::dense_mlp(const LayerWeights& lw, int64_t m) {

@@ -232,6 +232,20 @@ void check_decode_step_logits(Qwen3Model& dev, Qwen3Model& ref, int32_t next, co
   CHECK(d <= kLogitTolerance);
 }
 
+// Two device configurations (`on`, `off`) and the CPU reference greedily decoding `steps` tokens after one 5-token
+// prompt: both give the reference's tokens. The models stay for the checks of what each launched.
+struct GreedyPair {
+  Qwen3Model ref, on, off;
+  std::vector<int32_t> want;
+  GreedyPair(Fixture& a, Fixture& b, int32_t salt, int steps)
+      : ref(a.w(), a.cpu, 64), on(a.w(), *a.gpu, 64), off(b.w(), *b.gpu, 64) {
+    const auto tokens = prompt(5, a.w().config.vocab_size, salt);
+    want = greedy(ref, tokens, steps);
+    CHECK(greedy(on, tokens, steps) == want);
+    CHECK(greedy(off, tokens, steps) == want);
+  }
+};
+
 bool lists_concatenated_qkv(const ModelWeights& w) {
   for (const LinearShape& s : model_linear_shapes(w.config, &w))
     if (s.label == "wq|wk|wv") return s.n == w.config.q_dim() + 2 * w.config.kv_dim() && s.max_rows == 1;
@@ -253,12 +267,8 @@ void check_concatenated_qkv(const DeviceFactory& make, const std::string& name, 
   });
   // The tuner's shape list names the concatenation wherever the model allows it, stored so or not.
   CHECK(lists_concatenated_qkv(on.w()));
-  const auto tokens = prompt(5, on.w().config.vocab_size, 3);
   constexpr int kSteps = 8;
-  Qwen3Model ref(on.w(), on.cpu, 64), a(on.w(), *on.gpu, 64), b(off.w(), *off.gpu, 64);
-  const auto want = greedy(ref, tokens, kSteps);
-  CHECK(greedy(a, tokens, kSteps) == want);
-  CHECK(greedy(b, tokens, kSteps) == want);
+  GreedyPair run(on, off, 3, kSteps);
   // The 5-row prompt runs the three projections one by one (their outputs' rows interleave in a concatenated
   // output); each decode step runs them as one linear, where the storage allows.
   const int64_t layers = on.w().config.n_layers, decode_steps = kSteps - 1;
@@ -269,18 +279,15 @@ void check_concatenated_qkv(const DeviceFactory& make, const std::string& name, 
   CHECK(launches(*off.gpu) - launches(*on.gpu) == (concatenated ? 2 * layers * decode_steps : 0));
   // The parts are views of the concatenation, never a second copy.
   CHECK(on.gpu->weight_bytes() <= off.gpu->weight_bytes());
-  check_decode_step_logits(a, ref, want.back(), name + (concatenated ? " (q, k, v concatenated)" : " (q, k, v apart)"));
+  check_decode_step_logits(run.on, run.ref, run.want.back(),
+                           name + (concatenated ? " (q, k, v concatenated)" : " (q, k, v apart)"));
 }
 
 void check_concatenated_gate_up(const DeviceFactory& make, const std::string& name, bool fused) {
   Fixture on(make, name);
   Fixture off(make, name, false, [](dev::Device&, DeviceBackendOptions& o) { o.concatenate_gate_up = false; });
-  const auto tokens = prompt(5, on.w().config.vocab_size, 5);
   constexpr int kSteps = 6;
-  Qwen3Model ref(on.w(), on.cpu, 64), a(on.w(), *on.gpu, 64), b(off.w(), *off.gpu, 64);
-  const auto want = greedy(ref, tokens, kSteps);
-  CHECK(greedy(a, tokens, kSteps) == want);
-  CHECK(greedy(b, tokens, kSteps) == want);
+  GreedyPair run(on, off, 5, kSteps);
   // The 5-row prompt and every decode step run gate, up and SwiGLU as one launch per layer (M <= 16) where the
   // frag layout holds [w1; w3]; apart, each is two linears and a SwiGLU launch.
   const int64_t layers = on.w().config.n_layers;
@@ -288,7 +295,34 @@ void check_concatenated_gate_up(const DeviceFactory& make, const std::string& na
   CHECK(off.gpu->group_counts().gate_up_fused == 0);
   CHECK(launches(*off.gpu) - launches(*on.gpu) == (fused ? 2 * layers * kSteps : 0));
   CHECK(on.gpu->weight_bytes() <= off.gpu->weight_bytes());  // the parts are views of the concatenation
-  check_decode_step_logits(a, ref, want.back(), name + (fused ? " (gate and up fused)" : " (gate and up apart)"));
+  check_decode_step_logits(run.on, run.ref, run.want.back(), name + (fused ? " (gate and up fused)" : " (gate and up apart)"));
+}
+
+void check_fused_norm(const DeviceFactory& make, const std::string& name, bool fused) {
+  Fixture on(make, name, false, [](dev::Device&, DeviceBackendOptions& o) { o.fuse_norm = true; });
+  Fixture off(make, name);
+  constexpr int kSteps = 6;
+  GreedyPair run(on, off, 6, kSteps);
+  // The 5-row prompt keeps its norm launches; each decode step's dense layers run none: the norms before q|k|v
+  // and gate|up inside those GEMVs, the residual adds in o_proj and down_proj.
+  const int64_t layers = on.w().config.n_layers, decode_steps = kSteps - 1;
+  const auto& g = on.gpu->group_counts();
+  CHECK(g.norm_fused == (fused ? 2 * layers * decode_steps : 0));
+  CHECK(g.residual_fused == (fused ? 2 * layers * decode_steps : 0));
+  CHECK(off.gpu->group_counts().norm_fused + off.gpu->group_counts().residual_fused == 0);
+  CHECK(launches(*off.gpu) - launches(*on.gpu) == (fused ? 2 * layers * decode_steps : 0));
+  // Each fused op chosen on its own family (o_proj and down_proj may share a shape).
+  for (const std::string op : {"rmsnorm_linear.frag|", "rmsnorm_gate_up_swiglu.frag|", "linear_residual.frag|"}) {
+    size_t chosen = 0;
+    for (const std::string& line : on.gpu->chooser().details()) {
+      if (line.rfind(op, 0) != 0) continue;
+      INFO(line);
+      ++chosen;
+      CHECK((line.find("_frag_norm_") != std::string::npos || line.find("_frag_residual_gemv") != std::string::npos));
+    }
+    CHECK((chosen > 0) == fused);
+  }
+  check_decode_step_logits(run.on, run.ref, run.want.back(), name + (fused ? " (norms fused)" : " (norms not fusable)"));
 }
 
 void check_qkv_types_differ(const DeviceFactory& make, const std::string& name) {

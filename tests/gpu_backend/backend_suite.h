@@ -38,6 +38,9 @@ void check_greedy_tokens(const DeviceFactory& make, const std::string& file);
 // Gate, up and SwiGLU as one launch per layer at M <= 16 where the frag layout stores [w1; w3] (`fused`), else
 // apart; the same tokens and logits either way.
 void check_concatenated_gate_up(const DeviceFactory& make, const std::string& file, bool fused);
+// With fuse_norm, each decode step of a dense model whose layers the frag stream GEMVs serve (`fused`) runs no
+// norm launch but the final one, and gives the CPU reference's tokens; elsewhere it runs as without the option.
+void check_fused_norm(const DeviceFactory& make, const std::string& file, bool fused);
 // q, k and v stored once as their concatenation (the default) against three tensors: the CPU reference's greedy
 // tokens and decode logits either way; each decode step's layer one launch for the three, so two launches
 // fewer per layer and step; no more device memory. `concatenated`: whether the file's q/k/v can be stored so

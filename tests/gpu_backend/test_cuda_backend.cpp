@@ -136,6 +136,12 @@ TEST_CASE("cuda: gate, up and SwiGLU as one launch per layer where the frag layo
   qt::test::check_concatenated_gate_up(gpu, "dense.ajc1", false);
 }
 
+TEST_CASE("cuda: with fused norms a decode step runs no norm launch per layer and gives the CPU reference tokens") {
+  NEED_GPU();
+  qt::test::check_fused_norm(gpu, "dense-tied.ak48", true);
+  qt::test::check_fused_norm(gpu, "moe-norm.awq.moe3", false);
+}
+
 TEST_CASE("cuda: Qwen3-MoE golden models give the CPU reference's logits and match the transformers goldens") {
   NEED_GPU();
   for (const char* file : {"moe-norm.q8_0.moe3", "moe-norm.int8-sym.moe3", "moe-norm.int8-asym.moe3",

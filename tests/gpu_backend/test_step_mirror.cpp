@@ -23,6 +23,7 @@ struct Case {
   bool frag;          // dense projections in the frag layout
   int arch = 80;      // the emulated architecture
   bool frag_experts = false;
+  bool fuse_norm = false;  // a decode step's norms inside the stream GEMVs (DeviceBackendOptions::fuse_norm)
 };
 
 int64_t predicted_launches(const ModelWeights& w, const Case& c, bool decode, int64_t context) {
@@ -31,6 +32,7 @@ int64_t predicted_launches(const ModelWeights& w, const Case& c, bool decode, in
   s.weights = tune::step_weights(w);
   s.runtime.frag_layout = c.frag;
   s.runtime.frag_experts = c.frag_experts;
+  s.runtime.fuse_norm = c.fuse_norm;
   s.runtime.blas = false;  // the emulator has no cuBLASLt, so blas::default_route keeps every linear on the families
   s.decode = decode;
   s.context = context;
@@ -49,9 +51,12 @@ TEST_CASE("step model: launches match the device backend", "[tuner][step]") {
            {"dense.ajc1", false},      // Q8_0 rows concatenated; the file layout's fused gate/up
            {"moe-norm.awq.moe3", true},
            {"moe-norm.int8-sym.moe3", false},
-           {"moe-norm.awq.moe3", true, 90, true}}) {  // experts on the wgmma grouped GEMMs
+           {"moe-norm.awq.moe3", true, 90, true},  // experts on the wgmma grouped GEMMs
+           {"dense-tied.ak48", true, 80, false, true},     // decode without norm launches but the final one
+           {"dense.ak48", true, 80, false, true},          // q, k and v apart: the norms stay
+           {"moe-norm.awq.moe3", true, 80, false, true}}) {  // MoE layers keep their norms
     INFO(c.file << (c.frag ? ", frag layout" : ", file layout") << ", sm_" << c.arch
-                << (c.frag_experts ? ", frag experts" : ""));
+                << (c.frag_experts ? ", frag experts" : "") << (c.fuse_norm ? ", fused norms" : ""));
     const std::unique_ptr<ModelFile> model_file = ModelFile::open(source_root() + "/tests/golden/files/" + c.file);
     const ModelWeights& w = model_file->weights();
     emu::EmuOptions eo;
@@ -63,6 +68,7 @@ TEST_CASE("step model: launches match the device backend", "[tuner][step]") {
     o.graphs = false;
     o.frag_layout = c.frag;
     o.frag_experts = c.frag_experts;
+    o.fuse_norm = c.fuse_norm;
     rt::DeviceBackend backend(device, o);
     rt::Qwen3Model model(w, backend, 64);
     std::vector<int32_t> tokens;

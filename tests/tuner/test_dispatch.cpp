@@ -151,3 +151,54 @@ TEST_CASE("the device backend runs the dequant + cuBLASLt baselines a dispatch r
   CHECK(choice_at("linear", WeightType::Q8_0, 2000) == "emu.q8_0_dequant_cublaslt");
   CHECK(choice_at("linear", WeightType::Q8_0, 1) == "q8_0_gemv");
 }
+
+TEST_CASE("a fused norm or residual GEMV runs the point tuned for the stream GEMV of its shape where it can",
+          "[tuner][dispatch]") {
+  const winners::DeviceFingerprint dev = winners::emu_fingerprint(80);
+  const WeightType awq = WeightType::AWQ_INT4;
+  const kernels::KernelFamily& stream = kernels::find_family("awq_frag_stream_gemv");
+  const kernels::Shape shape{stream.dims, {1, kRest[0], kRest[1], kRest[2]}, ""};
+  auto store_with = [&](const kernels::Point& point) {
+    const std::string path = test::tuner_scratch("fused-choice", ".sqlite");
+    Store store(path);
+    ResultRow r = winner_row(dev, "awq_frag_stream_gemv", 1, 1e-5);
+    nlohmann::json p = nlohmann::json::object();
+    for (const auto& [k, v] : point) p[k] = v;
+    r.point = p;
+    store.put(r);
+    return std::make_shared<winners::WinnersTable>(path);
+  };
+  auto fused = [&](rt::KernelChooser& ch, const std::string& op) {
+    const rt::KernelChoice& c = ch.choose_fused(op, "linear.frag", &awq, shape);
+    REQUIRE(c.family);
+    return c;
+  };
+
+  // Tuned at pf = 4: both fused families take the stream GEMV's schedule, as tuned.
+  const kernels::Point deep{{"kw", 2}, {"pf", 4}, {"split", 8}, {"tn", 1}};
+  rt::KernelChooser tuned(store_with(deep), dev, "emu.", 80);
+  for (const char* op : {"rmsnorm_linear.frag", "linear_residual.frag"}) {
+    const rt::KernelChoice c = fused(tuned, op);
+    INFO(op);
+    CHECK(c.family->op == op);
+    CHECK(c.point == deep);
+    CHECK(c.source == rt::KernelChoice::Source::Tuned);
+  }
+
+  // Tuned at pf = 8, which the normalizing GEMV refuses: it falls back to its own default; the residual one follows.
+  const kernels::Point deeper{{"kw", 2}, {"pf", 8}, {"split", 2}, {"tn", 1}};
+  rt::KernelChooser tuned8(store_with(deeper), dev, "emu.", 80);
+  const rt::KernelChoice norm = fused(tuned8, "rmsnorm_linear.frag");
+  CHECK(norm.family->name == "awq_frag_norm_gemv");
+  CHECK(norm.source == rt::KernelChoice::Source::Default);
+  CHECK(norm.point.at("pf") <= 4);
+  CHECK(fused(tuned8, "linear_residual.frag").point == deeper);
+
+  // Untuned, linear.frag's default is the frag GEMV, another kernel: the fused families' own defaults run.
+  rt::KernelChooser untuned(nullptr, dev, "emu.", 80);
+  const rt::KernelChoice plain = fused(untuned, "linear_residual.frag");
+  CHECK(plain.family->name == "awq_frag_residual_gemv");
+  CHECK(plain.source == rt::KernelChoice::Source::Default);
+  // Only the fused choice is recorded: the base op was looked at, not chosen.
+  CHECK(untuned.details().size() == 1);
+}

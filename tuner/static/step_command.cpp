@@ -67,7 +67,7 @@ dev::DeviceFingerprint store_device(const std::string& path) {
 
 // The flags declare_step_flags adds, and those of the per-family table, which a step prediction does not read.
 constexpr const char* kStepOnly[] = {"--context", "--prompt", "--preset", "--format", "--expert-type", "--group-size",
-                                     "--layers", "--weight-layout", "--predequantize", "--int8-layout", "--expert-layout",
+                                     "--layers", "--weight-layout", "--predequantize", "--fuse-norm", "--int8-layout", "--expert-layout",
                                      "--no-concat",
                                      "--fingerprint-store"};
 constexpr const char* kTableOnly[] = {"--kernel", "--points", "--m", "--cache-dir", "--no-cache", "--threads"};
@@ -126,6 +126,7 @@ StepSpec spec_from_flags(const CliArgs& cli, int sm, std::string* description) {
   spec.runtime.frag_experts =
       experts == "auto" ? kernels::moe_wgmma::frag_experts_by_default(sm, spec.runtime.trtllm_int8) : experts == "frag";
   spec.runtime.concatenate_qkv = spec.runtime.concatenate_gate_up = !cli.get_flag("--no-concat");
+  spec.runtime.fuse_norm = cli.get_flag("--fuse-norm");
   return spec;
 }
 
@@ -161,6 +162,7 @@ void declare_step_flags(CliArgs& cli) {
               "grouped GEMMs (frag, sm_90); auto: as the runtime picks (frag on sm_90)", "auto")
       .flag("--no-concat", "--step: q/k/v and gate/up as separate launches (the runtime before their "
             "concatenation, e.g. the H200 run of 2026-11-26)")
+      .flag("--fuse-norm", "--step: a decode step's norms inside the stream GEMVs beside them (qrun --fuse-norm)")
       .option("--fingerprint-store", "FILE", "--step: the GPU figures of the device a tuning store was measured on "
               "(its SM count and DRAM bandwidth) instead of the architecture's datasheet");
 }

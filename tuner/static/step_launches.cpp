@@ -80,8 +80,14 @@ struct Builder {
 
   // Qwen3Model::attention_block: q/k/v, q/k norm + RoPE + KV write, attention, o_proj.
   void attention_block(int64_t m, int64_t pos0, int64_t layers) {
-    const ModelConfig& c = spec.config;
     qkv(m, layers);
+    attention(m, pos0, layers);
+    dense("wo", m, "o_proj", layers);
+  }
+
+  // q/k norm + RoPE + KV write, then attention over the cache.
+  void attention(int64_t m, int64_t pos0, int64_t layers) {
+    const ModelConfig& c = spec.config;
     // qk_norm_rope_kv writes the step's own rows of the cache: modelled on a cache of those rows, since its
     // buffers would count the whole cache it is bound to.
     add("qk_norm_rope_kv", std::nullopt,
@@ -94,7 +100,36 @@ struct Builder {
     StepLaunch l{op, std::nullopt, run, run, "attention at context " + std::to_string(pos0 + m), layers};
     l.choice_shape = kernels::attention::choice_shape(m, c.n_heads, c.n_kv_heads, c.head_dim, pos0 + m);
     out.push_back(l);
-    dense("wo", m, "o_proj", layers);
+  }
+
+  // DeviceBackend::fuses_norm: every dense layer's matmuls on the fused stream families, q|k|v and gate|up
+  // concatenated in the frag layout.
+  bool fuses_norm(int64_t m) const {
+    const ModelConfig& c = spec.config;
+    if (!spec.runtime.fuse_norm || c.is_moe() || !dense_frag() || !spec.runtime.concatenate_qkv ||
+        !spec.runtime.concatenate_gate_up || m > std::min(kConcatenatedQkvMaxRows, kConcatenatedGateUpMaxRows))
+      return false;
+    const LinearShape& up = linear_shape(shapes, "w1");
+    const WeightType t = dense_type();
+    return storable({c.q_dim(), c.kv_dim(), c.kv_dim()}) && storable({up.n, up.n}) &&
+           serves("rmsnorm_linear.frag", t) && serves("rmsnorm_gate_up_swiglu.frag", t) &&
+           serves("linear_residual.frag", t);
+  }
+
+  // Qwen3Model::run_chunk's layers with the norms fused: norm + q|k|v, attention, o_proj + residual,
+  // norm + gate|up + SwiGLU, down_proj + residual.
+  void fused_layers(int64_t m, int64_t pos0, int64_t layers) {
+    const WeightType t = dense_type();
+    const int64_t g = spec.weights.dense_group;
+    auto stream = [&](const std::string& op, const std::string& part, const std::string& what) {
+      const LinearShape& s = linear_shape(shapes, part);
+      add(op, t, Shape{{"M", "N", "K", "G"}, {m, s.n, s.k, g}, what}, what, layers);
+    };
+    stream("rmsnorm_linear.frag", "wq|wk|wv", "norm + q|k|v");
+    attention(m, pos0, layers);
+    stream("linear_residual.frag", "wo", "o_proj + residual");
+    stream("rmsnorm_gate_up_swiglu.frag", "w1", "norm + gate|up + SwiGLU");
+    stream("linear_residual.frag", "w2", "down_proj + residual");
   }
 
   // Whether the device can store these dense parts as one matrix (device_weights.cpp's concatenation_kind):
@@ -189,18 +224,27 @@ struct Builder {
     StepLaunch embed{"embedding", et, table, table, "embedding", 1};
     embed.shape.values[2] = m;
     out.push_back(embed);
+    const bool fused = fuses_norm(m);
+    if (fused) fused_layers(m, pos0, layers);
+    else unfused_layers(m, pos0, layers);
+    if (!last) return;
+    // Fused, the last block has added its output to x already.
+    rmsnorm(1, !fused, fused ? "final norm" : "residual + final norm", 1);
+    const LinearShape& head = linear_shape(shapes, "lm_head");
+    const WeightType ht = spec.runtime.predequantize ? WeightType::F16 : spec.weights.head;
+    linear(ht, spec.weights.head_group, false, head.n, head.k, 1, "lm_head", 1);
+    add("argmax", std::nullopt, Shape{{"M", "V"}, {1, c.vocab_size}, "argmax"}, "argmax", 1);
+  }
+
+  // Each layer's norms as their own launches, the residual add in the norm after each block.
+  void unfused_layers(int64_t m, int64_t pos0, int64_t layers) {
+    const ModelConfig& c = spec.config;
     rmsnorm(m, false, "attn norm (layer 0)", 1);
     if (layers > 1) rmsnorm(m, true, "residual + attn norm", layers - 1);
     attention_block(m, pos0, layers);
     rmsnorm(m, true, "residual + ffn norm", layers);
     if (c.is_moe()) moe(m, layers);
     else dense_mlp(m, layers);
-    if (!last) return;
-    rmsnorm(1, true, "residual + final norm", 1);
-    const LinearShape& head = linear_shape(shapes, "lm_head");
-    const WeightType ht = spec.runtime.predequantize ? WeightType::F16 : spec.weights.head;
-    linear(ht, spec.weights.head_group, false, head.n, head.k, 1, "lm_head", 1);
-    add("argmax", std::nullopt, Shape{{"M", "V"}, {1, c.vocab_size}, "argmax"}, "argmax", 1);
   }
 };
 

@@ -44,6 +44,7 @@ struct StepRuntime {
   bool predequantize = false;   // every dense weight and the lm_head held as fp16 (GEMMs on cuBLASLt)
   bool concatenate_qkv = true;  // q/k/v as one linear at one row
   bool concatenate_gate_up = true;  // gate/up as one fused frag GEMV at M <= 16
+  bool fuse_norm = false;  // a decode step's norms inside the stream GEMVs beside them (qrun --fuse-norm)
   bool trtllm_int8 = false;
   bool frag_experts = false;  // MoE experts in the frag layout, on the wgmma grouped GEMMs (ops moe_*.frag)
   bool blas = true;  // cuBLASLt at hand, as on every GPU: blas::default_route sends some linears to it
