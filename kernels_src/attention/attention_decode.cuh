@@ -18,7 +18,14 @@
 // matters most at short contexts where a launch costs as much as the KV read.
 //
 // Workspace layout (splits > 1): ml[splits][H][2] (max, sum), then acc[splits][H][D].
+//
+// ROPE = 1 takes the decode step's q/k norm + RoPE + KV write (qk_norm_rope_kv) into this launch: q, k and v
+// are the token's raw projections. Each block normalizes and rotates its R query heads itself (a few hundred
+// elements, from L2), rounding them to fp16 as the separate kernel's q_out holds them. The token's own key and
+// value row is the last row of the context, in the last split's last tile and in no other split's, so the block
+// of that split writes it to the cache before its first tile load and no block waits for another.
 #include "kernels_src/common/qt_cuda.h"
+#include "kernels_src/common/rope.cuh"
 #include "kernels_src/common/splitk.cuh"  // last_block_to_arrive
 
 namespace attn_decode {
@@ -59,10 +66,13 @@ __device__ __forceinline__ void load_tile(__half* dst, const __half* cache, int 
 
 // Minimum one block per SM: without it ptxas (sm_90) trims registers to 64 for occupancy and spills, though
 // shared memory already caps the blocks per SM.
-template <int THREADS, int TILE, int STAGES>
+// ROPE: k_new, v_new [KVH * D] and the norms' weights q_norm, k_norm [D] (unread otherwise); the caches are
+// written at row pos0.
+template <int THREADS, int TILE, int STAGES, int ROPE = 0>
 __global__ void __launch_bounds__(THREADS, 1)
-    attention_decode_kernel(const __half* q, const __half* k_cache, const __half* v_cache, const int* pos,
-                            __half* out, float* ws, unsigned* locks, int H, int KVH, int D, int C) {
+    attention_decode_kernel(const __half* q, __half* k_cache, __half* v_cache, const int* pos,
+                            __half* out, float* ws, unsigned* locks, int H, int KVH, int D, int C, const __half* k_new,
+                            const __half* v_new, const float* q_norm, const float* k_norm, float eps, float theta) {
   qt::grid_dependency_entry();
   static_assert(THREADS % 32 == 0 && TILE % 16 == 0 && STAGES >= 2, "block, tile and pipeline shape");
   constexpr int WARPS = THREADS / 32;
@@ -91,7 +101,50 @@ __global__ void __launch_bounds__(THREADS, 1)
   const int t_begin = min(tiles, split * per_split);
   const int ntiles = min(tiles, t_begin + per_split) - t_begin;
 
-  for (int i = tid; i < R * D; i += THREADS) qs[i] = __half2float(q[(int64_t)g * R * D + i]);
+  if constexpr (ROPE) {
+    // A warp per head: its sum of squares, then its pairs normalized and rotated as qk_norm_rope_kv does.
+    const int position = *pos, half = D / 2;
+    const float inv_d = 1.0f / (float)D;
+    auto rms = [&](const __half* x) {
+      float ss = 0.0f;
+      for (int c = lane; c < D; c += 32) {
+        const float v = __half2float(x[c]);
+        ss += v * v;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+      return rsqrtf(ss * inv_d + eps);
+    };
+    for (int r = warp; r < R; r += WARPS) {
+      const __half* x = q + (int64_t)(g * R + r) * D;
+      const float inv = rms(x);
+      for (int i = lane; i < half; i += 32) {
+        float lo, hi;
+        qt::rope_rotate(__half2float(x[i]) * inv * q_norm[i], __half2float(x[half + i]) * inv * q_norm[half + i], i,
+                        position, inv_d, theta, lo, hi);
+        qs[r * D + i] = __half2float(__float2half_rn(lo));
+        qs[r * D + half + i] = __half2float(__float2half_rn(hi));
+      }
+    }
+    // The token's key and value row, by the block whose tiles hold it (rows past the cache are not written).
+    const int last_tile = (len - 1) / TILE;
+    if (warp == 0 && position >= 0 && position < C && last_tile >= t_begin && last_tile < t_begin + ntiles) {
+      const __half* x = k_new + (int64_t)g * D;
+      const float inv = rms(x);
+      const int64_t row = (int64_t)position * ld + head_off;
+      for (int i = lane; i < half; i += 32) {
+        float lo, hi;
+        qt::rope_rotate(__half2float(x[i]) * inv * k_norm[i], __half2float(x[half + i]) * inv * k_norm[half + i], i,
+                        position, inv_d, theta, lo, hi);
+        k_cache[row + i] = __float2half_rn(lo);
+        k_cache[row + half + i] = __float2half_rn(hi);
+      }
+      for (int c = lane; c < D; c += 32) v_cache[row + c] = v_new[(int64_t)g * D + c];
+    }
+    __syncthreads();  // the row is in the cache before any thread's tile load reads it
+  } else {
+    for (int i = tid; i < R * D; i += THREADS) qs[i] = __half2float(q[(int64_t)g * R * D + i]);
+  }
   for (int i = tid; i < R; i += THREADS) st_m[i] = minus_inf, st_l[i] = 0.0f;
   for (int w = tid; w < groups * pairs; w += THREADS)
 #pragma unroll

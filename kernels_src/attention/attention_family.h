@@ -14,6 +14,9 @@
 namespace qt::kernels::attention {
 
 const KernelFamily& decode_family();
+// attention_decode_rope, op "rope_attention_decode": attention_decode on the step's raw q, k and v, with their
+// norm, RoPE and the cache write (qk_norm_rope_kv at M = 1) in the same launch.
+const KernelFamily& decode_rope_family();
 const KernelFamily& prefill_family();
 
 // The shape attention is chosen by, for m queries that end at `tokens` of context in a cache of `capacity` rows:

@@ -1,8 +1,12 @@
+#include <cmath>
 #include <string>
 
 #include "kernels_src/attention/attention_family.h"
 #include "kernels_src/attention/attention_problem.h"
 #include "kernels_src/registry/family_util.h"
+#include "kernels_src/rope_kv/rope_kv_reference.h"
+#include "common/half.h"
+#include "common/rng.h"
 #include "family_source_hash.h"
 
 namespace qt::kernels::attention {
@@ -12,8 +16,9 @@ using Role = BufferSpec::Role;
 
 constexpr int64_t kMaxSmem = 227 * 1024;  // the largest opt-in dynamic shared memory of any target (sm_90)
 
-std::string decode_kernel(const Point& p) {
-  return name_expr("attention_decode_kernel", {p.at("threads"), p.at("tile"), p.at("stages")});
+std::string decode_kernel(const Point& p, bool rope = false) {
+  if (!rope) return name_expr("attention_decode_kernel", {p.at("threads"), p.at("tile"), p.at("stages")});
+  return name_expr("attention_decode_kernel", {p.at("threads"), p.at("tile"), p.at("stages"), 1});
 }
 
 // Mirrors attn_decode::row_stride and token_groups in attention_decode.cuh.
@@ -102,7 +107,9 @@ KernelFamily make_decode() {
     l.args = {KernelArg::buf("q"),       KernelArg::buf("k_cache"), KernelArg::buf("v_cache"),
               KernelArg::buf("pos"),     KernelArg::buf("out"),     KernelArg::buf("ws"),
               KernelArg::buf("locks"),   KernelArg::i32(a.heads),   KernelArg::i32(a.kv_heads), KernelArg::i32(a.head_dim),
-              KernelArg::i32(a.capacity)};
+              KernelArg::i32(a.capacity),
+              // ROPE's inputs, unread by this kernel
+              KernelArg::null(), KernelArg::null(), KernelArg::null(), KernelArg::null(), KernelArg::f32(0), KernelArg::f32(0)};
     plan.launches.push_back(l);
     return plan;
   };
@@ -128,6 +135,116 @@ KernelFamily make_decode() {
   return f;
 }
 
+// ---- with the token's q/k norm, RoPE and KV write (ROPE = 1) ---------------------------------------------
+// The same schedule on the decode step's raw q, k and v: the runtime runs it at the point it chose for
+// attention_decode at the same shape (KernelChooser::choose_fused), so it carries no model shapes to tune.
+
+constexpr float kTestEps = 1e-6f, kTestTheta = 1e6f;  // Qwen3's values
+
+rope_kv::RopeProblem rope_problem(const Shape& s) {
+  const AttentionProblem a = problem(s);
+  rope_kv::RopeProblem r;
+  r.m = a.m, r.heads = a.heads, r.kv_heads = a.kv_heads, r.head_dim = a.head_dim, r.capacity = a.capacity;
+  r.pos0 = a.pos0, r.eps = kTestEps, r.theta = kTestTheta;
+  return r;
+}
+
+KernelFamily make_decode_rope(const KernelFamily& base) {
+  KernelFamily f = base;
+  f.name = "attention_decode_rope";
+  f.op = "rope_attention_decode";
+  f.summary = "attention_decode with the token's q/k RMSNorm, NeoX RoPE and KV-cache write in the same launch: each "
+              "block rotates its query heads, the block holding the last row writes the new key and value";
+  f.scalars = {{"eps", DType::F32, kTestEps}, {"theta", DType::F32, kTestTheta}};
+  f.model_shapes = nullptr;
+  f.kernels = [](const Point& p) { return std::vector<std::string>{decode_kernel(p, true)}; };
+  f.plan = [base](const Point& p, const Shape& shape) {
+    const AttentionProblem a = problem(shape);
+    LaunchPlan plan = base.plan(p, shape);
+    for (BufferSpec& b : plan.buffers)
+      if (b.name == "k_cache" || b.name == "v_cache") b.role = Role::InOut;
+    plan.buffers.push_back({"k", DType::F16, a.kv_heads * a.head_dim, Role::Input});
+    plan.buffers.push_back({"v", DType::F16, a.kv_heads * a.head_dim, Role::Input});
+    plan.buffers.push_back({"q_norm", DType::F32, a.head_dim, Role::Input});
+    plan.buffers.push_back({"k_norm", DType::F32, a.head_dim, Role::Input});
+    Launch& l = plan.launches.front();
+    l.kernel = decode_kernel(p, true);
+    l.args.resize(l.args.size() - 6);
+    l.args.insert(l.args.end(), {KernelArg::buf("k"), KernelArg::buf("v"), KernelArg::buf("q_norm"),
+                                 KernelArg::buf("k_norm"), KernelArg::scalar("eps"), KernelArg::scalar("theta")});
+    return plan;
+  };
+  // The context before the token as attention's inputs (rows from pos0 on NaN: the token's own row must be
+  // written before it is read), and the token's raw projections and norm weights as qk_norm_rope_kv's.
+  f.make_inputs = [](const Shape& shape, uint64_t seed) {
+    const AttentionProblem a = problem(shape);
+    HostBuffers in = make_attention_inputs(shape, seed);
+    std::vector<uint16_t> k = from_bytes<uint16_t>(in.at("k_cache")), v = from_bytes<uint16_t>(in.at("v_cache"));
+    const int64_t kvd = a.kv_heads * a.head_dim;
+    for (int64_t i = a.pos0 * kvd; i < (a.pos0 + 1) * kvd; ++i) k[size_t(i)] = v[size_t(i)] = uint16_t(0x7E00);
+    in["k_cache"] = bytes_of(k);
+    in["v_cache"] = bytes_of(v);
+    Rng rng(seed ^ 0x726f7065ull);
+    auto random = [&](int64_t n, double lo, double hi) {
+      std::vector<uint16_t> x(static_cast<size_t>(n));
+      for (uint16_t& e : x) e = float_to_half_bits(float(lo + (hi - lo) * rng.uniform()));
+      return x;
+    };
+    in["q"] = bytes_of(random(a.heads * a.head_dim, -4, 4));
+    in["k"] = bytes_of(random(kvd, -4, 4));
+    in["v"] = bytes_of(random(kvd, -1, 1));
+    // Norm weights in [2.5, 4): the rotated q and k (RMS 1 times the weight) give scores of a spread of several
+    // units, so one key dominates a row and a wrong rotation moves the output by about |v| (at weights near 1
+    // the softmax averages hundreds of keys, and a query rotated to the next position's angles passed).
+    std::vector<float> qn(static_cast<size_t>(a.head_dim)), kn(static_cast<size_t>(a.head_dim));
+    for (float& w : qn) w = float(2.5 + 1.5 * rng.uniform());
+    for (float& w : kn) w = float(2.5 + 1.5 * rng.uniform());
+    in["q_norm"] = bytes_of(qn);
+    in["k_norm"] = bytes_of(kn);
+    in["locks"] = std::vector<uint8_t>(size_t(a.kv_heads) * 4, 0);
+    return in;
+  };
+  // qk_norm_rope_kv's reference, its q and new row rounded to fp16 as that kernel stores them, then attention's.
+  // The kernel's q and k may differ from those by an fp16 ulp (its own order of the sums of squares), which
+  // moves a score by up to 2 * 2^-10 of its largest |q||k| sum: the output's tolerance widens by the softmax's
+  // factor for that. The written rows are held to qk_norm_rope_kv's own tolerance.
+  f.reference = [](const Shape& shape, const HostBuffers& in) {
+    const AttentionProblem a = problem(shape);
+    const rope_kv::RopeProblem rp = rope_problem(shape);
+    const rope_kv::RopeResult r = rope_kv::reference_qk_norm_rope_kv(
+        rp, from_bytes<uint16_t>(in.at("q")), from_bytes<uint16_t>(in.at("k")), from_bytes<uint16_t>(in.at("v")),
+        from_bytes<float>(in.at("q_norm")), from_bytes<float>(in.at("k_norm")), from_bytes<uint16_t>(in.at("k_cache")),
+        from_bytes<uint16_t>(in.at("v_cache")));
+    auto halves = [](const std::vector<double>& v) {
+      std::vector<uint16_t> h(v.size());
+      for (size_t i = 0; i < v.size(); ++i) h[i] = float_to_half_bits(float(v[i]));
+      return h;
+    };
+    HostBuffers rotated = in;
+    rotated["q"] = bytes_of(halves(r.q_out));
+    rotated["k_cache"] = bytes_of(halves(r.k_cache));
+    rotated["v_cache"] = bytes_of(halves(r.v_cache));
+    Expected out = expected_attention(shape, rotated, /*p_in_fp16=*/false);
+    const AttentionResult ar = reference_attention(a, halves(r.q_out), halves(r.k_cache), halves(r.v_cache));
+    out.abs_tol += ar.max_abs_v * 2.0 * std::ldexp(1.0, -9) * ar.max_score;
+    // The cache through the token's row (rows past it are NaN in the inputs and untouched).
+    const int64_t rows = (a.pos0 + 1) * a.kv_heads * a.head_dim;
+    auto cache = [&](const char* name, const std::vector<double>& values) {
+      Expected e;
+      e.buffer = name;
+      e.values.assign(values.begin(), values.begin() + rows);
+      e.abs_tol = r.max_pair * (std::ldexp(1.0, -20) * double(a.pos0 + 1) + std::ldexp(1.0, -18));
+      e.rel_tol = std::ldexp(1.0, -10);
+      return e;
+    };
+    Expected locks;
+    locks.buffer = "locks";
+    locks.values.assign(size_t(a.kv_heads), 0.0f);
+    return std::vector<Expected>{out, cache("k_cache", r.k_cache), cache("v_cache", r.v_cache), locks};
+  };
+  return f;
+}
+
 }  // namespace
 
 int64_t splits_for_context(int64_t tokens, int64_t kv_heads) {
@@ -148,6 +265,11 @@ int64_t decode_smem_bytes(const Point& p, int64_t heads_per_kv, int64_t head_dim
 
 const KernelFamily& decode_family() {
   static const KernelFamily f = make_decode();
+  return f;
+}
+
+const KernelFamily& decode_rope_family() {
+  static const KernelFamily f = make_decode_rope(decode_family());
   return f;
 }
 

@@ -81,6 +81,7 @@ std::vector<const KernelFamily*> builtin_families() {
       &f16_gemm::gemm_family(),
       &rope_kv::qk_norm_rope_kv_family(),
       &attention::decode_family(),
+      &attention::decode_rope_family(),
       &attention::prefill_family(),
       &moe::gating_family(),
       &moe::init_routing_family(),

@@ -13,6 +13,7 @@
 // ulp: the exponent is formed as 2i * (1/D), the power as powf).
 // Rows at positions >= C are not written (the runtime never asks for them; this keeps a bad pos in bounds).
 #include "kernels_src/common/qt_cuda.h"
+#include "kernels_src/common/rope.cuh"
 
 namespace rope_kv {
 
@@ -60,23 +61,6 @@ __device__ __forceinline__ void copy_f16(__half* dst, const __half* src) {
   } else {
     *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<const uint32_t*>(src);
   }
-}
-
-// cos and sin of an fp32 angle (|angle| up to a few 1e5: positions times inv_freq <= 1). cosf/sinf would carry
-// a huge-argument reduction path with a local-memory stack; instead the angle is reduced to [-pi, pi] with 2 pi
-// split in three fp32 parts (each fmaf rounds once, so the error stays ~|k| * 2^-24 * |part 3|), and the
-// hardware __cosf/__sinf (absolute error ~2^-21 on that interval) finish it.
-__device__ __forceinline__ void cos_sin(float angle, float& c, float& s) {
-  constexpr float kInvTwoPi = 0.15915493667125702f;
-  constexpr float kTwoPi1 = 6.2831854820251465f;        // fp32(2 pi)
-  constexpr float kTwoPi2 = -1.7484555314695172e-07f;   // fp32(2 pi - part 1)
-  constexpr float kTwoPi3 = -6.8604980400235275e-15f;   // fp32(2 pi - part 1 - part 2)
-  const float k = rintf(angle * kInvTwoPi);
-  float r = fmaf(-k, kTwoPi1, angle);
-  r = fmaf(-k, kTwoPi2, r);
-  r = fmaf(-k, kTwoPi3, r);
-  c = __cosf(r);
-  s = __sinf(r);
 }
 
 }  // namespace rope_kv
@@ -136,12 +120,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     for (int e = 0; e < VEC; ++e) {
       const float a = lo[c][e] * inv_rms * w[i + e];
       const float b = hi[c][e] * inv_rms * w[half + i + e];
-      const float inv_freq = powf(theta, -(float)(2 * (i + e)) * inv_d);
-      const float angle = (float)position * inv_freq;
-      float cs, sn;
-      rope_kv::cos_sin(angle, cs, sn);
-      out_lo[e] = a * cs - b * sn;
-      out_hi[e] = b * cs + a * sn;
+      qt::rope_rotate(a, b, i + e, position, inv_d, theta, out_lo[e], out_hi[e]);
     }
     if (is_q) {
       __half* dst = q_out + (int64_t)m * H * D + head * D;

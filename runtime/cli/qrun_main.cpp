@@ -68,9 +68,10 @@ CliArgs make_cli() {
       .flag("--no-graphs", "emu/cuda: launch every kernel instead of replaying captured decode steps")
       .flag("--pdl", "cuda: programmatic dependent launch (sm_90+): each kernel is scheduled while the one before it "
             "runs and waits for it in its first statement, hiding launch latency between a step's kernels")
-      .flag("--fuse-norm", "emu/cuda: decode steps run each layer's RMSNorms inside the GEMVs beside them (q|k|v and "
-            "gate|up normalize as they read, o_proj and down_proj add to the hidden state): two launches fewer per "
-            "layer; frag-layout weights (AWQ, INT8 group-wise, Q8_0)")
+      .flag("--fuse-norm", "emu/cuda: decode steps run each layer's norms inside the kernels beside them (q|k|v and "
+            "gate|up normalize as they read, o_proj and down_proj add to the hidden state, attention rotates its "
+            "own q and writes the new k/v row): three launches fewer per dense layer; frag-layout weights (AWQ, "
+            "INT8 group-wise, Q8_0)")
       .flag("-v,--verbose", "emu/cuda: list the kernel chosen for every op shape and why")
       .flag("--reference", "reference path: dequantized weights, fp32 activations (slow, exact)")
       .option("--threads", "N", "CPU threads (default: all; emu: host threads running blocks)")

@@ -70,10 +70,10 @@ std::string device_report(const RunDevice& d) {
       " | fp16 linears: " + std::to_string(b.blas) + " on cuBLASLt, " + std::to_string(b.families) + " on our kernels";
   const DeviceBackend::GroupCounts& g = d.device_backend->group_counts();
   const std::string fused = !d.device_backend->options().fuse_norm ? ""
-                            : g.norm_fused + g.residual_fused == 0
-                                ? " | fused norms: no layer (they need dense layers in the frag layout)"
-                                : " | fused norms: " + std::to_string(g.norm_fused) + " normalizing and " +
-                                      std::to_string(g.residual_fused) + " residual GEMV calls";
+                            : " | fused norms: " + std::to_string(g.norm_fused) + " normalizing and " +
+                                  std::to_string(g.residual_fused) + " residual GEMV calls" +
+                                  (g.norm_fused + g.residual_fused == 0 ? " (they need dense layers in the frag layout)" : "") +
+                                  ", " + std::to_string(g.rope_fused) + " attentions with their RoPE";
   const auto* gpu = dynamic_cast<const cuda::CudaDevice*>(d.device.get());
   const std::string pdl = gpu && gpu->programmatic_launch() ? " | programmatic dependent launch" : "";
   return d.device->name() + pdl + ": kernels for " + d.device_backend->chooser().summary() + fp16 + fused + " | " +

@@ -117,7 +117,8 @@ class Backend {
   virtual void add_rmsnorm(Act x, Act residual, const float* weight, int64_t rows, int64_t n, float eps, Act y) = 0;
   // The RMSNorm of a decode step's residual stream fused into the matmuls beside it, where a backend offers it for
   // this layer and batch (fuses_norm): the norm before q|k|v and before gate|up runs inside those matmuls, and
-  // o_proj and down_proj add their outputs to x themselves, so a dense layer has no norm launch of its own.
+  // o_proj and down_proj add their outputs to x themselves, so a dense layer has no norm launch of its own (a
+  // device backend then also runs rope_attention as one launch).
   // Results equal add_rmsnorm followed by the plain ops (up to the order of the norm's sum of squares).
   virtual bool fuses_norm(const LayerWeights& layer, int64_t m) const {
     (void)layer, (void)m;
@@ -144,6 +145,12 @@ class Backend {
   // i + head_dim/2; angle = pos * theta^(-2i/head_dim) in fp32 like transformers), and the write of the
   // rotated k and of v into rows pos0.. of the layer's cache.
   virtual void qk_norm_rope_kv(const QkRopeKv& s) = 0;
+  // qk_norm_rope_kv(s), then attention of the rotated queries into `out` [m][n_heads*head_dim]: one op, so that
+  // a backend may run both in one launch (a device's decode step with fuses_norm). s.q_out is scratch there.
+  virtual void rope_attention(const QkRopeKv& s, Act out) {
+    qk_norm_rope_kv(s);
+    attention(s.q_out, s.k_cache, s.v_cache, s.capacity, s.pos0, s.m, s.n_heads, s.n_kv_heads, s.head_dim, out);
+  }
   // Causal GQA attention of m queries at positions pos0..pos0+m-1 over the cached keys/values of positions
   // 0..pos0+m-1 (already stored). q, out: [m][n_heads*head_dim]; caches: [capacity][n_kv*head_dim].
   // Query head h reads kv head h / (n_heads / n_kv); scores scaled by head_dim^-0.5, fp32 softmax.

@@ -530,20 +530,47 @@ void DeviceBackend::qk_norm_rope_kv(const QkRopeKv& s) {
       b);
 }
 
-void DeviceBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0, int64_t m,
-                              int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, Act out) {
-  check_step_position("attention", pos0);
+kernels::Shape DeviceBackend::bind_attention(Bindings& b, Act q, Act k_cache, Act v_cache, int64_t capacity,
+                                             int64_t pos0, int64_t m, int64_t n_heads, int64_t n_kv_heads,
+                                             int64_t head_dim, Act out) {
   const int64_t qd = n_heads * head_dim, kvd = n_kv_heads * head_dim;
-  Bindings b;
   b.buf("q", dp(q), h16(m * qd)).buf("k_cache", dp(k_cache), h16(capacity * kvd));
   b.buf("v_cache", dp(v_cache), h16(capacity * kvd)).buf("pos", pos_.ptr(), 4).buf("out", dp(out), h16(m * qd));
   if (m == 1) bind_counters(b, n_kv_heads);  // flash-decoding's split blocks meet in the same launch
   // Chosen by the context bucket (kernels_src/attention's choice_shape); the launch is planned on the whole cache.
-  const kernels::Shape choice =
-      kernels::attention::choice_shape(m, n_heads, n_kv_heads, head_dim, pos0 + m, capacity);
+  return kernels::attention::choice_shape(m, n_heads, n_kv_heads, head_dim, pos0 + m, capacity);
+}
+
+void DeviceBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0, int64_t m,
+                              int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, Act out) {
+  check_step_position("attention", pos0);
+  Bindings b;
+  const kernels::Shape choice = bind_attention(b, q, k_cache, v_cache, capacity, pos0, m, n_heads, n_kv_heads, head_dim, out);
   kernels::Shape plan = choice;
   plan.values[4] = capacity;
   launcher_.run(chooser_.choose(m == 1 ? "attention_decode" : "attention_prefill", nullptr, choice), plan, b);
+}
+
+// With fuse_norm, a decode step's attention takes the raw q, k and v: one launch instead of two, at the point
+// chosen for attention_decode where that is the same schedule.
+void DeviceBackend::rope_attention(const QkRopeKv& s, Act out) {
+  constexpr const char* kRopeAttentionOp = "rope_attention_decode";
+  if (!options_.fuse_norm || s.m != 1 || !chooser_.serves(kRopeAttentionOp, nullptr)) return Backend::rope_attention(s, out);
+  if (s.pos0 < 0 || s.pos0 + s.m > s.capacity)
+    throw Error("rope_attention: position " + std::to_string(s.pos0) + " does not fit the cache of " +
+                std::to_string(s.capacity) + " tokens");
+  check_step_position("rope_attention", s.pos0);
+  const int64_t kvd = s.n_kv_heads * s.head_dim;
+  Bindings b;
+  const kernels::Shape choice = bind_attention(b, s.q, s.k_cache, s.v_cache, s.capacity, s.pos0, s.m, s.n_heads,
+                                               s.n_kv_heads, s.head_dim, out);
+  const DeviceTensor::Array qn = weights_.vector(s.q_norm), kn = weights_.vector(s.k_norm);
+  b.buf("k", dp(s.k), h16(kvd)).buf("v", dp(s.v), h16(kvd)).buf("q_norm", qn.ptr, qn.bytes).buf("k_norm", kn.ptr, kn.bytes);
+  b.scalar("eps", s.eps).scalar("theta", s.theta);
+  kernels::Shape plan = choice;
+  plan.values[4] = s.capacity;
+  ++group_counts_.rope_fused;
+  launcher_.run(chooser_.choose_fused(kRopeAttentionOp, "attention_decode", nullptr, choice), plan, b);
 }
 
 void DeviceBackend::argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) {

@@ -59,9 +59,10 @@ struct DeviceBackendOptions {
   bool concatenate_qkv = true;
   // The dense MLP's gate and up stored as one frag matrix, run at decode as one GEMV with SwiGLU in its epilogue.
   bool concatenate_gate_up = true;
-  // A decode step's RMSNorms fused into the frag stream GEMVs beside them (fuses_norm): q|k|v and gate|up
-  // normalize the hidden state as they read it, o_proj and down_proj add their outputs to it. Off by default
-  // until a GPU measures it against the norm launches it removes (qrun --fuse-norm).
+  // A decode step's norms fused into the kernels beside them: the RMSNorms into the frag stream GEMVs
+  // (fuses_norm: q|k|v and gate|up normalize the hidden state as they read it, o_proj and down_proj add their
+  // outputs to it), and q/k norm + RoPE + the KV write into attention decode (rope_attention). Off by default
+  // until a GPU measures it against the launches it removes (qrun --fuse-norm).
   bool fuse_norm = false;
   std::shared_ptr<blas::BlasLt> blas;
   // A weight load or a forward step that runs longer than this shows a progress line on stderr: on the
@@ -93,6 +94,7 @@ class DeviceBackend final : public Backend {
                               Act h, Act up, Act xn) override;
   void matmul_residual(const QTensor& w, Act a, int64_t m, Act x, Act y) override;
   void qk_norm_rope_kv(const QkRopeKv& s) override;
+  void rope_attention(const QkRopeKv& s, Act out) override;
   void attention(Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0, int64_t m, int64_t n_heads,
                  int64_t n_kv_heads, int64_t head_dim, Act out) override;
   void silu_mul(Act gate, Act up, int64_t n) override;
@@ -117,6 +119,7 @@ class DeviceBackend final : public Backend {
     int64_t concatenated = 0, separate = 0;
     int64_t gate_up_fused = 0;  // gate_up_swiglu calls run as the one frag GEMV over [gate | up]
     int64_t norm_fused = 0, residual_fused = 0;  // the fused norms' GEMVs (fuse_norm)
+    int64_t rope_fused = 0;  // attention decodes that ran q/k norm, RoPE and the KV write (fuse_norm)
   };
   const GroupCounts& group_counts() const { return group_counts_; }
 
@@ -124,6 +127,9 @@ class DeviceBackend final : public Backend {
   void run(const std::string& op, const WeightType* type, const kernels::Shape& shape, const Bindings& b);
   void bind_split_locks(Bindings& b, int64_t rows, int64_t m);
   void bind_counters(Bindings& b, int64_t count);
+  // Attention's buffers (q, the caches, pos, out; the split counters at one query) and the shape it is chosen by.
+  kernels::Shape bind_attention(Bindings& b, Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0,
+                                int64_t m, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, Act out);
   void linear(const DeviceTensor& w, Act x, int64_t m, Act y);
   // The concatenation of the jobs' weights where one linear at `m` rows can write every job's output (outputs back
   // to back in the jobs' order, at one row); null where not.

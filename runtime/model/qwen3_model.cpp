@@ -186,8 +186,7 @@ void Qwen3Model::attention_block(int64_t layer, int64_t m, Act& pending, bool fu
   s.v_cache = v_cache_[size_t(layer)]->view();
   s.capacity = capacity_;
   s.q_out = q_rot_->view();
-  be_.qk_norm_rope_kv(s);
-  be_.attention(s.q_out, s.k_cache, s.v_cache, capacity_, pos_, m, c.n_heads, c.n_kv_heads, c.head_dim, att_->view());
+  be_.rope_attention(s, att_->view());
   if (fused) {
     be_.matmul_residual(lw.wo, att_->view(), m, x, o_->view());
   } else {

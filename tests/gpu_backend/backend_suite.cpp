@@ -304,13 +304,16 @@ void check_fused_norm(const DeviceFactory& make, const std::string& name, bool f
   constexpr int kSteps = 6;
   GreedyPair run(on, off, 6, kSteps);
   // The 5-row prompt keeps its norm launches; each decode step's dense layers run none: the norms before q|k|v
-  // and gate|up inside those GEMVs, the residual adds in o_proj and down_proj.
+  // and gate|up inside those GEMVs, the residual adds in o_proj and down_proj. Every layer's attention, dense
+  // or MoE, takes q/k norm, RoPE and the KV write into its launch.
   const int64_t layers = on.w().config.n_layers, decode_steps = kSteps - 1;
   const auto& g = on.gpu->group_counts();
   CHECK(g.norm_fused == (fused ? 2 * layers * decode_steps : 0));
   CHECK(g.residual_fused == (fused ? 2 * layers * decode_steps : 0));
-  CHECK(off.gpu->group_counts().norm_fused + off.gpu->group_counts().residual_fused == 0);
-  CHECK(launches(*off.gpu) - launches(*on.gpu) == (fused ? 2 * layers * decode_steps : 0));
+  CHECK(g.rope_fused == layers * decode_steps);
+  const auto& plain = off.gpu->group_counts();
+  CHECK(plain.norm_fused + plain.residual_fused + plain.rope_fused == 0);
+  CHECK(launches(*off.gpu) - launches(*on.gpu) == (fused ? 3 : 1) * layers * decode_steps);
   // Each fused op chosen on its own family (o_proj and down_proj may share a shape).
   for (const std::string op : {"rmsnorm_linear.frag|", "rmsnorm_gate_up_swiglu.frag|", "linear_residual.frag|"}) {
     size_t chosen = 0;

@@ -39,7 +39,8 @@ void check_greedy_tokens(const DeviceFactory& make, const std::string& file);
 // apart; the same tokens and logits either way.
 void check_concatenated_gate_up(const DeviceFactory& make, const std::string& file, bool fused);
 // With fuse_norm, each decode step of a dense model whose layers the frag stream GEMVs serve (`fused`) runs no
-// norm launch but the final one, and gives the CPU reference's tokens; elsewhere it runs as without the option.
+// norm launch but the final one, every model's attention runs q/k norm + RoPE + the KV write in its own launch,
+// and the CPU reference's tokens come out.
 void check_fused_norm(const DeviceFactory& make, const std::string& file, bool fused);
 // q, k and v stored once as their concatenation (the default) against three tensors: the CPU reference's greedy
 // tokens and decode logits either way; each decode step's layer one launch for the three, so two launches

@@ -136,7 +136,7 @@ TEST_CASE("cuda: gate, up and SwiGLU as one launch per layer where the frag layo
   qt::test::check_concatenated_gate_up(gpu, "dense.ajc1", false);
 }
 
-TEST_CASE("cuda: with fused norms a decode step runs no norm launch per layer and gives the CPU reference tokens") {
+TEST_CASE("cuda: with fused norms a decode step runs no norm or rope launch per layer and gives the CPU reference tokens") {
   NEED_GPU();
   qt::test::check_fused_norm(gpu, "dense-tied.ak48", true);
   qt::test::check_fused_norm(gpu, "moe-norm.awq.moe3", false);

@@ -63,9 +63,9 @@ TEST_CASE("emu: gate, up and SwiGLU as one launch per layer where the frag layou
   qt::test::check_concatenated_gate_up(emu, "dense.ajc1", false);  // Q8_0: the file layout's fused family
 }
 
-TEST_CASE("emu: with fused norms a decode step runs no norm launch per layer and gives the CPU reference tokens") {
+TEST_CASE("emu: with fused norms a decode step runs no norm or rope launch per layer and gives the CPU reference tokens") {
   qt::test::check_fused_norm(emu, "dense-tied.ak48", true);
-  qt::test::check_fused_norm(emu, "moe-norm.awq.moe3", false);  // MoE layers keep their norms
+  qt::test::check_fused_norm(emu, "moe-norm.awq.moe3", false);  // MoE layers keep their norms, not their rope
 }
 
 TEST_CASE("emu: a Q8_0 matrix whose scales fp16 cannot hold keeps the file layout, the others go to the frag layout") {

@@ -85,21 +85,34 @@ struct Builder {
     dense("wo", m, "o_proj", layers);
   }
 
-  // q/k norm + RoPE + KV write, then attention over the cache.
+  // q/k norm + RoPE + KV write, then attention over the cache (DeviceBackend::rope_attention): one launch at
+  // decode with the norms fused.
   void attention(int64_t m, int64_t pos0, int64_t layers) {
     const ModelConfig& c = spec.config;
+    const bool fused = spec.runtime.fuse_norm && m == 1 && has_op("rope_attention_decode");
+    if (fused) return attention_launch("rope_attention_decode", m, pos0, "rope + attention", layers);
     // qk_norm_rope_kv writes the step's own rows of the cache: modelled on a cache of those rows, since its
     // buffers would count the whole cache it is bound to.
     add("qk_norm_rope_kv", std::nullopt,
         Shape{{"M", "H", "KVH", "D", "C", "P"}, {m, c.n_heads, c.n_kv_heads, c.head_dim, m, 0}, "qk_norm_rope_kv"},
         "q/k norm + rope + kv write", layers);
-    // The kernel reads the true position from device memory; the runtime chooses its point by the bucket.
-    const std::string op = m == 1 ? "attention_decode" : "attention_prefill";
+    attention_launch(m == 1 ? "attention_decode" : "attention_prefill", m, pos0, "attention", layers);
+  }
+
+  // The kernel reads the true position from device memory; the runtime chooses its point by the bucket.
+  void attention_launch(const std::string& op, int64_t m, int64_t pos0, const std::string& what, int64_t layers) {
+    const ModelConfig& c = spec.config;
     const Shape run{{"M", "H", "KVH", "D", "C", "P"}, {m, c.n_heads, c.n_kv_heads, c.head_dim, pos0 + m, pos0},
                     "attention"};
-    StepLaunch l{op, std::nullopt, run, run, "attention at context " + std::to_string(pos0 + m), layers};
+    StepLaunch l{op, std::nullopt, run, run, what + " at context " + std::to_string(pos0 + m), layers};
     l.choice_shape = kernels::attention::choice_shape(m, c.n_heads, c.n_kv_heads, c.head_dim, pos0 + m);
     out.push_back(l);
+  }
+
+  bool has_op(const std::string& op) const {
+    for (const kernels::KernelFamily* f : kernels::all_families())
+      if (!f->on_host() && f->op == op) return true;
+    return false;
   }
 
   // DeviceBackend::fuses_norm: every dense layer's matmuls on the fused stream families, q|k|v and gate|up
