@@ -447,6 +447,10 @@ __device__ __forceinline__ void cp_async_bulk_g2s(uint32_t smem_dst, const void*
 // programmatic serialization); the trigger then lets the next kernel of the stream be scheduled onto the SMs
 // while this one runs, so its launch latency is spent before this grid ends rather than after. Waiting first
 // keeps a single kernel of lookahead: no chain of waiting grids takes SM slots. Below sm_90 neither exists.
+// A kernel may put work before it, in a region that opens with the line "// PDL: before the wait"
+// (tests/gpu_backend/test_kernel_entry.cpp holds every kernel to one of the two forms), reading only what no
+// kernel of the last two launches writes: when it runs, the kernel before it has passed its own wait, so every
+// launch before that one is finished. The stream GEMVs issue their first weight tiles there.
 __device__ __forceinline__ void grid_dependency_entry() {
 #if QT_ARCH >= 90
   asm volatile("griddepcontrol.wait;\n" ::: "memory");

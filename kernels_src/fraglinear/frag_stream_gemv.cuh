@@ -85,7 +85,8 @@ template <int BITS, int KW, int PF, int TN, int SWIGLU = 0, int FUSE = kFuseNone
 __global__ void __launch_bounds__(KW * 32)
     frag_stream_gemv_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                             float* ws, unsigned* locks, int M, int N, int K, int G, const float* nw, float eps) {
-  qt::grid_dependency_entry();
+  // PDL: before the wait, the block's index math and its first PF weight tiles: weights are written once at
+  // load, never in a step, so under programmatic launch their DRAM latency overlaps the previous kernel's tail.
   static_assert(!SWIGLU || TN == 2, "the SwiGLU epilogue pairs a gate tile with its up tile");
   static_assert(FUSE == kFuseNone || FUSE == kFuseNorm || FUSE == kFuseResidual, "FUSE: none, norm or residual");
   static_assert(!(SWIGLU && FUSE == kFuseResidual), "the SwiGLU output is no residual stream");
@@ -123,6 +124,7 @@ __global__ void __launch_bounds__(KW * 32)
 #pragma unroll
       for (int j = 0; j < TN; ++j) frag::load_tile<BITS>(btile + j * bstride + p * Tile::WORDS, policy, ring[j][p]);
     }
+  qt::grid_dependency_entry();  // x, y, ws and the locks are the previous kernels' from here on
 
   // kFuseNorm: 1 / rms of the block's 16 rows (0 past M), a warp per row, while the weight tiles above are in
   // flight. The sum of squares is over the whole row, whatever share of K this block multiplies.

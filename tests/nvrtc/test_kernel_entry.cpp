@@ -1,7 +1,9 @@
 // Programmatic dependent launch (qrun --pdl) lets a kernel start while the one before it in the stream still
 // runs, so every kernel the runtime can launch must wait for it first: qt::grid_dependency_entry() as its first
-// statement (kernels_src/common/qt_cuda_gpu.h). A kernel without it would read its inputs before they are
-// written, on a GPU only, and only sometimes. This reads every kernel source and names any kernel that lacks it.
+// statement (kernels_src/common/qt_cuda_gpu.h), or after a region that opens with the line
+// "// PDL: before the wait", which says what it reads and why no recent kernel writes it. A kernel without
+// either would read its inputs before they are written, on a GPU only, and only sometimes. This reads every
+// kernel source and names any kernel that has neither.
 #include <catch2/catch.hpp>
 
 #include <cctype>
@@ -59,8 +61,20 @@ std::vector<Kernel> kernels_in(const std::string& file, const std::string& text)
     Kernel k{file, text.substr(name_begin, name_end - name_begin)};
     const size_t body = text.find('{', past_group(text, open));
     const size_t first = text.find_first_not_of(" \t\r\n", body + 1);
-    const std::string entry = "qt::grid_dependency_entry();";
+    const std::string entry = "qt::grid_dependency_entry();", region = "// PDL: before the wait";
     k.waits = first != std::string::npos && text.compare(first, entry.size(), entry) == 0;
+    // A marked region first, then the entry at the body's own level (not inside a block that may not run).
+    if (!k.waits && first != std::string::npos && text.compare(first, region.size(), region) == 0) {
+      int depth = 0;
+      for (size_t i = body + 1; i < text.size() && depth >= 0; ++i) {
+        if (text[i] == '{') ++depth;
+        if (text[i] == '}') --depth;
+        if (depth == 0 && text.compare(i, entry.size(), entry) == 0) {
+          k.waits = true;
+          break;
+        }
+      }
+    }
     out.push_back(k);
   }
   return out;
@@ -86,15 +100,23 @@ TEST_CASE("every kernel waits for the previous kernel in its first statement") {
   }
 }
 
-TEST_CASE("the kernel source reader finds a kernel that does not wait, behind launch bounds and comments") {
+TEST_CASE("the kernel source reader finds a kernel that does not wait, behind launch bounds, comments and marked regions") {
   const std::string text =
       "// __global__ in a comment\n"
       "template <int T>\n__global__ void __launch_bounds__(T, 1)\n    good_kernel(int* a) {\n  qt::grid_dependency_entry();\n}\n"
-      "__global__ void bad_kernel(int* a, int (*f)(int)) {\n  a[0] = 1;\n  qt::grid_dependency_entry();\n}\n";
+      "__global__ void bad_kernel(int* a, int (*f)(int)) {\n  a[0] = 1;\n  qt::grid_dependency_entry();\n}\n"
+      "__global__ void marked_kernel(int* a) {\n  // PDL: before the wait, a prefetch\n  int b = 1;\n"
+      "  qt::grid_dependency_entry();\n  a[0] = b;\n}\n"
+      "__global__ void nested_kernel(int* a) {\n  // PDL: before the wait\n  if (a) {\n"
+      "    qt::grid_dependency_entry();\n  }\n  a[0] = 1;\n}\n";
   const std::vector<Kernel> k = kernels_in("t.cuh", text);
-  REQUIRE(k.size() == 2);
+  REQUIRE(k.size() == 4);
   CHECK(k[0].name == "good_kernel");
   CHECK(k[0].waits);
   CHECK(k[1].name == "bad_kernel");
   CHECK(!k[1].waits);
+  CHECK(k[2].name == "marked_kernel");
+  CHECK(k[2].waits);
+  CHECK(k[3].name == "nested_kernel");  // a wait some threads may skip is no wait
+  CHECK(!k[3].waits);
 }
