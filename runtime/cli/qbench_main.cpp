@@ -210,12 +210,13 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     if (device == "cuda" && arch >= 90)
       device_variant(label + (cache.empty() ? " default" : " tuned") + " + PDL", path, w, !cache.empty(), false,
                      decode_bytes, true);
-    // And with the decode step's norms fused into its GEMVs (qrun --fuse-norm): two launches fewer per layer, on
-    // the stream GEMVs. A GPU's figure decides the default; the emulator's report leaves it out (its tests run
-    // the fused step against the plain one).
+    // And with the decode step's norms fused into the kernels beside them (qrun --fuse-norm): three launches fewer
+    // per dense layer, on the stream GEMVs, whose first weight tiles load before the PDL wait; so on sm_90 with
+    // PDL too, the configuration that would become Hopper's default (the variant above isolates PDL). A GPU's
+    // figure decides; the emulator's report leaves it out (its tests run the fused step against the plain one).
     if (device == "cuda")
-      device_variant(label + (cache.empty() ? " default" : " tuned") + " + fused norm", path, w, !cache.empty(), false,
-                     decode_bytes, false, true);
+      device_variant(label + (cache.empty() ? " default" : " tuned") + " + fused norm" + (arch >= 90 ? " + PDL" : ""),
+                     path, w, !cache.empty(), false, decode_bytes, arch >= 90, true);
     if (!q8_path.empty()) {
       const auto q8 = ModelFile::open(q8_path);
       device_variant("Q8_0", q8_path, q8->weights(), !cache.empty(), false, decode_weight_bytes(q8->weights()));
