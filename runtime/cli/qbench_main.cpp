@@ -135,6 +135,20 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
   if (q8_path.empty() && !cli.given("--model") && linear_type(w) != WeightType::Q8_0)
     q8_path = c.is_moe() ? synthetic_model(cli, std::nullopt, WeightType::Q8_0) : synthetic_model(cli, FileFormat::AJC1);
   const std::string label = type_label(linear_type(w));
+  const std::string dir = cli.get("--report");
+  // What is measured so far, written after each section: a run stopped by its time limit (a GPU lent for
+  // minutes) still leaves its measurements, marked incomplete at the top of the notes. The last write is the
+  // whole report.
+  auto checkpoint = [&](const std::string& done) {
+    nlohmann::json partial = data;
+    partial["end_to_end"] = e2e;
+    nlohmann::json partial_notes = notes;
+    partial_notes.insert(partial_notes.begin(), "INCOMPLETE: written after " + done +
+                                                    "; the sections after it had not run (a finished run rewrites "
+                                                    "this report)");
+    partial["notes"] = partial_notes;
+    report::write_report(report::report_from_json(partial, "the measured report so far"), dir);
+  };
 
   RunDeviceOptions ro;
   ro.device = device;
@@ -155,12 +169,14 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
                       {"bandwidth_method", "STREAM-like read of " + std::to_string(bw_bytes >> 20) + " MiB with " +
                                                std::to_string(pool.threads()) + " threads, best of 3"}};
     data["kernels"] = bench_cpu_kernels(w, ko);
+    checkpoint("the kernel rows");
     auto rss = [] { return double(peak_rss_bytes()) / 1e6; };
     auto cpu_variant = [&](const std::string& name, const std::string& p, const ModelWeights& mw, bool tuned) {
       CpuOptions o = ro.cpu;
       if (tuned) std::fprintf(stderr, "qbench: %s\n", apply_tuned_cache(cache, mw, o, cli.given("--threads")).c_str());
       CpuBackend b(o);
       e2e.push_back(bench_end_to_end(name, p, mw, b, eo, rss, decode_weight_bytes(mw)));
+      checkpoint("the end-to-end variant '" + name + "'");
     };
     cpu_variant(label + " default", path, w, false);
     if (!cache.empty()) cpu_variant(label + " tuned", path, w, true);
@@ -179,13 +195,18 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     data["device"] = {{"kind", device}, {"name", d.name()}, {"fingerprint", d.store_fingerprint().key()},
                       {"bandwidth_gbps", bw.gbps}, {"bandwidth_method", bw.method}};
     data["kernels"] = bench_device_kernels(d, w, prefix, ko);
+    checkpoint("the kernel rows");
     // An MoE model's grouped expert GEMMs at the same buckets, as tokens (issue 27's MoE goal).
-    if (const nlohmann::json moe = bench_moe_grouped(d, w, prefix, ko); !moe.is_null()) data["moe_grouped"] = moe;
+    if (const nlohmann::json moe = bench_moe_grouped(d, w, prefix, ko); !moe.is_null()) {
+      data["moe_grouped"] = moe;
+      checkpoint("the MoE grouped GEMM rows");
+    }
     // Flash-decoding at long contexts (issue 26's attention goal), on the model's heads.
     const std::vector<int64_t> contexts = cli.given("--attention-contexts")
                                               ? parse_int_list(cli.get("--attention-contexts"), "--attention-contexts")
                                               : default_attention_contexts(device == "emu");
     data["attention_decode"] = bench_attention_decode(d, w, prefix, ko, contexts);
+    checkpoint("the attention decode rows");
     const int arch = d.arch();
     kd.backend.reset();  // the backend before its device
     kd.device.reset();
@@ -201,6 +222,7 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
       e2e.push_back(bench_end_to_end(name, p, mw, *rd.backend, eo,
                                      [db] { return double(db->weight_bytes()) / 1e6; }, bytes));
       std::fprintf(stderr, "qbench: %s: %s\n", name.c_str(), device_report(rd).c_str());
+      checkpoint("the end-to-end variant '" + name + "'");
     };
     device_variant("FP16", path, w, !cache.empty(), true, predequantized_decode_bytes(w, decode_bytes));
     device_variant(label + " default", path, w, false, false, decode_bytes);
@@ -228,7 +250,6 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
   if (cache.empty()) notes.push_back("no --tuned-cache: the tuned rows are the default choices");
   data["end_to_end"] = e2e;
   data["notes"] = notes;
-  const std::string dir = cli.get("--report");
   // Checked as a recorded file would be: a figure out of its range is a measurement bug, not a report.
   report::write_report(report::report_from_json(data, "the measured report"), dir);
   std::printf("report written to %s/REPORT.md (%zu kernel rows, %zu end-to-end variants)\n", dir.c_str(),

@@ -342,7 +342,31 @@ TEST_CASE("qbench --device cpu --report compares tuned and default CPU kernels p
   REQUIRE(j["end_to_end"].size() == 1);
   CHECK(j["end_to_end"][0]["name"] == "Q8_0 default");
   CHECK(j["end_to_end"][0]["decode_tok_s"].get<double>() > 0);
+  // The checkpoints written along the way are replaced by the whole report.
+  CHECK(slurp(dir + "/REPORT.md").find("INCOMPLETE") == std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("qbench --report stopped part way leaves what it measured, marked incomplete") {
+  // The Q8_0 companion model is the last variant: an unreadable one stops the run after the others.
+  const std::string dir = scratch("partial"), junk = scratch("junk") + ".ajc1";
+  {
+    std::ofstream out(junk, std::ios::binary);
+    out << "not a model file";
+  }
+  const Result r = qbench("--device cpu --model " + kFiles + "dense.ak48 --q8-model " + junk + " --report " + dir +
+                          " --prompts 8 --gen 2 --repeat 1 --threads 1 --bandwidth-mb 16");
+  CHECK(r.code != 0);
+  CHECK(r.err.find(junk) != std::string::npos);
+  const json j = json::parse(slurp(dir + "/report.json"));
+  REQUIRE(!j["kernels"].empty());
+  REQUIRE(j["end_to_end"].size() == 1);
+  CHECK(j["end_to_end"][0]["decode_tok_s"].get<double>() > 0);
+  const std::string first_note = j["notes"][0].get<std::string>();
+  CHECK(first_note.rfind("INCOMPLETE: written after the end-to-end variant", 0) == 0);
+  CHECK(slurp(dir + "/REPORT.md").find("INCOMPLETE") != std::string::npos);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(junk);
 }
 
 TEST_CASE("qbench runs its unmeasured warm-up prompts before the measured ones, and refuses a negative count") {
