@@ -14,6 +14,8 @@
 #              defaults)
 #   tune       qtune --gpu on the 8B AWQ model with the default families and budget, at the report's batch
 #              buckets (resumable: a time limit stops it, and the MoE report uses what it stored)
+#   fused-8b   qrun on the 8B AWQ model, 48 greedy tokens, by default and with --fuse-norm (and --pdl on sm_90):
+#              the same tokens at the real sizes, and both statistics lines
 #   tune-30b   sm_90 only: qtune on the MoE model's grouped GEMMs in the frag layout, into the same store
 #   report-30b qbench --device cuda --report on the MoE model with the tuned store (its buckets hold 512 and
 #              4096 tokens, where its grouped expert GEMMs are judged)
@@ -30,7 +32,7 @@
 # TESTS_S (120), MODELS_S (180, from the start), TUNE_S (120; qtune's own --time-limit is 15 s less, so it ends
 # on its own and stores its dispatch), TUNE_MOE_S (60, likewise), REPORT_8B_S (240: the 8B report took 193 s on an H200, 107 of them loading
 # the FP16 variant, before it gained the attention rows and the PDL and fused-norm variants; qbench rewrites
-# the report after each section, so one cut off still returns what it measured, marked incomplete), REPORT_S (100, the MoE report), MOE_FRAG_S (45). Exit: 0 when every phase
+# the report after each section, so one cut off still returns what it measured, marked incomplete), REPORT_S (100, the MoE report), FUSED_S (45), MOE_FRAG_S (45). Exit: 0 when every phase
 # that ran passed.
 set -uo pipefail
 run_t0=$(date +%s)
@@ -164,8 +166,31 @@ moe_frag() {
   return $rc
 }
 
+# The 8B AWQ model decoded greedily as the runtime does by default and with the decode norms fused (qrun
+# --fuse-norm; with --pdl on sm_90, as qbench's variant runs it): the same tokens at the model's real sizes,
+# which the golden models' tests cannot show, and each run's statistics line.
+fused_8b() {
+  local sm="$1" ids rc=0 extra=()
+  ids=$(seq -s, 2000 2031)
+  [[ "$sm" == sm90 ]] && extra=(--pdl)
+  echo "== default"
+  "$q/bin/qrun" --device cuda --model "$models/qwen3-8b.ak48" --prompt-ids "$ids" -n 48 --temp 0 \
+    > "$work/tokens-default.txt" || rc=1
+  echo "== --fuse-norm ${extra[*]}"
+  "$q/bin/qrun" --device cuda --model "$models/qwen3-8b.ak48" --prompt-ids "$ids" -n 48 --temp 0 --fuse-norm \
+    "${extra[@]}" > "$work/tokens-fused.txt" || rc=1
+  if cmp -s "$work/tokens-default.txt" "$work/tokens-fused.txt"; then
+    echo "== the same $(wc -l < "$work/tokens-fused.txt") tokens"
+  else
+    echo "== the tokens differ:"
+    diff "$work/tokens-default.txt" "$work/tokens-fused.txt" | head -20
+    rc=1
+  fi
+  return $rc
+}
+
 export q work models logs
-export -f selfcheck run_gpu_tests wait_models moe_frag
+export -f selfcheck run_gpu_tests wait_models moe_frag fused_8b
 
 "$q/bin/qtune" devices > "$logs/devices.log" 2>&1
 arch=$(sed -n 's/^cuda: \(sm_[0-9]*\) .*/\1/p' "$logs/devices.log" | head -1)
@@ -200,6 +225,8 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
   phase tune "$tune_s" "$q/bin/qtune" --model "$models/qwen3-8b.ak48" --gpu "$sm" --time-limit $((tune_s - 15)) \
     --buckets "$report_buckets" --cache "$work/qtune-cache.sqlite" --quiet || status=1
   excerpt "Tune (qwen3-8b ak48)" "$logs/tune.log" '^(qtune:|summary|time|dispatch|roofline)'
+  phase fused-8b "${FUSED_S:-45}" fused_8b "$sm" || status=1
+  excerpt "Decode norms fused (qwen3-8b ak48)" "$logs/fused-8b.log" '^== |tok/s|fused norms|error'
   # The MoE model's grouped GEMMs in the layout the runtime runs them in on sm_90 (the frag one), into the same
   # store, so the MoE report's tuned rows and its "best of the tune" are measured too.
   moe_buckets=1,16,64,256,512,1024,4096
