@@ -449,8 +449,8 @@ __device__ __forceinline__ void cp_async_bulk_g2s(uint32_t smem_dst, const void*
 // keeps a single kernel of lookahead: no chain of waiting grids takes SM slots. Below sm_90 neither exists.
 // A kernel may put work before it, in a region that opens with the line "// PDL: before the wait"
 // (tests/gpu_backend/test_kernel_entry.cpp holds every kernel to one of the two forms), reading only what no
-// kernel of the last two launches writes: when it runs, the kernel before it has passed its own wait, so every
-// launch before that one is finished. The stream GEMVs issue their first weight tiles there.
+// kernel of a step writes (the kernels before it may still run): the stream GEMVs issue their first weight
+// tiles there, weights being written once at load, which ends in a device synchronize.
 __device__ __forceinline__ void grid_dependency_entry() {
 #if QT_ARCH >= 90
   asm volatile("griddepcontrol.wait;\n" ::: "memory");

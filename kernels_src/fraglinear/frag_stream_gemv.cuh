@@ -126,24 +126,33 @@ __global__ void __launch_bounds__(KW * 32)
     }
   qt::grid_dependency_entry();  // x, y, ws and the locks are the previous kernels' from here on
 
-  // kFuseNorm: 1 / rms of the block's 16 rows (0 past M), a warp per row, while the weight tiles above are in
-  // flight. The sum of squares is over the whole row, whatever share of K this block multiplies.
+  // kFuseNorm: 1 / rms of the block's 16 rows (0 past M), while the weight tiles above are in flight. The sum of
+  // squares is over the whole row, whatever share of K this block multiplies; every warp takes a strided share
+  // of each row (at one token, 4096 / (KW x 256) loads a lane, not one warp's 16 in a chain), the warps' sums
+  // meet in shared memory in warp order.
   QT_SHARED(row_inv, float[16]);
+  QT_SHARED(row_ss, float[16][KW]);
   if constexpr (FUSE == kFuseNorm) {
-    for (int r = warp; r < 16; r += KW) {
+    const int rows = min(16, M - m0);
+    for (int r = 0; r < rows; ++r) {
+      const __half* row = x + (int64_t)(m0 + r) * K;
       float ss = 0.0f;
-      if (m0 + r < M) {
-        const __half* row = x + (int64_t)(m0 + r) * K;
-        for (int c = lane * 8; c < K; c += 256) {
-          float v[8];
-          qt::load_f16<8>(row + c, v);
+#pragma unroll 4
+      for (int c = (warp * 32 + lane) * 8; c < K; c += KW * 256) {
+        float v[8];
+        qt::load_f16<8>(row + c, v);
 #pragma unroll
-          for (int e = 0; e < 8; ++e) ss += v[e] * v[e];
-        }
+        for (int e = 0; e < 8; ++e) ss += v[e] * v[e];
       }
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-      if (lane == 0) row_inv[r] = m0 + r < M ? rsqrtf(ss / (float)K + eps) : 0.0f;
+      if (lane == 0) row_ss[r][warp] = ss;
+    }
+    __syncthreads();
+    if (tid < 16) {
+      float ss = 0.0f;
+      for (int w = 0; w < KW; ++w) ss += tid < rows ? row_ss[tid][w] : 0.0f;
+      row_inv[tid] = tid < rows ? rsqrtf(ss / (float)K + eps) : 0.0f;
     }
     __syncthreads();
   }

@@ -19,6 +19,9 @@ const KernelFamily& gating_family();
 const KernelFamily& init_routing_family();
 const KernelFamily& align_family();
 const KernelFamily& finalize_family();
+// moe_finalize_residual (op moe_finalize_residual): moe_finalize adding into the hidden state in place, the
+// decode step's residual add with the norms fused (qrun --fuse-norm).
+const KernelFamily& finalize_residual_family();
 // Every grouped GEMM family, gate_up then down for each format.
 const std::vector<const KernelFamily*>& grouped_families();
 // The grouped family for an op ("moe_gate_up", "moe_down", or their ".trtllm" forms) and weight type.

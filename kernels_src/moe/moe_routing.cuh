@@ -179,7 +179,10 @@ __global__ void __launch_bounds__(THREADS)
 // Block (t, s) sums token t's k expert outputs over its share of the columns: out[t][c] = sum_j w[t][j] *
 // y[rows[t*K + j]][c] in fp32 (j in order), VEC columns per thread and access. The columns are spread over
 // gridDim.y blocks so that a decode step's one token is not one block's chain of K loads per column step.
-template <int THREADS, int VEC>
+// RESIDUAL = 1: out is the hidden state and the MoE block's output is added to it in place,
+// out = fp16(out + fp16(sum)), the roundings of the separate finalize and residual add (each element is read
+// and written by the one thread that sums it).
+template <int THREADS, int VEC, int RESIDUAL = 0>
 __global__ void __launch_bounds__(THREADS)
     moe_finalize_kernel(const __half* __restrict__ y, const int* __restrict__ rows, const float* __restrict__ weights,
                         __half* __restrict__ out, int K, int H) {
@@ -195,6 +198,12 @@ __global__ void __launch_bounds__(THREADS)
       qt::load_f16<VEC>(y + (int64_t)rows[(int64_t)t * K + j] * H + c, src);
 #pragma unroll
       for (int v = 0; v < VEC; ++v) acc[v] += w * src[v];
+    }
+    if constexpr (RESIDUAL) {
+      float prev[VEC];
+      qt::load_f16<VEC>(out + (int64_t)t * H + c, prev);
+#pragma unroll
+      for (int v = 0; v < VEC; ++v) acc[v] = prev[v] + __half2float(__float2half_rn(acc[v]));
     }
     qt::store_f16<VEC>(out + (int64_t)t * H + c, acc);
   }

@@ -366,6 +366,47 @@ KernelFamily make_finalize() {
   return f;
 }
 
+// The hidden state plus the finalized MoE output, in place (RESIDUAL = 1): the decode step's residual add in the
+// finalize launch. The same schedule as moe_finalize, whose chosen point the runtime runs it at
+// (KernelChooser::choose_fused), so it carries no model shapes to tune.
+KernelFamily make_finalize_residual(const KernelFamily& base) {
+  KernelFamily f = base;
+  f.name = "moe_finalize_residual";
+  f.op = "moe_finalize_residual";
+  f.summary = "moe_finalize adding the token's MoE output to the hidden state in place (the residual add fused)";
+  f.model_shapes = nullptr;
+  auto kernel = [](const Point& p) { return name_expr("moe_finalize_kernel", {p.at("threads"), p.at("vec"), 1}); };
+  f.kernels = [kernel](const Point& p) { return std::vector<std::string>{kernel(p)}; };
+  f.plan = [base, kernel](const Point& p, const Shape& s) {
+    LaunchPlan plan = base.plan(p, s);
+    for (BufferSpec& b : plan.buffers)
+      if (b.name == "out") b.role = Role::InOut;
+    plan.launches.front().kernel = kernel(p);
+    return plan;
+  };
+  f.make_inputs = [base](const Shape& s, uint64_t seed) {
+    HostBuffers in = base.make_inputs(s, seed);
+    Rng rng(seed ^ 0x72657364ull);
+    std::vector<uint16_t> out(static_cast<size_t>(s["M"] * s["H"]));
+    for (uint16_t& v : out) v = float_to_half_bits(float(8.0 * rng.uniform() - 4.0));
+    in["out"] = bytes_of(out);
+    return in;
+  };
+  // out = fp16(out + fp16(sum)): the inner rounding is relative to the sum, not to the result.
+  f.reference = [base](const Shape& s, const HostBuffers& in) {
+    std::vector<Expected> e = base.reference(s, in);
+    const std::vector<uint16_t> prev = from_bytes<uint16_t>(in.at("out"));
+    double largest = 0;
+    for (size_t i = 0; i < e[0].values.size(); ++i) {
+      largest = std::max(largest, std::abs(double(e[0].values[i])));
+      e[0].values[i] += half_bits_to_float(prev[i]);
+    }
+    e[0].abs_tol += std::ldexp(1.0, -11) * largest;
+    return e;
+  };
+  return f;
+}
+
 }  // namespace
 
 std::string place_kernel(int64_t warps) { return name_expr("moe_place_kernel", {warps}); }
@@ -425,6 +466,11 @@ const KernelFamily& align_family() {
 }
 const KernelFamily& finalize_family() {
   static const KernelFamily f = make_finalize();
+  return f;
+}
+
+const KernelFamily& finalize_residual_family() {
+  static const KernelFamily f = make_finalize_residual(finalize_family());
   return f;
 }
 

@@ -87,6 +87,7 @@ std::vector<const KernelFamily*> builtin_families() {
       &moe::init_routing_family(),
       &moe::align_family(),
       &moe::finalize_family(),
+      &moe::finalize_residual_family(),
       &memcopy::copy_family(),
   };
   list.insert(list.end(), embedding::families().begin(), embedding::families().end());

@@ -72,8 +72,9 @@ std::string device_report(const RunDevice& d) {
   const std::string fused = !d.device_backend->options().fuse_norm ? ""
                             : " | fused norms: " + std::to_string(g.norm_fused) + " normalizing and " +
                                   std::to_string(g.residual_fused) + " residual GEMV calls" +
-                                  (g.norm_fused + g.residual_fused == 0 ? " (they need dense layers in the frag layout)" : "") +
-                                  ", " + std::to_string(g.rope_fused) + " attentions with their RoPE";
+                                  (g.norm_fused + g.residual_fused == 0 ? " (they need q|k|v stored concatenated in the frag layout)" : "") +
+                                  ", " + std::to_string(g.rope_fused) + " attentions with their RoPE" +
+                                  (g.moe_residual ? ", " + std::to_string(g.moe_residual) + " MoE finalizes" : "");
   const auto* gpu = dynamic_cast<const cuda::CudaDevice*>(d.device.get());
   const std::string pdl = gpu && gpu->programmatic_launch() ? " | programmatic dependent launch" : "";
   return d.device->name() + pdl + ": kernels for " + d.device_backend->chooser().summary() + fp16 + fused + " | " +

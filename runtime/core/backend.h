@@ -117,8 +117,9 @@ class Backend {
   virtual void add_rmsnorm(Act x, Act residual, const float* weight, int64_t rows, int64_t n, float eps, Act y) = 0;
   // The RMSNorm of a decode step's residual stream fused into the matmuls beside it, where a backend offers it for
   // this layer and batch (fuses_norm): the norm before q|k|v and before gate|up runs inside those matmuls, and
-  // o_proj and down_proj add their outputs to x themselves, so a dense layer has no norm launch of its own (a
-  // device backend then also runs rope_attention as one launch).
+  // o_proj and down_proj (or the MoE block, moe_residual) add their outputs to x themselves, so a dense layer has no
+  // norm launch of its own and a MoE layer only the one before its router (a device backend then also runs
+  // rope_attention as one launch).
   // Results equal add_rmsnorm followed by the plain ops (up to the order of the norm's sum of squares).
   virtual bool fuses_norm(const LayerWeights& layer, int64_t m) const {
     (void)layer, (void)m;
@@ -140,6 +141,11 @@ class Backend {
   virtual void matmul_residual(const QTensor& w, Act a, int64_t m, Act x, Act y) {
     matmul(w, a, m, y);
     add(x, y, m * w.rows);
+  }
+  // x += the MoE block's output for the normalized rows `xn` (moe below); `y` [m][dim] is scratch as above.
+  virtual void moe_residual(const MoeBlock& block, Act xn, int64_t m, Act x, Act y) {
+    moe(block, xn, m, y);
+    add(x, y, m * block.gate->base.cols);
   }
   // Per-head RMSNorm of q and k, NeoX rotary embedding at positions pos0..pos0+m-1 (element i pairs with
   // i + head_dim/2; angle = pos * theta^(-2i/head_dim) in fp32 like transformers), and the write of the

@@ -448,16 +448,24 @@ constexpr const char* kNormLinearOp = "rmsnorm_linear.frag";
 constexpr const char* kNormGateUpOp = "rmsnorm_gate_up_swiglu.frag";
 constexpr const char* kResidualOp = "linear_residual.frag";
 
-// Every matmul of the layer on a fused family: q|k|v and gate|up concatenated (at one row), all in the frag layout.
+// Every matmul of the layer on a fused family: q|k|v (and a dense layer's gate|up) concatenated (at one row), all
+// in the frag layout; a MoE layer's finalize adding into the hidden state.
 bool DeviceBackend::fuses_norm(const LayerWeights& l, int64_t m) const {
   if (!options_.fuse_norm || m > std::min(kConcatenatedQkvMaxRows, kConcatenatedGateUpMaxRows)) return false;
   const std::array<const QTensor*, 3> qkv{&l.wq, &l.wk, &l.wv};
-  const std::array<const QTensor*, 2> gate_up{&l.w1, &l.w3};
   const DeviceTensor* front = weights_.concatenated(qkv);
-  const DeviceTensor* mlp = weights_.concatenated(gate_up);
-  if (!front || !mlp) return false;
-  const std::pair<const DeviceTensor*, const char*> uses[] = {
-      {front, kNormLinearOp}, {mlp, kNormGateUpOp}, {&weights_.tensor(l.wo), kResidualOp}, {&weights_.tensor(l.w2), kResidualOp}};
+  if (!front) return false;
+  std::vector<std::pair<const DeviceTensor*, const char*>> uses = {{front, kNormLinearOp},
+                                                                   {&weights_.tensor(l.wo), kResidualOp}};
+  if (!l.expert_w1.empty()) {
+    if (!chooser_.serves("moe_finalize_residual", nullptr)) return false;
+  } else {
+    const std::array<const QTensor*, 2> gate_up{&l.w1, &l.w3};
+    const DeviceTensor* mlp = weights_.concatenated(gate_up);
+    if (!mlp) return false;
+    uses.push_back({mlp, kNormGateUpOp});
+    uses.push_back({&weights_.tensor(l.w2), kResidualOp});
+  }
   for (const auto& [t, op] : uses)
     if (!t->arrays.count("bq") || !chooser_.serves(op, &t->type)) return false;
   return true;

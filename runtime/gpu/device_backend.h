@@ -93,6 +93,7 @@ class DeviceBackend final : public Backend {
   void rmsnorm_gate_up_swiglu(Act x, const float* weight, float eps, const QTensor& gate, const QTensor& up_w, int64_t m,
                               Act h, Act up, Act xn) override;
   void matmul_residual(const QTensor& w, Act a, int64_t m, Act x, Act y) override;
+  void moe_residual(const MoeBlock& block, Act xn, int64_t m, Act x, Act y) override;  // device_moe.cpp
   void qk_norm_rope_kv(const QkRopeKv& s) override;
   void rope_attention(const QkRopeKv& s, Act out) override;
   void attention(Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0, int64_t m, int64_t n_heads,
@@ -120,6 +121,7 @@ class DeviceBackend final : public Backend {
     int64_t gate_up_fused = 0;  // gate_up_swiglu calls run as the one frag GEMV over [gate | up]
     int64_t norm_fused = 0, residual_fused = 0;  // the fused norms' GEMVs (fuse_norm)
     int64_t rope_fused = 0;  // attention decodes that ran q/k norm, RoPE and the KV write (fuse_norm)
+    int64_t moe_residual = 0;  // MoE finalizes that added into the hidden state (fuse_norm)
   };
   const GroupCounts& group_counts() const { return group_counts_; }
 
@@ -131,6 +133,8 @@ class DeviceBackend final : public Backend {
   kernels::Shape bind_attention(Bindings& b, Act q, Act k_cache, Act v_cache, int64_t capacity, int64_t pos0,
                                 int64_t m, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, Act out);
   void linear(const DeviceTensor& w, Act x, int64_t m, Act y);
+  // The MoE block into `out`, or added to it in place (`residual`, moe_finalize_residual).
+  void moe_block(const MoeBlock& block, Act x, int64_t m, Act out, bool residual);
   // The concatenation of the jobs' weights where one linear at `m` rows can write every job's output (outputs back
   // to back in the jobs' order, at one row); null where not.
   const DeviceTensor* concatenated_jobs(const MatmulJob* jobs, int count, int64_t m) const;

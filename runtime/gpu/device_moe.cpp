@@ -9,7 +9,15 @@
 
 namespace qt::rt {
 
-void DeviceBackend::moe(const MoeBlock& b, Act x, int64_t m, Act out) {
+void DeviceBackend::moe(const MoeBlock& b, Act x, int64_t m, Act out) { moe_block(b, x, m, out, false); }
+
+// Only where fuses_norm() said so for the layer: the device has no add of its own.
+void DeviceBackend::moe_residual(const MoeBlock& b, Act xn, int64_t m, Act x, Act) {
+  ++group_counts_.moe_residual;
+  moe_block(b, xn, m, x, true);
+}
+
+void DeviceBackend::moe_block(const MoeBlock& b, Act x, int64_t m, Act out, bool residual) {
   if (m <= 0) return;
   const DeviceTensor& gate = weights_.tensor(b.gate->base);
   const DeviceTensor& up = weights_.tensor(b.up->base);
@@ -60,7 +68,9 @@ void DeviceBackend::moe(const MoeBlock& b, Act x, int64_t m, Act out) {
   Bindings fin;
   fin.buf("y", moe_.y.ptr(), h16(count * dim)).buf("rows", moe_.rows.ptr(), count * 4);
   fin.buf("weights", moe_.weights.ptr(), count * 4).buf("out", dp(out), h16(m * dim));
-  run("moe_finalize", nullptr, kernels::Shape{{"M", "K", "H"}, {m, k, dim}, "finalize"}, fin);
+  const kernels::Shape finalize{{"M", "K", "H"}, {m, k, dim}, "finalize"};
+  if (!residual) return run("moe_finalize", nullptr, finalize, fin);
+  launcher_.run(chooser_.choose_fused("moe_finalize_residual", "moe_finalize", nullptr, finalize), finalize, fin);
 }
 
 }  // namespace qt::rt

@@ -1,5 +1,7 @@
 #include "runtime/gpu/kernel_choice.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include "common/error.h"
@@ -17,6 +19,26 @@ std::string runs(const kernels::KernelFamily& f, const kernels::Point& p, const 
 
 std::string choice_key(const std::string& op, const WeightType* type, const kernels::Shape& shape) {
   return op + "|" + (type ? weight_type_name(*type) : "-") + "|" + kernels::shape_key(shape);
+}
+
+// The point nearest `p` that `f` runs at `shape`: one parameter changed, by the fewest steps along its list.
+std::optional<kernels::Point> nearest_running(const kernels::KernelFamily& f, const kernels::Point& p,
+                                              const kernels::Shape& shape) {
+  std::optional<kernels::Point> best;
+  size_t best_steps = SIZE_MAX;
+  for (const kernels::Param& param : f.params) {
+    const auto at = std::find(param.values.begin(), param.values.end(), p.at(param.name));
+    if (at == param.values.end()) continue;
+    const size_t i = size_t(at - param.values.begin());
+    for (size_t j = 0; j < param.values.size(); ++j) {
+      const size_t steps = j > i ? j - i : i - j;
+      if (steps == 0 || steps >= best_steps) continue;
+      kernels::Point q = p;
+      q[param.name] = param.values[j];
+      if (runs(f, q, shape).empty()) best = q, best_steps = steps;
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -151,13 +173,19 @@ const KernelChoice& KernelChooser::choose_fused(const std::string& op, const std
       for (const kernels::Param& p : f.params) names.push_back(p.name);
       return names;
     };
-    for (const kernels::KernelFamily* f : candidates(op, type))
-      if (f->source == base->family->source && params(*f) == params(*base->family) &&
-          runs(*f, base->point, shape).empty()) {
-        KernelChoice c = *base;
-        c.family = f;
+    for (const kernels::KernelFamily* f : candidates(op, type)) {
+      if (f->source != base->family->source || params(*f) != params(*base->family)) continue;
+      KernelChoice c = *base;
+      c.family = f;
+      if (runs(*f, c.point, shape).empty()) return chosen_.emplace(key, c).first->second;
+      // A point the fused family refuses (its kernel needs more registers): the nearest it runs, one parameter
+      // moved by the fewest steps of its value list, as a tuned choice of a neighbouring point.
+      if (std::optional<kernels::Point> near = nearest_running(*f, base->point, shape)) {
+        c.point = *near;
+        if (c.source == KernelChoice::Source::Tuned) c.source = KernelChoice::Source::Nearest;
         return chosen_.emplace(key, c).first->second;
       }
+    }
   }
   return choose(op, type, shape);
 }

@@ -46,7 +46,8 @@ class KernelChooser {
   // An op that fuses a neighbour into another op's kernel (the norm before a stream GEMV, the residual add after
   // it), chosen by that other op, `base_op`, at the same shape: where base_op's choice is a family of the same
   // kernel source and parameters as one serving `op`, that family at the base's point and with its source (a tuned
-  // stream GEMV's schedule: the same loads, the same sums); else choose(op) itself.
+  // stream GEMV's schedule: the same loads, the same sums), or at the nearest point it runs (one parameter moved
+  // the fewest steps; a tuned source becomes "nearest"); else choose(op) itself.
   const KernelChoice& choose_fused(const std::string& op, const std::string& base_op, const WeightType* type,
                                    const kernels::Shape& shape);
   // Contenders of a measured dispatch that are no registry family are skipped unless `can_run` says this

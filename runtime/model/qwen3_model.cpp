@@ -124,9 +124,9 @@ int32_t Qwen3Model::forward_greedy(const int32_t* tokens, int64_t n) {
 
 // Each block's output is added to the residual stream x by the norm that follows it, so the add and the
 // norm are one op; the first layer's norm has nothing to add, the final norm adds the last block's output.
-// Where the backend fuses the norm into the matmuls beside it (Backend::fuses_norm: a device's decode step of a
-// dense model), each layer's o_proj and down_proj add their outputs to x themselves and q|k|v and gate|up normalize x as
-// they read it: nothing is pending after such a block.
+// Where the backend fuses the norm into the matmuls beside it (Backend::fuses_norm: a device's decode step),
+// o_proj and down_proj (or the MoE finalize) add their outputs to x themselves and q|k|v and gate|up normalize x
+// as they read it: nothing is pending after such a block.
 void Qwen3Model::run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, float* logits_out, int32_t* argmax_out) {
   const ModelConfig& c = w_.config;
   const Act x = x_->view(), xn = xn_->view(), o = o_->view();
@@ -135,16 +135,22 @@ void Qwen3Model::run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, fl
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LayerWeights& lw = w_.layers[size_t(l)];
     const bool moe = c.is_moe() && !lw.expert_w1.empty();
-    // MoE models keep their norms in every layer: the MoE block's output goes through the norm after it.
-    const bool fused = !c.is_moe() && be_.fuses_norm(lw, m);
+    const bool fused = be_.fuses_norm(lw, m);
     attention_block(l, m, pending, fused);
-    if (fused) {  // the attention block added its output to x
+    // Fused, the attention block added its output to x. A MoE block's router and experts both read the normalized
+    // rows, so its norm stays a launch; its finalize adds the output to x.
+    if (fused && moe) {
+      be_.add_rmsnorm(x, Act{}, lw.ffn_norm.data(), m, c.dim, c.rms_norm_eps, xn);
+      be_.moe_residual(moe_block(lw), xn, m, x, o);
+      continue;
+    }
+    if (fused) {
       be_.rmsnorm_gate_up_swiglu(x, lw.ffn_norm.data(), c.rms_norm_eps, lw.w1, lw.w3, m, h1_->view(), h3_->view(), xn);
       be_.matmul_residual(lw.w2, h1_->view(), m, x, o);
       continue;
     }
     be_.add_rmsnorm(x, pending, lw.ffn_norm.data(), m, c.dim, c.rms_norm_eps, xn);
-    if (moe) moe_mlp(lw, m);
+    if (moe) be_.moe(moe_block(lw), xn, m, o);
     else dense_mlp(lw, m);
     pending = o;
   }
@@ -200,14 +206,14 @@ void Qwen3Model::dense_mlp(const LayerWeights& lw, int64_t m) {
   be_.matmul(lw.w2, h1_->view(), m, o_->view());
 }
 
-void Qwen3Model::moe_mlp(const LayerWeights& lw, int64_t m) {
+MoeBlock Qwen3Model::moe_block(const LayerWeights& lw) const {
   const ModelConfig& c = w_.config;
   MoeBlock b;
   b.router = &lw.router;
   b.gate = &lw.expert_w1, b.up = &lw.expert_w3, b.down = &lw.expert_w2;
   b.top_k = c.num_experts_per_tok;
   b.renormalize = c.norm_topk_prob;
-  be_.moe(b, xn_->view(), m, o_->view());
+  return b;
 }
 
 uint64_t Qwen3Model::decode_weight_bytes() const { return rt::decode_weight_bytes(w_); }

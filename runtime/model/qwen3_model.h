@@ -52,7 +52,7 @@ class Qwen3Model {
   void run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, float* logits_out, int32_t* argmax_out);
   void attention_block(int64_t layer, int64_t m, Act& pending, bool fused);
   void dense_mlp(const LayerWeights& l, int64_t m);
-  void moe_mlp(const LayerWeights& l, int64_t m);
+  MoeBlock moe_block(const LayerWeights& l) const;
 
   const ModelWeights& w_;
   Backend& be_;

@@ -2,8 +2,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -12,6 +15,8 @@
 #include "common/error.h"
 #include "models/core/linear_shapes.h"
 #include "models/formats/model_file.h"
+#include "models/synthetic/presets.h"
+#include "models/synthetic/synthetic.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "device/blas/blas_lt.h"
 #include "device/blas/default_route.h"
@@ -42,9 +47,10 @@ struct Fixture {
     o.threads = 2;
     return o;
   }()};
+  // `name`: a file of tests/golden/files, or an absolute path.
   Fixture(const DeviceFactory& make, const std::string& name, bool trtllm = false,
           const std::function<void(dev::Device&, DeviceBackendOptions&)>& configure = {})
-      : file(ModelFile::open(kFiles + name)), device(make()) {
+      : file(ModelFile::open(name.starts_with("/") ? name : kFiles + name)), device(make()) {
     DeviceBackendOptions opts;
     opts.store_prefix = "emu.";
     opts.trtllm_int8 = trtllm;
@@ -298,30 +304,57 @@ void check_concatenated_gate_up(const DeviceFactory& make, const std::string& na
   check_decode_step_logits(run.on, run.ref, run.want.back(), name + (fused ? " (gate and up fused)" : " (gate and up apart)"));
 }
 
+std::string write_fusable_moe_model() {
+  struct TempFile {  // removed when the test program exits
+    std::string path;
+    ~TempFile() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  };
+  static const TempFile model = [] {
+    WriterOptions o;
+    o.format = FileFormat::MOE3;
+    o.config = synthetic::preset_config("tiny-moe");
+    // Heads whose q (128) and k, v (64 each) columns are whole frag tiles, so the device stores q|k|v as one.
+    o.config.dim = 128, o.config.n_heads = 4, o.config.n_kv_heads = 2, o.config.head_dim = 32;
+    const std::string file = (std::filesystem::temp_directory_path() /
+                              ("qtune-fusable-moe-" + std::to_string(::getpid()) + ".moe3")).string();
+    synthetic::write_model_file(file, o, 7);
+    return TempFile{file};
+  }();
+  return model.path;
+}
+
 void check_fused_norm(const DeviceFactory& make, const std::string& name, bool fused) {
   Fixture on(make, name, false, [](dev::Device&, DeviceBackendOptions& o) { o.fuse_norm = true; });
   Fixture off(make, name);
   constexpr int kSteps = 6;
   GreedyPair run(on, off, 6, kSteps);
-  // The 5-row prompt keeps its norm launches; each decode step's dense layers run none: the norms before q|k|v
-  // and gate|up inside those GEMVs, the residual adds in o_proj and down_proj. Every layer's attention, dense
-  // or MoE, takes q/k norm, RoPE and the KV write into its launch.
-  const int64_t layers = on.w().config.n_layers, decode_steps = kSteps - 1;
+  // The 5-row prompt keeps its norm launches. Each decode step's layers run none but a MoE block's own: the
+  // norms before q|k|v and gate|up inside those GEMVs, the residual adds in o_proj and down_proj or the MoE
+  // finalize. Every layer's attention, fused or not, takes q/k norm, RoPE and the KV write into its launch.
+  const bool moe = on.w().config.is_moe();
+  const int64_t steps = on.w().config.n_layers * (kSteps - 1);
   const auto& g = on.gpu->group_counts();
-  CHECK(g.norm_fused == (fused ? 2 * layers * decode_steps : 0));
-  CHECK(g.residual_fused == (fused ? 2 * layers * decode_steps : 0));
-  CHECK(g.rope_fused == layers * decode_steps);
+  CHECK(g.norm_fused == (fused ? (moe ? 1 : 2) * steps : 0));
+  CHECK(g.residual_fused == (fused ? (moe ? 1 : 2) * steps : 0));
+  CHECK(g.moe_residual == (fused && moe ? steps : 0));
+  CHECK(g.rope_fused == steps);
   const auto& plain = off.gpu->group_counts();
-  CHECK(plain.norm_fused + plain.residual_fused + plain.rope_fused == 0);
-  CHECK(launches(*off.gpu) - launches(*on.gpu) == (fused ? 3 : 1) * layers * decode_steps);
+  CHECK(plain.norm_fused + plain.residual_fused + plain.rope_fused + plain.moe_residual == 0);
+  CHECK(launches(*off.gpu) - launches(*on.gpu) == (fused ? (moe ? 2 : 3) : 1) * steps);
   // Each fused op chosen on its own family (o_proj and down_proj may share a shape).
-  for (const std::string op : {"rmsnorm_linear.frag|", "rmsnorm_gate_up_swiglu.frag|", "linear_residual.frag|"}) {
+  const std::vector<std::string> ops =
+      moe ? std::vector<std::string>{"rmsnorm_linear.frag|", "linear_residual.frag|", "moe_finalize_residual|"}
+          : std::vector<std::string>{"rmsnorm_linear.frag|", "rmsnorm_gate_up_swiglu.frag|", "linear_residual.frag|"};
+  for (const std::string& op : ops) {
     size_t chosen = 0;
     for (const std::string& line : on.gpu->chooser().details()) {
       if (line.rfind(op, 0) != 0) continue;
       INFO(line);
       ++chosen;
-      CHECK((line.find("_frag_norm_") != std::string::npos || line.find("_frag_residual_gemv") != std::string::npos));
+      CHECK((line.find("_norm_") != std::string::npos || line.find("_residual") != std::string::npos));
     }
     CHECK((chosen > 0) == fused);
   }

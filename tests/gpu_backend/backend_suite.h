@@ -38,10 +38,14 @@ void check_greedy_tokens(const DeviceFactory& make, const std::string& file);
 // Gate, up and SwiGLU as one launch per layer at M <= 16 where the frag layout stores [w1; w3] (`fused`), else
 // apart; the same tokens and logits either way.
 void check_concatenated_gate_up(const DeviceFactory& make, const std::string& file, bool fused);
-// With fuse_norm, each decode step of a dense model whose layers the frag stream GEMVs serve (`fused`) runs no
-// norm launch but the final one, every model's attention runs q/k norm + RoPE + the KV write in its own launch,
-// and the CPU reference's tokens come out.
+// With fuse_norm, each decode step of a model whose attention projections the frag stream GEMVs serve (`fused`)
+// runs no norm launch but the final one and a MoE block's own, every model's attention runs q/k norm + RoPE + the
+// KV write in its own launch, and the CPU reference's tokens come out.
 void check_fused_norm(const DeviceFactory& make, const std::string& file, bool fused);
+// A synthetic Qwen3-MoE model (tiny-moe, 128 wide, 4 query and 2 KV heads of 32) whose q, k and v the frag layout
+// stores as one, written once per process to a temporary file: the golden MoE models' 48-wide KV heads are not
+// whole frag tiles. Its path.
+std::string write_fusable_moe_model();
 // q, k and v stored once as their concatenation (the default) against three tensors: the CPU reference's greedy
 // tokens and decode logits either way; each decode step's layer one launch for the three, so two launches
 // fewer per layer and step; no more device memory. `concatenated`: whether the file's q/k/v can be stored so

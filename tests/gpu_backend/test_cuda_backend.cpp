@@ -140,6 +140,7 @@ TEST_CASE("cuda: with fused norms a decode step runs no norm or rope launch per 
   NEED_GPU();
   qt::test::check_fused_norm(gpu, "dense-tied.ak48", true);
   qt::test::check_fused_norm(gpu, "moe-norm.awq.moe3", false);
+  qt::test::check_fused_norm(gpu, qt::test::write_fusable_moe_model(), true);  // MoE: the attention side
 }
 
 TEST_CASE("cuda: Qwen3-MoE golden models give the CPU reference's logits and match the transformers goldens") {

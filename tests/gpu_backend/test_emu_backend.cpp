@@ -65,7 +65,8 @@ TEST_CASE("emu: gate, up and SwiGLU as one launch per layer where the frag layou
 
 TEST_CASE("emu: with fused norms a decode step runs no norm or rope launch per layer and gives the CPU reference tokens") {
   qt::test::check_fused_norm(emu, "dense-tied.ak48", true);
-  qt::test::check_fused_norm(emu, "moe-norm.awq.moe3", false);  // MoE layers keep their norms, not their rope
+  qt::test::check_fused_norm(emu, "moe-norm.awq.moe3", false);  // 48-wide KV heads: q, k, v apart
+  qt::test::check_fused_norm(emu, qt::test::write_fusable_moe_model(), true);  // MoE: the attention side
 }
 
 TEST_CASE("emu: a Q8_0 matrix whose scales fp16 cannot hold keeps the file layout, the others go to the frag layout") {

@@ -10,6 +10,7 @@
 #include "models/formats/model_file.h"
 #include "runtime/gpu/device_backend.h"
 #include "runtime/model/qwen3_model.h"
+#include "tests/gpu_backend/backend_suite.h"
 #include "tuner/static/step_predict.h"
 
 using namespace qt;
@@ -54,10 +55,13 @@ TEST_CASE("step model: launches match the device backend", "[tuner][step]") {
            {"moe-norm.awq.moe3", true, 90, true},  // experts on the wgmma grouped GEMMs
            {"dense-tied.ak48", true, 80, false, true},     // decode without norm launches but the final one
            {"dense.ak48", true, 80, false, true},          // q, k and v apart: the norms stay
-           {"moe-norm.awq.moe3", true, 80, false, true}}) {  // MoE layers keep their norms
+           {"moe-norm.awq.moe3", true, 80, false, true},     // 48-wide KV heads: q, k, v apart, norms stay
+           {"fusable-moe", true, 80, false, true}}) {       // MoE with q|k|v concatenated: the attention side fused
     INFO(c.file << (c.frag ? ", frag layout" : ", file layout") << ", sm_" << c.arch
                 << (c.frag_experts ? ", frag experts" : "") << (c.fuse_norm ? ", fused norms" : ""));
-    const std::unique_ptr<ModelFile> model_file = ModelFile::open(source_root() + "/tests/golden/files/" + c.file);
+    const std::string file = std::string(c.file) == "fusable-moe" ? qt::test::write_fusable_moe_model()
+                                                                   : source_root() + "/tests/golden/files/" + c.file;
+    const std::unique_ptr<ModelFile> model_file = ModelFile::open(file);
     const ModelWeights& w = model_file->weights();
     emu::EmuOptions eo;
     eo.threads = 2;

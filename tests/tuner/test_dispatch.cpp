@@ -185,13 +185,14 @@ TEST_CASE("a fused norm or residual GEMV runs the point tuned for the stream GEM
     CHECK(c.source == rt::KernelChoice::Source::Tuned);
   }
 
-  // Tuned at pf = 8, which the normalizing GEMV refuses: it falls back to its own default; the residual one follows.
+  // Tuned at pf = 8, which the normalizing GEMV refuses: it runs the nearest point it takes, pf = 4, as a
+  // "nearest" choice; the residual one follows the tuned point itself.
   const kernels::Point deeper{{"kw", 2}, {"pf", 8}, {"split", 2}, {"tn", 1}};
   rt::KernelChooser tuned8(store_with(deeper), dev, "emu.", 80);
   const rt::KernelChoice norm = fused(tuned8, "rmsnorm_linear.frag");
   CHECK(norm.family->name == "awq_frag_norm_gemv");
-  CHECK(norm.source == rt::KernelChoice::Source::Default);
-  CHECK(norm.point.at("pf") <= 4);
+  CHECK(norm.source == rt::KernelChoice::Source::Nearest);
+  CHECK(norm.point == kernels::Point{{"kw", 2}, {"pf", 4}, {"split", 2}, {"tn", 1}});
   CHECK(fused(tuned8, "linear_residual.frag").point == deeper);
 
   // Untuned, linear.frag's default is the frag GEMV, another kernel: the fused families' own defaults run.

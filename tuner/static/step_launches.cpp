@@ -115,22 +115,24 @@ struct Builder {
     return false;
   }
 
-  // DeviceBackend::fuses_norm: every dense layer's matmuls on the fused stream families, q|k|v and gate|up
-  // concatenated in the frag layout.
+  // DeviceBackend::fuses_norm: every layer's attention matmuls on the fused stream families, q|k|v concatenated
+  // in the frag layout; a dense MLP's gate|up concatenated too, a MoE block's finalize adding into x.
   bool fuses_norm(int64_t m) const {
     const ModelConfig& c = spec.config;
-    if (!spec.runtime.fuse_norm || c.is_moe() || !dense_frag() || !spec.runtime.concatenate_qkv ||
-        !spec.runtime.concatenate_gate_up || m > std::min(kConcatenatedQkvMaxRows, kConcatenatedGateUpMaxRows))
+    if (!spec.runtime.fuse_norm || !dense_frag() || !spec.runtime.concatenate_qkv ||
+        m > std::min(kConcatenatedQkvMaxRows, kConcatenatedGateUpMaxRows))
       return false;
-    const LinearShape& up = linear_shape(shapes, "w1");
     const WeightType t = dense_type();
-    return storable({c.q_dim(), c.kv_dim(), c.kv_dim()}) && storable({up.n, up.n}) &&
-           serves("rmsnorm_linear.frag", t) && serves("rmsnorm_gate_up_swiglu.frag", t) &&
-           serves("linear_residual.frag", t);
+    if (!storable({c.q_dim(), c.kv_dim(), c.kv_dim()}) || !serves("rmsnorm_linear.frag", t) ||
+        !serves("linear_residual.frag", t))
+      return false;
+    if (c.is_moe()) return has_op("moe_finalize_residual");
+    const LinearShape& up = linear_shape(shapes, "w1");
+    return spec.runtime.concatenate_gate_up && storable({up.n, up.n}) && serves("rmsnorm_gate_up_swiglu.frag", t);
   }
 
-  // Qwen3Model::run_chunk's layers with the norms fused: norm + q|k|v, attention, o_proj + residual,
-  // norm + gate|up + SwiGLU, down_proj + residual.
+  // Qwen3Model::run_chunk's layers with the norms fused: norm + q|k|v, attention, o_proj + residual, then
+  // norm + gate|up + SwiGLU and down_proj + residual, or the MoE block's norm and the block, its finalize adding.
   void fused_layers(int64_t m, int64_t pos0, int64_t layers) {
     const WeightType t = dense_type();
     const int64_t g = spec.weights.dense_group;
@@ -141,6 +143,10 @@ struct Builder {
     stream("rmsnorm_linear.frag", "wq|wk|wv", "norm + q|k|v");
     attention(m, pos0, layers);
     stream("linear_residual.frag", "wo", "o_proj + residual");
+    if (spec.config.is_moe()) {
+      rmsnorm(m, false, "ffn norm", layers);
+      return moe(m, layers, true);
+    }
     stream("rmsnorm_gate_up_swiglu.frag", "w1", "norm + gate|up + SwiGLU");
     stream("linear_residual.frag", "w2", "down_proj + residual");
   }
@@ -185,8 +191,9 @@ struct Builder {
     dense("w2", m, "down_proj", layers);
   }
 
-  // DeviceBackend::moe: router, gating, grouped gate/up and down (each plan aligns its own blocks), finalize.
-  void moe(int64_t m, int64_t layers) {
+  // DeviceBackend::moe: router, gating, grouped gate/up and down (each plan aligns its own blocks), finalize
+  // (adding into the hidden state: moe_residual).
+  void moe(int64_t m, int64_t layers, bool residual = false) {
     const ModelConfig& c = spec.config;
     const LinearShape& router = linear_shape(shapes, "router");
     const WeightType rt = spec.runtime.predequantize ? WeightType::F16 : spec.weights.router;
@@ -213,8 +220,9 @@ struct Builder {
     };
     grouped("moe_gate_up" + suffix, w1, "expert.w1+w3", "experts gate|up");
     grouped("moe_down" + suffix, w2, "expert.w2", "experts down");
-    add("moe_finalize", std::nullopt, Shape{{"M", "K", "H"}, {m, c.num_experts_per_tok, c.dim}, "finalize"},
-        "finalize", layers);
+    add(residual ? "moe_finalize_residual" : "moe_finalize", std::nullopt,
+        Shape{{"M", "K", "H"}, {m, c.num_experts_per_tok, c.dim}, "finalize"},
+        residual ? "finalize + residual" : "finalize", layers);
   }
 
   bool serves(const std::string& op, WeightType t) const {
