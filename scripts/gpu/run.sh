@@ -12,10 +12,10 @@
 #              runtime's default routes, attention decode at 4K and 32K, end to end with and without
 #              programmatic dependent launch and with the decode norms fused (first, since these decide the
 #              defaults)
-#   tune       qtune --gpu on the 8B AWQ model with the default families and budget, at the report's batch
-#              buckets (resumable: a time limit stops it, and the MoE report uses what it stored)
 #   fused-8b   qrun on the 8B AWQ model, 48 greedy tokens, by default and with --fuse-norm (and --pdl on sm_90):
 #              the same tokens at the real sizes, and both statistics lines
+#   tune       qtune --gpu on the 8B AWQ model with the default families and budget, at the report's batch
+#              buckets (resumable: a time limit stops it, and the MoE report uses what it stored)
 #   tune-30b   sm_90 only: qtune on the MoE model's grouped GEMMs in the frag layout, into the same store
 #   report-30b qbench --device cuda --report on the MoE model with the tuned store (its buckets hold 512 and
 #              4096 tokens, where its grouped expert GEMMs are judged)
@@ -222,11 +222,13 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
     --q8-model "$models/qwen3-8b.ajc1" --buckets "$report_buckets" --report "$work/report-qwen3-8b" || status=1
   # The report's buckets: the tune's time goes to the batch sizes the report measures, and every family the
   # runtime dispatches (the wgmma GEMM on sm_90) gets some of it.
+  # Short, and it decides with the report whether the fused decode becomes the default: before the tune, whose
+  # time limit stops it where it is (and which the last run already measured).
+  phase fused-8b "${FUSED_S:-45}" fused_8b "$sm" || status=1
+  excerpt "Decode norms fused (qwen3-8b ak48)" "$logs/fused-8b.log" '^== |tok/s|fused norms|error'
   phase tune "$tune_s" "$q/bin/qtune" --model "$models/qwen3-8b.ak48" --gpu "$sm" --time-limit $((tune_s - 15)) \
     --buckets "$report_buckets" --cache "$work/qtune-cache.sqlite" --quiet || status=1
   excerpt "Tune (qwen3-8b ak48)" "$logs/tune.log" '^(qtune:|summary|time|dispatch|roofline)'
-  phase fused-8b "${FUSED_S:-45}" fused_8b "$sm" || status=1
-  excerpt "Decode norms fused (qwen3-8b ak48)" "$logs/fused-8b.log" '^== |tok/s|fused norms|error'
   # The MoE model's grouped GEMMs in the layout the runtime runs them in on sm_90 (the frag one), into the same
   # store, so the MoE report's tuned rows and its "best of the tune" are measured too.
   moe_buckets=1,16,64,256,512,1024,4096
