@@ -120,8 +120,8 @@ __global__ void __launch_bounds__(THREADS, 1)
       const float inv = rms(x);
       for (int i = lane; i < half; i += 32) {
         float lo, hi;
-        qt::rope_rotate(__half2float(x[i]) * inv * q_norm[i], __half2float(x[half + i]) * inv * q_norm[half + i], i,
-                        position, inv_d, theta, lo, hi);
+        qt::rope_norm_rotate(__half2float(x[i]), __half2float(x[half + i]), inv, q_norm[i], q_norm[half + i], i,
+                             position, inv_d, theta, lo, hi);
         qs[r * D + i] = __half2float(__float2half_rn(lo));
         qs[r * D + half + i] = __half2float(__float2half_rn(hi));
       }
@@ -134,8 +134,8 @@ __global__ void __launch_bounds__(THREADS, 1)
       const int64_t row = (int64_t)position * ld + head_off;
       for (int i = lane; i < half; i += 32) {
         float lo, hi;
-        qt::rope_rotate(__half2float(x[i]) * inv * k_norm[i], __half2float(x[half + i]) * inv * k_norm[half + i], i,
-                        position, inv_d, theta, lo, hi);
+        qt::rope_norm_rotate(__half2float(x[i]), __half2float(x[half + i]), inv, k_norm[i], k_norm[half + i], i,
+                             position, inv_d, theta, lo, hi);
         k_cache[row + i] = __float2half_rn(lo);
         k_cache[row + half + i] = __float2half_rn(hi);
       }

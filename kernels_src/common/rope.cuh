@@ -35,4 +35,11 @@ __device__ __forceinline__ void rope_rotate(float a, float b, int i, int positio
   hi = b * cs + a * sn;
 }
 
+// Pair i of a head normalized (x * inv_rms * w, in that order) and rotated: qk_norm_rope_kv's products, which
+// the attention decode that rotates its own q and k must repeat to match it.
+__device__ __forceinline__ void rope_norm_rotate(float a, float b, float inv_rms, float wa, float wb, int i, int position,
+                                                 float inv_d, float theta, float& lo, float& hi) {
+  rope_rotate(a * inv_rms * wa, b * inv_rms * wb, i, position, inv_d, theta, lo, hi);
+}
+
 }  // namespace qt

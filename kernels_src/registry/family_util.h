@@ -2,6 +2,7 @@
 // Small host-side helpers every family description needs: typed views of HostBuffers bytes, ceiling
 // division for grids, kernel name expressions, and the split-k reduction linear families share.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "common/half.h"
+#include "common/rng.h"
 #include "kernels_src/registry/family.h"
 #include "models/core/linear_shapes.h"
 
@@ -109,6 +111,26 @@ inline double max_of(const std::vector<float>& v) {
   double m = 0;
   for (float x : v) m = std::max(m, double(x));
   return m;
+}
+
+// ---- outputs added in place to a residual stream: out = fp16(out + fp16(sum)) ----
+// The stream's values before the kernel: `count` fp16 values in [-4, 4).
+inline std::vector<uint8_t> residual_input(int64_t count, uint64_t seed) {
+  Rng rng(seed ^ 0x72657364ull);
+  std::vector<uint16_t> v(static_cast<size_t>(count));
+  for (uint16_t& x : v) x = float_to_half_bits(float(8.0 * rng.uniform() - 4.0));
+  return bytes_of(v);
+}
+// `e`, the expected sums, becomes the expected stream: plus `prev` (the fp16 input), with the inner rounding,
+// relative to the sum rather than the result, added to abs_tol as 2^-11 of the largest |sum|.
+inline void expect_residual_add(Expected& e, const std::vector<uint8_t>& prev) {
+  const std::vector<uint16_t> p = from_bytes<uint16_t>(prev);
+  double largest = 0;
+  for (size_t i = 0; i < e.values.size(); ++i) {
+    largest = std::max(largest, std::abs(double(e.values[i])));
+    e.values[i] += half_bits_to_float(p[i]);
+  }
+  e.abs_tol += std::ldexp(1.0, -11) * largest;
 }
 
 }  // namespace qt::kernels

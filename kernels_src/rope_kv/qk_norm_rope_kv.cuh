@@ -118,9 +118,8 @@ __global__ void __launch_bounds__(WARPS * 32)
     float out_lo[VEC], out_hi[VEC];
 #pragma unroll
     for (int e = 0; e < VEC; ++e) {
-      const float a = lo[c][e] * inv_rms * w[i + e];
-      const float b = hi[c][e] * inv_rms * w[half + i + e];
-      qt::rope_rotate(a, b, i + e, position, inv_d, theta, out_lo[e], out_hi[e]);
+      qt::rope_norm_rotate(lo[c][e], hi[c][e], inv_rms, w[i + e], w[half + i + e], i + e, position, inv_d, theta,
+                           out_lo[e], out_hi[e]);
     }
     if (is_q) {
       __half* dst = q_out + (int64_t)m * H * D + head * D;

@@ -519,11 +519,16 @@ void DeviceBackend::matmul_residual(const QTensor& w, Act a, int64_t m, Act x, A
   fused_stream(kResidualOp, "linear.frag", t, shape, a, "y", x, m * t.rows, nullptr, 0.0f);
 }
 
-void DeviceBackend::qk_norm_rope_kv(const QkRopeKv& s) {
+// The rows an op writes into the KV cache: inside it, at the step's position.
+void DeviceBackend::check_cache_rows(const char* op, const QkRopeKv& s) const {
   if (s.pos0 < 0 || s.pos0 + s.m > s.capacity)
-    throw Error("qk_norm_rope_kv: positions " + std::to_string(s.pos0) + ".." + std::to_string(s.pos0 + s.m - 1) +
+    throw Error(std::string(op) + ": positions " + std::to_string(s.pos0) + ".." + std::to_string(s.pos0 + s.m - 1) +
                 " do not fit the cache of " + std::to_string(s.capacity) + " tokens");
-  check_step_position("qk_norm_rope_kv", s.pos0);
+  check_step_position(op, s.pos0);
+}
+
+void DeviceBackend::qk_norm_rope_kv(const QkRopeKv& s) {
+  check_cache_rows("qk_norm_rope_kv", s);
   const int64_t qd = s.n_heads * s.head_dim, kvd = s.n_kv_heads * s.head_dim;
   const DeviceTensor::Array qn = weights_.vector(s.q_norm), kn = weights_.vector(s.k_norm);
   Bindings b;
@@ -564,10 +569,7 @@ void DeviceBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity,
 void DeviceBackend::rope_attention(const QkRopeKv& s, Act out) {
   constexpr const char* kRopeAttentionOp = "rope_attention_decode";
   if (!options_.fuse_norm || s.m != 1 || !chooser_.serves(kRopeAttentionOp, nullptr)) return Backend::rope_attention(s, out);
-  if (s.pos0 < 0 || s.pos0 + s.m > s.capacity)
-    throw Error("rope_attention: position " + std::to_string(s.pos0) + " does not fit the cache of " +
-                std::to_string(s.capacity) + " tokens");
-  check_step_position("rope_attention", s.pos0);
+  check_cache_rows("rope_attention", s);
   const int64_t kvd = s.n_kv_heads * s.head_dim;
   Bindings b;
   const kernels::Shape choice = bind_attention(b, s.q, s.k_cache, s.v_cache, s.capacity, s.pos0, s.m, s.n_heads,

@@ -148,6 +148,7 @@ class DeviceBackend final : public Backend {
   dev::DevPtr scratch(size_t bytes);
   void grow(dev::Buffer& b, size_t need, size_t bytes);  // at least `need` bytes; `bytes` when it reallocates
   void check_step_position(const char* op, int64_t pos0) const;
+  void check_cache_rows(const char* op, const QkRopeKv& s) const;
   void stage_tokens(const int32_t* tokens, int64_t m);
   std::string progress_label(const std::string& what) const;
   struct WeightVisitor {

@@ -89,7 +89,7 @@ struct Builder {
   // decode with the norms fused.
   void attention(int64_t m, int64_t pos0, int64_t layers) {
     const ModelConfig& c = spec.config;
-    const bool fused = spec.runtime.fuse_norm && m == 1 && has_op("rope_attention_decode");
+    const bool fused = spec.runtime.fuse_norm && m == 1 && serves("rope_attention_decode");
     if (fused) return attention_launch("rope_attention_decode", m, pos0, "rope + attention", layers);
     // qk_norm_rope_kv writes the step's own rows of the cache: modelled on a cache of those rows, since its
     // buffers would count the whole cache it is bound to.
@@ -109,12 +109,6 @@ struct Builder {
     out.push_back(l);
   }
 
-  bool has_op(const std::string& op) const {
-    for (const kernels::KernelFamily* f : kernels::all_families())
-      if (!f->on_host() && f->op == op) return true;
-    return false;
-  }
-
   // DeviceBackend::fuses_norm: every layer's attention matmuls on the fused stream families, q|k|v concatenated
   // in the frag layout; a dense MLP's gate|up concatenated too, a MoE block's finalize adding into x.
   bool fuses_norm(int64_t m) const {
@@ -126,7 +120,7 @@ struct Builder {
     if (!storable({c.q_dim(), c.kv_dim(), c.kv_dim()}) || !serves("rmsnorm_linear.frag", t) ||
         !serves("linear_residual.frag", t))
       return false;
-    if (c.is_moe()) return has_op("moe_finalize_residual");
+    if (c.is_moe()) return serves("moe_finalize_residual");
     const LinearShape& up = linear_shape(shapes, "w1");
     return spec.runtime.concatenate_gate_up && storable({up.n, up.n}) && serves("rmsnorm_gate_up_swiglu.frag", t);
   }
@@ -225,9 +219,10 @@ struct Builder {
         residual ? "finalize + residual" : "finalize", layers);
   }
 
-  bool serves(const std::string& op, WeightType t) const {
+  // Whether a device family serves `op` (on weights of type `t`, when given).
+  bool serves(const std::string& op, std::optional<WeightType> t = std::nullopt) const {
     for (const kernels::KernelFamily* f : kernels::all_families())
-      if (!f->on_host() && f->op == op && f->serves(t)) return true;
+      if (!f->on_host() && f->op == op && (!t || f->serves(*t))) return true;
     return false;
   }
 
