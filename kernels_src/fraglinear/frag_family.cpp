@@ -4,6 +4,7 @@
 #include <cstring>
 #include <cmath>
 #include <random>
+#include <deque>
 #include <sstream>
 
 #include "common/error.h"
@@ -579,17 +580,23 @@ int64_t stream_ring_registers(int bits, const Point& p) {
 constexpr int64_t kStreamRegisterBudget = 176;
 
 // frag_stream_gemv.cuh's FUSE values.
-enum class Fusion { kNone = 0, kNorm = 1, kResidual = 2 };
+enum class Fusion { kNone = 0, kNorm = 1, kResidual = 2, kResidualNorm = 3 };
 
 std::string stream_kernel(int bits, const Point& p, Fusion fuse = Fusion::kNone) {
   if (fuse == Fusion::kNone) return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), p.at("tn")});
   return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), p.at("tn"), 0, int64_t(fuse)});
 }
 
-// The streaming kernels' two trailing arguments: kFuseNorm's weights and epsilon, unread by the others.
-void add_norm_args(Launch& l, Fusion fuse) {
-  if (fuse == Fusion::kNorm) l.args.insert(l.args.end(), {KernelArg::buf("nw"), KernelArg::scalar("eps")});
+// The streaming kernels' trailing arguments: the norm's weights and epsilon (kFuseNorm, kFuseResidualNorm),
+// the MoE routing's (kernels_src/moe_stream, unread by every dense family), and kFuseResidualNorm's output.
+constexpr size_t kStreamTailArgs = 10;
+void add_tail_args(Launch& l, Fusion fuse) {
+  const bool norm = fuse == Fusion::kNorm || fuse == Fusion::kResidualNorm;
+  if (norm) l.args.insert(l.args.end(), {KernelArg::buf("nw"), KernelArg::scalar("eps")});
   else l.args.insert(l.args.end(), {KernelArg::null(), KernelArg::f32(0.0f)});
+  l.args.insert(l.args.end(), {KernelArg::null(), KernelArg::null(), KernelArg::null(), KernelArg::null(),
+                               KernelArg::i32(1), KernelArg::i32(1), KernelArg::i32(0)});
+  l.args.push_back(fuse == Fusion::kResidualNorm ? KernelArg::buf("yn") : KernelArg::null());
 }
 
 KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) {
@@ -635,7 +642,7 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
     LaunchPlan plan = frag_linear_plan(d, m, split);
     Launch& l = plan.launches.front();
     l.kernel = stream_kernel(bits, p);
-    add_norm_args(l, Fusion::kNone);
+    add_tail_args(l, Fusion::kNone);
     l.grid.x = uint32_t(cdiv(d.n_tiles(), p.at("tn")));
     l.grid.y = uint32_t(cdiv(m, 16));
     l.grid.z = uint32_t(split);
@@ -734,7 +741,7 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
     for (KernelArg& a : l.args)
       if (a.kind == KernelArg::Kind::Buffer && a.buffer == "y") a = KernelArg::buf("h");
     l.kernel = gate_up_kernel(bits, p);
-    add_norm_args(l, Fusion::kNone);
+    add_tail_args(l, Fusion::kNone);
     l.grid.x = uint32_t(h / 64);
     l.grid.y = uint32_t(cdiv(m, 16));
     l.grid.z = uint32_t(split);
@@ -798,17 +805,44 @@ std::vector<uint8_t> norm_weights(int64_t k, uint64_t seed) {
   return bytes_of(w);
 }
 
+// The RMSNorm of the expected rows `y` [m][n] with weights nw: each within y's tolerance moves its row's output by
+// at most nw * inv times it, twice over (the value and its share of the row's RMS); plus the output's rounding.
+Expected expect_rmsnorm(const Expected& y, int64_t m, int64_t n, const std::vector<float>& nw) {
+  Expected out;
+  out.buffer = "yn";
+  double tol = 0;
+  for (int64_t r = 0; r < m; ++r) {
+    double ss = 0, largest = 0;
+    for (int64_t c = 0; c < n; ++c) {
+      const double v = y.values[size_t(r * n + c)];
+      ss += v * v, largest = std::max(largest, std::abs(v));
+    }
+    const double inv = 1.0 / std::sqrt(ss / double(n) + kNormTestEps);
+    for (int64_t c = 0; c < n; ++c) out.values.push_back(float(nw[size_t(c)] * y.values[size_t(r * n + c)] * inv));
+    tol = std::max(tol, 2.0 * 2.0 * inv * (y.abs_tol + y.rel_tol * largest));  // nw < 2
+  }
+  out.abs_tol = tol;
+  out.rel_tol = std::ldexp(1.0, -10);
+  return out;
+}
+
 // The base's plan with the fused kernel, its extra input and its output's role.
 LaunchPlan fused_plan(const KernelFamily& base, Fusion fuse, bool swiglu, int bits, const Point& p, const Shape& shape) {
   LaunchPlan plan = base.plan(p, shape);
   Launch& l = plan.launches.front();
   l.kernel = swiglu ? gate_up_kernel(bits, p, fuse) : stream_kernel(bits, p, fuse);
-  l.args.resize(l.args.size() - 2);
-  add_norm_args(l, fuse);
+  l.args.resize(l.args.size() - kStreamTailArgs);
+  add_tail_args(l, fuse);
   if (fuse == Fusion::kNorm) plan.buffers.push_back({"nw", DType::F32, shape["K"], Role::Input});
-  if (fuse == Fusion::kResidual)
+  if (fuse == Fusion::kResidual || fuse == Fusion::kResidualNorm)
     for (BufferSpec& b : plan.buffers)
       if (b.name == "y") b.role = Role::InOut;
+  if (fuse == Fusion::kResidualNorm) {
+    plan.buffers.push_back({"nw", DType::F32, shape["N"], Role::Input});
+    plan.buffers.push_back({"yn", DType::F16, shape["M"] * shape["N"], Role::Output});
+    for (BufferSpec& b : plan.buffers)  // one more arrival counter per 16 rows: the rows' norm
+      if (b.name == "locks") b.elements += cdiv(shape["M"], 16);
+  }
   return plan;
 }
 
@@ -818,14 +852,20 @@ KernelFamily make_fused_stream(const SourceKind& kind, const KernelFamily& base,
   KernelFamily f = base;
   f.problem.clear();
   f.model_shapes = nullptr;
-  const std::string part = swiglu ? "_frag_norm_gate_up_swiglu" : fuse == Fusion::kNorm ? "_frag_norm_gemv" : "_frag_residual_gemv";
+  const std::string part = swiglu                          ? "_frag_norm_gate_up_swiglu"
+                           : fuse == Fusion::kNorm         ? "_frag_norm_gemv"
+                           : fuse == Fusion::kResidualNorm ? "_frag_residual_norm_gemv"
+                                                           : "_frag_residual_gemv";
   f.name = std::string(kind.prefix) + part;
   f.op = (fuse == Fusion::kNorm ? "rmsnorm_" : "") + std::string(swiglu ? "gate_up_swiglu" : "linear") +
-         (fuse == Fusion::kResidual ? "_residual" : "") + ".frag";
+         (fuse == Fusion::kResidual ? "_residual" : fuse == Fusion::kResidualNorm ? "_residual_rmsnorm" : "") + ".frag";
   f.summary = fuse == Fusion::kNorm
                   ? "RMSNorm of the hidden state fused into " + base.name + " (each block its rows' statistics)"
+              : fuse == Fusion::kResidualNorm
+                  ? base.name + " adding its output to the hidden state in place, then the last block of its rows "
+                                "writing their RMSNorm (the residual add and the norm after it fused)"
                   : base.name + " adding its output to the hidden state in place (the residual add fused)";
-  if (fuse == Fusion::kNorm) f.scalars = {{"eps", DType::F32, kNormTestEps}};
+  if (fuse == Fusion::kNorm || fuse == Fusion::kResidualNorm) f.scalars = {{"eps", DType::F32, kNormTestEps}};
   if (fuse == Fusion::kNorm && !swiglu) {
     // The norm's A loads beside a ring of 8 INT4 tiles: 12 bytes of spills on sm_90 (NVRTC 13.0).
     const auto base_constraint = base.point_constraint;
@@ -859,6 +899,15 @@ KernelFamily make_fused_stream(const SourceKind& kind, const KernelFamily& base,
     } else {
       in["y"] = residual_input(shape["M"] * shape["N"], seed);
     }
+    if (fuse == Fusion::kResidualNorm) {
+      in["nw"] = norm_weights(shape["N"], seed);
+      // The hidden state's rows at RMS 1, 2, 4, 8x each other, as the normalizing GEMV's inputs.
+      std::vector<uint16_t> y = from_bytes<uint16_t>(in.at("y"));
+      for (size_t i = 0; i < y.size(); ++i)
+        y[i] = float_to_half_bits(half_bits_to_float(y[i]) * float(1 << ((int64_t(i) / shape["N"]) % 4)));
+      in["y"] = bytes_of(y);
+      in["locks"].resize(in["locks"].size() + size_t(cdiv(shape["M"], 16)) * 4, 0);
+    }
     return in;
   };
   // The norm's fp16 rounding of each activation moves a sum by at most 2^-11 sum |a w|.
@@ -888,11 +937,17 @@ KernelFamily make_fused_stream(const SourceKind& kind, const KernelFamily& base,
       },
       [expected, fuse, rounding](const Shape& shape, const HostBuffers& in, const LinearSums& sums) {
         std::vector<Expected> out = expected(shape, in, sums);
+        std::vector<Expected> normalized;
         for (Expected& e : out) {
+          if (e.buffer == "locks" && fuse == Fusion::kResidualNorm)
+            e.values.resize(e.values.size() + size_t(cdiv(shape["M"], 16)), 0.0f);
           if (e.buffer != "y") continue;
           if (fuse == Fusion::kNorm) e.abs_tol += rounding * max_of(sums.abs);
           else expect_residual_add(e, in.at("y"));
+          if (fuse == Fusion::kResidualNorm)
+            normalized.push_back(expect_rmsnorm(e, shape["M"], shape["N"], from_bytes<float>(in.at("nw"))));
         }
+        out.insert(out.end(), normalized.begin(), normalized.end());
         return out;
       });
   return f;
@@ -1116,6 +1171,15 @@ const KernelFamily& int8_residual_gemv_family() {
 }
 const KernelFamily& q8_0_residual_gemv_family() {
   static const KernelFamily f = make_fused_stream(q8_0_kind(), q8_0_stream_gemv_family(), Fusion::kResidual);
+  return f;
+}
+
+const std::vector<const KernelFamily*>& residual_norm_gemv_families() {
+  static const std::deque<KernelFamily> all = {
+      make_fused_stream(awq_kind(), awq_stream_gemv_family(), Fusion::kResidualNorm),
+      make_fused_stream(int8gw_kind(), int8_stream_gemv_family(), Fusion::kResidualNorm),
+      make_fused_stream(q8_0_kind(), q8_0_stream_gemv_family(), Fusion::kResidualNorm)};
+  static const std::vector<const KernelFamily*> f = family_pointers(all);
   return f;
 }
 const KernelFamily& awq_norm_gate_up_family() {

@@ -45,6 +45,9 @@ const KernelFamily& q8_0_norm_gemv_family();
 const KernelFamily& awq_residual_gemv_family();
 const KernelFamily& int8_residual_gemv_family();
 const KernelFamily& q8_0_residual_gemv_family();
+// The residual GEMVs that also write the RMSNorm of the rows they finish (op linear_residual_rmsnorm.frag): o_proj
+// before a MoE block, for AWQ INT4, INT8 group-wise and Q8_0.
+const std::vector<const KernelFamily*>& residual_norm_gemv_families();
 const KernelFamily& awq_norm_gate_up_family();
 const KernelFamily& int8_norm_gate_up_family();
 const KernelFamily& q8_0_norm_gate_up_family();

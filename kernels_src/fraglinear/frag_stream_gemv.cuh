@@ -31,12 +31,32 @@
 //     normalized row never goes through memory;
 //   kFuseResidual (o_proj and down_proj): y is the hidden state, and the output is added to it,
 //     y = fp16(y + fp16(x W)), the two roundings of the unfused GEMV and residual add. Each output is read and
-//     written by the one thread that stores it, and nothing else in the launch reads y, so y is updated in place.
+//     written by the one thread that stores it, and nothing else in the launch reads y, so y is updated in place;
+//   kFuseResidualNorm (o_proj before a MoE block, whose router and experts both read the normalized row): as
+//     kFuseResidual, and then the last block to finish a column tile of the block's rows (the tile's only block,
+//     or its splits' last) that finds every column tile of those rows finished normalizes them into yn,
+//     fp16(nw * (y * inv)) as the rmsnorm kernel writes it: the norm launch after o_proj folded into its tail.
+//
+// ROUTE runs a MoE block's experts at decode, on experts stored in the frag layout one after another in each
+// array (as kernels_src/moe_wgmma keeps them), straight from the router's logits: no gating launch, no block
+// alignment, no reduction launch and no finalize. Each block picks its token's top-k experts from the logits
+// itself (moe_topk.cuh, moe_gating's rule, one warp, while no weight tile can be in flight yet), then:
+//   kRouteRows (gate|up, SWIGLU): block row y is routed row i = t * top_k + j; it reads x's token row t, choice
+//     j's gate tile from (bq, bs, bz) and its up tile from (uq, us, uz), and writes h[i] = silu(g) * u;
+//   kRouteCombine (down): block row y is token t, and z = j * splits + s is the s-th share of K of its j-th
+//     routed row: x is h [count][K], choice j's matrix, and the last block of the token's column tile to
+//     arrive sums out[t] = sum_j w_j * fp16(y_i) over the fp32 partials in ws, the grouped GEMM's and
+//     moe_finalize's roundings; with kFuseResidual it adds that into the hidden state out[t] in place.
+// Each routed row is one row of the mma (M = 1 per block): a GEMV is bound by the weights, and at decode the
+// rows of a token go to distinct experts, so no expert's weights are read twice. The logits are the router's
+// output, so under PDL the first weight tiles wait for it.
 #include "kernels_src/common/qt_cuda.h"
 #include "kernels_src/common/qt_vec.h"
 #include "kernels_src/common/splitk.cuh"
+#include "kernels_src/fraglinear/frag_layout_map.h"
 #include "kernels_src/fraglinear/frag_linear.cuh"
 #include "kernels_src/gate_up/gate_up_common.cuh"
+#include "kernels_src/moe/moe_topk.cuh"
 
 namespace frag_stream {
 
@@ -75,21 +95,33 @@ __device__ __forceinline__ void add_residual(__half* y, float v) {
 
 }  // namespace frag_stream
 
-constexpr int kFuseNone = 0, kFuseNorm = 1, kFuseResidual = 2;
+constexpr int kFuseNone = 0, kFuseNorm = 1, kFuseResidual = 2, kFuseResidualNorm = 3;
+constexpr int kRouteNone = 0, kRouteRows = 1, kRouteCombine = 2;
 
 // Grid: x = column-tile groups of TN tiles (SWIGLU: gate tiles), y = 16-row blocks of M, z = splits of K
 // (whole groups). Block: KW warps on the same TN tiles, each a contiguous share of the block's groups.
 // SWIGLU: N is the concatenation's 2H columns, y is h [M][H], ws holds [split][M][2H] partials.
-// nw, eps: kFuseNorm's RMSNorm weights [K] and epsilon (unread otherwise).
-template <int BITS, int KW, int PF, int TN, int SWIGLU = 0, int FUSE = kFuseNone>
+// nw, eps: kFuseNorm's RMSNorm weights [K] and epsilon, or kFuseResidualNorm's [N] with its output yn [M][N]
+// (unread otherwise). uq, us, uz: kRouteRows's up matrix;
+// logits [tokens][experts], top_k, renormalize: ROUTE's gating, over EPL experts per lane (unread otherwise).
+// Under ROUTE, N is one expert's columns (kRouteRows: 2H, its gate and up together) and M the tokens.
+template <int BITS, int KW, int PF, int TN, int SWIGLU = 0, int FUSE = kFuseNone, int ROUTE = kRouteNone, int EPL = 1>
 __global__ void __launch_bounds__(KW * 32)
     frag_stream_gemv_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
-                            float* ws, unsigned* locks, int M, int N, int K, int G, const float* nw, float eps) {
+                            float* ws, unsigned* locks, int M, int N, int K, int G, const float* nw, float eps,
+                            const uint32_t* uq, const __half* us, const uint32_t* uz, const __half* logits,
+                            int experts, int top_k, int renormalize, __half* yn) {
   // PDL: before the wait, the block's index math and its first PF weight tiles: weights are written once at
   // load, never in a step, so under programmatic launch their DRAM latency overlaps the previous kernel's tail.
+  // (Not under ROUTE: which expert's tiles depends on the router's logits.)
   static_assert(!SWIGLU || TN == 2, "the SwiGLU epilogue pairs a gate tile with its up tile");
-  static_assert(FUSE == kFuseNone || FUSE == kFuseNorm || FUSE == kFuseResidual, "FUSE: none, norm or residual");
-  static_assert(!(SWIGLU && FUSE == kFuseResidual), "the SwiGLU output is no residual stream");
+  static_assert(FUSE >= kFuseNone && FUSE <= kFuseResidualNorm, "FUSE: none, norm, residual or residual + norm");
+  constexpr bool RESIDUAL = FUSE == kFuseResidual || FUSE == kFuseResidualNorm;
+  static_assert(!(SWIGLU && RESIDUAL), "the SwiGLU output is no residual stream");
+  static_assert(!(ROUTE && FUSE == kFuseResidualNorm), "the routed GEMVs leave the norm to the next layer");
+  static_assert(ROUTE == kRouteNone || (ROUTE == kRouteRows && SWIGLU) || (ROUTE == kRouteCombine && !SWIGLU),
+                "ROUTE: routed gate|up rows with SwiGLU, or the down projection combined per token");
+  static_assert(ROUTE != kRouteCombine || FUSE != kFuseNorm, "the down projection's input is h, not the hidden state");
   constexpr int THREADS = KW * 32, NF = 8 * TN, OTHERS = KW - 1 + (KW == 1);  // warps 1.. (one slot at KW = 1)
   constexpr bool FOLD = !SWIGLU;  // scales folded once per group into fp32 sums, or applied to each weight
   using Tile = frag::BTile<BITS>;
@@ -99,32 +131,75 @@ __global__ void __launch_bounds__(KW * 32)
   const int g8 = lane >> 2, t4 = lane & 3;
   const int n_tiles = (N + 63) / 64, ktiles = K / 16, groups = K / G, spg = G / 16;  // spg: k-steps per group
   const int nt = blockIdx.x * (SWIGLU ? 1 : TN);
-  // past N: the last tile again, not stored. SWIGLU: tile 1 is the up tile of gate tile nt, H / 64 further.
-  auto tile_of = [&](int j) { return SWIGLU ? nt + j * (n_tiles / 2) : min(nt + j, n_tiles - 1); };
-  const int m0 = blockIdx.y * 16;
+  // past N: the last tile again, not stored. SWIGLU: tile 1 is the up tile of gate tile nt, H / 64 further
+  // (ROUTE: tile nt of the up matrix).
+  auto tile_of = [&](int j) { return SWIGLU ? nt + (ROUTE ? 0 : j * (n_tiles / 2)) : min(nt + j, n_tiles - 1); };
+  const int m0 = ROUTE ? 0 : blockIdx.y * 16;
+  // ROUTE: the block's routed row, its splits of K, and its rows of x, y and ws as a one-row problem.
+  const int splits = ROUTE == kRouteCombine ? (int)gridDim.z / top_k : (int)gridDim.z;
+  const int zsplit = ROUTE == kRouteCombine ? (int)blockIdx.z % splits : (int)blockIdx.z;
+  const int route_row = ROUTE == kRouteRows ? (int)blockIdx.y : (int)blockIdx.y * top_k + (int)blockIdx.z / max(splits, 1);
+  if constexpr (ROUTE != kRouteNone) {
+    x += (int64_t)(ROUTE == kRouteRows ? route_row / top_k : route_row) * K;
+    y += (int64_t)(ROUTE == kRouteRows ? route_row : (int)blockIdx.y) * (ROUTE == kRouteRows ? N / 2 : N);
+    ws += (int64_t)blockIdx.y * gridDim.z * N;
+    M = 1;
+  }
 
   // The block's groups, then this warp's share of them.
-  const int per_split = (groups + (int)gridDim.z - 1) / (int)gridDim.z;
-  const int b_begin = min(groups, (int)blockIdx.z * per_split), b_end = min(groups, b_begin + per_split);
+  const int per_split = (groups + splits - 1) / splits;
+  const int b_begin = min(groups, zsplit * per_split), b_end = min(groups, b_begin + per_split);
   const int per_warp = (b_end - b_begin + KW - 1) / KW;
   const int g_begin = min(b_end, b_begin + warp * per_warp), g_end = min(b_end, g_begin + per_warp);
   const int steps = (g_end - g_begin) * spg;
   const int k_first = g_begin * 16 * spg;
 
   const uint64_t policy = qt::policy_evict_first();
+  // Tile j's words, scales and zeros lie j strides past tile 0's: the next column tile, the up tile H / 64
+  // further, or (ROUTE) the up matrix's tile, as far from the gate matrix's as uq is from bq.
+  const int64_t tile_step = (int64_t)(tile_of(TN - 1) - tile_of(0)) / max(TN - 1, 1);
+  const bool two = ROUTE == kRouteRows;
+  const int64_t bstride = two ? (int64_t)(reinterpret_cast<uint64_t>(uq) - reinterpret_cast<uint64_t>(bq)) / 4
+                              : tile_step * ktiles * Tile::WORDS;
+  const int64_t sstride = two ? (int64_t)(reinterpret_cast<uint64_t>(us) - reinterpret_cast<uint64_t>(bs)) / 2
+                              : tile_step * groups * 64;
+  const int64_t zstride = two ? (int64_t)(reinterpret_cast<uint64_t>(uz) - reinterpret_cast<uint64_t>(bz)) / 4
+                              : tile_step * groups * 16;
   const uint32_t* btile = bq + ((int64_t)tile_of(0) * ktiles + g_begin * spg) * Tile::WORDS + lane * 4;
-  const int64_t bstride = (int64_t)(tile_of(TN - 1) - tile_of(0)) / max(TN - 1, 1) * ktiles * Tile::WORDS;
 
   // The rings: step s lives in slot s % PF (PF divides spg, so a group's steps start at slot 0).
   Tile ring[TN][PF];
   uint32_t aring[PF][4];
+  auto first_tiles = [&]() {
 #pragma unroll
-  for (int p = 0; p < PF; ++p)
-    if (p < steps) {
+    for (int p = 0; p < PF; ++p)
+      if (p < steps) {
 #pragma unroll
-      for (int j = 0; j < TN; ++j) frag::load_tile<BITS>(btile + j * bstride + p * Tile::WORDS, policy, ring[j][p]);
+        for (int j = 0; j < TN; ++j) frag::load_tile<BITS>(btile + j * bstride + p * Tile::WORDS, policy, ring[j][p]);
+      }
+  };
+  if constexpr (ROUTE == kRouteNone) first_tiles();
+  qt::grid_dependency_entry();  // x, y, ws, the locks and the logits are the previous kernels' from here on
+  QT_SHARED(route_id, int[32]);
+  QT_SHARED(route_w, float[32]);
+  if constexpr (ROUTE != kRouteNone) {
+    // The token's top-k, as the gating kernel picks them; then this routed row's expert's share of each
+    // array, as the grouped GEMMs index them.
+    if (warp == 0) {
+      const int token = ROUTE == kRouteRows ? route_row / top_k : (int)blockIdx.y;
+      int id;
+      float w;
+      moe_topk_warp<EPL>(logits + (int64_t)token * experts, experts, top_k, renormalize, lane, id, w);
+      if (lane < top_k) route_id[lane] = id, route_w[lane] = w;
     }
-  qt::grid_dependency_entry();  // x, y, ws and the locks are the previous kernels' from here on
+    __syncthreads();
+    // (A row of NaN logits picks no expert: clamped, it reads garbage, never out of bounds.)
+    const int64_t e = min(max(route_id[route_row % top_k], 0), experts - 1), cols = ROUTE == kRouteRows ? N / 2 : N;
+    btile += e * frag_map::weight_words(BITS, cols, K);
+    bs += e * frag_map::scale_halves(cols, K, G);
+    if (BITS == 4) bz += e * frag_map::zero_words(BITS, cols, K, G);
+    first_tiles();
+  }
 
   // kFuseNorm: 1 / rms of the block's 16 rows (0 past M), while the weight tiles above are in flight. The sum of
   // squares is over the whole row, whatever share of K this block multiplies; every warp takes a strided share
@@ -171,12 +246,13 @@ __global__ void __launch_bounds__(KW * 32)
   auto load_group = [&](int grp) {
 #pragma unroll
     for (int j = 0; j < TN; ++j) {
-      const int64_t tg = (int64_t)tile_of(j) * groups + grp;
+      const int64_t tg = (int64_t)tile_of(0) * groups + grp;
       if constexpr (FOLD) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r) sraw[j][r] = *reinterpret_cast<const uint4*>(bs + tg * 64 + 32 * r + 8 * t4);
+        for (int r = 0; r < 2; ++r)
+          sraw[j][r] = *reinterpret_cast<const uint4*>(bs + j * sstride + tg * 64 + 32 * r + 8 * t4);
       } else {
-        const unsigned short* s16 = reinterpret_cast<const unsigned short*>(bs + tg * 64);
+        const unsigned short* s16 = reinterpret_cast<const unsigned short*>(bs + j * sstride + tg * 64);
         uint32_t w[8];
 #pragma unroll
         for (int f = 0; f < 8; ++f) {
@@ -186,7 +262,7 @@ __global__ void __launch_bounds__(KW * 32)
         sraw[j][0] = make_uint4(w[0], w[1], w[2], w[3]);
         sraw[j][1] = make_uint4(w[4], w[5], w[6], w[7]);
       }
-      if constexpr (BITS == 4) zraw[j] = *reinterpret_cast<const uint2*>(bz + tg * 16 + 2 * g8);
+      if constexpr (BITS == 4) zraw[j] = *reinterpret_cast<const uint2*>(bz + j * zstride + tg * 16 + 2 * g8);
     }
   };
   if (steps > 0) load_group(g_begin);
@@ -280,7 +356,18 @@ __global__ void __launch_bounds__(KW * 32)
     }
   }
   const int n0 = nt * 64;
-  if constexpr (SWIGLU) {
+  if constexpr (ROUTE == kRouteCombine) {
+    // Always through the partials: even one split of one routed row is weighted.
+    if (warp == 0) {
+#pragma unroll
+      for (int f = 0; f < NF; ++f)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = g8 + 8 * (e >> 1), col = n0 + 8 * f + 2 * t4 + (e & 1);
+          if (row < M && col < N) ws[(int64_t)blockIdx.z * N + col] = acc[f][e];
+        }
+    }
+  } else if constexpr (SWIGLU) {
     const int H = N / 2;
     if (warp == 0) {
       // acc[f] (gate) and acc[8 + f] (up) hold the same rows and columns: the C fragment of 8-column f.
@@ -298,7 +385,7 @@ __global__ void __launch_bounds__(KW * 32)
           }
         }
     }
-  } else if (FUSE == kFuseResidual && warp == 0) {
+  } else if (RESIDUAL && warp == 0) {
     if (gridDim.z == 1) {
 #pragma unroll
       for (int f = 0; f < NF; ++f)
@@ -324,31 +411,75 @@ __global__ void __launch_bounds__(KW * 32)
       for (int e = 0; e < 4; ++e) out[0][f][e] = acc[f][e];
     store_mma_tile<1, NF, 64 * TN>(out, y, ws, m0, n0, 0, lane, M, N);
   }
-  if (gridDim.z == 1) return;
-
-  // In-launch reduction across the splits: the last block of this output tile to finish sums every split's
-  // partials.
-  if (!last_block_to_arrive(&locks[blockIdx.y * gridDim.x + blockIdx.x], gridDim.z)) return;
-  const int rows = min(16, M - m0);
-  if constexpr (SWIGLU) {
-    const int H = N / 2;
-    for (int i = tid; i < rows * 64; i += THREADS) {
-      const int row = m0 + i / 64, col = n0 + i % 64;
-      float g = 0.0f, u = 0.0f;
-      for (int z = 0; z < (int)gridDim.z; ++z) {
-        g += ws[((int64_t)z * M + row) * N + col];
-        u += ws[((int64_t)z * M + row) * N + H + col];
+  if (ROUTE == kRouteCombine || gridDim.z > 1) {
+    // In-launch reduction across the splits: the last block of this output tile to finish sums every split's
+    // partials.
+    if (!last_block_to_arrive(&locks[blockIdx.y * gridDim.x + blockIdx.x], gridDim.z)) return;
+    if constexpr (ROUTE == kRouteCombine) {
+      // Each routed row's splits summed and rounded as the grouped GEMM's output, then weighted in j order as
+      // moe_finalize sums them.
+      const int cols = min(TN * 64, N - n0);
+      for (int c = tid; c < cols; c += THREADS) {
+        float sum = 0.0f;
+        for (int j = 0; j < top_k; ++j) {
+          float v = 0.0f;
+          for (int z = 0; z < splits; ++z) v += ws[(int64_t)(j * splits + z) * N + n0 + c];
+          sum += route_w[j] * __half2float(__float2half_rn(v));
+        }
+        if constexpr (RESIDUAL) frag_stream::add_residual(y + n0 + c, sum);
+        else y[n0 + c] = __float2half_rn(sum);
       }
-      y[(int64_t)row * H + col] = gate_up_swiglu(g, u);
+      return;
     }
-    return;
+    const int rows = min(16, M - m0);
+    if constexpr (SWIGLU) {
+      const int H = N / 2;
+      for (int i = tid; i < rows * 64; i += THREADS) {
+        const int row = m0 + i / 64, col = n0 + i % 64;
+        float g = 0.0f, u = 0.0f;
+        for (int z = 0; z < (int)gridDim.z; ++z) {
+          g += ws[((int64_t)z * M + row) * N + col];
+          u += ws[((int64_t)z * M + row) * N + H + col];
+        }
+        y[(int64_t)row * H + col] = gate_up_swiglu(g, u);
+      }
+      return;
+    }
+    const int cols = min(TN * 64, N - n0);
+    for (int i = tid; i < rows * cols; i += THREADS) {
+      const int row = m0 + i / cols, col = n0 + i % cols;
+      float sum = 0.0f;
+      for (int z = 0; z < (int)gridDim.z; ++z) sum += ws[((int64_t)z * M + row) * N + col];
+      if constexpr (RESIDUAL) frag_stream::add_residual(y + (int64_t)row * N + col, sum);
+      else y[(int64_t)row * N + col] = __float2half_rn(sum);
+    }
   }
-  const int cols = min(TN * 64, N - n0);
-  for (int i = tid; i < rows * cols; i += THREADS) {
-    const int row = m0 + i / cols, col = n0 + i % cols;
-    float sum = 0.0f;
-    for (int z = 0; z < (int)gridDim.z; ++z) sum += ws[((int64_t)z * M + row) * N + col];
-    if constexpr (FUSE == kFuseResidual) frag_stream::add_residual(y + (int64_t)row * N + col, sum);
-    else y[(int64_t)row * N + col] = __float2half_rn(sum);
+  if constexpr (FUSE == kFuseResidualNorm) {
+    // This block finished its column tile of rows m0..: the last of the row block's tiles normalizes the rows
+    // (counters past the tiles' own), reading y back from L2 as the rmsnorm kernel would.
+    if (!last_block_to_arrive(&locks[gridDim.x * gridDim.y + blockIdx.y], gridDim.x)) return;
+    const int rows = min(16, M - m0);
+    for (int r = 0; r < rows; ++r) {
+      const __half* row = y + (int64_t)(m0 + r) * N;
+      float ss = 0.0f;
+      for (int c = tid; c < N; c += THREADS) {
+        const float v = __half2float(row[c]);
+        ss += v * v;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+      if (lane == 0) row_ss[r][warp] = ss;
+    }
+    __syncthreads();
+    if (tid < rows) {
+      float ss = 0.0f;
+      for (int w = 0; w < KW; ++w) ss += row_ss[tid][w];
+      row_inv[tid] = rsqrtf(ss / (float)N + eps);
+    }
+    __syncthreads();
+    for (int i = tid; i < rows * N; i += THREADS) {
+      const int r = i / N, c = i % N;
+      yn[(int64_t)(m0 + r) * N + c] = __float2half_rn(nw[c] * (__half2float(y[(int64_t)(m0 + r) * N + c]) * row_inv[r]));
+    }
   }
 }

@@ -8,12 +8,10 @@
 // CPU definitions: kernels_src/moe/moe_reference.h.
 #include "kernels_src/common/qt_cuda.h"
 #include "kernels_src/common/qt_vec.h"
-#include "kernels_src/sampling/argmax.cuh"  // argmax_better: larger value first, ties to the lower index
+#include "kernels_src/moe/moe_topk.cuh"
 
-// Warp w of a block handles token blockIdx.x * WARPS + w; lane l holds experts l, l+32, ... (EPL per lane, so
-// E <= 32 * EPL), and K <= 32. Experts are chosen on the logits (the softmax is monotonic, and equal logits
-// give equal probabilities) by K rounds of a warp argmax; lane s keeps choice s. Weights are the fp32
-// probabilities, renormalized over the K chosen when asked.
+// Warp w of a block handles token blockIdx.x * WARPS + w (moe_topk.cuh: lane l holds experts l, l+32, ..., EPL
+// per lane, so E <= 32 * EPL, and K <= 32).
 template <int WARPS, int EPL>
 __global__ void __launch_bounds__(WARPS * 32)
     moe_gating_kernel(const __half* __restrict__ logits, int* __restrict__ ids, float* __restrict__ weights, int M,
@@ -21,45 +19,12 @@ __global__ void __launch_bounds__(WARPS * 32)
   qt::grid_dependency_entry();
   const int lane = threadIdx.x & 31, row = blockIdx.x * WARPS + (threadIdx.x >> 5);
   if (row >= M) return;
-  const float neg_inf = __int_as_float(0xff800000);
-  float v[EPL];
-  float mx = neg_inf;
-#pragma unroll
-  for (int j = 0; j < EPL; ++j) {
-    const int e = lane + 32 * j;
-    v[j] = e < E ? __half2float(logits[(int64_t)row * E + e]) : neg_inf;
-    mx = fmaxf(mx, v[j]);
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-  float sum = 0.0f;
-#pragma unroll
-  for (int j = 0; j < EPL; ++j) sum += lane + 32 * j < E ? expf(v[j] - mx) : 0.0f;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  bool taken[EPL];
-#pragma unroll
-  for (int j = 0; j < EPL; ++j) taken[j] = false;
-  float top_sum = 0.0f, mine = 0.0f;
-  int mine_id = 0;
-  for (int s = 0; s < K; ++s) {
-    float bv = 0.0f;
-    int bi = -1;
-#pragma unroll
-    for (int j = 0; j < EPL; ++j) {
-      const int e = lane + 32 * j;
-      if (e < E && !taken[j] && argmax_better(v[j], e, bv, bi)) bv = v[j], bi = e;
-    }
-    argmax_warp_reduce(bv, bi);
-#pragma unroll
-    for (int j = 0; j < EPL; ++j) taken[j] = taken[j] || lane + 32 * j == bi;
-    const float p = expf(bv - mx) / sum;
-    top_sum += p;
-    if (lane == s) mine = p, mine_id = bi;
-  }
+  int id;
+  float w;
+  moe_topk_warp<EPL>(logits + (int64_t)row * E, E, K, renormalize, lane, id, w);
   if (lane < K) {
-    ids[(int64_t)row * K + lane] = mine_id;
-    weights[(int64_t)row * K + lane] = renormalize ? mine / top_sum : mine;
+    ids[(int64_t)row * K + lane] = id;
+    weights[(int64_t)row * K + lane] = w;
   }
 }
 

@@ -18,6 +18,7 @@
 #include "kernels_src/gate_up/gate_up_family.h"
 #include "kernels_src/memcopy/mem_copy_family.h"
 #include "kernels_src/moe/moe_family.h"
+#include "kernels_src/moe_stream/moe_stream_family.h"
 #include "kernels_src/moe_wgmma/moe_wgmma_family.h"
 #include "kernels_src/norm/rmsnorm_family.h"
 #include "kernels_src/q8_0/q8_family.h"
@@ -91,8 +92,10 @@ std::vector<const KernelFamily*> builtin_families() {
       &memcopy::copy_family(),
   };
   list.insert(list.end(), embedding::families().begin(), embedding::families().end());
+  list.insert(list.end(), frag::residual_norm_gemv_families().begin(), frag::residual_norm_gemv_families().end());
   list.insert(list.end(), moe::grouped_families().begin(), moe::grouped_families().end());
   list.insert(list.end(), moe_wgmma::families().begin(), moe_wgmma::families().end());
+  list.insert(list.end(), moe_stream::families().begin(), moe_stream::families().end());
   return list;
 }
 

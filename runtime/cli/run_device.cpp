@@ -74,7 +74,10 @@ std::string device_report(const RunDevice& d) {
                                   std::to_string(g.residual_fused) + " residual GEMV calls" +
                                   (g.norm_fused + g.residual_fused == 0 ? " (they need q|k|v stored concatenated in the frag layout)" : "") +
                                   ", " + std::to_string(g.rope_fused) + " attentions with their RoPE" +
-                                  (g.moe_residual ? ", " + std::to_string(g.moe_residual) + " MoE finalizes" : "");
+                                  (g.moe_residual ? ", " + std::to_string(g.moe_residual) + " MoE blocks adding to it (" +
+                                                        std::to_string(g.moe_stream) + " as the two routed GEMVs, " +
+                                                        std::to_string(g.residual_norm) + " normalized by o_proj)"
+                                                  : "");
   const auto* gpu = dynamic_cast<const cuda::CudaDevice*>(d.device.get());
   const std::string pdl = gpu && gpu->programmatic_launch() ? " | programmatic dependent launch" : "";
   return d.device->name() + pdl + ": kernels for " + d.device_backend->chooser().summary() + fp16 + fused + " | " +

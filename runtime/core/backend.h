@@ -118,8 +118,8 @@ class Backend {
   // The RMSNorm of a decode step's residual stream fused into the matmuls beside it, where a backend offers it for
   // this layer and batch (fuses_norm): the norm before q|k|v and before gate|up runs inside those matmuls, and
   // o_proj and down_proj (or the MoE block, moe_residual) add their outputs to x themselves, so a dense layer has no
-  // norm launch of its own and a MoE layer only the one before its router (a device backend then also runs
-  // rope_attention as one launch).
+  // norm launch of its own and a MoE layer only the one before its router, which o_proj may write
+  // (matmul_residual_rmsnorm; a device backend then also runs rope_attention as one launch).
   // Results equal add_rmsnorm followed by the plain ops (up to the order of the norm's sum of squares).
   virtual bool fuses_norm(const LayerWeights& layer, int64_t m) const {
     (void)layer, (void)m;
@@ -141,6 +141,13 @@ class Backend {
   virtual void matmul_residual(const QTensor& w, Act a, int64_t m, Act x, Act y) {
     matmul(w, a, m, y);
     add(x, y, m * w.rows);
+  }
+  // matmul_residual, then xn = RMSNorm(x) with `weight`: o_proj before a MoE block, whose router and experts both
+  // read the normalized rows, so that a backend may write the norm from the matmul's own last blocks.
+  virtual void matmul_residual_rmsnorm(const QTensor& w, Act a, int64_t m, Act x, Act y, const float* weight, float eps,
+                                       Act xn) {
+    matmul_residual(w, a, m, x, y);
+    add_rmsnorm(x, Act{}, weight, m, w.rows, eps, xn);
   }
   // x += the MoE block's output for the normalized rows `xn` (moe below); `y` [m][dim] is scratch as above.
   virtual void moe_residual(const MoeBlock& block, Act xn, int64_t m, Act x, Act y) {

@@ -447,6 +447,7 @@ void DeviceBackend::add_rmsnorm(Act x, Act residual, const float* weight, int64_
 constexpr const char* kNormLinearOp = "rmsnorm_linear.frag";
 constexpr const char* kNormGateUpOp = "rmsnorm_gate_up_swiglu.frag";
 constexpr const char* kResidualOp = "linear_residual.frag";
+constexpr const char* kResidualNormOp = "linear_residual_rmsnorm.frag";
 
 // Every matmul of the layer on a fused family: q|k|v (and a dense layer's gate|up) concatenated (at one row), all
 // in the frag layout; a MoE layer's finalize adding into the hidden state.
@@ -475,12 +476,18 @@ bool DeviceBackend::fuses_norm(const LayerWeights& l, int64_t m) const {
 // weights when given. Its point is the one chosen for `base_op` at the same shape where that is the same schedule.
 void DeviceBackend::fused_stream(const std::string& op, const std::string& base_op, const DeviceTensor& w,
                                  const kernels::Shape& shape, Act x, const char* out_name, Act out, int64_t out_elements,
-                                 const float* norm, float eps) {
+                                 const float* norm, float eps, Act yn) {
   const int64_t m = shape["M"];
   Bindings b;
   b.buf("x", dp(x), h16(m * w.cols)).buf(out_name, dp(out), h16(out_elements));
   for (const auto& [name, a] : w.arrays) b.buf(name, a.ptr, a.bytes);
-  bind_split_locks(b, w.rows, m);
+  if (yn) {
+    // The rows' norm: the output's RMSNorm into yn, counted past the split counters, one per 16 rows.
+    b.buf("yn", dp(yn), h16(out_elements));
+    bind_counters(b, (w.rows + 63) / 64 * ((m + 15) / 16) + (m + 15) / 16);
+  } else {
+    bind_split_locks(b, w.rows, m);
+  }
   if (norm) {
     const DeviceTensor::Array nw = weights_.vector(norm);
     b.buf("nw", nw.ptr, nw.bytes).scalar("eps", eps);
@@ -517,6 +524,18 @@ void DeviceBackend::matmul_residual(const QTensor& w, Act a, int64_t m, Act x, A
   ++group_counts_.residual_fused;
   const kernels::Shape shape{{"M", "N", "K", "G"}, {m, t.rows, t.cols, t.group}, "linear"};
   fused_stream(kResidualOp, "linear.frag", t, shape, a, "y", x, m * t.rows, nullptr, 0.0f);
+}
+
+// o_proj before a MoE block: the residual GEMV whose last blocks write the rows' RMSNorm, where a family serves it.
+void DeviceBackend::matmul_residual_rmsnorm(const QTensor& w, Act a, int64_t m, Act x, Act y, const float* weight,
+                                            float eps, Act xn) {
+  const DeviceTensor& t = weights_.tensor(w);
+  if (!t.arrays.count("bq") || !chooser_.serves(kResidualNormOp, &t.type))
+    return Backend::matmul_residual_rmsnorm(w, a, m, x, y, weight, eps, xn);
+  ++group_counts_.residual_fused;
+  ++group_counts_.residual_norm;
+  const kernels::Shape shape{{"M", "N", "K", "G"}, {m, t.rows, t.cols, t.group}, "linear"};
+  fused_stream(kResidualNormOp, "linear.frag", t, shape, a, "y", x, m * t.rows, weight, eps, xn);
 }
 
 // The rows an op writes into the KV cache: inside it, at the step's position.

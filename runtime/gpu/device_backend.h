@@ -93,6 +93,8 @@ class DeviceBackend final : public Backend {
   void rmsnorm_gate_up_swiglu(Act x, const float* weight, float eps, const QTensor& gate, const QTensor& up_w, int64_t m,
                               Act h, Act up, Act xn) override;
   void matmul_residual(const QTensor& w, Act a, int64_t m, Act x, Act y) override;
+  void matmul_residual_rmsnorm(const QTensor& w, Act a, int64_t m, Act x, Act y, const float* weight, float eps,
+                               Act xn) override;
   void moe_residual(const MoeBlock& block, Act xn, int64_t m, Act x, Act y) override;  // device_moe.cpp
   void qk_norm_rope_kv(const QkRopeKv& s) override;
   void rope_attention(const QkRopeKv& s, Act out) override;
@@ -120,8 +122,10 @@ class DeviceBackend final : public Backend {
     int64_t concatenated = 0, separate = 0;
     int64_t gate_up_fused = 0;  // gate_up_swiglu calls run as the one frag GEMV over [gate | up]
     int64_t norm_fused = 0, residual_fused = 0;  // the fused norms' GEMVs (fuse_norm)
+    int64_t residual_norm = 0;  // of the residual GEMVs, those that wrote the next norm too (o_proj before a MoE block)
     int64_t rope_fused = 0;  // attention decodes that ran q/k norm, RoPE and the KV write (fuse_norm)
     int64_t moe_residual = 0;  // MoE finalizes that added into the hidden state (fuse_norm)
+    int64_t moe_stream = 0;    // of those, MoE blocks run as the two routed GEMVs (kernels_src/moe_stream)
   };
   const GroupCounts& group_counts() const { return group_counts_; }
 
@@ -135,11 +139,15 @@ class DeviceBackend final : public Backend {
   void linear(const DeviceTensor& w, Act x, int64_t m, Act y);
   // The MoE block into `out`, or added to it in place (`residual`, moe_finalize_residual).
   void moe_block(const MoeBlock& block, Act x, int64_t m, Act out, bool residual);
+  // The experts of moe_block's decode path with the norms fused, frag layout: the routed GEMVs after the gating.
+  void moe_stream(const DeviceTensor& gate, const DeviceTensor& up, const DeviceTensor& down, Act x, int64_t m,
+                  int64_t top_k, Act out, const kernels::Shape& front, const kernels::Shape& back);
   // The concatenation of the jobs' weights where one linear at `m` rows can write every job's output (outputs back
   // to back in the jobs' order, at one row); null where not.
   const DeviceTensor* concatenated_jobs(const MatmulJob* jobs, int count, int64_t m) const;
   void fused_stream(const std::string& op, const std::string& base_op, const DeviceTensor& w, const kernels::Shape& shape,
-                    Act x, const char* out_name, Act out, int64_t out_elements, const float* norm, float eps);
+                    Act x, const char* out_name, Act out, int64_t out_elements, const float* norm, float eps,
+                    Act yn = Act{});
   void linear_external(const KernelChoice& c, const DeviceTensor& w, Act x, int64_t m, Act y, const kernels::Shape& shape);
   void linear_baseline(const blas::Baseline& row, int rank, const DeviceTensor& w, Act x, int64_t m, Act y,
                        const kernels::Shape& shape);

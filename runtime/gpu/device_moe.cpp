@@ -1,9 +1,12 @@
 // The device backend's MoE block: router linear, moe_gating, the grouped gate/up (SwiGLU) and down families
 // (each plan starts with its own block alignment, for its own BLOCK_M) and moe_finalize, all queued on the
 // device; routed rows are t * top_k + j throughout, so finalize reads the down output through the identity.
+// At decode with the norms fused, frag-layout experts run as two routed streaming GEMVs on the router's logits
+// instead (kernels_src/moe_stream): gate|up with SwiGLU, then down weighted and added into the hidden state.
 #include <numeric>
 
 #include "common/error.h"
+#include "kernels_src/moe_stream/moe_stream_family.h"
 #include "runtime/gpu/device_act.h"
 #include "runtime/gpu/device_backend.h"
 
@@ -40,6 +43,13 @@ void DeviceBackend::moe_block(const MoeBlock& b, Act x, int64_t m, Act out, bool
 
   const Act logits{moe_.logits.ptr().addr, ActType::F16};
   linear(weights_.tensor(*b.router), x, m, logits);
+  if (residual && gate.arrays.count("bq")) {  // experts in the frag layout (DeviceWeights::add_stack)
+    const kernels::Shape front =
+        kernels::moe_stream::gate_up_shape(m, experts, k, b.renormalize, dim, hidden, gate.group);
+    const kernels::Shape back = kernels::moe_stream::down_shape(m, experts, k, b.renormalize, dim, hidden, down.group);
+    if (kernels::moe_stream::serves_decode(gate.type, front, back))
+      return moe_stream(gate, up, down, x, m, k, out, front, back);
+  }
   Bindings g;
   g.buf("logits", moe_.logits.ptr(), h16(m * experts)).buf("ids", moe_.ids.ptr(), count * 4);
   g.buf("weights", moe_.weights.ptr(), count * 4);
@@ -71,6 +81,30 @@ void DeviceBackend::moe_block(const MoeBlock& b, Act x, int64_t m, Act out, bool
   const kernels::Shape finalize{{"M", "K", "H"}, {m, k, dim}, "finalize"};
   if (!residual) return run("moe_finalize", nullptr, finalize, fin);
   launcher_.run(chooser_.choose_fused("moe_finalize_residual", "moe_finalize", nullptr, finalize), finalize, fin);
+}
+
+// From the router's logits: h = the routed rows' SwiGLU, then out += sum_j w * (h W2), one launch each, every
+// block picking its token's experts itself.
+void DeviceBackend::moe_stream(const DeviceTensor& gate, const DeviceTensor& up, const DeviceTensor& down, Act x,
+                               int64_t m, int64_t top_k, Act out, const kernels::Shape& front,
+                               const kernels::Shape& back) {
+  const int64_t count = m * top_k, dim = gate.cols, hidden = gate.rows;
+  Bindings g;
+  const int64_t experts = gate.experts;
+  g.buf("x", dp(x), h16(m * dim)).buf("logits", moe_.logits.ptr(), h16(m * experts));
+  for (const auto& [name, a] : gate.arrays) g.buf("gate_" + name, a.ptr, a.bytes);
+  for (const auto& [name, a] : up.arrays) g.buf("up_" + name, a.ptr, a.bytes);
+  g.buf("h", moe_.h.ptr(), h16(count * hidden));
+  bind_counters(g, count * (hidden / 64));
+  run(kernels::moe_stream::kGateUpOp, &gate.type, front, g);
+
+  Bindings d;
+  d.buf("x", moe_.h.ptr(), h16(count * hidden)).buf("logits", moe_.logits.ptr(), h16(m * experts));
+  for (const auto& [name, a] : down.arrays) d.buf(name, a.ptr, a.bytes);
+  d.buf("out", dp(out), h16(m * dim));
+  bind_counters(d, m * ((dim + 63) / 64));
+  run(kernels::moe_stream::kDownResidualOp, &down.type, back, d);
+  ++group_counts_.moe_stream;
 }
 
 }  // namespace qt::rt

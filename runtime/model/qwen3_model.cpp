@@ -136,11 +136,10 @@ void Qwen3Model::run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, fl
     const LayerWeights& lw = w_.layers[size_t(l)];
     const bool moe = c.is_moe() && !lw.expert_w1.empty();
     const bool fused = be_.fuses_norm(lw, m);
-    attention_block(l, m, pending, fused);
-    // Fused, the attention block added its output to x. A MoE block's router and experts both read the normalized
-    // rows, so its norm stays a launch; its finalize adds the output to x.
+    // Fused, the attention block adds its output to x; before a MoE block, whose router and experts both read the
+    // normalized rows, it writes those too, and the block's finalize adds its output to x.
+    attention_block(l, m, pending, fused, fused && moe ? lw.ffn_norm.data() : nullptr);
     if (fused && moe) {
-      be_.add_rmsnorm(x, Act{}, lw.ffn_norm.data(), m, c.dim, c.rms_norm_eps, xn);
       be_.moe_residual(moe_block(lw), xn, m, x, o);
       continue;
     }
@@ -170,8 +169,8 @@ void Qwen3Model::run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, fl
 }
 
 // The attention block's input is RMSNorm(x + pending); its output goes to `pending`, or straight into x where the
-// norms are fused.
-void Qwen3Model::attention_block(int64_t layer, int64_t m, Act& pending, bool fused) {
+// norms are fused, and then, given `then_norm`, x's RMSNorm with those weights into xn.
+void Qwen3Model::attention_block(int64_t layer, int64_t m, Act& pending, bool fused, const float* then_norm) {
   const ModelConfig& c = w_.config;
   const LayerWeights& lw = w_.layers[size_t(layer)];
   const Act x = x_->view(), xn = xn_->view(), q = qkv_->view(), k = q.at(m * c.q_dim()), v = k.at(m * c.kv_dim());
@@ -193,7 +192,9 @@ void Qwen3Model::attention_block(int64_t layer, int64_t m, Act& pending, bool fu
   s.capacity = capacity_;
   s.q_out = q_rot_->view();
   be_.rope_attention(s, att_->view());
-  if (fused) {
+  if (fused && then_norm) {
+    be_.matmul_residual_rmsnorm(lw.wo, att_->view(), m, x, o_->view(), then_norm, c.rms_norm_eps, xn);
+  } else if (fused) {
     be_.matmul_residual(lw.wo, att_->view(), m, x, o_->view());
   } else {
     be_.matmul(lw.wo, att_->view(), m, o_->view());

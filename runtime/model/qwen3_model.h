@@ -50,7 +50,7 @@ class Qwen3Model {
   void check_input(const int32_t* tokens, int64_t n) const;
   void reserve(int64_t tokens);
   void run_chunk(const int32_t* tokens, int64_t m, LogitsRows rows, float* logits_out, int32_t* argmax_out);
-  void attention_block(int64_t layer, int64_t m, Act& pending, bool fused);
+  void attention_block(int64_t layer, int64_t m, Act& pending, bool fused, const float* then_norm = nullptr);
   void dense_mlp(const LayerWeights& l, int64_t m);
   MoeBlock moe_block(const LayerWeights& l) const;
 

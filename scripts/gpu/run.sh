@@ -230,12 +230,14 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
     --buckets "$report_buckets" --cache "$work/qtune-cache.sqlite" --quiet || status=1
   excerpt "Tune (qwen3-8b ak48)" "$logs/tune.log" '^(qtune:|summary|time|dispatch|roofline)'
   # The MoE model's grouped GEMMs in the layout the runtime runs them in on sm_90 (the frag one), into the same
-  # store, so the MoE report's tuned rows and its "best of the tune" are measured too.
+  # store, so the MoE report's tuned rows and its "best of the tune" are measured too; and the routed expert
+  # GEMVs that --fuse-norm runs at decode (1 and 16 tokens), which the report's fused variant then uses.
   moe_buckets=1,16,64,256,512,1024,4096
   if [[ "$sm" == sm90 ]]; then
     tune_moe_s="${TUNE_MOE_S:-60}"
     phase tune-30b "$tune_moe_s" "$q/bin/qtune" --model "$models/qwen3-30b-a3b-L8.moe3" --gpu "$sm" \
-      --families moe_gate_up.frag.q8_0,moe_down.frag.q8_0 --time-limit $((tune_moe_s - 15)) \
+      --families moe_gate_up.frag.q8_0,moe_down.frag.q8_0,moe_gate_up_gemv.frag.q8_0,moe_down_residual_gemv.frag.q8_0 \
+      --time-limit $((tune_moe_s - 15)) \
       --buckets "$moe_buckets" --cache "$work/qtune-cache.sqlite" --quiet || status=1
     excerpt "Tune (qwen3-30b-a3b moe3, grouped GEMMs)" "$logs/tune-30b.log" '^(qtune:|summary|time|dispatch|roofline)'
   fi

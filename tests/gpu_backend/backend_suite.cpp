@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -331,22 +332,24 @@ void check_fused_norm(const DeviceFactory& make, const std::string& name, bool f
   Fixture off(make, name);
   constexpr int kSteps = 6;
   GreedyPair run(on, off, 6, kSteps);
-  // The 5-row prompt keeps its norm launches. Each decode step's layers run none but a MoE block's own: the
-  // norms before q|k|v and gate|up inside those GEMVs, the residual adds in o_proj and down_proj or the MoE
-  // finalize. Every layer's attention, fused or not, takes q/k norm, RoPE and the KV write into its launch.
+  // The 5-row prompt keeps its norm launches. Each decode step's layers run none: the norms before q|k|v and
+  // gate|up inside those GEMVs, the residual adds in o_proj and down_proj or the MoE finalize, and a MoE block's
+  // norm in o_proj's last blocks. Every layer's attention, fused or not, takes q/k norm, RoPE and the KV write
+  // into its launch.
   const bool moe = on.w().config.is_moe();
   const int64_t steps = on.w().config.n_layers * (kSteps - 1);
   const auto& g = on.gpu->group_counts();
   CHECK(g.norm_fused == (fused ? (moe ? 1 : 2) * steps : 0));
   CHECK(g.residual_fused == (fused ? (moe ? 1 : 2) * steps : 0));
   CHECK(g.moe_residual == (fused && moe ? steps : 0));
+  CHECK(g.residual_norm == (fused && moe ? steps : 0));
   CHECK(g.rope_fused == steps);
   const auto& plain = off.gpu->group_counts();
   CHECK(plain.norm_fused + plain.residual_fused + plain.rope_fused + plain.moe_residual == 0);
-  CHECK(launches(*off.gpu) - launches(*on.gpu) == (fused ? (moe ? 2 : 3) : 1) * steps);
+  CHECK(launches(*off.gpu) - launches(*on.gpu) == (fused ? 3 : 1) * steps);
   // Each fused op chosen on its own family (o_proj and down_proj may share a shape).
   const std::vector<std::string> ops =
-      moe ? std::vector<std::string>{"rmsnorm_linear.frag|", "linear_residual.frag|", "moe_finalize_residual|"}
+      moe ? std::vector<std::string>{"rmsnorm_linear.frag|", "linear_residual_rmsnorm.frag|", "moe_finalize_residual|"}
           : std::vector<std::string>{"rmsnorm_linear.frag|", "rmsnorm_gate_up_swiglu.frag|", "linear_residual.frag|"};
   for (const std::string& op : ops) {
     size_t chosen = 0;
@@ -359,6 +362,51 @@ void check_fused_norm(const DeviceFactory& make, const std::string& name, bool f
     CHECK((chosen > 0) == fused);
   }
   check_decode_step_logits(run.on, run.ref, run.want.back(), name + (fused ? " (norms fused)" : " (norms not fusable)"));
+}
+
+namespace {
+
+// The launches of the plan `d` chose for `op` at the shape whose key starts with `shape_prefix` ("T=1 "), read
+// back from the chooser's lines "op|type|shape -> family point (source)".
+int64_t chosen_plan_launches(const DeviceBackend& d, const std::string& op, const std::string& shape_prefix) {
+  for (const std::string& line : d.chooser().details()) {
+    const size_t type_end = line.find('|', op.size() + 1), arrow = line.find(" -> ");
+    if (line.rfind(op + "|", 0) != 0 || line.compare(type_end + 1, shape_prefix.size(), shape_prefix) != 0) continue;
+    const kernels::KernelFamily& f = kernels::find_family(line.substr(arrow + 4, line.find(' ', arrow + 4) - arrow - 4));
+    const size_t point_at = line.find(' ', arrow + 4) + 1;
+    std::stringstream point_text(line.substr(point_at, line.find(" (", point_at) - point_at)), shape_text(line.substr(type_end + 1, arrow - type_end - 1));
+    kernels::Point p;
+    for (std::string kv; std::getline(point_text, kv, ',');) p[kv.substr(0, kv.find('='))] = std::stoll(kv.substr(kv.find('=') + 1));
+    kernels::Shape s;
+    for (std::string kv; std::getline(shape_text, kv, ' ');)
+      s.names.push_back(kv.substr(0, kv.find('='))), s.values.push_back(std::stoll(kv.substr(kv.find('=') + 1)));
+    return int64_t(f.plan(p, s).launches.size());
+  }
+  FAIL("no choice for " << op << " at " << shape_prefix);
+  return 0;
+}
+
+}  // namespace
+
+void check_moe_stream(const DeviceFactory& make, const std::string& name) {
+  Fixture on(make, name, false, [](dev::Device&, DeviceBackendOptions& o) { o.frag_experts = true, o.fuse_norm = true; });
+  Fixture off(make, name, false, [](dev::Device&, DeviceBackendOptions& o) { o.frag_experts = true; });
+  constexpr int kSteps = 6;
+  GreedyPair run(on, off, 9, kSteps);
+  const int64_t steps = on.w().config.n_layers * (kSteps - 1);
+  CHECK(on.gpu->group_counts().moe_stream == steps);
+  CHECK(off.gpu->group_counts().moe_stream == 0);
+  // Per layer and step: the norm and RoPE launches (check_fused_norm), and of the MoE block the gating, every
+  // launch of the grouped plans and the finalize but the two GEMVs.
+  const int64_t grouped = 1 + chosen_plan_launches(*off.gpu, "moe_gate_up.frag", "T=1 ") +
+                          chosen_plan_launches(*off.gpu, "moe_down.frag", "T=1 ") + 1;
+  CHECK(launches(*off.gpu) - launches(*on.gpu) == (3 + grouped - 2) * steps);
+  for (const std::string& line : on.gpu->chooser().details()) {
+    INFO(line);
+    CHECK(line.rfind("moe_finalize_residual", 0) != 0);  // decode's finalize is the down GEMV's own
+    CHECK(line.rfind("moe_gating|-|M=1 ", 0) != 0);       // and its gating each expert GEMV's block's
+  }
+  check_decode_step_logits(run.on, run.ref, run.want.back(), name + " (routed expert GEMVs)");
 }
 
 void check_qkv_types_differ(const DeviceFactory& make, const std::string& name) {

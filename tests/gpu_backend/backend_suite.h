@@ -46,6 +46,11 @@ void check_fused_norm(const DeviceFactory& make, const std::string& file, bool f
 // stores as one, written once per process to a temporary file: the golden MoE models' 48-wide KV heads are not
 // whole frag tiles. Its path.
 std::string write_fusable_moe_model();
+// With fuse_norm and the experts in the frag layout, each decode step's MoE block runs its experts as the two
+// routed GEMVs (kernels_src/moe_stream) on the router's logits: no gating, block alignment, split-K reduction
+// or finalize launch, exactly the gating, the grouped plans' launches and the finalize fewer, and the CPU
+// reference's tokens.
+void check_moe_stream(const DeviceFactory& make, const std::string& file);
 // q, k and v stored once as their concatenation (the default) against three tensors: the CPU reference's greedy
 // tokens and decode logits either way; each decode step's layer one launch for the three, so two launches
 // fewer per layer and step; no more device memory. `concatenated`: whether the file's q/k/v can be stored so

@@ -164,6 +164,12 @@ TEST_CASE("cuda: MoE experts in the frag layout on the wgmma grouped GEMMs give 
   }
 }
 
+TEST_CASE("cuda: with fused norms a MoE decode step runs its frag-layout experts as two routed GEMVs") {
+  NEED_GPU();
+  if (gpu()->arch() < 90) QTUNE_SKIP("frag-layout experts need sm_90; this GPU is sm_" + std::to_string(gpu()->arch()));
+  qt::test::check_moe_stream(gpu, qt::test::write_fusable_moe_model());
+}
+
 TEST_CASE("cuda: a second turn continues on the kept KV cache") {
   NEED_GPU();
   qt::test::check_multi_turn(gpu, "dense-tied.ajc1");

@@ -14,6 +14,14 @@ std::unique_ptr<qt::dev::Device> emu() {
   return std::make_unique<qt::emu::EmuDevice>(o);
 }
 
+// The emulator presenting sm_90: the sm_90a families (wgmma) run, and the runtime may keep experts in the frag layout.
+std::unique_ptr<qt::dev::Device> hopper() {
+  qt::emu::EmuOptions o;
+  o.threads = 2;
+  o.arch = 90;
+  return std::make_unique<qt::emu::EmuDevice>(o);
+}
+
 }  // namespace
 
 TEST_CASE("emu: Q8_0 and AWQ golden models give the CPU reference's logits within the fp16 tolerance") {
@@ -113,16 +121,14 @@ TEST_CASE("emu: INT8 experts in TensorRT-LLM's preprocessed layout give the same
 }
 
 TEST_CASE("emu sm90: MoE experts in the frag layout on the wgmma grouped GEMMs give the CPU reference logits") {
-  const auto hopper = [] {
-    qt::emu::EmuOptions o;
-    o.threads = 2;
-    o.arch = 90;
-    return std::unique_ptr<qt::dev::Device>(std::make_unique<qt::emu::EmuDevice>(o));
-  };
   for (const char* file : {"moe-norm.q8_0.moe3", "moe-norm.int8-sym.moe3", "moe-norm.awq.moe3"}) {
     INFO(file);
     qt::test::check_frag_experts(hopper, file);
   }
+}
+
+TEST_CASE("emu sm90: with fused norms a MoE decode step runs its frag-layout experts as two routed GEMVs") {
+  qt::test::check_moe_stream(hopper, qt::test::write_fusable_moe_model());
 }
 
 TEST_CASE("emu: MoE greedy decoding gives the CPU reference's tokens, later steps replayed from a graph") {

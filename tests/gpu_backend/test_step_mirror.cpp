@@ -56,7 +56,8 @@ TEST_CASE("step model: launches match the device backend", "[tuner][step]") {
            {"dense-tied.ak48", true, 80, false, true},     // decode without norm launches but the final one
            {"dense.ak48", true, 80, false, true},          // q, k and v apart: the norms stay
            {"moe-norm.awq.moe3", true, 80, false, true},     // 48-wide KV heads: q, k, v apart, norms stay
-           {"fusable-moe", true, 80, false, true}}) {       // MoE with q|k|v concatenated: the attention side fused
+           {"fusable-moe", true, 80, false, true},        // MoE with q|k|v concatenated: the attention side fused
+           {"fusable-moe", true, 90, true, true}}) {       // and frag experts: the routed expert GEMVs at decode
     INFO(c.file << (c.frag ? ", frag layout" : ", file layout") << ", sm_" << c.arch
                 << (c.frag_experts ? ", frag experts" : "") << (c.fuse_norm ? ", fused norms" : ""));
     const std::string file = std::string(c.file) == "fusable-moe" ? qt::test::write_fusable_moe_model()

@@ -8,6 +8,7 @@
 #include "device/blas/default_route.h"
 #include "kernels_src/attention/attention_family.h"
 #include "kernels_src/fraglinear/frag_layout.h"
+#include "kernels_src/moe_stream/moe_stream_family.h"
 #include "kernels_src/registry/registry.h"
 #include "models/core/linear_shapes.h"
 #include "models/core/weights.h"
@@ -136,11 +137,17 @@ struct Builder {
     };
     stream("rmsnorm_linear.frag", "wq|wk|wv", "norm + q|k|v");
     attention(m, pos0, layers);
-    stream("linear_residual.frag", "wo", "o_proj + residual");
     if (spec.config.is_moe()) {
-      rmsnorm(m, false, "ffn norm", layers);
+      // DeviceBackend::matmul_residual_rmsnorm: o_proj writes the ffn norm where a family serves it.
+      if (serves("linear_residual_rmsnorm.frag", t)) {
+        stream("linear_residual_rmsnorm.frag", "wo", "o_proj + residual + ffn norm");
+      } else {
+        stream("linear_residual.frag", "wo", "o_proj + residual");
+        rmsnorm(m, false, "ffn norm", layers);
+      }
       return moe(m, layers, true);
     }
+    stream("linear_residual.frag", "wo", "o_proj + residual");
     stream("rmsnorm_gate_up_swiglu.frag", "w1", "norm + gate|up + SwiGLU");
     stream("linear_residual.frag", "w2", "down_proj + residual");
   }
@@ -186,23 +193,35 @@ struct Builder {
   }
 
   // DeviceBackend::moe: router, gating, grouped gate/up and down (each plan aligns its own blocks), finalize
-  // (adding into the hidden state: moe_residual).
+  // (adding into the hidden state: moe_residual), or with the residual in frag-layout experts at decode, the
+  // routed GEMVs.
   void moe(int64_t m, int64_t layers, bool residual = false) {
     const ModelConfig& c = spec.config;
     const LinearShape& router = linear_shape(shapes, "router");
     const WeightType rt = spec.runtime.predequantize ? WeightType::F16 : spec.weights.router;
     linear(rt, spec.weights.router_group, false, router.n, router.k, m, "router", layers);
-    add("moe_gating", std::nullopt,
-        Shape{{"M", "E", "K", "R"}, {m, c.num_experts, c.num_experts_per_tok, c.norm_topk_prob ? 1 : 0}, "router"},
-        "gating (top-k)", layers);
     const WeightType et = spec.weights.expert;
     const bool trtllm = spec.runtime.trtllm_int8 && (et == WeightType::INT8_GW_SYM || et == WeightType::INT8_GW_ASYM);
     const bool frag = spec.runtime.frag_experts && kernels::frag::frag_layout_holds(et);
-    const std::string suffix = frag ? ".frag" : trtllm ? ".trtllm" : "";
-    const std::vector<std::string> dims = {"T", "E", "TOPK", "N", "K", "G"};
     const LinearShape& w1 = linear_shape(shapes, "expert.w1");
     const LinearShape& w2 = linear_shape(shapes, "expert.w2");
     const int64_t g = spec.weights.expert_group;
+    if (residual && frag) {
+      // DeviceBackend::moe_stream: the two routed GEMVs on the router's logits where they serve the layer.
+      const int64_t e = c.num_experts, k = c.num_experts_per_tok;
+      const Shape front = kernels::moe_stream::gate_up_shape(m, e, k, c.norm_topk_prob, c.dim, w1.n, g);
+      const Shape back = kernels::moe_stream::down_shape(m, e, k, c.norm_topk_prob, c.dim, w1.n, g);
+      if (kernels::moe_stream::serves_decode(et, front, back)) {
+        add(kernels::moe_stream::kGateUpOp, et, front, "experts gate|up + SwiGLU (top-k in each block)", layers);
+        add(kernels::moe_stream::kDownResidualOp, et, back, "experts down + combine + residual", layers);
+        return;
+      }
+    }
+    add("moe_gating", std::nullopt,
+        Shape{{"M", "E", "K", "R"}, {m, c.num_experts, c.num_experts_per_tok, c.norm_topk_prob ? 1 : 0}, "router"},
+        "gating (top-k)", layers);
+    const std::string suffix = frag ? ".frag" : trtllm ? ".trtllm" : "";
+    const std::vector<std::string> dims = {"T", "E", "TOPK", "N", "K", "G"};
     // The grouped GEMMs read the experts the step's rows are routed to, at most m x top-k of them: modelled on
     // that many experts, since their buffers count every expert of the stack.
     const int64_t touched = std::min<int64_t>(c.num_experts, m * c.num_experts_per_tok);
