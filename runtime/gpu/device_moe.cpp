@@ -43,7 +43,11 @@ void DeviceBackend::moe_block(const MoeBlock& b, Act x, int64_t m, Act out, bool
 
   const Act logits{moe_.logits.ptr().addr, ActType::F16};
   linear(weights_.tensor(*b.router), x, m, logits);
-  if (residual && gate.arrays.count("bq")) {  // experts in the frag layout (DeviceWeights::add_stack)
+  // Every stack of experts in the frag layout (DeviceWeights::add_stack decides per tensor: a Q8_0 stack whose
+  // scales fp16 cannot hold keeps the file layout), of one type.
+  const bool all_frag = gate.arrays.count("bq") && up.arrays.count("bq") && down.arrays.count("bq") &&
+                        up.type == gate.type && down.type == gate.type;
+  if (residual && all_frag) {
     const kernels::Shape front =
         kernels::moe_stream::gate_up_shape(m, experts, k, b.renormalize, dim, hidden, gate.group);
     const kernels::Shape back = kernels::moe_stream::down_shape(m, experts, k, b.renormalize, dim, hidden, down.group);
