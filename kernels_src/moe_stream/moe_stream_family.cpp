@@ -26,7 +26,6 @@ namespace {
 
 using Role = BufferSpec::Role;
 const std::vector<std::string> kDims = {"T", "E", "TOPK", "N", "K", "G", "R"};  // R: renormalized top-k weights
-constexpr int64_t kMaxTokens = 16;  // the GEMV's rows, as the dense decode GEMVs
 
 // The grouped families' shape: the same without R.
 Shape grouped_shape(const Shape& s) {

@@ -9,6 +9,7 @@
 // for <type> in awq_int4, int8_sym and q8_0. Dims {T, E, TOPK, N, K, G} as the grouped families' (moe_family.h),
 // and R: whether the top-k weights are renormalized (moe_gating's R).
 // The runtime runs them for a decode step's MoE layers where the norms are fused (qrun --fuse-norm).
+#include <cstdint>
 #include <vector>
 
 #include "kernels_src/registry/family.h"
@@ -16,6 +17,7 @@
 namespace qt::kernels::moe_stream {
 
 inline const char* kGateUpOp = "moe_gate_up_gemv.frag";
+inline constexpr int64_t kMaxTokens = 16;  // the GEMV's rows, as the dense decode GEMVs
 inline const char* kDownResidualOp = "moe_down_residual_gemv.frag";
 
 // Both families of each type, gate|up then down.

@@ -14,6 +14,7 @@
 #include "kernels_src/activation/swiglu_family.h"
 #include "kernels_src/moe/moe_family.h"
 #include "kernels_src/moe/moe_reference.h"
+#include "kernels_src/moe_stream/moe_stream_family.h"
 #include "kernels_src/registry/family_util.h"
 #include "kernels_src/registry/registry.h"
 #include "runtime/cli/device_timer.h"
@@ -50,7 +51,10 @@ const char* const kMoeMethod =
     "alone. In the baseline's favour, each expert's row count is known on the host before the timing (a real "
     "loop over experts waits for it) and no expert with zero rows is launched. 'cublas GEMMs only' is the "
     "gate/up row's GEMMs without gather and SwiGLU: the floor no such loop gets under (the down row's one "
-    "by one is its GEMMs alone already). Tuned / best of the "
+    "by one is its GEMMs alone already). 'routed GEMV' rows (T <= 16) are the experts as qrun --fuse-norm runs "
+    "them at decode (kernels_src/moe_stream, frag-layout experts): one launch each, on router logits whose top-k "
+    "are the same routed rows; the down row's kernel also weights the rows and adds them into a hidden state "
+    "(moe_finalize and the residual add, which the grouped rows leave to another launch). Tuned / best of the "
     "tune: the tuned time here over the fastest verified time qtune stored for the family at that exact shape "
     "(the tuner's timing, also events with the L2 flushed).";
 
@@ -74,7 +78,26 @@ struct GroupedOp {
   // The Hopper grouped GEMM of the op and type (op + ".frag", experts repacked into the frag layout, which the
   // runtime loads only when asked: qrun --expert-layout frag), or null when none serves the type.
   const kernels::KernelFamily* frag;
+  // The routed streaming GEMV that replaces the op at decode under --fuse-norm, or null; R its shape's last dim.
+  const kernels::KernelFamily* routed;
+  int64_t renormalize;
 };
+
+const kernels::KernelFamily* routed_family(bool fused, WeightType t) {
+  const std::string op = fused ? kernels::moe_stream::kGateUpOp : kernels::moe_stream::kDownResidualOp;
+  for (const kernels::KernelFamily* f : kernels::moe_stream::families())
+    if (f->op == op && f->serves(t)) return f;
+  return nullptr;
+}
+
+// Router logits [t][E] whose top-k are `ids` in their order: choice j at 4 - j / 4, every other expert at -4.
+std::vector<uint16_t> logits_choosing(const std::vector<int32_t>& ids, int64_t t, int64_t experts, int64_t top_k) {
+  std::vector<uint16_t> l(size_t(t * experts), float_to_half_bits(-4.0f));
+  for (int64_t r = 0; r < t; ++r)
+    for (int64_t j = 0; j < top_k; ++j)
+      l[size_t(r * experts + ids[size_t(r * top_k + j)])] = float_to_half_bits(4.0f - float(j) / 4.0f);
+  return l;
+}
 
 const kernels::KernelFamily* frag_family(const std::string& op, WeightType t) {
   for (const kernels::KernelFamily* f : kernels::all_families())
@@ -99,7 +122,8 @@ std::vector<GroupedOp> grouped_ops(const ModelWeights& w) {
     if (shapes.empty()) throw Error(f.name + " has no shape for this model");
     Shape base = shapes[0];
     base.label = fused ? "expert.w1+w3 (SwiGLU)" : "expert.w2";
-    ops.push_back({op, fused, &f, base, type, frag_family(op, type)});
+    ops.push_back({op, fused, &f, base, type, frag_family(op, type), routed_family(fused, type),
+                   w.config.norm_topk_prob ? 1 : 0});
   }
   return ops;
 }
@@ -304,6 +328,13 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
       no_frag = g.frag->name + " needs sm_" + std::to_string(g.frag->min_sm) + "a; this device is sm_" + std::to_string(device.arch());
     else
       frag_in = g.frag->make_inputs(at_tokens(g.base, 1), kWeightSeed);
+    // The routed GEMV's own inputs (the same seed's experts in the frag layout); logits, x and the counters per bucket.
+    HostBuffers routed_in;
+    if (g.routed) {
+      Shape r = at_tokens(g.base, 1);
+      r.names.push_back("R"), r.values.push_back(g.renormalize);
+      routed_in = g.routed->make_inputs(r, kWeightSeed);
+    }
     std::unique_ptr<OneByOne> baseline;
     std::string no_baseline = bench.no_blas;
     if (bench.lt) {
@@ -325,11 +356,13 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
                            double((g.fused ? t : count) * k + count * n) * 2;
       json variants = json::array();
       auto grouped = [&](const std::string& name, KernelChooser& chooser, const std::string& op,
-                         const kernels::KernelFamily& family, const HostBuffers& inputs) -> std::unique_ptr<plan::PlanRun> {
+                         const kernels::KernelFamily& family, const HostBuffers& inputs,
+                         const Shape* at = nullptr) -> std::unique_ptr<plan::PlanRun> {
         try {
-          const KernelChoice& c = chooser.choose(op, &g.type, shape);
+          const Shape& timed = at ? *at : shape;
+          const KernelChoice& c = chooser.choose(op, &g.type, timed);
           if (c.family != &family) throw Error("the dispatch chose " + (c.family ? c.family->name : c.external) + ", not " + family.name);
-          auto run = std::make_unique<plan::PlanRun>(&device, *c.family, c.point, shape, inputs);
+          auto run = std::make_unique<plan::PlanRun>(&device, *c.family, c.point, timed, inputs);
           const double s = bench.timer.time([&] { run->enqueue(); });
           variants.push_back({{"name", name}, {"seconds", s}, {"bytes", bytes},
                               {"detail", c.family->name + " " + kernels::point_key(c.point) + " (" + choice_source_name(c.source) + ")"}});
@@ -348,6 +381,16 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
         frag_in["x"] = in.at("x");
         grouped("frag tuned", bench.tuned, g.op + ".frag", *g.frag, frag_in);
         grouped("frag default", bench.defaults, g.op + ".frag", *g.frag, frag_in);
+      }
+      if (g.routed && t <= kernels::moe_stream::kMaxTokens) {
+        Shape r = shape;
+        r.names.push_back("R"), r.values.push_back(g.renormalize);
+        routed_in["logits"] = kernels::bytes_of(logits_choosing(ids, t, shape["E"], topk));
+        routed_in["x"] = in.at("x");
+        routed_in["locks"] = std::vector<uint8_t>(size_t((g.fused ? count : t) * ((n + 63) / 64) * 4), 0);
+        if (!g.fused) routed_in["out"] = kernels::bytes_of(random_halves(size_t(t * n), kInputSeed + 1));
+        grouped("routed GEMV tuned", bench.tuned, g.routed->op, *g.routed, routed_in, &r);
+        grouped("routed GEMV default", bench.defaults, g.routed->op, *g.routed, routed_in, &r);
       }
       if (baseline) {
         try {

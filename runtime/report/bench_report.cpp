@@ -384,9 +384,10 @@ std::string us(const Variant* v) { return v ? format_number("%.2f", v->seconds *
 // The per-bucket summary: each op at each T, its variants' times, the speedup over the experts one by one and
 // the tuned time against the best of the tune.
 void moe_summary(const std::vector<const MoeRow*>& rows, std::string& md) {
-  md += "| op | T | rows per expert | tuned (us) | default (us) | frag tuned (us) | cublas one by one (us) | "
-        "cublas GEMMs only (us) | one by one / tuned | best of the tune (us) | tuned / best of the tune |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  md += "| op | T | rows per expert | tuned (us) | default (us) | frag tuned (us) | routed GEMV tuned (us) | "
+        "cublas one by one (us) | cublas GEMMs only (us) | one by one / tuned | best of the tune (us) | "
+        "tuned / best of the tune |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const MoeRow* r : rows) {
     const Variant *t = find_variant(*r, "tuned"), *b = find_variant(*r, kOneByOne);
     const Variant* best = r->tune_best && r->tune_best->unavailable.empty() ? &*r->tune_best : nullptr;
@@ -398,7 +399,8 @@ void moe_summary(const std::vector<const MoeRow*>& rows, std::string& md) {
       within = "-";
     }
     md += "| " + op_label(*r) + " | " + std::to_string(r->t) + " | " + format_number("%.1f", double(r->t * r->topk) / double(r->e)) +
-          " | " + us(t) + " | " + us(find_variant(*r, "default")) + " | " + us(find_variant(*r, "frag tuned")) + " | " + us(b) + " | " +
+          " | " + us(t) + " | " + us(find_variant(*r, "default")) + " | " + us(find_variant(*r, "frag tuned")) + " | " +
+          us(find_variant(*r, "routed GEMV tuned")) + " | " + us(b) + " | " +
           us(find_variant(*r, "cublas GEMMs only")) + " | " + (t && b ? format_number("%.2fx", b->seconds / t->seconds) : "-") +
           " | " + us(best) + " | " + within + " |\n";
   }

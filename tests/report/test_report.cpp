@@ -430,7 +430,7 @@ TEST_CASE("A recorded MoE report judges both MoE goals from its rows") {
   CHECK(md.find(kMoeFaster + "1.50x (worst: down T=4096) | met |") != std::string::npos);
   CHECK(md.find(kMoeBest + "1.04x (worst: down T=4096) | met |") != std::string::npos);
   // The per-bucket summary: rows per expert 512*8/128 = 32, speedup 4.00x, tuned / best 1.00x.
-  CHECK(md.find("| gate/up | 512 | 32.0 | 100.00 | 200.00 | - | 400.00 | - | 4.00x | 100.00 | 1.00x (within 5%) |") != std::string::npos);
+  CHECK(md.find("| gate/up | 512 | 32.0 | 100.00 | 200.00 | - | - | 400.00 | - | 4.00x | 100.00 | 1.00x (within 5%) |") != std::string::npos);
   CHECK(md.find("## MoE grouped GEMM") != std::string::npos);
   CHECK(md.find("seeded routing") != std::string::npos);
   // One plot per op with a line per measured variant.
@@ -442,13 +442,13 @@ TEST_CASE("A recorded MoE report judges both MoE goals from its rows") {
   md = render(with_moe(rows)).markdown;
   CHECK(md.find(kMoeFaster + "0.95x (worst: down T=4096) | NOT met |") != std::string::npos);
   CHECK(md.find(kMoeBest + "1.33x (worst: down T=4096) | NOT met |") != std::string::npos);
-  CHECK(md.find("| down | 4096 | 256.0 | 200.00 | 400.00 | - | 190.00 | - | 0.95x | 150.00 | 1.33x (not within 5%) |") != std::string::npos);
+  CHECK(md.find("| down | 4096 | 256.0 | 200.00 | 400.00 | - | - | 190.00 | - | 0.95x | 150.00 | 1.33x (not within 5%) |") != std::string::npos);
 
   rows[3] = moe_row("moe_down", 4096, 200, 0, 0);  // no baseline, no tune
   md = render(with_moe(rows)).markdown;
   CHECK(md.find(kMoeFaster + "not measured (no cuBLASLt baseline) | not measured |") != std::string::npos);
   CHECK(md.find(kMoeBest + "no tune | not measured |") != std::string::npos);
-  CHECK(md.find("| down | 4096 | 256.0 | 200.00 | 400.00 | - | - | - | - | - | no tune |") != std::string::npos);
+  CHECK(md.find("| down | 4096 | 256.0 | 200.00 | 400.00 | - | - | - | - | - | - | no tune |") != std::string::npos);
 
   rows.erase(3);  // no down row at 4096
   md = render(with_moe(rows)).markdown;
@@ -582,7 +582,14 @@ TEST_CASE("qbench --device emu --emu-arch sm90 --report times the Hopper grouped
       CHECK(v.at(name)["detail"].get<std::string>().find(family) == 0);
     }
     CHECK(v.at("tuned")["detail"].get<std::string>().find(row["op"].get<std::string>() + ".q8_0 ") == 0);
+    // And as --fuse-norm runs the experts at decode: the routed streaming GEMV of the op, on the same routed rows.
+    const std::string routed = row["op"] == "moe_gate_up" ? "moe_gate_up_gemv.frag.q8_0 " : "moe_down_residual_gemv.frag.q8_0 ";
+    for (const char* name : {"routed GEMV tuned", "routed GEMV default"}) {
+      CHECK(v.at(name)["seconds"].get<double>() > 0);
+      CHECK(v.at(name)["detail"].get<std::string>().find(routed) == 0);
+    }
   }
+  CHECK(slurp(dir + "/REPORT.md").find("routed GEMV tuned (us)") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
