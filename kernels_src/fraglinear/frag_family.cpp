@@ -579,12 +579,10 @@ int64_t stream_ring_registers(int bits, const Point& p) {
 }
 constexpr int64_t kStreamRegisterBudget = 176;
 
-// frag_stream_gemv.cuh's FUSE values.
-enum class Fusion { kNone = 0, kNorm = 1, kResidual = 2, kResidualNorm = 3 };
+using Fusion = StreamFuse;
 
 std::string stream_kernel(int bits, const Point& p, Fusion fuse = Fusion::kNone) {
-  if (fuse == Fusion::kNone) return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), p.at("tn")});
-  return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), p.at("tn"), 0, int64_t(fuse)});
+  return stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), p.at("tn"), false, fuse);
 }
 
 // The streaming kernels' trailing arguments: the norm's weights and epsilon (kFuseNorm, kFuseResidualNorm),
@@ -665,8 +663,7 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
 // ---- gate + up + SwiGLU in one streaming GEMV ---------------------------------------------------------
 
 std::string gate_up_kernel(int bits, const Point& p, Fusion fuse = Fusion::kNone) {
-  if (fuse == Fusion::kNone) return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), 2, 1});
-  return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), 2, 1, int64_t(fuse)});
+  return stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), 2, true, fuse);
 }
 
 // x of the source behind a linear problem's inputs, as fp32 values [M][K].
@@ -805,6 +802,16 @@ std::vector<uint8_t> norm_weights(int64_t k, uint64_t seed) {
   return bytes_of(w);
 }
 
+// fp16 rows of `len` values with row r scaled by 2^(r % 4), exact in fp16: rows whose RMS differ 1, 2, 4 and 8x.
+// i.i.d. rows' RMS differ by about 0.6 / sqrt(len), within the tolerance at 4096 values, so a kernel applying
+// one row's 1 / rms to another would pass on them.
+std::vector<uint8_t> rows_of_distinct_rms(const std::vector<uint8_t>& rows, int64_t len) {
+  std::vector<uint16_t> v = from_bytes<uint16_t>(rows);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = float_to_half_bits(half_bits_to_float(v[i]) * float(1 << ((int64_t(i) / len) % 4)));
+  return bytes_of(v);
+}
+
 // The RMSNorm of the expected rows `y` [m][n] with weights nw: each within y's tolerance moves its row's output by
 // at most nw * inv times it, twice over (the value and its share of the row's RMS); plus the output's rounding.
 Expected expect_rmsnorm(const Expected& y, int64_t m, int64_t n, const std::vector<float>& nw) {
@@ -857,8 +864,10 @@ KernelFamily make_fused_stream(const SourceKind& kind, const KernelFamily& base,
                            : fuse == Fusion::kResidualNorm ? "_frag_residual_norm_gemv"
                                                            : "_frag_residual_gemv";
   f.name = std::string(kind.prefix) + part;
-  f.op = (fuse == Fusion::kNorm ? "rmsnorm_" : "") + std::string(swiglu ? "gate_up_swiglu" : "linear") +
-         (fuse == Fusion::kResidual ? "_residual" : fuse == Fusion::kResidualNorm ? "_residual_rmsnorm" : "") + ".frag";
+  f.op = swiglu                          ? kNormGateUpOp
+         : fuse == Fusion::kNorm         ? kNormLinearOp
+         : fuse == Fusion::kResidualNorm ? kResidualNormOp
+                                         : kResidualOp;
   f.summary = fuse == Fusion::kNorm
                   ? "RMSNorm of the hidden state fused into " + base.name + " (each block its rows' statistics)"
               : fuse == Fusion::kResidualNorm
@@ -889,23 +898,13 @@ KernelFamily make_fused_stream(const SourceKind& kind, const KernelFamily& base,
     HostBuffers in = base.make_inputs(shape, seed);
     if (fuse == Fusion::kNorm) {
       in["nw"] = norm_weights(shape["K"], seed);
-      // Rows of different RMS (x 1, 2, 4, 8, exact in fp16): i.i.d. rows' RMS differ by about 0.6 / sqrt(K), within
-      // the tolerance at K = 4096, and a kernel applying one row's 1 / rms to another would pass.
-      std::vector<uint16_t> x = from_bytes<uint16_t>(in.at("x"));
-      const int64_t k = shape["K"];
-      for (size_t i = 0; i < x.size(); ++i)
-        x[i] = float_to_half_bits(half_bits_to_float(x[i]) * float(1 << ((int64_t(i) / k) % 4)));
-      in["x"] = bytes_of(x);
+      in["x"] = rows_of_distinct_rms(in.at("x"), shape["K"]);
     } else {
       in["y"] = residual_input(shape["M"] * shape["N"], seed);
     }
     if (fuse == Fusion::kResidualNorm) {
       in["nw"] = norm_weights(shape["N"], seed);
-      // The hidden state's rows at RMS 1, 2, 4, 8x each other, as the normalizing GEMV's inputs.
-      std::vector<uint16_t> y = from_bytes<uint16_t>(in.at("y"));
-      for (size_t i = 0; i < y.size(); ++i)
-        y[i] = float_to_half_bits(half_bits_to_float(y[i]) * float(1 << ((int64_t(i) / shape["N"]) % 4)));
-      in["y"] = bytes_of(y);
+      in["y"] = rows_of_distinct_rms(in.at("y"), shape["N"]);
       in["locks"].resize(in["locks"].size() + size_t(cdiv(shape["M"], 16)) * 4, 0);
     }
     return in;
@@ -1125,6 +1124,14 @@ const KernelFamily& q8_0_gemm_family() {
   static const KernelFamily f = make_linear({&q8_0_kind(), false});
   return f;
 }
+std::string stream_gemv_kernel(int bits, int64_t kw, int64_t pf, int64_t tn, bool swiglu, StreamFuse fuse,
+                               StreamRoute route, int64_t epl) {
+  std::vector<int64_t> args = {bits, kw, pf, tn, swiglu ? 1 : 0, int64_t(fuse), int64_t(route), epl};
+  const std::vector<int64_t> defaults = {0, 0, 0, 1};  // SWIGLU, FUSE, ROUTE, EPL
+  for (size_t i = defaults.size(); i > 0 && args.back() == defaults[i - 1]; --i) args.pop_back();
+  return name_expr("frag_stream_gemv_kernel", args);
+}
+
 const KernelFamily& awq_stream_gemv_family() {
   static const KernelFamily f = make_stream_gemv(awq_kind(), awq_gemv_family());
   return f;

@@ -17,6 +17,8 @@
 //   awq_frag_norm_gate_up_swiglu, ...     op "rmsnorm_gate_up_swiglu.frag": the same before gate|up + SwiGLU
 //   awq_frag_residual_gemv, ...           op "linear_residual.frag": the stream GEMV adding its output to y in
 //                                         place (o_proj and down_proj with the residual add)
+//   awq_frag_residual_norm_gemv, ...      op "linear_residual_rmsnorm.frag": the same, its last blocks writing the
+//                                         rows' RMSNorm (o_proj before a MoE block)
 //   awq_frag_wgmma_gemm,                  op "linear.frag", any M, sm_90a: wgmma with the weights as its
 //   int8gw_frag_wgmma_gemm                register A operand (frag_wgmma_gemm.cuh)
 // Both linear kinds read B fragments straight from global memory (frag_linear.cuh) and reduce split-K
@@ -24,6 +26,20 @@
 #include "kernels_src/registry/family.h"
 
 namespace qt::kernels::frag {
+
+// The fused streaming GEMVs' ops, as the runtime and the static step model name them.
+inline constexpr const char* kNormLinearOp = "rmsnorm_linear.frag";
+inline constexpr const char* kNormGateUpOp = "rmsnorm_gate_up_swiglu.frag";
+inline constexpr const char* kResidualOp = "linear_residual.frag";
+inline constexpr const char* kResidualNormOp = "linear_residual_rmsnorm.frag";
+
+// frag_stream_gemv.cuh's FUSE and ROUTE template values, and the name expression of one of its kernels (the
+// arguments its template defaults give left out).
+enum class StreamFuse { kNone = 0, kNorm = 1, kResidual = 2, kResidualNorm = 3 };
+enum class StreamRoute { kNone = 0, kRows = 1, kCombine = 2 };
+std::string stream_gemv_kernel(int bits, int64_t kw, int64_t pf, int64_t tn, bool swiglu,
+                               StreamFuse fuse = StreamFuse::kNone, StreamRoute route = StreamRoute::kNone,
+                               int64_t epl = 1);
 
 const KernelFamily& awq_repack_family();
 const KernelFamily& int8_repack_family();

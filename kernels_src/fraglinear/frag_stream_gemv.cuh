@@ -88,6 +88,36 @@ __device__ __forceinline__ void load_a_norm(const __half* x, const float* nw, co
   a[3] = qt::cvt_f16x2(w1.x * (qt::f16_lo(raw[3]) * i1), w1.y * (qt::f16_hi(raw[3]) * i1));
 }
 
+// inv[r] = 1 / rms of row r of `src` (rows of `len` fp16 values, len a multiple of 8) for r < rows (<= 16), 0 past
+// them: every warp a strided share of each row, 8 values a load (at one token and len = 4096, 4096 / (KW x 256)
+// loads a lane, not one warp's 16 in a chain), the warps' sums meeting in `ss` in warp order. A block-wide call.
+template <int KW>
+__device__ __forceinline__ void rows_inv_rms(const __half* src, int len, int rows, float eps, float (&ss)[16][KW],
+                                             float (&inv)[16]) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  for (int r = 0; r < rows; ++r) {
+    const __half* row = src + (int64_t)r * len;
+    float s = 0.0f;
+#pragma unroll 4
+    for (int c = (warp * 32 + lane) * 8; c < len; c += KW * 256) {
+      float v[8];
+      qt::load_f16<8>(row + c, v);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) s += v[e] * v[e];
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) ss[r][warp] = s;
+  }
+  __syncthreads();
+  if (tid < 16) {
+    float s = 0.0f;
+    for (int w = 0; w < KW; ++w) s += tid < rows ? ss[tid][w] : 0.0f;
+    inv[tid] = tid < rows ? rsqrtf(s / (float)len + eps) : 0.0f;
+  }
+  __syncthreads();
+}
+
 // y = fp16(y + fp16(v)): the residual add of kFuseResidual, with the unfused path's two roundings.
 __device__ __forceinline__ void add_residual(__half* y, float v) {
   *y = __float2half_rn(__half2float(*y) + __half2float(__float2half_rn(v)));
@@ -202,35 +232,11 @@ __global__ void __launch_bounds__(KW * 32)
   }
 
   // kFuseNorm: 1 / rms of the block's 16 rows (0 past M), while the weight tiles above are in flight. The sum of
-  // squares is over the whole row, whatever share of K this block multiplies; every warp takes a strided share
-  // of each row (at one token, 4096 / (KW x 256) loads a lane, not one warp's 16 in a chain), the warps' sums
-  // meet in shared memory in warp order.
+  // squares is over the whole row, whatever share of K this block multiplies.
   QT_SHARED(row_inv, float[16]);
   QT_SHARED(row_ss, float[16][KW]);
-  if constexpr (FUSE == kFuseNorm) {
-    const int rows = min(16, M - m0);
-    for (int r = 0; r < rows; ++r) {
-      const __half* row = x + (int64_t)(m0 + r) * K;
-      float ss = 0.0f;
-#pragma unroll 4
-      for (int c = (warp * 32 + lane) * 8; c < K; c += KW * 256) {
-        float v[8];
-        qt::load_f16<8>(row + c, v);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) ss += v[e] * v[e];
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-      if (lane == 0) row_ss[r][warp] = ss;
-    }
-    __syncthreads();
-    if (tid < 16) {
-      float ss = 0.0f;
-      for (int w = 0; w < KW; ++w) ss += tid < rows ? row_ss[tid][w] : 0.0f;
-      row_inv[tid] = tid < rows ? rsqrtf(ss / (float)K + eps) : 0.0f;
-    }
-    __syncthreads();
-  }
+  if constexpr (FUSE == kFuseNorm)
+    frag_stream::rows_inv_rms<KW>(x + (int64_t)m0 * K, K, min(16, M - m0), eps, row_ss, row_inv);
   auto load_a = [&](int k0, uint32_t(&a)[4]) {
     if constexpr (FUSE == kFuseNorm) frag_stream::load_a_norm(x, nw, row_inv, K, M, m0, k0, g8, t4, a);
     else frag_stream::load_a(x, K, M, m0, k0, g8, t4, a);
@@ -459,24 +465,7 @@ __global__ void __launch_bounds__(KW * 32)
     // (counters past the tiles' own), reading y back from L2 as the rmsnorm kernel would.
     if (!last_block_to_arrive(&locks[gridDim.x * gridDim.y + blockIdx.y], gridDim.x)) return;
     const int rows = min(16, M - m0);
-    for (int r = 0; r < rows; ++r) {
-      const __half* row = y + (int64_t)(m0 + r) * N;
-      float ss = 0.0f;
-      for (int c = tid; c < N; c += THREADS) {
-        const float v = __half2float(row[c]);
-        ss += v * v;
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-      if (lane == 0) row_ss[r][warp] = ss;
-    }
-    __syncthreads();
-    if (tid < rows) {
-      float ss = 0.0f;
-      for (int w = 0; w < KW; ++w) ss += row_ss[tid][w];
-      row_inv[tid] = rsqrtf(ss / (float)N + eps);
-    }
-    __syncthreads();
+    frag_stream::rows_inv_rms<KW>(y + (int64_t)m0 * N, N, rows, eps, row_ss, row_inv);
     for (int i = tid; i < rows * N; i += THREADS) {
       const int r = i / N, c = i % N;
       yn[(int64_t)(m0 + r) * N + c] = __float2half_rn(nw[c] * (__half2float(y[(int64_t)(m0 + r) * N + c]) * row_inv[r]));

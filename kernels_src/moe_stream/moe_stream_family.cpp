@@ -38,8 +38,6 @@ int64_t epl_for(int64_t experts) {
   return epl;
 }
 constexpr int64_t kMaxEpl = 8;
-// frag_stream_gemv.cuh's template values: FUSE (kFuseResidual) and ROUTE (kRouteRows, kRouteCombine).
-constexpr int64_t kFuseResidual = 2, kRouteRows = 1, kRouteCombine = 2;
 
 struct Format {
   std::string name;  // family suffix, as the grouped families'
@@ -67,10 +65,13 @@ frag::FragDims dims_of(const Format& fmt, const Shape& s) {
 }
 
 std::string kernel(const Format& fmt, bool gate_up, const Point& p) {
-  const int64_t bits = frag::frag_layout_bits(fmt.type);
-  if (gate_up) return name_expr("frag_stream_gemv_kernel", {bits, p.at("kw"), p.at("pf"), 2, 1, 0, kRouteRows, p.at("epl")});
-  return name_expr("frag_stream_gemv_kernel",
-                   {bits, p.at("kw"), p.at("pf"), p.at("tn"), 0, kFuseResidual, kRouteCombine, p.at("epl")});
+  using frag::StreamFuse, frag::StreamRoute;
+  const int bits = frag::frag_layout_bits(fmt.type);
+  if (gate_up)
+    return frag::stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), 2, true, StreamFuse::kNone, StreamRoute::kRows,
+                                    p.at("epl"));
+  return frag::stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), p.at("tn"), false, StreamFuse::kResidual,
+                                  StreamRoute::kCombine, p.at("epl"));
 }
 
 std::string shape_check(const Format& fmt, bool gate_up, const Point& p, const Shape& s) {
@@ -252,11 +253,7 @@ KernelFamily make(const Format& fmt, bool gate_up) {
   f.model_shapes = [grouped_shapes](const ModelConfig& c, const ModelWeights* w) {
     std::vector<Shape> out;
     for (const Shape& s : grouped_shapes ? grouped_shapes(c, w) : std::vector<Shape>{})
-      if (s["T"] <= kMaxTokens) {
-        Shape r = s;
-        r.names.push_back("R"), r.values.push_back(c.norm_topk_prob ? 1 : 0);
-        out.push_back(r);
-      }
+      if (s["T"] <= kMaxTokens) out.push_back(routed_shape(s, c.norm_topk_prob));
     return out;
   };
   const int64_t g = fmt.type == WeightType::AWQ_INT4 ? 32 : 64;
@@ -289,6 +286,12 @@ const std::vector<const KernelFamily*>& families() {
   }();
   static const std::vector<const KernelFamily*> f = family_pointers(all);
   return f;
+}
+
+Shape routed_shape(const Shape& grouped, bool renormalize) {
+  Shape r = grouped;
+  r.names.push_back("R"), r.values.push_back(renormalize ? 1 : 0);
+  return r;
 }
 
 Shape gate_up_shape(int64_t tokens, int64_t experts, int64_t top_k, bool renormalize, int64_t dim, int64_t hidden,

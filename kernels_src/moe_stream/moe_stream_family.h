@@ -30,6 +30,8 @@ Shape gate_up_shape(int64_t tokens, int64_t experts, int64_t top_k, bool renorma
                     int64_t group);
 Shape down_shape(int64_t tokens, int64_t experts, int64_t top_k, bool renormalize, int64_t dim, int64_t hidden,
                  int64_t group);
+// A grouped family's shape {T, E, TOPK, N, K, G} (moe_family.h) as the routed GEMV's of the same op: R appended.
+Shape routed_shape(const Shape& grouped, bool renormalize);
 // Whether both routed GEMVs serve experts of type `t` at these shapes (a default point of each runs them): the
 // one rule by which the runtime and the static step model take this path. (They run from sm_80; the runtime
 // stores experts in the frag layout on sm_90.)

@@ -43,11 +43,14 @@ inline std::vector<const KernelFamily*> family_pointers(const std::deque<KernelF
 }
 
 // "name<a, b, c>", the name expression of a kernel template instantiated with integer arguments.
-inline std::string name_expr(const std::string& name, std::initializer_list<int64_t> args) {
+inline std::string name_expr(const std::string& name, const std::vector<int64_t>& args) {
   std::string s = name + "<";
   bool first = true;
   for (int64_t a : args) s += (first ? "" : ", ") + std::to_string(a), first = false;
   return s + ">";
+}
+inline std::string name_expr(const std::string& name, std::initializer_list<int64_t> args) {
+  return name_expr(name, std::vector<int64_t>(args));
 }
 
 // The reduction of kernels_src/common/splitk.cuh: sums `split` fp32 partials of `count` outputs from the

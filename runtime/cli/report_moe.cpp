@@ -27,6 +27,7 @@ using nlohmann::json;
 using kernels::HostBuffers;
 using kernels::Shape;
 namespace km = kernels::moe;
+namespace kms = kernels::moe_stream;
 
 // Seeds: the routing (per bucket: seed + T), the weights (once per op), the activations.
 constexpr uint64_t kRoutingSeed = 5, kWeightSeed = 11, kInputSeed = 13;
@@ -78,14 +79,14 @@ struct GroupedOp {
   // The Hopper grouped GEMM of the op and type (op + ".frag", experts repacked into the frag layout, which the
   // runtime loads only when asked: qrun --expert-layout frag), or null when none serves the type.
   const kernels::KernelFamily* frag;
-  // The routed streaming GEMV that replaces the op at decode under --fuse-norm, or null; R its shape's last dim.
+  // The routed streaming GEMV that replaces the op at decode under --fuse-norm, or null, and its shapes' R.
   const kernels::KernelFamily* routed;
-  int64_t renormalize;
+  bool renormalize;
 };
 
 const kernels::KernelFamily* routed_family(bool fused, WeightType t) {
-  const std::string op = fused ? kernels::moe_stream::kGateUpOp : kernels::moe_stream::kDownResidualOp;
-  for (const kernels::KernelFamily* f : kernels::moe_stream::families())
+  const std::string op = fused ? kms::kGateUpOp : kms::kDownResidualOp;
+  for (const kernels::KernelFamily* f : kms::families())
     if (f->op == op && f->serves(t)) return f;
   return nullptr;
 }
@@ -123,7 +124,7 @@ std::vector<GroupedOp> grouped_ops(const ModelWeights& w) {
     Shape base = shapes[0];
     base.label = fused ? "expert.w1+w3 (SwiGLU)" : "expert.w2";
     ops.push_back({op, fused, &f, base, type, frag_family(op, type), routed_family(fused, type),
-                   w.config.norm_topk_prob ? 1 : 0});
+                   w.config.norm_topk_prob});
   }
   return ops;
 }
@@ -330,11 +331,8 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
       frag_in = g.frag->make_inputs(at_tokens(g.base, 1), kWeightSeed);
     // The routed GEMV's own inputs (the same seed's experts in the frag layout); logits, x and the counters per bucket.
     HostBuffers routed_in;
-    if (g.routed) {
-      Shape r = at_tokens(g.base, 1);
-      r.names.push_back("R"), r.values.push_back(g.renormalize);
-      routed_in = g.routed->make_inputs(r, kWeightSeed);
-    }
+    if (g.routed)
+      routed_in = g.routed->make_inputs(kms::routed_shape(at_tokens(g.base, 1), g.renormalize), kWeightSeed);
     std::unique_ptr<OneByOne> baseline;
     std::string no_baseline = bench.no_blas;
     if (bench.lt) {
@@ -382,9 +380,8 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
         grouped("frag tuned", bench.tuned, g.op + ".frag", *g.frag, frag_in);
         grouped("frag default", bench.defaults, g.op + ".frag", *g.frag, frag_in);
       }
-      if (g.routed && t <= kernels::moe_stream::kMaxTokens) {
-        Shape r = shape;
-        r.names.push_back("R"), r.values.push_back(g.renormalize);
+      if (g.routed && t <= kms::kMaxTokens) {
+        const Shape r = kms::routed_shape(shape, g.renormalize);
         routed_in["logits"] = kernels::bytes_of(logits_choosing(ids, t, shape["E"], topk));
         routed_in["x"] = in.at("x");
         routed_in["locks"] = std::vector<uint8_t>(size_t((g.fused ? count : t) * ((n + 63) / 64) * 4), 0);

@@ -8,6 +8,7 @@
 #include "common/half.h"
 #include "device/blas/default_route.h"
 #include "kernels_src/attention/attention_family.h"
+#include "kernels_src/fraglinear/frag_family.h"
 #include "kernels_src/moe_wgmma/moe_wgmma_family.h"
 #include "kernels_src/registry/registry.h"
 #include "models/core/linear_shapes.h"
@@ -443,11 +444,9 @@ void DeviceBackend::add_rmsnorm(Act x, Act residual, const float* weight, int64_
   run("rmsnorm", nullptr, kernels::Shape{{"M", "N", "R"}, {rows, n, r}, "rmsnorm"}, b);
 }
 
-// The fused norm's ops and the ops whose choice they run at (KernelChooser::choose_fused).
-constexpr const char* kNormLinearOp = "rmsnorm_linear.frag";
-constexpr const char* kNormGateUpOp = "rmsnorm_gate_up_swiglu.frag";
-constexpr const char* kResidualOp = "linear_residual.frag";
-constexpr const char* kResidualNormOp = "linear_residual_rmsnorm.frag";
+// The fused norm's ops (frag_family.h), each run at the choice of the plain op beside it (KernelChooser::choose_fused).
+using kernels::frag::kNormGateUpOp, kernels::frag::kNormLinearOp, kernels::frag::kResidualNormOp,
+    kernels::frag::kResidualOp;
 
 // Every matmul of the layer on a fused family: q|k|v (and a dense layer's gate|up) concatenated (at one row), all
 // in the frag layout; a MoE layer's finalize adding into the hidden state.

@@ -7,6 +7,7 @@
 #include "device/blas/blas_lt.h"
 #include "device/blas/default_route.h"
 #include "kernels_src/attention/attention_family.h"
+#include "kernels_src/fraglinear/frag_family.h"
 #include "kernels_src/fraglinear/frag_layout.h"
 #include "kernels_src/moe_stream/moe_stream_family.h"
 #include "kernels_src/registry/registry.h"
@@ -118,16 +119,17 @@ struct Builder {
         m > std::min(kConcatenatedQkvMaxRows, kConcatenatedGateUpMaxRows))
       return false;
     const WeightType t = dense_type();
-    if (!storable({c.q_dim(), c.kv_dim(), c.kv_dim()}) || !serves("rmsnorm_linear.frag", t) ||
-        !serves("linear_residual.frag", t))
+    if (!storable({c.q_dim(), c.kv_dim(), c.kv_dim()}) || !serves(kernels::frag::kNormLinearOp, t) ||
+        !serves(kernels::frag::kResidualOp, t))
       return false;
     if (c.is_moe()) return serves("moe_finalize_residual");
     const LinearShape& up = linear_shape(shapes, "w1");
-    return spec.runtime.concatenate_gate_up && storable({up.n, up.n}) && serves("rmsnorm_gate_up_swiglu.frag", t);
+    return spec.runtime.concatenate_gate_up && storable({up.n, up.n}) && serves(kernels::frag::kNormGateUpOp, t);
   }
 
   // Qwen3Model::run_chunk's layers with the norms fused: norm + q|k|v, attention, o_proj + residual, then
-  // norm + gate|up + SwiGLU and down_proj + residual, or the MoE block's norm and the block, its finalize adding.
+  // norm + gate|up + SwiGLU and down_proj + residual; or o_proj + residual writing the MoE block's norm, and the
+  // block adding its output.
   void fused_layers(int64_t m, int64_t pos0, int64_t layers) {
     const WeightType t = dense_type();
     const int64_t g = spec.weights.dense_group;
@@ -135,21 +137,21 @@ struct Builder {
       const LinearShape& s = linear_shape(shapes, part);
       add(op, t, Shape{{"M", "N", "K", "G"}, {m, s.n, s.k, g}, what}, what, layers);
     };
-    stream("rmsnorm_linear.frag", "wq|wk|wv", "norm + q|k|v");
+    stream(kernels::frag::kNormLinearOp, "wq|wk|wv", "norm + q|k|v");
     attention(m, pos0, layers);
     if (spec.config.is_moe()) {
       // DeviceBackend::matmul_residual_rmsnorm: o_proj writes the ffn norm where a family serves it.
-      if (serves("linear_residual_rmsnorm.frag", t)) {
-        stream("linear_residual_rmsnorm.frag", "wo", "o_proj + residual + ffn norm");
+      if (serves(kernels::frag::kResidualNormOp, t)) {
+        stream(kernels::frag::kResidualNormOp, "wo", "o_proj + residual + ffn norm");
       } else {
-        stream("linear_residual.frag", "wo", "o_proj + residual");
+        stream(kernels::frag::kResidualOp, "wo", "o_proj + residual");
         rmsnorm(m, false, "ffn norm", layers);
       }
       return moe(m, layers, true);
     }
-    stream("linear_residual.frag", "wo", "o_proj + residual");
-    stream("rmsnorm_gate_up_swiglu.frag", "w1", "norm + gate|up + SwiGLU");
-    stream("linear_residual.frag", "w2", "down_proj + residual");
+    stream(kernels::frag::kResidualOp, "wo", "o_proj + residual");
+    stream(kernels::frag::kNormGateUpOp, "w1", "norm + gate|up + SwiGLU");
+    stream(kernels::frag::kResidualOp, "w2", "down_proj + residual");
   }
 
   // Whether the device can store these dense parts as one matrix (device_weights.cpp's concatenation_kind):
