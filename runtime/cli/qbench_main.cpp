@@ -2,7 +2,8 @@
 // it creates), and decode speed as a fraction of the memory-bandwidth roofline measured in the same process:
 // roofline tok/s = measured read bandwidth / weight bytes one decode step reads. --report DIR measures a whole
 // report instead (report_measure.h: every linear shape against cuBLAS and FP16, an MoE model's grouped expert
-// GEMMs against its experts one by one on cuBLAS (report_moe.h), and end to end per variant)
+// GEMMs against its experts one by one on cuBLAS (report_moe.h), attention decode (report_attention.h), a launch's
+// own cost (report_launch.h), and end to end per variant)
 // and renders it (runtime/report/bench_report.h); --render FILE --report DIR renders a recorded one.
 #include <unistd.h>
 
@@ -30,6 +31,7 @@
 #include "runtime/cli/bandwidth.h"
 #include "runtime/cli/report_measure.h"
 #include "runtime/cli/report_attention.h"
+#include "runtime/cli/report_launch.h"
 #include "runtime/cli/report_moe.h"
 #include "runtime/cli/run_device.h"
 #include "runtime/cli/tuned_cache.h"
@@ -207,12 +209,18 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
                                               : default_attention_contexts(device == "emu");
     data["attention_decode"] = bench_attention_decode(d, w, prefix, ko, contexts);
     checkpoint("the attention decode rows");
+    // A launch's own cost in the stream, in a graph and with PDL: the static model's one fitted constant for a
+    // decode step's launches, measured apart from the kernels around it.
+    data["launch_cost"] = bench_launch_cost(d, ko);
+    checkpoint("the launch cost rows");
     const int arch = d.arch();
     kd.backend.reset();  // the backend before its device
     kd.device.reset();
     auto device_variant = [&](const std::string& name, const std::string& p, const ModelWeights& mw, bool tuned,
-                              bool predequantize, uint64_t bytes, bool pdl = false, bool fuse_norm = false) {
+                              bool predequantize, uint64_t bytes, bool pdl = false, bool fuse_norm = false,
+                              bool graphs = true) {
       RunDeviceOptions o = ro;
+      o.graphs = graphs && ro.graphs;
       o.tuned_cache = tuned ? cache : "";
       o.predequantize = predequantize;
       o.programmatic_launch = pdl;
@@ -243,6 +251,11 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
       const auto q8 = ModelFile::open(q8_path);
       device_variant("Q8_0", q8_path, q8->weights(), !cache.empty(), false, decode_weight_bytes(q8->weights()));
     }
+    // The runtime's variant with every decode kernel launched instead of replayed from the captured step: with
+    // the launch rows, what the graph saves end to end. Last, so a report cut short loses only this.
+    if (device == "cuda")
+      device_variant(label + (cache.empty() ? " default" : " tuned") + ", no graph", path, w, !cache.empty(), false,
+                     decode_bytes, false, false, false);
     notes.push_back("FP16 is the same model with its dense weights dequantized to fp16 at load (qrun "
                     "--predequantize): GEMMs on cuBLASLt where available, else the fp16 kernel families");
     notes.push_back("memory is the weight bytes held on the device");

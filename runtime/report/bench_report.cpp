@@ -478,6 +478,23 @@ void attention_section(const BenchReport& rep, RenderedReport& out) {
   md += "\n";
 }
 
+// Launch cost: a row per grid and variant, microseconds per launch of a chain of back-to-back launches.
+void launch_section(const BenchReport& rep, RenderedReport& out) {
+  if (!rep.launch_cost || rep.launch_cost->rows.empty()) return;
+  std::string& md = out.markdown;
+  md += "## Launch cost\n\nMicroseconds per launch of one small kernel launched back to back.\n\n";
+  if (!rep.launch_cost->method.empty()) md += markdown_text(rep.launch_cost->method) + "\n\n";
+  md += "| grid | launches | variant | us per launch | detail |\n|---|---|---|---|---|\n";
+  for (const LaunchRow& r : rep.launch_cost->rows)
+    for (const Variant& v : r.variants) {
+      md += "| " + std::to_string(r.blocks) + " x " + std::to_string(r.threads) + " | " + std::to_string(r.launches) +
+            " | " + cell_text(v.name) + " | ";
+      md += v.unavailable.empty() ? format_number("%.2f", v.seconds * 1e6) + " | " + cell_text(v.detail) + " |\n"
+                                  : "- | " + cell_text(v.unavailable) + " |\n";
+    }
+  md += "\n";
+}
+
 // End to end: a row per variant, a column per prompt length measured (ppN) and the decode run (tgN).
 void end_to_end_section(const BenchReport& rep, RenderedReport& out) {
   if (rep.end_to_end.empty()) return;
@@ -537,6 +554,7 @@ RenderedReport render_report(const BenchReport& rep) {
   linear_sections(rep, out);
   moe_section(rep, out);
   attention_section(rep, out);
+  launch_section(rep, out);
   end_to_end_section(rep, out);
   if (!rep.notes.empty()) {
     out.markdown += "## Notes\n\n";

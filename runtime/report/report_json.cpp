@@ -20,7 +20,7 @@ using nlohmann::json;
 constexpr size_t kMaxReportBytes = size_t{16} << 20;
 constexpr int kMaxDepth = 8;  // the schema nests 6 deep (report.moe_grouped.rows[i].variants[j].name)
 constexpr size_t kMaxStringBytes = 16384;
-constexpr size_t kMaxMoeRows = 4096, kMaxAttentionRows = 64, kMaxKernelRows = 4096, kMaxVariants = 32, kMaxEndToEnd = 64, kMaxPromptLengths = 64,
+constexpr size_t kMaxMoeRows = 4096, kMaxAttentionRows = 64, kMaxLaunchRows = 16, kMaxKernelRows = 4096, kMaxVariants = 32, kMaxEndToEnd = 64, kMaxPromptLengths = 64,
                  kMaxNotes = 256;
 
 // Ranges of the figures, wide enough for any machine's measurement: a value outside is damage, and would
@@ -204,6 +204,16 @@ AttentionRow read_attention_row(const SchemaReader& r, const json& j, const std:
   return a;
 }
 
+LaunchRow read_launch_row(const SchemaReader& r, const json& j, const std::string& where) {
+  r.object(j, where);
+  LaunchRow l;
+  l.blocks = r.integer(r.need(j, "blocks", where), where + ".blocks", IntRange{1, int64_t{1} << 31});
+  l.threads = r.integer(r.need(j, "threads", where), where + ".threads", IntRange{1, 1024});
+  l.launches = r.integer(r.need(j, "launches", where), where + ".launches", IntRange{1, 1 << 20});
+  l.variants = read_variants(r, j, where);
+  return l;
+}
+
 // A prompt length as a key: digits only, as std::to_string writes it.
 int64_t prompt_length(const SchemaReader& r, const std::string& key, const std::string& where) {
   const bool digits = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos &&
@@ -277,6 +287,16 @@ json moe_json(const MoeGrouped& m) {
   return j;
 }
 
+json launch_json(const LaunchCost& c) {
+  json rows = json::array();
+  for (const LaunchRow& row : c.rows)
+    rows.push_back({{"blocks", row.blocks}, {"threads", row.threads}, {"launches", row.launches},
+                    {"variants", variants_json(row.variants)}});
+  json j = {{"rows", rows}};
+  if (!c.method.empty()) j["method"] = c.method;
+  return j;
+}
+
 json attention_json(const AttentionDecode& a) {
   json rows = json::array();
   for (const AttentionRow& row : a.rows) {
@@ -340,6 +360,8 @@ BenchReport report_from_json(const json& j, const std::string& source) {
     out.moe_grouped = read_section<MoeGrouped>(r, *moe, "moe_grouped", kMaxMoeRows, read_moe_row);
   if (const json* att = r.find(j, "attention_decode"); att && !att->is_null())
     out.attention_decode = read_section<AttentionDecode>(r, *att, "attention_decode", kMaxAttentionRows, read_attention_row);
+  if (const json* lc = r.find(j, "launch_cost"); lc && !lc->is_null())
+    out.launch_cost = read_section<LaunchCost>(r, *lc, "launch_cost", kMaxLaunchRows, read_launch_row);
   if (const json* notes = r.find(j, "notes")) {
     r.array(*notes, "notes", kMaxNotes);
     for (size_t i = 0; i < notes->size(); ++i) out.notes.push_back(r.text((*notes)[i], "notes[" + std::to_string(i) + "]"));
@@ -389,6 +411,7 @@ json report_to_json(const BenchReport& r) {
   j["end_to_end"] = e2e;
   if (r.moe_grouped) j["moe_grouped"] = moe_json(*r.moe_grouped);
   if (r.attention_decode) j["attention_decode"] = attention_json(*r.attention_decode);
+  if (r.launch_cost) j["launch_cost"] = launch_json(*r.launch_cost);
   j["notes"] = r.notes;
   return j;
 }

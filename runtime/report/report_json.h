@@ -27,12 +27,16 @@
 //   "attention_decode": {"method": "what the rows time",
 //                        "rows": [{"context": tokens, "H": heads, "KVH": kv heads, "D": head dim,
 //                                  "variants": [{"name": "tuned|default|best splits", ...}]}]},
+//   "launch_cost": {"method": "what the rows time",
+//                   "rows": [{"blocks": grid, "threads": per block, "launches": chain length,
+//                             "variants": [{"name": "stream|graph|stream + PDL|graph + PDL",
+//                                           "seconds": per launch, ...}]}]},
 //   "notes": ["..."]
 // }
 // A linear row's "<family> default" variants (one per other family serving the op at that M on the device, at
 // its default point: family_default_name) are absent in reports older than them, which still read.
 // "moe_grouped" is optional (absent for dense models and in reports older than it), so older files still read;
-// so is "attention_decode".
+// so are "attention_decode" and "launch_cost".
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -85,6 +89,17 @@ struct AttentionDecode {
   std::vector<AttentionRow> rows;
 };
 
+// A chain of back-to-back launches of one small kernel (qbench's runtime/cli/report_launch.h): seconds per launch.
+struct LaunchRow {
+  int64_t blocks = 0, threads = 0, launches = 0;
+  std::vector<Variant> variants;
+};
+
+struct LaunchCost {
+  std::string method;
+  std::vector<LaunchRow> rows;
+};
+
 struct EndToEnd {
   std::string name, model;
   std::string unavailable;  // why it was not measured; "" when it was
@@ -106,6 +121,7 @@ struct BenchReport {
   std::vector<EndToEnd> end_to_end;
   std::optional<MoeGrouped> moe_grouped;
   std::optional<AttentionDecode> attention_decode;
+  std::optional<LaunchCost> launch_cost;
   std::vector<std::string> notes;
 };
 

@@ -9,9 +9,9 @@
 #              for the largest on a 2-core CI machine), so the three start together in the background before
 #              the tests and this phase waits for them
 #   report-8b  qbench --device cuda --report on the 8B models, untuned: every family at its default point, the
-#              runtime's default routes, attention decode at 4K and 32K, end to end with and without
-#              programmatic dependent launch and with the decode norms fused (first, since these decide the
-#              defaults)
+#              runtime's default routes, attention decode at 4K and 32K, a launch's own cost (stream, graph,
+#              PDL), end to end with and without programmatic dependent launch, with the decode norms fused and
+#              without the graph (first, since these decide the defaults and calibrate the step model)
 #   fused-8b   qrun on the 8B AWQ model, 48 greedy tokens, by default and with --fuse-norm (and --pdl on sm_90):
 #              the same tokens at the real sizes, and both statistics lines
 #   tune       qtune --gpu on the 8B AWQ model with the default families and budget, at the report's batch

@@ -275,8 +275,21 @@ TEST_CASE("qbench --device emu --report measures every linear shape against cuBL
     CHECK(v["seconds"].get<double>() > 0);
     CHECK(v["bytes"].get<double>() >= 2.0 * 64 * att["KVH"].get<double>() * att["D"].get<double>() * 2);
   }
+  // The launch rows, one block and a GEMV-sized grid: the stream and graph chains are timed per launch, and
+  // the emulator, which has no programmatic dependent launch, says so for the PDL ones.
+  REQUIRE(j["launch_cost"]["rows"].size() == 2);
+  CHECK(j["launch_cost"]["rows"][0]["blocks"] == 1);
+  CHECK(j["launch_cost"]["rows"][1]["blocks"].get<int>() > 64);
+  for (const json& row : j["launch_cost"]["rows"]) {
+    const json v = variants_by_name(row);
+    CHECK(v.at("stream")["seconds"].get<double>() > 0);
+    CHECK(v.at("graph")["seconds"].get<double>() > 0);
+    for (const char* pdl : {"stream + PDL", "graph + PDL"})
+      CHECK(v.at(pdl)["unavailable"].get<std::string>().find("programmatic dependent launch") != std::string::npos);
+  }
   const std::string md = slurp(dir + "/REPORT.md");
   CHECK(md.find("## Attention decode") != std::string::npos);
+  CHECK(md.find("## Launch cost") != std::string::npos);
   CHECK(md.find("These times are the CPU emulator's") != std::string::npos);
   CHECK(md.find("not applicable (emu report)") != std::string::npos);
   std::filesystem::remove_all(dir);
@@ -653,5 +666,27 @@ TEST_CASE("A recorded attention row with more KV heads than heads is refused nam
     FAIL("accepted a row with KVH > H");
   } catch (const qt::Error& e) {
     CHECK(std::string(e.what()).find("attention_decode.rows[0].KVH") != std::string::npos);
+  }
+}
+
+TEST_CASE("A recorded launch cost row renders microseconds per launch and a row with a bad grid is refused") {
+  json j = recorded();
+  j["launch_cost"] = {{"method", "a chain"},
+                      {"rows", {{{"blocks", 128}, {"threads", 256}, {"launches", 256},
+                                 {"variants", {{{"name", "graph"}, {"seconds", 2.25e-6}, {"detail", "mem_copy"}},
+                                               {{"name", "graph + PDL"}, {"unavailable", "sm_80: no PDL"}}}}}}}};
+  const std::string md = render(j).markdown;
+  CHECK(md.find("## Launch cost") != std::string::npos);
+  CHECK(md.find("| 128 x 256 | 256 | graph | 2.25 | mem_copy |") != std::string::npos);
+  CHECK(md.find("| 128 x 256 | 256 | graph + PDL | - | sm_80: no PDL |") != std::string::npos);
+  // Written back, the section reads again unchanged.
+  const json back = qt::report::report_to_json(qt::report::report_from_json(j, "report JSON"));
+  CHECK(back["launch_cost"] == j["launch_cost"]);
+  j["launch_cost"]["rows"][0]["threads"] = 4096;
+  try {
+    qt::report::report_from_json(j, "report JSON");
+    FAIL("a launch row of 4096 threads per block was accepted");
+  } catch (const qt::Error& e) {
+    CHECK(std::string(e.what()).find("launch_cost.rows[0].threads") != std::string::npos);
   }
 }

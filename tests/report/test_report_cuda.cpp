@@ -66,6 +66,14 @@ TEST_CASE("cuda: qbench --report times every variant of every linear shape, cuBL
         CHECK(v["seconds"].get<double>() > 0);
         CHECK(v["bytes"].get<double>() > 0);
       }
+    // The launch rows: stream and graph chains timed per launch; PDL timed from sm_90, else said unavailable.
+    REQUIRE(j["launch_cost"]["rows"].size() == 2);
+    for (const auto& row : j["launch_cost"]["rows"])
+      for (const auto& v : row["variants"]) {
+        INFO(v.dump());
+        const bool pdl = v["name"].get<std::string>().find("PDL") != std::string::npos;
+        if (!pdl || hopper) CHECK(v["seconds"].get<double>() > 0);
+      }
     std::filesystem::remove_all(dir);
   }
 }

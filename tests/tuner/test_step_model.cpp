@@ -325,6 +325,22 @@ TEST_CASE("qtune static --step prints and writes the step prediction", "[tuner][
   // The store is read, never written: no -wal or -shm appears beside it.
   CHECK(!std::filesystem::exists(store + "-wal"));
   CHECK(!std::filesystem::exists(store + "-shm"));
+  // --launch-us replaces the calibrated launch cost, says so, and moves the step by the launches times the
+  // difference (the kernels' bodies unchanged); it needs --step.
+  const std::string what_if = test::tuner_scratch("step-static-launch", ".json");
+  const test::QtuneRun w = test::run_qtune("static --gpu sm90 --step decode --preset qwen3-8b --layers 2 "
+                                           "--fingerprint-store " + store + " --launch-us 1.5 --json " + what_if);
+  REQUIRE(w.rc == 0);
+  CHECK(w.out.find("1.5 us per launch in a stream, given by --launch-us, not calibrated") != std::string::npos);
+  std::ifstream win(what_if);
+  const nlohmann::json wj = nlohmann::json::parse(win);
+  const double launches = wj["default_launches"].get<double>();
+  CHECK(launches > 0);
+  CHECK(wj["stream_launch_us"] == 1.5);
+  CHECK(j["default_us"].get<double>() - wj["default_us"].get<double>() ==
+        Approx(launches * (j["stream_launch_us"].get<double>() - 1.5)).epsilon(1e-6));
+  CHECK(test::run_qtune("static --gpu sm90 --launch-us 2 --kernel awq_frag_gemv").rc == 2);
+  CHECK(test::run_qtune("static --gpu sm90 --step decode --launch-us -1").rc == 2);
   // A model file's own shapes and types.
   const test::QtuneRun file = test::run_qtune("static --gpu sm90 --step prefill --prompt 20 --model " + source_root() +
                                               "/tests/golden/files/moe-norm.awq.moe3");

@@ -69,7 +69,7 @@ dev::DeviceFingerprint store_device(const std::string& path) {
 constexpr const char* kStepOnly[] = {"--context", "--prompt", "--preset", "--format", "--expert-type", "--group-size",
                                      "--layers", "--weight-layout", "--predequantize", "--fuse-norm", "--int8-layout", "--expert-layout",
                                      "--no-concat",
-                                     "--fingerprint-store"};
+                                     "--fingerprint-store", "--launch-us"};
 constexpr const char* kTableOnly[] = {"--kernel", "--points", "--m", "--cache-dir", "--no-cache", "--threads"};
 
 StepSpec spec_from_flags(const CliArgs& cli, int sm, std::string* description) {
@@ -164,7 +164,11 @@ void declare_step_flags(CliArgs& cli) {
             "concatenation, e.g. the H200 run of 2026-11-26)")
       .flag("--fuse-norm", "--step: a decode step's norms inside the stream GEMVs beside them (qrun --fuse-norm)")
       .option("--fingerprint-store", "FILE", "--step: the GPU figures of the device a tuning store was measured on "
-              "(its SM count and DRAM bandwidth) instead of the architecture's datasheet");
+              "(its SM count and DRAM bandwidth) instead of the architecture's datasheet")
+      .option("--launch-us", "US", "--step: the in-stream cost per launch to assume instead of the calibrated one "
+              "(GpuPeaks::stream_launch_us): a what-if, e.g. at a launch cost qbench --report measured; the kernels' "
+              "bodies are unchanged")
+      .range(RealRange{0, 1000});
 }
 
 void check_step_flags(const CliArgs& cli) {
@@ -178,6 +182,8 @@ int run_step_prediction(const CliArgs& cli, int sm) {
   const StepSpec spec = spec_from_flags(cli, sm, &description);
   GpuPeaks peak = gpu_peaks(sm);
   if (auto store = cli.get_optional("--fingerprint-store")) peak = gpu_peaks(store_device(*store));
+  const bool what_if = cli.given("--launch-us");
+  if (what_if) peak.stream_launch_us = cli.get_double("--launch-us");
   const StepPrediction p = predict_step(spec, sm, peak);
 
   std::cout << "PREDICTION by the static roofline model (no GPU run): one " << (spec.decode ? "decode step" : "prefill")
@@ -185,7 +191,7 @@ int run_step_prediction(const CliArgs& cli, int sm) {
             << (spec.decode ? "context " + std::to_string(spec.context) : std::to_string(spec.context) + " tokens")
             << ", on " << peak.name << " (" << peak.sms << " SMs, " << format_number("%.0f", peak.dram_gbps) << " GB/s, "
             << format_number("%.0f%%", 100 * peak.dram_efficiency) << " achievable; " << format_number("%.1f", peak.stream_launch_us)
-            << " us per launch in a stream)\n"
+            << " us per launch in a stream" << (what_if ? ", given by --launch-us, not calibrated" : "") << ")\n"
             << "default: the family the runtime picks without a tuned store; model-best: the model's fastest point "
                "over every family serving the op (a tuned run's prediction)\n"
             << "registers are not compiled in: occupancy from threads and shared memory alone\n\n";
@@ -213,6 +219,8 @@ int run_step_prediction(const CliArgs& cli, int sm) {
     const nlohmann::json j = {{"prediction", true}, {"step", spec.decode ? "decode" : "prefill"},
                               {"model", description}, {"context", spec.context}, {"gpu", peak.name},
                               {"launches", launches}, {"default_us", p.default_s * 1e6}, {"best_us", p.best_s * 1e6},
+                              {"default_launches", p.default_launches}, {"best_launches", p.best_launches},
+                              {"stream_launch_us", peak.stream_launch_us},
                               {"default_tok_s", p.default_tok_s()}, {"best_tok_s", p.best_tok_s()},
                               {"weight_bytes", p.min_bytes.weights}, {"kv_bytes", p.min_bytes.kv},
                               {"roofline_tok_s", p.roofline_tok_s()}, {"default_roofline_share", share_default},
