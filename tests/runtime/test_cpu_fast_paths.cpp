@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -18,6 +19,7 @@
 #include "common/mapped_file.h"
 #include "kernels_src/cpu_matvec/quantized_matvec.h"
 #include "models/quant/quantized_tensor.h"
+#include "runtime/cpu/attention_kernels.h"
 #include "runtime/model/qwen3_model.h"
 #include "tests/proc_smaps.h"
 #include "tests/runtime/random_model.h"
@@ -159,6 +161,40 @@ TEST_CASE("attention over an fp16 KV cache at depth equals the double-precision 
       CHECK(worst < 2e-5);
     }
   }
+  }
+}
+
+// The scores loop takes keys and queries in blocks; a score must not depend on its block (a prompt row's scores
+// at prefill are the same numbers as at decode, and a span split at decode changes no key's score).
+TEST_CASE("an attention score is the same bits whichever keys and queries share its pass, on every ISA",
+          "[runtime][kernels]") {
+  std::mt19937_64 rng(23);
+  const int64_t d = 128, n = 23, stride = 3 * d;  // 23 keys: blocks of four and a tail of three
+  const std::vector<float> q = test::random_values(rng, size_t(4 * d), 1.0f);
+  const std::vector<float> k32 = test::random_values(rng, size_t(n * stride), 2.0f);
+  std::vector<uint16_t> k16(k32.size());
+  for (size_t i = 0; i < k32.size(); ++i) k16[i] = float_to_half_bits(k32[i]);
+  const float scale = 0.0883883f;
+  for (Isa isa : test::available_isas()) {
+    const AttentionKernels& ak = attention_kernels_for(isa);
+    for (const bool half : {true, false}) {
+      for (int64_t nq = 1; nq <= 4; ++nq) {
+        INFO("isa " << isa_name(isa) << (half ? " fp16" : " fp32") << " keys, " << nq << " queries");
+        std::vector<float> all(size_t(4 * n), -1.0f), one(size_t(4 * n), -2.0f);
+        auto run = [&](const float* qp, int64_t queries, int64_t first, int64_t keys, float* s) {
+          if (half) ak.scores(qp, d, queries, k16.data() + first * stride, stride, keys, d, scale, s + first, n);
+          else ak.scores_f32(qp, d, queries, k32.data() + first * stride, stride, keys, d, scale, s + first, n);
+        };
+        run(q.data(), nq, 0, n, all.data());
+        for (int64_t j = 0; j < nq; ++j)
+          for (int64_t p = 0; p < n; ++p) run(q.data() + j * d, 1, p, 1, one.data() + j * n);
+        for (int64_t j = 0; j < nq; ++j)
+          for (int64_t p = 0; p < n; ++p) {
+            INFO("query " << j << " key " << p);
+            REQUIRE(std::bit_cast<uint32_t>(all[size_t(j * n + p)]) == std::bit_cast<uint32_t>(one[size_t(j * n + p)]));
+          }
+      }
+    }
   }
 }
 
