@@ -196,6 +196,11 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     const DeviceBandwidth bw = measure_device_bandwidth(d, bw_bytes);
     data["device"] = {{"kind", device}, {"name", d.name()}, {"fingerprint", d.store_fingerprint().key()},
                       {"bandwidth_gbps", bw.gbps}, {"bandwidth_method", bw.method}};
+    // A launch's own cost in the stream, in a graph and with PDL: the static model's one fitted constant for a
+    // decode step's launches, measured apart from the kernels around it. First: a second's work that a report
+    // cut short by its time limit should not lose.
+    data["launch_cost"] = bench_launch_cost(d, ko);
+    checkpoint("the launch cost rows");
     data["kernels"] = bench_device_kernels(d, w, prefix, ko);
     checkpoint("the kernel rows");
     // An MoE model's grouped expert GEMMs at the same buckets, as tokens (issue 27's MoE goal).
@@ -209,10 +214,6 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
                                               : default_attention_contexts(device == "emu");
     data["attention_decode"] = bench_attention_decode(d, w, prefix, ko, contexts);
     checkpoint("the attention decode rows");
-    // A launch's own cost in the stream, in a graph and with PDL: the static model's one fitted constant for a
-    // decode step's launches, measured apart from the kernels around it.
-    data["launch_cost"] = bench_launch_cost(d, ko);
-    checkpoint("the launch cost rows");
     const int arch = d.arch();
     kd.backend.reset();  // the backend before its device
     kd.device.reset();
