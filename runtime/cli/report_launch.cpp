@@ -59,7 +59,15 @@ double per_launch(dev::Device& device, plan::PlanRun& run, int64_t launches, boo
   std::unique_ptr<dev::Graph> g;
   if (graph) {
     device.begin_capture();
-    chain();
+    try {
+      chain();
+    } catch (...) {
+      try {
+        device.end_capture();  // the device leaves capture mode whatever the chain did
+      } catch (...) {
+      }
+      throw;
+    }
     g = device.end_capture();
   }
   const std::function<void()> enqueue = graph ? std::function<void()>([&] { g->replay(); }) : chain;
