@@ -278,12 +278,7 @@ KernelFamily make(const Format& fmt, bool gate_up) {
 }  // namespace
 
 const std::vector<const KernelFamily*>& families() {
-  static const std::deque<KernelFamily> all = [] {
-    std::deque<KernelFamily> d;
-    for (const Format& fmt : formats())
-      for (bool gate_up : {true, false}) d.push_back(make(fmt, gate_up));
-    return d;
-  }();
+  static const std::deque<KernelFamily> all = two_per_format(formats(), make);
   static const std::vector<const KernelFamily*> f = family_pointers(all);
   return f;
 }

@@ -242,12 +242,7 @@ KernelFamily make(const Format& fmt, bool fused) {
 }  // namespace
 
 const std::vector<const KernelFamily*>& families() {
-  static const std::deque<KernelFamily> all = [] {
-    std::deque<KernelFamily> d;
-    for (const Format& fmt : formats())
-      for (bool fused : {true, false}) d.push_back(make(fmt, fused));
-    return d;
-  }();
+  static const std::deque<KernelFamily> all = two_per_format(formats(), make);
   static const std::vector<const KernelFamily*> f = family_pointers(all);
   return f;
 }

@@ -42,6 +42,17 @@ inline std::vector<const KernelFamily*> family_pointers(const std::deque<KernelF
   return v;
 }
 
+// The families of a list made by `make(format, variant)` for each format and each of the two variants (true
+// first), for family_pointers: the grouped, wgmma and routed MoE families each come in a fused and a plain
+// variant (gate|up with SwiGLU, and down) per weight format.
+template <class Formats, class Make>
+std::deque<KernelFamily> two_per_format(const Formats& formats, Make make) {
+  std::deque<KernelFamily> d;
+  for (const auto& fmt : formats)
+    for (bool variant : {true, false}) d.push_back(make(fmt, variant));
+  return d;
+}
+
 // "name<a, b, c>", the name expression of a kernel template instantiated with integer arguments.
 inline std::string name_expr(const std::string& name, const std::vector<int64_t>& args) {
   std::string s = name + "<";
