@@ -220,6 +220,8 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
   # programmatic dependent launch: what decides the next defaults. The tune's store then serves the MoE report.
   phase report-8b "${REPORT_8B_S:-240}" "$q/bin/qbench" --device cuda --model "$models/qwen3-8b.ak48" \
     --q8-model "$models/qwen3-8b.ajc1" --buckets "$report_buckets" --report "$work/report-qwen3-8b" || status=1
+  # The launch rows into the summary: the step model's fitted launch cost is checked against them first.
+  excerpt "Launch cost (qbench --report, us per launch)" "$work/report-qwen3-8b/REPORT.md" '^\| (grid|[0-9]+ x [0-9]+) \|'
   # The report's buckets: the tune's time goes to the batch sizes the report measures, and every family the
   # runtime dispatches (the wgmma GEMM on sm_90) gets some of it.
   # Short, and it decides with the report whether the fused decode becomes the default: before the tune, whose
