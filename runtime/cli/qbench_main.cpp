@@ -203,6 +203,16 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     checkpoint("the launch cost rows");
     data["kernels"] = bench_device_kernels(d, w, prefix, ko);
     checkpoint("the kernel rows");
+    // The Q8_0 companion's linear shapes at one row too (issue 26 judges Q8_0 GEMVs on the large shapes): seconds
+    // of timing, where its every bucket would double the kernel rows' time.
+    if (!q8_path.empty()) {
+      const auto q8 = ModelFile::open(q8_path);
+      KernelBenchOptions one_row = ko;
+      one_row.buckets = {1};
+      for (nlohmann::json& row : bench_device_kernels(d, q8->weights(), prefix, one_row))
+        if (row.value("type", "") != "F16") data["kernels"].push_back(std::move(row));
+      checkpoint("the Q8_0 model's kernel rows");
+    }
     // An MoE model's grouped expert GEMMs at the same buckets, as tokens (issue 27's MoE goal).
     if (const nlohmann::json moe = bench_moe_grouped(d, w, prefix, ko); !moe.is_null()) {
       data["moe_grouped"] = moe;

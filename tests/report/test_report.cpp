@@ -333,6 +333,27 @@ TEST_CASE("qbench --device emu --report measures every linear shape against cuBL
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("qbench --report with a Q8_0 companion adds its linear rows at one row and judges them") {
+  const std::string dir = scratch("emu-q8");
+  const Result r = qbench("--device emu --model " + kFiles + "dense.ak48 --q8-model " + kFiles + "dense.ajc1 --report " + dir +
+                          " --buckets 1,4 --prompts 6 --gen 2 --repeat 1");
+  REQUIRE(r.code == 0);
+  const json j = json::parse(slurp(dir + "/report.json"));
+  int q8_rows = 0;
+  for (const json& k : j["kernels"]) {
+    if (k["type"] != "Q8_0") continue;
+    ++q8_rows;
+    CHECK(k["M"] == 1);  // the AWQ model's rows take every bucket, the companion's one row
+    CHECK(variants_by_name(k).at("default")["seconds"].get<double>() > 0);
+  }
+  CHECK(q8_rows == 5);  // q/gate/up, k/v, q|k|v, o/down and its Q8_0 lm_head
+  CHECK(j["end_to_end"].back()["name"] == "Q8_0");
+  const std::string md = slurp(dir + "/REPORT.md");
+  CHECK(md.find("| Q8_0 GEMV at M=1 >= 75% of the measured bandwidth on the large shapes (N x K >= 12288 x 4096) |") !=
+        std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("qbench --device emu --emu-arch sm90 --report times every other linear family at its default point") {
   const std::string dir = scratch("families");
   const Result r = qbench("--device emu --emu-arch sm90 --model " + kFiles + "dense-tied.ak48 --report " + dir +
