@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "device/cuda/cuda_device.h"
@@ -26,16 +25,17 @@ const char* const kLaunchMethod =
     "variants launch each kernel allowed to start while the previous one runs (qrun --pdl). Compare the "
     "static model's in-stream launch cost (GpuPeaks::stream_launch_us).";
 
-// Turns programmatic dependent launch on for its lifetime where the device has it; `why` says why not.
+// Sets programmatic dependent launch on or off for its lifetime where the device has it, and puts it back after;
+// on() says whether it is on, `why` why it could not be turned on.
 class ProgrammaticLaunch {
  public:
-  explicit ProgrammaticLaunch(dev::Device& d) : gpu_(dynamic_cast<cuda::CudaDevice*>(&d)) {
+  ProgrammaticLaunch(dev::Device& d, bool want) : gpu_(dynamic_cast<cuda::CudaDevice*>(&d)) {
     if (!gpu_) {
       why_ = "the emulator has no programmatic dependent launch";
       return;
     }
     was_on_ = gpu_->programmatic_launch();
-    on_ = gpu_->set_programmatic_launch(true, &why_);
+    on_ = gpu_->set_programmatic_launch(want, &why_) && want;
   }
   ~ProgrammaticLaunch() {
     if (gpu_) gpu_->set_programmatic_launch(was_on_);
@@ -102,15 +102,12 @@ json bench_launch_cost(dev::Device& device, const KernelBenchOptions& options) {
     json variants = json::array();
     auto measure = [&](const std::string& name, bool graph, bool pdl) {
       try {
-        std::optional<ProgrammaticLaunch> programmatic;
-        if (pdl) {
-          programmatic.emplace(device);
-          if (!programmatic->on()) {
-            variants.push_back({{"name", name}, {"unavailable", programmatic->why()}});
-            return;
-          }
+        // Each launch reads the device's setting, so the chain runs with it as this variant names it.
+        const ProgrammaticLaunch programmatic(device, pdl);
+        if (pdl && !programmatic.on()) {
+          variants.push_back({{"name", name}, {"unavailable", programmatic.why()}});
+          return;
         }
-        // The plan is made after PDL is set, so its launches carry the attribute on a GPU that has it.
         plan::PlanRun run(&device, f, point, shape, inputs);
         variants.push_back({{"name", name},
                             {"seconds", per_launch(device, run, launches, graph, options)},

@@ -94,6 +94,15 @@ TEST_CASE("A recorded GPU report renders every goal's verdict from its figures")
         std::string::npos);
   CHECK(md.find("| prefill pp512, AWQ, its fastest variant (AWQ tuned) >= 0.9x the model predequantized to FP16 | 0.67x | NOT met |") !=
         std::string::npos);
+  // A type without a pp512 keeps its row, with the reason.
+  CHECK(md.find("| prefill pp512, Q8_0 >= 0.9x the model predequantized to FP16 | not measured (no Q8_0 model given) | not measured |") !=
+        std::string::npos);
+  // A row whose FP16 cuBLASLt baseline did not run is left out of the goals against it, and counted.
+  json no_blas = recorded();
+  no_blas["kernels"][0]["variants"][3] = {{"name", "fp16 cublas"}, {"unavailable", "no cuBLASLt"}};
+  CHECK(render(no_blas).markdown.find("| AWQ GEMV at M=1 >= 3x faster than FP16 cuBLASLt on 4096 x 4096 and the large shapes | "
+                                      "not measured (no such row; 1 row without the baseline) | not measured |") !=
+        std::string::npos);
   // Default over tuned: 12/8 and 150/100 (the lm_head's 450/450 too): geomean (1.5 * 1.5 * 1)^(1/3) = 1.31.
   CHECK(md.find("| tuned geomean >= 1.3x the default | 1.31x | met |") != std::string::npos);
   // cuBLAS over tuned at M=256: 95/100.
