@@ -63,52 +63,49 @@ inline __m512 exp512(__m512 x) {
   return _mm512_maskz_mul_ps(~tiny, p, _mm512_castsi512_ps(e));
 }
 
-// One key's scores for NQ queries.
+// Four keys' scores for NQ queries, key r at rows[r]; the first `keys` are stored at s[j * s_stride + r]. Each
+// 16-lane step loads four key chunks and NQ query chunks for 4 x NQ FMAs, where one key at a time loads NQ + 1
+// for NQ and the loads, not the FMAs, set the pace. Every (query, key) sum is accumulated over d in order and
+// reduced by the same hsum4 tree, whichever slot it takes, so a score does not depend on how many queries or
+// keys share its pass (prefill and decode agree bit for bit). Forced inline: called out of line, the full blocks'
+// pass took about a fifth more of the profile (their row pointers and key count no longer constants).
 template <typename T, int NQ>
-inline void score_row(const float* q, int64_t q_stride, const T* kp, int64_t d, float scale, float* s, int64_t s_stride) {
-  __m512 acc[NQ];
-  for (int j = 0; j < NQ; ++j) acc[j] = _mm512_setzero_ps();
+__attribute__((always_inline)) inline void score_keys(const float* q, int64_t q_stride, const T* const* rows, int keys,
+                                                      int64_t d, float scale, float* s, int64_t s_stride) {
+  __m512 acc[NQ][4];
+  for (int j = 0; j < NQ; ++j)
+    for (int r = 0; r < 4; ++r) acc[j][r] = _mm512_setzero_ps();
   for (int64_t i = 0; i < d; i += 16) {
-    const __m512 kv = load16(kp + i);
-    for (int j = 0; j < NQ; ++j) acc[j] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + j * q_stride + i), acc[j]);
+    __m512 kv[4];
+    for (int r = 0; r < 4; ++r) kv[r] = load16(rows[r] + i);
+    for (int j = 0; j < NQ; ++j) {
+      const __m512 qv = _mm512_loadu_ps(q + j * q_stride + i);
+      for (int r = 0; r < 4; ++r) acc[j][r] = _mm512_fmadd_ps(kv[r], qv, acc[j][r]);
+    }
   }
-  alignas(16) float r[4];
-  _mm_store_ps(r, _mm_mul_ps(hsum4(acc[0], acc[NQ > 1 ? 1 : 0], acc[NQ > 2 ? 2 : 0], acc[NQ - 1]), _mm_set1_ps(scale)));
-  for (int j = 0; j < NQ; ++j) s[j * s_stride] = r[j];
+  const __mmask8 stored = static_cast<__mmask8>((1u << keys) - 1);
+  for (int j = 0; j < NQ; ++j)
+    _mm_mask_storeu_ps(s + j * s_stride, stored,
+                       _mm_mul_ps(hsum4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]), _mm_set1_ps(scale)));
 }
 
-// Keys four at a time: each 16-lane step loads four key chunks and NQ query chunks for 4 x NQ FMAs, where one
-// key at a time loads NQ + 1 for NQ and the loads, not the FMAs, set the pace. Every (query, key) sum is
-// still accumulated over d in order and reduced by the same hsum4 tree, whichever slot it takes, so a score
-// does not depend on how many queries or keys share its pass (prefill and decode agree bit for bit).
+// Keys four at a time; the last one to three take the same pass with the last key repeated in the spare slots,
+// whose scores are not stored.
 template <typename T, int NQ>
 void scores_n(const float* q, int64_t q_stride, const T* k, int64_t stride, int64_t n, int64_t d, float scale,
               float* s, int64_t s_stride) {
-  constexpr int kKeys = 4;
   int64_t p = 0;
-  for (; p + kKeys <= n; p += kKeys) {
+  for (; p + 4 <= n; p += 4) {
     const T* kp = k + p * stride;
-    for (int r = 0; r < kKeys; ++r)
+    for (int r = 0; r < 4; ++r)
       if (p + r + kPrefetchRows < n) prefetch_row(kp + (r + kPrefetchRows) * stride, d);
-    __m512 acc[NQ][kKeys];
-    for (int j = 0; j < NQ; ++j)
-      for (int r = 0; r < kKeys; ++r) acc[j][r] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < d; i += 16) {
-      __m512 kv[kKeys];
-      for (int r = 0; r < kKeys; ++r) kv[r] = load16(kp + r * stride + i);
-      for (int j = 0; j < NQ; ++j) {
-        const __m512 qv = _mm512_loadu_ps(q + j * q_stride + i);
-        for (int r = 0; r < kKeys; ++r) acc[j][r] = _mm512_fmadd_ps(kv[r], qv, acc[j][r]);
-      }
-    }
-    for (int j = 0; j < NQ; ++j)
-      _mm_storeu_ps(s + j * s_stride + p,
-                    _mm_mul_ps(hsum4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]), _mm_set1_ps(scale)));
+    const T* const rows[4] = {kp, kp + stride, kp + 2 * stride, kp + 3 * stride};
+    score_keys<T, NQ>(q, q_stride, rows, 4, d, scale, s + p, s_stride);
   }
-  for (; p < n; ++p) {
-    const T* kp = k + p * stride;
-    if (p + kPrefetchRows < n) prefetch_row(kp + kPrefetchRows * stride, d);
-    score_row<T, NQ>(q, q_stride, kp, d, scale, s + p, s_stride);
+  if (p < n) {
+    const T* rows[4];
+    for (int r = 0; r < 4; ++r) rows[r] = k + std::min<int64_t>(p + r, n - 1) * stride;
+    score_keys<T, NQ>(q, q_stride, rows, int(n - p), d, scale, s + p, s_stride);
   }
 }
 
