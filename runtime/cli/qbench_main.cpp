@@ -205,8 +205,9 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     checkpoint("the kernel rows");
     // The Q8_0 companion's linear shapes at one row too (issue 26 judges Q8_0 GEMVs on the large shapes): seconds
     // of timing, where its every bucket would double the kernel rows' time.
-    if (!q8_path.empty()) {
-      const auto q8 = ModelFile::open(q8_path);
+    // Opened once here: its kernel rows, then its end-to-end variant.
+    const std::unique_ptr<ModelFile> q8 = q8_path.empty() ? nullptr : ModelFile::open(q8_path);
+    if (q8) {
       KernelBenchOptions one_row = ko;
       one_row.buckets = {1};
       for (nlohmann::json& row : bench_device_kernels(d, q8->weights(), prefix, one_row))
@@ -258,10 +259,7 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     if (device == "cuda")
       device_variant(label + (cache.empty() ? " default" : " tuned") + " + fused norm" + (arch >= 90 ? " + PDL" : ""),
                      path, w, !cache.empty(), false, decode_bytes, arch >= 90, true);
-    if (!q8_path.empty()) {
-      const auto q8 = ModelFile::open(q8_path);
-      device_variant("Q8_0", q8_path, q8->weights(), !cache.empty(), false, decode_weight_bytes(q8->weights()));
-    }
+    if (q8) device_variant("Q8_0", q8_path, q8->weights(), !cache.empty(), false, decode_weight_bytes(q8->weights()));
     // The runtime's variant with every decode kernel launched instead of replayed from the captured step: with
     // the launch rows, what the graph saves end to end. Last, so a report cut short loses only this.
     if (device == "cuda")
