@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the bundle that scripts/gpu/run.sh runs on a GPU machine that has the NVIDIA driver and the CUDA
-# toolkit but no build dependencies and no network: the stripped tools, the `gpu` test binaries, what they
+# toolkit but no build dependencies and no network: the stripped tools, the `gpu` test binaries, the CPU
+# runtime's test binary (whose AMX cases need the host's tiles, which no CI machine of ours has), what they
 # read at run time (kernels_src/, the Qwen3 tokenizer, the golden models and logits, test data), the
 # shared libraries they link that such a machine lacks, and run.sh itself. Everything is found through
 # QTUNE_HOME / QTUNE_BUILD, so the bundle runs from any directory.
@@ -28,9 +29,11 @@ mapfile -t gpu_tests < <(cd "$build" && ctest -N -L '^gpu$' | sed -n 's/^ *Test 
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 b="$stage/qtune"
-mkdir -p "$b/bin" "$b/tests" "$b/lib" "$b/scripts/gpu"
+mkdir -p "$b/bin" "$b/tests" "$b/cpu-tests" "$b/lib" "$b/scripts/gpu"
 for tool in qtune qrun qbench qconvert qtok; do strip -o "$b/bin/$tool" "$build/bin/$tool"; done
 for t in "${gpu_tests[@]}"; do strip -o "$b/tests/$t" "$build/tests/$t"; done
+# Apart from tests/, which run.sh runs whole with skips as failures: run.sh runs only its [amx] cases.
+strip -o "$b/cpu-tests/test_runtime" "$build/tests/test_runtime"
 
 # Shared libraries: everything the binaries link except the C and C++ runtimes (every machine that runs the CUDA
 # toolkit has them, and a copy newer than its glibc would not load) and CUDA's own (the machine's toolkit).
@@ -40,7 +43,7 @@ while read -r lib; do
     libnvrtc*|libcuda.so*|libcublas*|libcudart*) ;;
     *) cp -L "$lib" "$b/lib/" ;;
   esac
-done < <(for f in "$b"/bin/* "$b"/tests/*; do ldd "$f"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u)
+done < <(for f in "$b"/bin/* "$b"/tests/* "$b"/cpu-tests/*; do ldd "$f"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u)
 
 # What the tools and tests read at run time, under QTUNE_HOME.
 copy() { mkdir -p "$b/$(dirname "$1")" && cp -r "$root/$1" "$b/$1"; }

@@ -21,6 +21,10 @@
 #              4096 tokens, where its grouped expert GEMMs are judged)
 #   moe-frag   qrun on the MoE model, a 512-token prompt and 64 greedy tokens, with the experts as stored and
 #              in the frag layout on the Hopper grouped GEMMs (sm_90 only): both statistics lines and tokens
+#   cpu-amx    last, in whatever time is left: the host CPU's AMX tiles, which no CI machine of ours has. The
+#              CPU runtime's [amx] tests (the AMX GEMM's int32 sums against the VNNI path's on the hardware;
+#              they skip, visibly, on a host without AMX), then qbench on a Qwen3-0.6B-shaped Q8_0 model
+#              (written with the others) with AMX tiles and without, at one thread and at all of them
 # After every phase the results are packed again into OUTDIR, at most 8 files of under 16 MB each, so a run
 # cut short still returns what it did: SUMMARY.md (phases, times, commands, the key lines), logs.tar.xz,
 # qtune-cache.sqlite and one report-*.tar.xz per model.
@@ -32,7 +36,7 @@
 # TESTS_S (120), MODELS_S (180, from the start), TUNE_S (120; qtune's own --time-limit is 15 s less, so it ends
 # on its own and stores its dispatch), TUNE_MOE_S (60, likewise), REPORT_8B_S (240: the 8B report took 193 s on an H200, 107 of them loading
 # the FP16 variant, before it gained the attention rows and the PDL and fused-norm variants; qbench rewrites
-# the report after each section, so one cut off still returns what it measured, marked incomplete), REPORT_S (100, the MoE report), FUSED_S (45), MOE_FRAG_S (45). Exit: 0 when every phase
+# the report after each section, so one cut off still returns what it measured, marked incomplete), REPORT_S (100, the MoE report), FUSED_S (45), MOE_FRAG_S (45), CPU_AMX_S (60). Exit: 0 when every phase
 # that ran passed.
 set -uo pipefail
 run_t0=$(date +%s)
@@ -135,7 +139,7 @@ start_models() {
   local layers="${LAYERS:-36}"
   local m
   for m in "qwen3-8b qwen3-8b.ak48 ak48 $layers" "qwen3-8b qwen3-8b.ajc1 ajc1 $layers" \
-           "qwen3-30b-a3b qwen3-30b-a3b-L8.moe3 moe3 8"; do
+           "qwen3-30b-a3b qwen3-30b-a3b-L8.moe3 moe3 8" "qwen3-0.6b qwen3-0.6b.ajc1 ajc1 28"; do
     set -- $m
     ( "$q/bin/qconvert" synthetic --preset "$1" --layers "$4" --format "$3" --out "$models/$2" -q \
         > "$logs/models-$2.log" 2>&1; echo $? > "$models/$2.rc" ) &
@@ -150,6 +154,23 @@ wait_models() {
     echo "$f: exit $(cat "$models/$f.rc"), $(stat -c %s "$models/$f" 2>/dev/null || echo 0) bytes"
     cat "$logs/models-$f.log"
     [[ "$(cat "$models/$f.rc")" == 0 ]] || rc=1
+  done
+  return $rc
+}
+
+# The host CPU's AMX path on real tiles: the bit-exactness tests, then prefill and decode with tiles and without.
+# A host without AMX says so (the tests skip, qbench refuses --tiles amx naming why) and the phase still passes.
+cpu_amx() {
+  local m="$models/qwen3-0.6b.ajc1" rc=0 t tiles
+  "$q/cpu-tests/test_runtime" "[amx]" --warn NoTests || rc=1
+  while [[ ! -f "$m.rc" ]]; do sleep 1; done
+  [[ "$(cat "$m.rc")" == 0 ]] || { echo "== qconvert did not write $m"; cat "$logs/models-qwen3-0.6b.ajc1.log"; return 1; }
+  for t in 1 "$(nproc)"; do
+    for tiles in amx none; do
+      echo "== --threads $t --tiles $tiles"
+      "$q/bin/qbench" --model "$m" --threads "$t" --tiles "$tiles" --prompt 512 --gen 32 --repeat 1 --warmup 1 \
+        --bandwidth-mb 1024 || [[ $tiles == amx ]] || rc=1
+    done
   done
   return $rc
 }
@@ -190,7 +211,7 @@ fused_8b() {
 }
 
 export q work models logs
-export -f selfcheck run_gpu_tests wait_models moe_frag fused_8b
+export -f selfcheck run_gpu_tests wait_models moe_frag fused_8b cpu_amx
 
 "$q/bin/qtune" devices > "$logs/devices.log" 2>&1
 arch=$(sed -n 's/^cuda: \(sm_[0-9]*\) .*/\1/p' "$logs/devices.log" | head -1)
@@ -251,6 +272,9 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
     phase moe-frag "${MOE_FRAG_S:-45}" moe_frag || status=1
     excerpt "MoE experts as stored and in the frag layout" "$logs/moe-frag.log" '^== |tok/s|error'
   fi
+  phase cpu-amx "${CPU_AMX_S:-60}" cpu_amx || status=1
+  excerpt "The host CPU's AMX tiles (qwen3-0.6b ajc1, pp512 and 32 decode steps)" "$logs/cpu-amx.log" \
+    '^== |QTUNE-SKIPPED|test cases|FAILED|^(backend|bandwidth|prefill|decode|roofline)|error'
 else
   status=1
 fi
