@@ -33,27 +33,59 @@ inline int32_t load4(const int8_t* p) {
   return v;
 }
 
-template <int T>
+// T tokens against one panel. G is the group's depth when known at compile time (32: Q8_0's), so the
+// products of a group unroll and the T integer sums stay in registers; 0 takes it at run time. (With the depth
+// a run-time loop bound, GCC 12 shuffled the sums through 16 register moves and a stack slot per 8 products.)
+// Each token's sums start at -128 * its activations' sum in the group, which takes out the weights' +128.
+template <int T, int G>
 void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
           const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, float* y, int64_t y_stride, __mmask16 rows) {
+  const int64_t depth = G > 0 ? G : group;
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  const int64_t ng = k / group;
+  const int64_t ng = k / depth;
   for (int64_t g = 0; g < ng; ++g) {
-    const uint8_t* wg = w + g * q8_group_bytes(group);
-    const int8_t* xg = x + g * group;
+    const uint8_t* wg = w + g * q8_group_bytes(depth);
+    const int8_t* xg = x + g * depth;
     __m512i s[T];
-    for (int t = 0; t < T; ++t) s[t] = _mm512_setzero_si512();
-    for (int64_t c = 0; c < group; c += 4) {
+    for (int t = 0; t < T; ++t) s[t] = _mm512_set1_epi32(-128 * x_qsum[t * xs_stride + g]);
+    auto products = [&](int64_t c) {
       prefetch_ahead<T>(wg + c * kQ8PanelRows);
       const __m512i wv = _mm512_loadu_si512(wg + c * kQ8PanelRows);
       for (int t = 0; t < T; ++t) s[t] = _mm512_dpbusd_epi32(s[t], wv, _mm512_set1_epi32(load4(xg + t * x_stride + c)));
+    };
+    if constexpr (G > 0) {
+#pragma GCC unroll 16
+      for (int c = 0; c < G; c += 4) products(c);
+    } else {
+      for (int64_t c = 0; c < depth; c += 4) products(c);
     }
-    const __m512 ws = _mm512_loadu_ps(q8_group_scales(w, group, g));
-    for (int t = 0; t < T; ++t)
-      acc[t] = add_group_sums(acc[t], s[t], ws, x_qsum[t * xs_stride + g], x_scale[t * xs_stride + g]);
+    const __m512 ws = _mm512_loadu_ps(q8_group_scales(w, depth, g));
+    for (int t = 0; t < T; ++t) acc[t] = add_exact_sums(acc[t], s[t], ws, x_scale[t * xs_stride + g]);
   }
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * y_stride, rows, acc[t]);
+}
+
+template <int G>
+void panel_tokens(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                  const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
+                  int64_t y_stride, __mmask16 mask) {
+  int64_t t = 0;
+  auto at = [&](auto fn) {
+    fn(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, x_qsum + t * xs_stride, xs_stride,
+       y + t * y_stride, y_stride, mask);
+  };
+  for (; t + 8 <= tokens; t += 8) at(tile<8, G>);
+  switch (tokens - t) {
+    case 7: at(tile<7, G>); break;
+    case 6: at(tile<6, G>); break;
+    case 5: at(tile<5, G>); break;
+    case 4: at(tile<4, G>); break;
+    case 3: at(tile<3, G>); break;
+    case 2: at(tile<2, G>); break;
+    case 1: at(tile<1, G>); break;
+    default: break;
+  }
 }
 
 void panel_avx512(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
@@ -61,22 +93,8 @@ void panel_avx512(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, i
                   int64_t y_stride, int64_t rows) {
   if (group % 4 != 0) return kScalarQ8Gemm.panel(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
   const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
-  int64_t t = 0;
-  auto at = [&](auto fn) {
-    fn(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, x_qsum + t * xs_stride, xs_stride,
-       y + t * y_stride, y_stride, mask);
-  };
-  for (; t + 8 <= tokens; t += 8) at(tile<8>);
-  switch (tokens - t) {
-    case 7: at(tile<7>); break;
-    case 6: at(tile<6>); break;
-    case 5: at(tile<5>); break;
-    case 4: at(tile<4>); break;
-    case 3: at(tile<3>); break;
-    case 2: at(tile<2>); break;
-    case 1: at(tile<1>); break;
-    default: break;
-  }
+  if (group == 32) return panel_tokens<32>(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, mask);
+  panel_tokens<0>(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, mask);
 }
 
 inline float hmax512(__m512 v) {
