@@ -36,7 +36,8 @@
 # TESTS_S (120), MODELS_S (180, from the start), TUNE_S (120; qtune's own --time-limit is 15 s less, so it ends
 # on its own and stores its dispatch), TUNE_MOE_S (60, likewise), REPORT_8B_S (240: the 8B report took 193 s on an H200, 107 of them loading
 # the FP16 variant, before it gained the attention rows and the PDL and fused-norm variants; qbench rewrites
-# the report after each section, so one cut off still returns what it measured, marked incomplete), REPORT_S (100, the MoE report), FUSED_S (45), MOE_FRAG_S (45), CPU_AMX_S (60). Exit: 0 when every phase
+# the report after each section, so one cut off still returns what it measured, marked incomplete; its end-to-end
+# variants run the runtime's default, PDL and fused-norm ones first and the FP16 one, the slowest to load, after them), REPORT_S (100, the MoE report), FUSED_S (45), MOE_FRAG_S (45), CPU_AMX_S (60). Exit: 0 when every phase
 # that ran passed.
 set -uo pipefail
 run_t0=$(date +%s)
