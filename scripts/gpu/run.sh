@@ -4,6 +4,11 @@
 #   selfcheck  the tuning flow and a tuned decode on the emulator (the only phase on a machine without a GPU;
 #              with one, only when SELFCHECK=1, since the GPU phases exercise the same flow for real)
 #   tests      the `gpu` test binaries with QTUNE_REQUIRE_GPU=1, so a test that would skip fails instead
+#   cpu-amx    the host CPU's AMX tiles, which no CI machine of ours has, while the models are still being
+#              written (the last run waited 87 s for them after the tests): the CPU runtime's [amx] tests (the AMX
+#              GEMM's int32 sums against the VNNI path's on the hardware; they skip, visibly, on a host without
+#              AMX), then qbench on a Qwen3-0.6B-shaped Q8_0 model (written with the others) with AMX tiles and
+#              without, at one thread and at half the cores (the conversions have the rest)
 #   models     synthetic checkpoints: Qwen3-8B-shaped with 36 layers as ak48 (AWQ) and ajc1 (Q8_0), and
 #              Qwen3-30B-A3B-shaped with 8 layers as moe3. qconvert writes them on one core each (about 2 minutes
 #              for the largest on a 2-core CI machine), so the three start together in the background before
@@ -21,10 +26,6 @@
 #              4096 tokens, where its grouped expert GEMMs are judged)
 #   moe-frag   qrun on the MoE model, a 512-token prompt and 64 greedy tokens, with the experts as stored and
 #              in the frag layout on the Hopper grouped GEMMs (sm_90 only): both statistics lines and tokens
-#   cpu-amx    last, in whatever time is left: the host CPU's AMX tiles, which no CI machine of ours has. The
-#              CPU runtime's [amx] tests (the AMX GEMM's int32 sums against the VNNI path's on the hardware;
-#              they skip, visibly, on a host without AMX), then qbench on a Qwen3-0.6B-shaped Q8_0 model
-#              (written with the others) with AMX tiles and without, at one thread and at all of them
 # After every phase the results are packed again into OUTDIR, at most 8 files of under 16 MB each, so a run
 # cut short still returns what it did: SUMMARY.md (phases, times, commands, the key lines), logs.tar.xz,
 # qtune-cache.sqlite and one report-*.tar.xz per model.
@@ -166,7 +167,7 @@ cpu_amx() {
   "$q/cpu-tests/test_runtime" "[amx]" --warn NoTests || rc=1
   while [[ ! -f "$m.rc" ]]; do sleep 1; done
   [[ "$(cat "$m.rc")" == 0 ]] || { echo "== qconvert did not write $m"; cat "$logs/models-qwen3-0.6b.ajc1.log"; return 1; }
-  for t in 1 "$(nproc)"; do
+  for t in 1 "$(( $(nproc) / 2 > 1 ? $(nproc) / 2 : 1 ))"; do
     for tiles in amx none; do
       echo "== --threads $t --tiles $tiles"
       "$q/bin/qbench" --model "$m" --threads "$t" --tiles "$tiles" --prompt 512 --gen 32 --repeat 1 --warmup 1 \
@@ -233,6 +234,9 @@ command -v nvidia-smi >/dev/null && nvidia-smi > "$logs/nvidia-smi.log" 2>&1
 start_models
 phase tests "${TESTS_S:-120}" run_gpu_tests || status=1
 excerpt "GPU tests" "$logs/tests.log" '^== |test cases|FAILED|QTUNE_REQUIRE_GPU'
+phase cpu-amx "${CPU_AMX_S:-60}" cpu_amx || status=1
+excerpt "The host CPU's AMX tiles (qwen3-0.6b ajc1, pp512 and 32 decode steps, the 8B and 30B models being written beside)" \
+  "$logs/cpu-amx.log" '^== |QTUNE-SKIPPED|test cases|FAILED|^(backend|bandwidth|prefill|decode|roofline)|error'
 
 if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; then
   tune_s="${TUNE_S:-120}"
@@ -273,9 +277,6 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
     phase moe-frag "${MOE_FRAG_S:-45}" moe_frag || status=1
     excerpt "MoE experts as stored and in the frag layout" "$logs/moe-frag.log" '^== |tok/s|error'
   fi
-  phase cpu-amx "${CPU_AMX_S:-60}" cpu_amx || status=1
-  excerpt "The host CPU's AMX tiles (qwen3-0.6b ajc1, pp512 and 32 decode steps)" "$logs/cpu-amx.log" \
-    '^== |QTUNE-SKIPPED|test cases|FAILED|^(backend|bandwidth|prefill|decode|roofline)|error'
 else
   status=1
 fi
