@@ -12,18 +12,20 @@
 #   models     synthetic checkpoints: Qwen3-8B-shaped with 36 layers as ak48 (AWQ) and ajc1 (Q8_0), and
 #              Qwen3-30B-A3B-shaped with 8 layers as moe3. qconvert writes them on one core each (about 2 minutes
 #              for the largest on a 2-core CI machine), so the three start together in the background before
-#              the tests and this phase waits for them
+#              the tests and this phase waits for them (and a Qwen3-0.6B-shaped ajc1 for cpu-amx)
 #   report-8b  qbench --device cuda --report on the 8B models, untuned: every family at its default point, the
 #              runtime's default routes, attention decode at 4K and 32K, a launch's own cost (stream, graph,
 #              PDL), end to end with and without programmatic dependent launch, with the decode norms fused and
 #              without the graph (first, since these decide the defaults and calibrate the step model)
 #   fused-8b   qrun on the 8B AWQ model, 48 greedy tokens, by default and with --fuse-norm (and --pdl on sm_90):
 #              the same tokens at the real sizes, and both statistics lines
-#   tune       qtune --gpu on the 8B AWQ model with the default families and budget, at the report's batch
-#              buckets (resumable: a time limit stops it, and the MoE report uses what it stored)
-#   tune-30b   sm_90 only: qtune on the MoE model's grouped GEMMs in the frag layout, into the same store
-#   report-30b qbench --device cuda --report on the MoE model with the tuned store (its buckets hold 512 and
+#   tune-30b   sm_90 only: qtune on the MoE model's grouped GEMMs in the frag layout and its routed expert
+#              GEMVs, into the store the MoE report reads
+#   report-30b qbench --device cuda --report on the MoE model with that store (its buckets hold 512 and
 #              4096 tokens, where its grouped expert GEMMs are judged)
+#   tune       qtune --gpu on the 8B AWQ model with the default families and budget, at the report's batch
+#              buckets (resumable: a time limit stops it where it is); after both reports, since the last
+#              run showed the loop closes and its points now calibrate the static model
 #   moe-frag   qrun on the MoE model, a 512-token prompt and 64 greedy tokens, with the experts as stored and
 #              in the frag layout on the Hopper grouped GEMMs (sm_90 only): both statistics lines and tokens
 # After every phase the results are packed again into OUTDIR, at most 8 files of under 16 MB each, so a run
@@ -31,6 +33,11 @@
 # qtune-cache.sqlite and one report-*.tar.xz per model.
 #
 #   bash run.sh BUNDLE.tar.xz OUTDIR
+#   WORK=build/gpu-work bash run.sh BUNDLE.tar.xz OUTDIR   # resumable: run it again to go on
+# With WORK set, a second call on the same machine (the device tool keeps it warm for 30 s after a call, and
+# keeps ignored folders such as build/) goes on where the first stopped: the bundle is not unpacked again when
+# it is the same file, models already written are kept, phases that passed are skipped, and SUMMARY.md grows.
+# So the device time the first call's limit leaves over is not lost: a second, shorter call (RUN_S) uses it.
 # Knobs: CUDA_HOME (default /usr/local/cuda), WORK (where the bundle is unpacked; default a fresh temporary
 # folder), LAYERS (36), RUN_S (575: the whole run's limit, so it ends inside the device tool's 10-minute call;
 # every phase's limit is cut to what is left of it) and each phase's own limit in seconds: SELFCHECK_S (300),
@@ -50,7 +57,16 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 work="${WORK:-$(mktemp -d)}"
 mkdir -p "$work"
-tar -xJf "$bundle" -C "$work" || { echo "run.sh: cannot unpack $bundle" >&2; exit 2; }
+# The same bundle already unpacked here by an earlier call: go on from it (see WORK above).
+bundle_sum=$(sha256sum "$bundle" | cut -d' ' -f1)
+resumed=0
+if [[ -f "$work/bundle.sha256" && "$(cat "$work/bundle.sha256")" == "$bundle_sum" && -x "$work/qtune/bin/qbench" ]]; then
+  resumed=1
+else
+  rm -rf "$work/qtune" "$work/done" "$work/models" "$work/logs" "$work/SUMMARY.md" "$work/bundle.sha256"
+  tar -xJf "$bundle" -C "$work" || { echo "run.sh: cannot unpack $bundle" >&2; exit 2; }
+  echo "$bundle_sum" > "$work/bundle.sha256"
+fi
 q="$work/qtune"
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 export QTUNE_HOME="$q" QTUNE_BUILD="$q" QTUNE_EMU_CACHE="$work/emu-cache" QTUNE_CACHE_DIR="$work/nvrtc-cache"
@@ -58,11 +74,14 @@ export LD_LIBRARY_PATH="$q/lib:$cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CUDA_HOME="$cuda"
 logs="$work/logs"
 models="$work/models"
-mkdir -p "$logs" "$models"
+done_dir="$work/done"  # one empty file per phase that passed, which a resumed call skips
+mkdir -p "$logs" "$models" "$done_dir"
 summary="$work/SUMMARY.md"
 status=0
 
-{
+if ((resumed)); then
+  { echo; echo "- resumed $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname): the phases that passed before are skipped"; } >> "$summary"
+else {
   echo "# qtune GPU run"
   echo
   echo "- started $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $(nproc) cores"
@@ -71,6 +90,7 @@ status=0
   echo "| phase | result | seconds | command |"
   echo "|---|---|---|---|"
 } > "$summary"
+fi
 
 # Results into OUTDIR: SUMMARY.md, logs.tar.xz, the store, the reports.
 pack() {
@@ -88,6 +108,12 @@ phase() {
   local name="$1" limit="$2"
   shift 2
   local t0 rc result left
+  phase_ran=0
+  if [[ -f "$done_dir/$name" ]]; then
+    echo "| $name | passed in an earlier call | 0 | \`$*\` |" >> "$summary"
+    return 0
+  fi
+  phase_ran=1
   t0=$(date +%s)
   # What is left of the run, less the time the last pack takes.
   left=$((run_t0 + run_s - t0 - 8))
@@ -102,7 +128,7 @@ phase() {
   timeout --kill-after=10 "$limit" bash -c '"$@"' phase "$@" > "$logs/$name.log" 2>&1
   rc=$?
   case $rc in
-    0) result="passed" ;;
+    0) result="passed"; touch "$done_dir/$name" ;;
     124|137) result="stopped at its ${limit} s limit" ;;
     *) result="failed (exit $rc)" ;;
   esac
@@ -112,9 +138,11 @@ phase() {
   return $rc
 }
 
-# Key lines of a log into the summary.
+# Key lines of a log into the summary, unless the phase before was skipped (its excerpt is there already).
+phase_ran=1
 excerpt() {
   local title="$1" file="$2" pattern="$3"
+  ((phase_ran)) || return 0
   [[ -f "$file" ]] || return 0
   { echo; echo "## $title"; echo; echo '```'; grep -E "$pattern" "$file" | head -60; echo '```'; } >> "$summary"
 }
@@ -143,6 +171,9 @@ start_models() {
   for m in "qwen3-8b qwen3-8b.ak48 ak48 $layers" "qwen3-8b qwen3-8b.ajc1 ajc1 $layers" \
            "qwen3-30b-a3b qwen3-30b-a3b-L8.moe3 moe3 8" "qwen3-0.6b qwen3-0.6b.ajc1 ajc1 28"; do
     set -- $m
+    # Written by an earlier call (WORK): kept.
+    [[ -f "$models/$2.rc" && "$(cat "$models/$2.rc")" == 0 && -f "$models/$2" ]] && continue
+    rm -f "$models/$2.rc"
     ( "$q/bin/qconvert" synthetic --preset "$1" --layers "$4" --format "$3" --out "$models/$2" -q \
         > "$logs/models-$2.log" 2>&1; echo $? > "$models/$2.rc" ) &
   done
@@ -217,7 +248,7 @@ export -f selfcheck run_gpu_tests wait_models moe_frag fused_8b cpu_amx
 
 "$q/bin/qtune" devices > "$logs/devices.log" 2>&1
 arch=$(sed -n 's/^cuda: \(sm_[0-9]*\) .*/\1/p' "$logs/devices.log" | head -1)
-excerpt "Devices" "$logs/devices.log" '.'
+((resumed)) || excerpt "Devices" "$logs/devices.log" '.'
 if [[ -z "$arch" || "${SELFCHECK:-0}" == 1 ]]; then
   phase selfcheck "${SELFCHECK_S:-300}" selfcheck || status=1
   excerpt "Self-check on the emulator" "$logs/selfcheck.log" '^(summary|time|dispatch):|tuned|qrun'
@@ -243,20 +274,14 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
   report_buckets=1,4,16,64,256,1024,4096
   # The 8B report first, untuned: it times every family at its default point (the stream GEMVs, the wgmma
   # GEMM), the runtime's default routes, attention decode at 4K and 32K, and end to end with and without
-  # programmatic dependent launch: what decides the next defaults. The tune's store then serves the MoE report.
+  # programmatic dependent launch: what decides the next defaults.
   phase report-8b "${REPORT_8B_S:-240}" "$q/bin/qbench" --device cuda --model "$models/qwen3-8b.ak48" \
     --q8-model "$models/qwen3-8b.ajc1" --buckets "$report_buckets" --report "$work/report-qwen3-8b" || status=1
   # The launch rows into the summary: the step model's fitted launch cost is checked against them first.
   excerpt "Launch cost (qbench --report, us per launch)" "$work/report-qwen3-8b/REPORT.md" '^\| (grid|[0-9]+ x [0-9]+) \|'
-  # The report's buckets: the tune's time goes to the batch sizes the report measures, and every family the
-  # runtime dispatches (the wgmma GEMM on sm_90) gets some of it.
-  # Short, and it decides with the report whether the fused decode becomes the default: before the tune, whose
-  # time limit stops it where it is (and which the last run already measured).
+  # Short, and it decides with the report whether the fused decode becomes the default.
   phase fused-8b "${FUSED_S:-45}" fused_8b "$sm" || status=1
   excerpt "Decode norms fused (qwen3-8b ak48)" "$logs/fused-8b.log" '^== |tok/s|fused norms|error'
-  phase tune "$tune_s" "$q/bin/qtune" --model "$models/qwen3-8b.ak48" --gpu "$sm" --time-limit $((tune_s - 15)) \
-    --buckets "$report_buckets" --cache "$work/qtune-cache.sqlite" --quiet || status=1
-  excerpt "Tune (qwen3-8b ak48)" "$logs/tune.log" '^(qtune:|summary|time|dispatch|roofline)'
   # The MoE model's grouped GEMMs in the layout the runtime runs them in on sm_90 (the frag one), into the same
   # store, so the MoE report's tuned rows and its "best of the tune" are measured too; and the routed expert
   # GEMVs that --fuse-norm runs at decode (1 and 16 tokens), which the report's fused variant then uses.
@@ -273,6 +298,12 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
   # and 4096 tokens: 512 takes 4's place, so the linear rows cost what they did and the phase keeps its limit.
   phase report-30b "${REPORT_S:-100}" "$q/bin/qbench" --device cuda --model "$models/qwen3-30b-a3b-L8.moe3" \
     --tuned-cache "$work/qtune-cache.sqlite" --buckets "$moe_buckets" --report "$work/report-qwen3-30b-a3b" || status=1
+  # The 8B tune after both reports: the last run showed the loop closes; what it adds now is measured points of
+  # the newer families (stream GEMVs, the wgmma GEMM) for the static model. At the report's buckets, so its time
+  # goes to the batch sizes the report measures, and every family the runtime dispatches gets some of it.
+  phase tune "$tune_s" "$q/bin/qtune" --model "$models/qwen3-8b.ak48" --gpu "$sm" --time-limit $((tune_s - 15)) \
+    --buckets "$report_buckets" --cache "$work/qtune-cache.sqlite" --quiet || status=1
+  excerpt "Tune (qwen3-8b ak48)" "$logs/tune.log" '^(qtune:|summary|time|dispatch|roofline)'
   if [[ "$sm" == sm90 ]]; then
     phase moe-frag "${MOE_FRAG_S:-45}" moe_frag || status=1
     excerpt "MoE experts as stored and in the frag layout" "$logs/moe-frag.log" '^== |tok/s|error'
