@@ -6,6 +6,15 @@
 
 namespace qt::winners {
 
+bool is_decode_variant_name(const std::string& name) {
+  const size_t dot = name.find('.');
+  if (dot == std::string::npos || dot == 0) return false;
+  const std::string rest = name.substr(dot + 1);
+  for (const char* v : kDecodeVariants)
+    if (rest == std::string(kDecodeVariantStem) + v) return true;
+  return false;
+}
+
 std::vector<int64_t> default_batch_buckets() {
   std::vector<int64_t> b;
   for (int64_t m = 1; m <= 4096; m *= 2) b.push_back(m);

@@ -8,6 +8,7 @@
 // ("cuda.awq_gemv"). A contender that is no registry family (the dequant + cuBLAS path,
 // "cuda.blas.dequant_f16" for example) is stored and ranked the same way; a runtime that cannot run it takes
 // the next one.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,6 +17,15 @@
 #include "device/winners/store_schema.h"
 
 namespace qt::winners {
+
+// The decode step's variants, which `qbench --choose-decode` ranks under op kDecodeStepOp at batch 1
+// (runtime/cli/decode_choice.h): no kernel families, so every reader knows them by these names,
+// "<device>.decode.<variant>" ("cuda.decode.fused-norm+pdl").
+inline constexpr const char* kDecodeStepOp = "decode.step";
+inline constexpr const char* kDecodeVariantStem = "decode.";
+inline constexpr std::array<const char*, 4> kDecodeVariants = {"plain", "pdl", "fused-norm", "fused-norm+pdl"};
+// Whether a ranked name is "<device>.decode.<one of kDecodeVariants>".
+bool is_decode_variant_name(const std::string& store_name);
 
 // The batch buckets tuned by default: 1, 2, 4, ..., 4096.
 std::vector<int64_t> default_batch_buckets();

@@ -101,12 +101,7 @@ std::string type_label(WeightType t) {
   }
 }
 
-WeightType linear_type(const ModelWeights& w) {
-  if (w.layers.empty()) return w.classifier.type;
-  const LayerWeights& l = w.layers[0];
-  if (!l.expert_w1.empty()) return l.expert_w1.base.type;
-  return l.wq.type;
-}
+WeightType linear_type(const ModelWeights& w) { return model_linear_type(w); }
 
 // The whole report: kernels per linear shape, the bandwidth, end to end per variant; then REPORT.md.
 int run_report(const CliArgs& cli, int argc, char** argv, const std::string& path) {
@@ -281,6 +276,88 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
   return 0;
 }
 
+// --choose-decode: every decode variant the device runs (decode_choice.h: fused norms, PDL) timed on the model,
+// the ranking stored in --tuned-cache, from which qrun then runs the fastest.
+int run_choose_decode(const CliArgs& cli, const std::string& path) {
+  const std::string device = cli.get("--device");
+  if (device != "emu" && device != "cuda")
+    throw Error("--choose-decode ranks a device's decode variants: give --device cuda (or emu, to try the flow)");
+  if (!cli.given("--tuned-cache"))
+    throw Error("--choose-decode keeps its ranking in the tuning store: give --tuned-cache FILE (made when missing)");
+  if (cli.given("--report")) throw Error("--choose-decode and --report are two measurements: give one");
+  const std::string store = cli.get("--tuned-cache");
+  const auto file = ModelFile::open(path);
+  const ModelWeights& w = file->weights();
+  const ModelConfig& c = file->config();
+  const int64_t prompt = cli.get_int("--prompt"), gen = cli.get_int("--gen"), repeat = cli.get_int("--repeat");
+  const int64_t warmup = cli.get_int("--warmup");
+  const int64_t context = prompt + gen + 1;
+  if (context > c.max_seq_len)
+    throw Error("--prompt + --gen (" + std::to_string(prompt + gen) + " tokens) exceed the model's " +
+                std::to_string(c.max_seq_len));
+  RunDeviceOptions ro;
+  ro.device = device;
+  ro.emu_arch = compile::parse_arch(cli.get("--emu-arch"));
+  if (ro.emu_arch < 80) throw Error("--emu-arch: the emulator presents sm80, sm86, sm89 or sm90, not " + cli.get("--emu-arch"));
+  if (cli.given("--threads")) ro.emu_threads = cli.get_int_as<int>("--threads");
+  // The kernels as the store tuned them, when it exists: the variants differ only in what this ranks.
+  if (std::filesystem::exists(store)) ro.tuned_cache = store;
+  int arch = 0;
+  winners::DeviceFingerprint fingerprint;
+  {
+    const RunDevice probe = make_run_device(ro);
+    arch = probe.device->arch();
+    fingerprint = probe.device->store_fingerprint();
+  }
+  std::vector<int32_t> tokens(static_cast<size_t>(prompt));
+  for (int64_t i = 0; i < prompt; ++i) tokens[size_t(i)] = int32_t((i * 7919 + 13) % c.vocab_size);
+  std::vector<MeasuredVariant> measured;
+  for (const DecodeVariant& v : decode_variants(device, arch)) {
+    RunDeviceOptions o = ro;
+    o.fuse_norm = v.fuse_norm;
+    o.programmatic_launch = v.pdl;
+    RunDevice rd = make_run_device(o);
+    Qwen3Model model(w, *rd.backend, context);
+    auto decode = [&](int64_t steps) {
+      for (int64_t i = 0; i < steps; ++i) {
+        const int32_t tok = int32_t((i * 104729 + 7) % c.vocab_size);
+        model.forward(&tok, 1, LogitsRows::kLast);
+      }
+    };
+    for (int64_t r = 0; r < warmup; ++r) {  // the first step captures the decode graph
+      model.reset();
+      model.forward(tokens, LogitsRows::kLast);
+      decode(1);
+    }
+    std::vector<double> per_step;
+    for (int64_t r = 0; r < repeat; ++r) {
+      model.reset();
+      model.forward(tokens, LogitsRows::kLast);
+      const auto t0 = Clock::now();
+      decode(gen);
+      per_step.push_back(since(t0) / double(gen));
+    }
+    std::sort(per_step.begin(), per_step.end());
+    const double median = per_step.size() % 2 ? per_step[per_step.size() / 2]
+                                              : (per_step[per_step.size() / 2 - 1] + per_step[per_step.size() / 2]) / 2;
+    measured.push_back({v, median});
+    std::printf("%-16s %9.1f us per step, %8.2f tok/s (median of %lld runs of %lld steps after a %lld-token prompt)\n",
+                v.label().c_str(), median * 1e6, 1.0 / median, static_cast<long long>(repeat),
+                static_cast<long long>(gen), static_cast<long long>(prompt));
+    std::fprintf(stderr, "qbench: %s: %s\n", v.label().c_str(), device_report(rd).c_str());
+  }
+  const DecodeStepKey key = decode_step_key(w);
+  store_decode_ranking(store, fingerprint, device + ".", key, measured);
+  const auto best = std::min_element(measured.begin(), measured.end(), [](const MeasuredVariant& a, const MeasuredVariant& b) {
+    return a.seconds_per_step < b.seconds_per_step;
+  });
+  std::printf("stored in %s: qrun --device %s --tuned-cache %s runs this model's decode step as %s\n", store.c_str(),
+              device.c_str(), store.c_str(), best->variant.label().c_str());
+  if (device == "emu")
+    std::printf("note: the emulator's times say nothing of a GPU's; on emu this ranking only exercises the flow\n");
+  return 0;
+}
+
 int run(int argc, char** argv) {
   CliArgs cli("qbench", "Measures prefill/decode tok/s of the CPU runtime and the decode memory-bandwidth roofline.");
   cli.option("-m,--model", "PATH", "model file to benchmark (else a synthetic --preset model is created)")
@@ -307,6 +384,9 @@ int run(int argc, char** argv) {
       .flag("--json", "print one JSON object instead of text")
       .option("--device", "D", "cpu, emu or cuda (the device backend; cuda needs a GPU)", "cpu")
       .option("--tuned-cache", "FILE", "qtune's store: the tuned choices (cpu: matvec rows; emu/cuda: kernel points)")
+      .flag("--choose-decode", "emu/cuda: time every decode variant the device runs (plain, fused norms, and with "
+            "PDL on sm_90+) on the model, --gen steps after a --prompt prefill, median of --repeat, and store the "
+            "ranking in --tuned-cache (made when missing): qrun given that store runs the fastest")
       .option("--emu-arch", "ARCH", "--report on emu: the architecture the emulator presents, sm80, sm86, sm89 or sm90 "
               "(sm90 runs the sm_90a families, the Hopper grouped MoE GEMMs among them)", "sm80")
       .option("--report", "DIR", "measure a whole report (kernels per linear shape and batch against cuBLAS and "
@@ -335,6 +415,7 @@ int run(int argc, char** argv) {
       !synthetic::preset_config(cli.get("--preset")).is_moe())
     return run_report(cli, argc, argv, synthetic_model(cli, FileFormat::AK48));  // the device report is AWQ's
   const std::string path = cli.given("--model") ? cli.get("--model") : synthetic_model(cli);
+  if (cli.get_flag("--choose-decode")) return run_choose_decode(cli, path);
   if (cli.given("--report")) return run_report(cli, argc, argv, path);
   if (cli.get("--device") != "cpu")
     throw Error("--device " + cli.get("--device") + " measures with --report DIR (qrun --device runs a model)");

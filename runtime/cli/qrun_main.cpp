@@ -73,6 +73,9 @@ CliArgs make_cli() {
             "own q and writes the new k/v row): a dense layer in 5 launches instead of 8; a MoE layer's o_proj also "
             "writes its norm, and frag-layout experts (sm_90) run as two GEMVs straight from the router's logits: "
             "6 launches instead of about 15; frag-layout weights (AWQ, INT8 group-wise, Q8_0)")
+      .flag("--no-stored-decode", "emu/cuda with --tuned-cache: ignore the decode variant (fused norms, PDL) that "
+            "`qbench --choose-decode` measured fastest and stored in it; without this, --fuse-norm or --pdl, qrun runs "
+            "that variant")
       .flag("-v,--verbose", "emu/cuda: list the kernel chosen for every op shape and why")
       .flag("--reference", "reference path: dequantized weights, fp32 activations (slow, exact)")
       .option("--threads", "N", "CPU threads (default: all; emu: host threads running blocks)")
@@ -222,6 +225,12 @@ int run(int argc, char** argv) {
     run_opts.emu_threads = opts.threads;
   }
   if (cli.given("--tuned-cache") && device != "cpu") run_opts.tuned_cache = cli.get("--tuned-cache");
+  if (cli.get_flag("--no-stored-decode") && (device == "cpu" || !cli.given("--tuned-cache")))
+    throw Error("--no-stored-decode ignores a tuned cache's decode variant: it needs --tuned-cache and --device emu/cuda");
+  // The store's measured decode variant, unless the command line chose one.
+  if (!run_opts.tuned_cache.empty() && !cli.get_flag("--no-stored-decode") && !cli.get_flag("--fuse-norm") &&
+      !cli.get_flag("--pdl"))
+    run_opts.stored_decode = decode_step_key(file->weights());
   if (cli.given("--tuned-cache") && device == "cpu") {
     if (opts.reference) throw Error("--tuned-cache tunes the fast path; it cannot be combined with --reference");
     const std::string summary = apply_tuned_cache(cli.get("--tuned-cache"), file->weights(), opts, cli.given("--threads"));

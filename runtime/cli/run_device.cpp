@@ -22,6 +22,9 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
   opts.frag_layout = o.frag_layout;
   opts.frag_experts = o.frag_experts;
   opts.fuse_norm = o.fuse_norm;
+  opts.predequantize = o.predequantize;
+  bool pdl = o.programmatic_launch;
+  cuda::CudaDevice* gpu = nullptr;
   if (o.device == "emu") {
     emu::EmuOptions eo;
     eo.threads = uint32_t(o.emu_threads);
@@ -30,16 +33,37 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
     d.device = std::make_unique<emu::EmuDevice>(eo);
     opts.store_prefix = "emu.";
   } else if (o.device == "cuda") {
-    auto gpu = std::make_unique<cuda::CudaDevice>();  // throws with exit code 3 and the reason when unusable
-    std::string why;
-    if (o.programmatic_launch && !gpu->set_programmatic_launch(true, &why))
-      throw Error("--pdl: " + why, kExitUnavailable);
-    d.device = std::move(gpu);
+    auto g = std::make_unique<cuda::CudaDevice>();  // throws with exit code 3 and the reason when unusable
+    gpu = g.get();
+    d.device = std::move(g);
     opts.store_prefix = "cuda.";
   } else {
     throw Error("--device: unknown device '" + o.device + "' (cpu, emu, cuda)");
   }
-  opts.predequantize = o.predequantize;
+  if (!o.tuned_cache.empty()) {
+    opts.tuned = std::make_shared<winners::WinnersTable>(o.tuned_cache);
+    // Winners of this GPU model under other software, or none for this device: one line saying so.
+    const winners::DeviceFingerprint fp = d.device->store_fingerprint();
+    const std::string line = winners::match_line(opts.tuned->match(fp), fp, o.tuned_cache);
+    if (!line.empty()) std::fprintf(stderr, "qrun: %s\n", line.c_str());
+    if (o.stored_decode) {
+      // Fused norms need the frag layout's GEMVs; this run may have asked for another layout.
+      std::vector<DecodeVariant> runnable;
+      for (const DecodeVariant& v : decode_variants(o.device, d.device->arch()))
+        if (!v.fuse_norm || (o.frag_layout && !o.predequantize)) runnable.push_back(v);
+      if (auto choice = stored_decode_choice(*opts.tuned, fp, opts.store_prefix, *o.stored_decode, runnable)) {
+        opts.fuse_norm = choice->variant.fuse_norm;
+        pdl = choice->variant.pdl;
+        d.decode_line = choice->line;
+      }
+    }
+  }
+  std::string why;
+  if (pdl && gpu && !gpu->set_programmatic_launch(true, &why)) {
+    if (o.programmatic_launch) throw Error("--pdl: " + why, kExitUnavailable);
+    // The store's choice on a driver that refuses it now: the rest of the choice still holds.
+    d.decode_line += " (without PDL here: " + why + ")";
+  }
   // cuBLASLt on every GPU run: fp16 weights (the lm_head of a quantized model, every layer of a predequantized
   // one) take it above the GEMVs' rows by default, and a tuned dispatch may rank it first anywhere.
   if (o.device == "cuda") {
@@ -48,13 +72,6 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
     } catch (const Error& e) {
       std::fprintf(stderr, "qrun: no cuBLASLt (%s): our kernel families run every GEMM\n", e.what());
     }
-  }
-  if (!o.tuned_cache.empty()) {
-    opts.tuned = std::make_shared<winners::WinnersTable>(o.tuned_cache);
-    // Winners of this GPU model under other software, or none for this device: one line saying so.
-    const winners::DeviceFingerprint fp = d.device->store_fingerprint();
-    const std::string line = winners::match_line(opts.tuned->match(fp), fp, o.tuned_cache);
-    if (!line.empty()) std::fprintf(stderr, "qrun: %s\n", line.c_str());
   }
   auto backend = std::make_unique<DeviceBackend>(*d.device, std::move(opts));
   d.device_backend = backend.get();
@@ -82,7 +99,8 @@ std::string device_report(const RunDevice& d) {
   const std::string pdl = gpu && gpu->programmatic_launch() ? " | programmatic dependent launch" : "";
   return d.device->name() + pdl + ": kernels for " + d.device_backend->chooser().summary() + fp16 + fused + " | " +
          std::to_string(s.launches) + " launches, " + std::to_string(s.replays) + " steps replayed from " +
-         std::to_string(s.captures) + " captured graph" + (s.captures == 1 ? "" : "s");
+         std::to_string(s.captures) + " captured graph" + (s.captures == 1 ? "" : "s") +
+         (d.decode_line.empty() ? "" : " | " + d.decode_line);
 }
 
 }  // namespace qt::rt

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "device/api/device.h"
+#include "runtime/cli/decode_choice.h"
 #include "runtime/core/backend.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/gpu/device_backend.h"
@@ -21,6 +22,10 @@ struct RunDeviceOptions {
   // error naming why. Ignored on the emulator, which runs one launch at a time.
   bool programmatic_launch = false;
   bool fuse_norm = false;  // emu/cuda: decode steps' RMSNorms fused into the GEMVs beside them (DeviceBackendOptions)
+  // emu/cuda with a tuned cache: the model whose decode ranking in it (decode_choice.h, qbench --choose-decode)
+  // sets fuse_norm and programmatic_launch, to the fastest variant this run can use. Unset: no lookup (qrun
+  // leaves it unset when --fuse-norm or --pdl is given).
+  std::optional<DecodeStepKey> stored_decode;
   bool trtllm_int8 = false;  // INT8 MoE experts in TensorRT-LLM's layout on the device
   bool predequantize = false;  // dense linear weights as fp16 on the device, GEMMs on cuBLASLt where it wins
   bool frag_layout = true;   // dense AWQ / INT8_GW_SYM projections in the frag layout (DeviceBackendOptions)
@@ -34,6 +39,7 @@ struct RunDevice {
   std::unique_ptr<dev::Device> device;     // null on the CPU
   std::unique_ptr<Backend> backend;
   DeviceBackend* device_backend = nullptr;  // the backend, when it is the device one
+  std::string decode_line;  // the stored decode variant the run took (StoredDecodeChoice::line), else ""
 };
 
 // Throws qt::Error: an unknown device name (exit 1), a device that cannot be used here (exit 3).

@@ -19,6 +19,8 @@
 #              without the graph (first, since these decide the defaults and calibrate the step model)
 #   fused-8b   qrun on the 8B AWQ model, 48 greedy tokens, by default and with --fuse-norm (and --pdl on sm_90):
 #              the same tokens at the real sizes, and both statistics lines
+#   decode-8b  qbench --choose-decode on the 8B AWQ model: the decode step plain, with fused norms, with PDL and
+#              both, ranked into the store (what qrun given it runs on this GPU)
 #   tune-30b   sm_90 only: qtune on the MoE model's grouped GEMMs in the frag layout and its routed expert
 #              GEMVs, into the store the MoE report reads
 #   report-30b qbench --device cuda --report on the MoE model with that store (its buckets hold 512 and
@@ -45,7 +47,7 @@
 # on its own and stores its dispatch), TUNE_MOE_S (60, likewise), REPORT_8B_S (240: the 8B report took 193 s on an H200, 107 of them loading
 # the FP16 variant, before it gained the attention rows and the PDL and fused-norm variants; qbench rewrites
 # the report after each section, so one cut off still returns what it measured, marked incomplete; its end-to-end
-# variants run the runtime's default, PDL and fused-norm ones first and the FP16 one, the slowest to load, after them), REPORT_S (100, the MoE report), FUSED_S (45), MOE_FRAG_S (45), CPU_AMX_S (60). Exit: 0 when every phase
+# variants run the runtime's default, PDL and fused-norm ones first and the FP16 one, the slowest to load, after them), REPORT_S (100, the MoE report), FUSED_S (45), MOE_FRAG_S (45), CPU_AMX_S (60), DECODE_S (60). Exit: 0 when every phase
 # that ran passed.
 set -uo pipefail
 run_t0=$(date +%s)
@@ -282,6 +284,11 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
   # Short, and it decides with the report whether the fused decode becomes the default.
   phase fused-8b "${FUSED_S:-45}" fused_8b "$sm" || status=1
   excerpt "Decode norms fused (qwen3-8b ak48)" "$logs/fused-8b.log" '^== |tok/s|fused norms|error'
+  # The decode step's variants ranked into the store, as a user's `qbench --choose-decode` does: what qrun with the
+  # returned store then runs on this GPU.
+  phase decode-8b "${DECODE_S:-60}" "$q/bin/qbench" --device cuda --model "$models/qwen3-8b.ak48" \
+    --tuned-cache "$work/qtune-cache.sqlite" --choose-decode --prompt 16 --gen 64 --repeat 3 || status=1
+  excerpt "Decode variants ranked (qbench --choose-decode, qwen3-8b ak48)" "$logs/decode-8b.log" 'per step|stored|error'
   # The MoE model's grouped GEMMs in the layout the runtime runs them in on sm_90 (the frag one), into the same
   # store, so the MoE report's tuned rows and its "best of the tune" are measured too; and the routed expert
   # GEMVs that --fuse-norm runs at decode (1 and 16 tokens), which the report's fused variant then uses.

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include <nlohmann/json.hpp>
+
 #include "common/paths.h"
 
 using namespace std::string_literals;
@@ -274,4 +276,122 @@ TEST_CASE("qrun --device emu --emu-arch sm90 decodes an AWQ model to the CPU's t
   CHECK(sm80.out == cpu.out);
   CHECK(sm80.err.find("-> awq_frag_wgmma_gemm") == std::string::npos);
   std::remove(store.c_str());
+}
+
+namespace {
+
+// A store holding only a decode-step ranking for dense.ak48 on the emulator, fastest first as `order` lists the
+// variants: qbench --choose-decode's export with its ranking rewritten, imported as a user moves a store.
+std::string store_ranking(const nlohmann::json& exported, const std::vector<std::string>& order, const std::string& tag) {
+  nlohmann::json j = exported;
+  REQUIRE(j["dispatch"].size() == 1);
+  nlohmann::json ranking = nlohmann::json::array();
+  double t = 1e-3;
+  for (const std::string& v : order) ranking.push_back({{"family", "emu.decode." + v}, {"median_s", t += 1e-3}});
+  j["dispatch"][0]["ranking"] = ranking;
+  const std::string json = kTmp + "ranking-" + tag + "-" + std::to_string(::getpid()) + ".json";
+  const std::string store = kTmp + "ranking-" + tag + "-" + std::to_string(::getpid()) + ".sqlite";
+  std::ofstream(json) << j.dump();
+  std::remove(store.c_str());
+  const std::string qtune = qt::binary_root() + "/bin/qtune";
+  REQUIRE(std::system((qtune + " store import " + json + " --cache " + store + " >/dev/null 2>&1").c_str()) == 0);
+  std::remove(json.c_str());
+  return store;
+}
+
+}  // namespace
+
+TEST_CASE("qbench --choose-decode stores the decode variants the emulator runs, and qrun --tuned-cache runs the "
+          "stored fastest one it can, unless the command line chooses") {
+  const std::string model = kFiles + "dense.ak48";
+  const std::string store = kTmp + "decode-" + std::to_string(::getpid()) + ".sqlite";
+  std::remove(store.c_str());
+  const std::string qbench = qt::binary_root() + "/bin/qbench", qtune = qt::binary_root() + "/bin/qtune";
+  const std::string out = kTmp + "choose-" + std::to_string(::getpid());
+  REQUIRE(std::system((qbench + " --device emu --model " + model + " --tuned-cache " + store +
+                       " --choose-decode --prompt 3 --gen 2 --repeat 1 >" + out + " 2>/dev/null").c_str()) == 0);
+  const std::string table = slurp(out);
+  INFO(table);
+  // The emulator runs the plain step and the fused one; PDL is a GPU's (sm_90+).
+  CHECK(table.find("plain ") != std::string::npos);
+  CHECK(table.find("fused norms ") != std::string::npos);
+  CHECK(table.find("PDL") == std::string::npos);
+  CHECK(table.find("stored in " + store) != std::string::npos);
+  // The ranking is a valid store row: `qtune store check` knows the variants' names.
+  REQUIRE(std::system((qtune + " store check --cache " + store + " >" + out + " 2>&1").c_str()) == 0);
+  CHECK(slurp(out).find("1 dispatch entries, 1 devices, integrity ok, 0 bad rows") != std::string::npos);
+  REQUIRE(std::system((qtune + " store export --cache " + store + " --out " + out).c_str()) == 0);
+  const nlohmann::json exported = nlohmann::json::parse(slurp(out));
+  std::remove(out.c_str());
+  CHECK(exported["dispatch"][0]["op"] == "decode.step");
+
+  const std::string fused_first = store_ranking(exported, {"fused-norm", "plain"}, "fused");
+  const std::string plain_first = store_ranking(exported, {"plain", "fused-norm"}, "plain");
+  const std::string pdl_first = store_ranking(exported, {"fused-norm+pdl", "pdl", "fused-norm", "plain"}, "pdl");
+  const std::string common = "--model " + model + " --prompt-ids 0,361,239,262,343 -n 4 --temp 0 --device emu";
+  const Result cpu = qrun("--model " + model + " --prompt-ids 0,361,239,262,343 -n 4 --temp 0 --reference --no-stats");
+  REQUIRE(cpu.code == 0);
+  auto decode = [&](const std::string& args) {
+    const Result r = qrun(common + " " + args);
+    INFO(args << "\n" << r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out == cpu.out);  // every variant decodes to the CPU's tokens
+    return r.err;
+  };
+  const std::string fused = decode("--tuned-cache " + fused_first);
+  CHECK(fused.find("decode step: fused norms, measured fastest of 2 by qbench --choose-decode") != std::string::npos);
+  CHECK(fused.find("attentions with their RoPE") != std::string::npos);  // the fused step ran
+  const std::string plain = decode("--tuned-cache " + plain_first);
+  CHECK(plain.find("decode step: plain, measured fastest of 2") != std::string::npos);
+  CHECK(plain.find("fused norms:") == std::string::npos);
+  // PDL ranked first is a GPU's: the emulator takes the fastest variant it runs, and says it is not the first.
+  const std::string pdl = decode("--tuned-cache " + pdl_first);
+  CHECK(pdl.find("decode step: fused norms, the fastest this run can use of 4") != std::string::npos);
+  // The frag layout's GEMVs are what fuse: with the file layout the fused variants do not apply.
+  const std::string file_layout = decode("--weight-layout file --tuned-cache " + fused_first);
+  CHECK(file_layout.find("decode step: plain, the fastest this run can use of 2") != std::string::npos);
+  // The command line chooses over the store, and --no-stored-decode ignores it.
+  const std::string told = decode("--fuse-norm --tuned-cache " + plain_first);
+  CHECK(told.find("decode step:") == std::string::npos);
+  CHECK(told.find("fused norms:") != std::string::npos);
+  const std::string ignored = decode("--no-stored-decode --tuned-cache " + fused_first);
+  CHECK(ignored.find("decode step:") == std::string::npos);
+  CHECK(ignored.find("fused norms:") == std::string::npos);
+  // A ranking is the model's own: another model (dense.ajc1, Q8_0) finds none in this store, runs plain and says
+  // nothing of it.
+  const Result other = qrun("--model " + kFiles + "dense.ajc1 --prompt-ids 0,361,239 -n 2 --temp 0 --device emu "
+                            "--tuned-cache " + fused_first);
+  REQUIRE(other.code == 0);
+  CHECK(other.err.find("decode step:") == std::string::npos);
+  CHECK(other.err.find("fused norms:") == std::string::npos);
+  for (const std::string& s : {store, fused_first, plain_first, pdl_first}) std::remove(s.c_str());
+}
+
+TEST_CASE("qbench --choose-decode and qrun --no-stored-decode refuse what they cannot do, each in one line") {
+  const std::string model = kFiles + "dense.ak48";
+  const std::string qbench = qt::binary_root() + "/bin/qbench";
+  const std::string err = kTmp + "choose-err-" + std::to_string(::getpid());
+  auto qbench_err = [&](const std::string& args) {
+    const int status = std::system((qbench + " " + args + " >/dev/null 2>" + err).c_str());
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) != 0);
+    const std::string e = slurp(err);
+    CHECK(lines(e) == 1);
+    return e;
+  };
+  CHECK(qbench_err("--model " + model + " --choose-decode --tuned-cache /tmp/x.sqlite").find("--device cuda") !=
+        std::string::npos);
+  CHECK(qbench_err("--device emu --model " + model + " --choose-decode").find("--tuned-cache FILE") != std::string::npos);
+  // A file that is no qtune store is refused untouched.
+  const std::string not_store = kTmp + "not-a-store-" + std::to_string(::getpid());
+  std::ofstream(not_store) << "hello";
+  CHECK(qbench_err("--device emu --model " + model + " --choose-decode --prompt 2 --gen 1 --repeat 1 --tuned-cache " +
+                   not_store).find(not_store) != std::string::npos);
+  CHECK(slurp(not_store) == "hello");
+  std::remove(not_store.c_str());
+  std::remove(err.c_str());
+  const Result r = qrun("--device emu --model " + model + " --prompt-ids 1,2 -n 1 --no-stored-decode");
+  CHECK(r.code != 0);
+  CHECK(r.err.find("--no-stored-decode") != std::string::npos);
+  CHECK(lines(r.err) == 1);
 }

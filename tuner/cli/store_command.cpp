@@ -5,6 +5,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "device/winners/dispatch.h"
 #include "tuner/cli/commands.h"
 #include "tuner/family/family.h"
 #include "tuner/store/store.h"
@@ -34,6 +35,11 @@ DeviceFingerprint device_from(const CliArgs& cli, const Store& st) {
 std::vector<std::string> unknown_families(const winners::DispatchRow& d) {
   std::vector<std::string> out;
   for (const winners::Ranked& r : d.ranking) {
+    // qbench --choose-decode's ranking of the decode step's variants: no kernel families.
+    if (d.op == winners::kDecodeStepOp) {
+      if (!winners::is_decode_variant_name(r.family)) out.push_back(r.family);
+      continue;
+    }
     try {
       find_family(r.family);
     } catch (const Error&) {

@@ -160,6 +160,9 @@ size_t Store::import_json(const nlohmann::json& j) {
   // One transaction for both tables: an import is all or nothing.
   winners::in_transaction(db_, [&] {
     added = winners::put_results(db_, rows_in);
+    // A dispatch row's device too: a runtime matches its device against the store's devices before it reads a
+    // ranking, and an export may hold rankings of a device without results (qbench --choose-decode's).
+    for (const winners::DispatchRow& d : dispatch_in) winners::put_device(db_, d.device);
     winners::put_dispatch_rows(db_, dispatch_in);
   });
   return added;  // counted inside the transaction: other tuners may be writing meanwhile

@@ -1,0 +1,68 @@
+#pragma once
+// The decode step's variant measured per GPU and model, as the kernels are. Whether a step runs faster with its
+// norms fused into the GEMVs beside them (qrun --fuse-norm) and with programmatic dependent launch (--pdl)
+// depends on the GPU's launch costs, which the static model cannot know: `qbench --choose-decode` times every
+// variant the device runs and keeps the ranking in the tuning store, and qrun given that store (--tuned-cache)
+// runs the fastest one it can unless --fuse-norm or --pdl say otherwise.
+//
+// The ranking is a row of the store's dispatch table (device/winners/dispatch.h): op winners::kDecodeStepOp,
+// the model's linear weight type, its shape (decode_step_key) and batch 1, each variant a ranked "family" named
+// as winners::is_decode_variant_name says, with its median seconds per step. So it is read, validated, exported and shown
+// (`qtune store show`) as every other dispatch row.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device/winners/dispatch.h"
+#include "device/winners/store_schema.h"
+#include "device/winners/winners.h"
+#include "models/core/weights.h"
+
+namespace qt::rt {
+
+struct DecodeVariant {
+  std::string name;  // one of winners::kDecodeVariants
+  bool fuse_norm = false, pdl = false;
+  // "fused norms + PDL": how the statistics line and qbench's table say it.
+  std::string label() const;
+};
+
+// The variants a device runs: fused norms on the emulator and every GPU, PDL on a CUDA GPU of sm_90 or later.
+std::vector<DecodeVariant> decode_variants(const std::string& device, int arch);
+// The variant of a store name ("cuda.decode.fused-norm+pdl" with prefix "cuda."); nullopt for any other name.
+std::optional<DecodeVariant> variant_of(const std::string& store_name, const std::string& prefix);
+
+// What a ranking is stored under: the model's linear weight type (its experts' for an MoE model) and its shape
+// (layers, hidden size, heads, KV heads, head dim, MLP width, experts, experts per token, vocabulary), which
+// decide the step's launches and bytes.
+// The type of a model's linear layers: its experts' for an MoE model, else its projections'.
+WeightType model_linear_type(const ModelWeights& weights);
+
+struct DecodeStepKey {
+  std::string weight_type;
+  std::vector<int64_t> shape;
+};
+DecodeStepKey decode_step_key(const ModelWeights& weights);
+
+struct MeasuredVariant {
+  DecodeVariant variant;
+  double seconds_per_step = 0;  // median over the repetitions
+};
+// Replaces the ranking of `key` on `device` in the store at `path` (created when missing) with `measured`,
+// fastest first. Throws qt::Error naming the file when it is no qtune store or cannot be written.
+void store_decode_ranking(const std::string& path, const winners::DeviceFingerprint& device, const std::string& prefix,
+                          const DecodeStepKey& key, std::vector<MeasuredVariant> measured);
+
+// The stored ranking's fastest variant among `runnable`, with a line saying so for the statistics; nullopt
+// when the store holds no ranking for this device and model.
+struct StoredDecodeChoice {
+  DecodeVariant variant;
+  std::string line;  // "decode step: fused norms + PDL, measured fastest of 4 by qbench --choose-decode"
+};
+std::optional<StoredDecodeChoice> stored_decode_choice(const winners::WinnersTable& table,
+                                                       const winners::DeviceFingerprint& device,
+                                                       const std::string& prefix, const DecodeStepKey& key,
+                                                       const std::vector<DecodeVariant>& runnable);
+
+}  // namespace qt::rt
