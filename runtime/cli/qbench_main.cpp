@@ -232,6 +232,9 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
       o.predequantize = predequantize;
       o.programmatic_launch = pdl;
       o.fuse_norm = fuse_norm;
+      // The tuned variant is what qrun --tuned-cache runs: the store's measured decode variant too, where this
+      // variant does not name one itself.
+      if (tuned && !pdl && !fuse_norm && graphs) o.stored_decode = decode_step_key(mw);
       RunDevice rd = make_run_device(o);
       DeviceBackend* db = rd.device_backend;
       e2e.push_back(bench_end_to_end(name, p, mw, *rd.backend, eo,

@@ -20,7 +20,8 @@
 #   fused-8b   qrun on the 8B AWQ model, 48 greedy tokens, by default and with --fuse-norm (and --pdl on sm_90):
 #              the same tokens at the real sizes, and both statistics lines
 #   decode-8b  qbench --choose-decode on the 8B AWQ model: the decode step plain, with fused norms, with PDL and
-#              both, ranked into the store (what qrun given it runs on this GPU)
+#              both, ranked into the store (what qrun given it runs on this GPU); decode-30b, after the MoE
+#              report, the same for the MoE model
 #   tune-30b   sm_90 only: qtune on the MoE model's grouped GEMMs in the frag layout and its routed expert
 #              GEMVs, into the store the MoE report reads
 #   report-30b qbench --device cuda --report on the MoE model with that store (its buckets hold 512 and
@@ -311,6 +312,9 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
   phase tune "$tune_s" "$q/bin/qtune" --model "$models/qwen3-8b.ak48" --gpu "$sm" --time-limit $((tune_s - 15)) \
     --buckets "$report_buckets" --cache "$work/qtune-cache.sqlite" --quiet || status=1
   excerpt "Tune (qwen3-8b ak48)" "$logs/tune.log" '^(qtune:|summary|time|dispatch|roofline)'
+  phase decode-30b "${DECODE_S:-60}" "$q/bin/qbench" --device cuda --model "$models/qwen3-30b-a3b-L8.moe3" \
+    --tuned-cache "$work/qtune-cache.sqlite" --choose-decode --prompt 16 --gen 64 --repeat 3 || status=1
+  excerpt "Decode variants ranked (qbench --choose-decode, qwen3-30b-a3b moe3)" "$logs/decode-30b.log" 'per step|stored|error'
   if [[ "$sm" == sm90 ]]; then
     phase moe-frag "${MOE_FRAG_S:-45}" moe_frag || status=1
     excerpt "MoE experts as stored and in the frag layout" "$logs/moe-frag.log" '^== |tok/s|error'
