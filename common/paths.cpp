@@ -20,6 +20,14 @@ std::string default_hf_tokenizer_path() { return source_root() + "/models/tokeni
 
 std::string default_model_path() { return binary_root() + "/default-model/qwen3-default.bin"; }
 
+std::string regular_file_problem(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "no such file";
+  if (S_ISDIR(st.st_mode)) return "a folder, not a file";
+  if (!S_ISREG(st.st_mode)) return "not a regular file (a FIFO, socket or device)";
+  return "";
+}
+
 bool file_exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);

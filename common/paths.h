@@ -13,6 +13,9 @@ std::string default_hf_tokenizer_path();
 // The small synthetic default model that scripts/setup.sh creates (in the build directory).
 std::string default_model_path();
 
-bool file_exists(const std::string& path);
+bool file_exists(const std::string& path);  // a regular file (or a link to one)
+// "" when `path` is a regular file, else why it is not one: "no such file", "a folder, not a file", or "not a
+// regular file (a FIFO, socket or device)", which a reader would block on or misread.
+std::string regular_file_problem(const std::string& path);
 
 }  // namespace qt

@@ -210,26 +210,57 @@ std::optional<DispatchEntry> dispatch_for(sqlite3* db, const DeviceFingerprint& 
   return std::nullopt;
 }
 
+namespace {
+
+// A read-only open of `path`; `immutable` reads it as a file nobody writes (SQLite then takes no locks and needs
+// no -shm file beside it). Returns the error, "" when the schema is a store's.
+std::string open_store(const std::string& path, bool immutable, sqlite3** db) {
+  std::string name = path;
+  int flags = SQLITE_OPEN_READONLY;
+  if (immutable) {
+    name = "file:";
+    for (char c : path) {
+      if (c == '%' || c == '?' || c == '#') {
+        char hex[4];
+        std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+        name += hex;
+      } else {
+        name += c;
+      }
+    }
+    name += "?immutable=1";
+    flags |= SQLITE_OPEN_URI;
+  }
+  if (sqlite3_open_v2(name.c_str(), db, flags, nullptr) != SQLITE_OK) {
+    std::string msg = *db ? sqlite3_errmsg(*db) : "out of memory";
+    sqlite3_close(*db);
+    *db = nullptr;
+    return path + ": cannot open the tuning store: " + msg;
+  }
+  sqlite3_busy_timeout(*db, 10000);
+  try {
+    prepare_schema(*db, path, OpenMode::ReadOnly);
+  } catch (const Error& e) {
+    sqlite3_close(*db);
+    *db = nullptr;
+    return e.what();
+  } catch (const std::exception& e) {
+    sqlite3_close(*db);
+    *db = nullptr;
+    return path + ": not a readable tuning store: " + e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
 WinnersTable::WinnersTable(const std::string& path) : path_(path) {
   if (!std::filesystem::is_regular_file(path)) throw Error(path + ": no such tuning store", kExitBadInput);
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw Error(path + ": cannot open the tuning store: " + msg, kExitBadInput);
-  }
-  sqlite3_busy_timeout(db_, 10000);
-  try {
-    prepare_schema(db_, path, OpenMode::ReadOnly);
-  } catch (const Error& e) {
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw Error(e.what(), kExitBadInput);
-  } catch (const std::exception& e) {
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw Error(path + ": not a readable tuning store: " + e.what(), kExitBadInput);
-  }
+  std::string error = open_store(path, false, &db_);
+  // A WAL store in a folder this user cannot write: reading it needs a -shm file SQLite cannot create there.
+  // Nobody can be writing it either (a writer needs that folder too), so it is read as an immutable file.
+  if (!error.empty() && error.find("readonly database") != std::string::npos) error = open_store(path, true, &db_);
+  if (!error.empty()) throw Error(error, kExitBadInput);
   const std::string qc = quick_check(db_);
   // Every row is read once here, so one warning counts them all; lookups then skip the same rows quietly.
   std::vector<BadRow> bad;

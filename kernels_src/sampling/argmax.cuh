@@ -1,6 +1,7 @@
 #pragma once
 // Greedy decoding's argmax over fp16 logits[M][V]: token[m] = the index of the row's largest value, ties to
-// the lowest index; NaN never wins, and a row with no comparable value (all NaN) gives 0.
+// the lowest index; NaN never wins, and a row with no comparable value (all NaN) gives -1, which the runtime
+// reports as a model whose logits are not numbers (never a token id).
 // Grid (splits, M): block (s, m) scans the s-th of `splits` VEC-aligned chunks of row m, thread t taking VEC
 // consecutive logits at t*VEC with one vector access, stepping by THREADS*VEC. Candidates (value, index;
 // index -1 = none) are reduced by warp shuffles, then across warps through shared memory. With one split
@@ -54,7 +55,7 @@ __global__ void __launch_bounds__(THREADS)
     for (int w = 1; w < THREADS / 32; ++w)
       if (argmax_better(warp_val[w], warp_idx[w], best, best_i)) best = warp_val[w], best_i = warp_idx[w];
     if (splits == 1) {
-      token[m] = best_i < 0 ? 0 : best_i;
+      token[m] = best_i;
     } else {
       ws_val[m * splits + s] = best;
       ws_idx[m * splits + s] = best_i;
@@ -72,5 +73,5 @@ __global__ void __launch_bounds__(32)
   int i = -1;
   if (lane < splits) v = ws_val[m * splits + lane], i = ws_idx[m * splits + lane];
   argmax_warp_reduce(v, i);
-  if (lane == 0) token[m] = i < 0 ? 0 : i;
+  if (lane == 0) token[m] = i;
 }

@@ -20,7 +20,7 @@ std::string kernel_name(const Point& p) { return name_expr("argmax_kernel", {p.a
 
 // Random logits in [-8, 8) with each row planted by m % 4 to cover the rules:
 //   0: the maximum 9 twice (the lower index must win) and NaNs before it (NaN never wins);
-//   1: every value NaN (no comparable value: token 0);
+//   1: every value NaN (no comparable value: -1);
 //   2: every value -inf but a NaN at index 0 (the first -inf, index 1, wins);
 //   3: the maximum at the last index, NaNs scattered.
 std::vector<uint16_t> make_logits(int64_t m_rows, int64_t v, uint64_t seed) {
@@ -125,7 +125,7 @@ KernelFamily make_argmax() {
         if (std::isnan(x)) continue;
         if (best < 0 || x > best_v) best = i, best_v = x;
       }
-      e.values.push_back(float(best < 0 ? 0 : best));
+      e.values.push_back(float(best));
     }
     return std::vector<Expected>{e};
   };

@@ -58,6 +58,19 @@ WriterOptions writer_options(const ConvertOptions& o, const hf::HfModelConfig& h
   return w;
 }
 
+// An --out that is (or links to) a file of the checkpoint folder would be truncated while the converter reads
+// it: the checkpoint would be lost and the output garbage. Writing a new file into that folder is fine.
+void refuse_output_inside_input(const std::string& hf_dir, const std::string& out_path) {
+  std::error_code ec;
+  if (!fs::exists(out_path, ec)) return;
+  for (const fs::directory_entry& e : fs::directory_iterator(hf_dir, ec)) {
+    std::error_code eq;
+    if (fs::equivalent(e.path(), out_path, eq))
+      fail_file(out_path, "--out is " + e.path().string() + ", a file of the input checkpoint: converting would "
+                "overwrite it while reading it; write the model file under another name");
+  }
+}
+
 void copy_tokenizer_files(const std::string& hf_dir, const std::string& out_path, ConvertResult& result) {
   std::error_code ec;
   fs::path out_dir = fs::absolute(out_path, ec).parent_path();
@@ -79,6 +92,7 @@ void copy_tokenizer_files(const std::string& hf_dir, const std::string& out_path
 
 ConvertResult convert_checkpoint(const ConvertOptions& o) {
   const auto start = std::chrono::steady_clock::now();
+  refuse_output_inside_input(o.hf_dir, o.out_path);
   hf::HfCheckpoint ckpt(o.hf_dir);
   const hf::HfModelConfig hc = hf::load_hf_config(ckpt.config_path());
   TensorSource src(ckpt, hc);

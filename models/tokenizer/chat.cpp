@@ -281,6 +281,7 @@ NumberScan scan_numbers(std::string_view in) {
 // json.dumps' output (exact big integers, Python float repr) can be produced from what the user wrote.
 class RawNumberSax : public nlohmann::json_sax<ojson> {
  public:
+  static constexpr size_t kMaxNesting = 256;
   explicit RawNumberSax(std::vector<std::string> literals) : literals_(std::move(literals)) {}
   ojson result;
 
@@ -325,6 +326,12 @@ class RawNumberSax : public nlohmann::json_sax<ojson> {
     return true;
   }
   bool open(ojson v) {
+    // Deeper than any conversation is (the tools' JSON schemas nest a few levels): refused before the
+    // recursive serialization of the tools could exhaust the stack.
+    if (stack_.size() >= kMaxNesting) {
+      error_ = "nested more than " + std::to_string(kMaxNesting) + " levels deep";
+      return false;
+    }
     put(std::move(v));
     ojson* where = stack_.empty() ? &result : stack_.back()->is_array() ? &stack_.back()->back() : &(*stack_.back())[key_];
     stack_.push_back(where);

@@ -45,6 +45,8 @@ int32_t token_id(const json& v, const std::string& what, const std::string& orig
 }
 
 std::string read_file(const std::string& path) {
+  // A FIFO would block the read, a folder read as empty.
+  if (const std::string why = regular_file_problem(path); !why.empty()) fail_file(path, "tokenizer file: " + why);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail_file(path, "cannot open tokenizer file");
   std::ostringstream ss;
@@ -131,6 +133,9 @@ void load_model(const json& model, Tokenizer::Impl& impl, const std::string& ori
     by_name.emplace(tok, id);
     auto raw = alphabet_to_bytes(tok);
     if (!raw) bad(origin, "vocabulary token '" + tok + "' is not in the byte-level alphabet");
+    // One id, one token: encode would emit the id for text that decodes to the other token.
+    if (impl.kind[static_cast<size_t>(id)] == kBpe)
+      bad(origin, "vocabulary tokens share id " + std::to_string(id) + " ('" + tok + "' and another)");
     impl.bytes[static_cast<size_t>(id)] = *raw;
     impl.kind[static_cast<size_t>(id)] = kBpe;
     impl.max_token_length = std::max<uint32_t>(impl.max_token_length, static_cast<uint32_t>(utf8::count_code_points(tok)));
@@ -193,7 +198,15 @@ void load_added(const json& added, Tokenizer::Impl& impl, const std::string& ori
   impl.bytes.resize(static_cast<size_t>(max_id + 1));
   impl.kind.resize(static_cast<size_t>(max_id + 1), kNone);
   std::vector<const AddedToken*> raw, norm;
+  std::vector<bool> added_id(impl.bytes.size(), false);
   for (const auto& t : impl.added) {
+    // An added token may name a vocabulary token by its id (the same text), never give that id another text.
+    const size_t i = static_cast<size_t>(t.id);
+    if (added_id[i]) bad(origin, "added tokens share id " + std::to_string(t.id) + " ('" + t.content + "' and another)");
+    added_id[i] = true;
+    if (impl.kind[i] == kBpe && impl.bytes[i] != t.content)
+      bad(origin, "added token '" + t.content + "' takes id " + std::to_string(t.id) +
+                      ", which the vocabulary gives to another token");
     impl.bytes[static_cast<size_t>(t.id)] = t.content;
     impl.kind[static_cast<size_t>(t.id)] = t.special ? kSpecial : kAdded;
     impl.added_by_content[t.content] = t.id;

@@ -67,7 +67,11 @@ std::string synthetic_model(const CliArgs& cli, std::optional<FileFormat> format
   if (format) o.format = *format;
   if (expert) o.expert_type = *expert;
   const std::string dir = cli.get("--work-dir");
-  std::filesystem::create_directories(dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    throw Error("--work-dir " + dir + ": cannot make it a folder for the synthetic model (" +
+                (ec ? ec.message() : std::string("a file is in the way")) + ")");
   const std::string path = dir + "/" + cli.get("--preset") + "-L" + std::to_string(c.n_layers) + "-" +
                            file_format_name(o.format) + "-" + weight_type_name(o.expert_type) + ".bin";
   if (std::filesystem::exists(path)) return path;
@@ -417,6 +421,10 @@ int run(int argc, char** argv) {
   if (cli.given("--report") && !cli.given("--format") && !cli.given("--model") && cli.get("--device") != "cpu" &&
       !synthetic::preset_config(cli.get("--preset")).is_moe())
     return run_report(cli, argc, argv, synthetic_model(cli, FileFormat::AK48));  // the device report is AWQ's
+  // These describe the synthetic model qbench makes; with a model file they would be silently ignored.
+  if (cli.given("--model"))
+    for (const char* o : {"--preset", "--layers", "--format", "--expert-type", "--work-dir"})
+      if (cli.given(o)) throw Error(std::string(o) + " describes the synthetic model qbench makes; --model gives a file");
   const std::string path = cli.given("--model") ? cli.get("--model") : synthetic_model(cli);
   if (cli.get_flag("--choose-decode")) return run_choose_decode(cli, path);
   if (cli.given("--report")) return run_report(cli, argc, argv, path);
@@ -439,6 +447,12 @@ int run(int argc, char** argv) {
       if (t == tile_unit_name(u)) unit = u;
     if (!unit) throw Error("--tiles: expected amx, none or amx-model, got '" + t + "'");
     opts.tiles = unit;
+  }
+  // The CPU winners of a `qtune --device cpu` store, as qrun --tuned-cache applies them.
+  if (cli.given("--tuned-cache")) {
+    if (opts.reference) throw Error("--tuned-cache tunes the fast path; it cannot be combined with --reference");
+    std::fprintf(stderr, "qbench: %s\n",
+                 apply_tuned_cache(cli.get("--tuned-cache"), file->weights(), opts, cli.given("--threads")).c_str());
   }
   CpuBackend backend(opts);
   // Why the tiles are not used, when they are not: the backend line says which path ran.

@@ -131,11 +131,12 @@ std::string rate(double tokens, double seconds) {
 
 void print_stats(const TurnStats& s, uint64_t seed) {
   std::fprintf(stderr,
-               "qrun: prompt %lld tok, %s | generated %lld tok, %s | time to first token %.3f s | peak memory %.1f MB"
+               "qrun: prompt %lld tok, %s | generated %lld tok, %s%s | time to first token %.3f s | peak memory %.1f MB"
                " | seed %llu\n",
                static_cast<long long>(s.prompt_tokens), rate(double(s.prompt_tokens), s.prefill_s).c_str(),
                static_cast<long long>(s.generated), rate(double(s.generated - 1), s.decode_s).c_str(),
-               s.first_token_s, double(peak_rss_bytes()) / 1e6, static_cast<unsigned long long>(seed));
+               s.hit_context ? " (stopped: the context is full, see -c/--context)" : "", s.first_token_s,
+               double(peak_rss_bytes()) / 1e6, static_cast<unsigned long long>(seed));
 }
 
 void report_device(const RunDevice& d, bool verbose) {
@@ -159,12 +160,17 @@ int run(int argc, char** argv) {
   if (ids_mode && (cli.given("--prompt") || cli.get_flag("--interactive")))
     throw Error("--prompt-ids cannot be combined with --prompt or --interactive");
   if (cli.given("--logits-out") && !ids_mode) throw Error("--logits-out needs --prompt-ids");
+  // Token ids bypass the tokenizer and the chat template: options of those would be silently ignored.
+  if (ids_mode)
+    for (const char* o : {"--raw", "--system", "--think", "--no-think", "--tokenizer"})
+      if (cli.given(o)) throw Error(std::string(o) + " shapes the text prompt; --prompt-ids gives the tokens themselves");
   if (!ids_mode && !cli.given("--prompt") && !cli.get_flag("--interactive"))
     throw Error("nothing to do: give -p/--prompt, -i/--interactive or --prompt-ids (see qrun --help)");
   const int64_t n_predict = cli.get_int("--n-predict");
 
-  if (cli.given("--tuned-cache") && !file_exists(cli.get("--tuned-cache")))
-    throw Error("--tuned-cache: " + cli.get("--tuned-cache") + ": no such file");
+  if (cli.given("--tuned-cache"))
+    if (const std::string why = regular_file_problem(cli.get("--tuned-cache")); !why.empty())
+      throw Error("--tuned-cache: " + cli.get("--tuned-cache") + ": " + why);
 
   const bool default_model = !cli.given("--model");
   const std::string model_path = default_model ? default_model_path() : cli.get("--model");
@@ -172,7 +178,7 @@ int run(int argc, char** argv) {
     if (default_model)
       throw Error("the default model " + model_path + " does not exist; create it with `bash scripts/setup.sh` "
                   "or pass --model");
-    throw Error("--model: " + model_path + ": no such file");
+    throw Error("--model: " + model_path + ": " + regular_file_problem(model_path));
   }
   const auto file = ModelFile::open(model_path);
   const ModelConfig& cfg = file->config();
@@ -194,6 +200,7 @@ int run(int argc, char** argv) {
   run_opts.fuse_norm = cli.get_flag("--fuse-norm");
   if (device == "cpu" && run_opts.fuse_norm) throw Error("--fuse-norm is a device option (--device emu/cuda)");
   if (device != "emu" && cli.get_flag("--no-checks")) throw Error("--no-checks is an emulator option (--device emu)");
+  if (device == "cpu" && cli.get_flag("--no-graphs")) throw Error("--no-graphs is a device option (--device emu/cuda)");
   if (device != "emu" && cli.given("--emu-arch")) throw Error("--emu-arch is an emulator option (--device emu)");
   run_opts.emu_arch = compile::parse_arch(cli.get("--emu-arch"));
   if (run_opts.emu_arch < 80) throw Error("--emu-arch: the emulator presents sm80, sm86, sm89 or sm90, not " + cli.get("--emu-arch"));
@@ -310,7 +317,21 @@ int run(int argc, char** argv) {
         continue;
       }
       if (line.empty()) continue;
-      turn(line);
+      // A message the model cannot take (not UTF-8, longer than the context) is refused, and the chat goes on;
+      // a failure after the model started on it leaves a state no later turn can trust, so the chat restarts.
+      const int64_t before = model.position();
+      try {
+        turn(line);
+      } catch (const Error& e) {
+        if (e.exit_code() != kExitBadInput) throw;
+        const bool restart = model.position() != before;
+        std::fprintf(stderr, "qrun: %s; %s\n", e.what(),
+                     restart ? "starting the conversation over" : "the message was not sent");
+        if (restart) {
+          model.reset();
+          chat.reset();
+        }
+      }
     }
   }
   if (stats) report_device(run_device, cli.get_flag("--verbose"));

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/paths.h"
 #include "models/tokenizer/chat.h"
+#include "models/tokenizer/utf8.h"
 
 namespace qt::rt {
 namespace {
@@ -50,7 +51,22 @@ TokenizerSession::TokenizerSession(const std::string& explicit_path, const std::
     if (id >= 0 && std::find(end_.begin(), end_.end(), id) == end_.end()) end_.push_back(id);
 }
 
+namespace {
+
+// The user's own text is checked, so the error counts its bytes, not the chat template's around it.
+void require_utf8(const std::string& text, const char* what) {
+  const size_t bad = tok::utf8::first_invalid(text);
+  if (bad == text.size()) return;
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[bad]));
+  throw Error(std::string(what) + " is not valid UTF-8: byte " + std::to_string(bad) + " (" + hex + ")");
+}
+
+}  // namespace
+
 std::vector<int32_t> TokenizerSession::turn_tokens(const ChatState& chat, const std::string& message) const {
+  require_utf8(message, "the message");
+  require_utf8(chat.system, "--system");
   std::vector<int32_t> out;
   if (chat.pending) out.push_back(*chat.pending);
   std::string text;

@@ -8,6 +8,7 @@
 #include "device/winners/winners.h"
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
 #include "kernels_src/registry/registry.h"
+#include "kernels_src/registry/stored_point.h"
 
 namespace qt::rt {
 
@@ -18,10 +19,10 @@ std::string apply_tuned_cache(const std::string& path, const ModelWeights& weigh
   const winners::WinnersTable table(path);
   const std::string match = winners::match_line(table.match(device), device, path);
   const std::vector<cm::MatvecShape> shapes = cm::model_matvec_shapes(weights);
-  int found = 0, exact = 0;
+  int found = 0, exact = 0, unreadable = 0;
   int64_t heaviest = -1, stale = 0;
   std::set<const kernels::KernelFamily*> unserved;  // families with a shape that found no winner
-  std::optional<nlohmann::json> global;
+  std::optional<kernels::Point> global;
   for (const cm::MatvecShape& s : shapes) {
     const kernels::KernelFamily& family = kernels::find_family(cm::matvec_family_name(s.type));
     const std::string name = "cpu." + family.name;
@@ -31,13 +32,18 @@ std::string apply_tuned_cache(const std::string& path, const ModelWeights& weigh
       unserved.insert(&family);
       continue;
     }
+    // A stored point this build cannot read (edited by hand, damaged) is skipped and counted, never half used.
+    const std::optional<kernels::Point> point = kernels::point_from_json(family, winner->point);
+    if (!point) {
+      ++unreadable;
+      continue;
+    }
     ++found;
     exact += winner->exact;
-    const int64_t rows = winner->point.value("rows_per_task", int64_t(0));
-    if (rows > 0) options.rows_per_task_by_shape[MatvecShapeKey{s.type, s.shape[0], s.shape[1], s.shape[2]}] = rows;
+    options.rows_per_task_by_shape[MatvecShapeKey{s.type, s.shape[0], s.shape[1], s.shape[2]}] = point->at("rows_per_task");
     if (s.shape[0] * s.shape[1] > heaviest) {
       heaviest = s.shape[0] * s.shape[1];
-      global = winner->point;
+      global = point;
     }
   }
   // Counted once per family: its stale rows are why some of its shapes found nothing.
@@ -50,14 +56,16 @@ std::string apply_tuned_cache(const std::string& path, const ModelWeights& weigh
   if (stale > 0)
     summary += "; ignored " + std::to_string(stale) + " stale results measured on older kernel sources (re-run qtune)";
   if (!match.empty()) summary += "; " + match;
+  if (unreadable > 0)
+    summary += "; skipped " + std::to_string(unreadable) + " winners whose stored point is not one of this build's "
+               "(damaged or edited: qtune store check names them)";
   if (!global) return summary + "; using the built-in choices";
-  const std::string isa = global->value("isa", std::string());
-  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {
-    if (isa == isa_name(i) && i <= detect_isa()) options.isa = i;
-  }
-  const int threads = global->value("threads", 0);
+  const Isa isa = Isa(global->at("isa"));
+  if (isa <= detect_isa()) options.isa = isa;
+  const int threads = int(global->at("threads"));
   if (!keep_threads && threads > 0) options.threads = threads;
-  return summary + "; isa " + isa + ", " + std::to_string(keep_threads ? options.threads : threads) + " threads";
+  return summary + "; isa " + isa_name(isa) + ", " + std::to_string(keep_threads ? options.threads : threads) +
+         " threads";
 }
 
 }  // namespace qt::rt

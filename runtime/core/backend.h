@@ -174,7 +174,7 @@ class Backend {
   // y[i] += x[i].
   virtual void add(Act y, Act x, int64_t n) = 0;
   // tokens[i] = the index of the largest of logits[i][0..vocab), ties to the lowest index (host array):
-  // greedy decoding without bringing the logits back.
+  // greedy decoding without bringing the logits back. NaN never wins; a row of NaN gives -1.
   virtual void argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) = 0;
 
   // The MoE MLP of m tokens x [m][dim] into out [m][dim]: router logits (fp32 activations on the CPU), gating

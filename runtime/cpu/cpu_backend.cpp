@@ -603,9 +603,10 @@ void CpuBackend::attention_fast(const float* q, const T* k_cache, const T* v_cac
 void CpuBackend::argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) {
   for (int64_t i = 0; i < m; ++i) {
     const float* row = logits.f32() + i * vocab;
-    int64_t best = 0;
-    for (int64_t j = 1; j < vocab; ++j)
-      if (row[j] > row[best] || (std::isnan(row[best]) && !std::isnan(row[j]))) best = j;
+    // As the device's argmax: NaN never wins, a row of NaN gives -1 (Qwen3Model reports it).
+    int64_t best = -1;
+    for (int64_t j = 0; j < vocab; ++j)
+      if (!std::isnan(row[j]) && (best < 0 || row[j] > row[best])) best = j;
     tokens[i] = int32_t(best);
   }
 }

@@ -52,30 +52,6 @@ const char* choice_source_name(KernelChoice::Source s) {
   return "?";
 }
 
-std::optional<kernels::Point> point_from_json(const kernels::KernelFamily& f, const nlohmann::json& j) {
-  if (!j.is_object()) return std::nullopt;
-  kernels::Point p;
-  for (const kernels::Param& param : f.params) {
-    if (!j.contains(param.name)) return std::nullopt;
-    const nlohmann::json& v = j.at(param.name);
-    if (v.is_number_integer()) {
-      p[param.name] = v.get<int64_t>();
-    } else if (v.is_string()) {
-      const auto value = kernels::label_value(param, v.get<std::string>());
-      if (!value) return std::nullopt;
-      p[param.name] = *value;
-    } else {
-      return std::nullopt;
-    }
-  }
-  try {
-    kernels::validate_point(f, p);
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-  return p;
-}
-
 KernelChooser::KernelChooser(std::shared_ptr<const winners::WinnersTable> table, winners::DeviceFingerprint fingerprint,
                              std::string store_prefix, int arch)
     : table_(std::move(table)), fingerprint_(std::move(fingerprint)), prefix_(std::move(store_prefix)), arch_(arch) {}

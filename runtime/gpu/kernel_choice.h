@@ -20,6 +20,7 @@
 
 #include "device/winners/winners.h"
 #include "kernels_src/registry/family.h"
+#include "kernels_src/registry/stored_point.h"
 
 namespace qt::rt {
 
@@ -87,8 +88,6 @@ class KernelChooser {
   std::map<std::string, KernelChoice> chosen_;  // by op|type|shape key
 };
 
-// A stored point's JSON ({"warps": 4, "isa": "avx2"}) as a Point of `f`; nullopt when it is not one (a
-// parameter renamed since, a value outside today's space).
-std::optional<kernels::Point> point_from_json(const kernels::KernelFamily& f, const nlohmann::json& j);
+using kernels::point_from_json;  // kernels_src/registry/stored_point.h
 
 }  // namespace qt::rt

@@ -119,6 +119,10 @@ int32_t Qwen3Model::forward_greedy(const int32_t* tokens, int64_t n) {
               last_chunk ? &next : nullptr);
     be_.end_step();
   }
+  // The argmax of a row of NaN (Backend::argmax).
+  if (next < 0)
+    throw Error("the model's logits are all NaN: its weights overflow or are corrupt, so there is no next token",
+                kExitBadInput);
   return next;
 }
 

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "common/paths.h"
 #include "common/flag_ranges.h"
 #include "common/value_range.h"
 #include "models/core/config_limits.h"
@@ -438,6 +439,7 @@ BenchReport parse_report(std::string_view text, const std::string& source) {
 
 BenchReport read_report_file(const std::string& path) {
   if (std::filesystem::is_directory(path)) throw Error(path + ": a folder, not a report.json");
+  if (const std::string why = regular_file_problem(path); !why.empty()) throw Error(path + ": " + why);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot read the report");
   std::string text(kMaxReportBytes + 1, '\0');

@@ -53,8 +53,26 @@ std::vector<Candidate> Sampler::distribution(const float* logits, int64_t vocab,
   // 150k costs one or two linear passes per token.
   const float* base = logits;
   std::vector<float> penalized;
-  if (config_.repetition_penalty != 1.0f) {
+  // A model whose weights overflow or are corrupt gives logits that are not numbers: NaN never wins (as in
+  // greedy decoding, it is never sampled), and a row without a number or with an infinity has no distribution.
+  int64_t nans = 0;
+  for (int64_t t = 0; t < vocab; ++t) {
+    if (std::isnan(logits[t])) ++nans;
+    else if (logits[t] == INFINITY)
+      throw Error("the model's logits overflow to infinity (token id " + std::to_string(t) +
+                  "): its weights overflow or are corrupt, so there is no distribution to sample", kExitBadInput);
+  }
+  if (nans == vocab)
+    throw Error("the model's logits are all NaN: its weights overflow or are corrupt, so there is no next token",
+                kExitBadInput);
+  if (nans > 0) {
     penalized.assign(logits, logits + vocab);
+    for (float& v : penalized)
+      if (std::isnan(v)) v = -INFINITY;
+    base = penalized.data();
+  }
+  if (config_.repetition_penalty != 1.0f) {
+    if (penalized.empty()) penalized.assign(logits, logits + vocab);
     const size_t from = config_.repeat_last_n > 0 && history.size() > size_t(config_.repeat_last_n)
                             ? history.size() - size_t(config_.repeat_last_n)
                             : 0;

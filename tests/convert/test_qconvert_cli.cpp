@@ -218,3 +218,21 @@ TEST_CASE("qconvert cli: a file-size limit reached while writing removes the par
   CHECK_FALSE(fs::exists(out.string() + ".partial"));
   CHECK_FALSE(fs::exists(out));
 }
+
+TEST_CASE("qconvert cli: an --out that is a file of the input checkpoint is refused, and the checkpoint kept", "[cli]") {
+  const auto dir = qt::test::convert_scratch("cli-out-in-input");
+  const std::string hf = (dir / "hf").string();
+  REQUIRE(qconvert("synthetic -q --preset tiny --format hf --out " + hf, dir).code == 0);
+  for (const char* name : {"model.safetensors", "config.json"}) {
+    INFO(name);
+    const fs::path target = fs::path(hf) / name;
+    const std::string before = slurp(target);
+    const Run r = qconvert("convert -q --no-tokenizer --hf " + hf + " --format ajc1 --out " + target.string(), dir);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK_THAT(r.err, Catch::Contains("a file of the input checkpoint"));
+    CHECK(slurp(target) == before);
+  }
+  // A new file in the checkpoint's folder is an ordinary output.
+  CHECK(qconvert("convert -q --no-tokenizer --hf " + hf + " --format ajc1 --out " + hf + "/model.ajc1", dir).code == 0);
+}

@@ -472,6 +472,25 @@ TEST_CASE("qbench runs its unmeasured warm-up prompts before the measured ones, 
   CHECK(bad.err.find("--warmup") != std::string::npos);
 }
 
+TEST_CASE("qbench on the CPU applies a --tuned-cache as qrun does, and refuses one that is not there") {
+  const std::string model = kFiles + "dense.ajc1";
+  const std::string common = " --model " + model + " --prompt 4 --gen 2 --repeat 1 --warmup 0 --bandwidth-mb 0";
+  const std::string store = scratch("cpu-store") + ".sqlite";
+  std::remove(store.c_str());
+  REQUIRE(std::system((qt::binary_root() + "/bin/qtune --device cpu --model " + model + " --cache " + store +
+                       " --budget 1 --min-time 0 --min-reps 1 --quiet >/dev/null 2>&1").c_str()) == 0);
+  const Result tuned = qbench("--tuned-cache " + store + common);
+  CHECK(tuned.code == 0);
+  CHECK(tuned.err.find("tuned cache " + store + ": 4/4 matmul shapes have a winner") != std::string::npos);
+  const Result preset = qbench("--preset qwen3-0.6b" + common);  // a synthetic model's option beside a file
+  CHECK(preset.code == 2);
+  CHECK(preset.err.find("--preset describes the synthetic model qbench makes") != std::string::npos);
+  const Result missing = qbench("--tuned-cache " + store + ".missing" + common);
+  CHECK(missing.code == 2);
+  CHECK(count(missing.err, "\n") == 1);
+  CHECK(missing.err.find(store + ".missing") != std::string::npos);
+}
+
 TEST_CASE("qbench --device cuda --report without a driver exits 3 with one line naming the reason") {
   const Result r = qbench("--device cuda --model " + kFiles + "dense.ak48 --report " + scratch("nocuda"),
                           "QTUNE_LIBCUDA=/nonexistent/libcuda.so.1");

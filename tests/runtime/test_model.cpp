@@ -182,6 +182,24 @@ TEST_CASE("decoding with the KV cache gives the logits of a full prefill", "[run
   }
 }
 
+TEST_CASE("greedy decoding of a model whose logits are all NaN is an error, never token 0", "[runtime][model]") {
+  for (bool reference : {true, false}) {
+    INFO((reference ? "reference" : "fast"));
+    auto m = test::make_random_model(spec(false, WeightType::Q8_0));
+    for (float& w : m->weights.final_norm) w = std::nanf("");  // every logit NaN, as from corrupt weights
+    CpuBackend be(test::cpu_options(reference, 2));
+    Qwen3Model model(m->weights, be, 16);
+    const auto tokens = prompt(3, int(m->weights.config.vocab_size));
+    CHECK_THROWS_WITH(model.forward_greedy(tokens.data(), int64_t(tokens.size())), Catch::Contains("all NaN"));
+    // The argmax itself: NaN never wins, and a row of NaN gives -1 (no token).
+    std::vector<float> rows = {std::nanf(""), 2.0f, std::nanf(""), std::nanf(""), std::nanf(""), std::nanf("")};
+    int32_t out[2] = {7, 7};
+    be.argmax(Act{reinterpret_cast<uint64_t>(rows.data()), ActType::F32}, 2, 3, out);
+    CHECK(out[0] == 1);
+    CHECK(out[1] == -1);
+  }
+}
+
 TEST_CASE("MoE prefill grouped by expert equals running tokens one by one, and chunking changes nothing",
           "[runtime][model]") {
   for (WeightType t : {WeightType::Q8_0, WeightType::INT8_GW_SYM, WeightType::AWQ_INT4}) {

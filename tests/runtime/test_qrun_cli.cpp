@@ -2,6 +2,8 @@
 // golden logits.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,7 +78,16 @@ TEST_CASE("qrun rejects bad command lines with one clear line and exit code 2", 
       {model + " --prompt-ids 1,x -n 0", "--prompt-ids"},
       {model, "nothing to do"},
       {model + " --prompt-ids 1,2 --tuned-cache " + kTmp + "junk.sqlite -n 0", "junk.sqlite"},
+      // A folder or a FIFO is named as what it is: a FIFO without a writer would block a reader forever.
+      {"--model " + kGolden + "files -p hi", "a folder, not a file"},
+      // Options that would be silently ignored are refused.
+      {model + " --prompt-ids 1,2 --system hello -n 0", "--system shapes the text prompt"},
+      {model + " --prompt-ids 1,2 --no-graphs -n 0", "--no-graphs is a device option"},
+      {"--model " + kTmp + "fifo -p hi", "not a regular file (a FIFO"},
+      {model + " --prompt-ids 1,2 --tuned-cache " + kGolden + "files -n 0", "a folder, not a file"},
   };
+  ::unlink((kTmp + "fifo").c_str());
+  REQUIRE(::mkfifo((kTmp + "fifo").c_str(), 0600) == 0);
   {
     std::ofstream junk(kTmp + "junk.sqlite");
     junk << "not a database, just text that is long enough to have a header page........................";
@@ -188,4 +199,39 @@ TEST_CASE("qrun --tuned-cache ignores winners measured on other kernel sources a
   CHECK(r.err.find("0/4 matmul shapes have a winner for this CPU") != std::string::npos);
   CHECK(r.err.find("ignored 1 stale results measured on older kernel sources") != std::string::npos);
   CHECK(r.err.find("using the built-in choices") != std::string::npos);
+}
+
+TEST_CASE("qrun -i refuses a message that is not UTF-8 and the chat goes on with the next one", "[runtime][qrun]") {
+  // A model with the real tokenizer's vocabulary, so that the chat template encodes.
+  const std::string model = kTmp + "chat-" + std::to_string(::getpid()) + ".ajc1";
+  REQUIRE(std::system((qt::binary_root() + "/bin/qconvert synthetic -q --preset tiny --vocab 151936 --format ajc1 --out " +
+                       model + " >/dev/null 2>&1").c_str()) == 0);
+  const std::string in = kTmp + "chat-in-" + std::to_string(::getpid()) + ".txt";
+  std::ofstream(in, std::ios::binary) << "hi\n\xff\xfe\nhi again\n";
+  const std::string err = kTmp + "chat-err-" + std::to_string(::getpid()) + ".txt";
+  const int status = std::system((kQrun + " --model " + model + " -i -n 2 --temp 0 --no-stats < " + in +
+                                  " >/dev/null 2>" + err).c_str());
+  std::ifstream e(err);
+  std::stringstream ss;
+  ss << e.rdbuf();
+  INFO(ss.str());
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  CHECK(ss.str().find("the message is not valid UTF-8: byte 0 (0xFF); the message was not sent") != std::string::npos);
+  // Three prompts: the first turn, the refused line, the turn after it, then the end of input.
+  size_t prompts = 0;
+  for (size_t at = ss.str().find("> "); at != std::string::npos; at = ss.str().find("> ", at + 2)) ++prompts;
+  CHECK(prompts == 4);
+  for (const std::string& f : {in, err, model, model + ".tokenizer"}) std::remove(f.c_str());
+}
+
+TEST_CASE("qrun says when generation stopped because the context is full, not because -n was reached",
+          "[runtime][qrun]") {
+  const std::string model = "--model " + kGolden + "files/dense.ajc1 --prompt-ids 1,2 --temp 0";
+  const Result full = run_qrun(model + " -c 4 -n 10");
+  REQUIRE(full.code == 0);
+  CHECK(full.err.find("generated 3 tok") != std::string::npos);  // the last one needs no room in the cache
+  CHECK(full.err.find("(stopped: the context is full, see -c/--context)") != std::string::npos);
+  const Result room = run_qrun(model + " -c 16 -n 3");
+  REQUIRE(room.code == 0);
+  CHECK(room.err.find("stopped: the context is full") == std::string::npos);
 }

@@ -159,3 +159,28 @@ TEST_CASE("out-of-range sampler settings are rejected", "[runtime][sampler]") {
   c.top_k = -2;
   CHECK_THROWS_AS(Sampler(c), Error);
 }
+
+TEST_CASE("logits that are not numbers: NaN is never sampled, a row of NaN or an infinity is an error naming why",
+          "[runtime][sampler]") {
+  const float nan = std::nanf("");
+  // NaN tokens drop out; the others keep their probabilities among themselves.
+  const std::vector<float> some = {nan, 0.0f, nan, std::log(3.0f)};
+  const std::vector<Candidate> d = Sampler(plain()).distribution(some.data(), 4, {});
+  REQUIRE(d.size() == 4);
+  for (const Candidate& c : d) {
+    if (c.token == 0 || c.token == 2) CHECK(c.prob == 0.0);
+    if (c.token == 1) CHECK(c.prob == Approx(0.25));
+    if (c.token == 3) CHECK(c.prob == Approx(0.75));
+  }
+  SamplerConfig penalized = plain();
+  penalized.repetition_penalty = 1.5f;
+  Sampler ps(penalized);
+  for (int i = 0; i < 50; ++i) {
+    const int32_t t = ps.sample(some.data(), 4, {1});
+    CHECK((t == 1 || t == 3));
+  }
+  const std::vector<float> none(8, nan);
+  CHECK_THROWS_WITH(Sampler(plain()).sample(none.data(), 8, {}), Catch::Contains("all NaN"));
+  const std::vector<float> overflow = {0.0f, INFINITY, 1.0f};
+  CHECK_THROWS_WITH(Sampler(plain()).sample(overflow.data(), 3, {}), Catch::Contains("overflow to infinity (token id 1)"));
+}

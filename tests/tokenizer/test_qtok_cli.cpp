@@ -104,3 +104,19 @@ TEST_CASE("qtok export writes the qwen3.c file", "[tokenizer]") {
   REQUIRE(read_file(path).size() == expected["size"].get<size_t>());
   std::remove(path.c_str());
 }
+
+TEST_CASE("qtok refuses JSON nested deeper than any input it reads with one line, never overflowing its stack",
+          "[tokenizer]") {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  Result r = run_qtok("decode", deep);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("expected a JSON array of token ids, found nested arrays or objects") != std::string::npos);
+  const std::string tools = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[" +
+                            std::string(30000, '[') + std::string(30000, ']') + "]}";
+  r = run_qtok("chat", tools);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("nested more than 256 levels deep") != std::string::npos);
+  // A tool schema a few levels deep is what chat templates see every day.
+  r = run_qtok("chat", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"a\":{\"b\":[[1]]}}]}");
+  CHECK(r.status == 0);
+}

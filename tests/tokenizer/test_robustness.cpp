@@ -100,6 +100,32 @@ TEST_CASE("token ids beyond 2^24 - 1 or below 0 are rejected before any table is
   }
 }
 
+TEST_CASE("one id, one token: vocabulary or added tokens that give an id two texts are rejected, the same text twice "
+          "is not", "[tokenizer]") {
+  const nlohmann::json pre = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}};
+  auto tokenizer = [&](const nlohmann::json& vocab, const nlohmann::json& added) {
+    return nlohmann::json{{"normalizer", nullptr}, {"pre_tokenizer", pre},
+                          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}},
+                          {"added_tokens", added}}.dump();
+  };
+  nlohmann::json shared = byte_vocab();
+  shared["zz"] = 0;  // byte 0's id
+  CHECK_THROWS_WITH(Tokenizer::from_json(tokenizer(shared, nlohmann::json::array()), "", "t.json"),
+                    Catch::Contains("t.json") && Catch::Contains("vocabulary tokens share id 0"));
+  nlohmann::json vocab = byte_vocab();
+  vocab["<s>"] = 256;
+  CHECK_THROWS_WITH(
+      Tokenizer::from_json(tokenizer(vocab, {{{"id", 97}, {"content", "<x>"}, {"special", true}}}), "", "t.json"),
+      Catch::Contains("added token '<x>' takes id 97, which the vocabulary gives to another token"));
+  CHECK_THROWS_WITH(Tokenizer::from_json(tokenizer(vocab, {{{"id", 300}, {"content", "<x>"}, {"special", true}},
+                                                           {{"id", 300}, {"content", "<y>"}, {"special", true}}}),
+                                         "", "t.json"),
+                    Catch::Contains("added tokens share id 300"));
+  // An added token naming a vocabulary token by its own id and text, as many tokenizer.json files do.
+  const Tokenizer t = Tokenizer::from_json(tokenizer(vocab, {{{"id", 256}, {"content", "<s>"}, {"special", true}}}));
+  CHECK(t.encode("<s>") == std::vector<int32_t>{256});
+}
+
 TEST_CASE("a BPE tokenizer built from JSON follows merges by rank and leftmost on ties", "[tokenizer]") {
   nlohmann::json vocab = byte_vocab();
   vocab["aa"] = 256;

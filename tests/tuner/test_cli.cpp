@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -87,6 +88,44 @@ TEST_CASE("qtune rejects bad input with one line and exit code 2", "[tuner][cli]
   Run dev = run("--device quantum --shape 8,64,64");
   REQUIRE(dev.rc == 2);
   REQUIRE(std::count(dev.out.begin(), dev.out.end(), '\n') == 1);
+}
+
+TEST_CASE("qtune --gpu takes only an architecture this build knows, as qtune static does, before any work",
+          "[tuner][cli]") {
+  const std::string model = qt::source_root() + "/tests/golden/files/dense.ajc1";
+  const std::string store = qt::test::tuner_scratch("sm99", ".sqlite");
+  std::remove(store.c_str());
+  for (const char* arch : {"sm99", "sm_42", "banana"}) {
+    INFO(arch);
+    Run r = run("--quiet --device emu --model " + model + " --gpu " + arch + " --families rmsnorm --budget 1 --cache " + store);
+    CHECK(r.rc == 2);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+    CHECK(r.out.find("--gpu: ") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(store));
+  }
+  Run upper = run("--device emu --model " + model + " --gpu SM86 --families rmsnorm --dry-run");
+  CHECK(upper.rc == 0);  // the case of "sm" does not matter
+}
+
+TEST_CASE("qtune static --step runs on a small preset with its own AWQ group, and --fingerprint-store names a store "
+          "that has no GPU", "[tuner][cli]") {
+  // The tiny preset's dims are 64: qconvert writes its AWQ projections with group 64, not 128.
+  Run tiny = run("static --step decode --preset tiny");
+  INFO(tiny.out);
+  CHECK(tiny.rc == 0);
+  CHECK(tiny.out.find("step: default") != std::string::npos);
+  const std::string cpu_store = qt::test::tuner_scratch("cpu-only", ".sqlite");
+  std::remove(cpu_store.c_str());
+  REQUIRE(run("--device cpu --model " + qt::source_root() + "/tests/golden/files/dense.ajc1 --cache " + cpu_store +
+              " --budget 1 --min-time 0 --min-reps 1 --quiet").rc == 0);
+  Run cpu = run("static --step decode --preset tiny --fingerprint-store " + cpu_store);
+  CHECK(cpu.rc == 2);
+  CHECK(cpu.out.find(cpu_store + ": the store names no GPU") != std::string::npos);
+  const std::string junk = qt::test::tuner_scratch("junk-store", ".sqlite");
+  { std::ofstream(junk) << std::string(4096, 'x'); }
+  Run bad = run("static --step decode --preset tiny --fingerprint-store " + junk);
+  CHECK(bad.rc == 2);
+  CHECK(bad.out.find(junk + ": not a qtune tuning store") != std::string::npos);
 }
 
 TEST_CASE("qtune --device cpu tunes a shape into the store and lookup finds the winner", "[tuner][cli]") {

@@ -263,3 +263,46 @@ TEST_CASE("a store tuned only for another device is named as such by qrun in one
   CHECK(decode.status == 0);
   CHECK(decode.out.find("no results for this device, emu (sm_80); it holds emu (sm_86)") != std::string::npos);
 }
+
+TEST_CASE("a stored point that is not one of its family's is named by store check, and qrun skips it saying so",
+          "[tuner][store]") {
+  const std::string p = fresh_db("bad-point");
+  const std::string model = qt::source_root() + "/tests/golden/files/dense.ajc1";
+  Run tune = run(qtune() + " --device cpu --model " + model + " --cache " + p + " --budget 2 --min-time 0 --min-reps 1 --quiet");
+  INFO(tune.out);
+  REQUIRE(tune.status == 0);
+  // Every row's point edited by hand into one of the right names but a value of the wrong type (each its own, as
+  // the store keeps no two identical rows).
+  sql(p, "UPDATE result SET point='{\"isa\":\"avx2\",\"rows_per_task\":\"r' || id || '\",\"threads\":1}'");
+  Run check = run(qtune() + " store check --cache " + p);
+  INFO(check.out);
+  CHECK(check.status == 1);
+  CHECK_THAT(check.out, Catch::Contains("point {\"isa\":\"avx2\",\"rows_per_task\":\"r") &&
+                            Catch::Contains("is not a point of this build's matvec.q8_0; qrun skips it"));
+  Run qrun = run(qt::binary_root() + "/bin/qrun --model " + model + " --prompt-ids 1,2 -n 1 --tuned-cache " + p);
+  INFO(qrun.out);
+  CHECK(qrun.status == 0);  // no raw JSON exception: the run goes on on the built-in choices
+  CHECK_THAT(qrun.out, Catch::Contains("skipped 4 winners whose stored point is not one of this build's"));
+  CHECK_THAT(qrun.out, Catch::Contains("using the built-in choices"));
+}
+
+TEST_CASE("qtune store's reading commands refuse a path that holds no store and create none", "[tuner][store]") {
+  const std::string missing = fresh_db("no-such-store");
+  std::remove(missing.c_str());
+  for (const char* sub : {"check", "export", "lookup --family cpu.matvec.q8_0 --shape 96,96,32"}) {
+    INFO(sub);
+    Run r = run(qtune() + " store " + sub + " --cache " + missing);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.out, Catch::Contains(missing + ": no such store"));
+    CHECK_FALSE(std::filesystem::exists(missing));
+  }
+  const std::string empty = fresh_db("empty-store");
+  std::ofstream{empty};
+  Run r = run(qtune() + " store check --cache " + empty);
+  CHECK(r.status == 2);
+  CHECK_THAT(r.out, Catch::Contains("an empty file, not a qtune store"));
+  CHECK(std::filesystem::file_size(empty) == 0);
+  // import makes a store where there was none.
+  Run exp = run(qtune() + " store import /nonexistent.json --cache " + missing);
+  CHECK(exp.status != 0);
+}

@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -6,6 +7,7 @@
 #include "common/cli_args.h"
 #include "common/error.h"
 #include "device/winners/dispatch.h"
+#include "kernels_src/registry/stored_point.h"
 #include "tuner/cli/commands.h"
 #include "tuner/family/family.h"
 #include "tuner/store/store.h"
@@ -69,6 +71,14 @@ int store_command(const std::vector<std::string>& args) {
     throw Error("unknown store subcommand '" + sub + "'");
   }
   if (!cli.parse(std::vector<std::string>(args.begin() + 1, args.end()))) return 0;
+  // The commands that only read: a mistyped path is an error, never a new empty store (import creates one).
+  if (sub != "import" && sub != "import-kt") {
+    const std::string& path = cli.get("--cache");
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) throw Error(path + ": no such store");
+    if (!std::filesystem::is_regular_file(path, ec)) throw Error(path + ": not a regular file, so no store");
+    if (std::filesystem::file_size(path, ec) == 0) throw Error(path + ": an empty file, not a qtune store");
+  }
   StoreOptions options;
   options.warn_if_damaged = sub != "check";  // check reports it itself
   options.force_write = (sub == "import" || sub == "import-kt") && cli.get_flag("--force-write");
@@ -90,6 +100,21 @@ int store_command(const std::vector<std::string>& args) {
         std::printf("bad row: dispatch %s %s M=%lld ranks '%s', a family this build does not have; qrun skips it\n",
                     d.op.c_str(), nlohmann::json(d.shape).dump().c_str(), (long long)d.bucket, f.c_str());
       }
+    // Ok rows of this build's sources whose point is not one of the family's: qrun would skip them.
+    size_t unreadable = 0;
+    for (const char* device : {"cpu", "emu", "cuda"})
+      for (const std::string& name : family_names(device)) {
+        const auto tunable = find_family(name);
+        const kernels::KernelFamily& f = tunable->family();
+        for (const winners::ResultRow& r : st.rows(name)) {
+          if (r.status != Status::Ok || r.source_hash != tunable->source_hash() || kernels::point_from_json(f, r.point))
+            continue;
+          ++unreadable;
+          std::printf("bad row: result %s %s on %s: point %s is not a point of this build's %s; qrun skips it\n",
+                      r.family.c_str(), nlohmann::json(r.shape).dump().c_str(), r.device.name.c_str(),
+                      r.point.dump().c_str(), f.name.c_str());
+        }
+      }
     // Rows of a registry family measured on other sources than this build's: lookups ignore them.
     for (const char* device : {"cpu", "emu", "cuda"})
       for (const std::string& name : family_names(device)) {
@@ -99,7 +124,7 @@ int store_command(const std::vector<std::string>& args) {
                       name.c_str(), (long long)stale.rows, stale.device_name.c_str(),
                       stale.source_hash.substr(0, 12).c_str(), hash.substr(0, 12).c_str());
       }
-    return ic == "ok" && bad.empty() && unknown == 0 ? 0 : 1;
+    return ic == "ok" && bad.empty() && unknown == 0 && unreadable == 0 ? 0 : 1;
   }
   if (sub == "export") {
     std::vector<BadRow> bad;

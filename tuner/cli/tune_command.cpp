@@ -14,6 +14,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "device/arch/arch_limits.h"
 #include "common/flag_ranges.h"
 #include "common/progress.h"
 #include "models/formats/model_file.h"
@@ -262,10 +263,12 @@ int tune_command(const std::vector<std::string>& args) {
   std::string device = cli.get("--device");
   int target_sm = 0;
   if (cli.given("--gpu")) {
-    std::string arch = cli.get("--gpu");
-    if (arch.rfind("sm", 0) == 0) arch = arch.substr(arch.size() > 2 && arch[2] == '_' ? 3 : 2);
-    target_sm = int(parse_int(arch, "--gpu"));
-    if (target_sm < 50 || target_sm > 200) throw Error("--gpu must name an architecture like sm86");
+    // An architecture this build knows (its limits and its NVRTC target), as qtune static requires.
+    try {
+      target_sm = compile::parse_arch(cli.get("--gpu"));
+    } catch (const Error& e) {
+      throw Error(std::string("--gpu: ") + e.what());
+    }
   }
   // `--gpu` without --family: the whole model on a GPU (or, with --device emu, the same flow on the emulator).
   if (cli.given("--gpu") && !cli.given("--family")) {

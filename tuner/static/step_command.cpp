@@ -23,7 +23,7 @@ namespace qt::tune {
 namespace {
 
 // The types a preset's weights take in a model file of `format`, as qconvert writes it (WriterOptions): ak48
-// holds AWQ projections (group 128) beside fp16 embedding and lm_head; ajc1 holds everything in Q8_0; moe3
+// holds AWQ projections (group 128, halved until it divides every K) beside fp16 embedding and lm_head; ajc1 holds everything in Q8_0; moe3
 // holds Q8_0 beside experts of --expert-type. Q8_0's group is qwen3.c's rule, 64 halved until it divides dim.
 StepWeights preset_weights(const ModelConfig& c, FileFormat format, WeightType expert, int64_t group) {
   StepWeights w;
@@ -35,7 +35,8 @@ StepWeights preset_weights(const ModelConfig& c, FileFormat format, WeightType e
   if (format == FileFormat::AK48) {
     all(WeightType::F16, 0);
     w.dense = WeightType::AWQ_INT4;
-    w.dense_group = group ? group : 128;
+    // qconvert's default AWQ group where the checkpoint names none: 128 halved until it divides every K.
+    w.dense_group = group ? group : default_group_dividing(WeightType::AWQ_INT4, {c.dim, c.q_dim(), c.hidden_dim});
   } else {
     all(WeightType::Q8_0, q8_group);
   }
@@ -44,7 +45,7 @@ StepWeights preset_weights(const ModelConfig& c, FileFormat format, WeightType e
   return w;
 }
 
-// The GPU figures of the first device a tuning store names (its fingerprint), read without changing the file.
+// The GPU figures of the first GPU a tuning store names (its fingerprint), read without changing the file.
 dev::DeviceFingerprint store_device(const std::string& path) {
   sqlite3* db = nullptr;
   // immutable: a read-only open of a WAL store would still leave -shm and -wal files beside it.
@@ -56,13 +57,18 @@ dev::DeviceFingerprint store_device(const std::string& path) {
   std::vector<winners::StoredDevice> devices;
   try {
     devices = winners::read_devices(db);
-  } catch (...) {
+  } catch (const std::exception& e) {
     sqlite3_close(db);
-    throw;
+    throw Error(path + ": not a qtune tuning store (" + e.what() + ")", kExitBadInput);
   }
   sqlite3_close(db);
+  for (const winners::StoredDevice& d : devices)
+    if (d.fingerprint.arch.rfind("sm_", 0) == 0 && d.fingerprint.name != "emu") return d.fingerprint;
   if (devices.empty()) throw Error(path + ": the store names no device", kExitBadInput);
-  return devices.front().fingerprint;
+  throw Error(path + ": the store names no GPU (its devices: " + devices.front().fingerprint.name +
+                  (devices.size() > 1 ? " and " + std::to_string(devices.size() - 1) + " more" : "") +
+                  "), so it has no GPU's figures to give",
+              kExitBadInput);
 }
 
 // The flags declare_step_flags adds, and those of the per-family table, which a step prediction does not read.

@@ -78,7 +78,12 @@ int cmd_decode(int argc, char** argv) {
   tok::Tokenizer t = tok::Tokenizer::load(args.get("--tokenizer"));
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_stdin());
+    // A flat array: anything nested is refused as the parser descends, before it is built.
+    const nlohmann::json::parser_callback_t flat = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+      if (depth > 1) throw Error("stdin: expected a JSON array of token ids, found nested arrays or objects");
+      return true;
+    };
+    j = nlohmann::json::parse(read_stdin(), flat);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("stdin: not valid JSON: ") + e.what());
   }

@@ -1,0 +1,17 @@
+#pragma once
+// A point as the tuning store keeps it ({"warps": 4, "isa": "avx2"}: labelled parameters by name) read back as
+// a Point of its family, for every reader of a store: the runtime's kernel choices (GPU and CPU) and the store
+// check, so a stored point is judged by one rule.
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels_src/registry/family.h"
+
+namespace qt::kernels {
+
+// The point `j` names in `f`'s space; nullopt when it is none (a parameter missing or renamed since, a value
+// of the wrong type or outside today's space).
+std::optional<Point> point_from_json(const KernelFamily& f, const nlohmann::json& j);
+
+}  // namespace qt::kernels
