@@ -1,6 +1,7 @@
 #include "common/paths.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 
@@ -25,6 +26,17 @@ std::string regular_file_problem(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return "no such file";
   if (S_ISDIR(st.st_mode)) return "a folder, not a file";
   if (!S_ISREG(st.st_mode)) return "not a regular file (a FIFO, socket or device)";
+  return "";
+}
+
+std::string output_file_problem(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "a folder, not a file";
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0) return "its folder " + dir + " does not exist";
+  if (!S_ISDIR(st.st_mode)) return dir + " is not a folder";
+  if (::access(dir.c_str(), W_OK) != 0) return "its folder " + dir + " is not writable";
   return "";
 }
 

@@ -17,5 +17,8 @@ bool file_exists(const std::string& path);  // a regular file (or a link to one)
 // "" when `path` is a regular file, else why it is not one: "no such file", "a folder, not a file", or "not a
 // regular file (a FIFO, socket or device)", which a reader would block on or misread.
 std::string regular_file_problem(const std::string& path);
+// "" when a file can be written at `path` (its folder exists and is writable, and it is no folder itself), else
+// why not: checked before long work whose result would otherwise be lost at the end.
+std::string output_file_problem(const std::string& path);
 
 }  // namespace qt

@@ -189,3 +189,21 @@ TEST_CASE("qtune refuses a shape its family cannot run and out-of-range flags be
   Run check = run("store check --cache " + db);
   REQUIRE(check.out.find(" 0 results") != std::string::npos);
 }
+
+TEST_CASE("qtune checks a mistyped --families name and an unwritable --json path before any work, in one line",
+          "[tuner][cli]") {
+  const std::string model = qt::source_root() + "/tests/golden/files/dense.ajc1";
+  Run fam = run("--device emu --model " + model + " --gpu sm86 --families rmsnorm,bogus --dry-run");
+  CHECK(fam.rc == 2);
+  CHECK(std::count(fam.out.begin(), fam.out.end(), '\n') == 1);  // no plan printed before the error
+  CHECK(fam.out.find("--families: unknown kernel family 'bogus'") != std::string::npos);
+  CHECK(run("--device emu --model " + model + " --gpu sm86 --families rmsnorm,cublaslt_f16 --dry-run").rc == 0);
+  for (const std::string cmd : {"static --kernel rmsnorm --json /nonexistent/x.json",
+                                "static --step decode --preset tiny --json /nonexistent/x.json"}) {
+    INFO(cmd);
+    Run r = run(cmd);
+    CHECK(r.rc == 2);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+    CHECK(r.out.find("--json /nonexistent/x.json: its folder /nonexistent does not exist") != std::string::npos);
+  }
+}

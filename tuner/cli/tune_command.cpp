@@ -14,6 +14,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "tuner/family/blas_baselines.h"
 #include "device/arch/arch_limits.h"
 #include "common/flag_ranges.h"
 #include "common/progress.h"
@@ -100,6 +101,22 @@ void print_model_shapes(const std::string& path, const ModelFile& mf) {
 int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
   if (!cli.given("--model")) throw Error("--gpu needs --model X.bin");
   const std::string arch = "sm" + std::to_string(target_sm);
+  std::vector<std::string> families;
+  if (auto f = cli.get_optional("--families")) {
+    for (size_t p = 0; p <= f->size();) {
+      size_t q = f->find(',', p);
+      if (q == std::string::npos) q = f->size();
+      if (q > p) families.push_back(f->substr(p, q - p));
+      p = q + 1;
+    }
+    // Before any output: a mistyped name is one line, not the end of a plan.
+    for (const std::string& name : families) {
+      if (name == "all") continue;
+      bool known = find_blas_baseline(name) != nullptr;
+      for (const kernels::KernelFamily* family : kernels::all_families()) known = known || family->name == name;
+      if (!known) throw Error("--families: unknown kernel family '" + name + "' (`qtune families` lists them)");
+    }
+  }
   auto mf = ModelFile::open(cli.get("--model"));
   print_model_shapes(cli.get("--model"), *mf);
   auto static_step = [&] {
@@ -112,15 +129,7 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
   GpuTuningOptions opt;
   opt.device = device;
   opt.target_sm = target_sm;
-  if (auto f = cli.get_optional("--families")) {
-    opt.families.clear();
-    for (size_t p = 0; p <= f->size();) {
-      size_t q = f->find(',', p);
-      if (q == std::string::npos) q = f->size();
-      if (q > p) opt.families.push_back(f->substr(p, q - p));
-      p = q + 1;
-    }
-  }
+  if (cli.given("--families")) opt.families = families;
   if (cli.given("--buckets")) opt.buckets = parse_int_list(cli.get("--buckets"), "--buckets");
   opt.budget = cli.get("--budget");
   opt.time_limit_s = cli.given("--time-limit") ? cli.get_double("--time-limit") : emu ? 0 : 570;

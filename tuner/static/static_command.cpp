@@ -16,6 +16,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/paths.h"
 #include "common/flag_ranges.h"
 #include "common/number_format.h"
 #include "kernels_src/registry/registry.h"
@@ -122,6 +123,8 @@ int run_static_command(const std::vector<std::string>& args) {
   tune::declare_step_flags(cli);
   if (!cli.parse(args)) return kExitOk;
   if (!cli.positional().empty()) throw Error("qtune static takes no positional argument: " + cli.positional()[0]);
+  if (auto path = cli.get_optional("--json"))
+    if (const std::string why = output_file_problem(*path); !why.empty()) throw Error("--json " + *path + ": " + why);
 
   const int sm = parse_arch(cli.get("--gpu"));
   tune::check_step_flags(cli);
