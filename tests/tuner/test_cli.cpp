@@ -85,6 +85,9 @@ TEST_CASE("qtune rejects bad input with one line and exit code 2", "[tuner][cli]
   REQUIRE(strat.out.find("unknown strategy 'nope'") != std::string::npos);
   Run budget = run("replay --space " + kSlice + " --budget 0%");
   REQUIRE(budget.rc == 2);
+  Run empty_item = run("replay --space " + kSlice + " --budget 10,,20");  // as --buckets 1,,2 is refused
+  REQUIRE(empty_item.rc == 2);
+  REQUIRE(empty_item.out.find("--budget: empty item in list '10,,20'") != std::string::npos);
   Run dev = run("--device quantum --shape 8,64,64");
   REQUIRE(dev.rc == 2);
   REQUIRE(std::count(dev.out.begin(), dev.out.end(), '\n') == 1);

@@ -21,13 +21,15 @@ namespace qt::tune {
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& text) {
+// As common's parse_int_list: an empty item ("10,,20") is a mistake, not nothing.
+std::vector<std::string> split_list(const std::string& text, const std::string& what) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
     if (comma == std::string::npos) comma = text.size();
-    if (comma > start) out.push_back(text.substr(start, comma - start));
+    if (comma == start) throw Error(what + ": empty item in list '" + text + "'");
+    out.push_back(text.substr(start, comma - start));
     start = comma + 1;
   }
   return out;
@@ -36,7 +38,7 @@ std::vector<std::string> split_list(const std::string& text) {
 // Recorded spaces from --space (a list of files) and --spaces (a folder: every .json and .json.gz in it).
 std::vector<std::string> space_files(const CliArgs& cli) {
   std::vector<std::string> files;
-  if (cli.given("--space")) files = split_list(cli.get("--space"));
+  if (cli.given("--space")) files = split_list(cli.get("--space"), "--space");
   if (cli.given("--spaces")) {
     const std::string dir = cli.get("--spaces");
     std::error_code ec;
@@ -92,12 +94,12 @@ int leave_one_out_command(const CliArgs& cli, const std::vector<std::string>& fi
   std::vector<NamedSpace> spaces;
   for (size_t i = 0; i < files.size(); ++i) spaces.push_back({space_name(files[i]), &loaded[i]});
   LooOptions opt;
-  opt.strategies = split_list(cli.get("--strategies"));
+  opt.strategies = split_list(cli.get("--strategies"), "--strategies");
   for (const auto& s : opt.strategies) {
     if (s == "best" || s == "exhaustive") throw Error("--strategies: '" + s + "' cannot be a candidate for best");
     make_strategy(s);
   }
-  opt.budgets = split_list(cli.get("--budget"));
+  opt.budgets = split_list(cli.get("--budget"), "--budget");
   for (const auto& b : opt.budgets) parse_budget(b, 100);  // reject bad budgets before any work
   opt.seeds = cli.get_int_as<int>("--seeds");
   opt.first_seed = cli.get_int_as<uint64_t>("--first-seed");
@@ -195,7 +197,7 @@ int replay_command(const std::vector<std::string>& args) {
   SweepOptions opt;
   opt.strategy = cli.get("--strategy");
   make_strategy(opt.strategy);  // reject unknown names before any work
-  const std::vector<std::string> budgets = split_list(cli.get("--budget"));
+  const std::vector<std::string> budgets = split_list(cli.get("--budget"), "--budget");
   if (budgets.empty()) throw Error("--budget: no budget given");
   std::vector<Budget> parsed;
   for (const auto& b : budgets) parsed.push_back(parse_budget(b, rs.space.size()));
