@@ -253,6 +253,7 @@ double parse_double(const std::string& text, const std::string& what) {
 
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {
   std::vector<int64_t> out;
+  if (!text.empty() && text.back() == ',') throw Error(what + ": empty item in list '" + text + "'");
   std::string item;
   std::istringstream in(text);
   while (std::getline(in, item, ',')) {

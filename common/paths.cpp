@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include <cstdlib>
 
 namespace qt {
@@ -37,6 +39,15 @@ std::string output_file_problem(const std::string& path) {
   if (::stat(dir.c_str(), &st) != 0) return "its folder " + dir + " does not exist";
   if (!S_ISDIR(st.st_mode)) return dir + " is not a folder";
   if (::access(dir.c_str(), W_OK) != 0) return "its folder " + dir + " is not writable";
+  return "";
+}
+
+std::string overwrites_input(const std::string& out, const std::vector<std::string>& inputs) {
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (!in.empty() && std::filesystem::equivalent(out, in, ec))
+      return out + " is the input " + in + ": writing it would destroy what is being read; choose another name";
+  }
   return "";
 }
 

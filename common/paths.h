@@ -2,6 +2,7 @@
 // Where the tools find the files that ship with qtune (the Qwen3 tokenizer, the default model). The
 // source tree's location is compiled in; QTUNE_HOME overrides it for installed or relocated copies.
 #include <string>
+#include <vector>
 
 namespace qt {
 
@@ -20,5 +21,8 @@ std::string regular_file_problem(const std::string& path);
 // "" when a file can be written at `path` (its folder exists and is writable, and it is no folder itself), else
 // why not: checked before long work whose result would otherwise be lost at the end.
 std::string output_file_problem(const std::string& path);
+// "" unless writing `out` would replace one of `inputs` (the same file, through links too): then which, so a
+// tool refuses before it truncates what it is reading.
+std::string overwrites_input(const std::string& out, const std::vector<std::string>& inputs);
 
 }  // namespace qt

@@ -175,7 +175,7 @@ void prepare_schema(sqlite3* db, const std::string& path, OpenMode mode) {
     std::string names;
     for (const std::string& t : tables) names += (names.empty() ? "" : ", ") + t;
     throw Error(path + ": not a qtune tuning store (it holds the tables " + shortened(names) +
-                    "); give --cache a new file or a store qtune wrote",
+                    "); give a new file or a store qtune wrote",
                 kExitBadInput);
   }
   const int64_t version = store ? std::max<int64_t>(user_version(db), 1) : 0;

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "common/paths.h"
 #include "device/winners/sqlite_stmt.h"
 
 namespace qt::winners {
@@ -254,13 +255,20 @@ std::string open_store(const std::string& path, bool immutable, sqlite3** db) {
 
 }  // namespace
 
-WinnersTable::WinnersTable(const std::string& path) : path_(path) {
-  if (!std::filesystem::is_regular_file(path)) throw Error(path + ": no such tuning store", kExitBadInput);
-  std::string error = open_store(path, false, &db_);
+sqlite3* open_store_read_only(const std::string& path) {
+  if (const std::string why = regular_file_problem(path); !why.empty())
+    throw Error(path + ": " + (why == "no such file" ? "no such tuning store" : why), kExitBadInput);
+  sqlite3* db = nullptr;
+  std::string error = open_store(path, false, &db);
   // A WAL store in a folder this user cannot write: reading it needs a -shm file SQLite cannot create there.
   // Nobody can be writing it either (a writer needs that folder too), so it is read as an immutable file.
-  if (!error.empty() && error.find("readonly database") != std::string::npos) error = open_store(path, true, &db_);
+  if (!error.empty() && error.find("readonly database") != std::string::npos) error = open_store(path, true, &db);
   if (!error.empty()) throw Error(error, kExitBadInput);
+  return db;
+}
+
+WinnersTable::WinnersTable(const std::string& path) : path_(path) {
+  db_ = open_store_read_only(path);
   const std::string qc = quick_check(db_);
   // Every row is read once here, so one warning counts them all; lookups then skip the same rows quietly.
   std::vector<BadRow> bad;

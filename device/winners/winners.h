@@ -79,6 +79,10 @@ std::optional<DispatchEntry> dispatch_for(sqlite3* db, const DeviceFingerprint& 
                                           const std::string& weight_type, const std::vector<int64_t>& rest, int64_t m,
                                           std::vector<BadRow>* bad = nullptr);
 
+// `path` opened read-only with its schema checked, for readers that never write (a WAL store in a folder this
+// user cannot write is read as an immutable file). Throws qt::Error (exit 2) naming the file.
+sqlite3* open_store_read_only(const std::string& path);
+
 // A store opened read-only, for the runtime. A store that fails SQLite's quick check, or holds rows that
 // cannot be read, gets one warning on stderr naming it and the count; lookups ignore the bad rows.
 class WinnersTable {

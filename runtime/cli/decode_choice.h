@@ -54,6 +54,10 @@ struct MeasuredVariant {
 void store_decode_ranking(const std::string& path, const winners::DeviceFingerprint& device, const std::string& prefix,
                           const DecodeStepKey& key, std::vector<MeasuredVariant> measured);
 
+// Throws qt::Error (exit 2) naming the store when a ranking could not be written to it: checked before the
+// measurement, so that its minutes are not lost to a path that cannot take the result.
+void check_decode_store_writable(const std::string& path);
+
 // The stored ranking's fastest variant among `runnable`, with a line saying so for the statistics; nullopt
 // when the store holds no ranking for this device and model.
 struct StoredDecodeChoice {

@@ -107,6 +107,24 @@ std::string type_label(WeightType t) {
 
 WeightType linear_type(const ModelWeights& w) { return model_linear_type(w); }
 
+// The --q8-model companion: Q8_0 weights of the same shape, or its rows and goals would compare unlike things.
+void check_q8_companion(const std::string& path, const ModelWeights& w) {
+  const auto q8 = ModelFile::open(path);
+  const WeightType t = linear_type(q8->weights());
+  if (t != WeightType::Q8_0)
+    throw Error("--q8-model " + path + ": its linear weights are " + weight_type_name(t) + ", not Q8_0");
+  const ModelConfig &a = w.config, &b = q8->config();
+  const std::vector<std::pair<const char*, std::pair<int64_t, int64_t>>> dims = {
+      {"layers", {a.n_layers, b.n_layers}},   {"hidden size", {a.dim, b.dim}},
+      {"heads", {a.n_heads, b.n_heads}},      {"KV heads", {a.n_kv_heads, b.n_kv_heads}},
+      {"head dim", {a.head_dim, b.head_dim}}, {"MLP width", {a.hidden_dim, b.hidden_dim}},
+      {"experts", {a.num_experts, b.num_experts}}, {"vocabulary", {a.vocab_size, b.vocab_size}}};
+  for (const auto& [what, v] : dims)
+    if (v.first != v.second)
+      throw Error("--q8-model " + path + ": " + what + " " + std::to_string(v.second) + ", where the model has " +
+                  std::to_string(v.first) + ": not the same shape");
+}
+
 // The whole report: kernels per linear shape, the bandwidth, end to end per variant; then REPORT.md.
 int run_report(const CliArgs& cli, int argc, char** argv, const std::string& path) {
   const std::string device = cli.get("--device");
@@ -135,6 +153,7 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
   std::string q8_path = cli.given("--q8-model") ? cli.get("--q8-model") : "";
   if (q8_path.empty() && !cli.given("--model") && linear_type(w) != WeightType::Q8_0)
     q8_path = c.is_moe() ? synthetic_model(cli, std::nullopt, WeightType::Q8_0) : synthetic_model(cli, FileFormat::AJC1);
+  if (cli.given("--q8-model")) check_q8_companion(q8_path, w);
   const std::string label = type_label(linear_type(w));
   const std::string dir = cli.get("--report");
   // What is measured so far, written after each section: a run stopped by its time limit (a GPU lent for
@@ -293,6 +312,8 @@ int run_choose_decode(const CliArgs& cli, const std::string& path) {
     throw Error("--choose-decode keeps its ranking in the tuning store: give --tuned-cache FILE (made when missing)");
   if (cli.given("--report")) throw Error("--choose-decode and --report are two measurements: give one");
   const std::string store = cli.get("--tuned-cache");
+  const bool had_store = std::filesystem::exists(store);
+  check_decode_store_writable(store);
   const auto file = ModelFile::open(path);
   const ModelWeights& w = file->weights();
   const ModelConfig& c = file->config();
@@ -300,15 +321,15 @@ int run_choose_decode(const CliArgs& cli, const std::string& path) {
   const int64_t warmup = cli.get_int("--warmup");
   const int64_t context = prompt + gen + 1;
   if (context > c.max_seq_len)
-    throw Error("--prompt + --gen (" + std::to_string(prompt + gen) + " tokens) exceed the model's " +
-                std::to_string(c.max_seq_len));
+    throw Error("--prompt " + std::to_string(prompt) + " and --gen " + std::to_string(gen) + " need a context of " +
+                std::to_string(context) + " tokens, more than the model's maximum of " + std::to_string(c.max_seq_len));
   RunDeviceOptions ro;
   ro.device = device;
   ro.emu_arch = compile::parse_arch(cli.get("--emu-arch"));
   if (ro.emu_arch < 80) throw Error("--emu-arch: the emulator presents sm80, sm86, sm89 or sm90, not " + cli.get("--emu-arch"));
   if (cli.given("--threads")) ro.emu_threads = cli.get_int_as<int>("--threads");
   // The kernels as the store tuned them, when it exists: the variants differ only in what this ranks.
-  if (std::filesystem::exists(store)) ro.tuned_cache = store;
+  if (had_store) ro.tuned_cache = store;
   int arch = 0;
   winners::DeviceFingerprint fingerprint;
   {
@@ -358,8 +379,9 @@ int run_choose_decode(const CliArgs& cli, const std::string& path) {
   const auto best = std::min_element(measured.begin(), measured.end(), [](const MeasuredVariant& a, const MeasuredVariant& b) {
     return a.seconds_per_step < b.seconds_per_step;
   });
-  std::printf("stored in %s: qrun --device %s --tuned-cache %s runs this model's decode step as %s\n", store.c_str(),
-              device.c_str(), store.c_str(), best->variant.label().c_str());
+  const std::string arch_flag = device == "emu" && arch != 80 ? " --emu-arch sm" + std::to_string(arch) : "";
+  std::printf("stored in %s: qrun --device %s%s --tuned-cache %s runs this model's decode step as %s\n", store.c_str(),
+              device.c_str(), arch_flag.c_str(), store.c_str(), best->variant.label().c_str());
   if (device == "emu")
     std::printf("note: the emulator's times say nothing of a GPU's; on emu this ranking only exercises the flow\n");
   return 0;
@@ -418,6 +440,16 @@ int run(int argc, char** argv) {
   const int64_t prompt = cli.get_int("--prompt"), gen = cli.get_int("--gen"), repeat = cli.get_int("--repeat");
   const int64_t warmup = cli.get_int("--warmup");
 
+  // Options of one measurement given to another would be silently ignored.
+  const bool report = cli.given("--report"), choose = cli.get_flag("--choose-decode");
+  for (const char* o : {"--buckets", "--prompts", "--attention-contexts", "--q8-model"})
+    if (cli.given(o) && !report) throw Error(std::string(o) + " applies only with --report");
+  if (cli.given("--emu-arch") && !report && !choose)
+    throw Error("--emu-arch applies only with --report or --choose-decode on --device emu");
+  if (choose)
+    for (const char* o : {"--json", "--kv", "--tiles", "--bandwidth-mb", "--reference", "--context"})
+      if (cli.given(o)) throw Error(std::string(o) + " does not apply to --choose-decode");
+  if (report && cli.given("--json")) throw Error("--json applies to a plain run; --report writes DIR/report.json");
   if (cli.given("--report") && !cli.given("--format") && !cli.given("--model") && cli.get("--device") != "cpu" &&
       !synthetic::preset_config(cli.get("--preset")).is_moe())
     return run_report(cli, argc, argv, synthetic_model(cli, FileFormat::AK48));  // the device report is AWQ's

@@ -16,6 +16,7 @@
 #include "common/paths.h"
 #include "common/progress.h"
 #include "models/core/config_limits.h"
+#include "kernels_src/fraglinear/frag_layout.h"
 #include "models/formats/model_file.h"
 #include "runtime/cli/generation.h"
 #include "runtime/cli/run_device.h"
@@ -160,6 +161,13 @@ int run(int argc, char** argv) {
   if (ids_mode && (cli.given("--prompt") || cli.get_flag("--interactive")))
     throw Error("--prompt-ids cannot be combined with --prompt or --interactive");
   if (cli.given("--logits-out") && !ids_mode) throw Error("--logits-out needs --prompt-ids");
+  if (cli.given("--logits-out")) {
+    const std::string model = cli.given("--model") ? cli.get("--model") : default_model_path();
+    if (const std::string why = overwrites_input(cli.get("--logits-out"),
+                                                 {model, cli.given("--tuned-cache") ? cli.get("--tuned-cache") : ""});
+        !why.empty())
+      throw Error("--logits-out " + why);
+  }
   // Token ids bypass the tokenizer and the chat template: options of those would be silently ignored.
   if (ids_mode)
     for (const char* o : {"--raw", "--system", "--think", "--no-think", "--tokenizer"})
@@ -225,6 +233,18 @@ int run(int argc, char** argv) {
   if (expert_layout == "frag" && run_opts.trtllm_int8)
     throw Error("--expert-layout frag and --int8-layout trtllm each choose the experts' layout: give one");
   if (expert_layout != "auto") run_opts.frag_experts = expert_layout == "frag";
+  // Layouts of experts this model does not have would be silently ignored.
+  {
+    const bool moe = cfg.is_moe();
+    const WeightType experts = model_linear_type(file->weights());
+    if (expert_layout == "frag" && (!moe || !kernels::frag::frag_layout_holds(experts)))
+      throw Error(std::string("--expert-layout frag: ") +
+                  (moe ? std::string("the frag layout holds AWQ, INT8 sym and Q8_0 experts, not ") + weight_type_name(experts)
+                       : std::string("the model has no MoE experts")));
+    if (run_opts.trtllm_int8 && (!moe || (experts != WeightType::INT8_GW_SYM && experts != WeightType::INT8_GW_ASYM)))
+      throw Error(std::string("--int8-layout trtllm lays out INT8 group-wise experts; this model's ") +
+                  (moe ? std::string("are ") + weight_type_name(experts) : std::string("has none")));
+  }
   CpuOptions& opts = run_opts.cpu;
   opts.reference = cli.get_flag("--reference");
   if (cli.given("--threads")) {

@@ -26,6 +26,10 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
   bool pdl = o.programmatic_launch;
   cuda::CudaDevice* gpu = nullptr;
   if (o.device == "emu") {
+    // Each emulator thread maps its shared-memory window with guard pages (thousands of mappings): past 8 threads
+    // a default vm.max_map_count runs out, and the emulator gains nothing on a 2-core CI machine anyway.
+    if (o.emu_threads > 8)
+      throw Error("--threads " + std::to_string(o.emu_threads) + ": the emulator runs at most 8 host threads");
     emu::EmuOptions eo;
     eo.threads = uint32_t(o.emu_threads);
     eo.checks = o.emu_checks;

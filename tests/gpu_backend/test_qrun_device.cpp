@@ -395,3 +395,18 @@ TEST_CASE("qbench --choose-decode and qrun --no-stored-decode refuse what they c
   CHECK(r.err.find("--no-stored-decode") != std::string::npos);
   CHECK(lines(r.err) == 1);
 }
+
+TEST_CASE("qrun refuses an experts' layout the model's experts cannot take, in one line, instead of ignoring it") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"dense.ak48 --expert-layout frag", "--expert-layout frag: the model has no MoE experts"},
+      {"moe-norm.int8-asym.moe3 --emu-arch sm90 --expert-layout frag", "not INT8_GW_ASYM"},
+      {"moe-norm.q8_0.moe3 --int8-layout trtllm", "--int8-layout trtllm lays out INT8 group-wise experts; this model's are Q8_0"},
+      {"dense.ajc1 --int8-layout trtllm", "this model's has none"}};
+  for (const auto& [args, needle] : cases) {
+    INFO(args);
+    const Result r = qrun("--device emu --prompt-ids 5,6 -n 1 --model " + kFiles + args);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find(needle) != std::string::npos);
+  }
+}

@@ -433,16 +433,21 @@ TEST_CASE("qbench --device cpu --report compares tuned and default CPU kernels p
 }
 
 TEST_CASE("qbench --report stopped part way leaves what it measured, marked incomplete") {
-  // The Q8_0 companion model is the last variant: an unreadable one stops the run after the others.
-  const std::string dir = scratch("partial"), junk = scratch("junk") + ".ajc1";
+  // The Q8_0 companion model is the last variant. One whose header allows a context of 4 tokens passes the
+  // checks made before measuring (a Q8_0 model of the same shape) and stops the run at its own variant, after
+  // the others, when the report's 8-token prompt does not fit it.
+  const std::string dir = scratch("partial"), junk = scratch("short-context") + ".ajc1";
+  std::filesystem::copy_file(kFiles + "dense.ajc1", junk, std::filesystem::copy_options::overwrite_existing);
   {
-    std::ofstream out(junk, std::ios::binary);
-    out << "not a model file";
+    std::fstream f(junk, std::ios::in | std::ios::out | std::ios::binary);
+    const int32_t four = 4;
+    f.seekp(32);  // the header's max_seq_len (models/formats/header.cpp)
+    f.write(reinterpret_cast<const char*>(&four), sizeof four);
   }
   const Result r = qbench("--device cpu --model " + kFiles + "dense.ak48 --q8-model " + junk + " --report " + dir +
                           " --prompts 8 --gen 2 --repeat 1 --threads 1 --bandwidth-mb 16");
   CHECK(r.code != 0);
-  CHECK(r.err.find(junk) != std::string::npos);
+  CHECK(r.err.find("exceeds the model's 4") != std::string::npos);
   const json j = json::parse(slurp(dir + "/report.json"));
   REQUIRE(!j["kernels"].empty());
   REQUIRE(j["end_to_end"].size() == 1);
@@ -489,6 +494,29 @@ TEST_CASE("qbench on the CPU applies a --tuned-cache as qrun does, and refuses o
   CHECK(missing.code == 2);
   CHECK(count(missing.err, "\n") == 1);
   CHECK(missing.err.find(store + ".missing") != std::string::npos);
+}
+
+TEST_CASE("qbench refuses options that its measurement would ignore, a --q8-model that is no companion, and a "
+          "--choose-decode store it could not write, each before measuring") {
+  const std::string ak48 = kFiles + "dense.ak48";
+  const std::string report = " --device emu --model " + ak48 + " --buckets 1 --prompts 2 --gen 2 --repeat 1 --report " +
+                             scratch("refused");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--model " + ak48 + " --buckets 5 --prompt 1 --gen 1", "--buckets applies only with --report"},
+      {"--model " + ak48 + " --emu-arch sm90 --prompt 1 --gen 1", "--emu-arch applies only with --report or --choose-decode"},
+      {"--device emu --model " + ak48 + " --choose-decode --tuned-cache x.sqlite --json", "--json does not apply to --choose-decode"},
+      {report + " --json", "--json applies to a plain run"},
+      {report + " --q8-model " + ak48, "its linear weights are AWQ_INT4, not Q8_0"},
+      {report + " --q8-model " + kFiles + "moe-norm.q8_0.moe3", "not the same shape"},
+      {"--device emu --model " + ak48 + " --choose-decode --tuned-cache /nonexistent/s.sqlite",
+       "cannot write the tuning store: its folder /nonexistent does not exist"}};
+  for (const auto& [args, needle] : cases) {
+    INFO(args);
+    const Result r = qbench(args);
+    CHECK(r.code == 2);
+    CHECK(count(r.err, "\n") == 1);
+    CHECK(r.err.find(needle) != std::string::npos);
+  }
 }
 
 TEST_CASE("qbench --device cuda --report without a driver exits 3 with one line naming the reason") {

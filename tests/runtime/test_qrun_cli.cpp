@@ -83,6 +83,9 @@ TEST_CASE("qrun rejects bad command lines with one clear line and exit code 2", 
       // Options that would be silently ignored are refused.
       {model + " --prompt-ids 1,2 --system hello -n 0", "--system shapes the text prompt"},
       {model + " --prompt-ids 1,2 --no-graphs -n 0", "--no-graphs is a device option"},
+      // An output that is an input would be truncated while being read.
+      {model + " --prompt-ids 1,2 -n 0 --logits-out " + kGolden + "files/dense.ajc1", "is the input"},
+      {model + " --prompt-ids 1,2 -n 1 --device emu --threads 16", "the emulator runs at most 8 host threads"},
       {"--model " + kTmp + "fifo -p hi", "not a regular file (a FIFO"},
       {model + " --prompt-ids 1,2 --tuned-cache " + kGolden + "files -n 0", "a folder, not a file"},
   };

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -119,4 +120,15 @@ TEST_CASE("qtok refuses JSON nested deeper than any input it reads with one line
   // A tool schema a few levels deep is what chat templates see every day.
   r = run_qtok("chat", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"a\":{\"b\":[[1]]}}]}");
   CHECK(r.status == 0);
+}
+
+TEST_CASE("qtok export never writes over the tokenizer it reads", "[tokenizer]") {
+  const std::string copy = qt::binary_root() + "/tests/qtok-export-self-" + std::to_string(::getpid()) + ".json";
+  std::filesystem::copy_file(qt::default_hf_tokenizer_path(), copy, std::filesystem::copy_options::overwrite_existing);
+  const auto size = std::filesystem::file_size(copy);
+  const Result r = run_qtok("export -t " + copy + " -o " + copy, "");
+  CHECK(r.status == 2);
+  CHECK(r.out.find("is the input") != std::string::npos);
+  CHECK(std::filesystem::file_size(copy) == size);
+  std::remove(copy.c_str());
 }

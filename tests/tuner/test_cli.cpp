@@ -210,3 +210,74 @@ TEST_CASE("qtune checks a mistyped --families name and an unwritable --json path
     CHECK(r.out.find("--json /nonexistent/x.json: its folder /nonexistent does not exist") != std::string::npos);
   }
 }
+
+TEST_CASE("qtune static --step refuses a step qrun would not run: past the model's context, fused norms on a "
+          "prefill or without the frag layout", "[tuner][cli]") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--step decode --preset qwen3-8b --context 1000000", "exceeds the model's maximum of 40960 tokens"},
+      {"--step prefill --preset qwen3-8b --prompt 50000", "--prompt 50000 exceeds the model's maximum"},
+      {"--step decode --preset qwen3-8b --fuse-norm --weight-layout file", "cannot be given with --weight-layout file"},
+      {"--step decode --preset qwen3-8b --fuse-norm --predequantize", "cannot be given with --predequantize"},
+      {"--step prefill --preset qwen3-8b --fuse-norm", "--fuse-norm fuses a decode step's norms"}};
+  for (const auto& [args, needle] : cases) {
+    INFO(args);
+    Run r = run("static --gpu sm90 " + args);
+    CHECK(r.rc == 2);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+    CHECK(r.out.find(needle) != std::string::npos);
+  }
+  CHECK(run("static --gpu sm90 --step decode --preset qwen3-8b --context 40959 --fuse-norm").rc == 0);
+}
+
+TEST_CASE("qtune never writes its output over an input: static --json onto the model, store export --out onto "
+          "the store", "[tuner][cli]") {
+  const std::string model = qt::test::tuner_scratch("json-target", ".ak48");
+  std::filesystem::copy_file(qt::source_root() + "/tests/golden/files/dense.ak48", model,
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto size = std::filesystem::file_size(model);
+  Run json = run("static --gpu sm80 --step decode --model " + model + " --json " + model);
+  CHECK(json.rc == 2);
+  CHECK(json.out.find("--json " + model + " is the input " + model) != std::string::npos);
+  CHECK(std::filesystem::file_size(model) == size);
+  const std::string store = qt::test::tuner_scratch("export-target", ".sqlite");
+  std::remove(store.c_str());
+  REQUIRE(run("--device cpu --model " + qt::source_root() + "/tests/golden/files/dense.ajc1 --cache " + store +
+              " --budget 1 --min-time 0 --min-reps 1 --quiet").rc == 0);
+  Run exp = run("store export --cache " + store + " --out " + store);
+  CHECK(exp.rc == 2);
+  CHECK(exp.out.find("is the input") != std::string::npos);
+  CHECK(run("store check --cache " + store).rc == 0);  // still a store
+}
+
+TEST_CASE("qtune store import refuses a ranking that names a contender twice or a decode ranking that is no decode "
+          "ranking", "[tuner][cli]") {
+  const nlohmann::json device = {{"arch", "sm_80"}, {"name", "emu"}, {"qtune_version", "0.1.0"}};
+  auto import_one = [&](const nlohmann::json& row) {
+    const std::string file = qt::test::tuner_scratch("import-ranking", ".json");
+    const std::string store = qt::test::tuner_scratch("import-ranking", ".sqlite");
+    std::remove(store.c_str());
+    std::ofstream(file) << nlohmann::json{{"format", "qtune-store"}, {"version", 2}, {"results", nlohmann::json::array()},
+                                          {"dispatch", {row}}}.dump();
+    return run("store import " + file + " --cache " + store);
+  };
+  const nlohmann::json ok = {{"device", device}, {"op", "decode.step"}, {"weight_type", "AWQ_INT4"},
+                             {"shape", {3, 96, 4, 2, 40, 160, 0, 0, 384}}, {"bucket", 1},
+                             {"ranking", {{{"family", "emu.decode.plain"}, {"median_s", 0.001}},
+                                          {{"family", "emu.decode.fused-norm"}, {"median_s", 0.002}}}}};
+  CHECK(import_one(ok).rc == 0);
+  nlohmann::json twice = ok;
+  twice["ranking"][1]["family"] = "emu.decode.plain";
+  Run r = import_one(twice);
+  CHECK(r.rc == 2);
+  CHECK(r.out.find("ranking names 'emu.decode.plain' twice") != std::string::npos);
+  nlohmann::json bogus = ok;
+  bogus["ranking"][1]["family"] = "emu.decode.bogus";
+  r = import_one(bogus);
+  CHECK(r.rc == 2);
+  CHECK(r.out.find("'emu.decode.bogus' is no decode variant") != std::string::npos);
+  nlohmann::json wide = ok;
+  wide["shape"] = std::vector<int64_t>(1000, 1);
+  r = import_one(wide);
+  CHECK(r.rc == 2);
+  CHECK(r.out.find("a decode.step shape has 9 dims, not 1000") != std::string::npos);
+}

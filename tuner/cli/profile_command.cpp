@@ -71,8 +71,9 @@ int profile_command(const std::vector<std::string>& args) {
       .option("--seed", "N", "input and scheduling seed", "1").range(flag_ranges::kSeed)
       .option("--json", "FILE", "also write the profile as JSON");
   if (!cli.parse(args)) return kExitOk;
-  if (auto path = cli.get_optional("--json"))
+  if (auto path = cli.get_optional("--json")) {
     if (const std::string why = output_file_problem(*path); !why.empty()) throw Error("--json " + *path + ": " + why);
+  }
   if (cli.get("--device") != "emu") throw Error("qtune profile: --device must be emu (got '" + cli.get("--device") + "')");
   if (!cli.given("--family")) throw Error("qtune profile needs --family (a GPU kernel family, e.g. awq_gemv)");
   const kernels::KernelFamily& f = kernels::find_family(cli.get("--family"));

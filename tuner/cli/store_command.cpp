@@ -6,6 +6,7 @@
 
 #include "common/cli_args.h"
 #include "common/error.h"
+#include "common/paths.h"
 #include "device/winners/dispatch.h"
 #include "kernels_src/registry/stored_point.h"
 #include "tuner/cli/commands.h"
@@ -82,6 +83,7 @@ int store_command(const std::vector<std::string>& args) {
   StoreOptions options;
   options.warn_if_damaged = sub != "check";  // check reports it itself
   options.force_write = (sub == "import" || sub == "import-kt") && cli.get_flag("--force-write");
+  options.read_only = sub != "import" && sub != "import-kt";
   Store st(cli.get("--cache"), options);
   auto report_bad = [&](const std::vector<BadRow>& bad) {
     for (const BadRow& b : bad) std::fprintf(stderr, "bad row: %s: %s\n", st.path().c_str(), b.text().c_str());
@@ -90,18 +92,16 @@ int store_command(const std::vector<std::string>& args) {
     std::string ic = st.integrity_check();
     std::vector<BadRow> bad = st.bad_rows();
     const std::vector<winners::DispatchRow> dispatch = st.dispatch_rows();
-    std::printf("%s: %lld results, %zu dispatch entries, %zu devices, integrity %s, %zu bad rows\n", st.path().c_str(),
-                (long long)st.count(), dispatch.size(), st.devices().size(), ic.c_str(), bad.size());
-    for (const BadRow& b : bad) std::printf("bad row: %s\n", b.text().c_str());
-    size_t unknown = 0;
+    // Every finding first, so the count line counts them all.
+    std::vector<std::string> findings;
+    for (const BadRow& b : bad) findings.push_back("bad row: " + b.text());
+    auto shortened = [](const std::string& t) { return t.size() > 80 ? t.substr(0, 77) + "..." : t; };
     for (const winners::DispatchRow& d : dispatch)
-      for (const std::string& f : unknown_families(d)) {
-        ++unknown;
-        std::printf("bad row: dispatch %s %s M=%lld ranks '%s', a family this build does not have; qrun skips it\n",
-                    d.op.c_str(), nlohmann::json(d.shape).dump().c_str(), (long long)d.bucket, f.c_str());
-      }
+      for (const std::string& f : unknown_families(d))
+        findings.push_back("bad row: dispatch " + shortened(d.op) + " " + shortened(nlohmann::json(d.shape).dump()) +
+                           " M=" + std::to_string(d.bucket) + " ranks '" + shortened(f) +
+                           "', a family this build does not have; qrun skips it");
     // Ok rows of this build's sources whose point is not one of the family's: qrun would skip them.
-    size_t unreadable = 0;
     for (const char* device : {"cpu", "emu", "cuda"})
       for (const std::string& name : family_names(device)) {
         const auto tunable = find_family(name);
@@ -109,12 +109,14 @@ int store_command(const std::vector<std::string>& args) {
         for (const winners::ResultRow& r : st.rows(name)) {
           if (r.status != Status::Ok || r.source_hash != tunable->source_hash() || kernels::point_from_json(f, r.point))
             continue;
-          ++unreadable;
-          std::printf("bad row: result %s %s on %s: point %s is not a point of this build's %s; qrun skips it\n",
-                      r.family.c_str(), nlohmann::json(r.shape).dump().c_str(), r.device.name.c_str(),
-                      r.point.dump().c_str(), f.name.c_str());
+          findings.push_back("bad row: result " + r.family + " " + nlohmann::json(r.shape).dump() + " on " +
+                             r.device.name + ": point " + shortened(r.point.dump()) + " is not a point of this build's " +
+                             f.name + "; qrun skips it");
         }
       }
+    std::printf("%s: %lld results, %zu dispatch entries, %zu devices, integrity %s, %zu bad rows\n", st.path().c_str(),
+                (long long)st.count(), dispatch.size(), st.devices().size(), ic.c_str(), findings.size());
+    for (const std::string& line : findings) std::printf("%s\n", line.c_str());
     // Rows of a registry family measured on other sources than this build's: lookups ignore them.
     for (const char* device : {"cpu", "emu", "cuda"})
       for (const std::string& name : family_names(device)) {
@@ -124,9 +126,11 @@ int store_command(const std::vector<std::string>& args) {
                       name.c_str(), (long long)stale.rows, stale.device_name.c_str(),
                       stale.source_hash.substr(0, 12).c_str(), hash.substr(0, 12).c_str());
       }
-    return ic == "ok" && bad.empty() && unknown == 0 && unreadable == 0 ? 0 : 1;
+    return ic == "ok" && findings.empty() ? 0 : 1;
   }
   if (sub == "export") {
+    if (const std::string why = overwrites_input(cli.get("--out"), {cli.get("--cache")}); !why.empty())
+      throw Error("--out " + why);
     std::vector<BadRow> bad;
     std::string text = st.export_json(cli.get("--family"), &bad).dump(1);
     if (cli.get("--out") == "-") {

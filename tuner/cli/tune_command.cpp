@@ -110,6 +110,9 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
       p = q + 1;
     }
     // Before any output: a mistyped name is one line, not the end of a plan.
+    if (families.empty()) throw Error("--families: no family named in '" + *f + "'");
+    if (families.size() > 1 && std::find(families.begin(), families.end(), "all") != families.end())
+      throw Error("--families: `all` already names every family; give it alone");
     for (const std::string& name : families) {
       if (name == "all") continue;
       bool known = find_blas_baseline(name) != nullptr;

@@ -123,8 +123,13 @@ int run_static_command(const std::vector<std::string>& args) {
   tune::declare_step_flags(cli);
   if (!cli.parse(args)) return kExitOk;
   if (!cli.positional().empty()) throw Error("qtune static takes no positional argument: " + cli.positional()[0]);
-  if (auto path = cli.get_optional("--json"))
+  if (auto path = cli.get_optional("--json")) {
     if (const std::string why = output_file_problem(*path); !why.empty()) throw Error("--json " + *path + ": " + why);
+    std::vector<std::string> inputs;
+    for (const char* in : {"--model", "--fingerprint-store"})
+      if (auto v = cli.get_optional(in)) inputs.push_back(*v);
+    if (const std::string why = overwrites_input(*path, inputs); !why.empty()) throw Error("--json " + why);
+  }
 
   const int sm = parse_arch(cli.get("--gpu"));
   tune::check_step_flags(cli);

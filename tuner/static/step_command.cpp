@@ -133,6 +133,17 @@ StepSpec spec_from_flags(const CliArgs& cli, int sm, std::string* description) {
       experts == "auto" ? kernels::moe_wgmma::frag_experts_by_default(sm, spec.runtime.trtllm_int8) : experts == "frag";
   spec.runtime.concatenate_qkv = spec.runtime.concatenate_gate_up = !cli.get_flag("--no-concat");
   spec.runtime.fuse_norm = cli.get_flag("--fuse-norm");
+  // A step qrun would refuse to run is no step to predict.
+  if (spec.runtime.fuse_norm && !spec.decode)
+    throw Error("--fuse-norm fuses a decode step's norms; a prefill runs them as launches (drop it, or --step decode)");
+  if (spec.runtime.fuse_norm && (!spec.runtime.frag_layout || spec.runtime.predequantize))
+    throw Error(std::string("--fuse-norm runs on the frag layout's GEMVs: it cannot be given with ") +
+                (spec.runtime.predequantize ? "--predequantize" : "--weight-layout file"));
+  const int64_t tokens = spec.context + (spec.decode ? 1 : 0);  // a decode step adds its token to the cache
+  if (tokens > spec.config.max_seq_len)
+    throw Error(std::string(spec.decode ? "--context " : "--prompt ") + std::to_string(spec.context) +
+                (spec.decode ? " plus the step's token" : "") + " exceeds the model's maximum of " +
+                std::to_string(spec.config.max_seq_len) + " tokens");
   return spec;
 }
 

@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
 
 #include "common/error.h"
+#include "common/paths.h"
+#include "device/winners/dispatch.h"
 #include "device/winners/sqlite_stmt.h"
 #include "tuner/replay/kt_cache.h"
 
@@ -14,6 +17,16 @@ namespace qt::tune {
 using winners::Stmt;
 
 Store::Store(const std::string& path, const StoreOptions& options) : path_(path), options_(options) {
+  // A folder or a FIFO: SQLite would say "unable to open database file" or "disk I/O error".
+  if (const std::string why = regular_file_problem(path); !why.empty() && why != "no such file") fail_file(path, why);
+  if (options_.read_only) {
+    db_ = winners::open_store_read_only(path);
+    quick_check_ = winners::quick_check(db_);
+    if (quick_check_ != "ok" && options_.warn_if_damaged)
+      std::fprintf(stderr, "warning: %s: SQLite reports the store damaged (%s); rows that cannot be read are ignored\n",
+                   path.c_str(), quick_check_.c_str());
+    return;
+  }
   if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
@@ -54,6 +67,7 @@ Store::~Store() {
 void Store::put(const ResultRow& row) { put_many({row}); }
 
 void Store::check_writable() const {
+  if (options_.read_only) fail_file(path_, "opened read-only: nothing is written");
   if (quick_check_ != "ok" && !options_.force_write)
     fail_file(path_, "SQLite reports the store malformed (" + quick_check_ +
                          "); refusing to write into it (--force-write writes anyway; qtune store export saves the good rows)");
@@ -149,6 +163,18 @@ size_t Store::import_json(const nlohmann::json& j) {
     for (const auto& e : j["dispatch"]) {
       try {
         dispatch_in.push_back(winners::DispatchRow::from_json(e));
+        const winners::DispatchRow& d = dispatch_in.back();
+        // A ranking names each contender once; a decode step's ranks the decode variants (dispatch.h) of a model
+        // shape (runtime/cli/decode_choice.h: 9 dims).
+        std::set<std::string> seen;
+        for (const winners::Ranked& r : d.ranking)
+          if (!seen.insert(r.family).second) throw Error("ranking names '" + r.family + "' twice");
+        if (d.op == winners::kDecodeStepOp) {
+          if (d.shape.size() != 9) throw Error("a decode.step shape has 9 dims, not " + std::to_string(d.shape.size()));
+          for (const winners::Ranked& r : d.ranking)
+            if (!winners::is_decode_variant_name(r.family))
+              throw Error("'" + r.family.substr(0, 80) + "' is no decode variant");
+        }
       } catch (const std::exception& ex) {
         throw Error("store import: dispatch " + std::to_string(i) + ": " + ex.what());
       }

@@ -39,6 +39,9 @@ struct StoreOptions {
   bool warn_if_damaged = true;
   // Write even into a store SQLite reports malformed (otherwise put() refuses with an error).
   bool force_write = false;
+  // Only read (qtune store check, export, lookup): opened read-only, so a store this user may not write (a
+  // read-only file or folder) is still read; every write throws.
+  bool read_only = false;
 };
 
 class Store {

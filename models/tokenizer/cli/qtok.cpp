@@ -138,6 +138,13 @@ int cmd_export(int argc, char** argv) {
       .range(qt::flag_ranges::kTokenId);
   if (!args.parse(argc, argv, 2)) return 0;
   if (!args.given("--out")) throw Error("qtok export: --out is required");
+  {
+    // The tokenizer may be given as its folder: both files it reads there count.
+    const std::string t = args.get("--tokenizer");
+    if (const std::string why = qt::overwrites_input(args.get("--out"), {t, t + "/tokenizer.json", t + "/tokenizer_config.json"});
+        !why.empty())
+      throw Error("--out " + why);
+  }
   tok::Tokenizer t = tok::Tokenizer::load(args.get("--tokenizer"));
   int64_t bos = args.given("--bos") ? args.get_int("--bos") : -1;
   int64_t eos = args.given("--eos") ? args.get_int("--eos") : -1;
