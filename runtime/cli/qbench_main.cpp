@@ -22,6 +22,7 @@
 #include "common/error.h"
 #include "common/flag_ranges.h"
 #include "common/progress.h"
+#include "common/sample_stats.h"
 #include "device/arch/arch_limits.h"
 #include "models/core/config_limits.h"
 #include "models/formats/model_file.h"
@@ -105,12 +106,11 @@ std::string type_label(WeightType t) {
   }
 }
 
-WeightType linear_type(const ModelWeights& w) { return model_linear_type(w); }
 
 // The --q8-model companion: Q8_0 weights of the same shape, or its rows and goals would compare unlike things.
 void check_q8_companion(const std::string& path, const ModelWeights& w) {
   const auto q8 = ModelFile::open(path);
-  const WeightType t = linear_type(q8->weights());
+  const WeightType t = model_linear_type(q8->weights());
   if (t != WeightType::Q8_0)
     throw Error("--q8-model " + path + ": its linear weights are " + weight_type_name(t) + ", not Q8_0");
   const ModelConfig &a = w.config, &b = q8->config();
@@ -144,17 +144,17 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
 
   nlohmann::json data = {{"schema", report::kReportSchema}, {"generated", utc_now()}, {"command", command_line(argc, argv)}};
   data["model"] = {{"path", path}, {"arch", c.is_moe() ? "qwen3-moe" : "qwen3"}, {"layers", c.n_layers},
-                   {"weight_type", weight_type_name(linear_type(w))}};
+                   {"weight_type", weight_type_name(model_linear_type(w))}};
   data["tuned_cache"] = cache.empty() ? nlohmann::json() : nlohmann::json(cache);
   nlohmann::json notes = nlohmann::json::array();
   nlohmann::json e2e = nlohmann::json::array();
   const uint64_t decode_bytes = decode_weight_bytes(w);
   // The companion Q8_0 model of the same shape, for the end-to-end comparison.
   std::string q8_path = cli.given("--q8-model") ? cli.get("--q8-model") : "";
-  if (q8_path.empty() && !cli.given("--model") && linear_type(w) != WeightType::Q8_0)
+  if (q8_path.empty() && !cli.given("--model") && model_linear_type(w) != WeightType::Q8_0)
     q8_path = c.is_moe() ? synthetic_model(cli, std::nullopt, WeightType::Q8_0) : synthetic_model(cli, FileFormat::AJC1);
   if (cli.given("--q8-model")) check_q8_companion(q8_path, w);
-  const std::string label = type_label(linear_type(w));
+  const std::string label = type_label(model_linear_type(w));
   const std::string dir = cli.get("--report");
   // What is measured so far, written after each section: a run stopped by its time limit (a GPU lent for
   // minutes) still leaves its measurements, marked incomplete at the top of the notes. The last write is the
@@ -337,8 +337,7 @@ int run_choose_decode(const CliArgs& cli, const std::string& path) {
     arch = probe.device->arch();
     fingerprint = probe.device->store_fingerprint();
   }
-  std::vector<int32_t> tokens(static_cast<size_t>(prompt));
-  for (int64_t i = 0; i < prompt; ++i) tokens[size_t(i)] = int32_t((i * 7919 + 13) % c.vocab_size);
+  const std::vector<int32_t> tokens = benchmark_prompt(prompt, c.vocab_size);
   std::vector<MeasuredVariant> measured;
   for (const DecodeVariant& v : decode_variants(device, arch)) {
     RunDeviceOptions o = ro;
@@ -348,7 +347,7 @@ int run_choose_decode(const CliArgs& cli, const std::string& path) {
     Qwen3Model model(w, *rd.backend, context);
     auto decode = [&](int64_t steps) {
       for (int64_t i = 0; i < steps; ++i) {
-        const int32_t tok = int32_t((i * 104729 + 7) % c.vocab_size);
+        const int32_t tok = benchmark_decode_token(i, c.vocab_size);
         model.forward(&tok, 1, LogitsRows::kLast);
       }
     };
@@ -365,9 +364,7 @@ int run_choose_decode(const CliArgs& cli, const std::string& path) {
       decode(gen);
       per_step.push_back(since(t0) / double(gen));
     }
-    std::sort(per_step.begin(), per_step.end());
-    const double median = per_step.size() % 2 ? per_step[per_step.size() / 2]
-                                              : (per_step[per_step.size() / 2 - 1] + per_step[per_step.size() / 2]) / 2;
+    const double median = summarize(per_step).median;
     measured.push_back({v, median});
     std::printf("%-16s %9.1f us per step, %8.2f tok/s (median of %lld runs of %lld steps after a %lld-token prompt)\n",
                 v.label().c_str(), median * 1e6, 1.0 / median, static_cast<long long>(repeat),
@@ -505,8 +502,7 @@ int run(int argc, char** argv) {
   const auto t_load = Clock::now();
   Qwen3Model model(file->weights(), backend, context);
   const double prepare_s = since(t_load);
-  std::vector<int32_t> tokens(static_cast<size_t>(prompt));
-  for (int64_t i = 0; i < prompt; ++i) tokens[size_t(i)] = int32_t((i * 7919 + 13) % c.vocab_size);
+  const std::vector<int32_t> tokens = benchmark_prompt(prompt, c.vocab_size);
 
   for (int64_t r = 0; r < warmup; ++r) {
     model.reset();
@@ -527,7 +523,7 @@ int run(int argc, char** argv) {
     best_prefill = std::max(best_prefill, double(prompt) / since(t0));
     t0 = Clock::now();
     for (int64_t i = 0; i < gen; ++i) {
-      const int32_t tok = int32_t((i * 104729 + 7) % c.vocab_size);
+      const int32_t tok = benchmark_decode_token(i, c.vocab_size);
       model.forward(&tok, 1, LogitsRows::kLast);
     }
     best_decode = std::max(best_decode, double(gen) / since(t0));

@@ -292,11 +292,7 @@ json bench_end_to_end(const std::string& name, const std::string& model_path, co
     throw Error("end to end: a context of " + std::to_string(context) + " exceeds the model's " +
                 std::to_string(c.max_seq_len));
   Qwen3Model model(weights, backend, context);
-  auto tokens = [&](int64_t n) {
-    std::vector<int32_t> t(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) t[size_t(i)] = int32_t((i * 7919 + 13) % c.vocab_size);
-    return t;
-  };
+  auto tokens = [&](int64_t n) { return benchmark_prompt(n, c.vocab_size); };
   auto since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   json prefill = json::object();
   double decode = 0;
@@ -324,6 +320,12 @@ json bench_end_to_end(const std::string& name, const std::string& model_path, co
           {"decode_steps", o.decode_steps},
           {"decode_bytes_per_token", double(decode_bytes)},
           {"memory_mb", memory_mb()}};
+}
+
+std::vector<int32_t> benchmark_prompt(int64_t n, int64_t vocab) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) t[size_t(i)] = int32_t((i * 7919 + 13) % vocab);
+  return t;
 }
 
 uint64_t predequantized_decode_bytes(const ModelWeights& w, uint64_t quantized) {

@@ -41,6 +41,11 @@ nlohmann::json bench_device_kernels(dev::Device& device, const ModelWeights& wei
 // "kernels" entries for this CPU: each quantized matvec shape at M = 1, tuned vs default point.
 nlohmann::json bench_cpu_kernels(const ModelWeights& weights, const KernelBenchOptions& options);
 
+// A benchmark's prompt of `n` tokens: ids spread over the vocabulary, the same in every measurement.
+std::vector<int32_t> benchmark_prompt(int64_t n, int64_t vocab);
+// The id fed at decode step `i` of a benchmark that samples nothing.
+inline int32_t benchmark_decode_token(int64_t i, int64_t vocab) { return int32_t((i * 104729 + 7) % vocab); }
+
 struct EndToEndOptions {
   std::vector<int64_t> prompts = {128, 512};
   int64_t decode_steps = 128;  // after the first prompt
