@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "common/error.h"
 #include "common/paths.h"
 #include "device/winners/sqlite_stmt.h"
@@ -255,15 +257,56 @@ std::string open_store(const std::string& path, bool immutable, sqlite3** db) {
 
 }  // namespace
 
-sqlite3* open_store_read_only(const std::string& path) {
+sqlite3* open_store_read_only(const std::string& path, bool immutable) {
   if (const std::string why = regular_file_problem(path); !why.empty())
     throw Error(path + ": " + (why == "no such file" ? "no such tuning store" : why), kExitBadInput);
   sqlite3* db = nullptr;
-  std::string error = open_store(path, false, &db);
+  std::string error = open_store(path, immutable, &db);
   // A WAL store in a folder this user cannot write: reading it needs a -shm file SQLite cannot create there.
   // Nobody can be writing it either (a writer needs that folder too), so it is read as an immutable file.
   if (!error.empty() && error.find("readonly database") != std::string::npos) error = open_store(path, true, &db);
   if (!error.empty()) throw Error(error, kExitBadInput);
+  return db;
+}
+
+sqlite3* open_store_read_write(const std::string& path) {
+  auto refuse = [&](const std::string& why) { throw Error(path + ": cannot write the tuning store: " + why, kExitBadInput); };
+  // A folder or a FIFO: SQLite would say "unable to open database file" or "disk I/O error".
+  std::string why = file_exists(path) ? "" : regular_file_problem(path);
+  if (why == "no such file") why = "";
+  if (why.empty()) why = output_file_problem(path);
+  if (!why.empty()) refuse(why);
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) !=
+      SQLITE_OK) {
+    why = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    refuse(why);
+  }
+  sqlite3_busy_timeout(db, 60000);
+  // SQLite opens a write-protected file read-only without saying so.
+  if (sqlite3_db_readonly(db, "main") == 1) {
+    sqlite3_close(db);
+    refuse("the file is read-only");
+  }
+  try {
+    // Before anything is written (WAL mode included): a file that is no store is refused untouched.
+    prepare_schema(db, path, OpenMode::ReadWrite);
+    // Switching to WAL needs a brief exclusive lock; several tuners starting together retry it.
+    for (int attempt = 0;; ++attempt) {
+      const int rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) break;
+      if (rc != SQLITE_BUSY || attempt > 200) throw Error(path + ": not a usable SQLite store: " + sqlite3_errmsg(db));
+      usleep(10000);
+    }
+    exec_sql(db, "PRAGMA synchronous=NORMAL");
+    exec_sql(db, "PRAGMA foreign_keys=ON");
+  } catch (const Error& e) {
+    sqlite3_close(db);
+    const std::string what = e.what();
+    if (what.find("readonly") != std::string::npos) refuse("the file is read-only");
+    throw Error(what, kExitBadInput);
+  }
   return db;
 }
 

@@ -80,8 +80,14 @@ std::optional<DispatchEntry> dispatch_for(sqlite3* db, const DeviceFingerprint& 
                                           std::vector<BadRow>* bad = nullptr);
 
 // `path` opened read-only with its schema checked, for readers that never write (a WAL store in a folder this
-// user cannot write is read as an immutable file). Throws qt::Error (exit 2) naming the file.
-sqlite3* open_store_read_only(const std::string& path);
+// user cannot write is read as an immutable file). `immutable`: always so, for a reader that must leave no
+// -shm or -wal file beside the store (it then sees only what the last writer checkpointed, as every store
+// closed by qtune is). Throws qt::Error (exit 2) naming the file.
+sqlite3* open_store_read_only(const std::string& path, bool immutable = false);
+// `path` opened for writing (created when absent) with its schema in place and in WAL mode, for every writer
+// (the tuner, qbench --choose-decode): a folder, FIFO, missing or unwritable folder, a read-only file, or a file
+// that is no store is refused untouched. Throws qt::Error (exit 2) naming the file.
+sqlite3* open_store_read_write(const std::string& path);
 
 // A store opened read-only, for the runtime. A store that fails SQLite's quick check, or holds rows that
 // cannot be read, gets one warning on stderr naming it and the count; lookups ignore the bad rows.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 #include "common/cli_args.h"
@@ -169,10 +170,13 @@ Point parse_point(const KernelFamily& f, const std::string& text) {
   Point p = f.default_point();
   std::stringstream ss(text);
   std::string item;
+  std::set<std::string> given;
   while (std::getline(ss, item, ',')) {
     auto eq = item.find('=');
     if (eq == std::string::npos) throw Error("bad point item '" + item + "' (expected name=value)");
     const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    // "bm=64,bm=128" would keep one of the two without saying which the user meant.
+    if (!given.insert(name).second) throw Error("point '" + text + "' gives " + name + " twice");
     std::optional<int64_t> labelled;
     for (const auto& prm : f.params)
       if (prm.name == name) labelled = label_value(prm, value);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/paths.h"
 #include "common/progress.h"
 #include "models/convert/tensor_source.h"
 #include "models/formats/model_writer.h"
@@ -62,13 +63,31 @@ WriterOptions writer_options(const ConvertOptions& o, const hf::HfModelConfig& h
 // it: the checkpoint would be lost and the output garbage. Writing a new file into that folder is fine.
 void refuse_output_inside_input(const std::string& hf_dir, const std::string& out_path) {
   std::error_code ec;
-  if (!fs::exists(out_path, ec)) return;
-  for (const fs::directory_entry& e : fs::directory_iterator(hf_dir, ec)) {
-    std::error_code eq;
-    if (fs::equivalent(e.path(), out_path, eq))
-      fail_file(out_path, "--out is " + e.path().string() + ", a file of the input checkpoint: converting would "
-                "overwrite it while reading it; write the model file under another name");
-  }
+  std::vector<std::string> inputs;
+  for (const fs::directory_entry& e : fs::directory_iterator(hf_dir, ec)) inputs.push_back(e.path().string());
+  if (const std::string why = overwrites_input(out_path, inputs); !why.empty())
+    fail_file(out_path, "--out is a file of the input checkpoint: " + why);
+}
+
+// A checkpoint with more layers than config.json's num_hidden_layers (a config cut down by hand, or the wrong
+// config beside the shards) would convert into a model silently missing its last layers.
+void refuse_layers_past_config(const hf::HfCheckpoint& ckpt, int n_layers) {
+  const std::string prefix = "model.layers.";
+  int highest = -1;
+  std::string example;
+  for (const auto& file : ckpt.files())
+    for (const auto& [name, info] : file->tensors()) {
+      if (name.compare(0, prefix.size(), prefix) != 0) continue;
+      const size_t end = name.find('.', prefix.size());
+      const std::string digits = name.substr(prefix.size(), end == std::string::npos ? end : end - prefix.size());
+      if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      const int layer = std::stoi(digits);
+      if (layer >= n_layers && layer > highest) highest = layer, example = name;
+    }
+  if (highest >= 0)
+    fail_file(ckpt.config_path(), "num_hidden_layers = " + std::to_string(n_layers) + ", but the checkpoint holds layer " +
+              std::to_string(highest) + " ('" + example + "'): converting would drop layers " + std::to_string(n_layers) +
+              ".." + std::to_string(highest) + " without a word; fix config.json or the checkpoint");
 }
 
 void copy_tokenizer_files(const std::string& hf_dir, const std::string& out_path, ConvertResult& result) {
@@ -95,6 +114,7 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
   refuse_output_inside_input(o.hf_dir, o.out_path);
   hf::HfCheckpoint ckpt(o.hf_dir);
   const hf::HfModelConfig hc = hf::load_hf_config(ckpt.config_path());
+  refuse_layers_past_config(ckpt, hc.config.n_layers);
   TensorSource src(ckpt, hc);
   const WriterOptions wopt = writer_options(o, hc, src, o.hf_dir);
 

@@ -30,7 +30,9 @@ inline constexpr IntRange kSeqLenRange{1, kMaxSeqLen};
 inline constexpr IntRange kHeadDimRange{2, kMaxHeadDim};
 inline constexpr IntRange kGroupSizeRange{1, kMaxGroupSize};
 inline constexpr IntRange kExpertsRange{1, kMaxExperts};
-inline constexpr RealRange kRopeThetaRange{0, FLT_MAX, true};
+// theta^(-2i/d) is each RoPE pair's frequency: from 1 up it stays within (0, 1]; below 1 it grows past 1 and,
+// for a denormal theta, overflows to infinity (the positions' angles become NaN).
+inline constexpr RealRange kRopeThetaRange{1, FLT_MAX};
 inline constexpr RealRange kRmsEpsRange{0, 1, true, true};
 // Tokens of one run: a prompt, the steps generated after it, a context. Never more than a model can hold.
 inline constexpr IntRange kTokenCountRange{1, kMaxSeqLen};

@@ -50,7 +50,7 @@ void validate_config(const ModelConfig& c, const std::string& source) {
   }
   check_range(source, "group_size", c.group_size, limits::kGroupSizeRange);
   if (!contains(limits::kRopeThetaRange, c.rope_theta))
-    bad_field(source, "rope_theta", float_text(c.rope_theta), "must be a positive finite number");
+    bad_field(source, "rope_theta", float_text(c.rope_theta), "must be in " + range_text(limits::kRopeThetaRange) + " (RoPE frequencies theta^(-2i/d) stay at most 1)");
   if (!contains(limits::kRmsEpsRange, c.rms_norm_eps))
     bad_field(source, "rms_norm_eps", float_text(c.rms_norm_eps), "must be in " + range_text(limits::kRmsEpsRange));
   if (c.is_moe()) {

@@ -24,33 +24,6 @@ DecodeVariant make_variant(bool fuse_norm, bool pdl) {
 }
 
 // The store opened for writing (made when missing, as qtune makes it: WAL), or an error naming why not.
-sqlite3* open_writable(const std::string& path) {
-  if (const std::string why = output_file_problem(path); !why.empty())
-    throw Error(path + ": cannot write the tuning store: " + why);
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
-    const std::string why = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    throw Error(path + ": cannot write the tuning store: " + why);
-  }
-  sqlite3_busy_timeout(db, 60000);
-  // SQLite opens a write-protected file read-only without saying so.
-  if (sqlite3_db_readonly(db, "main") == 1) {
-    sqlite3_close(db);
-    throw Error(path + ": cannot write the tuning store (read-only)");
-  }
-  try {
-    winners::prepare_schema(db, path, winners::OpenMode::ReadWrite);  // a file that is no store is refused untouched
-    winners::exec_sql(db, "PRAGMA journal_mode=WAL");
-  } catch (const Error& e) {
-    sqlite3_close(db);
-    const std::string what = e.what();
-    throw Error(what.find("readonly") != std::string::npos ? path + ": cannot write the tuning store (read-only)" : what,
-                kExitBadInput);
-  }
-  return db;
-}
-
 }  // namespace
 
 std::string DecodeVariant::label() const {
@@ -101,7 +74,7 @@ void store_decode_ranking(const std::string& path, const winners::DeviceFingerpr
   row.bucket = 1;
   for (const MeasuredVariant& m : measured) row.ranking.push_back({store_name(prefix, m.variant), m.seconds_per_step});
   row.run_id = "qbench --choose-decode " + winners::utc_timestamp();
-  sqlite3* db = open_writable(path);
+  sqlite3* db = winners::open_store_read_write(path);
   try {
     // The device row too: the runtime matches its GPU against the store's devices before it reads a ranking.
     winners::in_transaction(db, [&] {
@@ -115,7 +88,7 @@ void store_decode_ranking(const std::string& path, const winners::DeviceFingerpr
   sqlite3_close(db);
 }
 
-void check_decode_store_writable(const std::string& path) { sqlite3_close(open_writable(path)); }
+void check_decode_store_writable(const std::string& path) { sqlite3_close(winners::open_store_read_write(path)); }
 
 std::optional<StoredDecodeChoice> stored_decode_choice(const winners::WinnersTable& table,
                                                        const winners::DeviceFingerprint& device,

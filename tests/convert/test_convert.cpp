@@ -4,7 +4,9 @@
 
 #include <deque>
 
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "common/half.h"
@@ -409,6 +411,21 @@ TEST_CASE("convert: missing tensors, wrong shapes and dtypes, and mismatched for
   hf = fresh("tiny-untied");
   rewrite(hf, [](auto& s) { return s.name != "lm_head.weight"; });
   CHECK_THAT(convert_error(hf, out, FileFormat::AJC1), Catch::Contains("'lm_head.weight' not found") && Catch::Contains("tie_word_embeddings = false"));
+
+  // A config that names fewer layers than the shards hold would drop the rest silently.
+  hf = fresh("tiny-untied");
+  {
+    const fs::path cfg = fs::path(hf) / "config.json";
+    std::ifstream in(cfg);
+    nlohmann::json j = nlohmann::json::parse(in);
+    const int layers = j["num_hidden_layers"].get<int>();
+    REQUIRE(layers >= 2);
+    j["num_hidden_layers"] = layers - 1;
+    std::ofstream(cfg) << j.dump();
+    CHECK_THAT(convert_error(hf, out, FileFormat::AJC1),
+               Catch::Contains("num_hidden_layers = " + std::to_string(layers - 1)) &&
+                   Catch::Contains("holds layer " + std::to_string(layers - 1)) && Catch::Contains("config.json"));
+  }
 
   hf = fresh("tiny");
   CHECK_THAT(convert_error(hf, out, FileFormat::MOE3), Catch::Contains("dense Qwen3 checkpoint cannot be written as moe3"));

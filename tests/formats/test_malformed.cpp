@@ -147,6 +147,8 @@ TEST_CASE("ajc1 header fields out of range are rejected naming the field and val
       {"MoE field in ajc1", 0x30, 4, 8, "header byte 48"},
       {"theta negative", 0x40, -4, -1.0, "rope_theta = -1"},
       {"theta NaN", 0x40, -4, std::nan(""), "rope_theta = nan"},
+      {"theta denormal (RoPE frequencies overflow)", 0x40, -4, 1e-45, "rope_theta = 1.4"},
+      {"theta below 1", 0x40, -4, 0.5, "rope_theta = 0.5: must be in [1"},
       {"eps too large", 0x44, -4, 2.0, "rms_norm_eps = 2"},
       {"padding", 200, 1, 7, "header byte 200 = 7"},
       {"vocab consistent but size wrong", 28, 4, 17, "does not match"},

@@ -181,4 +181,5 @@ TEST_CASE("every point of every space passes its family's own validation") {
   CHECK_THROWS_AS(qt::kernels::parse_point(gemm, "bm=48"), qt::Error);
   CHECK_THROWS_AS(qt::kernels::parse_point(gemm, "tile=16"), qt::Error);
   CHECK(qt::kernels::parse_point(gemm, "bm=64,bn=128")["bm"] == 64);
+  CHECK_THROWS_WITH(qt::kernels::parse_point(gemm, "bm=64,bm=128"), Catch::Contains("gives bm twice"));
 }

@@ -128,7 +128,7 @@ TEST_CASE("qtune static --step runs on a small preset with its own AWQ group, an
   { std::ofstream(junk) << std::string(4096, 'x'); }
   Run bad = run("static --step decode --preset tiny --fingerprint-store " + junk);
   CHECK(bad.rc == 2);
-  CHECK(bad.out.find(junk + ": not a qtune tuning store") != std::string::npos);
+  CHECK(bad.out.find(junk + ": not a readable SQLite tuning store") != std::string::npos);
 }
 
 TEST_CASE("qtune --device cpu tunes a shape into the store and lookup finds the winner", "[tuner][cli]") {

@@ -13,6 +13,7 @@
 #include "common/flag_ranges.h"
 #include "common/number_format.h"
 #include "device/winners/store_schema.h"
+#include "device/winners/winners.h"
 #include "kernels_src/moe_wgmma/moe_wgmma_family.h"
 #include "models/core/config_limits.h"
 #include "models/formats/model_file.h"
@@ -47,13 +48,7 @@ StepWeights preset_weights(const ModelConfig& c, FileFormat format, WeightType e
 
 // The GPU figures of the first GPU a tuning store names (its fingerprint), read without changing the file.
 dev::DeviceFingerprint store_device(const std::string& path) {
-  sqlite3* db = nullptr;
-  // immutable: a read-only open of a WAL store would still leave -shm and -wal files beside it.
-  const std::string uri = "file:" + path + "?immutable=1";
-  if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
-    sqlite3_close(db);
-    throw Error(path + ": cannot open as a tuning store", kExitBadInput);
-  }
+  sqlite3* db = winners::open_store_read_only(path, /*immutable=*/true);
   std::vector<winners::StoredDevice> devices;
   try {
     devices = winners::read_devices(db);

@@ -27,37 +27,11 @@ Store::Store(const std::string& path, const StoreOptions& options) : path_(path)
                    path.c_str(), quick_check_.c_str());
     return;
   }
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    db_ = nullptr;
-    fail_file(path, "cannot open the results store: " + msg);
-  }
-  sqlite3_busy_timeout(db_, 60000);
-  try {
-    quick_check_ = winners::quick_check(db_);
-    if (quick_check_ != "ok" && options_.warn_if_damaged)
-      std::fprintf(stderr, "warning: %s: SQLite reports the store damaged (%s); rows that cannot be read are ignored, "
-                   "and nothing is written without --force-write\n", path.c_str(), quick_check_.c_str());
-    // Before anything is written (WAL mode included): a file that is no store is refused untouched.
-    winners::prepare_schema(db_, path, winners::OpenMode::ReadWrite);
-    // Switching to WAL needs a brief exclusive lock; several tuners starting together retry it.
-    for (int attempt = 0;; ++attempt) {
-      char* err = nullptr;
-      int rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, &err);
-      sqlite3_free(err);
-      if (rc == SQLITE_OK) break;
-      if (rc != SQLITE_BUSY || attempt > 200) fail_file(path, std::string("not a usable SQLite store: ") + sqlite3_errmsg(db_));
-      usleep(10000);
-    }
-    winners::exec_sql(db_, "PRAGMA synchronous=NORMAL");
-    winners::exec_sql(db_, "PRAGMA foreign_keys=ON");
-  } catch (...) {
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw;
-  }
+  db_ = winners::open_store_read_write(path);
+  quick_check_ = winners::quick_check(db_);
+  if (quick_check_ != "ok" && options_.warn_if_damaged)
+    std::fprintf(stderr, "warning: %s: SQLite reports the store damaged (%s); rows that cannot be read are ignored, "
+                 "and nothing is written without --force-write\n", path.c_str(), quick_check_.c_str());
 }
 
 Store::~Store() {
