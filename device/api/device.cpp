@@ -44,6 +44,11 @@ void validate_launch(const LaunchConfig& cfg, std::string_view kernel_name) {
   if (cfg.block.count() > 1024) bad("block " + to_string(cfg.block) + " has more than 1024 threads");
   if (cfg.block.z > 64) bad("block.z " + std::to_string(cfg.block.z) + " exceeds 64");
   if (cfg.grid.y > 65535 || cfg.grid.z > 65535) bad("grid " + to_string(cfg.grid) + " exceeds 65535 in y or z");
+  const Dim3& c = cfg.cluster;
+  if (c.count() == 0 || c.count() > kMaxClusterSize)
+    bad("cluster " + to_string(c) + ": a cluster holds 1 to " + std::to_string(kMaxClusterSize) + " CTAs");
+  if (cfg.grid.x % c.x || cfg.grid.y % c.y || cfg.grid.z % c.z)
+    bad("cluster " + to_string(c) + " does not divide the grid " + to_string(cfg.grid));
   if (cfg.dynamic_smem_bytes > 227 * 1024) {
     bad("dynamic shared memory of " + std::to_string(cfg.dynamic_smem_bytes) + " bytes exceeds 227 KiB");
   }

@@ -83,10 +83,17 @@ class KernelArgs {
 };
 
 struct LaunchConfig {
+  LaunchConfig() = default;
+  LaunchConfig(Dim3 grid_, Dim3 block_, uint32_t dynamic_smem_bytes_ = 0, Dim3 cluster_ = {})
+      : grid(grid_), block(block_), dynamic_smem_bytes(dynamic_smem_bytes_), cluster(cluster_) {}
   Dim3 grid;
   Dim3 block;
   uint32_t dynamic_smem_bytes = 0;
+  // Thread block clusters (sm_90): CTAs per cluster along each dimension, dividing the grid; at most 8 in all
+  // (the portable cluster size). 1x1x1 is a launch without clusters.
+  Dim3 cluster;
 };
+constexpr uint64_t kMaxClusterSize = 8;
 
 class Module {
  public:

@@ -227,20 +227,34 @@ void CudaDevice::launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg,
                    "cuFuncSetAttribute " + expr + " dynamic shared memory " +
                        std::to_string(cfg.dynamic_smem_bytes) + " bytes");
   std::vector<void*> params = args.pointers();
-  if (programmatic_) {
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
+  const bool clustered = cfg.cluster.count() > 1;
+  if (clustered && (arch_ < 90 || !driver().cuLaunchKernelEx))
+    throw Error("launch of " + expr + ": thread block clusters need sm_90 and a driver with cuLaunchKernelEx; this GPU is sm_" +
+                    std::to_string(arch_),
+                kExitFailure);
+  if (programmatic_ || clustered) {
+    CUlaunchAttribute attrs[2]{};
+    unsigned n = 0;
+    if (programmatic_) {
+      attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attrs[n++].value.programmaticStreamSerializationAllowed = 1;
+    }
+    if (clustered) {
+      attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attrs[n].value.clusterDim.x = cfg.cluster.x, attrs[n].value.clusterDim.y = cfg.cluster.y;
+      attrs[n++].value.clusterDim.z = cfg.cluster.z;
+    }
     CUlaunchConfig lc{};
     lc.gridDimX = cfg.grid.x, lc.gridDimY = cfg.grid.y, lc.gridDimZ = cfg.grid.z;
     lc.blockDimX = cfg.block.x, lc.blockDimY = cfg.block.y, lc.blockDimZ = cfg.block.z;
     lc.sharedMemBytes = static_cast<unsigned>(cfg.dynamic_smem_bytes);
     lc.hStream = as_stream(stream_);
-    lc.attrs = &attr;
-    lc.numAttrs = 1;
+    lc.attrs = attrs;
+    lc.numAttrs = n;
     driver().check(driver().cuLaunchKernelEx(&lc, f, params.empty() ? nullptr : params.data(), nullptr),
-                   "cuLaunchKernelEx (programmatic dependent launch) " + expr + " grid " + dev::to_string(cfg.grid) +
-                       " block " + dev::to_string(cfg.block));
+                   std::string("cuLaunchKernelEx (") + (programmatic_ ? "programmatic dependent launch" : "") +
+                       (programmatic_ && clustered ? ", " : "") + (clustered ? "cluster " + dev::to_string(cfg.cluster) : "") +
+                       ") " + expr + " grid " + dev::to_string(cfg.grid) + " block " + dev::to_string(cfg.block));
     return;
   }
   driver().check(driver().cuLaunchKernel(f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,

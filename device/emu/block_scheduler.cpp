@@ -6,6 +6,7 @@
 #include "device/emu/bug_reports.h"
 #include "device/emu/memory_checks.h"
 #include "device/emu/profile.h"
+#include "device/emu/cluster.h"
 #include "device/emu/wgmma.h"
 
 namespace qt::emu::exec {
@@ -79,6 +80,10 @@ void on_thread_exit(Fiber* f) {
     fail(f, fmt("thread exited while %u thread(s) wait at __syncthreads at %s: the barrier can never complete "
                 "(divergent barrier)", w.bar_count, where(w.bar_site).c_str()));
   }
+  if (w.cluster && w.cluster->arrived > 0) {
+    fail(f, fmt("thread exited while %u thread(s) of its cluster wait at barrier.cluster (cluster_sync) at %s: the "
+                "barrier can never complete", w.cluster->arrived, where(w.cluster->site).c_str()));
+  }
   wp.exited |= bit;
   note_progress(w);
 }
@@ -96,7 +101,7 @@ void fiber_main(void* arg) {
     record_error(w, host_failure(*w.L, e));  // the fiber's stack ends here: nothing above could catch it
   }
   f->state = State::kDone;
-  ++w.done_count;
+  if (++w.done_count == w.nthreads && w.cluster && !w.aborted) cluster_cta_exit(w);
   jump(w, &f->context, nullptr, pick(w));  // never resumed: a finished fiber is not runnable again
   __builtin_unreachable();
 }
@@ -135,6 +140,7 @@ void start_block(Worker& w, uint64_t b) {
     f.poll_addr = 0;
     f.polls = 0;
     f.atomic_time = 0;
+    f.cluster_passed = 0;
     f.wait_code = nullptr;
     FiberCtx* c = f.ctx;
     c->thread_idx = w.thread_idx(t);
@@ -153,18 +159,11 @@ void start_block(Worker& w, uint64_t b) {
   }
 }
 
-}  // namespace
-
-void run_block(Worker& w, uint64_t b) {
-  start_block(w, b);
-  while (true) {
-    while (Fiber* f = pick(w)) resume(w, f);
-    if (w.aborted || w.done_count == w.nthreads) break;
-    record_error(w, deadlock_report(w));
-  }
+// After the block's threads stopped: its first read of never-written shared memory, and, if the launch failed,
+// every suspended thread unwound so nothing it holds leaks (threads never started have nothing to unwind).
+void finish_block(Worker& w) {
   if (!w.aborted && w.uninit.set && w.L->opts->race_checks) record_error(w, uninit_report(w));
   if (w.aborted) {
-    // Unwind every suspended thread so nothing it holds leaks; threads never started have nothing to unwind.
     for (uint32_t t = 0; t < w.nthreads; ++t) {
       Fiber& f = w.fibers[t];
       if (f.started && f.state != State::kDone) resume(w, &f);
@@ -173,6 +172,95 @@ void run_block(Worker& w, uint64_t b) {
   }
   w.threads_run += w.nthreads;
   ++w.blocks_run;
+}
+
+}  // namespace
+
+void run_block(Worker& w, uint64_t b) {
+  w.cluster = nullptr;
+  w.cta_rank = 0;
+  start_block(w, b);
+  while (true) {
+    while (Fiber* f = pick(w)) resume(w, f);
+    if (w.aborted || w.done_count == w.nthreads) break;
+    record_error(w, deadlock_report(w));
+  }
+  finish_block(w);
+}
+
+void run_cluster(Worker& lead, uint64_t unit) {
+  const LaunchRequest& req = *lead.L->req;
+  const dev::Dim3& g = req.cfg.grid;
+  const dev::Dim3& cd = req.cfg.cluster;
+  const uint32_t size = static_cast<uint32_t>(cd.count());
+  const uint32_t threads = static_cast<uint32_t>(req.cfg.block.count());
+  while (lead.siblings.size() + 1 < size) lead.siblings.push_back(std::make_unique<Worker>(threads));
+  for (auto& sibling : lead.siblings)
+    if (sibling->fibers.size() < threads) sibling = std::make_unique<Worker>(threads);
+  ClusterRun& c = lead.cluster_run;
+  c.ctas.clear();
+  c.arrived = 0;
+  c.generation = 1;
+  c.exited.assign(size, 0);
+  c.threads = 0;
+  // Clusters tile the grid x fastest; a CTA's rank is its position in the cluster, x fastest (%cluster_ctarank).
+  const uint64_t ncx = g.x / cd.x, ncy = g.y / cd.y;
+  const uint64_t cx = unit % ncx, cy = (unit / ncx) % ncy, cz = unit / (ncx * ncy);
+  for (uint32_t r = 0; r < size; ++r) {
+    Worker& m = r == 0 ? lead : *lead.siblings[r - 1];
+    if (r > 0) {
+      m.L = lead.L;
+      m.sched_stack = lead.sched_stack;
+      m.alloc_hint = 0;
+      for (auto& memo : m.site_memo) memo.loc = 0;
+    }
+    m.cluster = &c;
+    m.cta_rank = r;
+    c.ctas.push_back(&m);
+  }
+  for (uint32_t r = 0; r < size; ++r) {
+    const uint64_t bx = cx * cd.x + r % cd.x, by = cy * cd.y + (r / cd.x) % cd.y, bz = cz * cd.z + r / (cd.x * cd.y);
+    start_block(*c.ctas[r], bx + g.x * (by + uint64_t{g.y} * bz));
+    c.threads += c.ctas[r]->nthreads;
+  }
+  // The CTAs take turns, each running until none of its threads can; a thread of one may wake another's.
+  auto failed = [&] { return lead.L->failed.load(std::memory_order_relaxed); };
+  while (true) {
+    bool ran = false;
+    const uint32_t first = static_cast<uint32_t>(lead.next_random() % size);
+    for (uint32_t i = 0; i < size && !failed(); ++i) {
+      Worker& m = *c.ctas[(first + i) % size];
+      crash_scope_worker(&m);
+      while (Fiber* f = pick(m)) {
+        resume(m, f);
+        ran = true;
+      }
+    }
+    crash_scope_worker(&lead);
+    if (failed()) break;
+    bool done = true;
+    for (Worker* m : c.ctas) done = done && m->done_count == m->nthreads;
+    if (done) break;
+    if (!ran) {
+      std::string report;
+      for (Worker* m : c.ctas)
+        if (m->done_count != m->nthreads) report += (report.empty() ? "" : " ") + deadlock_report(*m);
+      record_error(lead, report + fmt(" (cluster of %u CTAs; %u thread(s) wait at barrier.cluster)", size, c.arrived));
+      break;
+    }
+  }
+  if (failed())
+    for (Worker* m : c.ctas) m->aborted = true;
+  for (Worker* m : c.ctas) {
+    crash_scope_worker(m);
+    finish_block(*m);
+    if (m != &lead) {
+      lead.threads_run += m->threads_run, m->threads_run = 0;
+      lead.blocks_run += m->blocks_run, m->blocks_run = 0;
+      lead.switches += m->switches, m->switches = 0;
+    }
+  }
+  crash_scope_worker(&lead);
 }
 
 int block_barrier(Fiber* f, BarrierKind kind, int pred, const Site* site) {

@@ -10,6 +10,9 @@ namespace qt::emu::exec {
 
 // Runs block `b` of the Worker's launch to completion, or until a bug aborts it.
 void run_block(Worker& w, uint64_t b);
+// Runs thread block cluster `unit` of a cluster launch (clusters numbered x fastest over the grid) on the
+// Worker's host thread: its CTAs on `lead` and lead's sibling Workers, scheduled together.
+void run_cluster(Worker& lead, uint64_t unit);
 
 // __syncthreads (and its count/and/or forms): parks `f` until every thread of the block arrives at the same
 // barrier, then returns the reduced predicate.

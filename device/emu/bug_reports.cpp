@@ -225,6 +225,8 @@ void install_crash_handler() {
 #endif
 }
 
+void crash_scope_worker(Worker* w) { tl_worker = w; }
+
 CrashScope::CrashScope(Worker& w) {
   tl_worker = &w;
   stack_t alt{};

@@ -44,6 +44,9 @@ void install_crash_handler();
 
 // While alive, a crash on this host thread is reported as one of the kernel thread `w` runs. The handler
 // runs on the Worker's own signal stack: a fiber stack overflow leaves no room on the faulting stack.
+// The Worker whose running fiber a crash on this host thread is reported for (a cluster's CTAs take turns).
+void crash_scope_worker(Worker* w);
+
 class CrashScope {
  public:
   explicit CrashScope(Worker& w);

@@ -7,6 +7,7 @@
 #include "device/emu/async_ops.h"
 #include "device/emu/block_scheduler.h"
 #include "device/emu/bug_reports.h"
+#include "device/emu/cluster.h"
 #include "device/emu/executor_state.h"
 #include "device/emu/memory_checks.h"
 #include "device/emu/profile.h"
@@ -390,6 +391,16 @@ void api_bulk_copy_g2s(FiberCtx* c, uint32_t dst, const void* src, uint32_t byte
   bulk_copy_g2s(fiber_of(c), dst, src, bytes, mbar, site);
 }
 
+// ---- sm_90 thread block clusters: cluster.cpp ---------------------------------------------------------
+uint32_t api_cluster_query(FiberCtx* c, uint32_t which) { return cluster_query(fiber_of(c), which); }
+void api_cluster_sync(FiberCtx* c, const Site* site) { cluster_sync(fiber_of(c), site); }
+uint32_t api_cluster_map(FiberCtx* c, uint32_t addr, uint32_t rank, const Site* site) {
+  return cluster_map(fiber_of(c), addr, rank, site);
+}
+void api_cluster_load(FiberCtx* c, uint32_t addr, uint32_t bytes, void* out, const Site* site) {
+  cluster_load(fiber_of(c), addr, bytes, out, site);
+}
+
 }  // namespace
 
 const Api* api_table() {
@@ -427,6 +438,10 @@ const Api* api_table() {
     a.mbarrier_arrive = &api_mbarrier_arrive;
     a.mbarrier_try_wait = &api_mbarrier_try_wait;
     a.bulk_copy_g2s = &api_bulk_copy_g2s;
+    a.cluster_query = &api_cluster_query;
+    a.cluster_sync = &api_cluster_sync;
+    a.cluster_map = &api_cluster_map;
+    a.cluster_load = &api_cluster_load;
     return a;
   }();
   return &api;

@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -18,18 +20,23 @@ namespace qt::emu {
 namespace exec {
 
 // The shared window lies between two inaccessible guard bands (see FiberCtx::smem_lo).
-Worker::Worker() : stacks(kMaxThreads), fibers(kMaxThreads) {
+Worker::Worker(uint32_t max_threads) : stacks(max_threads), fibers(max_threads) {
   void* m = ::mmap(nullptr, kWindowBytes + 2 * kSmemGuardBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) throw qt::Error("emu: cannot map shared memory window", kExitFailure);
   mapping = m;
   window = static_cast<uint8_t*>(m) + kSmemGuardBytes;
-  ::mprotect(window, kWindowBytes, PROT_READ | PROT_WRITE);
+  if (::mprotect(window, kWindowBytes, PROT_READ | PROT_WRITE) != 0) {
+    ::munmap(mapping, kWindowBytes + 2 * kSmemGuardBytes);
+    throw qt::Error("emu: cannot map a shared memory window (" + std::string(std::strerror(errno)) +
+                        "): the process has run out of memory maps (vm.max_map_count); run fewer emulator threads",
+                    kExitFailure);
+  }
   void* sh = ::mmap(nullptr, size_t{kWindowBytes} * sizeof(Cell), PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (sh == MAP_FAILED) throw qt::Error("emu: cannot map the shared-memory race shadow", kExitFailure);
   shadow = static_cast<Cell*>(sh);
   pending.assign(kWindowBytes, 0);
-  for (uint32_t i = 0; i < kMaxThreads; ++i) {
+  for (uint32_t i = 0; i < max_threads; ++i) {
     fibers[i].ctx = stacks.ctx(i);
     fibers[i].w = this;
     fibers[i].stack = stacks.extent(i);
@@ -47,7 +54,7 @@ Worker::~Worker() {
 
 namespace {
 
-// One host thread's share of a launch: blocks taken in turn from the shared counter until none is left or
+// One host thread's share of a launch: blocks (or clusters) taken in turn from the shared counter until none is left or
 // a bug was found in any block.
 void run_blocks(Launch& L, Worker& w) {
   w.L = &L;
@@ -59,14 +66,21 @@ void run_blocks(Launch& L, Worker& w) {
     while (!L.failed.load(std::memory_order_relaxed)) {
       const uint64_t b = L.next_block.fetch_add(1);
       if (b >= L.nblocks) break;
-      run_block(w, b);
+      if (L.req->cfg.cluster.count() > 1) run_cluster(w, b);
+      else run_block(w, b);
     }
     profile_worker_done(w);
+    for (auto& sibling : w.siblings)  // a cluster's other CTAs, observed on their own Workers
+      if (sibling->L == &L) profile_worker_done(*sibling);
   } catch (const std::exception& e) {
     record_error(L, host_failure(L, e));  // a block-running thread must not end in std::terminate
   }
   w.page_cache.owner = nullptr;
   w.L = nullptr;
+  for (auto& sibling : w.siblings) {
+    sibling->page_cache.owner = nullptr;
+    sibling->L = nullptr;
+  }
 }
 
 }  // namespace
@@ -105,7 +119,7 @@ void Executor::run(const LaunchRequest& req) {
     const uint64_t live = Arena::instance().live_bytes();
     L.global.limit(opts_.memory_bytes > live ? opts_.memory_bytes - live : 1);
   }
-  L.nblocks = req.cfg.grid.count();
+  L.nblocks = req.cfg.grid.count() / req.cfg.cluster.count();  // a cluster's CTAs run together, on one Worker
   exec::Profile profile;
   if (opts_.profile) L.profile = &profile;
   const uint32_t nw = static_cast<uint32_t>(std::min<uint64_t>(opts_.threads, L.nblocks));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -64,6 +65,7 @@ struct Fiber {
   uintptr_t poll_addr = 0;
   uint32_t polls = 0;
   uint32_t atomic_time = 0;  // launch time of this thread's newest atomic (race_shadow.h)
+  uint32_t cluster_passed = 0;  // in a cluster: the generation its last barrier.cluster started (ClusterRun)
   std::vector<CpCopy> uncommitted;
   std::deque<std::vector<CpCopy>> groups;
   // A warp collective's operands and result: every lane parks its input here, the last lane to arrive
@@ -125,8 +127,25 @@ struct Launch {
   Profile* profile = nullptr;  // observation of memory instructions, when asked for
 };
 
+// A thread block cluster being run (sm_90): its CTAs, each the block of one Worker, run on one host thread as
+// one scheduling unit, so that their threads can wait for each other (barrier.cluster) and read each other's
+// shared memory (ld.shared::cluster) as on a GPU, where a cluster's CTAs are co-resident on one GPC. The lead
+// Worker (rank 0) owns the others' Workers.
+struct ClusterRun {
+  std::vector<Worker*> ctas;  // by rank (%cluster_ctarank)
+  uint32_t threads = 0;       // in all its CTAs
+  uint32_t arrived = 0;       // threads waiting at barrier.cluster
+  // 1 + the barrier.cluster completions so far: the time stamp of the cluster's shared-memory accesses, so that
+  // an access of one CTA is ordered before one of another when a barrier completed in between (race_shadow.h).
+  uint32_t generation = 1;
+  Site site{};
+  std::vector<uint8_t> exited;  // by rank: every thread of that CTA has returned (its shared memory is gone)
+};
+
 struct Worker {
-  Worker();
+  // Fibers for blocks of up to `max_threads` threads (each fiber's stack costs the process a few memory maps,
+  // of which Linux allows 65,530: a cluster's sibling Workers are made for the launch's block size).
+  explicit Worker(uint32_t max_threads = kMaxThreads);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -182,6 +201,12 @@ struct Worker {
   size_t alloc_hint = 0;
   uint64_t switches = 0, threads_run = 0, blocks_run = 0;
   BlockClocks clocks;  // the block's cross-warp clocks, once it uses mbarriers, named barriers or async agents
+  // Cluster launches: the cluster this block belongs to (null in a launch without clusters) and its rank there.
+  // A lead Worker owns the Workers of its cluster's other CTAs and the ClusterRun.
+  ClusterRun* cluster = nullptr;
+  uint32_t cta_rank = 0;
+  std::vector<std::unique_ptr<Worker>> siblings;
+  ClusterRun cluster_run;
   AsyncBlock async;    // its mbarriers, named barriers and warpgroup rendezvous
 
   uint64_t next_random() {  // splitmix64

@@ -127,8 +127,15 @@ StackPool::StackPool(size_t count) : count_(count) {
   const uintptr_t raw = reinterpret_cast<uintptr_t>(mapping_);
   base_ = (raw + kFiberRegionBytes - 1) & ~(kFiberRegionBytes - 1);
   for (size_t i = 0; i < count; ++i) {
-    ::mprotect(reinterpret_cast<void*>(region(i)), kFiberGuardBytes, PROT_NONE);
-    ::mprotect(reinterpret_cast<void*>(region(i) + 2 * kFiberGuardBytes), kFiberGuardBytes, PROT_NONE);
+    if (::mprotect(reinterpret_cast<void*>(region(i)), kFiberGuardBytes, PROT_NONE) != 0 ||
+        ::mprotect(reinterpret_cast<void*>(region(i) + 2 * kFiberGuardBytes), kFiberGuardBytes, PROT_NONE) != 0) {
+      const std::string why = std::strerror(errno);
+      ::munmap(mapping_, mapping_bytes_);
+      mapping_ = nullptr;
+      throw qt::Error("emu: cannot place the guard pages of fiber stacks (" + why +
+                          "): the process has run out of memory maps (vm.max_map_count); run fewer emulator threads",
+                      kExitFailure);
+    }
   }
 }
 

@@ -31,6 +31,7 @@ Accessor accessor(const Fiber* f, bool strong, uint32_t block) {
     a.first_virtual = w.clocks.copy_warp();
     a.first_epoch = w.block_first_epoch;
   }
+  if (block == kSharedBlock) a.cluster_passed = f->cluster_passed;
   return a;
 }
 
@@ -78,13 +79,21 @@ std::string other_accessor(Worker& w, const AccessSet& s, uint32_t own_block) {
   } else if (single_member(s, block, tid)) {
     who = "thread " + dim(w.thread_idx(tid));
     if (block != own_block) {
-      const uint64_t b = block - 1;
+      const bool remote = (block & kRemoteBlockTag) && block != kManyBlocks;
+      const uint64_t b = (block & ~(remote ? kRemoteBlockTag : 0u)) - 1;
+      if (remote) who += " (through distributed shared memory)";
       const Uint3& g = w.grid_dim;
       who += " of block " + dim(Uint3{static_cast<uint32_t>(b % g.x), static_cast<uint32_t>((b / g.x) % g.y),
                                       static_cast<uint32_t>(b / (uint64_t{g.x} * g.y))});
     }
   } else if (s.block == kManyBlocks) {
     who = "threads of several blocks";
+  } else if (s.block != own_block && (s.block & kRemoteBlockTag)) {
+    const uint64_t b = (s.block & ~kRemoteBlockTag) - 1;
+    const Uint3& g = w.grid_dim;
+    who = "several threads of block " + dim(Uint3{static_cast<uint32_t>(b % g.x), static_cast<uint32_t>((b / g.x) % g.y),
+                                                  static_cast<uint32_t>(b / (uint64_t{g.x} * g.y))}) +
+          " (through distributed shared memory)";
   } else if (s.block != own_block) {
     who = "several threads of another block";
   } else if (s.warp == kManyWarps) {
@@ -132,8 +141,13 @@ std::string unordered_note(const Worker& w) {
 
 ShadowHit shadow_cells(Fiber* reporter, uint32_t off, uint32_t n, bool write, const Accessor& acc, const void* code,
                        const Site* site, const char* what) {
-  Worker& w = *reporter->w;
-  const uint64_t loc = loc_of(w, code, site);
+  return shadow_cells(reporter, *reporter->w, off, n, write, acc, code, site, what);
+}
+
+ShadowHit shadow_cells(Fiber* reporter, Worker& w, uint32_t off, uint32_t n, bool write, const Accessor& acc,
+                       const void* code, const Site* site, const char* what) {
+  const bool own = &w == reporter->w;
+  const uint64_t loc = loc_of(*reporter->w, code, site);
   for (uint32_t i = 0; i < n; ++i) {
     Cell& c = w.shadow[off + i];
     if (uint16_t p = w.pending[off + i]; p != 0) {
@@ -142,7 +156,7 @@ ShadowHit shadow_cells(Fiber* reporter, uint32_t off, uint32_t n, bool write, co
                       "(missing cp_async_wait before the access, or a missing __syncthreads after it)",
                       what, write ? "writes" : "reads", n, smem_region(w, off).c_str(), dim(w.thread_idx(p - 1u)).c_str()));
     }
-    if (!write && !w.uninit.set && (c.w.block == 0 || c.w.epoch < w.block_first_epoch)) {
+    if (own && !write && !w.uninit.set && (c.w.block == 0 || c.w.epoch < w.block_first_epoch)) {
       w.uninit.set = true;
       w.uninit.tid = reporter->tid;
       w.uninit.off = off;
@@ -151,7 +165,7 @@ ShadowHit shadow_cells(Fiber* reporter, uint32_t off, uint32_t n, bool write, co
       w.uninit.has_site = site != nullptr;
       if (site) w.uninit.site = *site;
     }
-    const Conflict k = check_and_record(c, acc, write, 0, loc, nullptr);
+    const Conflict k = check_and_record(c, acc, write, shared_time(w), loc, nullptr);
     if (k != Conflict::kNone) return ShadowHit{k, off + i, k == Conflict::kWrite ? c.w : c.r};
   }
   return ShadowHit{};
@@ -172,6 +186,12 @@ std::string shared_race_message(Worker& w, const ShadowHit& hit, const char* wha
     return fmt("%s %s %u byte(s) at %s that %s writes, before the mbarrier phase it completes on was waited for "
                "(mbarrier_wait_parity, or an ordering after such a wait, is missing)",
                what, write ? "overwrites" : "reads", n, region.c_str(), agent.c_str());
+  }
+  if (other.block != kSharedBlock) {  // in shared memory, another block is another CTA of the cluster
+    return fmt("distributed shared-memory race: %s %s %u byte(s) at %s, which %s %s with no barrier.cluster "
+               "(cluster_sync) in between", what, write ? "writes" : "reads", n, smem_region(w, hit.off).c_str(),
+               other_accessor(w, other, kSharedBlock).c_str(),
+               hit.conflict == Conflict::kWrite ? "wrote" : "read");
   }
   return fmt("shared-memory race: %s %s %u byte(s) at %s, which %s %s %s%s", what,
              write ? (strong ? "atomically updates" : "writes") : "reads", n, smem_region(w, hit.off).c_str(),
@@ -197,7 +217,7 @@ void record_agent_write(Worker& w, uint32_t off, uint32_t n, const Accessor& age
     Cell& c = w.shadow[off + i];
     c.r = AccessSet{};
     c.w = AccessSet{};
-    check_and_record(c, agent, true, 0, loc, nullptr);
+    check_and_record(c, agent, true, shared_time(w), loc, nullptr);
   }
 }
 
@@ -302,6 +322,9 @@ void record_fence(Fiber* f) {
 
 void reset_block_memory(Worker& w) {
   std::memset(w.window, 0xFF, kStaticSmemBytes + w.dyn_bytes);
+  // Entries of an earlier block count as ordered by their older epochs, but a cluster's reads from other CTAs
+  // are ordered by generation, which starts afresh with every cluster: its CTAs start with a clean shadow.
+  if (w.cluster) std::memset(static_cast<void*>(w.shadow), 0, size_t{kStaticSmemBytes + w.dyn_bytes} * sizeof(Cell));
   if (w.pending_dirty) {
     std::fill(w.pending.begin(), w.pending.end(), 0);
     w.pending_dirty = false;

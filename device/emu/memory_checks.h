@@ -33,6 +33,11 @@ Accessor accessor(const Fiber* f, bool strong, uint32_t block);
 // Shared memory is the block's own: its race shadow names every block 1 (earlier blocks on this Worker
 // have older epochs, so their entries count as ordered).
 constexpr uint32_t kSharedBlock = 1;
+// A read of another CTA's shared memory (ld.shared::cluster) is recorded in that CTA's shadow as this tag plus the
+// reading block's id, so that nothing but a barrier.cluster orders it with the owner's accesses.
+constexpr uint32_t kRemoteBlockTag = 0x80000000u;
+// The time stamp of shared accesses in the race shadow: the cluster's generation (0 outside clusters).
+inline uint32_t shared_time(const Worker& w) { return w.cluster ? w.cluster->generation : 0; }
 // The first conflict of an access of [off, off + n) by `acc` (which may be an asynchronous agent) that
 // shadow_cells found and recorded; a read of a pending cp.async destination is reported at once, naming
 // `reporter`, which also owns a read of never-written bytes.
@@ -43,6 +48,10 @@ struct ShadowHit {
 };
 ShadowHit shadow_cells(Fiber* reporter, uint32_t off, uint32_t n, bool write, const Accessor& acc, const void* code,
                        const Site* site, const char* what);
+// The same on the shadow of `owner`, another CTA of the reporter's cluster (a distributed shared-memory read;
+// reads of never-written bytes are not tracked there).
+ShadowHit shadow_cells(Fiber* reporter, Worker& owner, uint32_t off, uint32_t n, bool write, const Accessor& acc,
+                       const void* code, const Site* site, const char* what);
 // "thread (5,0,0) (at k.cu:12)", "a bulk copy ...", "several threads of warp 2": a shared access set, named.
 std::string shared_accessor_name(Worker& w, const AccessSet& s);
 // The report of a shared conflict of `what` (an access of n bytes at off) with `hit.other`.

@@ -37,6 +37,9 @@ bool members_ordered_with_clocks(uint16_t warp, uint32_t epoch, uint32_t lanes, 
 bool ordered_before(const AccessSet& s, const Accessor& a, const FenceLog* fences) {
   if (s.block == 0) return true;
   if (s.block != a.block) {
+    // Another CTA of a cluster, in shared memory: a barrier.cluster completed after the access and passed by the
+    // accessor. Its arrive and wait are one call, so no thread accesses between its arrival and the completion.
+    if (a.cluster_passed != 0 && s.time < a.cluster_passed) return true;
     // Another block: only a fence of that block after the access, then an atomic of ours, orders it.
     return s.block != kManyBlocks && fences && a.atomic_time != 0 &&
            fences->fenced_between(s.block, s.time, a.atomic_time);
@@ -107,7 +110,7 @@ void join(AccessSet& s, const Accessor& a, uint32_t now, uint64_t loc, const Fen
     join_with_clocks(s, a, now, loc, fences);
     return;
   }
-  if (s.block == 0 || (s.block == a.block && s.epoch != a.epoch)) {
+  if (s.block == 0 || (s.block == a.block && s.epoch != a.epoch) || (s.block != a.block && ordered_before(s, a, fences))) {
     s = single(a, now, loc);  // the old members are ordered before every later access of this block anyway
     return;
   }

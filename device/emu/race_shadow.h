@@ -6,7 +6,8 @@
 //   - they come from one warp and a chain of __syncwarp calls leads from the first thread to the second
 //     (tracked with vector clocks over the warp's lanes, so any sequence of partial masks is handled).
 // Nothing orders accesses of different blocks, except a __threadfence by the first block followed by an
-// atomic of the second (the "last block" pattern). Two strong accesses (atomics, volatile) never race.
+// atomic of the second (the "last block" pattern), and, for the shared memory of a thread block cluster, a
+// barrier.cluster between them (each access stamped with the cluster's generation; race_shadow.cpp). Two strong accesses (atomics, volatile) never race.
 // Every byte keeps the set of its last writers and the set of its readers since; a set folds its members
 // into (block, epoch, warp, lane mask, newest clock). The outcome depends only on which accesses are ordered,
 // never on the order the scheduler happened to run them in.
@@ -42,6 +43,9 @@ struct Accessor {
   uint16_t first_virtual = 0xFFFF;  // warps from here on are asynchronous agents
   uint32_t first_epoch = 0;         // the block's first interval: older sets belong to earlier blocks
   bool async_proxy = false;         // a read by the async proxy: a __syncthreads alone does not order writes before it
+  // Shared memory of a cluster launch: the cluster generation whose barrier.cluster this thread passed last (0:
+  // none). Accesses of other CTAs stamped with an earlier generation are ordered before it.
+  uint32_t cluster_passed = 0;
 };
 
 struct AccessSet {

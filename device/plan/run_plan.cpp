@@ -69,6 +69,7 @@ dev::LaunchConfig launch_config(const kernels::Launch& l) {
   cfg.grid = {l.grid.x, l.grid.y, l.grid.z};
   cfg.block = {l.block.x, l.block.y, l.block.z};
   cfg.dynamic_smem_bytes = static_cast<uint32_t>(l.dynamic_smem);
+  cfg.cluster = {l.cluster.x, l.cluster.y, l.cluster.z};
   return cfg;
 }
 

@@ -7,7 +7,7 @@
 
 namespace qt::emu {
 
-constexpr uint32_t kAbiVersion = 5;
+constexpr uint32_t kAbiVersion = 6;
 // Every fiber's stack lives in its own region of this size, aligned to it; the FiberCtx sits at a fixed
 // offset above the region's guard page, so masking any stack address yields the running thread's context.
 constexpr uintptr_t kFiberRegionBytes = uintptr_t{256} * 1024;
@@ -92,6 +92,12 @@ struct Api {
   void (*mbarrier_arrive)(FiberCtx*, uint32_t mbar, uint32_t tx_bytes, const Site*);  // arrive.expect_tx
   bool (*mbarrier_try_wait)(FiberCtx*, uint32_t mbar, uint32_t parity, const Site*);
   void (*bulk_copy_g2s)(FiberCtx*, uint32_t smem_dst, const void* src, uint32_t bytes, uint32_t mbar, const Site*);
+  // Thread block clusters (sm_90): %cluster_ctarank (0) / %cluster_nctarank (1), barrier.cluster, mapa and
+  // ld.shared::cluster.
+  uint32_t (*cluster_query)(FiberCtx*, uint32_t which);
+  void (*cluster_sync)(FiberCtx*, const Site*);
+  uint32_t (*cluster_map)(FiberCtx*, uint32_t smem_addr, uint32_t rank, const Site*);
+  void (*cluster_load)(FiberCtx*, uint32_t addr, uint32_t bytes, void* out, const Site*);
 };
 
 }  // namespace qt::emu

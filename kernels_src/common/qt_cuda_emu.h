@@ -422,6 +422,19 @@ __forceinline__ void cp_async_bulk_g2s(uint32_t smem_dst, const void* gmem_src, 
   emu::g_api->bulk_copy_g2s(emu::ctx(), smem_dst, gmem_src, bytes, mbar, QT_EMU_SITE);
 }
 
+// Thread block clusters (sm_90): the executor runs a cluster's CTAs together (device/emu/cluster.h).
+__forceinline__ uint32_t cluster_ctarank() { return emu::g_api->cluster_query(emu::ctx(), 0); }
+__forceinline__ uint32_t cluster_nctarank() { return emu::g_api->cluster_query(emu::ctx(), 1); }
+__forceinline__ void cluster_sync(QT_EMU_LOC) { emu::g_api->cluster_sync(emu::ctx(), QT_EMU_SITE); }
+__forceinline__ uint32_t map_shared_rank(uint32_t smem_addr, uint32_t rank, QT_EMU_LOC) {
+  return emu::g_api->cluster_map(emu::ctx(), smem_addr, rank, QT_EMU_SITE);
+}
+__forceinline__ float4 ld_shared_cluster_f32x4(uint32_t cluster_addr, QT_EMU_LOC) {
+  float4 v;
+  emu::g_api->cluster_load(emu::ctx(), cluster_addr, 16, &v, QT_EMU_SITE);
+  return v;
+}
+
 [[noreturn]] __forceinline__ void trap(const char* message, QT_EMU_LOC) {
   emu::g_api->trap(emu::ctx(), message, QT_EMU_SITE);
   __builtin_unreachable();

@@ -442,6 +442,37 @@ __device__ __forceinline__ void cp_async_bulk_g2s(uint32_t smem_dst, const void*
                : "memory");
 }
 
+// Thread block clusters (sm_90). A launch without a cluster attribute is a cluster of one CTA.
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ uint32_t cluster_nctarank() {
+  uint32_t n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
+  return n;
+}
+// Every thread of the cluster: its shared-memory writes before are visible to every CTA's reads after, and no
+// CTA goes on (or exits, freeing its shared memory) until all have arrived.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// The shared::cluster address of this CTA's shared address `smem_addr` in the CTA of rank `rank`.
+__device__ __forceinline__ uint32_t map_shared_rank(uint32_t smem_addr, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ float4 ld_shared_cluster_f32x4(uint32_t cluster_addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(cluster_addr)
+               : "memory");
+  return v;
+}
+
 // Programmatic dependent launch (sm_90+): every kernel's first statement. The wait returns once the grid this
 // launch depends on has finished and its writes are visible (at once when the launch was made without
 // programmatic serialization); the trigger then lets the next kernel of the stream be scheduled onto the SMs

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "kernels_src/fraglinear/frag_wgmma_sizes.h"
 #include "common/half.h"
 #include "common/rng.h"
 #include "kernels_src/awq/awq_family.h"
@@ -954,12 +955,12 @@ KernelFamily make_fused_stream(const SourceKind& kind, const KernelFamily& base,
 
 // ---- Hopper GEMM (wgmma) -------------------------------------------------------------------------------
 
-// The x ring, plus the pad that puts its first stage on a 1024-byte boundary (the 128B swizzle atom).
-int64_t wgmma_smem_bytes(const Point& p) { return p.at("stages") * p.at("bm") * 128 + 1024; }
+int64_t wgmma_smem_bytes(const Point& p) { return frag_wgmma::smem_bytes(p.at("bm"), p.at("stages"), p.at("cluster")); }
 
 std::string wgmma_kernel(int bits, const Point& p) {
-  return name_expr(p.at("sk") > 0 ? "frag_wgmma_streamk_kernel" : "frag_wgmma_gemm_kernel",
-                   {bits, p.at("bm"), p.at("wg"), p.at("stages"), p.at("pf")});
+  if (p.at("sk") > 0)
+    return name_expr("frag_wgmma_streamk_kernel", {bits, p.at("bm"), p.at("wg"), p.at("stages"), p.at("pf")});
+  return name_expr("frag_wgmma_gemm_kernel", {bits, p.at("bm"), p.at("wg"), p.at("stages"), p.at("pf"), p.at("cluster")});
 }
 
 // Stream-K's units at a shape: (column block of 256 features, BM rows) tiles times 64-column chunks of K.
@@ -988,15 +989,25 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
               {"stages", {2, 3, 4}, 4, "cp.async stages of x (64 columns of K each)"},
               {"pf", {1, 2, 4}, 2, "weight tiles (16 x 64) each warp keeps in flight in registers"},
               {"split", {1, 2, 4}, 1, "blocks along K (64-column chunks; reduced in the same launch)"},
+              {"cluster", {1, 2, 4}, 1,
+               "blocks along K forming one thread block cluster (sm_90), their partial tiles summed in distributed "
+               "shared memory: no workspace, no locks (1: none; with split = 1)"},
               {"sk", {0, 114, 132, 228, 264}, 0,
                "stream-K: this many blocks share the (tile, K chunk) units evenly (0: the grid of tiles and splits); "
                "the SM count of an H100 PCIe (114) or SXM / H200 (132), or twice it"}};
-  f.defaults = {{{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"sk", 0}},
-                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"split", 2}, {"sk", 0}},
-                {{"bm", 128}, {"wg", 4}, {"stages", 2}, {"pf", 4}, {"split", 1}, {"sk", 0}},
-                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"split", 1}, {"sk", 132}}};
+  f.defaults = {{{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"split", 2}, {"cluster", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 4}, {"stages", 2}, {"pf", 4}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"split", 1}, {"cluster", 1}, {"sk", 132}},
+                {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"cluster", 4}, {"sk", 0}}};
   f.point_constraint = [](const Point& p) {
     if (p.at("sk") > 0 && p.at("split") > 1) return std::string("stream-K divides K itself: split must be 1");
+    if (p.at("cluster") > 1 && (p.at("split") > 1 || p.at("sk") > 0))
+      return std::string("a cluster splits K itself: split must be 1 and sk 0");
+    if (frag_wgmma::smem_bytes(p.at("bm"), p.at("stages"), p.at("cluster")) > 227 * 1024)
+      return "bm=" + std::to_string(p.at("bm")) + " with a cluster split needs " +
+             std::to_string(frag_wgmma::smem_bytes(p.at("bm"), p.at("stages"), p.at("cluster"))) +
+             " bytes of shared memory for its partial tile, over 227 KiB";
     // Each thread holds 4 / wg accumulators of bm / 2 floats: at most half of the registers it may have
     // (255, or 128 at 512 threads a block), the rest being the A sets, the ring, scales and addresses.
     const int64_t acc = (4 / p.at("wg")) * p.at("bm") / 2;
@@ -1011,6 +1022,7 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
     const FragDims d{shape["N"], shape["K"], shape["G"], bits};
     if (std::string e = limits_check(d, m); !e.empty()) return e;
     if (p.at("split") > cdiv(d.k, 64)) return std::string("split exceeds the 64-column chunks along K");
+    if (p.at("cluster") > cdiv(d.k, 64)) return std::string("cluster exceeds the 64-column chunks along K");
     return std::string();
   };
   // The DRAM stream is the weights: each warp's ring of pf tiles, its 1 / wg share of each tile's 512 bytes
@@ -1033,14 +1045,14 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
       bytes += 2.0 * std::max(0.0, partial_bytes - kL2Bytes);
     } else if (p.at("split") > 1) {
       bytes += 2.0 * double(p.at("split") * m * d.n * 4);
-    }
+    }  // a cluster split's partials stay in shared memory
     return bytes;
   };
   f.kernels = [bits](const Point& p) { return std::vector<std::string>{wgmma_kernel(bits, p)}; };
   f.plan = [bits](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"];
     const FragDims d{shape["N"], shape["K"], shape["G"], bits};
-    const int64_t split = p.at("split");
+    const int64_t split = std::max(p.at("split"), p.at("cluster"));
     LaunchPlan plan = frag_linear_plan(d, m, split);
     Launch& l = plan.launches.front();
     l.kernel = wgmma_kernel(bits, p);
@@ -1054,6 +1066,10 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
       l.grid.x = uint32_t(cdiv(d.n_tiles(), 4));
       l.grid.y = uint32_t(cdiv(m, p.at("bm")));
       l.grid.z = uint32_t(split);
+      l.cluster.z = uint32_t(p.at("cluster"));
+      if (p.at("cluster") > 1)
+        for (BufferSpec& b : plan.buffers)
+          if (b.name == "ws") b.elements = 1;
     }
     l.block.x = uint32_t(128 * p.at("wg"));
     l.dynamic_smem = wgmma_smem_bytes(p);

@@ -27,15 +27,17 @@
 //      while this k-step's wgmmas run (two A register sets), and each k-step's group is retired before its A
 //      registers are written again, so ptxas keeps the wgmmas asynchronous.
 // Split along K (gridDim.z > 1): fp32 partials in ws[z][M][N], summed by the last block of the output tile to
-// arrive (counted in locks[], reset to 0), as in frag_linear.cuh: no second launch and no memset.
+// arrive (counted in locks[], reset to 0), as in frag_linear.cuh: no second launch and no memset. Or (CS > 1) the
+// gridDim.z = CS blocks of a K split form one thread block cluster (sm_90): each leaves its partial tile in its
+// own shared memory, and each sums a 1 / CS share of the tile's rows over all of them through distributed shared
+// memory. The partials never reach L2 or DRAM, the sum is spread over the cluster instead of falling to the last
+// block, and there are no locks: what a split costs where M is small and K long.
 #include "kernels_src/common/qt_vec.h"
 #include "kernels_src/fraglinear/frag_linear.cuh"
+#include "kernels_src/fraglinear/frag_wgmma_sizes.h"
 
 namespace frag_wgmma {
 
-constexpr int kBK = 64;             // columns of K per x stage: one 128-byte swizzle row of fp16
-constexpr int kStageRowBytes = 128;
-constexpr int kTiles = 4;           // 64-column tiles per block: one per warp of a warpgroup
 
 // The words one lane of warpgroup h needs from a 16 x 64 tile: INT4 word P holds pair P; INT8 word f holds
 // fragment f, the four of a half at 128 h' + 4 l.
@@ -275,9 +277,43 @@ __device__ __forceinline__ int acc_feature(int j, int i) {
 }
 __device__ __forceinline__ int acc_row(int i) { return 8 * (i >> 2) + 2 * (threadIdx.x & 3) + (i & 1); }
 
+// The cluster split's reduction: this block's acc into its partial tile, then rows [BM r / CS, BM (r + 1) / CS)
+// of the output tile (r: this block's rank) summed over the CS blocks' tiles into y.
+template <int BM, int WG, int CS>
+__device__ __forceinline__ void cluster_reduce(const float (&acc)[4 / WG][BM / 2], unsigned char* smem, __half* y,
+                                               int m0, int n0, int M, int N) {
+  constexpr int J = 4 / WG, THREADS = WG * 128, ROWS = BM / CS, UNITS = ROWS * kTiles * 16;
+  static_assert(BM % CS == 0, "each block of the cluster sums whole rows");
+  float* part = reinterpret_cast<float*>(smem);
+#pragma unroll
+  for (int j = 0; j < J; ++j)
+#pragma unroll
+    for (int i = 0; i < BM / 2; ++i) part[acc_row(i) * kPartRowFloats + acc_feature<WG>(j, i)] = acc[j][i];
+  qt::cluster_sync();  // every block's partial tile written, and visible to the others
+  const uint32_t rank = qt::cluster_ctarank(), base = qt::smem_u32(part);
+  uint32_t remote[CS];
+#pragma unroll
+  for (int q = 0; q < CS; ++q) remote[q] = qt::map_shared_rank(base, q);
+  for (int u = threadIdx.x; u < UNITS; u += THREADS) {
+    const int r = (int)rank * ROWS + u / (kTiles * 16), c = 4 * (u % (kTiles * 16));
+    const int row = m0 + r, col = n0 + c;
+    if (row >= M || col >= N) continue;
+    const uint32_t off = (uint32_t)(r * kPartRowFloats + c) * 4;
+    float4 sum = qt::ld_shared_cluster_f32x4(remote[0] + off);
+#pragma unroll
+    for (int q = 1; q < CS; ++q) {
+      const float4 v = qt::ld_shared_cluster_f32x4(remote[q] + off);
+      sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+    }
+    const float s4[4] = {sum.x, sum.y, sum.z, sum.w};
+    for (int e = 0; e < 4 && col + e < N; ++e) y[(int64_t)row * N + col + e] = __float2half_rn(s4[e]);
+  }
+  qt::cluster_sync();  // no block leaves, taking its shared memory with it, while another still reads it
+}
+
 }  // namespace frag_wgmma
 
-template <int BITS, int BM, int WG, int STAGES, int PF>
+template <int BITS, int BM, int WG, int STAGES, int PF, int CS>
 __global__ void __launch_bounds__(WG * 128, 1)
     frag_wgmma_gemm_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                            float* ws, unsigned* locks, int M, int N, int K, int G) {
@@ -293,6 +329,10 @@ __global__ void __launch_bounds__(WG * 128, 1)
                                         grid_split(K), N, K, G, smem, acc);
 
   const int n0 = blockIdx.x * kTiles * 64;
+  if constexpr (CS > 1) {
+    cluster_reduce<BM, WG, CS>(acc[0], smem, y, m0, n0, M, N);
+    return;
+  }
 #pragma unroll
   for (int j = 0; j < J; ++j)
 #pragma unroll

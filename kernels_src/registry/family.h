@@ -108,6 +108,7 @@ struct Launch {
   Dim3 grid, block;
   int64_t dynamic_smem = 0;
   std::vector<KernelArg> args;
+  Dim3 cluster;  // thread block cluster (sm_90; 1x1x1: none)
 };
 
 // Everything to run one point on one shape: buffers (inputs filled by the generator, workspaces and outputs

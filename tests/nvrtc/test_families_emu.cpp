@@ -113,12 +113,43 @@ TEST_CASE("the stream-K wgmma GEMM is exact where block ranges start and end ins
     options.arch = 90;
     qt::emu::EmuDevice device(options);
     for (int64_t blocks : {1, 5, 7, 18}) {
-      const qt::kernels::Point point = {{"bm", 32}, {"wg", 1}, {"stages", 2}, {"pf", 2}, {"split", 1}, {"sk", blocks}};
+      const qt::kernels::Point point = {{"bm", 32}, {"wg", 1}, {"stages", 2}, {"pf", 2}, {"split", 1}, {"cluster", 1}, {"sk", blocks}};
       INFO(name << " " << qt::kernels::point_key(point));
       REQUIRE(f.shape_constraint(point, shape) == "");
       REQUIRE(f.plan(point, shape).launches.front().grid.x == uint32_t(blocks));
       const auto inputs = f.make_inputs(shape, 3);
       CHECK(qt::plan::verify_point_with(&device, f, point, shape, inputs, f.reference(shape, inputs)).message == "");
     }
+  }
+}
+
+TEST_CASE("a K split summed in distributed shared memory by a cluster gives the bits of the same split summed in a workspace") {
+  // Both sum the 4 partial tiles of a 64-column-chunk split in split order in fp32; only where the sum happens
+  // differs (the last block to arrive, through L2, against every block of the cluster, through its neighbours'
+  // shared memory). M = 40 leaves a partial row block; N = 320 a partial column block; K = 512 two chunks a block.
+  const qt::kernels::Shape shape{{"M", "N", "K", "G"}, {40, 320, 512, 128}, "cluster split"};
+  for (const char* name : {"awq_frag_wgmma_gemm", "int8gw_frag_wgmma_gemm", "q8_0_frag_wgmma_gemm"}) {
+    const KernelFamily& f = qt::kernels::find_family(name);
+    qt::emu::EmuOptions options;
+    options.arch = 90;
+    qt::emu::EmuDevice device(options);
+    const auto inputs = f.make_inputs(shape, 5);
+    std::vector<std::vector<uint8_t>> outputs;
+    for (int64_t cluster : {1, 4}) {
+      const qt::kernels::Point point = {{"bm", 32}, {"wg", 1}, {"stages", 2}, {"pf", 2},
+                                        {"split", cluster == 1 ? 4 : 1}, {"cluster", cluster}, {"sk", 0}};
+      INFO(name << " " << qt::kernels::point_key(point));
+      REQUIRE(f.point_constraint(point) == "");
+      REQUIRE(f.shape_constraint(point, shape) == "");
+      const qt::kernels::Launch l = f.plan(point, shape).launches.front();
+      CHECK(l.grid.z == 4);
+      CHECK(l.cluster.z == uint32_t(cluster));
+      qt::plan::PlanRun run(&device, f, point, shape, inputs);
+      run.run();
+      outputs.push_back(run.output("y"));
+      CHECK(qt::plan::compare_outputs(run, f, point, shape, f.reference(shape, inputs)) == "");
+    }
+    INFO(name);
+    CHECK(outputs[0] == outputs[1]);
   }
 }

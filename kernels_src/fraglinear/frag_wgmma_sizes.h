@@ -1,0 +1,29 @@
+#pragma once
+// Sizes of the Hopper GEMM (frag_wgmma_gemm.cuh) that its host plan needs too (frag_family.cpp): one definition
+// for the kernel, compiled by NVRTC, and the host. Plain C++ with the fixed-width integer types of the includer
+// (<cstdint>, or qt_cuda_gpu.h under NVRTC).
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define QT_FRAG_WGMMA_HD __host__ __device__ __forceinline__
+#else
+#define QT_FRAG_WGMMA_HD inline
+#endif
+
+namespace frag_wgmma {
+
+constexpr int kBK = 64;             // columns of K per x stage: one 128-byte swizzle row of fp16
+constexpr int kStageRowBytes = 128;
+constexpr int kTiles = 4;           // 64-column tiles per block: one per warp of a warpgroup
+// A cluster split's partial tile in shared memory: BM rows of 256 fp32 features, each row padded by 4 floats so
+// that the 4 rows one warp's accumulators write at once (rows 2t, t = 0..3) fall in different banks; float4
+// reads of a row stay 16-byte aligned.
+constexpr int kPartRowFloats = kTiles * 64 + 4;
+
+// Dynamic shared memory: the x ring plus the pad that puts its first stage on a 1024-byte boundary (the 128B
+// swizzle atom), or, where larger, a cluster split's partial tile (which reuses the ring once it is drained).
+QT_FRAG_WGMMA_HD constexpr int64_t smem_bytes(int64_t bm, int64_t stages, int64_t cluster) {
+  const int64_t ring = stages * bm * kStageRowBytes + 1024, part = cluster > 1 ? bm * kPartRowFloats * 4 : 0;
+  return ring > part ? ring : part;
+}
+
+}  // namespace frag_wgmma
