@@ -153,3 +153,29 @@ TEST_CASE("a K split summed in distributed shared memory by a cluster gives the 
     CHECK(outputs[0] == outputs[1]);
   }
 }
+
+TEST_CASE("every tile height and warpgroup count of the cluster split matches the CPU reference, no bug reported") {
+  // The partial tile's layout and the share each block sums depend on bm and wg (the accumulator fragments each
+  // warpgroup holds), the cluster size on how the rows are shared; stages and pf do not meet the reduction.
+  // M = 70 leaves a partial row block, N = 320 a partial column block.
+  const qt::kernels::Shape shape{{"M", "N", "K", "G"}, {70, 320, 512, 128}, "cluster split"};
+  const KernelFamily& f = qt::kernels::find_family("awq_frag_wgmma_gemm");
+  qt::emu::EmuOptions options;
+  options.arch = 90;
+  options.seed = 3;
+  qt::emu::EmuDevice device(options);
+  const auto inputs = f.make_inputs(shape, 7);
+  const auto expected = f.reference(shape, inputs);
+  size_t verified = 0;
+  for (int64_t bm : {32, 64, 128})
+    for (int64_t wg : {1, 2, 4})
+      for (int64_t cluster : {2, 4}) {
+        const qt::kernels::Point point = {{"bm", bm},    {"wg", wg},           {"stages", 2}, {"pf", 1},
+                                          {"split", 1}, {"cluster", cluster}, {"sk", 0}};
+        if (!f.point_constraint(point).empty()) continue;  // too many accumulators for one warpgroup
+        INFO(qt::kernels::point_key(point));
+        CHECK(qt::plan::verify_point_with(&device, f, point, shape, inputs, expected).message == "");
+        ++verified;
+      }
+  CHECK(verified == 16);
+}
