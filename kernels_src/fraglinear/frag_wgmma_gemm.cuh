@@ -277,36 +277,44 @@ __device__ __forceinline__ int acc_feature(int j, int i) {
 }
 __device__ __forceinline__ int acc_row(int i) { return 8 * (i >> 2) + 2 * (threadIdx.x & 3) + (i & 1); }
 
-// The cluster split's reduction: this block's acc into its partial tile, then rows [BM r / CS, BM (r + 1) / CS)
-// of the output tile (r: this block's rank) summed over the CS blocks' tiles into y.
-template <int BM, int WG, int CS>
-__device__ __forceinline__ void cluster_reduce(const float (&acc)[4 / WG][BM / 2], unsigned char* smem, __half* y,
-                                               int m0, int n0, int M, int N) {
+// The cluster split's reduction: this block's acc (MATS matrices) into its partial tiles, then rows
+// [BM r / CS, BM (r + 1) / CS) of the output tile (r: this block's rank) summed over the CS blocks' tiles, in
+// rank order, and handed to store(row, feature, sums): the block's row, its first of 4 features, and
+// sums[m][e], matrix m's sum of feature + e.
+template <int BM, int WG, int CS, int MATS, class Store>
+__device__ __forceinline__ void cluster_reduce(const float (&acc)[MATS][4 / WG][BM / 2], unsigned char* smem,
+                                               Store store) {
   constexpr int J = 4 / WG, THREADS = WG * 128, ROWS = BM / CS, UNITS = ROWS * kTiles * 16;
+  constexpr uint32_t kMatBytes = BM * kPartRowFloats * 4;
   static_assert(BM % CS == 0, "each block of the cluster sums whole rows");
   float* part = reinterpret_cast<float*>(smem);
 #pragma unroll
-  for (int j = 0; j < J; ++j)
+  for (int m = 0; m < MATS; ++m)
 #pragma unroll
-    for (int i = 0; i < BM / 2; ++i) part[acc_row(i) * kPartRowFloats + acc_feature<WG>(j, i)] = acc[j][i];
-  qt::cluster_sync();  // every block's partial tile written, and visible to the others
+    for (int j = 0; j < J; ++j)
+#pragma unroll
+      for (int i = 0; i < BM / 2; ++i)
+        part[(m * BM + acc_row(i)) * kPartRowFloats + acc_feature<WG>(j, i)] = acc[m][j][i];
+  qt::cluster_sync();  // every block's partial tiles written, and visible to the others
   const uint32_t rank = qt::cluster_ctarank(), base = qt::smem_u32(part);
   uint32_t remote[CS];
 #pragma unroll
   for (int q = 0; q < CS; ++q) remote[q] = qt::map_shared_rank(base, q);
   for (int u = threadIdx.x; u < UNITS; u += THREADS) {
     const int r = (int)rank * ROWS + u / (kTiles * 16), c = 4 * (u % (kTiles * 16));
-    const int row = m0 + r, col = n0 + c;
-    if (row >= M || col >= N) continue;
     const uint32_t off = (uint32_t)(r * kPartRowFloats + c) * 4;
-    float4 sum = qt::ld_shared_cluster_f32x4(remote[0] + off);
+    float sums[MATS][4];
 #pragma unroll
-    for (int q = 1; q < CS; ++q) {
-      const float4 v = qt::ld_shared_cluster_f32x4(remote[q] + off);
-      sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+    for (int m = 0; m < MATS; ++m) {
+      float4 sum = qt::ld_shared_cluster_f32x4(remote[0] + m * kMatBytes + off);
+#pragma unroll
+      for (int q = 1; q < CS; ++q) {
+        const float4 v = qt::ld_shared_cluster_f32x4(remote[q] + m * kMatBytes + off);
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+      sums[m][0] = sum.x, sums[m][1] = sum.y, sums[m][2] = sum.z, sums[m][3] = sum.w;
     }
-    const float s4[4] = {sum.x, sum.y, sum.z, sum.w};
-    for (int e = 0; e < 4 && col + e < N; ++e) y[(int64_t)row * N + col + e] = __float2half_rn(s4[e]);
+    store(r, c, sums);
   }
   qt::cluster_sync();  // no block leaves, taking its shared memory with it, while another still reads it
 }
@@ -330,7 +338,11 @@ __global__ void __launch_bounds__(WG * 128, 1)
 
   const int n0 = blockIdx.x * kTiles * 64;
   if constexpr (CS > 1) {
-    cluster_reduce<BM, WG, CS>(acc[0], smem, y, m0, n0, M, N);
+    cluster_reduce<BM, WG, CS, 1>(acc, smem, [&](int r, int c, const float (&sums)[1][4]) {
+      const int row = m0 + r;
+      if (row >= M) return;
+      for (int e = 0; e < 4 && n0 + c + e < N; ++e) y[(int64_t)row * N + n0 + c + e] = __float2half_rn(sums[0][e]);
+    });
     return;
   }
 #pragma unroll

@@ -20,9 +20,10 @@ constexpr int kTiles = 4;           // 64-column tiles per block: one per warp o
 constexpr int kPartRowFloats = kTiles * 64 + 4;
 
 // Dynamic shared memory: the x ring plus the pad that puts its first stage on a 1024-byte boundary (the 128B
-// swizzle atom), or, where larger, a cluster split's partial tile (which reuses the ring once it is drained).
-QT_FRAG_WGMMA_HD constexpr int64_t smem_bytes(int64_t bm, int64_t stages, int64_t cluster) {
-  const int64_t ring = stages * bm * kStageRowBytes + 1024, part = cluster > 1 ? bm * kPartRowFloats * 4 : 0;
+// swizzle atom), or, where larger, a cluster split's partial tiles, one per weight matrix (which reuse the ring
+// once it is drained).
+QT_FRAG_WGMMA_HD constexpr int64_t smem_bytes(int64_t bm, int64_t stages, int64_t cluster, int64_t mats = 1) {
+  const int64_t ring = stages * bm * kStageRowBytes + 1024, part = cluster > 1 ? mats * bm * kPartRowFloats * 4 : 0;
   return ring > part ? ring : part;
 }
 

@@ -12,14 +12,16 @@
 // The rows of x are gathered by the ring's copies themselves (each copy's source row is the slot's routed
 // row); padding slots are zero-filled and never stored. Split along K (gridDim.z > 1): fp32 partials in
 // ws[z][mat][count][N], summed by the grouped families' reduction launch (splitk_reduce_kernel, or
-// gate_up_reduce_kernel with SwiGLU), as moe_grouped.cuh does.
+// gate_up_reduce_kernel with SwiGLU), as moe_grouped.cuh does; or (CS > 1) the CS blocks of a split form one
+// thread block cluster that sums its partial tiles in distributed shared memory (frag_wgmma_gemm.cuh's
+// cluster_reduce), SwiGLU applied where the sums meet: no workspace and no reduction launch.
 #include "kernels_src/fraglinear/frag_layout_map.h"
 #include "kernels_src/fraglinear/frag_wgmma_gemm.cuh"
 #include "kernels_src/gate_up/gate_up_common.cuh"
 #include "kernels_src/moe/moe_routing.cuh"  // moe_place_kernel: the block alignment each plan starts with
 #include "kernels_src/common/splitk.cuh"     // splitk_reduce_kernel
 
-template <int BITS, int FUSED, int BM, int WG, int STAGES, int PF>
+template <int BITS, int FUSED, int BM, int WG, int STAGES, int PF, int CS>
 __global__ void __launch_bounds__(WG * 128, 1)
     moe_wgmma_kernel(const __half* a, const int* sorted, const int* block_expert, const int* total,
                      const uint32_t* gq, const __half* gs, const uint32_t* gz, const uint32_t* uq, const __half* us,
@@ -50,6 +52,16 @@ __global__ void __launch_bounds__(WG * 128, 1)
                                            blockIdx.x, grid_split(K), N, K, G, smem, acc);
 
   const int n0 = blockIdx.x * kTiles * 64;
+  if constexpr (CS > 1) {
+    cluster_reduce<BM, WG, CS, MATS>(acc, smem, [&](int r, int c, const float (&sums)[MATS][4]) {
+      const int row = rows[r];
+      if (row < 0) return;
+      for (int e = 0; e < 4 && n0 + c + e < N; ++e)
+        y[(int64_t)row * N + n0 + c + e] =
+            FUSED ? gate_up_swiglu(sums[0][e], sums[MATS - 1][e]) : __float2half_rn(sums[0][e]);
+    });
+    return;
+  }
   const int64_t plane = (int64_t)count * N;
 #pragma unroll
   for (int j = 0; j < J; ++j)

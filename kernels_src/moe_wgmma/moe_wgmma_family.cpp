@@ -1,6 +1,6 @@
 // moe_gate_up.frag.<type> and moe_down.frag.<type>: the grouped expert GEMMs on Hopper's wgmma (moe_wgmma.cuh).
 // A plan is the block alignment for the point's BM (moe_place_kernel), the wgmma GEMM, and the split-K
-// reduction when K is split. The problem, its inputs and its reference are the file-layout grouped family's
+// reduction when K is split over blocks that are not one cluster (a cluster sums its split itself). The problem, its inputs and its reference are the file-layout grouped family's
 // (moe_grouped_family.cpp) with each expert repacked into the frag layout by the CPU reference repack, so both
 // generations of grouped kernel answer to one definition.
 #include "kernels_src/moe_wgmma/moe_wgmma_family.h"
@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/half.h"
 #include "kernels_src/fraglinear/frag_layout.h"
+#include "kernels_src/fraglinear/frag_wgmma_sizes.h"
 #include "kernels_src/moe/moe_family.h"
 #include "kernels_src/moe/moe_family_util.h"
 #include "kernels_src/moe/moe_reference.h"
@@ -46,10 +47,11 @@ std::vector<std::string> prefixes(bool fused) {
 
 std::string gemm_kernel(const Format& fmt, bool fused, const Point& p) {
   return name_expr("moe_wgmma_kernel", {frag::frag_layout_bits(fmt.type), fused ? 1 : 0, p.at("bm"), p.at("wg"),
-                                        p.at("stages"), p.at("pf")});
+                                        p.at("stages"), p.at("pf"), p.at("cluster")});
 }
-// The x ring, plus the pad that puts its first stage on a 1024-byte boundary (the 128B swizzle atom).
-int64_t smem_bytes(const Point& p) { return p.at("stages") * p.at("bm") * 128 + 1024; }
+int64_t smem_bytes(const Point& p, bool fused) {
+  return frag_wgmma::smem_bytes(p.at("bm"), p.at("stages"), p.at("cluster"), fused ? 2 : 1);
+}
 
 // The deepest weight ring (pf) the fused kernel takes at wg warpgroups and bm rows without spills.
 int64_t fused_pf_limit(int64_t wg, int64_t bm) {
@@ -72,6 +74,10 @@ std::string point_check(const Point& p, bool fused) {
   if (fused && p.at("pf") > fused_pf_limit(p.at("wg"), p.at("bm")))
     return "the fused kernel spills at wg=" + std::to_string(p.at("wg")) + ", bm=" + std::to_string(p.at("bm")) +
            " with a ring deeper than " + std::to_string(fused_pf_limit(p.at("wg"), p.at("bm")));
+  if (p.at("cluster") > 1 && p.at("split") > 1) return std::string("a cluster splits K itself: split must be 1");
+  if (smem_bytes(p, fused) > 227 * 1024)
+    return "bm=" + std::to_string(p.at("bm")) + " with a cluster split needs " + std::to_string(smem_bytes(p, fused)) +
+           " bytes of shared memory for its partial tiles, over 227 KiB";
   return std::string();
 }
 
@@ -87,6 +93,7 @@ std::string shape_check(const Format& fmt, const Point& p, const Shape& s) {
       d.weight_words() > INT32_MAX)
     return std::string("too many routed rows or weight words for 32-bit indices");
   if (p.at("split") > cdiv(d.k, 64)) return std::string("split exceeds the 64-column chunks along K");
+  if (p.at("cluster") > cdiv(d.k, 64)) return std::string("cluster exceeds the 64-column chunks along K");
   return std::string();
 }
 
@@ -153,18 +160,23 @@ KernelFamily make(const Format& fmt, bool fused) {
               {"wg", {1, 2, 4}, 1, "warpgroups per block, splitting the 4 fragment pairs of each weight tile"},
               {"stages", {2, 3, 4}, 4, "cp.async stages of x (64 columns of K each)"},
               {"pf", {1, 2, 4}, 2, "weight tiles (16 x 64) each warp keeps in flight per matrix"},
-              {"split", {1, 2, 4}, 1, "blocks along K (fp32 partials + a reduction launch when > 1)"}};
+              {"split", {1, 2, 4}, 1, "blocks along K (fp32 partials + a reduction launch when > 1)"},
+              {"cluster", {1, 2, 4}, 1,
+               "blocks along K forming one thread block cluster, their partial tiles summed in distributed shared "
+               "memory: no workspace, no reduction launch (1: none; with split = 1)"}};
   // As the file-layout family's rule: one expert row per token at decode, where K is split for enough
   // blocks; 16-row blocks while the average expert has fewer than 32 rows; then 64.
-  const Point decode = {{"bm", 8}, {"wg", 1}, {"stages", 2}, {"pf", 4}, {"split", 4}};
-  const Point small = {{"bm", 16}, {"wg", 1}, {"stages", 3}, {"pf", 2}, {"split", 2}};
-  const Point large = {{"bm", 64}, {"wg", 2}, {"stages", 4}, {"pf", 2}, {"split", 1}};
-  f.defaults = {decode, small, large};
-  f.defaults_for = [decode, small, large](const Shape& s) {
+  const Point decode = {{"bm", 8}, {"wg", 1}, {"stages", 2}, {"pf", 4}, {"split", 4}, {"cluster", 1}};
+  const Point small = {{"bm", 16}, {"wg", 1}, {"stages", 3}, {"pf", 2}, {"split", 2}, {"cluster", 1}};
+  const Point large = {{"bm", 64}, {"wg", 2}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"cluster", 1}};
+  // The decode point's split, summed in a cluster: one launch fewer per grouped GEMM.
+  const Point decode_cluster = {{"bm", 8}, {"wg", 1}, {"stages", 2}, {"pf", 4}, {"split", 1}, {"cluster", 4}};
+  f.defaults = {decode, small, large, decode_cluster};
+  f.defaults_for = [decode, small, large, decode_cluster](const Shape& s) {
     const double per_expert = double(s["T"] * s["TOPK"]) / double(s["E"]);
-    if (per_expert <= 1.0) return std::vector<Point>{decode, small, large};
-    if (per_expert < 32.0) return std::vector<Point>{small, large, decode};
-    return std::vector<Point>{large, small, decode};
+    if (per_expert <= 1.0) return std::vector<Point>{decode, small, large, decode_cluster};
+    if (per_expert < 32.0) return std::vector<Point>{small, large, decode, decode_cluster};
+    return std::vector<Point>{large, small, decode, decode_cluster};
   };
   f.point_constraint = [fused](const Point& p) { return point_check(p, fused); };
   f.shape_constraint = [fmt](const Point& p, const Shape& s) { return shape_check(fmt, p, s); };
@@ -182,6 +194,7 @@ KernelFamily make(const Format& fmt, bool fused) {
     const frag::FragDims d = dims_of(fmt, s);
     const int64_t t = s["T"], e = s["E"], count = t * s["TOPK"], bm = p.at("bm");
     const int64_t cap = moe::align_capacity(count, e, bm), split = p.at("split"), mats = fused ? 2 : 1;
+    const int64_t cluster = p.at("cluster");
     LaunchPlan plan;
     plan.buffers = {{"x", DType::F16, (fused ? t : count) * d.k, Role::Input}, {"ids", DType::I32, count, Role::Input}};
     for (const std::string& prefix : prefixes(fused)) {
@@ -204,9 +217,10 @@ KernelFamily make(const Format& fmt, bool fused) {
     gemm.kernel = gemm_kernel(fmt, fused, p);
     gemm.grid.x = uint32_t(cdiv(d.n_tiles(), 4));
     gemm.grid.y = uint32_t(cap / bm);
-    gemm.grid.z = uint32_t(split);
+    gemm.grid.z = uint32_t(std::max(split, cluster));
+    gemm.cluster.z = uint32_t(cluster);
     gemm.block.x = uint32_t(128 * p.at("wg"));
-    gemm.dynamic_smem = smem_bytes(p);
+    gemm.dynamic_smem = smem_bytes(p, fused);
     gemm.args = {KernelArg::buf("x"), KernelArg::buf("sorted"), KernelArg::buf("block_expert"), KernelArg::buf("total")};
     for (const std::string& prefix : {prefixes(fused).front(), prefixes(fused).back()})
       for (const char* a : {"bq", "bs", "bz"})

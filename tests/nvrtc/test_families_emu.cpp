@@ -179,3 +179,32 @@ TEST_CASE("every tile height and warpgroup count of the cluster split matches th
       }
   CHECK(verified == 16);
 }
+
+TEST_CASE("the grouped expert GEMMs' cluster split gives the bits of the split with its reduction launch") {
+  // Gate+up with SwiGLU applied where the cluster's sums meet, and down: against the same split's fp32
+  // workspace summed by the reduction launch (gate_up_reduce_kernel / splitk_reduce_kernel), in the same order.
+  const qt::kernels::Shape shape{{"T", "E", "TOPK", "N", "K", "G"}, {24, 4, 2, 328, 512, 32}, "cluster split"};
+  for (const char* name : {"moe_gate_up.frag.awq_int4", "moe_down.frag.awq_int4"}) {
+    const KernelFamily& f = qt::kernels::find_family(name);
+    const std::string out = std::string(name).find("gate_up") != std::string::npos ? "h" : "y";
+    qt::emu::EmuOptions options;
+    options.arch = 90;
+    qt::emu::EmuDevice device(options);
+    const auto inputs = f.make_inputs(shape, 11);
+    std::vector<std::vector<uint8_t>> outputs;
+    for (int64_t cluster : {1, 4}) {
+      const qt::kernels::Point point = {{"bm", 16}, {"wg", 1}, {"stages", 2}, {"pf", 2},
+                                        {"split", cluster == 1 ? 4 : 1}, {"cluster", cluster}};
+      INFO(name << " " << qt::kernels::point_key(point));
+      REQUIRE(f.point_constraint(point) == "");
+      REQUIRE(f.shape_constraint(point, shape) == "");
+      CHECK(f.plan(point, shape).launches.size() == (cluster == 1 ? 3u : 2u));  // placement, GEMM[, reduction]
+      qt::plan::PlanRun run(&device, f, point, shape, inputs);
+      run.run();
+      outputs.push_back(run.output(out));
+      CHECK(qt::plan::compare_outputs(run, f, point, shape, f.reference(shape, inputs)) == "");
+    }
+    INFO(name);
+    CHECK(outputs[0] == outputs[1]);
+  }
+}
