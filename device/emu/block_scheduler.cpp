@@ -80,10 +80,9 @@ void on_thread_exit(Fiber* f) {
     fail(f, fmt("thread exited while %u thread(s) wait at __syncthreads at %s: the barrier can never complete "
                 "(divergent barrier)", w.bar_count, where(w.bar_site).c_str()));
   }
-  if (w.cluster && w.cluster->arrived > 0) {
-    fail(f, fmt("thread exited while %u thread(s) of its cluster wait at barrier.cluster (cluster_sync) at %s: the "
-                "barrier can never complete", w.cluster->arrived, where(w.cluster->site).c_str()));
-  }
+  // barrier.cluster waits for the threads that have not exited (PTX ISA, barrier.cluster): this one's exit may
+  // be what the others wait for.
+  if (w.cluster) cluster_thread_exit(f);
   wp.exited |= bit;
   note_progress(w);
 }
@@ -203,6 +202,7 @@ void run_cluster(Worker& lead, uint64_t unit) {
   c.generation = 1;
   c.exited.assign(size, 0);
   c.threads = 0;
+  c.returned = 0;
   // Clusters tile the grid x fastest; a CTA's rank is its position in the cluster, x fastest (%cluster_ctarank).
   const uint64_t ncx = g.x / cd.x, ncy = g.y / cd.y;
   const uint64_t cx = unit % ncx, cy = (unit / ncx) % ncy, cz = unit / (ncx * ncy);
@@ -231,9 +231,11 @@ void run_cluster(Worker& lead, uint64_t unit) {
     for (uint32_t i = 0; i < size && !failed(); ++i) {
       Worker& m = *c.ctas[(first + i) % size];
       crash_scope_worker(&m);
+      m.turn_over = false;
       while (Fiber* f = pick(m)) {
         resume(m, f);
         ran = true;
+        if (m.turn_over) break;  // a spinner handed over: the others' turn
       }
     }
     crash_scope_worker(&lead);
@@ -388,8 +390,10 @@ void poll_point(Fiber* f, uintptr_t a, bool write, bool shared, const void* code
   // The thread spins on a location another thread must change: let the others run (a GPU runs the warps
   // of a block concurrently, so the writer makes progress there too).
   Fiber* next = pick(w);
-  if (!next) return;
+  if (!next && !w.cluster) return;
   make_runnable(w, f);
+  // In a cluster the writer may be a thread of another CTA: back to run_cluster, which turns to the next one.
+  if (!next) w.turn_over = true;
   jump(w, &f->context, &f->fake_stack, next);
   if (w.aborted) throw FiberAbort{};
 }

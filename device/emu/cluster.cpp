@@ -7,6 +7,7 @@
 #include "device/emu/block_scheduler.h"
 #include "device/emu/bug_reports.h"
 #include "device/emu/memory_checks.h"
+#include "device/emu/profile.h"
 
 namespace qt::emu::exec {
 namespace {
@@ -18,6 +19,31 @@ constexpr uint32_t kOffsetMask = (1u << kRankShift) - 1;
 const char kClusterBarrier[] = "barrier.cluster (cluster_sync)";
 
 std::string cta_name(const Worker& w) { return fmt("cluster CTA rank %u (block %s)", w.cta_rank, dim(w.block_idx).c_str()); }
+
+// The barrier.cluster the cluster's remaining threads wait at completes (`f`, its last arrival, goes on without
+// waiting; null when the last thread to be waited for exited): it orders each CTA's threads as a __syncthreads
+// would, and every CTA's shared accesses before it before every access after it (the new generation).
+void complete_barrier(Worker& w, Fiber* f) {
+  ClusterRun* c = w.cluster;
+  c->arrived = 0;
+  ++c->generation;
+  for (Worker* m : c->ctas) {
+    if (m->uninit.set && m->L->opts->race_checks) {
+      record_error(w, uninit_report(*m));
+      if (f) throw FiberAbort{};
+      return;
+    }
+    ++m->epoch;
+    if (m->clocks.on()) sync_block_clocks(*m);
+    if (m->L->profile) profile_flush(*m, false);
+    for (uint32_t t = 0; t < m->nthreads; ++t) {
+      Fiber& other = m->fibers[t];
+      if (other.state == State::kDone) continue;
+      other.cluster_passed = c->generation;
+      if (&other != f && other.state == State::kAsyncWait && other.wait_what == kClusterBarrier) wake(&other);
+    }
+  }
+}
 
 }  // namespace
 
@@ -40,26 +66,18 @@ void cluster_sync(Fiber* f, const Site* site) {
     fail_at(f, site, fmt("divergent barrier.cluster: this thread reached cluster_sync while %u other thread(s) of the "
                          "cluster wait at the one at %s", c->arrived, where(c->site).c_str()));
   }
-  if (++c->arrived < c->threads) {
+  if (++c->arrived < c->threads - c->returned) {
     park_async(f, site, kClusterBarrier);
     return;
   }
-  // The last thread: the barrier completes for every CTA, and orders each CTA's threads as a __syncthreads would.
-  c->arrived = 0;
-  ++c->generation;
-  for (Worker* m : c->ctas) {
-    if (m->uninit.set && m->L->opts->race_checks) {
-      record_error(w, uninit_report(*m));
-      throw FiberAbort{};
-    }
-    ++m->epoch;
-    if (m->clocks.on()) sync_block_clocks(*m);
-    for (uint32_t t = 0; t < m->nthreads; ++t) {
-      Fiber& other = m->fibers[t];
-      other.cluster_passed = c->generation;
-      if (&other != f && other.state == State::kAsyncWait && other.wait_what == kClusterBarrier) wake(&other);
-    }
-  }
+  complete_barrier(w, f);
+}
+
+void cluster_thread_exit(Fiber* f) {
+  Worker& w = *f->w;
+  ClusterRun* c = w.cluster;
+  ++c->returned;
+  if (c->arrived > 0 && c->arrived == c->threads - c->returned) complete_barrier(w, nullptr);
 }
 
 uint32_t cluster_map(Fiber* f, uint32_t addr, uint32_t rank, const Site* site) {

@@ -8,7 +8,8 @@
 //     write that none orders after such a read (race_shadow.h: the accesses carry the cluster's generation);
 //   - a CTA that exits while another still reads its shared memory (a barrier.cluster before the exit missing),
 //     and a read of the shared memory of a CTA that has exited;
-//   - threads that reach barrier.cluster at different call sites, or exit while others wait there;
+//   - threads that reach barrier.cluster at different call sites (it waits for every thread that has not
+//     exited, as on a GPU, so an exit is no bug; threads that never arrive end in the deadlock report);
 //   - a rank outside the cluster, and reads outside the owner's shared memory or misaligned.
 // A launch without clusters is a cluster of one CTA: its barrier.cluster is the block's barrier.
 #include <cstdint>
@@ -25,6 +26,8 @@ void cluster_sync(Fiber* f, const Site* site);
 uint32_t cluster_map(Fiber* f, uint32_t addr, uint32_t rank, const Site* site);
 // ld.shared::cluster of `bytes` (4, 8 or 16) at `addr` (a mapa address, or `f`'s own shared address) into `out`.
 void cluster_load(Fiber* f, uint32_t addr, uint32_t bytes, void* out, const Site* site);
+// Thread `f` of a cluster returns: a barrier.cluster still waits only for the threads that have not.
+void cluster_thread_exit(Fiber* f);
 // Every thread of the CTA `w` runs has returned: reads of its shared memory by other CTAs must all be ordered
 // before its exit.
 void cluster_cta_exit(Worker& w);

@@ -134,6 +134,7 @@ struct Launch {
 struct ClusterRun {
   std::vector<Worker*> ctas;  // by rank (%cluster_ctarank)
   uint32_t threads = 0;       // in all its CTAs
+  uint32_t returned = 0;      // threads that have exited: barrier.cluster waits for the others only (PTX)
   uint32_t arrived = 0;       // threads waiting at barrier.cluster
   // 1 + the barrier.cluster completions so far: the time stamp of the cluster's shared-memory accesses, so that
   // an access of one CTA is ordered before one of another when a barrier completed in between (race_shadow.h).
@@ -207,6 +208,12 @@ struct Worker {
   uint32_t cta_rank = 0;
   std::vector<std::unique_ptr<Worker>> siblings;
   ClusterRun cluster_run;
+  // A cluster CTA's thread that spins with nothing else of its CTA runnable hands the host thread back to
+  // run_cluster, so that the other CTAs (which a GPU runs at the same time) get their turn.
+  bool turn_over = false;
+  // Shared bytes whose race shadow may hold a cluster's entries (ordered by generation, not by epoch): cleared
+  // before this Worker's next block, cluster or not.
+  uint32_t cluster_shadow_bytes = 0;
   AsyncBlock async;    // its mbarriers, named barriers and warpgroup rendezvous
 
   uint64_t next_random() {  // splitmix64

@@ -323,8 +323,14 @@ void record_fence(Fiber* f) {
 void reset_block_memory(Worker& w) {
   std::memset(w.window, 0xFF, kStaticSmemBytes + w.dyn_bytes);
   // Entries of an earlier block count as ordered by their older epochs, but a cluster's reads from other CTAs
-  // are ordered by generation, which starts afresh with every cluster: its CTAs start with a clean shadow.
-  if (w.cluster) std::memset(static_cast<void*>(w.shadow), 0, size_t{kStaticSmemBytes + w.dyn_bytes} * sizeof(Cell));
+  // are ordered by generation, which starts afresh with every cluster: after a cluster's block, and before
+  // one, the shadow starts clean (also for a launch without clusters that follows one on this Worker).
+  if (w.cluster && w.L->opts->race_checks)
+    w.cluster_shadow_bytes = std::max(w.cluster_shadow_bytes, kStaticSmemBytes + w.dyn_bytes);
+  if (w.cluster_shadow_bytes) {
+    std::memset(static_cast<void*>(w.shadow), 0, size_t{w.cluster_shadow_bytes} * sizeof(Cell));
+    if (!w.cluster) w.cluster_shadow_bytes = 0;
+  }
   if (w.pending_dirty) {
     std::fill(w.pending.begin(), w.pending.end(), 0);
     w.pending_dirty = false;

@@ -66,8 +66,9 @@ std::string LaunchQueue::signature() const {
       continue;
     }
     const uint64_t id[2] = {reinterpret_cast<uint64_t>(q.kernel.module), uint64_t(q.kernel.index)};
-    const uint32_t cfg[7] = {q.cfg.grid.x,  q.cfg.grid.y,  q.cfg.grid.z, q.cfg.block.x,
-                             q.cfg.block.y, q.cfg.block.z, q.cfg.dynamic_smem_bytes};
+    const uint32_t cfg[10] = {q.cfg.grid.x,  q.cfg.grid.y,  q.cfg.grid.z, q.cfg.block.x,
+                              q.cfg.block.y, q.cfg.block.z, q.cfg.dynamic_smem_bytes,
+                              q.cfg.cluster.x, q.cfg.cluster.y, q.cfg.cluster.z};
     s.append(reinterpret_cast<const char*>(id), sizeof id);
     s.append(reinterpret_cast<const char*>(cfg), sizeof cfg);
     const std::vector<void*> ptrs = q.args.pointers();

@@ -78,3 +78,23 @@ __global__ void k_remote_out_of_bounds(float* out) {
   out[threadIdx.x] = qt::ld_shared_cluster_f32x4(past).x;
   qt::cluster_sync();
 }
+
+// Alone (no cluster): writes the static shared memory a cluster's CTAs read each other's of before.
+__global__ void k_fill_alone(float* out) {
+  QT_SHARED_ALIGNED(buf, 16, float[64]);
+  fill(buf);
+  __syncthreads();
+  out[threadIdx.x] = buf[63 - threadIdx.x];
+}
+
+// Rank 0's thread 0 spins on a flag in global memory that rank 1's thread 0 sets: legal, since a cluster's CTAs
+// run at the same time.
+__global__ void k_flag_across_ctas(float* out, volatile int* flag) {
+  if (qt::cluster_ctarank() == 1 && threadIdx.x == 0) *flag = 1;
+  if (qt::cluster_ctarank() == 0 && threadIdx.x == 0) {
+    while (*flag == 0) {
+    }
+    out[0] = 1.0f;
+  }
+  qt::cluster_sync();
+}
