@@ -140,7 +140,14 @@ StackPool::StackPool(size_t count) : count_(count) {
 }
 
 StackPool::~StackPool() {
-  if (mapping_) ::munmap(mapping_, mapping_bytes_);
+  if (!mapping_) return;
+#if QT_EMU_ASAN
+  // Frames of fibers that never returned leave AddressSanitizer's stack poison behind, and a later mapping at
+  // these addresses (another Worker's shared-memory shadow, say) would inherit it.
+  for (size_t i = 0; i < count_; ++i)
+    __asan_unpoison_memory_region(stack_lo(i), static_cast<char*>(stack_hi(i)) - static_cast<char*>(stack_lo(i)));
+#endif
+  ::munmap(mapping_, mapping_bytes_);
 }
 
 FiberCtx* StackPool::ctx(size_t i) const { return reinterpret_cast<FiberCtx*>(region(i) + kFiberCtxOffset); }
