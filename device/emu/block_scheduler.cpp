@@ -217,11 +217,9 @@ void run_cluster(Worker& lead, uint64_t unit) {
     m.cluster = &c;
     m.cta_rank = r;
     c.ctas.push_back(&m);
-  }
-  for (uint32_t r = 0; r < size; ++r) {
     const uint64_t bx = cx * cd.x + r % cd.x, by = cy * cd.y + (r / cd.x) % cd.y, bz = cz * cd.z + r / (cd.x * cd.y);
-    start_block(*c.ctas[r], bx + g.x * (by + uint64_t{g.y} * bz));
-    c.threads += c.ctas[r]->nthreads;
+    start_block(m, bx + g.x * (by + uint64_t{g.y} * bz));
+    c.threads += m.nthreads;
   }
   // The CTAs take turns, each running until none of its threads can; a thread of one may wake another's.
   auto failed = [&] { return lead.L->failed.load(std::memory_order_relaxed); };

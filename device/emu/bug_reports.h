@@ -42,11 +42,11 @@ std::string no_progress_report(const Worker& w, double seconds, uint64_t polls);
 // passes the signal on. Not under AddressSanitizer, which reports these crashes itself.
 void install_crash_handler();
 
-// While alive, a crash on this host thread is reported as one of the kernel thread `w` runs. The handler
-// runs on the Worker's own signal stack: a fiber stack overflow leaves no room on the faulting stack.
 // The Worker whose running fiber a crash on this host thread is reported for (a cluster's CTAs take turns).
 void crash_scope_worker(Worker* w);
 
+// While alive, a crash on this host thread is reported as one of the kernel thread `w` runs. The handler
+// runs on the Worker's own signal stack: a fiber stack overflow leaves no room on the faulting stack.
 class CrashScope {
  public:
   explicit CrashScope(Worker& w);

@@ -70,6 +70,14 @@ std::string loc_text(Worker& w, uint64_t loc) {
   return loc ? symbolize_code_address(reinterpret_cast<const void*>(loc)) : std::string();
 }
 
+// "block (1,0,0)" for a race-shadow block id (1 + the linear index; kRemoteBlockTag where `remote`).
+std::string block_name(const Worker& w, uint32_t block, bool remote) {
+  const uint64_t b = (block & ~(remote ? kRemoteBlockTag : 0u)) - 1;
+  const Uint3& g = w.grid_dim;
+  return "block " + dim(Uint3{static_cast<uint32_t>(b % g.x), static_cast<uint32_t>((b / g.x) % g.y),
+                              static_cast<uint32_t>(b / (uint64_t{g.x} * g.y))});
+}
+
 // "thread (5,0,0)", "thread (5,0,0) of block (1,0,0)", "several threads of warp 2", ... plus its line.
 std::string other_accessor(Worker& w, const AccessSet& s, uint32_t own_block) {
   std::string who;
@@ -80,20 +88,13 @@ std::string other_accessor(Worker& w, const AccessSet& s, uint32_t own_block) {
     who = "thread " + dim(w.thread_idx(tid));
     if (block != own_block) {
       const bool remote = (block & kRemoteBlockTag) && block != kManyBlocks;
-      const uint64_t b = (block & ~(remote ? kRemoteBlockTag : 0u)) - 1;
       if (remote) who += " (through distributed shared memory)";
-      const Uint3& g = w.grid_dim;
-      who += " of block " + dim(Uint3{static_cast<uint32_t>(b % g.x), static_cast<uint32_t>((b / g.x) % g.y),
-                                      static_cast<uint32_t>(b / (uint64_t{g.x} * g.y))});
+      who += " of " + block_name(w, block, remote);
     }
   } else if (s.block == kManyBlocks) {
     who = "threads of several blocks";
   } else if (s.block != own_block && (s.block & kRemoteBlockTag)) {
-    const uint64_t b = (s.block & ~kRemoteBlockTag) - 1;
-    const Uint3& g = w.grid_dim;
-    who = "several threads of block " + dim(Uint3{static_cast<uint32_t>(b % g.x), static_cast<uint32_t>((b / g.x) % g.y),
-                                                  static_cast<uint32_t>(b / (uint64_t{g.x} * g.y))}) +
-          " (through distributed shared memory)";
+    who = "several threads of " + block_name(w, s.block, true) + " (through distributed shared memory)";
   } else if (s.block != own_block) {
     who = "several threads of another block";
   } else if (s.warp == kManyWarps) {

@@ -8,10 +8,10 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "kernels_src/fraglinear/frag_wgmma_sizes.h"
 #include "common/half.h"
 #include "common/rng.h"
 #include "kernels_src/awq/awq_family.h"
+#include "kernels_src/fraglinear/frag_wgmma_sizes.h"
 #include "common/parallel_ranges.h"
 #include "kernels_src/awq/awq_reference.h"
 #include "kernels_src/fraglinear/frag_layout.h"
@@ -1002,12 +1002,7 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
                 {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"cluster", 4}, {"sk", 0}}};
   f.point_constraint = [](const Point& p) {
     if (p.at("sk") > 0 && p.at("split") > 1) return std::string("stream-K divides K itself: split must be 1");
-    if (p.at("cluster") > 1 && (p.at("split") > 1 || p.at("sk") > 0))
-      return std::string("a cluster splits K itself: split must be 1 and sk 0");
-    if (frag_wgmma::smem_bytes(p.at("bm"), p.at("stages"), p.at("cluster")) > 227 * 1024)
-      return "bm=" + std::to_string(p.at("bm")) + " with a cluster split needs " +
-             std::to_string(frag_wgmma::smem_bytes(p.at("bm"), p.at("stages"), p.at("cluster"))) +
-             " bytes of shared memory for its partial tile, over 227 KiB";
+    if (std::string e = wgmma_split_check(p, 1); !e.empty()) return e;
     // Each thread holds 4 / wg accumulators of bm / 2 floats: at most half of the registers it may have
     // (255, or 128 at 512 threads a block), the rest being the A sets, the ring, scales and addresses.
     const int64_t acc = (4 / p.at("wg")) * p.at("bm") / 2;
@@ -1021,9 +1016,7 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
     const int64_t m = shape["M"];
     const FragDims d{shape["N"], shape["K"], shape["G"], bits};
     if (std::string e = limits_check(d, m); !e.empty()) return e;
-    if (p.at("split") > cdiv(d.k, 64)) return std::string("split exceeds the 64-column chunks along K");
-    if (p.at("cluster") > cdiv(d.k, 64)) return std::string("cluster exceeds the 64-column chunks along K");
-    return std::string();
+    return wgmma_split_check(p, d);
   };
   // The DRAM stream is the weights: each warp's ring of pf tiles, its 1 / wg share of each tile's 512 bytes
   // (INT4) or 1,024 (INT8). The loads cannot pass the wgmma waits (asm with a memory clobber), so the ring is
@@ -1089,6 +1082,23 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
 }
 
 }  // namespace
+
+std::string wgmma_split_check(const Point& p, int64_t mats) {
+  const bool streamk = p.count("sk") && p.at("sk") > 0;
+  if (p.at("cluster") > 1 && (p.at("split") > 1 || streamk))
+    return std::string("a cluster splits K itself: split must be 1") + (p.count("sk") ? " and sk 0" : "");
+  const int64_t bytes = frag_wgmma::smem_bytes(p.at("bm"), p.at("stages"), p.at("cluster"), mats);
+  if (bytes > frag_wgmma::kMaxSmemBytes)
+    return "bm=" + std::to_string(p.at("bm")) + " with a cluster split needs " + std::to_string(bytes) +
+           " bytes of shared memory for its partial tile" + (mats > 1 ? "s" : "") + ", over 227 KiB";
+  return std::string();
+}
+
+std::string wgmma_split_check(const Point& p, const FragDims& d) {
+  if (p.at("split") > cdiv(d.k, 64)) return std::string("split exceeds the 64-column chunks along K");
+  if (p.at("cluster") > cdiv(d.k, 64)) return std::string("cluster exceeds the 64-column chunks along K");
+  return std::string();
+}
 
 int64_t linear_smem_bytes(const Point& p) { return p.at("stages") * 16 * p.at("mf") * p.at("bk") * 2; }
 

@@ -27,6 +27,8 @@
 
 namespace qt::kernels::frag {
 
+struct FragDims;  // frag_layout.h
+
 // The fused streaming GEMVs' ops, as the runtime and the static step model name them.
 inline constexpr const char* kNormLinearOp = "rmsnorm_linear.frag";
 inline constexpr const char* kNormGateUpOp = "rmsnorm_gate_up_swiglu.frag";
@@ -40,6 +42,13 @@ enum class StreamRoute { kNone = 0, kRows = 1, kCombine = 2 };
 std::string stream_gemv_kernel(int bits, int64_t kw, int64_t pf, int64_t tn, bool swiglu,
                                StreamFuse fuse = StreamFuse::kNone, StreamRoute route = StreamRoute::kNone,
                                int64_t epl = 1);
+
+// The Hopper GEMMs' K split (frag_wgmma_gemm.cuh and the grouped moe_wgmma.cuh), "" when fine: a cluster split
+// is the point's only split (no `split`, nor stream-K where the space has `sk`), and its partial tiles, one per
+// weight matrix (`mats`), fit the shared memory a block may have.
+std::string wgmma_split_check(const Point& p, int64_t mats);
+// Neither split exceeds the 64-column chunks of K.
+std::string wgmma_split_check(const Point& p, const FragDims& d);
 
 const KernelFamily& awq_repack_family();
 const KernelFamily& int8_repack_family();

@@ -18,6 +18,7 @@ constexpr int kTiles = 4;           // 64-column tiles per block: one per warp o
 // that the 4 rows one warp's accumulators write at once (rows 2t, t = 0..3) fall in different banks; float4
 // reads of a row stay 16-byte aligned.
 constexpr int kPartRowFloats = kTiles * 64 + 4;
+constexpr int64_t kMaxSmemBytes = 227 * 1024;  // a block's opt-in dynamic shared memory on sm_90
 
 // Dynamic shared memory: the x ring plus the pad that puts its first stage on a 1024-byte boundary (the 128B
 // swizzle atom), or, where larger, a cluster split's partial tiles, one per weight matrix (which reuse the ring

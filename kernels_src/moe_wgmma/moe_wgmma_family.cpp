@@ -1,7 +1,7 @@
 // moe_gate_up.frag.<type> and moe_down.frag.<type>: the grouped expert GEMMs on Hopper's wgmma (moe_wgmma.cuh).
 // A plan is the block alignment for the point's BM (moe_place_kernel), the wgmma GEMM, and the split-K
-// reduction when K is split over blocks that are not one cluster (a cluster sums its split itself). The problem, its inputs and its reference are the file-layout grouped family's
-// (moe_grouped_family.cpp) with each expert repacked into the frag layout by the CPU reference repack, so both
+// reduction when K is split over blocks that are not one cluster (a cluster sums its split itself). The
+// problem, its inputs and its reference are the file-layout grouped family's (moe_grouped_family.cpp) with each expert repacked into the frag layout by the CPU reference repack, so both
 // generations of grouped kernel answer to one definition.
 #include "kernels_src/moe_wgmma/moe_wgmma_family.h"
 
@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/half.h"
+#include "kernels_src/fraglinear/frag_family.h"
 #include "kernels_src/fraglinear/frag_layout.h"
 #include "kernels_src/fraglinear/frag_wgmma_sizes.h"
 #include "kernels_src/moe/moe_family.h"
@@ -74,11 +75,7 @@ std::string point_check(const Point& p, bool fused) {
   if (fused && p.at("pf") > fused_pf_limit(p.at("wg"), p.at("bm")))
     return "the fused kernel spills at wg=" + std::to_string(p.at("wg")) + ", bm=" + std::to_string(p.at("bm")) +
            " with a ring deeper than " + std::to_string(fused_pf_limit(p.at("wg"), p.at("bm")));
-  if (p.at("cluster") > 1 && p.at("split") > 1) return std::string("a cluster splits K itself: split must be 1");
-  if (smem_bytes(p, fused) > 227 * 1024)
-    return "bm=" + std::to_string(p.at("bm")) + " with a cluster split needs " + std::to_string(smem_bytes(p, fused)) +
-           " bytes of shared memory for its partial tiles, over 227 KiB";
-  return std::string();
+  return frag::wgmma_split_check(p, fused ? 2 : 1);
 }
 
 std::string shape_check(const Format& fmt, const Point& p, const Shape& s) {
@@ -92,9 +89,7 @@ std::string shape_check(const Format& fmt, const Point& p, const Shape& s) {
   if (count * std::max(d.n, d.k) > INT32_MAX || moe::align_capacity(count, s["E"], p.at("bm")) > INT32_MAX ||
       d.weight_words() > INT32_MAX)
     return std::string("too many routed rows or weight words for 32-bit indices");
-  if (p.at("split") > cdiv(d.k, 64)) return std::string("split exceeds the 64-column chunks along K");
-  if (p.at("cluster") > cdiv(d.k, 64)) return std::string("cluster exceeds the 64-column chunks along K");
-  return std::string();
+  return frag::wgmma_split_check(p, d);
 }
 
 // The file-layout grouped family's inputs with every expert of every matrix repacked: the frag arrays under

@@ -65,6 +65,20 @@ void verify_default_points(bool frag_layout) {
   }
 }
 
+// `point` run once on `device` with `inputs`: it must be a valid point for `shape` and give the family's CPU
+// reference; returns its output buffer `out`, for comparisons between points.
+std::vector<uint8_t> run_verified(qt::emu::EmuDevice& device, const KernelFamily& f, const qt::kernels::Point& point,
+                                  const qt::kernels::Shape& shape, const qt::kernels::HostBuffers& inputs,
+                                  const std::string& out) {
+  INFO(f.name << " " << qt::kernels::point_key(point));
+  REQUIRE(f.point_constraint(point) == "");
+  REQUIRE(f.shape_constraint(point, shape) == "");
+  qt::plan::PlanRun run(&device, f, point, shape, inputs);
+  run.run();
+  CHECK(qt::plan::compare_outputs(run, f, point, shape, f.reference(shape, inputs)) == "");
+  return run.output(out);
+}
+
 }  // namespace
 
 TEST_CASE("every frag-layout family's default points match its CPU reference on the emulator, no bug reported") {
@@ -139,15 +153,10 @@ TEST_CASE("a K split summed in distributed shared memory by a cluster gives the 
       const qt::kernels::Point point = {{"bm", 32}, {"wg", 1}, {"stages", 2}, {"pf", 2},
                                         {"split", cluster == 1 ? 4 : 1}, {"cluster", cluster}, {"sk", 0}};
       INFO(name << " " << qt::kernels::point_key(point));
-      REQUIRE(f.point_constraint(point) == "");
-      REQUIRE(f.shape_constraint(point, shape) == "");
       const qt::kernels::Launch l = f.plan(point, shape).launches.front();
       CHECK(l.grid.z == 4);
       CHECK(l.cluster.z == uint32_t(cluster));
-      qt::plan::PlanRun run(&device, f, point, shape, inputs);
-      run.run();
-      outputs.push_back(run.output("y"));
-      CHECK(qt::plan::compare_outputs(run, f, point, shape, f.reference(shape, inputs)) == "");
+      outputs.push_back(run_verified(device, f, point, shape, inputs, "y"));
     }
     INFO(name);
     CHECK(outputs[0] == outputs[1]);
@@ -196,13 +205,8 @@ TEST_CASE("the grouped expert GEMMs' cluster split gives the bits of the split w
       const qt::kernels::Point point = {{"bm", 16}, {"wg", 1}, {"stages", 2}, {"pf", 2},
                                         {"split", cluster == 1 ? 4 : 1}, {"cluster", cluster}};
       INFO(name << " " << qt::kernels::point_key(point));
-      REQUIRE(f.point_constraint(point) == "");
-      REQUIRE(f.shape_constraint(point, shape) == "");
       CHECK(f.plan(point, shape).launches.size() == (cluster == 1 ? 3u : 2u));  // placement, GEMM[, reduction]
-      qt::plan::PlanRun run(&device, f, point, shape, inputs);
-      run.run();
-      outputs.push_back(run.output(out));
-      CHECK(qt::plan::compare_outputs(run, f, point, shape, f.reference(shape, inputs)) == "");
+      outputs.push_back(run_verified(device, f, point, shape, inputs, out));
     }
     INFO(name);
     CHECK(outputs[0] == outputs[1]);
