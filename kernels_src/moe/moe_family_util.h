@@ -29,4 +29,14 @@ Launch place_launch(int64_t warps, const PlaceBuffers& b, int64_t count, int64_t
 
 std::vector<int32_t> routed_ids(int64_t rows, int64_t k, int64_t experts, int pattern, Rng& rng);
 
+// The experts `tokens` reach with `topk` distinct picks each from `experts`, in expectation when the picks are
+// uniform (the balanced load a trained router is pushed toward): E (1 - (1 - k / E)^T).
+double expected_experts(int64_t tokens, int64_t experts, int64_t topk);
+
+// KernelFamily::bytes_moved and bytes_requested of a grouped expert GEMM over shape dims T, E, TOPK (set after
+// its plan): of the expert stacks (every input but "x" and "ids") only the experts the rows reach move, and
+// each of them is loaded once per block of bm routed rows it gets; "x" is loaded once per column block where
+// the family's loads in flight include it (`x_in_flight`).
+void set_grouped_bytes(KernelFamily& f, bool x_in_flight);
+
 }  // namespace qt::kernels::moe

@@ -242,6 +242,7 @@ KernelFamily make(const Format& fmt, bool fused) {
     }
     return plan;
   };
+  set_grouped_bytes(f, /*x_in_flight=*/true);
   f.make_inputs = [fmt, fused](const Shape& s, uint64_t seed) {
     Rng rng(seed);
     const int64_t rows = fused ? s["T"] : s["T"] * s["TOPK"];

@@ -436,6 +436,44 @@ std::vector<int32_t> routed_ids(int64_t rows, int64_t k, int64_t experts, int pa
   return ids;
 }
 
+double expected_experts(int64_t tokens, int64_t experts, int64_t topk) {
+  if (experts <= 0) return 0.0;
+  const double miss = 1.0 - double(std::min(topk, experts)) / double(experts);  // one token misses an expert
+  return double(experts) * (1.0 - std::pow(miss, double(tokens)));
+}
+
+void set_grouped_bytes(KernelFamily& f, bool x_in_flight) {
+  struct Split {
+    double stacks = 0, x = 0, rest = 0;  // expert stacks, activations, everything else (workspaces twice)
+    double column_blocks = 1;            // of the launch that reads the stacks
+  };
+  auto split = [plan = f.plan](const Point& p, const Shape& s) {
+    const LaunchPlan lp = plan(p, s);
+    Split b;
+    std::string stack;
+    for (const BufferSpec& buf : lp.buffers) {
+      const double bytes = double(buf.bytes());
+      if (buf.role == BufferSpec::Role::Input && buf.name != "x" && buf.name != "ids") b.stacks += bytes, stack = buf.name;
+      else if (buf.name == "x") b.x += bytes;
+      else b.rest += buf.role == BufferSpec::Role::Workspace ? 2 * bytes : bytes;
+    }
+    for (const Launch& l : lp.launches)
+      for (const KernelArg& a : l.args)
+        if (a.kind == KernelArg::Kind::Buffer && a.buffer == stack) b.column_blocks = double(l.grid.x);
+    return b;
+  };
+  f.bytes_moved = [split](const Point& p, const Shape& s) {
+    const Split b = split(p, s);
+    return b.stacks * expected_experts(s["T"], s["E"], s["TOPK"]) / double(s["E"]) + b.x + b.rest;
+  };
+  f.bytes_requested = [split, x_in_flight](const Point& p, const Shape& s) {
+    const Split b = split(p, s);
+    const double touched = expected_experts(s["T"], s["E"], s["TOPK"]);
+    const double blocks_each = std::ceil(double(s["T"] * s["TOPK"]) / std::max(touched, 1.0) / double(p.at("bm")));
+    return b.stacks * touched / double(s["E"]) * blocks_each + b.x * (x_in_flight ? b.column_blocks : 1.0) + b.rest;
+  };
+}
+
 std::vector<int64_t> token_buckets() {
   std::vector<int64_t> t;
   for (int64_t v = 1; v <= 4096; v *= 2) t.push_back(v);

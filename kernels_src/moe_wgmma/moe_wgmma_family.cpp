@@ -232,6 +232,8 @@ KernelFamily make(const Format& fmt, bool fused) {
     }
     return plan;
   };
+  // The ring in flight holds weights only, as the dense Hopper GEMM's.
+  moe::set_grouped_bytes(f, /*x_in_flight=*/false);
   const KernelFamily* src = &file;
   f.make_inputs = [fmt, fused, src](const Shape& s, uint64_t seed) { return frag_inputs(fmt, fused, *src, s, seed); };
   f.reference = [src](const Shape& s, const HostBuffers& in) {

@@ -18,21 +18,27 @@
 
 namespace qt::test {
 
+// The frag linear kernel both H200 runs measured (commit b80cebf's and 5355fe8's frag_linear.cuh), less the
+// kernels' programmatic-launch entry line, added since: launched as the tuner and the report launch (without
+// the launch attribute) its wait returns at once, so the kernels do what the GPU measured. A test that holds
+// the model to those runs' frag linear rows requires today's file to be it.
+inline void require_frag_linear_as_measured() {
+  constexpr const char* kMeasuredKernelSha256 = "8db423c90e71034b252889591c6b5043df534f7526a73fa26855188da53ad189";
+  std::ifstream in(source_root() + "/kernels_src/fraglinear/frag_linear.cuh", std::ios::binary);
+  std::string text;
+  for (std::string line; std::getline(in, line);)
+    if (line.find_first_not_of(' ') == std::string::npos || line.substr(line.find_first_not_of(' ')) != "qt::grid_dependency_entry();")
+      text += line + "\n";
+  REQUIRE(compile::sha256_hex(text) == kMeasuredKernelSha256);
+}
+
 // The rows were measured on the awq_frag kernels of commit b80cebf; the families' source hash then also
 // covered host code since changed (references, not launches). When the kernel source differs, the fixture no
 // longer describes these kernels: measure again on a GPU (scripts/gpu/run.sh) and replace it.
 // `store` is either H200 run's store under tests/tuner/data: both ran the same frag_linear.cuh.
 inline std::string h200_fixture_for_todays_sources(const std::string& name,
                                                    const std::string& store = "h200-2026-11-26-8b-frag.sqlite") {
-  constexpr const char* kMeasuredKernelSha256 = "8db423c90e71034b252889591c6b5043df534f7526a73fa26855188da53ad189";
-  std::ifstream in(source_root() + "/kernels_src/fraglinear/frag_linear.cuh", std::ios::binary);
-  // Less the kernels' programmatic-launch entry line, added since: launched as the tuner and the report launch
-  // (without the launch attribute) its wait returns at once, so the kernels do what the GPU measured.
-  std::string text;
-  for (std::string line; std::getline(in, line);)
-    if (line.find_first_not_of(' ') == std::string::npos || line.substr(line.find_first_not_of(' ')) != "qt::grid_dependency_entry();")
-      text += line + "\n";
-  REQUIRE(compile::sha256_hex(text) == kMeasuredKernelSha256);
+  require_frag_linear_as_measured();
   const std::string path = tuner_scratch(name, ".sqlite");
   std::filesystem::copy_file(source_root() + "/tests/tuner/data/" + store, path);
   sqlite3* db = nullptr;

@@ -18,6 +18,7 @@
 #include "tests/tuner/scratch_path.h"
 #include "device/jit/compile_service.h"
 #include "tests/tuner/h200_fixture.h"
+#include "tuner/static/calibration.h"
 #include "tuner/static/roofline.h"
 #include "tuner/store/store.h"
 
@@ -50,8 +51,11 @@ TEST_CASE("the roofline model is never faster than the GPU's bandwidth and FLOP 
         CHECK(e.seconds >= e.bytes / (peak.dram_gbps * 1e9));
         CHECK(e.seconds >= e.flops / (std::max({peak.tensor_tflops, peak.wgmma_tflops, peak.fp32_tflops}) * 1e12));
         CHECK(e.bytes >= 4096.0 * 4096 / 2);  // at least the INT4 weights
-        // One token reads the whole matrix for 2 flops a weight: memory-bound; 2048 tokens are compute-bound.
-        CHECK(e.bound == (gemv ? "memory" : "compute"));
+        // One token reads the whole matrix for 2 flops a weight: memory-bound. 2048 tokens do more flops per
+        // DRAM byte than the ridge, so the roofs alone make them compute-bound (what bounds them is the L2
+        // re-reads of the weights per row block, which the model charges at the loads in flight).
+        if (gemv) CHECK(e.bound == "memory");
+        else CHECK(e.compute_s >= e.bytes / (peak.dram_gbps * 1e9));
       }
     }
   }
@@ -100,52 +104,28 @@ TEST_CASE("qtune static prints the roofline model's fastest point for each shape
 
 namespace {
 
-// The model's estimate and the measured median of every ok awq_frag_gemv / awq_frag_gemm row of an H200 store
-// (tests/tuner/data/README.md), the model given the H200's own fingerprint and the registers ptxas reports for
-// each point on sm_90. Its calibrated constants come from other figures of the first run (roofline.h), not
-// from these points.
-struct Calibration {
-  std::vector<double> model, measured, errors;
-  std::vector<int64_t> rows;  // each point's M
-  double median_error(int64_t max_rows = INT64_MAX) const {
-    std::vector<double> e;
-    for (size_t i = 0; i < errors.size(); ++i)
-      if (rows[i] <= max_rows) e.push_back(errors[i]);
-    std::sort(e.begin(), e.end());
-    const size_t n = e.size();
-    return n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+// The model against the awq_frag_gemv / awq_frag_gemm rows of an H200 store (tests/tuner/data/README.md),
+// each predicted with the H200's own fingerprint and the registers ptxas reports for the point on sm_90
+// (calibration.h, what qtune static --against prints). Its calibrated constants come from other figures of the
+// first run (roofline.h), not from these points.
+struct Fit {
+  Calibration c;
+  std::vector<const CalibrationPoint*> rows(int64_t lo, int64_t hi) const {
+    std::vector<const CalibrationPoint*> out;
+    for (const CalibrationPoint& p : c.points)
+      if (p.rows() >= lo && p.rows() <= hi) out.push_back(&p);
+    return out;
   }
 };
 
-Calibration calibrate(const std::string& store_file) {
+Fit calibrate(const std::string& store_file) {
   const std::string path = test::h200_fixture_for_todays_sources("roofline-h200", store_file);
-  const tune::Store store(path);
-  const GpuPeaks peak = gpu_peaks(store.devices().at(0).fingerprint);
-  CHECK(peak.dram_gbps == Approx(4814).epsilon(0.001));  // 3201 MHz x 2 x 6016 bits
   compile::CompileService service;
-  Calibration c;
-  for (const tune::ResultRow& r : store.rows()) {
-    if (r.status != Status::Ok) continue;
-    const std::string family = r.family.substr(r.family.find('.') + 1);
-    if (family != "awq_frag_gemv" && family != "awq_frag_gemm") continue;
-    const kernels::KernelFamily& f = kernels::find_family(family);
-    kernels::Point p;
-    for (const auto& [name, value] : r.point.items()) p[name] = value.get<int64_t>();
-    const kernels::Shape shape = f.shape(r.shape);
-    const std::vector<compile::PointResult> compiled = service.compile(f, {p}, 90);
-    REQUIRE(compiled.at(0).ok());
-    std::vector<KernelResources> resources;
-    for (const auto& k : compiled[0].kernels)
-      resources.push_back({k.name_expression, k.resources.registers, k.resources.static_smem});
-    const RooflineEstimate e = estimate_point(f, p, shape, 90, peak, resources);
-    c.model.push_back(e.seconds);
-    c.measured.push_back(r.stats.median);
-    c.errors.push_back(std::fabs(e.seconds - r.stats.median) / r.stats.median);
-    c.rows.push_back(shape["M"]);
-    UNSCOPED_INFO(f.name << " " << shape_key(shape) << " " << kernels::point_key(p) << ": measured "
-                         << r.stats.median * 1e6 << " us, model " << e.seconds * 1e6 << " us");
-  }
-  return c;
+  Fit f{calibrate_store(path, {"awq_frag_gemv", "awq_frag_gemm"}, service)};
+  for (const CalibrationPoint& p : f.c.points)
+    UNSCOPED_INFO(p.family << " " << shape_key(p.shape) << " " << kernels::point_key(p.point) << ": measured "
+                           << p.measured_s * 1e6 << " us, model " << p.model_s * 1e6 << " us");
+  return f;
 }
 
 }  // namespace
@@ -153,37 +133,82 @@ Calibration calibrate(const std::string& store_file) {
 TEST_CASE("on the H200 run's measured points the model ranks them with Spearman 0.8 or more and predicts them "
           "within a median error of 25%",
           "[tuner][roofline]") {
-  const Calibration c = calibrate("h200-2026-11-26-8b-frag.sqlite");
-  REQUIRE(c.model.size() == 30);
-  const double rho = spearman(c.model, c.measured);
-  UNSCOPED_INFO("Spearman " << rho << ", median error " << c.median_error());
-  CHECK(rho >= 0.8);
-  CHECK(c.median_error() <= 0.25);
+  const Fit f = calibrate("h200-2026-11-26-8b-frag.sqlite");
+  REQUIRE(f.c.points.size() == 30);
+  const CalibrationFit all = fit(f.rows(0, INT64_MAX));
+  UNSCOPED_INFO("Spearman " << all.spearman << ", median error " << all.median_error);
+  CHECK(all.spearman >= 0.8);
+  CHECK(all.median_error <= 0.25);
 }
 
-// 13 awq_frag_gemv and 41 awq_frag_gemm points at 1 to 4096 rows, from a tune the model did not see. The model
-// ranks them all, and times the decode rows (M <= 16) as it did the first run's. From 64 rows it is optimistic,
-// 1.1-4.3x: it charges the mma.sync GEMM its tensor pipe's rate (660 TFLOP/s on sm_90) and no cost for the
-// dequant the kernel repeats for every 32 or 64 rows, while the kernel never passed 250 TFLOP/s. That bias is
-// held here as it stands, so a change to the model that moves it shows.
+// 13 awq_frag_gemv and 41 awq_frag_gemm points at 1 to 4096 rows, from a tune the model did not see. Until the
+// model charged each row block's re-read of the weights (L2 hits, at an L2 hit's latency, through the same loads
+// in flight), it put the GEMM points from 64 rows at 1.1-4.3x too fast, the tensor pipe's rate being no limit
+// to a kernel that never passed 250 TFLOP/s; now they are held, as the decode rows, to a median error of 25%,
+// and each point to within 2x.
 TEST_CASE("on the second H200 run's tuned points the model ranks them with Spearman 0.8 or more and times the "
-          "decode rows within a median error of 25%",
+          "decode and the prefill rows within a median error of 25%",
           "[tuner][roofline]") {
-  const Calibration c = calibrate("h200-2026-11-27-8b-tune.sqlite");
-  REQUIRE(c.model.size() == 54);
-  const double rho = spearman(c.model, c.measured);
-  std::printf("second H200 run: %zu points, Spearman %.3f, median error %.3f (M <= 16: %.3f)\n", c.model.size(), rho,
-              c.median_error(), c.median_error(16));
-  UNSCOPED_INFO("Spearman " << rho << ", median error " << c.median_error() << ", at M <= 16 " << c.median_error(16));
-  CHECK(rho >= 0.8);
-  CHECK(c.median_error(16) <= 0.25);
-  for (size_t i = 0; i < c.model.size(); ++i)
-    if (c.rows[i] >= 64) {
-      INFO("point " << i << ": M = " << c.rows[i] << ", measured " << c.measured[i] * 1e6 << " us, model "
-                    << c.model[i] * 1e6 << " us");
-      CHECK(c.model[i] <= 1.0 * c.measured[i]);
-      CHECK(c.model[i] * 4.5 >= c.measured[i]);
-    }
+  const Fit f = calibrate("h200-2026-11-27-8b-tune.sqlite");
+  REQUIRE(f.c.points.size() == 54);
+  const CalibrationFit all = fit(f.rows(0, INT64_MAX)), decode = fit(f.rows(1, 16)), prefill = fit(f.rows(64, INT64_MAX));
+  std::printf("second H200 run: %zu points, Spearman %.3f, median error %.3f (M <= 16: %.3f, M >= 64: %.3f)\n",
+              all.n, all.spearman, all.median_error, decode.median_error, prefill.median_error);
+  UNSCOPED_INFO("Spearman " << all.spearman << ", median error at M <= 16 " << decode.median_error << ", at M >= 64 "
+                            << prefill.median_error);
+  CHECK(all.spearman >= 0.8);
+  CHECK(decode.median_error <= 0.25);
+  CHECK(prefill.n == 31);
+  CHECK(prefill.median_error <= 0.25);
+  for (const CalibrationPoint* p : f.rows(64, INT64_MAX)) {
+    INFO(shape_key(p->shape) << " " << kernels::point_key(p->point) << ": measured " << p->measured_s * 1e6
+                             << " us, model " << p->model_s * 1e6 << " us");
+    CHECK(p->model_s <= 2.0 * p->measured_s);
+    CHECK(p->model_s * 2.0 >= p->measured_s);
+  }
+}
+
+// The second run's qbench reports time every family's default point beside the tuned one, at 1 to 4096 rows
+// (results/gpu-h200-2026-11-27/report-*/report.json, read as qtune static --against reads them). Held here: the
+// frag linear kernel the fixture check pins (AWQ and Q8_0, GEMV and GEMM rows of both models), which the
+// runtime runs; and the bias the model still has on the file-layout tiled GEMMs and their grouped expert
+// form, which it prices 2-4x fast (their shared-memory dequant path has no cost in it), so that a change that
+// moves it shows.
+TEST_CASE("on the second H200 run's reports the model times the frag linear rows within a median error of 25% and "
+          "states its known bias on the file layout's GEMMs",
+          "[tuner][roofline]") {
+  test::require_frag_linear_as_measured();
+  compile::CompileService service;
+  std::vector<CalibrationPoint> points;
+  for (const char* report : {"report-qwen3-8b", "report-qwen3-30b-a3b"}) {
+    const Calibration c = calibrate_store(source_root() + "/results/gpu-h200-2026-11-27/" + report + "/report.json", {}, service);
+    points.insert(points.end(), c.points.begin(), c.points.end());
+  }
+  std::vector<const CalibrationPoint*> frag, file_gemm;
+  for (const CalibrationPoint& p : points) {
+    if (p.family == "awq_frag_gemv" || p.family == "awq_frag_gemm" || p.family == "q8_0_frag_gemv" ||
+        p.family == "q8_0_frag_gemm")
+      frag.push_back(&p);
+    if ((p.family == "awq_gemm" || p.family == "q8_0_gemm" || p.family == "moe_gate_up.q8_0" || p.family == "moe_down.q8_0") &&
+        p.rows() >= 64)
+      file_gemm.push_back(&p);
+  }
+  const CalibrationFit f = fit(frag), g = fit(file_gemm);
+  std::printf("second H200 run's reports: frag linear %zu rows, Spearman %.3f, median error %.3f; file-layout GEMMs "
+              "from 64 rows %zu, median model/measured %.2f\n",
+              f.n, f.spearman, f.median_error, g.n, g.median_ratio);
+  CHECK(f.n == 80);
+  CHECK(f.spearman >= 0.8);
+  CHECK(f.median_error <= 0.25);
+  for (const CalibrationPoint* p : frag) {
+    INFO(p->family << " " << shape_key(p->shape) << " " << kernels::point_key(p->point) << ": measured "
+                   << p->measured_s * 1e6 << " us, model " << p->model_s * 1e6 << " us");
+    CHECK(p->model_s <= 2.0 * p->measured_s);
+    CHECK(p->model_s * 2.0 >= p->measured_s);
+  }
+  CHECK(g.n >= 30);
+  CHECK(g.median_ratio >= 0.2);
+  CHECK(g.median_ratio <= 0.5);
 }
 
 // The second run's q8_0_frag_gemv at M = 1 on the 30B-A3B attention shapes, at the default point (copied into
@@ -232,4 +257,46 @@ TEST_CASE("flash-decoding is modelled on the K and V rows of its context, not on
   CHECK(a.bytes < 1.2 * 512 * kv_row);  // q, out and the splits' partials besides
   CHECK(b.bytes - a.bytes == Approx((4096 - 512) * kv_row));
   CHECK(b.memory_s > a.memory_s);
+}
+
+TEST_CASE("qtune static --against prints the model beside every row a GPU measured, per family, and refuses a file "
+          "that is neither a store nor a report",
+          "[tuner][roofline][cli]") {
+  const std::string store = source_root() + "/tests/tuner/data/h200-2026-11-27-8b-tune.sqlite";
+  const std::string json = test::tuner_scratch("against", ".json");
+  const test::QtuneRun r = test::run_qtune("static --against " + store + " --kernel awq_frag_gemv --json " + json);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("PREDICTIONS") != std::string::npos);
+  CHECK(r.out.find("NVIDIA H200") != std::string::npos);
+  CHECK(r.out.find("awq_frag_gemm") == std::string::npos);  // --kernel keeps one family
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  REQUIRE(j["rows"].size() == 13);
+  for (const auto& row : j["rows"]) {
+    CHECK(row["family"] == "awq_frag_gemv");
+    CHECK(row["measured_s"].get<double>() > 0);
+    CHECK(row["model_s"].get<double>() > 0);
+  }
+  REQUIRE(!j["fits"].empty());
+  CHECK(j["fits"][0]["points"] == 13);
+  CHECK(j["fits"][0]["spearman"].get<double>() > 0.5);
+
+  // A report's kernel rows name their points in words; composite baselines (cuBLASLt) are left out.
+  const test::QtuneRun rep =
+      test::run_qtune("static --against " + source_root() + "/results/gpu-h200-2026-11-27/report-qwen3-8b/report.json");
+  REQUIRE(rep.rc == 0);
+  CHECK(rep.out.find("awq_gemv") != std::string::npos);
+  CHECK(rep.out.find("cuBLASLt") == std::string::npos);
+
+  const std::string junk = test::tuner_scratch("against-junk", ".txt");
+  std::ofstream(junk) << "not a store";
+  const test::QtuneRun bad = test::run_qtune("static --against " + junk);
+  CHECK(bad.rc == 2);
+  CHECK(bad.out.find("neither a tuning store nor a qbench report") != std::string::npos);
+  const test::QtuneRun gpu = test::run_qtune("static --against " + store + " --gpu sm90");
+  CHECK(gpu.rc == 2);
+  CHECK(gpu.out.find("--gpu does not apply to --against") != std::string::npos);
+  const test::QtuneRun missing = test::run_qtune("static --against /nonexistent/store.sqlite");
+  CHECK(missing.rc == 2);
+  CHECK(missing.out.find("/nonexistent/store.sqlite") != std::string::npos);
 }

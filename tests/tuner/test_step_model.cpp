@@ -239,15 +239,16 @@ TEST_CASE("predicted decode against the H200 run", "[tuner][step]") {
   });
 }
 
-// Prefill on cuBLASLt is modelled as a roofline at kCublasLtEfficiency: within 15%. On our mma.sync GEMM the model is optimistic
-// (results/wgmma-gemm-predicted.md: 2.56x per GEMM), so the AWQ prefill is held to that known bias: faster than
-// measured, by at most 3x. The MoE decode is predicted too fast too, for reasons not yet known (below 2x).
+// Prefill on cuBLASLt is modelled as a roofline at kCublasLtEfficiency: within 15%. On our mma.sync GEMM the model
+// was optimistic by up to 3x until it charged each row block's L2 re-read of the weights through the loads in
+// flight (roofline.h); the AWQ prefill is held within 30% since. The MoE decode is predicted too fast, for
+// reasons not yet known (below 2x).
 TEST_CASE("predicted prefill and MoE decode against the H200 run", "[tuner][step]") {
   check_cases({
       {"FP16 pp512", predequantized(run_model(WeightType::AWQ_INT4, false, 512)), kDense, "FP16", "512", 0.85, 1.15},
       {"FP16 pp128", predequantized(run_model(WeightType::AWQ_INT4, false, 128)), kDense, "FP16", "128", 0.85, 1.15},
-      {"AWQ pp512", run_model(WeightType::AWQ_INT4, false, 512), kDense, "AWQ default", "512", 1.0, 3.0},
-      {"AWQ pp128", run_model(WeightType::AWQ_INT4, false, 128), kDense, "AWQ default", "128", 1.0, 3.0},
+      {"AWQ pp512", run_model(WeightType::AWQ_INT4, false, 512), kDense, "AWQ default", "512", 0.7, 1.3},
+      {"AWQ pp128", run_model(WeightType::AWQ_INT4, false, 128), kDense, "AWQ default", "128", 0.7, 1.3},
       {"MoE AWQ decode", run_moe(true, kRunContext), "moe_30b_a3b_4_layers", "AWQ default", nullptr, 1.0, 2.0},
   });
 }
@@ -290,8 +291,8 @@ constexpr int64_t kRun2Context = 192;
 }  // namespace
 
 // The second run, with all 36 layers and the concatenated projections, holds the model to the same bands as
-// the first: decode within 25%, cuBLASLt prefill within 15%, the mma.sync GEMM's prefill optimistic by at most
-// 3x, and the MoE decode optimistic by at most 2x. Q8_0 decode, now on q8_0_frag_gemv (the first run had Q8_0
+// the first: decode within 25%, cuBLASLt prefill within 15%, the mma.sync GEMM's prefill within 30%, and the
+// MoE decode optimistic by at most 2x. Q8_0 decode, now on q8_0_frag_gemv (the first run had Q8_0
 // in the file layout), was predicted 0.71x until the model stated an INT8 tile's bytes in flight (1.00x since).
 TEST_CASE("predicted decode and prefill against the second H200 run", "[tuner][step]") {
   check_cases(
@@ -301,8 +302,8 @@ TEST_CASE("predicted decode and prefill against the second H200 run", "[tuner][s
           {"FP16 decode", predequantized(run2_dense(WeightType::AWQ_INT4, true, kRun2Context)), kDense36, "FP16", nullptr,
            0.75, 1.25},
           {"FP16 pp512", predequantized(run2_dense(WeightType::AWQ_INT4, false, 512)), kDense36, "FP16", "512", 0.85, 1.15},
-          {"AWQ pp512", run2_dense(WeightType::AWQ_INT4, false, 512), kDense36, "AWQ default", "512", 1.0, 3.0},
-          {"Q8_0 pp512", run2_dense(WeightType::Q8_0, false, 512), kDense36, "Q8_0", "512", 1.0, 3.0},
+          {"AWQ pp512", run2_dense(WeightType::AWQ_INT4, false, 512), kDense36, "AWQ default", "512", 0.7, 1.3},
+          {"Q8_0 pp512", run2_dense(WeightType::Q8_0, false, 512), kDense36, "Q8_0", "512", 0.7, 1.3},
           {"MoE Q8_0 decode", run2_moe(true, kRun2Context), "moe_30b_a3b_8_layers", "Q8_0 default", nullptr, 1.0, 2.0},
       },
       kRun2);

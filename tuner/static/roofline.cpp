@@ -114,6 +114,10 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
   e.launch_s = double(plan.launches.size()) * peak.launch_us * 1e-6;
   // Each launch is modelled alone; the point's time is their sum.
   const double total_bytes = std::max(e.bytes, 1.0);
+  // Bytes re-read beyond the DRAM bytes are L2 hits, which hold a load in flight for a shorter latency.
+  const double requested = total_bytes + (f.bytes_requested ? std::max(f.bytes_requested(point, shape) - total_bytes, 0.0)
+                                                                  * peak.l2_latency_ns / peak.dram_latency_ns
+                                                            : 0.0);
   for (const kernels::Launch& l : plan.launches) {
     int regs = 0;
     int64_t static_smem = 0;
@@ -134,12 +138,15 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
     const double warp_bytes = f.bytes_in_flight_per_warp ? double(f.bytes_in_flight_per_warp(point)) : kWarpBytesInFlight;
     const double in_flight = warps_per_sm * warp_bytes;
     const double mem_eff = std::min(1.0, in_flight / needed_bytes);
+    // Little's law on every byte the loads request (L2 hits of re-read operands too): each SM's loads in
+    // flight carry in_flight bytes per latency. Where nothing is re-read this is the DRAM term's own limit.
+    const double lat_eff = std::min(1.0, in_flight / needed_bytes * total_bytes / requested);
     const double comp_eff = std::min(1.0, warps_per_sm / 8.0);
     // Bytes and flops are shared among launches in proportion to their threads (the main launch dominates).
     double share = 0, all = 0;
     for (const kernels::Launch& o : plan.launches) all += double(o.grid.count() * o.block.count());
     share = all > 0 ? double(l.grid.count() * l.block.count()) / all : 1.0;
-    const double t_mem = share * total_bytes / (peak.dram_gbps * 1e9 * peak.dram_efficiency * mem_eff);
+    const double t_mem = share * total_bytes / (peak.dram_gbps * 1e9 * peak.dram_efficiency * lat_eff);
     const double t_comp = share * e.flops / (pipe_tflops * 1e12 * comp_eff);
     e.memory_s += t_mem / wave_eff;
     e.compute_s += t_comp / wave_eff;

@@ -3,8 +3,15 @@
 // moves, the floating-point work its shape implies, and the occupancy its resources allow.
 //
 //   t = launches x launch cost + max(t_memory, t_compute) / wave efficiency
-//   t_memory  = bytes / (achievable DRAM bandwidth x min(1, bytes in flight per SM / bytes needed in flight))
+//   t_memory  = max(bytes / achievable DRAM bandwidth,
+//                   (bytes x DRAM latency + re-read bytes x L2 latency) / (SMs x bytes in flight per SM))
 //   t_compute = flops / (peak of the pipe the kernel uses x min(1, warps per SM / 8))
+//
+// The second term of t_memory is Little's law over every byte the loads request: a tiled GEMM's row blocks each
+// load the weights again and its column blocks the activations (KernelFamily::bytes_requested), mostly L2 hits,
+// which the same loads in flight must carry. Without it the model priced the mma.sync GEMMs at their tensor
+// pipe's rate, 1.1-4.3x too fast on the second H200 run's rows; with it, 16% median error
+// (tests/tuner/test_roofline.cpp). A family that states no requested bytes is charged its DRAM bytes only.
 //
 // Bytes: every input and output buffer of the plan once, workspaces twice (written, then read back), unless the
 // family states what its launches move (KernelFamily::bytes_moved: a KV cache up to the context). Flops:
@@ -41,6 +48,8 @@ struct GpuPeaks {
   double wgmma_tflops = 0;       // the same through wgmma.mma_async (Hopper's full rate); 0: no wgmma
   double fp32_tflops = 0;        // CUDA-core FMA peak (2 flops per FMA)
   double dram_latency_ns = 600;  // loaded latency, for Little's law (an assumption, not a datasheet figure)
+  double l2_latency_ns = 300;    // the same for an L2 hit: half of DRAM's, the ratio of the unloaded latencies
+                                 // microbenchmarks publish for Hopper (L2 hit about 260 cycles, DRAM about 480)
   double dram_efficiency = 0.81;  // the share of dram_gbps a streaming copy reaches (calibrated, see above)
   double launch_us = 7.7;        // per launch as the tuner times it with events (calibrated, see above)
   // Per launch inside a whole step, back to back in one stream (a decode step replays a CUDA graph): what a

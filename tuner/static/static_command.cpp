@@ -23,6 +23,7 @@
 #include "device/jit/compile_cache.h"
 #include "device/jit/compile_service.h"
 #include "models/formats/model_file.h"
+#include "tuner/static/against_command.h"
 #include "tuner/static/roofline.h"
 #include "tuner/static/step_command.h"
 
@@ -121,18 +122,20 @@ int run_static_command(const std::vector<std::string>& args) {
       .option("--threads", "N", "parallel compiles; 0 = one per hardware thread", "0").range(flag_ranges::kCompileThreads)
       .option("--json", "FILE", "also write the results as JSON");
   tune::declare_step_flags(cli);
+  tune::declare_against_flag(cli);
   if (!cli.parse(args)) return kExitOk;
   if (!cli.positional().empty()) throw Error("qtune static takes no positional argument: " + cli.positional()[0]);
   if (auto path = cli.get_optional("--json")) {
     if (const std::string why = output_file_problem(*path); !why.empty()) throw Error("--json " + *path + ": " + why);
     std::vector<std::string> inputs;
-    for (const char* in : {"--model", "--fingerprint-store"})
+    for (const char* in : {"--model", "--fingerprint-store", "--against"})
       if (auto v = cli.get_optional(in)) inputs.push_back(*v);
     if (const std::string why = overwrites_input(*path, inputs); !why.empty()) throw Error("--json " + why);
   }
 
-  const int sm = parse_arch(cli.get("--gpu"));
   tune::check_step_flags(cli);
+  if (cli.given("--against")) return tune::run_against(cli);
+  const int sm = parse_arch(cli.get("--gpu"));
   if (cli.given("--step")) return tune::run_step_prediction(cli, sm);
   const ArchLimits& arch = arch_limits(sm);
   std::vector<const KernelFamily*> families;

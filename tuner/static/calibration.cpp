@@ -1,0 +1,237 @@
+#include "tuner/static/calibration.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "device/winners/store_schema.h"
+#include "device/winners/winners.h"
+#include "kernels_src/registry/registry.h"
+#include "kernels_src/registry/stored_point.h"
+#include "tuner/static/roofline.h"
+
+namespace qt::tune {
+namespace {
+
+std::vector<winners::ResultRow> verified_rows(const std::string& path) {
+  sqlite3* db = winners::open_store_read_only(path, /*immutable=*/true);
+  std::vector<winners::ResultRow> rows;
+  try {
+    winners::ResultQuery q;
+    q.ok_only = true;
+    rows = winners::read_results(db, q);
+  } catch (const std::exception& e) {
+    sqlite3_close(db);
+    throw Error(path + ": not a qtune tuning store (" + e.what() + ")", kExitBadInput);
+  }
+  sqlite3_close(db);
+  return rows;
+}
+
+int gpu_arch(const dev::DeviceFingerprint& d) {
+  if (d.name == "emu" || d.arch.rfind("sm_", 0) != 0) return 0;
+  return std::atoi(d.arch.c_str() + 3);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+int64_t CalibrationPoint::rows() const {
+  for (size_t i = 0; i < shape.names.size(); ++i)
+    if (shape.names[i] == "M") return shape.values[i];
+  return 0;
+}
+
+namespace {
+
+// A measured time of one point at one shape on one GPU, before the model prices it.
+struct Measured {
+  dev::DeviceFingerprint device;
+  const kernels::KernelFamily* family = nullptr;
+  kernels::Point point;
+  kernels::Shape shape;
+  double seconds = 0;
+  bool current_source = false;
+};
+
+const kernels::KernelFamily* device_family(const std::string& name) {
+  for (const kernels::KernelFamily* k : kernels::all_families())
+    if (k->name == name) return k->on_host() ? nullptr : k;
+  return nullptr;
+}
+
+bool wanted(const std::vector<std::string>& families, const std::string& name) {
+  return families.empty() || std::find(families.begin(), families.end(), name) != families.end();
+}
+
+// A tuning store's verified rows of GPUs.
+std::vector<Measured> store_rows(const std::string& path, const std::vector<std::string>& families,
+                                 std::map<std::string, size_t>& skipped) {
+  std::vector<Measured> out;
+  for (const winners::ResultRow& r : verified_rows(path)) {
+    if (gpu_arch(r.device) == 0) continue;  // the emulator's and the CPU's rows are no GPU's times
+    const size_t dot = r.family.find('.');
+    const std::string name = dot == std::string::npos ? r.family : r.family.substr(dot + 1);
+    if (!wanted(families, name)) continue;
+    const kernels::KernelFamily* f = device_family(name);
+    if (!f) {
+      ++skipped["not a device family of this build (a cuBLASLt baseline, or renamed)"];
+      continue;
+    }
+    const std::optional<kernels::Point> p = kernels::point_from_json(*f, r.point);
+    if (!p) {
+      ++skipped["point outside today's space"];
+      continue;
+    }
+    if (r.shape.size() != f->dims.size() || !(r.stats.median > 0)) {
+      ++skipped[r.shape.size() != f->dims.size() ? "shape of another arity than today's" : "no median time"];
+      continue;
+    }
+    out.push_back({r.device, f, *p, f->shape(r.shape), r.stats.median, r.source_hash == f->source_hash});
+  }
+  return out;
+}
+
+// The kernel rows of a `qbench --report` JSON (report.json): each variant whose detail names one family's
+// point ("awq_frag_gemv bk=64,pf=2,... (default)") at the row's dimensions. A report keeps no source hash, so
+// its rows count as measured on an earlier source. A point timed twice in one row (tuned and default alike)
+// counts once.
+std::vector<Measured> report_rows(const std::string& path, const nlohmann::json& report,
+                                  const std::vector<std::string>& families, std::map<std::string, size_t>& skipped) {
+  std::vector<Measured> out;
+  dev::DeviceFingerprint device;
+  try {
+    device = dev::DeviceFingerprint::from_json(nlohmann::json::parse(report.at("device").at("fingerprint").get<std::string>()));
+  } catch (const std::exception& e) {
+    throw Error(path + ": a qbench report without its device's fingerprint (" + e.what() + ")", kExitBadInput);
+  }
+  if (gpu_arch(device) == 0) return out;
+  std::set<std::string> seen;
+  for (const char* section : {"kernels", "moe_grouped"}) {
+    if (!report.contains(section)) continue;
+    const nlohmann::json& rows = report[section].is_array() ? report[section] : report[section].value("rows", nlohmann::json::array());
+    for (const nlohmann::json& row : rows) {
+      for (const nlohmann::json& v : row.value("variants", nlohmann::json::array())) {
+        const std::string detail = v.value("detail", "");
+        const size_t space = detail.find(' '), paren = detail.rfind(" (");
+        if (space == std::string::npos || paren == std::string::npos || paren <= space || !v.contains("seconds")) continue;
+        const std::string name = detail.substr(0, space), point_text = detail.substr(space + 1, paren - space - 1);
+        // One family's point is name=value items; "awq_frag_dequant + cuBLASLt ..." is a composite baseline.
+        if (point_text.find(' ') != std::string::npos) continue;
+        if (!wanted(families, name)) continue;
+        const kernels::KernelFamily* f = device_family(name);
+        if (!f) continue;  // a baseline's row (cuBLASLt, dequant + cuBLASLt, experts one by one)
+        kernels::Point p;
+        try {
+          p = kernels::parse_point(*f, point_text);
+        } catch (const std::exception&) {
+          ++skipped["point outside today's space"];
+          continue;
+        }
+        std::vector<int64_t> dims;
+        for (const std::string& d : f->dims)
+          if (row.contains(d) && row[d].is_number_integer()) dims.push_back(row[d].get<int64_t>());
+        const double seconds = v["seconds"].is_number() ? v["seconds"].get<double>() : 0.0;
+        if (dims.size() != f->dims.size() || !(seconds > 0)) {
+          ++skipped[dims.size() != f->dims.size() ? "report row without the family's dimensions" : "no time"];
+          continue;
+        }
+        const kernels::Shape shape = f->shape(dims);
+        if (!seen.insert(name + " " + kernels::shape_key(shape) + " " + kernels::point_key(p)).second) continue;
+        out.push_back({device, f, p, shape, seconds, false});
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Calibration calibrate_store(const std::string& path, const std::vector<std::string>& families,
+                            compile::CompileService& service) {
+  Calibration out;
+  std::vector<Measured> measured;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read", kExitBadInput);
+  char head[16] = {};
+  in.read(head, sizeof head);
+  if (std::string(head, size_t(in.gcount())).rfind("SQLite format 3", 0) == 0) {
+    measured = store_rows(path, families, out.skipped);
+  } else {
+    in.clear();
+    in.seekg(0);
+    nlohmann::json report;
+    try {
+      report = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      throw Error(path + ": neither a tuning store nor a qbench report (" + e.what() + ")", kExitBadInput);
+    }
+    if (!report.is_object() || report.value("schema", "").rfind("qtune-bench-report/", 0) != 0)
+      throw Error(path + ": neither a tuning store nor a qbench report (no \"schema\": \"qtune-bench-report/...\")",
+                  kExitBadInput);
+    measured = report_rows(path, report, families, out.skipped);
+  }
+  // Rows grouped by (family, architecture), so each family's points compile as one batch.
+  std::map<std::pair<std::string, int>, std::vector<const Measured*>> groups;
+  for (const Measured& m : measured) groups[{m.family->name, gpu_arch(m.device)}].push_back(&m);
+  for (const auto& [key, pending] : groups) {
+    const kernels::KernelFamily& f = kernels::find_family(key.first);
+    if (key.second < f.min_sm) {
+      out.skipped["architecture below the family's"] += pending.size();
+      continue;
+    }
+    std::vector<kernels::Point> unique;
+    for (const Measured* p : pending)
+      if (std::find(unique.begin(), unique.end(), p->point) == unique.end()) unique.push_back(p->point);
+    const std::vector<compile::PointResult> compiled = service.compile(f, unique, key.second);
+    for (const Measured* p : pending) {
+      const auto& c = compiled[size_t(std::find(unique.begin(), unique.end(), p->point) - unique.begin())];
+      if (!c.ok()) {
+        ++out.skipped["does not compile today"];
+        continue;
+      }
+      std::vector<KernelResources> resources;
+      for (const auto& k : c.kernels) resources.push_back({k.name_expression, k.resources.registers, k.resources.static_smem});
+      try {
+        const RooflineEstimate e = estimate_point(f, p->point, p->shape, key.second, gpu_peaks(p->device), resources);
+        out.points.push_back({p->device.name, f.name, p->shape, p->point, p->seconds, e.seconds, e.bound, p->current_source});
+      } catch (const std::exception& e) {
+        ++out.skipped[std::string("the model cannot place it: ") + e.what()];
+      }
+    }
+  }
+  std::sort(out.points.begin(), out.points.end(), [](const CalibrationPoint& a, const CalibrationPoint& b) {
+    return std::tie(a.device, a.family, a.shape.values, a.measured_s) < std::tie(b.device, b.family, b.shape.values, b.measured_s);
+  });
+  return out;
+}
+
+CalibrationFit fit(const std::vector<const CalibrationPoint*>& points) {
+  CalibrationFit f;
+  f.n = points.size();
+  std::vector<double> model, measured, errors, ratios;
+  for (const CalibrationPoint* p : points) {
+    model.push_back(p->model_s), measured.push_back(p->measured_s);
+    errors.push_back(std::fabs(p->model_s - p->measured_s) / p->measured_s);
+    ratios.push_back(p->model_s / p->measured_s);
+  }
+  f.spearman = spearman(model, measured);
+  f.median_error = median(errors);
+  f.median_ratio = median(ratios);
+  return f;
+}
+
+}  // namespace qt::tune
