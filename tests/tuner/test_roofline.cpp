@@ -293,6 +293,11 @@ TEST_CASE("qtune static --against prints the model beside every row a GPU measur
   const test::QtuneRun bad = test::run_qtune("static --against " + junk);
   CHECK(bad.rc == 2);
   CHECK(bad.out.find("neither a tuning store nor a qbench report") != std::string::npos);
+  const std::string broken = test::tuner_scratch("against-broken", ".json");
+  std::ofstream(broken) << R"({"schema": "qtune-bench-report/1", "device": {"fingerprint": "{\"name\": \"NVIDIA H200\", \"arch\": \"sm_90\"}"}, "kernels": [1]})";
+  const test::QtuneRun malformed = test::run_qtune("static --against " + broken);
+  CHECK(malformed.rc == 2);
+  CHECK(malformed.out.find("\"kernels\" row 0 is not an object") != std::string::npos);
   const test::QtuneRun gpu = test::run_qtune("static --against " + store + " --gpu sm90");
   CHECK(gpu.rc == 2);
   CHECK(gpu.out.find("--gpu does not apply to --against") != std::string::npos);

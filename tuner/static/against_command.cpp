@@ -104,9 +104,9 @@ int run_against(const CliArgs& cli) {
   }
   if (groups.size() > 1) add("", "every family", "all", all);
   std::cout << "\n";
-  if (c.points.empty()) std::cout << "no verified GPU row of a device family the model can place\n";
+  if (c.points.empty()) std::cout << "no measured GPU row of a device family the model can place\n";
   else print_table(summary);
-  for (const auto& [why, n] : c.skipped) std::cout << "skipped " << n << " verified row" << (n == 1 ? "" : "s") << ": " << why << "\n";
+  for (const auto& [why, n] : c.skipped) std::cout << "skipped " << n << " measured row" << (n == 1 ? "" : "s") << ": " << why << "\n";
 
   if (auto out = cli.get_optional("--json")) {
     nlohmann::json j = {{"store", path}, {"fits", fits}, {"rows", nlohmann::json::array()}, {"skipped", c.skipped}};

@@ -119,12 +119,26 @@ std::vector<Measured> report_rows(const std::string& path, const nlohmann::json&
     throw Error(path + ": a qbench report without its device's fingerprint (" + e.what() + ")", kExitBadInput);
   }
   if (gpu_arch(device) == 0) return out;
+  auto malformed = [&path](const std::string& where, const char* want) {
+    return Error(path + ": " + where + " is not " + want + " (a qbench report's kernel rows)", kExitBadInput);
+  };
   std::set<std::string> seen;
-  for (const char* section : {"kernels", "moe_grouped"}) {
+  for (const std::string section : {"kernels", "moe_grouped"}) {
     if (!report.contains(section)) continue;
-    const nlohmann::json& rows = report[section].is_array() ? report[section] : report[section].value("rows", nlohmann::json::array());
-    for (const nlohmann::json& row : rows) {
-      for (const nlohmann::json& v : row.value("variants", nlohmann::json::array())) {
+    const nlohmann::json& holder = report[section];
+    if (section == "moe_grouped" && (!holder.is_object() || !holder.contains("rows")))
+      throw malformed("\"moe_grouped\"", "an object with \"rows\"");
+    const nlohmann::json& rows = section == "moe_grouped" ? holder["rows"] : holder;
+    if (!rows.is_array()) throw malformed("\"" + section + "\" rows", "an array");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const nlohmann::json& row = rows[i];
+      const std::string where = "\"" + section + "\" row " + std::to_string(i);
+      if (!row.is_object()) throw malformed(where, "an object");
+      const nlohmann::json variants = row.value("variants", nlohmann::json::array());
+      if (!variants.is_array()) throw malformed(where + "'s \"variants\"", "an array");
+      for (const nlohmann::json& v : variants) {
+        if (!v.is_object()) throw malformed(where + "'s variant", "an object");
+        if (v.contains("detail") && !v["detail"].is_string()) throw malformed(where + "'s \"detail\"", "a string");
         const std::string detail = v.value("detail", "");
         const size_t space = detail.find(' '), paren = detail.rfind(" (");
         if (space == std::string::npos || paren == std::string::npos || paren <= space || !v.contains("seconds")) continue;
