@@ -22,6 +22,7 @@
 #include "runtime/cli/run_device.h"
 #include "runtime/cli/tokenizer_session.h"
 #include "runtime/cli/tuned_cache.h"
+#include "runtime/cli/launch_times.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/model/qwen3_model.h"
 #include "runtime/sampler/sampler.h"
@@ -67,6 +68,9 @@ CliArgs make_cli() {
       .flag("--predequantize", "emu/cuda: dense linear weights dequantized to fp16 once at load and run through "
             "cuBLASLt (cuda) or the fp16 kernels, whichever the tuned cache measured faster: more memory, faster prefill")
       .flag("--no-graphs", "emu/cuda: launch every kernel instead of replaying captured decode steps")
+      .option("--launch-times", "FILE", "emu/cuda: time every launch of every step between two events (no graphs) and "
+              "write them as JSON, with per kernel over the decode steps its count, mean time and share of the step "
+              "(printed too): what qtune static --step predicts, launch by launch")
       .flag("--pdl", "cuda: programmatic dependent launch (sm_90+): each kernel is scheduled while the one before it "
             "runs and waits for it in its first statement, hiding launch latency between a step's kernels")
       .flag("--fuse-norm", "emu/cuda: decode steps run each layer's norms inside the kernels beside them (q|k|v and "
@@ -161,6 +165,19 @@ int run(int argc, char** argv) {
   if (ids_mode && (cli.given("--prompt") || cli.get_flag("--interactive")))
     throw Error("--prompt-ids cannot be combined with --prompt or --interactive");
   if (cli.given("--logits-out") && !ids_mode) throw Error("--logits-out needs --prompt-ids");
+  for (const char* out : {"--logits-out", "--launch-times"}) {
+    if (!cli.given(out)) continue;
+    if (const std::string why = output_file_problem(cli.get(out)); !why.empty())
+      throw Error(std::string(out) + " " + cli.get(out) + ": " + why);
+  }
+  if (cli.given("--launch-times")) {
+    if (device == "cpu") throw Error("--launch-times is a device option (--device emu/cuda)");
+    const std::string model = cli.given("--model") ? cli.get("--model") : default_model_path();
+    if (const std::string why = overwrites_input(cli.get("--launch-times"),
+                                                 {model, cli.given("--tuned-cache") ? cli.get("--tuned-cache") : ""});
+        !why.empty())
+      throw Error("--launch-times " + why);
+  }
   if (cli.given("--logits-out")) {
     const std::string model = cli.given("--model") ? cli.get("--model") : default_model_path();
     if (const std::string why = overwrites_input(cli.get("--logits-out"),
@@ -202,6 +219,7 @@ int run(int argc, char** argv) {
   RunDeviceOptions run_opts;
   run_opts.device = device;
   run_opts.graphs = !cli.get_flag("--no-graphs");
+  run_opts.time_launches = cli.given("--launch-times");
   run_opts.emu_checks = !cli.get_flag("--no-checks");
   run_opts.programmatic_launch = cli.get_flag("--pdl");
   if (device != "cuda" && run_opts.programmatic_launch) throw Error("--pdl is a CUDA GPU option (--device cuda)");
@@ -292,6 +310,7 @@ int run(int argc, char** argv) {
     });
     if (!cli.get_flag("--no-stats")) print_stats(r.stats, sampling.seed);
     report_device(run_device, cli.get_flag("--verbose"));
+    if (cli.given("--launch-times")) write_launch_times(cli.get("--launch-times"), run_device);
     return 0;
   }
 
@@ -355,6 +374,7 @@ int run(int argc, char** argv) {
     }
   }
   if (stats) report_device(run_device, cli.get_flag("--verbose"));
+  if (cli.given("--launch-times")) write_launch_times(cli.get("--launch-times"), run_device);
   return 0;
 }
 

@@ -18,6 +18,7 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
   }
   DeviceBackendOptions opts;
   opts.graphs = o.graphs;
+  opts.time_launches = o.time_launches;
   opts.trtllm_int8 = o.trtllm_int8;
   opts.frag_layout = o.frag_layout;
   opts.frag_experts = o.frag_experts;

@@ -18,6 +18,7 @@ struct RunDeviceOptions {
   CpuOptions cpu;
   std::string tuned_cache;     // "" = none; emu/cuda read their own winners from it
   bool graphs = true;
+  bool time_launches = false;  // emu/cuda: every launch timed between events, no graphs (qrun --launch-times)
   // cuda: programmatic dependent launch (sm_90+, CudaDevice::set_programmatic_launch); a GPU that cannot is an
   // error naming why. Ignored on the emulator, which runs one launch at a time.
   bool programmatic_launch = false;

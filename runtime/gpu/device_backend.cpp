@@ -69,6 +69,7 @@ DeviceBackend::DeviceBackend(dev::Device& device, DeviceBackendOptions options)
       chooser_(options_.tuned, device.store_fingerprint(), options_.store_prefix, device.arch()),
       queue_(device, options_.graphs), launcher_(device, queue_), weights_(device) {
   pos_ = dev::Buffer(device_, 4);
+  queue_.time_launches(options_.time_launches);
   queue_.on_launch([this](size_t run, size_t queued) {
     if (!step_progress_) return;
     step_progress_->set_total(double(queued));
@@ -220,7 +221,7 @@ void DeviceBackend::begin_step(const int32_t* tokens, int64_t m, int64_t pos0) {
   step_progress_.emplace(progress_label("forward of " + std::to_string(m) + " token" + (m == 1 ? "" : "s")), 0,
                          "kernels", false, options_.progress_after_seconds);
   step_replayable_ = m == 1;
-  queue_.begin_step(m == 1);
+  queue_.begin_step(m == 1, m);
 }
 
 void DeviceBackend::end_step() {
@@ -275,7 +276,8 @@ void DeviceBackend::queue_blas(dev::DevPtr w, blas::WeightLayout layout, Act x, 
                           std::to_string(x.addr) + " " + std::to_string(y.addr) + " " + std::to_string(m) + "x" +
                           std::to_string(n) + "x" + std::to_string(k) + " r" + std::to_string(rank);
   const dev::DevPtr xp = dp(x), yp = dp(y);
-  queue_.call([&lt, w, layout, xp, yp, m, n, k, rank] { lt.gemm_f16(w, layout, xp, yp, m, n, k, rank); }, sig);
+  queue_.call([&lt, w, layout, xp, yp, m, n, k, rank] { lt.gemm_f16(w, layout, xp, yp, m, n, k, rank); }, sig,
+              "cuBLASLt " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
 }
 
 // The heuristic candidate the tuner measured fastest for this external contender and shape (0 if none).

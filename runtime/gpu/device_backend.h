@@ -42,6 +42,9 @@ struct DeviceBackendOptions {
   std::shared_ptr<const winners::WinnersTable> tuned;
   std::string store_prefix;  // "emu." or "cuda."
   bool graphs = true;                                  // capture and replay decode steps
+  // Every launch of every step timed between two events, no graph captured (LaunchQueue::time_launches): what
+  // qrun --launch-times writes.
+  bool time_launches = false;
   bool trtllm_int8 = false;  // INT8 group-wise experts in TensorRT-LLM's preprocessed layout (ops *.trtllm)
   // Dense AWQ INT4, INT8_GW_SYM and Q8_0 projections in the frag layout, repacked on the device at load time
   // and run by the op "linear.frag" families; false keeps the file layout and the op "linear" families.
@@ -111,6 +114,7 @@ class DeviceBackend final : public Backend {
   const KernelChooser& chooser() const { return chooser_; }
   const DeviceBackendOptions& options() const { return options_; }
   const LaunchQueue::Stats& launch_stats() const { return queue_.stats(); }
+  const std::vector<LaunchQueue::TimedStep>& timed_steps() const { return queue_.timed_steps(); }
   // Linear calls that went to cuBLASLt and to the fp16 families (predequantized weights only).
   struct BlasCounts {
     int64_t blas = 0, families = 0;

@@ -4,11 +4,13 @@
 
 namespace qt::rt {
 
-void LaunchQueue::begin_step(bool capturable) {
+void LaunchQueue::begin_step(bool capturable, int64_t rows) {
   in_step_ = true;
-  capturable_ = capturable && graphs_;
+  capturable_ = capturable && graphs_ && !timing_;
   queue_.clear();
   step_queued_ = step_run_ = 0;
+  step_rows_ = rows;
+  pending_times_.clear();
 }
 
 void LaunchQueue::launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg, dev::KernelArgs args) {
@@ -17,11 +19,11 @@ void LaunchQueue::launch(const dev::Kernel& kernel, const dev::LaunchConfig& cfg
     ++stats_.launches;
     return;
   }
-  queue_.push_back(Queued{kernel, cfg, std::move(args), {}, {}});
+  queue_.push_back(Queued{kernel, cfg, std::move(args), {}, {}, {}});
   ++step_queued_;
 }
 
-void LaunchQueue::call(std::function<void()> fn, std::string signature) {
+void LaunchQueue::call(std::function<void()> fn, std::string signature, std::string name) {
   if (!in_step_) {
     fn();
     ++stats_.launches;
@@ -30,6 +32,7 @@ void LaunchQueue::call(std::function<void()> fn, std::string signature) {
   Queued q;
   q.call = std::move(fn);
   q.call_signature = std::move(signature);
+  q.call_name = std::move(name);
   queue_.push_back(std::move(q));
   ++step_queued_;
 }
@@ -43,7 +46,18 @@ void LaunchQueue::run_one(const Queued& q) {
 
 void LaunchQueue::run_queued() {
   for (const Queued& q : queue_) {
-    run_one(q);
+    if (timing_) {
+      PendingTime t;
+      t.launch.call = static_cast<bool>(q.call);
+      t.launch.name = q.call ? q.call_name : q.kernel.module->source().kernels.at(q.kernel.index);
+      if (!q.call) t.launch.cfg = q.cfg;
+      t.start = device_.record_event();
+      run_one(q);
+      t.end = device_.record_event();
+      pending_times_.push_back(std::move(t));
+    } else {
+      run_one(q);
+    }
     if (observer_) observer_(++step_run_, step_queued_);
   }
   stats_.launches += int64_t(queue_.size());
@@ -78,11 +92,25 @@ std::string LaunchQueue::signature() const {
   return s;
 }
 
+void LaunchQueue::read_step_times() {
+  if (pending_times_.empty()) return;
+  TimedStep step;
+  step.rows = step_rows_;
+  step.seconds = device_.seconds_between(*pending_times_.front().start, *pending_times_.back().end);
+  for (PendingTime& t : pending_times_) {
+    t.launch.seconds = device_.seconds_between(*t.start, *t.end);
+    step.launches.push_back(std::move(t.launch));
+  }
+  pending_times_.clear();
+  timed_.push_back(std::move(step));
+}
+
 void LaunchQueue::end_step() {
   in_step_ = false;
   if (!capturable_ || queue_.empty()) {
     run_queued();
     last_signature_.clear();
+    if (timing_) read_step_times();
     return;
   }
   const std::string sig = signature();

@@ -22,6 +22,9 @@
 #   decode-8b  qbench --choose-decode on the 8B AWQ model: the decode step plain, with fused norms, with PDL and
 #              both, ranked into the store (what qrun given it runs on this GPU); decode-30b, after the MoE
 #              report, the same for the MoE model
+#   launch-times  qrun --launch-times on the 8B AWQ model (default and --fuse-norm) and the MoE model, 8 greedy
+#              tokens each: every launch of every step between two events, no graph, into logs/launch-times-*.json;
+#              `qtune static --step ... --against-launches FILE` then sets the step model beside it kernel by kernel
 #   tune-30b   sm_90 only: qtune on the MoE model's grouped GEMMs in the frag layout and its routed expert
 #              GEMVs, into the store the MoE report reads
 #   report-30b qbench --device cuda --report on the MoE model with that store (its buckets hold 512 and
@@ -48,7 +51,7 @@
 # on its own and stores its dispatch), TUNE_MOE_S (60, likewise), REPORT_8B_S (240: the 8B report took 193 s on an H200, 107 of them loading
 # the FP16 variant, before it gained the attention rows and the PDL and fused-norm variants; qbench rewrites
 # the report after each section, so one cut off still returns what it measured, marked incomplete; its end-to-end
-# variants run the runtime's default, PDL and fused-norm ones first and the FP16 one, the slowest to load, after them), REPORT_S (100, the MoE report), FUSED_S (45), MOE_FRAG_S (45), CPU_AMX_S (60), DECODE_S (60). Exit: 0 when every phase
+# variants run the runtime's default, PDL and fused-norm ones first and the FP16 one, the slowest to load, after them), REPORT_S (100, the MoE report), FUSED_S (45), MOE_FRAG_S (45), CPU_AMX_S (60), DECODE_S (60), LAUNCH_TIMES_S (45). Exit: 0 when every phase
 # that ran passed.
 set -uo pipefail
 run_t0=$(date +%s)
@@ -246,8 +249,25 @@ fused_8b() {
   return $rc
 }
 
+# Each model's decode with every launch timed (qrun --launch-times, no graph, so no PDL either): the kernels'
+# own times, which the step model predicts one by one, and what lies between them.
+launch_times() {
+  local ids rc=0
+  ids=$(seq -s, 2000 2031)
+  echo "== qwen3-8b ak48, default"
+  "$q/bin/qrun" --device cuda --model "$models/qwen3-8b.ak48" --prompt-ids "$ids" -n 8 --temp 0 \
+    --launch-times "$logs/launch-times-8b.json" > /dev/null || rc=1
+  echo "== qwen3-8b ak48, --fuse-norm"
+  "$q/bin/qrun" --device cuda --model "$models/qwen3-8b.ak48" --prompt-ids "$ids" -n 8 --temp 0 --fuse-norm \
+    --launch-times "$logs/launch-times-8b-fused.json" > /dev/null || rc=1
+  echo "== qwen3-30b-a3b moe3"
+  "$q/bin/qrun" --device cuda --model "$models/qwen3-30b-a3b-L8.moe3" --prompt-ids "$ids" -n 8 --temp 0 \
+    --launch-times "$logs/launch-times-30b.json" > /dev/null || rc=1
+  return $rc
+}
+
 export q work models logs
-export -f selfcheck run_gpu_tests wait_models moe_frag fused_8b cpu_amx
+export -f selfcheck run_gpu_tests wait_models moe_frag fused_8b cpu_amx launch_times
 
 "$q/bin/qtune" devices > "$logs/devices.log" 2>&1
 arch=$(sed -n 's/^cuda: \(sm_[0-9]*\) .*/\1/p' "$logs/devices.log" | head -1)
@@ -290,6 +310,9 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
   phase decode-8b "${DECODE_S:-60}" "$q/bin/qbench" --device cuda --model "$models/qwen3-8b.ak48" \
     --tuned-cache "$work/qtune-cache.sqlite" --choose-decode --prompt 16 --gen 64 --repeat 3 || status=1
   excerpt "Decode variants ranked (qbench --choose-decode, qwen3-8b ak48)" "$logs/decode-8b.log" 'per step|stored|error'
+  phase launch-times "${LAUNCH_TIMES_S:-45}" launch_times || status=1
+  excerpt "Every launch timed (qrun --launch-times; logs/launch-times-*.json)" "$logs/launch-times.log" \
+    '^== |launch times of|^qrun:  +[0-9]|error'
   # The MoE model's grouped GEMMs in the layout the runtime runs them in on sm_90 (the frag one), into the same
   # store, so the MoE report's tuned rows and its "best of the tune" are measured too; and the routed expert
   # GEMVs that --fuse-norm runs at decode (1 and 16 tokens), which the report's fused variant then uses.

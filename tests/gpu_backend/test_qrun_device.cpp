@@ -410,3 +410,58 @@ TEST_CASE("qrun refuses an experts' layout the model's experts cannot take, in o
     CHECK(r.err.find(needle) != std::string::npos);
   }
 }
+
+TEST_CASE("qrun --launch-times writes every launch of every step with its time, the same tokens, and qtune static "
+          "--step --against-launches sets the model's kernels beside them") {
+  const std::string times = kTmp + "launch-times.json";
+  const std::string common = "--model "s + kFiles + "dense.ak48 --prompt-ids 0,361,239,262,343 -n 3 --temp 0 --no-checks";
+  const Result plain = qrun(common + " --device emu");
+  const Result timed = qrun(common + " --device emu --launch-times " + times);
+  REQUIRE(plain.code == 0);
+  REQUIRE(timed.code == 0);
+  CHECK(timed.out == plain.out);  // timing changes no result
+  CHECK(timed.err.find("launch times of 2 decode steps") != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(slurp(times));
+  CHECK(j["schema"] == "qtune-launch-times/1");
+  REQUIRE(j["steps"].size() == 3);  // the prompt, then two decode steps
+  CHECK(j["steps"][0]["rows"] == 5);
+  for (const auto& step : j["steps"]) {
+    REQUIRE(!step["launches"].empty());
+    double sum = 0;
+    for (const auto& l : step["launches"]) {
+      CHECK(!l["kernel"].get<std::string>().empty());
+      CHECK(l["seconds"].get<double>() > 0);
+      CHECK(l["grid"].size() == 3);
+      sum += l["seconds"].get<double>();
+    }
+    CHECK(step["seconds"].get<double>() >= sum);  // the step spans its launches and what lies between them
+  }
+  CHECK(j["summary"]["steps"] == 2);
+  CHECK(j["summary"]["launches"].get<double>() == double(j["steps"][1]["launches"].size()));
+
+  // The step model names the same kernels, as many launches of each, for this model's decode step.
+  const std::string json = kTmp + "against-launches.json";
+  const int rc = std::system((qt::binary_root() + "/bin/qtune static --gpu sm80 --step decode --model " + kFiles +
+                              "dense.ak48 --context 6 --against-launches " + times + " --json " + json + " >/dev/null 2>&1")
+                                 .c_str());
+  REQUIRE(WIFEXITED(rc));
+  REQUIRE(WEXITSTATUS(rc) == 0);
+  const nlohmann::json a = nlohmann::json::parse(slurp(json))["against_launches"];
+  CHECK(a["steps"] == 2);
+  REQUIRE(!a["kernels"].empty());
+  for (const auto& k : a["kernels"]) {
+    INFO(k["kernel"]);
+    CHECK(k["predicted_launches"] == k["measured_launches"]);
+  }
+  const int wrong = std::system((qt::binary_root() + "/bin/qtune static --gpu sm80 --step prefill --prompt 7 --model " +
+                                 kFiles + "dense.ak48 --against-launches " + times + " >/dev/null 2>&1")
+                                    .c_str());
+  CHECK(WEXITSTATUS(wrong) == 2);  // no step of 7 rows in the file
+
+  const Result cpu = qrun(common + " --launch-times " + times);
+  CHECK(cpu.code == 2);
+  CHECK(cpu.err.find("--launch-times is a device option") != std::string::npos);
+  const Result onto_model = qrun(common + " --device emu --launch-times " + kFiles + "dense.ak48");
+  CHECK(onto_model.code == 2);
+  CHECK(onto_model.err.find("--launch-times") != std::string::npos);
+}

@@ -1,9 +1,11 @@
 // The static model's launch list of a step (tuner/static/step_launches.h) is written from what the device
 // backend issues, since the tuner cannot link the runtime: this holds the two together. On the emulator (no
 // graphs, so every launch is counted as it runs), a prompt and one decode step of golden models launch exactly
-// as many kernels as the step model lists for them, at the families it picks. The step model is told that
+// the kernels the step model lists for them (the same name expressions, as often), at the families it picks. The step model is told that
 // cuBLASLt is absent, as on the emulator; predequantized weights are left out.
 #include <catch2/catch.hpp>
+
+#include <map>
 
 #include "common/paths.h"
 #include "device/emu/emu_device.h"
@@ -11,6 +13,7 @@
 #include "runtime/gpu/device_backend.h"
 #include "runtime/model/qwen3_model.h"
 #include "tests/gpu_backend/backend_suite.h"
+#include "tuner/static/step_against.h"
 #include "tuner/static/step_predict.h"
 
 using namespace qt;
@@ -27,7 +30,7 @@ struct Case {
   bool fuse_norm = false;  // a decode step's norms inside the stream GEMVs (DeviceBackendOptions::fuse_norm)
 };
 
-int64_t predicted_launches(const ModelWeights& w, const Case& c, bool decode, int64_t context) {
+tune::StepPrediction predict(const ModelWeights& w, const Case& c, bool decode, int64_t context) {
   tune::StepSpec s;
   s.config = w.config;
   s.weights = tune::step_weights(w);
@@ -37,7 +40,21 @@ int64_t predicted_launches(const ModelWeights& w, const Case& c, bool decode, in
   s.runtime.blas = false;  // the emulator has no cuBLASLt, so blas::default_route keeps every linear on the families
   s.decode = decode;
   s.context = context;
-  return tune::predict_step(s, c.arch, tune::gpu_peaks(c.arch)).default_launches;
+  return tune::predict_step(s, c.arch, tune::gpu_peaks(c.arch));
+}
+
+// The kernels a step launched, by name expression, and how many times each.
+std::map<std::string, double> launched(const rt::DeviceBackend& d) {
+  std::map<std::string, double> out;
+  REQUIRE(!d.timed_steps().empty());
+  for (const auto& l : d.timed_steps().back().launches) out[l.name] += 1;
+  return out;
+}
+
+std::map<std::string, double> predicted(const tune::StepPrediction& p) {
+  std::map<std::string, double> out;
+  for (const auto& [name, k] : tune::predicted_kernels(p)) out[name] = k.predicted_launches;
+  return out;
 }
 
 }  // namespace
@@ -71,6 +88,7 @@ TEST_CASE("step model: launches match the device backend", "[tuner][step]") {
     rt::DeviceBackendOptions o;
     o.store_prefix = "emu.";
     o.graphs = false;
+    o.time_launches = true;
     o.frag_layout = c.frag;
     o.frag_experts = c.frag_experts;
     o.fuse_norm = c.fuse_norm;
@@ -80,9 +98,13 @@ TEST_CASE("step model: launches match the device backend", "[tuner][step]") {
     for (int64_t i = 0; i < kPrompt; ++i) tokens.push_back(int32_t((i * 37 + 11) % w.config.vocab_size));
     int64_t before = launches(backend);
     const int32_t next = model.forward_greedy(tokens.data(), kPrompt);
-    CHECK(launches(backend) - before == predicted_launches(w, c, false, kPrompt));
+    const tune::StepPrediction prefill = predict(w, c, false, kPrompt), decode = predict(w, c, true, kPrompt);
+    CHECK(launches(backend) - before == prefill.default_launches);
+    // The same kernels, by name: the families and points the model picks are the ones the runtime launches.
+    CHECK(launched(backend) == predicted(prefill));
     before = launches(backend);
     model.forward_greedy(&next, 1);
-    CHECK(launches(backend) - before == predicted_launches(w, c, true, kPrompt));
+    CHECK(launches(backend) - before == decode.default_launches);
+    CHECK(launched(backend) == predicted(decode));
   }
 }

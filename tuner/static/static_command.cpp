@@ -128,7 +128,7 @@ int run_static_command(const std::vector<std::string>& args) {
   if (auto path = cli.get_optional("--json")) {
     if (const std::string why = output_file_problem(*path); !why.empty()) throw Error("--json " + *path + ": " + why);
     std::vector<std::string> inputs;
-    for (const char* in : {"--model", "--fingerprint-store", "--against"})
+    for (const char* in : {"--model", "--fingerprint-store", "--against", "--against-launches"})
       if (auto v = cli.get_optional(in)) inputs.push_back(*v);
     if (const std::string why = overwrites_input(*path, inputs); !why.empty()) throw Error("--json " + why);
   }

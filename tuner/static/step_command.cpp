@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,7 @@
 #include "models/core/config_limits.h"
 #include "models/formats/model_file.h"
 #include "models/synthetic/presets.h"
+#include "tuner/static/step_against.h"
 #include "tuner/static/step_predict.h"
 
 namespace qt::tune {
@@ -70,7 +72,7 @@ dev::DeviceFingerprint store_device(const std::string& path) {
 constexpr const char* kStepOnly[] = {"--context", "--prompt", "--preset", "--format", "--expert-type", "--group-size",
                                      "--layers", "--weight-layout", "--predequantize", "--fuse-norm", "--int8-layout", "--expert-layout",
                                      "--no-concat",
-                                     "--fingerprint-store", "--launch-us"};
+                                     "--fingerprint-store", "--launch-us", "--against-launches"};
 constexpr const char* kTableOnly[] = {"--kernel", "--points", "--m", "--cache-dir", "--no-cache", "--threads"};
 
 StepSpec spec_from_flags(const CliArgs& cli, int sm, std::string* description) {
@@ -180,7 +182,10 @@ void declare_step_flags(CliArgs& cli) {
       .option("--launch-us", "US", "--step: the in-stream cost per launch to assume instead of the calibrated one "
               "(GpuPeaks::stream_launch_us): a what-if, e.g. at a launch cost qbench --report measured; the kernels' "
               "bodies are unchanged")
-      .range(RealRange{0, 1000});
+      .range(RealRange{0, 1000})
+      .option("--against-launches", "FILE", "--step: beside the prediction, what qrun --launch-times measured (its "
+              "decode steps, or its steps of --prompt rows): per kernel the launches and time per step, predicted and "
+              "measured, and the time between launches against the model's launch cost");
 }
 
 void check_step_flags(const CliArgs& cli) {
@@ -197,6 +202,10 @@ int run_step_prediction(const CliArgs& cli, int sm) {
   const bool what_if = cli.given("--launch-us");
   if (what_if) peak.stream_launch_us = cli.get_double("--launch-us");
   const StepPrediction p = predict_step(spec, sm, peak);
+  // Read before anything is printed, so that a file that does not fit is refused on its own line.
+  std::optional<LaunchComparison> timed;
+  if (auto times = cli.get_optional("--against-launches"))
+    timed = compare_launches(p, *times, spec.decode, spec.context, peak.stream_launch_us);
 
   std::cout << "PREDICTION by the static roofline model (no GPU run): one " << (spec.decode ? "decode step" : "prefill")
             << " of " << description << ", "
@@ -227,8 +236,39 @@ int run_step_prediction(const CliArgs& cli, int sm) {
               "default %.1f%%, model-best %.1f%% of it\n",
               p.min_bytes.weights / 1e6, p.min_bytes.kv / 1e6, peak.dram_gbps * peak.dram_efficiency,
               p.roofline_tok_s(), 100 * share_default, 100 * share_best);
+  nlohmann::json against;
+  if (timed) {
+    const LaunchComparison& c = *timed;
+    const std::string times = cli.get("--against-launches");
+    std::printf("\nagainst %s: %zu measured step%s on %s (every launch between events, no graph)%s\n", times.c_str(),
+                c.steps, c.steps == 1 ? "" : "s", c.device.c_str(),
+                c.device == "emu" ? "; the emulator's times are no GPU's: compare the launches, not the times" : "");
+    std::printf("%-64s %10s %10s %11s %11s %8s\n", "kernel", "launches", "measured", "us/step", "measured", "ratio");
+    nlohmann::json rows = nlohmann::json::array();
+    for (const KernelTimes& k : c.kernels) {
+      std::printf("%-64s %10.1f %10.1f %11.1f %11.1f %8s\n", k.kernel.c_str(), k.predicted_launches,
+                  k.measured_launches, k.predicted_s * 1e6, k.measured_s * 1e6,
+                  k.measured_s > 0 && k.predicted_s > 0 ? format_number("%.2f", k.predicted_s / k.measured_s).c_str() : "-");
+      rows.push_back({{"kernel", k.kernel}, {"predicted_launches", k.predicted_launches},
+                      {"measured_launches", k.measured_launches}, {"predicted_s", k.predicted_s},
+                      {"measured_s", k.measured_s}});
+    }
+    const double gap = c.measured_step_s - c.measured_kernels_s;
+    std::printf("kernels: predicted %.1f us, measured %.1f us (%.2fx); launches %.0f predicted, %.0f measured\n",
+                c.predicted_kernels_s * 1e6, c.measured_kernels_s * 1e6, c.predicted_kernels_s / c.measured_kernels_s,
+                c.predicted_launches, c.measured_launches);
+    std::printf("between launches: the model adds %.1f us (%.1f us a launch); measured %.1f us (%.2f us a launch, %s)\n",
+                c.predicted_launch_cost_s * 1e6, peak.stream_launch_us, gap * 1e6,
+                c.measured_launches > 0 ? gap / c.measured_launches * 1e6 : 0.0,
+                spec.decode ? "the events' own cost included; a graph's step has none of it"
+                            : "the step's host work between its launches included (uploads, downloads)");
+    against = {{"file", times}, {"device", c.device}, {"steps", c.steps}, {"kernels", rows},
+               {"measured_step_s", c.measured_step_s}, {"measured_kernels_s", c.measured_kernels_s},
+               {"predicted_kernels_s", c.predicted_kernels_s}, {"measured_launches", c.measured_launches},
+               {"predicted_launches", c.predicted_launches}, {"predicted_launch_cost_s", c.predicted_launch_cost_s}};
+  }
   if (auto path = cli.get_optional("--json")) {
-    const nlohmann::json j = {{"prediction", true}, {"step", spec.decode ? "decode" : "prefill"},
+    nlohmann::json j = {{"prediction", true}, {"step", spec.decode ? "decode" : "prefill"},
                               {"model", description}, {"context", spec.context}, {"gpu", peak.name},
                               {"launches", launches}, {"default_us", p.default_s * 1e6}, {"best_us", p.best_s * 1e6},
                               {"default_launches", p.default_launches}, {"best_launches", p.best_launches},
@@ -237,6 +277,7 @@ int run_step_prediction(const CliArgs& cli, int sm) {
                               {"weight_bytes", p.min_bytes.weights}, {"kv_bytes", p.min_bytes.kv},
                               {"roofline_tok_s", p.roofline_tok_s()}, {"default_roofline_share", share_default},
                               {"best_roofline_share", share_best}};
+    if (!against.is_null()) j["against_launches"] = against;
     std::ofstream f(*path);
     f << j.dump(1) << "\n";
     if (!f) throw Error("cannot write " + *path, kExitFailure);
