@@ -444,33 +444,31 @@ double expected_experts(int64_t tokens, int64_t experts, int64_t topk) {
 
 void set_grouped_bytes(KernelFamily& f, bool x_in_flight) {
   struct Split {
-    double stacks = 0, x = 0, rest = 0;  // expert stacks, activations, everything else (workspaces twice)
-    double column_blocks = 1;            // of the launch that reads the stacks
+    double stacks = 0, rest = 0;  // the expert stacks; everything else, as plan_bytes_moved counts it
+    double column_blocks = 1;     // of the launch that reads the stacks
   };
   auto split = [plan = f.plan](const Point& p, const Shape& s) {
     const LaunchPlan lp = plan(p, s);
     Split b;
-    std::string stack;
-    for (const BufferSpec& buf : lp.buffers) {
-      const double bytes = double(buf.bytes());
-      if (buf.role == BufferSpec::Role::Input && buf.name != "x" && buf.name != "ids") b.stacks += bytes, stack = buf.name;
-      else if (buf.name == "x") b.x += bytes;
-      else b.rest += buf.role == BufferSpec::Role::Workspace ? 2 * bytes : bytes;
-    }
-    for (const Launch& l : lp.launches)
-      for (const KernelArg& a : l.args)
-        if (a.kind == KernelArg::Kind::Buffer && a.buffer == stack) b.column_blocks = double(l.grid.x);
+    for (const BufferSpec& buf : lp.buffers)
+      if (is_weight_buffer(buf)) b.stacks += double(buf.bytes());
+    b.rest = plan_bytes_moved(lp) - b.stacks;
+    b.column_blocks = double(lp.launches.at(main_launch(lp)).grid.x);
     return b;
   };
   f.bytes_moved = [split](const Point& p, const Shape& s) {
     const Split b = split(p, s);
-    return b.stacks * expected_experts(s["T"], s["E"], s["TOPK"]) / double(s["E"]) + b.x + b.rest;
+    return b.stacks * expected_experts(s["T"], s["E"], s["TOPK"]) / double(s["E"]) + b.rest;
   };
   f.bytes_requested = [split, x_in_flight](const Point& p, const Shape& s) {
     const Split b = split(p, s);
     const double touched = expected_experts(s["T"], s["E"], s["TOPK"]);
     const double blocks_each = std::ceil(double(s["T"] * s["TOPK"]) / std::max(touched, 1.0) / double(p.at("bm")));
-    return b.stacks * touched / double(s["E"]) * blocks_each + b.x * (x_in_flight ? b.column_blocks : 1.0) + b.rest;
+    // Every routed row gathers its token's activations (T x TOPK rows of K, whatever x's own rows), once per
+    // column block.
+    const double routed_x = double(s["T"] * s["TOPK"] * s["K"] * 2);
+    return b.stacks * touched / double(s["E"]) * blocks_each + b.rest +
+           (x_in_flight ? routed_x * (b.column_blocks - 1) : 0.0);
   };
 }
 

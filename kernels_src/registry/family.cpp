@@ -1,5 +1,6 @@
 #include "kernels_src/registry/family.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -260,6 +261,43 @@ LinearSums cpu_linear_sums(const LinearOperands& ops) {
 std::string linear_dtypes(WeightType w, DType activation, DType output) {
   // These strings key stored results: the traits table's short names never change.
   return std::string(weight_traits(w).short_name) + "x" + dtype_name(activation) + "->" + dtype_name(output);
+}
+
+std::string point_runs(const KernelFamily& f, const Point& p, const Shape& shape) {
+  if (f.point_constraint)
+    if (std::string why = f.point_constraint(p); !why.empty()) return why;
+  if (f.shape_constraint) return f.shape_constraint(p, shape);
+  return "";
+}
+
+bool is_activation_buffer(const std::string& name) { return name == "x" || name == "xq" || name == "xs"; }
+
+bool is_weight_buffer(const BufferSpec& b) {
+  return b.role == BufferSpec::Role::Input && !is_activation_buffer(b.name) && b.name != "ids";
+}
+
+bool launch_reads(const Launch& l, const std::string& buffer) {
+  return std::any_of(l.args.begin(), l.args.end(),
+                     [&](const KernelArg& a) { return a.kind == KernelArg::Kind::Buffer && a.buffer == buffer; });
+}
+
+double plan_bytes_moved(const LaunchPlan& plan) {
+  double bytes = 0;
+  for (const BufferSpec& b : plan.buffers) bytes += double(b.bytes()) * (b.role == BufferSpec::Role::Workspace ? 2 : 1);
+  return bytes;
+}
+
+size_t main_launch(const LaunchPlan& plan) {
+  for (size_t i = 0; i < plan.launches.size(); ++i)
+    for (const BufferSpec& b : plan.buffers)
+      if (is_weight_buffer(b) && launch_reads(plan.launches[i], b.name))
+        return i;
+  size_t widest = 0;
+  for (size_t i = 0; i < plan.launches.size(); ++i)
+    if (plan.launches[i].grid.count() * plan.launches[i].block.count() >
+        plan.launches[widest].grid.count() * plan.launches[widest].block.count())
+      widest = i;
+  return widest;
 }
 
 }  // namespace qt::kernels

@@ -257,4 +257,20 @@ std::string compare_output(const BufferSpec& spec, const std::vector<uint8_t>& g
 // "<weight>x<activation>-><output>", the operand types of a linear family, e.g. "q8_0xf32->f32".
 std::string linear_dtypes(WeightType w, DType activation, DType output);
 
+// "" when `f` runs point `p` at `shape` (its point and shape constraints hold), else the first reason.
+std::string point_runs(const KernelFamily& f, const Point& p, const Shape& shape);
+
+// ---- what a plan moves, for the static model ----
+// The activations of a linear plan, by the name every family gives them: "x", or its int8 copy "xq" with
+// its scales "xs".
+bool is_activation_buffer(const std::string& name);
+// A linear plan's weights: every input but the activations and an expert routing's ids.
+bool is_weight_buffer(const BufferSpec& b);
+bool launch_reads(const Launch& l, const std::string& buffer);  // the buffer is among its arguments
+// Each buffer of the plan once, workspaces twice (written, then read back).
+double plan_bytes_moved(const LaunchPlan& plan);
+// The launch that does a plan's work: the first that reads an input other than the activations (a GEMM
+// beside its split's reduction or its activations' quantization); else the widest.
+size_t main_launch(const LaunchPlan& plan);
+
 }  // namespace qt::kernels

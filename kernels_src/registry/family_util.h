@@ -82,34 +82,24 @@ inline Launch splitk_reduce_launch(int64_t count, int64_t split) {
 }
 
 // KernelFamily::bytes_requested of a tiled matrix product, set after its plan (and bytes_moved). Its main launch
-// is the first that reads weights (the inputs other than the activations "x", or their int8 copy "xq" with its
-// scales "xs"): each of its row blocks loads the weights over its K range, each column block the activations
-// where the family's loads in flight include them (`x_in_flight`), and the rest moves once. Row blocks are the
-// grid's y unless `row_blocks` says (a persistent schedule over a one-dimensional grid).
+// (main_launch: the first that reads its weights, every input but the activations) loads the weights over its
+// K range once per row block, and the activations once per column block where the family's loads in flight
+// include them (`x_in_flight`); the rest moves once. Row blocks are the grid's y unless `row_blocks` says (a
+// persistent schedule over a one-dimensional grid).
 inline void set_tiled_bytes_requested(KernelFamily& f, bool x_in_flight = true,
                                       std::function<int64_t(const Point&, const Shape&)> row_blocks = nullptr) {
   f.bytes_requested = [plan = f.plan, moved = f.bytes_moved, x_in_flight, row_blocks](const Point& p, const Shape& s) {
     const LaunchPlan lp = plan(p, s);
-    auto is_activation = [](const std::string& name) { return name == "x" || name == "xq" || name == "xs"; };
-    auto reads = [](const Launch& l, const std::string& name) {
-      return std::any_of(l.args.begin(), l.args.end(),
-                         [&](const KernelArg& a) { return a.kind == KernelArg::Kind::Buffer && a.buffer == name; });
-    };
-    double all = 0;
-    for (const BufferSpec& b : lp.buffers) all += double(b.bytes()) * (b.role == BufferSpec::Role::Workspace ? 2 : 1);
-    const double base = moved ? moved(p, s) : all;
-    for (const Launch& l : lp.launches) {
-      double weights = 0, x = 0;
-      for (const BufferSpec& b : lp.buffers) {
-        if (!reads(l, b.name)) continue;
-        if (is_activation(b.name)) x += double(b.bytes());
-        else if (b.role == BufferSpec::Role::Input) weights += double(b.bytes());
-      }
-      if (weights == 0) continue;
-      const double rows = row_blocks ? double(row_blocks(p, s)) : double(l.grid.y);
-      return base + weights * (rows - 1) + (x_in_flight ? x * (double(l.grid.x) - 1) : 0.0);
+    const Launch& l = lp.launches.at(main_launch(lp));
+    double weights = 0, x = 0;
+    for (const BufferSpec& b : lp.buffers) {
+      if (!launch_reads(l, b.name)) continue;
+      if (is_activation_buffer(b.name)) x += double(b.bytes());
+      else if (is_weight_buffer(b)) weights += double(b.bytes());
     }
-    return base;
+    const double rows = row_blocks ? double(row_blocks(p, s)) : double(l.grid.y);
+    return (moved ? moved(p, s) : plan_bytes_moved(lp)) + weights * (rows - 1) +
+           (x_in_flight ? x * (double(l.grid.x) - 1) : 0.0);
   };
 }
 

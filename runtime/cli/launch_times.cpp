@@ -16,6 +16,7 @@ LaunchTimeSummary summarize_launch_times(const std::vector<LaunchQueue::TimedSte
   std::vector<const LaunchQueue::TimedStep*> chosen;
   for (const auto& st : steps)
     if (st.rows == 1) chosen.push_back(&st);
+  s.decode = !chosen.empty();
   if (chosen.empty())
     for (const auto& st : steps) chosen.push_back(&st);
   if (chosen.empty()) return s;
@@ -73,8 +74,9 @@ void write_launch_times(const std::string& path, const RunDevice& d) {
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& k : s.kernels)
     kernels.push_back({{"kernel", k.name}, {"per_step", k.per_step}, {"mean_s", k.mean_s}, {"share", k.share}});
-  j["summary"] = {{"steps", s.steps},       {"step_s", s.step_s}, {"launches_s", s.launches_s},
-                  {"launches", s.launches}, {"kernels", kernels}};
+  j["summary"] = {{"steps", s.steps},       {"decode", s.decode},       {"step_s", s.step_s},
+                  {"launches_s", s.launches_s}, {"launches", s.launches}, {"kernels", kernels}};
+  j["steps_dropped"] = d.device_backend->timed_steps_dropped();
   std::ofstream out(path);
   out << j.dump(1) << "\n";
   if (!out) throw Error("--launch-times: cannot write " + path, kExitFailure);
@@ -86,7 +88,7 @@ void write_launch_times(const std::string& path, const RunDevice& d) {
   std::fprintf(stderr,
                "qrun: launch times of %zu %s (%s): a step %.1f us, its %.0f launches %.1f us, between them %.1f us "
                "(%.2f us a launch, events included)\n",
-               s.steps, steps.size() > s.steps || s.steps == 1 ? "decode steps" : "steps", path.c_str(), s.step_s * 1e6,
+               s.steps, s.decode ? "decode steps" : "steps", path.c_str(), s.step_s * 1e6,
                s.launches, s.launches_s * 1e6, (s.step_s - s.launches_s) * 1e6,
                s.launches > 0 ? (s.step_s - s.launches_s) / s.launches * 1e6 : 0.0);
   for (size_t i = 0; i < s.kernels.size() && i < 12; ++i)

@@ -16,7 +16,8 @@ struct KernelTimeSummary {
   double share = 0;     // of the steps' time
 };
 struct LaunchTimeSummary {
-  size_t steps = 0;        // the decode steps summarised (one row each), or every step when none decodes
+  bool decode = false;     // the steps summarised are the decode steps (one row each); else every step
+  size_t steps = 0;
   double step_s = 0;       // mean step
   double launches_s = 0;   // mean sum of its launches' times
   double launches = 0;     // mean launches a step

@@ -172,6 +172,9 @@ int run(int argc, char** argv) {
   }
   if (cli.given("--launch-times")) {
     if (device == "cpu") throw Error("--launch-times is a device option (--device emu/cuda)");
+    if (cli.get_flag("--pdl"))
+      throw Error("--launch-times times each launch between two events, which leaves programmatic dependent launch "
+                  "nothing to overlap: give one of --launch-times and --pdl");
     const std::string model = cli.given("--model") ? cli.get("--model") : default_model_path();
     if (const std::string why = overwrites_input(cli.get("--launch-times"),
                                                  {model, cli.given("--tuned-cache") ? cli.get("--tuned-cache") : ""});
@@ -299,7 +302,10 @@ int run(int argc, char** argv) {
     Qwen3Model model(file->weights(), *run_device.backend, context);
     if (cli.given("--logits-out")) {
       write_logits(cli.get("--logits-out"), model.forward(ids, LogitsRows::kAll));
-      if (n_predict == 0) return 0;
+      if (n_predict == 0) {
+        if (cli.given("--launch-times")) write_launch_times(cli.get("--launch-times"), run_device);
+        return 0;
+      }
       model.reset();
     }
     Sampler sampler(sampling);

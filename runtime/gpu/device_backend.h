@@ -115,6 +115,7 @@ class DeviceBackend final : public Backend {
   const DeviceBackendOptions& options() const { return options_; }
   const LaunchQueue::Stats& launch_stats() const { return queue_.stats(); }
   const std::vector<LaunchQueue::TimedStep>& timed_steps() const { return queue_.timed_steps(); }
+  size_t timed_steps_dropped() const { return queue_.timed_steps_dropped(); }
   // Linear calls that went to cuBLASLt and to the fp16 families (predequantized weights only).
   struct BlasCounts {
     int64_t blas = 0, families = 0;

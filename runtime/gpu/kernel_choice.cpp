@@ -10,13 +10,6 @@
 namespace qt::rt {
 namespace {
 
-std::string runs(const kernels::KernelFamily& f, const kernels::Point& p, const kernels::Shape& shape) {
-  if (f.point_constraint)
-    if (std::string why = f.point_constraint(p); !why.empty()) return why;
-  if (f.shape_constraint) return f.shape_constraint(p, shape);
-  return "";
-}
-
 std::string choice_key(const std::string& op, const WeightType* type, const kernels::Shape& shape) {
   return op + "|" + (type ? weight_type_name(*type) : "-") + "|" + kernels::shape_key(shape);
 }
@@ -35,7 +28,7 @@ std::optional<kernels::Point> nearest_running(const kernels::KernelFamily& f, co
       if (steps == 0 || steps >= best_steps) continue;
       kernels::Point q = p;
       q[param.name] = param.values[j];
-      if (runs(f, q, shape).empty()) best = q, best_steps = steps;
+      if (kernels::point_runs(f, q, shape).empty()) best = q, best_steps = steps;
     }
   }
   return best;
@@ -62,7 +55,7 @@ std::optional<KernelChoice> KernelChooser::tuned(const kernels::KernelFamily& f,
   const auto w = table_->lookup(fingerprint_, prefix_ + f.name, f.dtypes, shape.values, f.source_hash);
   if (!w) return std::nullopt;
   const auto point = point_from_json(f, w->point);
-  if (!point || !runs(f, *point, shape).empty()) return std::nullopt;
+  if (!point || !kernels::point_runs(f, *point, shape).empty()) return std::nullopt;
   *seconds = w->median_s;
   return KernelChoice{&f, *point, w->exact ? KernelChoice::Source::Tuned : KernelChoice::Source::Nearest, false, ""};
 }
@@ -70,7 +63,7 @@ std::optional<KernelChoice> KernelChooser::tuned(const kernels::KernelFamily& f,
 std::optional<KernelChoice> KernelChooser::default_choice(const kernels::KernelFamily& f, const kernels::Shape& shape,
                                                          std::vector<std::string>* refusals) const {
   for (const kernels::Point& p : f.default_points(shape)) {
-    const std::string reason = runs(f, p, shape);
+    const std::string reason = kernels::point_runs(f, p, shape);
     if (reason.empty()) return KernelChoice{&f, p, KernelChoice::Source::Default, false, ""};
     if (refusals) refusals->push_back(f.name + " " + kernels::point_key(p) + ": " + reason);
   }
@@ -153,7 +146,7 @@ const KernelChoice& KernelChooser::choose_fused(const std::string& op, const std
       if (f->source != base->family->source || params(*f) != params(*base->family)) continue;
       KernelChoice c = *base;
       c.family = f;
-      if (runs(*f, c.point, shape).empty()) return chosen_.emplace(key, c).first->second;
+      if (kernels::point_runs(*f, c.point, shape).empty()) return chosen_.emplace(key, c).first->second;
       // A point the fused family refuses (its kernel needs more registers): the nearest it runs, one parameter
       // moved by the fewest steps of its value list, as a tuned choice of a neighbouring point.
       if (std::optional<kernels::Point> near = nearest_running(*f, base->point, shape)) {

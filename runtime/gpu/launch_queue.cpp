@@ -102,6 +102,10 @@ void LaunchQueue::read_step_times() {
     step.launches.push_back(std::move(t.launch));
   }
   pending_times_.clear();
+  if (timed_.size() == kTimedSteps) {
+    timed_.erase(timed_.begin() + 1);
+    ++timed_dropped_;
+  }
   timed_.push_back(std::move(step));
 }
 

@@ -51,7 +51,11 @@ class LaunchQueue {
     double seconds = 0;  // from the first launch's start to the last one's end
     std::vector<TimedLaunch> launches;
   };
+  // The first step and the latest kTimedSteps - 1 (a long chat would otherwise grow without end), and how
+  // many were dropped between them.
+  static constexpr size_t kTimedSteps = 256;
   const std::vector<TimedStep>& timed_steps() const { return timed_; }
+  size_t timed_steps_dropped() const { return timed_dropped_; }
 
   struct Stats {
     int64_t launches = 0;        // kernels run directly
@@ -92,6 +96,7 @@ class LaunchQueue {
   int64_t step_rows_ = 0;
   std::vector<PendingTime> pending_times_;  // this step's, read at end_step
   std::vector<TimedStep> timed_;
+  size_t timed_dropped_ = 0;
 };
 
 }  // namespace qt::rt

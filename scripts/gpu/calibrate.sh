@@ -72,7 +72,7 @@ for f in launch-times-8b.json launch-times-8b-fused.json launch-times-30b.json; 
   [[ -f "$t" ]] || continue
   # shellcheck disable=SC2086
   section "Decode launch by launch: $f" "$qtune" static --gpu "$arch" --step decode --context 35 ${step_args[$f]} \
-    "${fp[@]}" --against-launches "$t"
+    ${fp[@]+"${fp[@]}"} --against-launches "$t"
 done
 echo "calibrate: $md"
 exit $status

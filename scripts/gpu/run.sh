@@ -51,7 +51,7 @@
 # on its own and stores its dispatch), TUNE_MOE_S (60, likewise), REPORT_8B_S (240: the 8B report took 193 s on an H200, 107 of them loading
 # the FP16 variant, before it gained the attention rows and the PDL and fused-norm variants; qbench rewrites
 # the report after each section, so one cut off still returns what it measured, marked incomplete; its end-to-end
-# variants run the runtime's default, PDL and fused-norm ones first and the FP16 one, the slowest to load, after them), REPORT_S (100, the MoE report), FUSED_S (45), MOE_FRAG_S (45), CPU_AMX_S (60), DECODE_S (60), LAUNCH_TIMES_S (45). Exit: 0 when every phase
+# variants run the runtime's default, PDL and fused-norm ones first and the FP16 one, the slowest to load, after them), REPORT_S (100, the MoE report), FUSED_S (45), MOE_FRAG_S (45), CPU_AMX_S (60), DECODE_S (60), LAUNCH_TIMES_S (75: three model loads). Exit: 0 when every phase
 # that ran passed.
 set -uo pipefail
 run_t0=$(date +%s)
@@ -310,7 +310,7 @@ if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; th
   phase decode-8b "${DECODE_S:-60}" "$q/bin/qbench" --device cuda --model "$models/qwen3-8b.ak48" \
     --tuned-cache "$work/qtune-cache.sqlite" --choose-decode --prompt 16 --gen 64 --repeat 3 || status=1
   excerpt "Decode variants ranked (qbench --choose-decode, qwen3-8b ak48)" "$logs/decode-8b.log" 'per step|stored|error'
-  phase launch-times "${LAUNCH_TIMES_S:-45}" launch_times || status=1
+  phase launch-times "${LAUNCH_TIMES_S:-75}" launch_times || status=1
   excerpt "Every launch timed (qrun --launch-times; logs/launch-times-*.json)" "$logs/launch-times.log" \
     '^== |launch times of|^qrun:  +[0-9]|error'
   # The MoE model's grouped GEMMs in the layout the runtime runs them in on sm_90 (the frag one), into the same

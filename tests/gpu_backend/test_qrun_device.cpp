@@ -458,6 +458,15 @@ TEST_CASE("qrun --launch-times writes every launch of every step with its time, 
                                     .c_str());
   CHECK(WEXITSTATUS(wrong) == 2);  // no step of 7 rows in the file
 
+  const std::string bad = kTmp + "launch-times-bad.json";
+  std::ofstream(bad) << R"({"schema": ["qtune-launch-times/1"], "steps": []})";
+  const int schema = std::system((qt::binary_root() + "/bin/qtune static --gpu sm80 --step decode --model " + kFiles +
+                                  "dense.ak48 --against-launches " + bad + " >/dev/null 2>&1")
+                                     .c_str());
+  CHECK(WEXITSTATUS(schema) == 2);  // not a launch-times file
+  const Result pdl = qrun(common + " --device emu --pdl --launch-times " + times);
+  CHECK(pdl.code == 2);
+  CHECK(pdl.err.find("--pdl") != std::string::npos);
   const Result cpu = qrun(common + " --launch-times " + times);
   CHECK(cpu.code == 2);
   CHECK(cpu.err.find("--launch-times is a device option") != std::string::npos);

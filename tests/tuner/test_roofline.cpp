@@ -172,8 +172,8 @@ TEST_CASE("on the second H200 run's tuned points the model ranks them with Spear
 // (results/gpu-h200-2026-11-27/report-*/report.json, read as qtune static --against reads them). Held here: the
 // frag linear kernel the fixture check pins (AWQ and Q8_0, GEMV and GEMM rows of both models), which the
 // runtime runs; and the bias the model still has on the file-layout tiled GEMMs and their grouped expert
-// form, which it prices 2-4x fast (their shared-memory dequant path has no cost in it), so that a change that
-// moves it shows.
+// form, which it prices 2-3x fast (their shared-memory dequant and its barriers have no cost in it), so that a
+// change that moves it shows.
 TEST_CASE("on the second H200 run's reports the model times the frag linear rows within a median error of 25% and "
           "states its known bias on the file layout's GEMMs",
           "[tuner][roofline]") {
@@ -207,8 +207,8 @@ TEST_CASE("on the second H200 run's reports the model times the frag linear rows
     CHECK(p->model_s * 2.0 >= p->measured_s);
   }
   CHECK(g.n >= 30);
-  CHECK(g.median_ratio >= 0.2);
-  CHECK(g.median_ratio <= 0.5);
+  CHECK(g.median_ratio >= 0.3);
+  CHECK(g.median_ratio <= 0.6);
 }
 
 // The second run's q8_0_frag_gemv at M = 1 on the 30B-A3B attention shapes, at the default point (copied into
@@ -298,6 +298,11 @@ TEST_CASE("qtune static --against prints the model beside every row a GPU measur
   const test::QtuneRun malformed = test::run_qtune("static --against " + broken);
   CHECK(malformed.rc == 2);
   CHECK(malformed.out.find("\"kernels\" row 0 is not an object") != std::string::npos);
+  const std::string numeric_schema = test::tuner_scratch("against-schema", ".json");
+  std::ofstream(numeric_schema) << R"({"schema": 5, "kernels": []})";
+  const test::QtuneRun schema = test::run_qtune("static --against " + numeric_schema);
+  CHECK(schema.rc == 2);
+  CHECK(schema.out.find("neither a tuning store nor a qbench report") != std::string::npos);
   const test::QtuneRun gpu = test::run_qtune("static --against " + store + " --gpu sm90");
   CHECK(gpu.rc == 2);
   CHECK(gpu.out.find("--gpu does not apply to --against") != std::string::npos);

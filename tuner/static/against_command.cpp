@@ -10,25 +10,10 @@
 #include "common/number_format.h"
 #include "kernels_src/registry/registry.h"
 #include "tuner/static/calibration.h"
+#include "tuner/static/text_table.h"
 
 namespace qt::tune {
 namespace {
-
-std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
-
-void print_table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> w;
-  for (const auto& r : rows)
-    for (size_t i = 0; i < r.size(); ++i) {
-      if (w.size() <= i) w.push_back(0);
-      w[i] = std::max(w[i], r[i].size());
-    }
-  for (const auto& r : rows) {
-    std::string s;
-    for (size_t i = 0; i < r.size(); ++i) s += (i ? "  " : "") + (i + 1 == r.size() ? r[i] : pad(r[i], w[i]));
-    std::cout << s << "\n";
-  }
-}
 
 std::string fixed(const char* fmt, double v) { return std::isfinite(v) ? format_number(fmt, v) : "-"; }
 
@@ -63,16 +48,15 @@ int run_against(const CliArgs& cli) {
 
   std::cout << "The static model (PREDICTIONS, roofline.h) against " << c.points.size() << " GPU rows measured in "
             << path << ", each predicted with its GPU's fingerprint and today's registers\n\n";
-  std::vector<std::vector<std::string>> rows = {{"device", "family", "shape", "point", "measured us", "model us",
-                                                 "model/measured", "bound"}};
+  TextTable rows{{"device", "family", "shape", "point", "measured us", "model us", "model/measured", "bound"}, {}};
   bool earlier_source = false;
   for (const CalibrationPoint& p : c.points) {
     earlier_source = earlier_source || !p.current_source;
-    rows.push_back({p.device, p.family + (p.current_source ? "" : " *"), kernels::shape_key(p.shape),
+    rows.rows.push_back({p.device, p.family + (p.current_source ? "" : " *"), kernels::shape_key(p.shape),
                     kernels::point_key(p.point), format_number("%.2f", p.measured_s * 1e6),
                     format_number("%.2f", p.model_s * 1e6), format_number("%.2f", p.model_s / p.measured_s), p.bound});
   }
-  if (!c.points.empty()) print_table(rows);
+  if (!c.points.empty()) rows.print(std::cout);
   if (earlier_source)
     std::cout << "* not measured on today's source of the family (a report's rows keep no source hash): the model "
                  "describes today's kernel\n";
@@ -81,14 +65,13 @@ int run_against(const CliArgs& cli) {
   // prefill, which the model prices on different terms).
   std::map<std::pair<std::string, std::string>, std::vector<const CalibrationPoint*>> groups;
   for (const CalibrationPoint& p : c.points) groups[{p.device, p.family}].push_back(&p);
-  std::vector<std::vector<std::string>> summary = {
-      {"device", "family", "rows", "points", "Spearman", "median error", "median model/measured"}};
+  TextTable summary{{"device", "family", "rows", "points", "Spearman", "median error", "median model/measured"}, {}};
   nlohmann::json fits = nlohmann::json::array();
   auto add = [&](const std::string& device, const std::string& family, const std::string& which,
                  const std::vector<const CalibrationPoint*>& pts) {
     if (pts.empty()) return;
     const CalibrationFit f = fit(pts);
-    summary.push_back({device, family, which, std::to_string(f.n), fixed("%.3f", f.spearman),
+    summary.rows.push_back({device, family, which, std::to_string(f.n), fixed("%.3f", f.spearman),
                        fixed("%.1f%%", 100 * f.median_error), fixed("%.2f", f.median_ratio)});
     nlohmann::json j = fit_json(f);
     j["device"] = device, j["family"] = family, j["rows"] = which;
@@ -105,7 +88,7 @@ int run_against(const CliArgs& cli) {
   if (groups.size() > 1) add("", "every family", "all", all);
   std::cout << "\n";
   if (c.points.empty()) std::cout << "no measured GPU row of a device family the model can place\n";
-  else print_table(summary);
+  else summary.print(std::cout);
   for (const auto& [why, n] : c.skipped) std::cout << "skipped " << n << " measured row" << (n == 1 ? "" : "s") << ": " << why << "\n";
 
   if (auto out = cli.get_optional("--json")) {

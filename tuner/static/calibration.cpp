@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/quantile.h"
+#include "device/arch/arch_limits.h"
 #include "device/winners/store_schema.h"
 #include "device/winners/winners.h"
 #include "kernels_src/registry/registry.h"
@@ -35,16 +37,20 @@ std::vector<winners::ResultRow> verified_rows(const std::string& path) {
   return rows;
 }
 
+// A GPU's architecture (90 for "sm_90"); 0 for the emulator and the CPU, -1 for a GPU this build has no
+// figures or compiler target for.
 int gpu_arch(const dev::DeviceFingerprint& d) {
   if (d.name == "emu" || d.arch.rfind("sm_", 0) != 0) return 0;
-  return std::atoi(d.arch.c_str() + 3);
+  try {
+    return compile::parse_arch(d.arch);
+  } catch (const Error&) {
+    return -1;
+  }
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+// Every dimension in [1, 2^31): the kernels index in 32 bits, and the plans multiply dimensions.
+bool dims_in_range(const std::vector<int64_t>& dims) {
+  return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 1 && d < (int64_t(1) << 31); });
 }
 
 }  // namespace
@@ -83,6 +89,10 @@ std::vector<Measured> store_rows(const std::string& path, const std::vector<std:
   std::vector<Measured> out;
   for (const winners::ResultRow& r : verified_rows(path)) {
     if (gpu_arch(r.device) == 0) continue;  // the emulator's and the CPU's rows are no GPU's times
+    if (gpu_arch(r.device) < 0) {
+      ++skipped["a GPU architecture this build has no figures for (" + r.device.arch + ")"];
+      continue;
+    }
     const size_t dot = r.family.find('.');
     const std::string name = dot == std::string::npos ? r.family : r.family.substr(dot + 1);
     if (!wanted(families, name)) continue;
@@ -96,8 +106,10 @@ std::vector<Measured> store_rows(const std::string& path, const std::vector<std:
       ++skipped["point outside today's space"];
       continue;
     }
-    if (r.shape.size() != f->dims.size() || !(r.stats.median > 0)) {
-      ++skipped[r.shape.size() != f->dims.size() ? "shape of another arity than today's" : "no median time"];
+    if (r.shape.size() != f->dims.size() || !dims_in_range(r.shape) || !(r.stats.median > 0)) {
+      ++skipped[r.shape.size() != f->dims.size() ? "shape of another arity than today's"
+                : !dims_in_range(r.shape)        ? "a shape dimension outside [1, 2^31)"
+                                                 : "no median time"];
       continue;
     }
     out.push_back({r.device, f, *p, f->shape(r.shape), r.stats.median, r.source_hash == f->source_hash});
@@ -119,6 +131,8 @@ std::vector<Measured> report_rows(const std::string& path, const nlohmann::json&
     throw Error(path + ": a qbench report without its device's fingerprint (" + e.what() + ")", kExitBadInput);
   }
   if (gpu_arch(device) == 0) return out;
+  if (gpu_arch(device) < 0)
+    throw Error(path + ": measured on " + device.arch + ", an architecture this build has no figures for", kExitBadInput);
   auto malformed = [&path](const std::string& where, const char* want) {
     return Error(path + ": " + where + " is not " + want + " (a qbench report's kernel rows)", kExitBadInput);
   };
@@ -159,8 +173,10 @@ std::vector<Measured> report_rows(const std::string& path, const nlohmann::json&
         for (const std::string& d : f->dims)
           if (row.contains(d) && row[d].is_number_integer()) dims.push_back(row[d].get<int64_t>());
         const double seconds = v["seconds"].is_number() ? v["seconds"].get<double>() : 0.0;
-        if (dims.size() != f->dims.size() || !(seconds > 0)) {
-          ++skipped[dims.size() != f->dims.size() ? "report row without the family's dimensions" : "no time"];
+        if (dims.size() != f->dims.size() || !dims_in_range(dims) || !(seconds > 0)) {
+          ++skipped[dims.size() != f->dims.size() ? "report row without the family's dimensions"
+                    : !dims_in_range(dims)        ? "a shape dimension outside [1, 2^31)"
+                                                  : "no time"];
           continue;
         }
         const kernels::Shape shape = f->shape(dims);
@@ -193,7 +209,8 @@ Calibration calibrate_store(const std::string& path, const std::vector<std::stri
     } catch (const std::exception& e) {
       throw Error(path + ": neither a tuning store nor a qbench report (" + e.what() + ")", kExitBadInput);
     }
-    if (!report.is_object() || report.value("schema", "").rfind("qtune-bench-report/", 0) != 0)
+    if (!report.is_object() || !report.contains("schema") || !report["schema"].is_string() ||
+        report["schema"].get<std::string>().rfind("qtune-bench-report/", 0) != 0)
       throw Error(path + ": neither a tuning store nor a qbench report (no \"schema\": \"qtune-bench-report/...\")",
                   kExitBadInput);
     measured = report_rows(path, report, families, out.skipped);
@@ -208,10 +225,17 @@ Calibration calibrate_store(const std::string& path, const std::vector<std::stri
       continue;
     }
     std::vector<kernels::Point> unique;
-    for (const Measured* p : pending)
-      if (std::find(unique.begin(), unique.end(), p->point) == unique.end()) unique.push_back(p->point);
-    const std::vector<compile::PointResult> compiled = service.compile(f, unique, key.second);
+    std::vector<const Measured*> runnable;
     for (const Measured* p : pending) {
+      if (!kernels::point_runs(f, p->point, p->shape).empty()) {
+        ++out.skipped["a point today's family does not run at its shape"];
+        continue;
+      }
+      runnable.push_back(p);
+      if (std::find(unique.begin(), unique.end(), p->point) == unique.end()) unique.push_back(p->point);
+    }
+    const std::vector<compile::PointResult> compiled = service.compile(f, unique, key.second);
+    for (const Measured* p : runnable) {
       const auto& c = compiled[size_t(std::find(unique.begin(), unique.end(), p->point) - unique.begin())];
       if (!c.ok()) {
         ++out.skipped["does not compile today"];
@@ -243,8 +267,8 @@ CalibrationFit fit(const std::vector<const CalibrationPoint*>& points) {
     ratios.push_back(p->model_s / p->measured_s);
   }
   f.spearman = spearman(model, measured);
-  f.median_error = median(errors);
-  f.median_ratio = median(ratios);
+  f.median_error = f.n ? median(errors) : std::nan("");
+  f.median_ratio = f.n ? median(ratios) : std::nan("");
   return f;
 }
 

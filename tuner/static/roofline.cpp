@@ -97,12 +97,7 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
   const compile::ArchLimits& arch = compile::arch_limits(sm);
   const kernels::LaunchPlan plan = f.plan(point, shape);
   RooflineEstimate e;
-  if (f.bytes_moved) {
-    e.bytes = f.bytes_moved(point, shape);
-  } else {
-    for (const kernels::BufferSpec& b : plan.buffers)
-      e.bytes += double(b.bytes()) * (b.role == kernels::BufferSpec::Role::Workspace ? 2.0 : 1.0);
-  }
+  e.bytes = f.bytes_moved ? f.bytes_moved(point, shape) : kernels::plan_bytes_moved(plan);
   const double m = dim_or(shape, "M", 0), n = dim_or(shape, "N", 0), k = dim_or(shape, "K", 0);
   if (m > 0 && n > 0 && k > 0) e.flops = 2 * m * n * k;
   const Pipe pipe = compute_pipe(f);
@@ -110,15 +105,31 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
                              : pipe == Pipe::kFma                          ? peak.fp32_tflops
                                                                            : peak.tensor_tflops;
   const double needed_bytes = peak.dram_gbps * peak.dram_latency_ns / double(peak.sms);  // GB/s x ns = bytes
+  const double achievable = peak.dram_gbps * 1e9 * peak.dram_efficiency;
 
   e.launch_s = double(plan.launches.size()) * peak.launch_us * 1e-6;
-  // Each launch is modelled alone; the point's time is their sum.
   const double total_bytes = std::max(e.bytes, 1.0);
-  // Bytes re-read beyond the DRAM bytes are L2 hits, which hold a load in flight for a shorter latency.
-  const double requested = total_bytes + (f.bytes_requested ? std::max(f.bytes_requested(point, shape) - total_bytes, 0.0)
-                                                                  * peak.l2_latency_ns / peak.dram_latency_ns
-                                                            : 0.0);
-  for (const kernels::Launch& l : plan.launches) {
+  // The bytes re-read beyond the DRAM bytes (L2 hits, which hold a load in flight for a shorter latency), in
+  // DRAM-latency equivalents; all of them the main launch's.
+  const double reread = f.bytes_requested ? std::max(f.bytes_requested(point, shape) - total_bytes, 0.0) *
+                                                peak.l2_latency_ns / peak.dram_latency_ns
+                                          : 0.0;
+  // A launch's share of the bytes: those of the buffers it names (a workspace once in each launch that names
+  // it: written by one, read back by the next), or of its threads where no launch names a buffer. The flops
+  // and the re-reads are the main launch's: a split's reduction or a quantization beside it reads and writes
+  // but multiplies nothing.
+  const size_t main = kernels::main_launch(plan);
+  std::vector<double> named(plan.launches.size(), 0.0);
+  double named_all = 0, threads_all = 0;
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    for (const kernels::BufferSpec& b : plan.buffers)
+      if (kernels::launch_reads(plan.launches[i], b.name)) named[i] += double(b.bytes());
+    named_all += named[i];
+    threads_all += double(plan.launches[i].grid.count() * plan.launches[i].block.count());
+  }
+  // Each launch is modelled alone; the point's time is their sum.
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    const kernels::Launch& l = plan.launches[i];
     int regs = 0;
     int64_t static_smem = 0;
     for (const KernelResources& r : resources)
@@ -137,22 +148,21 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
     const double warps_per_sm = double(occ.warps_per_sm) * std::min(1.0, blocks / slots);
     const double warp_bytes = f.bytes_in_flight_per_warp ? double(f.bytes_in_flight_per_warp(point)) : kWarpBytesInFlight;
     const double in_flight = warps_per_sm * warp_bytes;
-    const double mem_eff = std::min(1.0, in_flight / needed_bytes);
-    // Little's law on every byte the loads request (L2 hits of re-read operands too): each SM's loads in
-    // flight carry in_flight bytes per latency. Where nothing is re-read this is the DRAM term's own limit.
-    const double lat_eff = std::min(1.0, in_flight / needed_bytes * total_bytes / requested);
     const double comp_eff = std::min(1.0, warps_per_sm / 8.0);
-    // Bytes and flops are shared among launches in proportion to their threads (the main launch dominates).
-    double share = 0, all = 0;
-    for (const kernels::Launch& o : plan.launches) all += double(o.grid.count() * o.block.count());
-    share = all > 0 ? double(l.grid.count() * l.block.count()) / all : 1.0;
-    const double t_mem = share * total_bytes / (peak.dram_gbps * 1e9 * peak.dram_efficiency * lat_eff);
-    const double t_comp = share * e.flops / (pipe_tflops * 1e12 * comp_eff);
+    const double share = named_all > 0 ? named[i] / named_all
+                         : threads_all > 0 ? blocks * double(l.block.count()) / threads_all
+                                           : 1.0;
+    const double bytes = share * total_bytes, requested = bytes + (i == main ? reread : 0.0);
+    // The DRAM stream at the achievable bandwidth, or Little's law over every byte the loads request, each
+    // SM's loads in flight carrying in_flight bytes per latency: whichever takes longer.
+    const double t_dram = bytes / achievable;
+    const double t_mem = std::max(t_dram, requested / achievable * needed_bytes / std::max(in_flight, 1e-9));
+    const double t_comp = (i == main ? e.flops : 0.0) / (pipe_tflops * 1e12 * comp_eff);
     e.memory_s += t_mem / wave_eff;
     e.compute_s += t_comp / wave_eff;
     e.seconds += std::max(t_mem, t_comp) / wave_eff;
-    if (&l == &plan.launches.front())
-      e.wave_efficiency = wave_eff, e.memory_efficiency = mem_eff, e.bytes_in_flight_per_sm = in_flight;
+    if (i == main)
+      e.wave_efficiency = wave_eff, e.memory_efficiency = t_mem > 0 ? t_dram / t_mem : 1.0, e.bytes_in_flight_per_sm = in_flight;
   }
   e.seconds += e.launch_s;
   e.bandwidth_share = e.bytes / e.seconds / (peak.dram_gbps * 1e9);

@@ -2,16 +2,19 @@
 // A roofline model of a kernel point's time on a GPU, from what is known before any run: the bytes its plan
 // moves, the floating-point work its shape implies, and the occupancy its resources allow.
 //
-//   t = launches x launch cost + max(t_memory, t_compute) / wave efficiency
-//   t_memory  = max(bytes / achievable DRAM bandwidth,
-//                   (bytes x DRAM latency + re-read bytes x L2 latency) / (SMs x bytes in flight per SM))
+//   t = launches x launch cost + sum over launches of max(t_memory, t_compute) / wave efficiency
+//   t_memory  = max(bytes / B, (bytes + re-read bytes x L2 latency / DRAM latency) / B x needed / in flight)
 //   t_compute = flops / (peak of the pipe the kernel uses x min(1, warps per SM / 8))
+// with B the achievable DRAM bandwidth, in flight the bytes one SM's resident warps keep in flight, and needed
+// the bytes Little's law asks of each SM to reach B (B x DRAM latency / SMs).
 //
 // The second term of t_memory is Little's law over every byte the loads request: a tiled GEMM's row blocks each
 // load the weights again and its column blocks the activations (KernelFamily::bytes_requested), mostly L2 hits,
 // which the same loads in flight must carry. Without it the model priced the mma.sync GEMMs at their tensor
 // pipe's rate, 1.1-4.3x too fast on the second H200 run's rows; with it, 16% median error
 // (tests/tuner/test_roofline.cpp). A family that states no requested bytes is charged its DRAM bytes only.
+// A launch's bytes are those of the buffers it names; the flops and the re-reads are the main launch's
+// (kernels::main_launch), not a split's reduction's beside it.
 //
 // Bytes: every input and output buffer of the plan once, workspaces twice (written, then read back), unless the
 // family states what its launches move (KernelFamily::bytes_moved: a KV cache up to the context). Flops:
@@ -28,8 +31,9 @@
 // kernel with events (cuBLASLt's fp16 1024 x 4096 GEMV: 9.8 us for 8.4 MB, of which 2.1 us moving it). Other
 // architectures take the same two until a run on one of them calibrates its own.
 // tests/tuner/test_roofline.cpp holds the model to that run's measured points (rank correlation, median error).
-// What the model leaves out (instruction issue limits beyond the FLOP pipe, L2 reuse, bank conflicts) is why it
-// orders points rather than predicting times: the GPU flow reports its rank correlation with what it measures.
+// What the model leaves out (instruction issue limits beyond the FLOP pipe, L2 capacity and eviction, bank
+// conflicts, a block's barriers between its phases) is why it is checked on every GPU run's rows (qtune static
+// --against): the GPU flow also reports its rank correlation with what it measures.
 #include <string>
 #include <vector>
 
@@ -72,7 +76,7 @@ struct RooflineEstimate {
   double memory_s = 0, compute_s = 0, launch_s = 0;
   double bytes = 0, flops = 0;
   double wave_efficiency = 1;
-  double memory_efficiency = 1;  // the Little's-law factor
+  double memory_efficiency = 1;  // the main launch's DRAM time over its memory time: 1 where the DRAM stream binds
   double bytes_in_flight_per_sm = 0;  // the main launch's, by the family's statement of its loads
   double bandwidth_share = 0;  // bytes / seconds over the datasheet bandwidth: the predicted share of it
   std::string bound;             // "memory", "compute" or "launch"

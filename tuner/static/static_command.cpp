@@ -26,6 +26,7 @@
 #include "tuner/static/against_command.h"
 #include "tuner/static/roofline.h"
 #include "tuner/static/step_command.h"
+#include "tuner/static/text_table.h"
 
 namespace qt::compile {
 namespace {
@@ -42,25 +43,7 @@ ModelConfig qwen3_8b() {
   return c;
 }
 
-std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
-
-struct Table {
-  std::vector<std::string> head;
-  std::vector<std::vector<std::string>> rows;
-  void print(std::ostream& os) const {
-    std::vector<size_t> w(head.size());
-    for (size_t i = 0; i < head.size(); ++i) w[i] = head[i].size();
-    for (const auto& r : rows)
-      for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
-    auto line = [&](const std::vector<std::string>& r) {
-      std::string s;
-      for (size_t i = 0; i < r.size(); ++i) s += (i ? "  " : "") + (i + 1 == r.size() ? r[i] : pad(r[i], w[i]));
-      os << s << "\n";
-    };
-    line(head);
-    for (const auto& r : rows) line(r);
-  }
-};
+using Table = tune::TextTable;
 
 std::vector<Point> select_points(const KernelFamily& f, const std::string& which) {
   if (which == "default") return f.default_points();

@@ -26,7 +26,8 @@ nlohmann::json read_times(const std::string& path) {
   } catch (const std::exception& e) {
     throw Error(path + ": not a launch-times file (" + e.what() + ")", kExitBadInput);
   }
-  if (!j.is_object() || j.value("schema", "") != "qtune-launch-times/1" || !j.contains("steps") || !j["steps"].is_array())
+  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string() ||
+      j["schema"].get<std::string>() != "qtune-launch-times/1" || !j.contains("steps") || !j["steps"].is_array())
     throw Error(path + ": not a launch-times file (qrun --launch-times writes schema \"qtune-launch-times/1\")",
                 kExitBadInput);
   return j;
@@ -47,11 +48,7 @@ std::map<std::string, KernelTimes> predicted_kernels(const StepPrediction& p) {
     }
     const kernels::KernelFamily& f = kernels::find_family(d.family);
     const kernels::LaunchPlan plan = f.plan(kernels::parse_point(f, d.point), l.launch.shape);
-    size_t main = 0;
-    for (size_t i = 0; i < plan.launches.size(); ++i)
-      if (plan.launches[i].grid.count() * plan.launches[i].block.count() >
-          plan.launches[main].grid.count() * plan.launches[main].block.count())
-        main = i;
+    const size_t main = kernels::main_launch(plan);
     for (size_t i = 0; i < plan.launches.size(); ++i) {
       KernelTimes& k = rows[plan.launches[i].kernel];
       k.predicted_launches += count;
@@ -66,7 +63,8 @@ LaunchComparison compare_launches(const StepPrediction& p, const std::string& pa
                                   double stream_launch_us) {
   const nlohmann::json j = read_times(path);
   LaunchComparison c;
-  if (j.contains("device") && j["device"].is_object()) c.device = j["device"].value("name", "");
+  if (j.contains("device") && j["device"].is_object() && j["device"].contains("name") && j["device"]["name"].is_string())
+    c.device = j["device"]["name"].get<std::string>();
   std::map<std::string, KernelTimes> rows;
   const int64_t want = decode ? 1 : prompt;
   std::vector<int64_t> seen;

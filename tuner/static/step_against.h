@@ -28,8 +28,9 @@ struct LaunchComparison {
 };
 
 // The kernels the step's default choices launch, by name expression ("cuBLASLt" for fp16 GEMMs on it), with
-// their launches per step and the time the model gives them: a plan's body to its widest launch (its main
-// kernel; a split's reduction or the experts' placement beside it takes little), every launch counted.
+// their launches per step and the time the model gives them: a plan's body to its main launch
+// (kernels::main_launch; a split's reduction or the experts' placement beside it takes little), every launch
+// counted.
 std::map<std::string, KernelTimes> predicted_kernels(const StepPrediction& p);
 
 // The decode steps of the file (one row each) when `decode`, else its steps of `prompt` rows. Throws qt::Error

@@ -254,8 +254,9 @@ int run_step_prediction(const CliArgs& cli, int sm) {
                       {"measured_s", k.measured_s}});
     }
     const double gap = c.measured_step_s - c.measured_kernels_s;
-    std::printf("kernels: predicted %.1f us, measured %.1f us (%.2fx); launches %.0f predicted, %.0f measured\n",
-                c.predicted_kernels_s * 1e6, c.measured_kernels_s * 1e6, c.predicted_kernels_s / c.measured_kernels_s,
+    std::printf("kernels: predicted %.1f us, measured %.1f us (%s); launches %.0f predicted, %.0f measured\n",
+                c.predicted_kernels_s * 1e6, c.measured_kernels_s * 1e6,
+                c.measured_kernels_s > 0 ? format_number("%.2fx", c.predicted_kernels_s / c.measured_kernels_s).c_str() : "-",
                 c.predicted_launches, c.measured_launches);
     std::printf("between launches: the model adds %.1f us (%.1f us a launch); measured %.1f us (%.2f us a launch, %s)\n",
                 c.predicted_launch_cost_s * 1e6, peak.stream_launch_us, gap * 1e6,

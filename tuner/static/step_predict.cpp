@@ -25,10 +25,7 @@ std::vector<const KernelFamily*> candidates(const StepLaunch& l, int sm) {
   return out;
 }
 
-bool runs(const KernelFamily& f, const Point& p, const Shape& s) {
-  if (f.point_constraint && !f.point_constraint(p).empty()) return false;
-  return !f.shape_constraint || f.shape_constraint(p, s).empty();
-}
+bool runs(const KernelFamily& f, const Point& p, const Shape& s) { return kernels::point_runs(f, p, s).empty(); }
 
 std::optional<LaunchEstimate> estimate(const KernelFamily& f, const Point& p, const StepLaunch& l, int sm,
                                        const GpuPeaks& peak) {
