@@ -192,6 +192,10 @@ KernelFamily make_gemv() {
     if (p.at("split_k") > s.k / s.group) return std::string("split_k exceeds the number of groups along K");
     return std::string();
   };
+  // One step's loads in flight a warp: each lane's VEC weight words of one k. The next step's loads wait behind
+  // the branch on a group change (NVVM unrolls the loop at most twice and loads nothing across that branch), so
+  // no ring keeps more (the generic 1 KB a warp put the H200's rows at 4-7x their measured times).
+  f.bytes_in_flight_per_warp = [](const Point& p) { return p.at("vec") * 4 * 32; };
   f.kernels = [](const Point& p) { return with_splitk_reduce({gemv_kernel(p)}, p.at("split_k")); };
   f.plan = [](const Point& p, const Shape& shape) {
     const Mnkg s = mnkg(shape);
