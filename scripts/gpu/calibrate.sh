@@ -6,7 +6,8 @@
 # median error, per kernel the predicted and measured time a step. The model's constants are not refitted
 # here; this says where they stand, and the files it reads are the next fixtures (tests/tuner/data/README.md).
 #
-#   bash scripts/gpu/calibrate.sh OUTDIR          # OUTDIR: what run.sh packed (SUMMARY.md, logs.tar.xz, ...)
+#   bash scripts/gpu/calibrate.sh OUTDIR          # OUTDIR: what run.sh packed (SUMMARY.md, logs.tar.xz, ...),
+#                                                 # or a results/gpu-*/ folder with them unpacked
 #   QTUNE_BUILD_DIR=build-x bash scripts/gpu/calibrate.sh OUTDIR
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -19,6 +20,10 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 for f in "$out"/logs.tar.xz "$out"/report-*.tar.xz; do
   [[ -f "$f" ]] && tar -xJf "$f" -C "$work"
+done
+# A results folder as committed (results/gpu-*/): the archives already unpacked beside the store.
+for d in "$out"/logs "$out"/report-*/; do
+  [[ -d "$d" && ! -e "$work/$(basename "$d")" ]] && cp -r "$d" "$work/"
 done
 store="$out/qtune-cache.sqlite"
 md="$out/CALIBRATION.md"
