@@ -39,7 +39,7 @@ section() {
     echo
     echo '```'
     local cmd="$*"
-    cmd="${cmd//$build\//}"
+    cmd="${cmd//$build\//build/}"
     echo "\$ ${cmd//$work\//}   # (files from the run's archives by their path inside them)"
     "$@" 2>&1 || { echo "(exit $?)"; status=1; }
     echo '```'
