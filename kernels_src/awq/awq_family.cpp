@@ -207,7 +207,7 @@ KernelFamily make_gemv() {
     l.block.x = static_cast<uint32_t>(32 * p.at("warps"));
     return matmul_plan(s, l, p.at("split_k"));
   };
-  set_tiled_bytes_requested(f);
+  set_tiled_bytes_reread(f);
   f.make_inputs = awq_inputs;
   f.probe_shape = Shape{kDims, {8, 1024, 4096, 128}, "probe"};
   f.test_shapes = {Shape{kDims, {1, 64, 4096, 128}, "Qwen3-8B wq decode, N cut to 64"},
@@ -268,7 +268,7 @@ KernelFamily make_gemm() {
     l.dynamic_smem = gemm_smem_bytes(p);
     return matmul_plan(s, l, p.at("split_k"));
   };
-  set_tiled_bytes_requested(f);
+  set_tiled_bytes_reread(f);
   f.make_inputs = awq_inputs;
   f.probe_shape = Shape{kDims, {8, 1024, 4096, 128}, "probe"};
   f.test_shapes = {Shape{kDims, {17, 128, 4096, 128}, "Qwen3-8B wq prefill: M=17, N cut to 128"},

@@ -113,7 +113,7 @@ KernelFamily make() {
     if (split > 1) plan.launches.push_back(splitk_reduce_launch(s.m * s.n, split));
     return plan;
   };
-  set_tiled_bytes_requested(f);
+  set_tiled_bytes_reread(f);
   f.make_inputs = make_inputs;
   set_linear_reference(f, fp16_linear_operands, expected);
   f.probe_shape = Shape{kDims, {64, 1024, 4096, 4096}, "probe"};

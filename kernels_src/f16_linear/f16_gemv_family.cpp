@@ -95,7 +95,7 @@ KernelFamily make_gemv() {
     if (split > 1) plan.launches.push_back(splitk_reduce_launch(m * n, split));
     return plan;
   };
-  set_tiled_bytes_requested(f);
+  set_tiled_bytes_reread(f);
   f.make_inputs = [](const Shape& s, uint64_t seed) {
     Rng rng(seed);
     HostBuffers in;

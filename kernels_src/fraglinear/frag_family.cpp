@@ -535,7 +535,7 @@ KernelFamily make_linear(LinearKind kind) {
     l.dynamic_smem = linear_smem_bytes(kind.gemv ? Point{{"mf", 1}, {"stages", p.at("stages")}, {"bk", p.at("bk")}} : p);
     return plan;
   };
-  set_tiled_bytes_requested(f);
+  set_tiled_bytes_reread(f);
   f.make_inputs = [kind](const Shape& shape, uint64_t seed) {
     const Source s = make_source(*kind.src, shape["M"], shape["N"], shape["K"], shape["G"], seed);
     const FragWeights w = kind.src->repack(s);
@@ -1071,7 +1071,7 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
   };
   // The ring in flight holds weights only (above): each row block of bm rows loads them again, stream-K's units
   // as much as the grid's tiles.
-  set_tiled_bytes_requested(f, /*x_in_flight=*/false,
+  set_tiled_bytes_reread(f, /*x_in_flight=*/false,
                             [](const Point& p, const Shape& s) { return cdiv(s["M"], p.at("bm")); });
   // The mma.sync GEMM's problem, inputs and reference: the weights rounded to fp16 once, as both kernels do.
   f.problem = gemm.problem_name();

@@ -180,7 +180,7 @@ KernelFamily make_q8_0() {
                          {"up_scales", DType::F32, n * k / g, Role::Input}},
                         l, s, p.at("split_k"));
   };
-  set_tiled_bytes_requested(f);
+  set_tiled_bytes_reread(f);
   f.make_inputs = q8_inputs;
   f.reference = q8_reference;
   f.model_shapes = [](const ModelConfig& c, const ModelWeights* w) { return mlp_shapes(c, w, WeightType::Q8_0, 64); };
@@ -253,7 +253,7 @@ KernelFamily make_awq_int4() {
     }
     return gate_up_plan(std::move(b), l, s, p.at("split_k"));
   };
-  set_tiled_bytes_requested(f);
+  set_tiled_bytes_reread(f);
   f.make_inputs = [](const Shape& s, uint64_t seed) {
     const auto [g, u] = awq_problems(s, seed);
     return HostBuffers{{"x", bytes_of(g.x)},

@@ -33,10 +33,10 @@ std::vector<int32_t> routed_ids(int64_t rows, int64_t k, int64_t experts, int pa
 // uniform (the balanced load a trained router is pushed toward): E (1 - (1 - k / E)^T).
 double expected_experts(int64_t tokens, int64_t experts, int64_t topk);
 
-// KernelFamily::bytes_moved and bytes_requested of a grouped expert GEMM over shape dims T, E, TOPK (set after
+// KernelFamily::bytes_moved and bytes_reread of a grouped expert GEMM over shape dims T, E, TOPK (set after
 // its plan): of the expert stacks (every input but "x" and "ids") only the experts the rows reach move, and
-// each of them is loaded once per block of bm routed rows it gets; "x" is loaded once per column block where
-// the family's loads in flight include it (`x_in_flight`).
+// each of them is loaded once per block of bm routed rows it gets; the routed rows' activations are loaded
+// once per column block where the family's loads in flight include them (`x_in_flight`).
 void set_grouped_bytes(KernelFamily& f, bool x_in_flight);
 
 }  // namespace qt::kernels::moe

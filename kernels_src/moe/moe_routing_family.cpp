@@ -442,33 +442,33 @@ double expected_experts(int64_t tokens, int64_t experts, int64_t topk) {
   return double(experts) * (1.0 - std::pow(miss, double(tokens)));
 }
 
+namespace {
+
+// The expert stacks of a grouped plan, every expert's: its inputs but the activations and the routing.
+double stack_bytes(const LaunchPlan& plan) {
+  double bytes = 0;
+  for (const BufferSpec& b : plan.buffers)
+    if (is_weight_buffer(b)) bytes += double(b.bytes());
+  return bytes;
+}
+
+}  // namespace
+
 void set_grouped_bytes(KernelFamily& f, bool x_in_flight) {
-  struct Split {
-    double stacks = 0, rest = 0;  // the expert stacks; everything else, as plan_bytes_moved counts it
-    double column_blocks = 1;     // of the launch that reads the stacks
-  };
-  auto split = [plan = f.plan](const Point& p, const Shape& s) {
+  f.bytes_moved = [plan = f.plan](const Point& p, const Shape& s) {
     const LaunchPlan lp = plan(p, s);
-    Split b;
-    for (const BufferSpec& buf : lp.buffers)
-      if (is_weight_buffer(buf)) b.stacks += double(buf.bytes());
-    b.rest = plan_bytes_moved(lp) - b.stacks;
-    b.column_blocks = double(lp.launches.at(main_launch(lp)).grid.x);
-    return b;
+    const double stacks = stack_bytes(lp);
+    return plan_bytes_moved(lp) - stacks + stacks * expected_experts(s["T"], s["E"], s["TOPK"]) / double(s["E"]);
   };
-  f.bytes_moved = [split](const Point& p, const Shape& s) {
-    const Split b = split(p, s);
-    return b.stacks * expected_experts(s["T"], s["E"], s["TOPK"]) / double(s["E"]) + b.rest;
-  };
-  f.bytes_requested = [split, x_in_flight](const Point& p, const Shape& s) {
-    const Split b = split(p, s);
+  f.bytes_reread = [x_in_flight](const Point& p, const Shape& s, const LaunchPlan& plan) {
     const double touched = expected_experts(s["T"], s["E"], s["TOPK"]);
     const double blocks_each = std::ceil(double(s["T"] * s["TOPK"]) / std::max(touched, 1.0) / double(p.at("bm")));
     // Every routed row gathers its token's activations (T x TOPK rows of K, whatever x's own rows), once per
     // column block.
     const double routed_x = double(s["T"] * s["TOPK"] * s["K"] * 2);
-    return b.stacks * touched / double(s["E"]) * blocks_each + b.rest +
-           (x_in_flight ? routed_x * (b.column_blocks - 1) : 0.0);
+    const double column_blocks = double(plan.launches.at(main_launch(plan)).grid.x);
+    return stack_bytes(plan) * touched / double(s["E"]) * (blocks_each - 1) +
+           (x_in_flight ? routed_x * (column_blocks - 1) : 0.0);
   };
 }
 

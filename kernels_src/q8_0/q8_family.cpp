@@ -260,7 +260,7 @@ KernelFamily make_gemv() {
     if (split > 1) plan.launches.push_back(splitk_reduce_launch(s.m * s.n, split));
     return plan;
   };
-  set_tiled_bytes_requested(f);
+  set_tiled_bytes_reread(f);
   f.make_inputs = q8_inputs;
   f.probe_shape = Shape{kDims, {8, 1024, 4096, 64}, "probe"};
   f.test_shapes = {Shape{kDims, {1, 48, 4096, 64}, "Qwen3-8B wq decode, N cut to 48"},
@@ -355,7 +355,7 @@ KernelFamily make_gemm() {
     if (split > 1) plan.launches.push_back(splitk_reduce_launch(s.m * s.n, split));
     return plan;
   };
-  set_tiled_bytes_requested(f);
+  set_tiled_bytes_reread(f);
   f.make_inputs = q8_inputs;
   f.probe_shape = Shape{kDims, {64, 1024, 4096, 64}, "probe"};
   f.test_shapes = {Shape{kDims, {17, 128, 1024, 64}, "Qwen3-0.6B wq prefill: M=17, N cut to 128"},

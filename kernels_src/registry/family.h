@@ -200,10 +200,11 @@ struct KernelFamily {
   // The bytes a point's launches read and write on `shape`, where its buffers' sizes overstate them (a KV cache
   // read up to the context, not to its capacity); unset: every buffer once, workspaces twice.
   std::function<double(const Point&, const Shape&)> bytes_moved;
-  // The bytes a point's loads request, where blocks re-read an operand (a GEMM's weights by every row block,
-  // its activations by every column block): DRAM and L2 traffic together, which each SM's loads in flight
-  // must carry (the static model's Little's-law term). Unset: the bytes moved.
-  std::function<double(const Point&, const Shape&)> bytes_requested;
+  // The bytes a point's main launch (main_launch of `plan`, the point's own) loads again beyond those it moves,
+  // where its blocks re-read an operand (a GEMM's weights by every further row block, its activations by
+  // every further column block): L2 hits, which each SM's loads in flight must carry beside the DRAM bytes
+  // (the static model's Little's-law term). Unset: none.
+  std::function<double(const Point&, const Shape&, const LaunchPlan& plan)> bytes_reread;
   // Buffers for both kinds; launches for device families.
   std::function<LaunchPlan(const Point&, const Shape&)> plan;
   // Host families: the point prepared on `buffers` (inputs filled, outputs allocated); throws PointRejected.

@@ -81,25 +81,23 @@ inline Launch splitk_reduce_launch(int64_t count, int64_t split) {
   return r;
 }
 
-// KernelFamily::bytes_requested of a tiled matrix product, set after its plan (and bytes_moved). Its main launch
-// (main_launch: the first that reads its weights, every input but the activations) loads the weights over its
-// K range once per row block, and the activations once per column block where the family's loads in flight
-// include them (`x_in_flight`); the rest moves once. Row blocks are the grid's y unless `row_blocks` says (a
-// persistent schedule over a one-dimensional grid).
-inline void set_tiled_bytes_requested(KernelFamily& f, bool x_in_flight = true,
-                                      std::function<int64_t(const Point&, const Shape&)> row_blocks = nullptr) {
-  f.bytes_requested = [plan = f.plan, moved = f.bytes_moved, x_in_flight, row_blocks](const Point& p, const Shape& s) {
-    const LaunchPlan lp = plan(p, s);
-    const Launch& l = lp.launches.at(main_launch(lp));
+// KernelFamily::bytes_reread of a tiled matrix product. Its main launch (main_launch: the first that reads its
+// weights, every input but the activations) loads the weights over its K range once per row block, and the
+// activations once per column block where the family's loads in flight include them (`x_in_flight`): all but
+// the first of each are re-reads. Row blocks are the grid's y unless `row_blocks` says (a persistent schedule
+// over a one-dimensional grid).
+inline void set_tiled_bytes_reread(KernelFamily& f, bool x_in_flight = true,
+                                   std::function<int64_t(const Point&, const Shape&)> row_blocks = nullptr) {
+  f.bytes_reread = [x_in_flight, row_blocks](const Point& p, const Shape& s, const LaunchPlan& plan) {
+    const Launch& l = plan.launches.at(main_launch(plan));
     double weights = 0, x = 0;
-    for (const BufferSpec& b : lp.buffers) {
+    for (const BufferSpec& b : plan.buffers) {
       if (!launch_reads(l, b.name)) continue;
       if (is_activation_buffer(b.name)) x += double(b.bytes());
       else if (is_weight_buffer(b)) weights += double(b.bytes());
     }
     const double rows = row_blocks ? double(row_blocks(p, s)) : double(l.grid.y);
-    return (moved ? moved(p, s) : plan_bytes_moved(lp)) + weights * (rows - 1) +
-           (x_in_flight ? x * (double(l.grid.x) - 1) : 0.0);
+    return weights * (rows - 1) + (x_in_flight ? x * (double(l.grid.x) - 1) : 0.0);
   };
 }
 

@@ -9,7 +9,7 @@
 // the bytes Little's law asks of each SM to reach B (B x DRAM latency / SMs).
 //
 // The second term of t_memory is Little's law over every byte the loads request: a tiled GEMM's row blocks each
-// load the weights again and its column blocks the activations (KernelFamily::bytes_requested), mostly L2 hits,
+// load the weights again and its column blocks the activations (KernelFamily::bytes_reread), mostly L2 hits,
 // which the same loads in flight must carry. Without it the model priced the mma.sync GEMMs at their tensor
 // pipe's rate, 1.1-4.3x too fast on the second H200 run's rows; with it, 16% median error
 // (tests/tuner/test_roofline.cpp). A family that states no requested bytes is charged its DRAM bytes only.
