@@ -41,7 +41,10 @@ section() {
     local cmd="$*"
     cmd="${cmd//$build\//build/}"
     echo "\$ ${cmd//$work\//}   # (files from the run's archives by their path inside them)"
-    "$@" 2>&1 || { echo "(exit $?)"; status=1; }
+    # The unpacked archives' temporary folder out of the output too, as out of the command above.
+    "$@" 2>&1 | sed "s|$work/||g"
+    local rc=${PIPESTATUS[0]}
+    ((rc == 0)) || { echo "(exit $rc)"; status=1; }
     echo '```'
   } >> "$md"
 }
