@@ -960,8 +960,9 @@ int64_t wgmma_smem_bytes(const Point& p) { return frag_wgmma::smem_bytes(p.at("b
 
 std::string wgmma_kernel(int bits, const Point& p) {
   if (p.at("sk") > 0)
-    return name_expr("frag_wgmma_streamk_kernel", {bits, p.at("bm"), p.at("wg"), p.at("stages"), p.at("pf")});
-  return name_expr("frag_wgmma_gemm_kernel", {bits, p.at("bm"), p.at("wg"), p.at("stages"), p.at("pf"), p.at("cluster")});
+    return name_expr("frag_wgmma_streamk_kernel", {bits, p.at("bm"), p.at("wg"), p.at("stages"), p.at("pf"), p.at("kif")});
+  return name_expr("frag_wgmma_gemm_kernel",
+                   {bits, p.at("bm"), p.at("wg"), p.at("stages"), p.at("pf"), p.at("kif"), p.at("cluster")});
 }
 
 // Stream-K's units at a shape: (column block of 256 features, BM rows) tiles times 64-column chunks of K.
@@ -989,6 +990,7 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
               {"wg", {1, 2, 4}, 1, "warpgroups per block, splitting the 4 fragment pairs of each weight tile"},
               {"stages", {2, 3, 4}, 4, "cp.async stages of x (64 columns of K each)"},
               {"pf", {1, 2, 4}, 2, "weight tiles (16 x 64) each warp keeps in flight in registers"},
+              wgmma_in_flight_param(),
               {"split", {1, 2, 4}, 1, "blocks along K (64-column chunks; reduced in the same launch)"},
               {"cluster", {1, 2, 4}, 1,
                "blocks along K forming one thread block cluster (sm_90), their partial tiles summed in distributed "
@@ -996,11 +998,15 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
               {"sk", {0, 114, 132, 228, 264}, 0,
                "stream-K: this many blocks share the (tile, K chunk) units evenly (0: the grid of tiles and splits); "
                "the SM count of an H100 PCIe (114) or SXM / H200 (132), or twice it"}};
-  f.defaults = {{{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
-                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"split", 2}, {"cluster", 1}, {"sk", 0}},
-                {{"bm", 128}, {"wg", 4}, {"stages", 2}, {"pf", 4}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
-                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"split", 1}, {"cluster", 1}, {"sk", 132}},
-                {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"cluster", 4}, {"sk", 0}}};
+  // The last two: the first and the stream-K point with two k-steps in flight, so that every tune measures
+  // that choice against its neighbour (the static model has no term for it).
+  f.defaults = {{{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"kif", 1}, {"split", 2}, {"cluster", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 4}, {"stages", 2}, {"pf", 4}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 132}},
+                {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"kif", 1}, {"split", 1}, {"cluster", 4}, {"sk", 0}},
+                {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"kif", 2}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"kif", 2}, {"split", 1}, {"cluster", 1}, {"sk", 132}}};
   f.point_constraint = [](const Point& p) {
     if (p.at("sk") > 0 && p.at("split") > 1) return std::string("stream-K divides K itself: split must be 1");
     if (std::string e = wgmma_split_check(p, 1); !e.empty()) return e;
@@ -1088,7 +1094,17 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
 
 }  // namespace
 
+Param wgmma_in_flight_param() {
+  return {"kif", {1, 2}, 1,
+          "k-steps of wgmmas in flight per warpgroup: 1 waits for each before issuing the next; 2 queues the next "
+          "behind the running one, x's ring then keeping one stage fewer ahead (stages > kif)",
+          {}, /*report_ab=*/true};
+}
+
 std::string wgmma_split_check(const Point& p, int64_t mats) {
+  if (p.at("stages") <= p.at("kif"))
+    return "stages=" + std::to_string(p.at("stages")) + " leaves no stage of x ahead of kif=" +
+           std::to_string(p.at("kif")) + " k-steps in flight: stages must exceed kif";
   const bool streamk = p.count("sk") && p.at("sk") > 0;
   if (p.at("cluster") > 1 && (p.at("split") > 1 || streamk))
     return std::string("a cluster splits K itself: split must be 1") + (p.count("sk") ? " and sk 0" : "");

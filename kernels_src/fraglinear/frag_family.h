@@ -43,9 +43,13 @@ std::string stream_gemv_kernel(int bits, int64_t kw, int64_t pf, int64_t tn, boo
                                StreamFuse fuse = StreamFuse::kNone, StreamRoute route = StreamRoute::kNone,
                                int64_t epl = 1);
 
-// The Hopper GEMMs' K split (frag_wgmma_gemm.cuh and the grouped moe_wgmma.cuh), "" when fine: a cluster split
-// is the point's only split (no `split`, nor stream-K where the space has `sk`), and its partial tiles, one per
-// weight matrix (`mats`), fit the shared memory a block may have.
+// The Hopper GEMMs' main loop parameter both spaces share (frag_wgmma_gemm.cuh's KIF): k-steps of wgmmas in
+// flight.
+Param wgmma_in_flight_param();
+// The Hopper GEMMs' K split and ring (frag_wgmma_gemm.cuh and the grouped moe_wgmma.cuh), "" when fine: a
+// cluster split is the point's only split (no `split`, nor stream-K where the space has `sk`), its partial
+// tiles, one per weight matrix (`mats`), fit the shared memory a block may have, and x's ring keeps a stage
+// ahead of the k-steps in flight.
 std::string wgmma_split_check(const Point& p, int64_t mats);
 // Neither split exceeds the 64-column chunks of K.
 std::string wgmma_split_check(const Point& p, const FragDims& d);

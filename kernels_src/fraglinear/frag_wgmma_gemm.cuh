@@ -26,6 +26,12 @@
 //      rounded once as the AWQ reference and the mma.sync GEMM round it. The next k-step's A is dequantized
 //      while this k-step's wgmmas run (two A register sets), and each k-step's group is retired before its A
 //      registers are written again, so ptxas keeps the wgmmas asynchronous.
+//   KIF, the k-steps of wgmmas in flight: at 1 a warpgroup waits for each k-step's group before it issues the
+//      next, so the tensor core drains and refills between k-steps unless another warpgroup fills the gap; at
+//      2 it waits only for the k-step before (whose A set the next dequant overwrites), so the next group is
+//      queued behind a running one. The price of 2: the last k-step of a stage is still reading it when the
+//      threads meet at the next stage's barrier, so the ring refills the stage before that one, and keeps
+//      STAGES - 2 stages of x in flight ahead instead of STAGES - 1.
 // Split along K (gridDim.z > 1): fp32 partials in ws[z][M][N], summed by the last block of the output tile to
 // arrive (counted in locks[], reset to 0), as in frag_linear.cuh: no second launch and no memset. Or (CS > 1) the
 // gridDim.z = CS blocks of a K split form one thread block cluster (sm_90): each leaves its partial tile in its
@@ -88,7 +94,7 @@ __device__ __forceinline__ ChunkRange grid_split(int K) {
 // 256 cb + 255), into acc[m][j][i]: matrix m, feature 64 ct + 16 (J h + j) + g + 8 ((i / 2) % 2) of column tile
 // ct = 4 cb + warp, row 8 (i / 4) + 2 t + i % 2 of the block's rows. x_row(r) is the offset in x (halves) of the
 // block's row r, or -1 where the row is absent (zero-filled). It leaves the x ring as it found it: free.
-template <int BITS, int BM, int WG, int STAGES, int PF, int MATS, class XRow>
+template <int BITS, int BM, int WG, int STAGES, int PF, int KIF, int MATS, class XRow>
 __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const FragMatrix (&w)[MATS], int cb,
                                          ChunkRange range, int N, int K, int G, unsigned char* smem,
                                          float (&acc)[MATS][4 / WG][BM / 2]) {
@@ -98,6 +104,8 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
   static_assert(WG == 1 || WG == 2 || WG == 4, "warpgroups split a tile's 4 fragment pairs");
   static_assert(qt::wgmma_valid_n(BM) && MATS * J * BM / 2 <= 128, "BM is wgmma's N; accumulators stay within 128");
   static_assert(KS % PF == 0 && PF <= frag::kPadTiles, "the ring divides a stage and stays in the padding");
+  static_assert((KIF == 1 || KIF == 2) && STAGES > KIF, "x stages ahead of the k-steps in flight: STAGES - KIF >= 1");
+  constexpr int AHEAD = STAGES - KIF;  // stages of x in flight ahead of the one the wgmmas read
   using Tile = WTile<BITS, J>;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, h = tid >> 7;
@@ -136,7 +144,7 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
                           x + x_off[j] + (in_k ? c * kBK : 0), in_k && (x_present >> j & 1u) ? 16u : 0u);
   };
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
+  for (int s = 0; s < AHEAD; ++s) {
     if (s < chunks) load_x(s, s);
     qt::cp_async_commit();
   }
@@ -233,10 +241,13 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
   if (steps > 0) dequant(0, 0, a[0]);
 
   for (int c = 0; c < chunks; ++c) {
-    qt::cp_async_wait<STAGES - 2>();
+    qt::cp_async_wait<AHEAD - 1>();
     qt::fence_proxy_async_shared();  // this thread's cp.async data, visible to the tensor core's reads
-    __syncthreads();                 // every thread's copies of chunk c landed; chunk c - 1's slot is retired
-    if (c + STAGES - 1 < chunks) load_x(c + STAGES - 1, (c + STAGES - 1) % STAGES);
+    // Every thread's copies of chunk c landed, and every thread retired the wgmmas that read chunk c - KIF's
+    // slot (at KIF = 2 only the last k-step of chunk c - 1 may still be in flight): that slot takes chunk
+    // c + AHEAD.
+    __syncthreads();
+    if (c + AHEAD < chunks) load_x(c + AHEAD, (c + AHEAD) % STAGES);
     qt::cp_async_commit();
     const uint32_t stage = ring_base + (c % STAGES) * STAGE_BYTES;
 #pragma unroll
@@ -257,13 +268,25 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
 #pragma unroll
         for (int j = 0; j < J; ++j) qt::wgmma_m64k16_f16_rs<BM, 0>(acc[m][j], cur[m][j], desc, 1);
       qt::wgmma_commit_group();
-      if (s + 1 < steps) dequant(s + 1, (kk + 1) % PF, a[(kk + 1) & 1]);
-      qt::wgmma_wait_group<0>();
+      if constexpr (KIF == 1) {
+        if (s + 1 < steps) dequant(s + 1, (kk + 1) % PF, a[(kk + 1) & 1]);
+        qt::wgmma_wait_group<0>();
+      } else {
+        qt::wgmma_wait_group<1>();  // step s - 1 retired: its A set is the one step s + 1 takes
+        if (s + 1 < steps) dequant(s + 1, (kk + 1) % PF, a[(kk + 1) & 1]);
+      }
 #pragma unroll
       for (int m = 0; m < MATS; ++m)
 #pragma unroll
         for (int j = 0; j < J; ++j) qt::wgmma_fence_operand<BM / 2>(acc[m][j]);
     }
+  }
+  if constexpr (KIF > 1) {
+    qt::wgmma_wait_group<0>();  // the last k-step's accumulators, before the caller reads them
+#pragma unroll
+    for (int m = 0; m < MATS; ++m)
+#pragma unroll
+      for (int j = 0; j < J; ++j) qt::wgmma_fence_operand<BM / 2>(acc[m][j]);
   }
   qt::cp_async_wait<0>();
   __syncthreads();  // every warpgroup's wgmmas have read their last stage: the ring may be refilled
@@ -321,7 +344,7 @@ __device__ __forceinline__ void cluster_reduce(const float (&acc)[MATS][4 / WG][
 
 }  // namespace frag_wgmma
 
-template <int BITS, int BM, int WG, int STAGES, int PF, int CS>
+template <int BITS, int BM, int WG, int STAGES, int PF, int KIF, int CS>
 __global__ void __launch_bounds__(WG * 128, 1)
     frag_wgmma_gemm_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                            float* ws, unsigned* locks, int M, int N, int K, int G) {
@@ -333,7 +356,7 @@ __global__ void __launch_bounds__(WG * 128, 1)
   const int m0 = blockIdx.y * BM;
   const FragMatrix w[1] = {{bq, bs, bz}};
   float acc[1][J][BM / 2];
-  mainloop<BITS, BM, WG, STAGES, PF, 1>([&](int r) { return m0 + r < M ? (m0 + r) * K : -1; }, x, w, blockIdx.x,
+  mainloop<BITS, BM, WG, STAGES, PF, KIF, 1>([&](int r) { return m0 + r < M ? (m0 + r) * K : -1; }, x, w, blockIdx.x,
                                         grid_split(K), N, K, G, smem, acc);
 
   const int n0 = blockIdx.x * kTiles * 64;
@@ -375,7 +398,7 @@ __global__ void __launch_bounds__(WG * 128, 1)
 // begins in, 1 for the one it ends in); the last block of a shared tile to arrive (counted in locks[tile], reset
 // for the next launch) sums them. Tiles are BM rows by a column block of 256 features, column blocks fastest.
 // gridDim.x must not exceed the units (the plan clamps it), so that no range is empty.
-template <int BITS, int BM, int WG, int STAGES, int PF>
+template <int BITS, int BM, int WG, int STAGES, int PF, int KIF>
 __global__ void __launch_bounds__(WG * 128, 1)
     frag_wgmma_streamk_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                               float* ws, unsigned* locks, int M, int N, int K, int G) {
@@ -402,7 +425,7 @@ __global__ void __launch_bounds__(WG * 128, 1)
     const int c1 = end - u < chunks - c0 ? c0 + (int)(end - u) : chunks;  // this range's chunks of tile t
     const int cb = t % col_blocks, m0 = (t / col_blocks) * BM, n0 = cb * COLS;
     float acc[1][J][BM / 2];
-    mainloop<BITS, BM, WG, STAGES, PF, 1>([&](int r) { return m0 + r < M ? (m0 + r) * K : -1; }, x, w, cb,
+    mainloop<BITS, BM, WG, STAGES, PF, KIF, 1>([&](int r) { return m0 + r < M ? (m0 + r) * K : -1; }, x, w, cb,
                                           ChunkRange{c0, c1 - c0}, N, K, G, smem, acc);
     u += c1 - c0;
     if (c0 == 0 && c1 == chunks) {  // the whole tile: this block's alone

@@ -21,7 +21,7 @@
 #include "kernels_src/moe/moe_routing.cuh"  // moe_place_kernel: the block alignment each plan starts with
 #include "kernels_src/common/splitk.cuh"     // splitk_reduce_kernel
 
-template <int BITS, int FUSED, int BM, int WG, int STAGES, int PF, int CS>
+template <int BITS, int FUSED, int BM, int WG, int STAGES, int PF, int KIF, int CS>
 __global__ void __launch_bounds__(WG * 128, 1)
     moe_wgmma_kernel(const __half* a, const int* sorted, const int* block_expert, const int* total,
                      const uint32_t* gq, const __half* gs, const uint32_t* gz, const uint32_t* uq, const __half* us,
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(WG * 128, 1)
   if (FUSED) w[MATS - 1] = {uq + e * q_words, us + e * s_halves, BITS == 4 ? uz + e * z_words : nullptr};
 
   float acc[MATS][J][BM / 2];
-  mainloop<BITS, BM, WG, STAGES, PF, MATS>([&](int r) { return rows[r] >= 0 ? rows[r] / a_div * K : -1; }, a, w,
+  mainloop<BITS, BM, WG, STAGES, PF, KIF, MATS>([&](int r) { return rows[r] >= 0 ? rows[r] / a_div * K : -1; }, a, w,
                                            blockIdx.x, grid_split(K), N, K, G, smem, acc);
 
   const int n0 = blockIdx.x * kTiles * 64;

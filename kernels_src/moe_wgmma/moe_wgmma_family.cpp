@@ -48,7 +48,7 @@ std::vector<std::string> prefixes(bool fused) {
 
 std::string gemm_kernel(const Format& fmt, bool fused, const Point& p) {
   return name_expr("moe_wgmma_kernel", {frag::frag_layout_bits(fmt.type), fused ? 1 : 0, p.at("bm"), p.at("wg"),
-                                        p.at("stages"), p.at("pf"), p.at("cluster")});
+                                        p.at("stages"), p.at("pf"), p.at("kif"), p.at("cluster")});
 }
 int64_t smem_bytes(const Point& p, bool fused) {
   return frag_wgmma::smem_bytes(p.at("bm"), p.at("stages"), p.at("cluster"), fused ? 2 : 1);
@@ -155,23 +155,28 @@ KernelFamily make(const Format& fmt, bool fused) {
               {"wg", {1, 2, 4}, 1, "warpgroups per block, splitting the 4 fragment pairs of each weight tile"},
               {"stages", {2, 3, 4}, 4, "cp.async stages of x (64 columns of K each)"},
               {"pf", {1, 2, 4}, 2, "weight tiles (16 x 64) each warp keeps in flight per matrix"},
+              frag::wgmma_in_flight_param(),
               {"split", {1, 2, 4}, 1, "blocks along K (fp32 partials + a reduction launch when > 1)"},
               {"cluster", {1, 2, 4}, 1,
                "blocks along K forming one thread block cluster, their partial tiles summed in distributed shared "
                "memory: no workspace, no reduction launch (1: none; with split = 1)"}};
   // As the file-layout family's rule: one expert row per token at decode, where K is split for enough
   // blocks; 16-row blocks while the average expert has fewer than 32 rows; then 64.
-  const Point decode = {{"bm", 8}, {"wg", 1}, {"stages", 2}, {"pf", 4}, {"split", 4}, {"cluster", 1}};
-  const Point small = {{"bm", 16}, {"wg", 1}, {"stages", 3}, {"pf", 2}, {"split", 2}, {"cluster", 1}};
-  const Point large = {{"bm", 64}, {"wg", 2}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"cluster", 1}};
+  const Point decode = {{"bm", 8}, {"wg", 1}, {"stages", 2}, {"pf", 4}, {"kif", 1}, {"split", 4}, {"cluster", 1}};
+  const Point small = {{"bm", 16}, {"wg", 1}, {"stages", 3}, {"pf", 2}, {"kif", 1}, {"split", 2}, {"cluster", 1}};
+  const Point large = {{"bm", 64}, {"wg", 2}, {"stages", 4}, {"pf", 2}, {"kif", 1}, {"split", 1}, {"cluster", 1}};
   // The decode point's split, summed in a cluster: one launch fewer per grouped GEMM.
-  const Point decode_cluster = {{"bm", 8}, {"wg", 1}, {"stages", 2}, {"pf", 4}, {"split", 1}, {"cluster", 4}};
-  f.defaults = {decode, small, large, decode_cluster};
-  f.defaults_for = [decode, small, large, decode_cluster](const Shape& s) {
+  const Point decode_cluster = {{"bm", 8}, {"wg", 1}, {"stages", 2}, {"pf", 4}, {"kif", 1}, {"split", 1}, {"cluster", 4}};
+  // The small and large points with two k-steps in flight, last, so that every tune measures that choice beside
+  // them (the static model has no term for it).
+  Point small_kif2 = small, large_kif2 = large;
+  small_kif2["kif"] = large_kif2["kif"] = 2;
+  f.defaults = {decode, small, large, decode_cluster, small_kif2, large_kif2};
+  f.defaults_for = [decode, small, large, decode_cluster, small_kif2, large_kif2](const Shape& s) {
     const double per_expert = double(s["T"] * s["TOPK"]) / double(s["E"]);
-    if (per_expert <= 1.0) return std::vector<Point>{decode, small, large, decode_cluster};
-    if (per_expert < 32.0) return std::vector<Point>{small, large, decode, decode_cluster};
-    return std::vector<Point>{large, small, decode, decode_cluster};
+    if (per_expert <= 1.0) return std::vector<Point>{decode, small, large, decode_cluster, small_kif2, large_kif2};
+    if (per_expert < 32.0) return std::vector<Point>{small, large, decode, decode_cluster, small_kif2, large_kif2};
+    return std::vector<Point>{large, small, decode, decode_cluster, large_kif2, small_kif2};
   };
   f.point_constraint = [fused](const Point& p) { return point_check(p, fused); };
   f.shape_constraint = [fmt](const Point& p, const Shape& s) { return shape_check(fmt, p, s); };

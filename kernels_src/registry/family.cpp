@@ -270,6 +270,22 @@ std::string point_runs(const KernelFamily& f, const Point& p, const Shape& shape
   return "";
 }
 
+std::vector<Neighbour> one_parameter_neighbours(const KernelFamily& f, const Point& point, const Shape& shape) {
+  std::vector<Neighbour> out;
+  for (const Point& d : f.default_points(shape)) {
+    if (d.size() != point.size()) continue;
+    const Param* differs = nullptr;
+    int count = 0;
+    for (const Param& prm : f.params)
+      if (d.count(prm.name) && point.count(prm.name) && d.at(prm.name) != point.at(prm.name)) differs = &prm, ++count;
+    if (count != 1 || !differs->report_ab || !point_runs(f, d, shape).empty()) continue;
+    bool seen = false;
+    for (const Neighbour& n : out) seen = seen || n.point == d;
+    if (!seen) out.push_back({differs->name, value_text(*differs, d.at(differs->name)), d});
+  }
+  return out;
+}
+
 bool is_activation_buffer(const std::string& name) { return name == "x" || name == "xq" || name == "xs"; }
 
 bool is_weight_buffer(const BufferSpec& b) {

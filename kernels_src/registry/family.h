@@ -57,6 +57,10 @@ struct Param {
   // Names of the values where they are symbols rather than numbers (e.g. an instruction set); empty for
   // numeric parameters. A point's JSON form uses these names.
   std::vector<std::string> labels = {};
+  // A choice the static model has no term for: every report times the family's default points that differ
+  // from its chosen default in this parameter alone beside it (one_parameter_neighbours), so each GPU run
+  // measures it whether or not a tune reaches it.
+  bool report_ab = false;
 };
 
 // ---- buffers and kernel arguments ----
@@ -260,6 +264,15 @@ std::string linear_dtypes(WeightType w, DType activation, DType output);
 
 // "" when `f` runs point `p` at `shape` (its point and shape constraints hold), else the first reason.
 std::string point_runs(const KernelFamily& f, const Point& p, const Shape& shape);
+
+// The family's default points (for `shape`) that differ from `point` in one parameter alone, one marked
+// report_ab, and run at `shape`; each with that parameter's name and value as written (value_text): the A/Bs
+// a family's defaults name for a report to measure beside the point.
+struct Neighbour {
+  std::string param, value;
+  Point point;
+};
+std::vector<Neighbour> one_parameter_neighbours(const KernelFamily& f, const Point& point, const Shape& shape);
 
 // ---- what a plan moves, for the static model ----
 // The activations of a linear plan, by the name every family gives them: "x", or its int8 copy "xq" with

@@ -227,8 +227,16 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
       // Every other family that serves the op at this M on this device (the candidates the tuner and the
       // runtime weigh, min_sm included), at its default point: families the tune did not reach and the
       // runtime's default does not pick are measured too, so a report shows which one to make the default.
-      for (const KernelChoice& c : bench.defaults.family_defaults(linear_op, &ls.type, shape))
+      for (const KernelChoice& c : bench.defaults.family_defaults(linear_op, &ls.type, shape)) {
         if (c.family != runtime_default) time_choice(family_default_name(c.family->name), c);
+        // The family's other default points one parameter away from this one: the A/Bs its defaults name for
+        // what the static model cannot weigh (the Hopper GEMMs' wgmma k-steps in flight).
+        for (const kernels::Neighbour& n : kernels::one_parameter_neighbours(*c.family, c.point, shape)) {
+          KernelChoice neighbour = c;
+          neighbour.point = n.point;
+          time_choice(family_default_name(c.family->name, n.param, n.value), neighbour);
+        }
+      }
       if (frag) family_variant("file layout default", bench.defaults, "linear");
       variants.push_back(dequant_blas);
       variants.push_back(fp16_blas);

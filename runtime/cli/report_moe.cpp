@@ -353,17 +353,19 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
       const double bytes = double(active) * double(expert_bytes(g)) * (g.fused ? 2 : 1) +
                            double((g.fused ? t : count) * k + count * n) * 2;
       json variants = json::array();
+      // `point` replaces the chooser's (a neighbour of its default), when given.
       auto grouped = [&](const std::string& name, KernelChooser& chooser, const std::string& op,
-                         const kernels::KernelFamily& family, const HostBuffers& inputs,
-                         const Shape* at = nullptr) -> std::unique_ptr<plan::PlanRun> {
+                         const kernels::KernelFamily& family, const HostBuffers& inputs, const Shape* at = nullptr,
+                         const kernels::Point* point = nullptr) -> std::unique_ptr<plan::PlanRun> {
         try {
           const Shape& timed = at ? *at : shape;
           const KernelChoice& c = chooser.choose(op, &g.type, timed);
           if (c.family != &family) throw Error("the dispatch chose " + (c.family ? c.family->name : c.external) + ", not " + family.name);
-          auto run = std::make_unique<plan::PlanRun>(&device, *c.family, c.point, timed, inputs);
+          const kernels::Point& p = point ? *point : c.point;
+          auto run = std::make_unique<plan::PlanRun>(&device, *c.family, p, timed, inputs);
           const double s = bench.timer.time([&] { run->enqueue(); });
           variants.push_back({{"name", name}, {"seconds", s}, {"bytes", bytes},
-                              {"detail", c.family->name + " " + kernels::point_key(c.point) + " (" + choice_source_name(c.source) + ")"}});
+                              {"detail", c.family->name + " " + kernels::point_key(p) + " (" + choice_source_name(c.source) + ")"}});
           return run;
         } catch (const std::exception& e) {
           variants.push_back(unavailable(name, e.what()));
@@ -379,6 +381,16 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
         frag_in["x"] = in.at("x");
         grouped("frag tuned", bench.tuned, g.op + ".frag", *g.frag, frag_in);
         grouped("frag default", bench.defaults, g.op + ".frag", *g.frag, frag_in);
+        // The family's default points one report_ab parameter away (the wgmma k-steps in flight), beside it.
+        std::vector<kernels::Neighbour> neighbours;
+        try {
+          const KernelChoice& d = bench.defaults.choose(g.op + ".frag", &g.type, shape);
+          if (d.family == g.frag) neighbours = kernels::one_parameter_neighbours(*g.frag, d.point, shape);
+        } catch (const Error&) {
+        }  // no default to stand beside: "frag default" says why
+        for (const kernels::Neighbour& ab : neighbours)
+          grouped("frag default " + ab.param + "=" + ab.value, bench.defaults, g.op + ".frag", *g.frag, frag_in,
+                  nullptr, &ab.point);
       }
       if (g.routed && t <= kms::kMaxTokens) {
         const Shape r = kms::routed_shape(shape, g.renormalize);

@@ -313,10 +313,18 @@ json attention_json(const AttentionDecode& a) {
 
 std::string family_default_name(const std::string& family) { return family + " default"; }
 
+std::string family_default_name(const std::string& family, const std::string& param, const std::string& value) {
+  return family_default_name(family) + " " + param + "=" + value;
+}
+
 std::string family_of_default(const std::string& variant_name) {
   static const std::string kSuffix = " default";
-  if (variant_name.size() <= kSuffix.size() || !variant_name.ends_with(kSuffix)) return "";
-  const std::string family = variant_name.substr(0, variant_name.size() - kSuffix.size());
+  std::string name = variant_name;
+  // "<family> default <param>=<value>": the parameter is one word with its value, after the default's name.
+  if (const size_t space = name.rfind(' '); space != std::string::npos && name.find('=', space) != std::string::npos)
+    name.resize(space);
+  if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) return "";
+  const std::string family = name.substr(0, name.size() - kSuffix.size());
   // Family names are one word ("awq_frag_stream_gemv", "moe_down.q8_0"): "file layout default" names none.
   return family.find(' ') == std::string::npos ? family : "";
 }

@@ -34,7 +34,8 @@
 //   "notes": ["..."]
 // }
 // A linear row's "<family> default" variants (one per other family serving the op at that M on the device, at
-// its default point: family_default_name) are absent in reports older than them, which still read.
+// its default point: family_default_name) are absent in reports older than them, which still read; so are its
+// "<family> default <param>=<value>" variants (the family's other default points one parameter away).
 // "moe_grouped" is optional (absent for dense models and in reports older than it), so older files still read;
 // so are "attention_decode" and "launch_cost".
 #include <cstdint>
@@ -127,7 +128,11 @@ struct BenchReport {
 
 // The name of a linear row's variant that times kernel family `family` at its default point: "<family> default".
 std::string family_default_name(const std::string& family);
-// The family such a variant name names; "" for any other variant ("default", "file layout default", "tuned").
+// The name of a variant that times another of the family's default points, one differing from the point of
+// family_default_name in parameter `param` alone: "<family> default <param>=<value>" (an A/B the family's
+// defaults ask every report for, such as the Hopper GEMMs' kif).
+std::string family_default_name(const std::string& family, const std::string& param, const std::string& value);
+// The family either name names; "" for any other variant ("default", "file layout default", "tuned").
 std::string family_of_default(const std::string& variant_name);
 
 // `source` names the file (or "report JSON") in error messages.

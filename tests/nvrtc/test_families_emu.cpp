@@ -126,14 +126,19 @@ TEST_CASE("the stream-K wgmma GEMM is exact where block ranges start and end ins
     qt::emu::EmuOptions options;
     options.arch = 90;
     qt::emu::EmuDevice device(options);
-    for (int64_t blocks : {1, 5, 7, 18}) {
-      const qt::kernels::Point point = {{"bm", 32}, {"wg", 1}, {"stages", 2}, {"pf", 2}, {"split", 1}, {"cluster", 1}, {"sk", blocks}};
-      INFO(name << " " << qt::kernels::point_key(point));
-      REQUIRE(f.shape_constraint(point, shape) == "");
-      REQUIRE(f.plan(point, shape).launches.front().grid.x == uint32_t(blocks));
-      const auto inputs = f.make_inputs(shape, 3);
-      CHECK(qt::plan::verify_point_with(&device, f, point, shape, inputs, f.reference(shape, inputs)).message == "");
-    }
+    // Both k-step depths: at kif = 2 a block's range ends, and the next tile's main loop starts, with the last
+    // k-step's wgmmas still in flight until the loop's own final wait.
+    for (int64_t kif : {1, 2})
+      for (int64_t blocks : {1, 5, 7, 18}) {
+        const qt::kernels::Point point = {{"bm", 32}, {"wg", 1},       {"stages", kif + 1}, {"pf", 2},
+                                          {"kif", kif}, {"split", 1}, {"cluster", 1},      {"sk", blocks}};
+        INFO(name << " " << qt::kernels::point_key(point));
+        REQUIRE(f.point_constraint(point) == "");
+        REQUIRE(f.shape_constraint(point, shape) == "");
+        REQUIRE(f.plan(point, shape).launches.front().grid.x == uint32_t(blocks));
+        const auto inputs = f.make_inputs(shape, 3);
+        CHECK(qt::plan::verify_point_with(&device, f, point, shape, inputs, f.reference(shape, inputs)).message == "");
+      }
   }
 }
 
@@ -150,7 +155,7 @@ TEST_CASE("a K split summed in distributed shared memory by a cluster gives the 
     const auto inputs = f.make_inputs(shape, 5);
     std::vector<std::vector<uint8_t>> outputs;
     for (int64_t cluster : {1, 4}) {
-      const qt::kernels::Point point = {{"bm", 32}, {"wg", 1}, {"stages", 2}, {"pf", 2},
+      const qt::kernels::Point point = {{"bm", 32}, {"wg", 1}, {"stages", 2}, {"pf", 2}, {"kif", 1},
                                         {"split", cluster == 1 ? 4 : 1}, {"cluster", cluster}, {"sk", 0}};
       INFO(name << " " << qt::kernels::point_key(point));
       const qt::kernels::Launch l = f.plan(point, shape).launches.front();
@@ -179,7 +184,7 @@ TEST_CASE("every tile height and warpgroup count of the cluster split matches th
   for (int64_t bm : {32, 64, 128})
     for (int64_t wg : {1, 2, 4})
       for (int64_t cluster : {2, 4}) {
-        const qt::kernels::Point point = {{"bm", bm},    {"wg", wg},           {"stages", 2}, {"pf", 1},
+        const qt::kernels::Point point = {{"bm", bm},    {"wg", wg},           {"stages", 2}, {"pf", 1}, {"kif", 1},
                                           {"split", 1}, {"cluster", cluster}, {"sk", 0}};
         if (!f.point_constraint(point).empty()) continue;  // too many accumulators for one warpgroup
         INFO(qt::kernels::point_key(point));
@@ -202,7 +207,7 @@ TEST_CASE("the grouped expert GEMMs' cluster split gives the bits of the split w
     const auto inputs = f.make_inputs(shape, 11);
     std::vector<std::vector<uint8_t>> outputs;
     for (int64_t cluster : {1, 4}) {
-      const qt::kernels::Point point = {{"bm", 16}, {"wg", 1}, {"stages", 2}, {"pf", 2},
+      const qt::kernels::Point point = {{"bm", 16}, {"wg", 1}, {"stages", 2}, {"pf", 2}, {"kif", 1},
                                         {"split", cluster == 1 ? 4 : 1}, {"cluster", cluster}};
       INFO(name << " " << qt::kernels::point_key(point));
       CHECK(f.plan(point, shape).launches.size() == (cluster == 1 ? 3u : 2u));  // placement, GEMM[, reduction]

@@ -393,6 +393,13 @@ TEST_CASE("qbench --device emu --emu-arch sm90 --report times every other linear
     ++awq_rows;
     // sm_90: the Hopper GEMM at every M, the streaming GEMV at M <= 16 only (the GEMVs serve no more).
     CHECK(v.contains("awq_frag_wgmma_gemm default"));
+    // And its default with two k-steps of wgmmas in flight, which the family's defaults name as an A/B.
+    REQUIRE(v.contains("awq_frag_wgmma_gemm default kif=2"));
+    std::string ab = v.at("awq_frag_wgmma_gemm default")["detail"].get<std::string>();
+    REQUIRE(ab.find("kif=1") != std::string::npos);
+    ab.replace(ab.find("kif=1"), 5, "kif=2");
+    CHECK(v.at("awq_frag_wgmma_gemm default kif=2")["detail"] == ab);
+    CHECK(qt::report::family_of_default("awq_frag_wgmma_gemm default kif=2") == "awq_frag_wgmma_gemm");
     if (k["M"] == 1) {
       CHECK(runtime_default.find("awq_frag_gemv ") == 0);
       CHECK(v.contains("awq_frag_stream_gemv default"));
@@ -704,11 +711,11 @@ TEST_CASE("qbench --device emu --report times the grouped MoE GEMMs per token bu
 TEST_CASE("qbench --device emu --emu-arch sm90 --report times the Hopper grouped MoE GEMMs beside the others") {
   const std::string dir = scratch("moe-sm90");
   const Result r = qbench("--device emu --emu-arch sm90 --model " + kFiles + "moe-norm.q8_0.moe3 --report " + dir +
-                          " --buckets 4 --prompts 6 --gen 2 --repeat 1");
+                          " --buckets 4,16 --prompts 6 --gen 2 --repeat 1");
   REQUIRE(r.code == 0);
   const json j = json::parse(slurp(dir + "/report.json"));
   const json& rows = j["moe_grouped"]["rows"];
-  REQUIRE(rows.size() == 2);
+  REQUIRE(rows.size() == 4);
   for (const json& row : rows) {
     INFO(row.dump());
     const json v = variants_by_name(row);
@@ -717,6 +724,19 @@ TEST_CASE("qbench --device emu --emu-arch sm90 --report times the Hopper grouped
     for (const char* name : {"frag tuned", "frag default"}) {
       CHECK(v.at(name)["seconds"].get<double>() > 0);
       CHECK(v.at(name)["detail"].get<std::string>().find(family) == 0);
+    }
+    // Beside the default, its A/B with two k-steps of wgmmas in flight, where the defaults hold one: the 16-
+    // and 64-row points have it; the decode point's 2 stages leave no room for it.
+    const std::string default_point = v.at("frag default")["detail"].get<std::string>();
+    CHECK(default_point.find("kif=1") != std::string::npos);
+    if (default_point.find("stages=2") == std::string::npos) {
+      REQUIRE(v.contains("frag default kif=2"));
+      std::string ab = default_point;
+      ab.replace(ab.find("kif=1"), 5, "kif=2");
+      CHECK(v.at("frag default kif=2")["detail"] == ab);
+      CHECK(v.at("frag default kif=2")["seconds"].get<double>() > 0);
+    } else {
+      CHECK(!v.contains("frag default kif=2"));
     }
     CHECK(v.at("tuned")["detail"].get<std::string>().find(row["op"].get<std::string>() + ".q8_0 ") == 0);
     // And as --fuse-norm runs the experts at decode: the routed streaming GEMV of the op, on the same routed rows.
