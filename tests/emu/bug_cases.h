@@ -47,7 +47,7 @@ inline const std::vector<std::string> kHopperBuggy = {
     "k_partial_warpgroup",      "k_warp_skips_wgmma",        "k_wgmma_without_fence",
     "k_exit_in_flight",         "k_named_barrier_count",     "k_mbarrier_unordered_init",
     "k_mbarrier_init_unfenced", "k_setmaxnreg_divergent",    "k_control",
-    "k_named_barrier_no_wait"};
+    "k_named_barrier_no_wait",  "k_cp_async_refill_in_flight"};
 
 // Compiled for sm_90a (QT_ARCH 90); modules hold no device state, so any device may launch them.
 inline std::shared_ptr<dev::Module> hopper_buggy() { return module("hopper_buggy.cu", kHopperBuggy, sm90_device()); }
@@ -120,6 +120,10 @@ inline const std::vector<BugCase>& hopper_bug_cases() {
        {"hopper_buggy.cu:257", "hopper_buggy.cu:258"}},
       {"hopper_buggy.cu", "k_named_barrier_no_wait", wg, one, {"shared-memory race", "with nothing ordering the two"},
        {"hopper_buggy.cu:266", "hopper_buggy.cu:268"}},
+      {"hopper_buggy.cu", "k_cp_async_refill_in_flight", wg, src_out,
+       {"overwriting a stage still being read: cp.async of this thread writes 16 byte(s)",
+        "a wgmma.mma_async of warpgroup 0 (at hopper_buggy.cu:30) reads"},
+       {"hopper_buggy.cu:283"}},
   };
   return cases;
 }

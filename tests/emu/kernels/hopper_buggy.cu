@@ -268,6 +268,25 @@ __global__ void k_named_barrier_no_wait(int* out) {
   if (t >= 64) out[t] = buf[t - 64];
 }
 
+// Two k-steps of wgmmas in flight, the older retired (wgmma_wait_group<1>), then a barrier and a cp.async refill
+// of the stage the younger still reads: the barrier orders the threads, not the wgmma's reads. The Hopper GEMMs'
+// x ring refilled one stage too early at kif = 2 (frag_wgmma_gemm.cuh).
+__global__ void k_cp_async_refill_in_flight(const uint16_t* src, float* out) {
+  QT_SHARED_ALIGNED(b, 128, uint16_t[128]);
+  float acc[4] = {};
+  uint32_t a[4] = {};
+  const uint64_t db = ready_b8(b);
+  wgmma_group(acc, a, db);
+  wgmma_group(acc, a, db);
+  qt::wgmma_wait_group<1>();
+  __syncthreads();
+  if (threadIdx.x < 16) qt::cp_async_cg16(qt::smem_u32(b) + 16 * threadIdx.x, src + 8 * threadIdx.x, 16);
+  qt::cp_async_commit();
+  qt::cp_async_wait<0>();
+  qt::wgmma_wait_group<0>();
+  out[threadIdx.x] = acc[0];
+}
+
 // The control: the helpers above used correctly report nothing (scale-d 0 drops the accumulator's ones and
 // B is zero, so D is 0; the bulk copy brings src).
 __global__ void k_control(const float* src, float* out) {
