@@ -265,7 +265,9 @@ void prefill_goal(const BenchReport& rep, const std::function<std::string(bool, 
 // ---- the attention decode rows ----
 
 // Flash-decoding at 4K and 32K context >= 70% of the measured bandwidth for the KV read (issue 26, item 4): the
-// worst of the two contexts, on the runtime's choice (tuned); the last cell the same with the best split count.
+// worst of the two contexts, on the runtime's choice as a decode step runs it (tuned in a chain: back to back,
+// every launch's cache cold), with the same timed alone beside it, whose events also hold a launch's fixed cost;
+// reports without the chain are judged on the launch timed alone. The last cell: the best split count alone.
 void attention_goal(const BenchReport& rep, const std::function<std::string(bool, bool)>& verdict, std::vector<Goal>& g) {
   const std::string title = "attention decode at 4K and 32K context >= 70% of the bandwidth for the KV read (worst context)";
   std::vector<const AttentionRow*> rows;
@@ -285,9 +287,12 @@ void attention_goal(const BenchReport& rep, const std::function<std::string(bool
     }
     return w;
   };
-  const double tuned = worst("tuned"), best = worst("best splits");
-  Goal goal{title, tuned >= 0 ? pct(tuned) : "-", verdict(tuned >= 0, tuned >= 0.7)};
-  if (best > tuned) goal.best_default = pct(best) + " (best splits)";
+  const double alone = worst("tuned"), chain = worst("tuned in a chain"), best = worst("best splits");
+  const double judged = chain >= 0 ? chain : alone;
+  std::string measured = judged >= 0 ? pct(judged) : "-";
+  if (chain >= 0 && alone >= 0) measured += " in a chain (" + pct(alone) + " timed alone)";
+  Goal goal{title, measured, verdict(judged >= 0, judged >= 0.7)};
+  if (best > alone) goal.best_default = pct(best) + " (best splits)";
   g.push_back(goal);
 }
 
