@@ -1,9 +1,12 @@
 #include "runtime/cli/device_timer.h"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "common/error.h"
 #include "common/quantile.h"
+#include "device/cuda/l2_flush.h"
 #include "runtime/gpu/device_backend.h"
 
 namespace qt::rt {
@@ -35,6 +38,27 @@ double DeviceTimer::time(const std::function<void()>& enqueue) {
     flusher_.flush(device_);
     return once(enqueue);
   });
+}
+
+constexpr int kChainLaunches = 32, kEmuChainLaunches = 2;
+constexpr int64_t kMinCopies = 2, kMaxCopies = 64;
+
+std::string Chain::detail() const {
+  return std::to_string(launches) + " launches back to back over " + std::to_string(copies) +
+         " copies of the inputs, per launch";
+}
+
+Chain chain_for(const dev::Device& d, double bytes_per_copy) {
+  const double l2 = double(cuda::l2_bytes(d));
+  const int64_t copies = bytes_per_copy > 0 ? int64_t(std::ceil(2.0 * l2 / bytes_per_copy)) : kMaxCopies;
+  return {is_emulator(d) ? kEmuChainLaunches : kChainLaunches, std::clamp(copies, kMinCopies, kMaxCopies)};
+}
+
+double DeviceTimer::per_launch(const Chain& chain, const std::function<void(int64_t copy)>& enqueue) {
+  return time([&] {
+           for (int i = 0; i < chain.launches; ++i) enqueue(int64_t(i) % chain.copies);
+         }) /
+         chain.launches;
 }
 
 double DeviceTimer::once(const std::function<void()>& enqueue) {

@@ -1,13 +1,11 @@
 #include "runtime/cli/report_attention.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
 
 #include "common/error.h"
-#include "device/cuda/l2_flush.h"
 #include "device/plan/run_plan.h"
 #include "kernels_src/attention/attention_family.h"
 #include "kernels_src/registry/registry.h"
@@ -24,9 +22,6 @@ const char* const kAttentionMethod =
     "timed alone between two events, which also holds a launch's fixed cost; \"tuned in a chain\" is the tuned "
     "choice as a decode step runs it, launched back to back, per launch, each launch on its own copy of the "
     "inputs in turn, the copies together at least twice the L2, so that no launch finds its cache in L2";
-
-// Launches of the chain, and the fewest input copies it rotates over.
-constexpr int kChainLaunches = 32, kEmuChainLaunches = 2, kMinCopies = 2, kMaxCopies = 16;
 
 }  // namespace
 
@@ -81,21 +76,14 @@ json bench_attention_decode(dev::Device& device, const ModelWeights& weights, co
     if (t && t->family) {
       try {
         if (!inputs) inputs = t->family->make_inputs(run, 1);
-        const int64_t copies = std::clamp<int64_t>(int64_t(std::ceil(2.0 * double(cuda::l2_bytes(device)) / bytes)),
-                                                   kMinCopies, kMaxCopies);
+        const Chain chain = chain_for(device, bytes);
         std::vector<std::unique_ptr<plan::PlanRun>> runs;
-        for (int64_t i = 0; i < copies; ++i)
+        for (int64_t i = 0; i < chain.copies; ++i)
           runs.push_back(std::make_unique<plan::PlanRun>(&device, *t->family, t->point, run, *inputs));
-        const int launches = is_emulator(device) ? kEmuChainLaunches : kChainLaunches;
-        const double s = bench.timer.time([&] {
-                           for (int i = 0; i < launches; ++i) runs[size_t(i) % runs.size()]->enqueue();
-                         }) /
-                         launches;
+        const double s = bench.timer.per_launch(chain, [&](int64_t copy) { runs[size_t(copy)]->enqueue(); });
         variants.push_back({{"name", "tuned in a chain"}, {"seconds", s}, {"bytes", bytes},
                             {"detail", t->family->name + " " + kernels::point_key(t->point) + " (" +
-                                           choice_source_name(t->source) + "; " + std::to_string(launches) +
-                                           " launches back to back over " + std::to_string(copies) +
-                                           " copies of the inputs, per launch)"}});
+                                           choice_source_name(t->source) + "; " + chain.detail() + ")"}});
       } catch (const std::exception& e) {
         variants.push_back({{"name", "tuned in a chain"}, {"unavailable", e.what()}});
       }

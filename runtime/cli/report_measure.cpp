@@ -63,6 +63,10 @@ uint64_t stored_bytes(WeightType type, int64_t n, int64_t k, int64_t g) {
 
 json unavailable(const std::string& name, const std::string& why) { return {{"name", name}, {"unavailable", why}}; }
 
+// Rows up to which a linear row is also timed in a chain: decode, where a launch's fixed cost is most of a
+// GEMV's time alone.
+constexpr int64_t kChainRows = 16;
+
 std::vector<uint16_t> random_halves(size_t n, uint64_t seed) {
   Rng rng(seed);
   std::vector<uint16_t> h(n);
@@ -111,6 +115,7 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
       y16 = dev::Buffer(device, size_t(max_m * ls.n) * 2);
     }
     const uint64_t wbytes = stored_bytes(ls.type, ls.n, ls.k, ls.g), f16bytes = uint64_t(ls.n * ls.k) * 2;
+    std::vector<dev::Buffer> w16_chain;  // copies of w16 for the decode rows' chains, made on first use
     // What the runtime runs: the frag layout's families where it loads the weight so and they serve the type
     // (device_weights.h; the lm_head keeps the file layout), and beside them the file layout's default, the
     // kernels they replace.
@@ -198,6 +203,48 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
         v["detail"] = v["detail"].get<std::string>() + " (" + why + ")";
         variants.push_back(v);
       };
+      // At decode rows, the tuned dispatch and FP16 cuBLASLt as a decode step runs them (DeviceTimer's Chain):
+      // back to back, each launch's weights cold, no launch paying its fixed cost alone.
+      auto time_chains = [&]() {
+        std::string no_chain;
+        std::vector<std::unique_ptr<plan::PlanRun>> runs;
+        Chain chain;
+        try {
+          const KernelChoice& c = bench.tuned.choose(linear_op, &ls.type, shape);
+          if (!c.family) throw Error("the dispatch names " + c.external + ": see fp16 cublas in a chain");
+          chain = chain_for(device, double(wbytes + act));
+          auto it = inputs.find(c.family->name);
+          if (it == inputs.end()) it = inputs.emplace(c.family->name, c.family->make_inputs(shape, 1)).first;
+          for (int64_t i = 0; i < chain.copies; ++i)
+            runs.push_back(std::make_unique<plan::PlanRun>(&device, *c.family, c.point, shape, it->second));
+          const double s = bench.timer.per_launch(chain, [&](int64_t copy) { runs[size_t(copy)]->enqueue(); });
+          variants.push_back({{"name", "tuned in a chain"}, {"seconds", s}, {"bytes", double(wbytes + act)},
+                         {"detail", c.family->name + " " + kernels::point_key(c.point) + " (" +
+                                        choice_source_name(c.source) + "; " + chain.detail() + ")"}});
+        } catch (const std::exception& e) {
+          variants.push_back(unavailable("tuned in a chain", e.what()));
+        }
+        runs.clear();
+        if (!bench.lt) return variants.push_back(unavailable("fp16 cublas in a chain", bench.no_blas));
+        try {
+          chain = chain_for(device, double(f16bytes + act));
+          if (w16_chain.size() < size_t(chain.copies)) {
+            const std::vector<uint16_t> host = random_halves(size_t(ls.n * ls.k), 7);  // w16's values
+            while (w16_chain.size() < size_t(chain.copies)) {
+              w16_chain.emplace_back(device, host.size() * 2);
+              w16_chain.back().upload(host);
+            }
+          }
+          bench.lt->prepare(blas::WeightLayout::NK, m, ls.n, ls.k);
+          const double s = bench.timer.per_launch(chain, [&](int64_t copy) {
+            bench.lt->gemm_f16(w16_chain[size_t(copy)].ptr(), blas::WeightLayout::NK, x16.ptr(), y16.ptr(), m, ls.n, ls.k);
+          });
+          variants.push_back({{"name", "fp16 cublas in a chain"}, {"seconds", s}, {"bytes", double(f16bytes + act)},
+                         {"detail", bench.lt->describe(blas::WeightLayout::NK, m, ls.n, ls.k) + " (" + chain.detail() + ")"}});
+        } catch (const std::exception& e) {
+          variants.push_back(unavailable("fp16 cublas in a chain", e.what()));
+        }
+      };
       // The tuned variant follows the stored dispatch as the runtime does, a cuBLASLt baseline ranked first too
       // (timed at the heuristic's first candidate).
       try {
@@ -240,6 +287,7 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
       if (frag) family_variant("file layout default", bench.defaults, "linear");
       variants.push_back(dequant_blas);
       variants.push_back(fp16_blas);
+      if (m <= kChainRows) time_chains();
       out.push_back({{"type", weight_type_name(ls.type)}, {"what", ls.what}, {"N", ls.n}, {"K", ls.k}, {"G", ls.g},
                      {"M", m}, {"variants", variants}});
     }

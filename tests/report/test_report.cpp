@@ -116,6 +116,33 @@ TEST_CASE("A recorded GPU report renders every goal's verdict from its figures")
   CHECK(md.find("decode end to end, FP16") == std::string::npos);
 }
 
+TEST_CASE("A recorded report with decode rows timed in a chain judges the GEMV goals on them too") {
+  // Without chained rows the goals are judged once, on the launch timed alone.
+  CHECK(render(recorded()).markdown.find(", in a chain |") == std::string::npos);
+  // M=1 on 4096 x 4096 in a chain: 8,732,672 bytes in 4 us = 2,183 GB/s, 73% of 3,000 GB/s (36% alone); FP16
+  // cuBLASLt in a chain 14 us over 4 us = 3.5x (2.5x alone). The chained goals stand below the ones alone, each
+  // with its own verdict; their last cell is "-", the family defaults being timed alone only.
+  json j = recorded();
+  j["kernels"][0]["variants"].push_back({{"name", "tuned in a chain"}, {"seconds", 4e-6}, {"bytes", 8732672},
+                                         {"detail", "awq_frag_gemv bk=64 (tuned; 32 launches back to back)"}});
+  j["kernels"][0]["variants"].push_back({{"name", "fp16 cublas in a chain"}, {"seconds", 14e-6}, {"bytes", 33570816},
+                                         {"detail", "cuBLASLt (32 launches back to back)"}});
+  const std::string md = render(j).markdown;
+  CHECK(md.find("| AWQ GEMV at M=1 >= 50% of the measured bandwidth on 4096 x 4096 | 36% | NOT met |") != std::string::npos);
+  CHECK(md.find("| AWQ GEMV at M=1 >= 50% of the measured bandwidth on 4096 x 4096, in a chain | 73% | met | - |") !=
+        std::string::npos);
+  CHECK(md.find("| AWQ GEMV at M=1 >= 3x faster than FP16 cuBLASLt on 4096 x 4096 and the large shapes, in a chain | "
+                "3.50x | met | - |") != std::string::npos);
+  CHECK(md.find("| AWQ GEMV at M=1 >= 3x faster than FP16 cuBLASLt on 4096 x 4096 and the large shapes | 2.50x | NOT met |") !=
+        std::string::npos);
+  CHECK(md.find("| AWQ at M=2..16 >= 2.5x faster than FP16 cuBLASLt (every shape), in a chain | not measured (no such row) |") !=
+        std::string::npos);
+  // The chained rows read back and write out unchanged.
+  CHECK(qt::report::report_to_json(qt::report::report_from_json(j, "report JSON")) ==
+        qt::report::report_to_json(qt::report::report_from_json(
+            qt::report::report_to_json(qt::report::report_from_json(j, "report JSON")), "report JSON")));
+}
+
 TEST_CASE("A recorded report judges decode on each type's fastest runtime variant, and an MoE model at 40%") {
   json j = recorded();
   // An untuned run's variants: the default, with fused norms and PDL (faster), and without the graph.
@@ -293,6 +320,14 @@ TEST_CASE("qbench --device emu --report measures every linear shape against cuBL
     CHECK(v.at("default")["seconds"].get<double>() > 0);
     CHECK(v.at("fp16 cublas")["unavailable"].get<std::string>().find("CUDA GPU only") != std::string::npos);
     CHECK(v.at("dequant+cublas").contains("unavailable"));
+    // Decode rows (M <= 16) also as a decode step runs them: the tuned kernel back to back over copies of its
+    // inputs, and FP16 cuBLASLt likewise where it runs.
+    CHECK(v.at("tuned in a chain")["seconds"].get<double>() > 0);
+    const std::string tuned = v.at("tuned")["detail"].get<std::string>();
+    CHECK(v.at("tuned in a chain")["detail"].get<std::string>().rfind(tuned.substr(0, tuned.rfind(" (")) + " (", 0) == 0);
+    CHECK(v.at("tuned in a chain")["detail"].get<std::string>().find("2 launches back to back over 2 copies") !=
+          std::string::npos);
+    CHECK(v.at("fp16 cublas in a chain")["unavailable"].get<std::string>().find("CUDA GPU only") != std::string::npos);
     // AWQ shapes run in the frag layout, with the file layout's default kernels measured beside them.
     if (k["type"] == "AWQ_INT4") {
       CHECK(v.at("default")["detail"].get<std::string>().find("awq_frag_gemv") != std::string::npos);
