@@ -222,6 +222,43 @@ TEST_CASE("on the second H200 run's reports the model times the frag linear rows
   CHECK(gemv_rows == 9);
 }
 
+TEST_CASE("a report's rows timed in a chain are predicted with the in-stream launch cost, in a group of their own",
+          "[tuner][roofline]") {
+  // The second run's 8B report with one decode row's tuned kernel also timed in a chain (as qbench --report now
+  // times M <= 16): the same point and shape, predicted with GpuPeaks::stream_launch_us per launch where the
+  // launch timed alone gets launch_us.
+  std::ifstream in(source_root() + "/results/gpu-h200-2026-11-27/report-qwen3-8b/report.json");
+  REQUIRE(in);
+  nlohmann::json report = nlohmann::json::parse(in);
+  nlohmann::json* row = nullptr;
+  for (nlohmann::json& k : report["kernels"])
+    if (k["type"] == "AWQ_INT4" && k["M"] == 1 && !row) row = &k;
+  REQUIRE(row);
+  nlohmann::json tuned;
+  for (const nlohmann::json& v : (*row)["variants"])
+    if (v["name"] == "tuned") tuned = v;
+  REQUIRE(tuned.contains("seconds"));
+  nlohmann::json chained = tuned;
+  chained["name"] = "tuned in a chain";
+  chained["seconds"] = tuned["seconds"].get<double>() / 2;
+  (*row)["variants"].push_back(chained);
+  const std::string path = test::tuner_scratch("roofline-chain", ".json");
+  std::ofstream(path) << report.dump();
+  compile::CompileService service;
+  const Calibration c = calibrate_store(path, {"awq_frag_gemv"}, service);
+  const CalibrationPoint *alone = nullptr, *chain = nullptr;
+  for (const CalibrationPoint& p : c.points)
+    if (p.shape["N"] == (*row)["N"] && p.shape["K"] == (*row)["K"] && p.shape["M"] == 1 &&
+        tuned["detail"].get<std::string>().find(" " + kernels::point_key(p.point) + " (") != std::string::npos)
+      (p.in_chain ? chain : alone) = &p;
+  REQUIRE(alone);
+  REQUIRE(chain);
+  CHECK(chain->measured_s == Approx(alone->measured_s / 2));
+  const GpuPeaks peak;  // the constants are the model's, whatever the GPU
+  CHECK(alone->model_s - chain->model_s == Approx((peak.launch_us - peak.stream_launch_us) * 1e-6).epsilon(1e-6));
+  std::remove(path.c_str());
+}
+
 // The second run's q8_0_frag_gemv at M = 1 on the 30B-A3B attention shapes, at the default point (copied into
 // tests/tuner/data/h200-2026-11-27-step.json from the run's report). The generic bytes in flight per warp,
 // fitted on INT4 points, put them at 1.6-2.2x the measured times; with an INT8 tile's twice-larger loads

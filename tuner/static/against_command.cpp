@@ -17,6 +17,10 @@ namespace {
 
 std::string fixed(const char* fmt, double v) { return std::isfinite(v) ? format_number(fmt, v) : "-"; }
 
+// A row's family, and for a report's chained rows (timed per launch back to back) a group of their own: the
+// model prices their launches differently.
+std::string group_name(const CalibrationPoint& p) { return p.family + (p.in_chain ? " in a chain" : ""); }
+
 nlohmann::json fit_json(const CalibrationFit& f) {
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   return {{"points", f.n}, {"spearman", num(f.spearman)}, {"median_error", num(f.median_error)},
@@ -52,7 +56,7 @@ int run_against(const CliArgs& cli) {
   bool earlier_source = false;
   for (const CalibrationPoint& p : c.points) {
     earlier_source = earlier_source || !p.current_source;
-    rows.rows.push_back({p.device, p.family + (p.current_source ? "" : " *"), kernels::shape_key(p.shape),
+    rows.rows.push_back({p.device, group_name(p) + (p.current_source ? "" : " *"), kernels::shape_key(p.shape),
                     kernels::point_key(p.point), format_number("%.2f", p.measured_s * 1e6),
                     format_number("%.2f", p.model_s * 1e6), format_number("%.2f", p.model_s / p.measured_s), p.bound});
   }
@@ -64,7 +68,7 @@ int run_against(const CliArgs& cli) {
   // Per device and family; families with rows both at M <= 16 and above also split there (decode against
   // prefill, which the model prices on different terms).
   std::map<std::pair<std::string, std::string>, std::vector<const CalibrationPoint*>> groups;
-  for (const CalibrationPoint& p : c.points) groups[{p.device, p.family}].push_back(&p);
+  for (const CalibrationPoint& p : c.points) groups[{p.device, group_name(p)}].push_back(&p);
   TextTable summary{{"device", "family", "rows", "points", "Spearman", "median error", "median model/measured"}, {}};
   nlohmann::json fits = nlohmann::json::array();
   auto add = [&](const std::string& device, const std::string& family, const std::string& which,
@@ -96,7 +100,7 @@ int run_against(const CliArgs& cli) {
     for (const CalibrationPoint& p : c.points)
       j["rows"].push_back({{"device", p.device}, {"family", p.family}, {"shape", kernels::shape_key(p.shape)},
                            {"point", p.point}, {"measured_s", p.measured_s}, {"model_s", p.model_s},
-                           {"bound", p.bound}, {"current_source", p.current_source}});
+                           {"bound", p.bound}, {"current_source", p.current_source}, {"in_chain", p.in_chain}});
     std::ofstream f(*out);
     f << j.dump(1) << "\n";
     if (!f) throw Error("cannot write " + *out, kExitFailure);

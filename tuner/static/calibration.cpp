@@ -71,6 +71,7 @@ struct Measured {
   kernels::Shape shape;
   double seconds = 0;
   bool current_source = false;
+  bool in_chain = false;  // a report's "... in a chain" variant: per launch of many back to back
 };
 
 const kernels::KernelFamily* device_family(const std::string& name) {
@@ -153,8 +154,8 @@ std::vector<Measured> report_rows(const std::string& path, const nlohmann::json&
       for (const nlohmann::json& v : variants) {
         if (!v.is_object()) throw malformed(where + "'s variant", "an object");
         if (v.contains("detail") && !v["detail"].is_string()) throw malformed(where + "'s \"detail\"", "a string");
-        // A chain's figure is per launch of many back to back; the model predicts one launch timed alone.
-        if (v.contains("name") && v["name"].is_string() && v["name"].get<std::string>().ends_with(" in a chain")) continue;
+        const bool in_chain =
+            v.contains("name") && v["name"].is_string() && v["name"].get<std::string>().ends_with(" in a chain");
         const std::string detail = v.value("detail", "");
         const size_t space = detail.find(' '), paren = detail.rfind(" (");
         if (space == std::string::npos || paren == std::string::npos || paren <= space || !v.contains("seconds")) continue;
@@ -182,8 +183,10 @@ std::vector<Measured> report_rows(const std::string& path, const nlohmann::json&
           continue;
         }
         const kernels::Shape shape = f->shape(dims);
-        if (!seen.insert(name + " " + kernels::shape_key(shape) + " " + kernels::point_key(p)).second) continue;
-        out.push_back({device, f, p, shape, seconds, false});
+        if (!seen.insert(name + " " + kernels::shape_key(shape) + " " + kernels::point_key(p) + (in_chain ? " chain" : ""))
+                 .second)
+          continue;
+        out.push_back({device, f, p, shape, seconds, false, in_chain});
       }
     }
   }
@@ -246,8 +249,14 @@ Calibration calibrate_store(const std::string& path, const std::vector<std::stri
       std::vector<KernelResources> resources;
       for (const auto& k : c.kernels) resources.push_back({k.name_expression, k.resources.registers, k.resources.static_smem});
       try {
-        const RooflineEstimate e = estimate_point(f, p->point, p->shape, key.second, gpu_peaks(p->device), resources);
-        out.points.push_back({p->device.name, f.name, p->shape, p->point, p->seconds, e.seconds, e.bound, p->current_source});
+        const GpuPeaks peak = gpu_peaks(p->device);
+        const RooflineEstimate e = estimate_point(f, p->point, p->shape, key.second, peak, resources);
+        // In a chain each launch costs what it costs inside a step (the step model's stream_launch_us), not what
+        // events around it alone see (launch_us).
+        const double model_s = p->in_chain ? e.seconds - e.launch_s + e.launch_s * peak.stream_launch_us / peak.launch_us
+                                           : e.seconds;
+        out.points.push_back(
+            {p->device.name, f.name, p->shape, p->point, p->seconds, model_s, e.bound, p->current_source, p->in_chain});
       } catch (const std::exception& e) {
         ++out.skipped[std::string("the model cannot place it: ") + e.what()];
       }

@@ -22,6 +22,9 @@ struct CalibrationPoint {
   double measured_s = 0, model_s = 0;
   std::string bound;            // the model's: "memory", "compute" or "launch"
   bool current_source = true;   // measured on today's source of the family (a report's rows: not known to be)
+  // A report's "in a chain" row: per launch of launches back to back, predicted with the in-stream launch cost
+  // (GpuPeaks::stream_launch_us) where a launch timed alone gets launch_us.
+  bool in_chain = false;
   int64_t rows() const;         // the shape's M, 0 where it has none
 };
 
