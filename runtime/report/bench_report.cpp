@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -719,6 +720,74 @@ void end_to_end_section(const BenchReport& rep, RenderedReport& out) {
   out.plots["end-to-end.svg"] = render_bar_plot(bars);
 }
 
+// The A/Bs a family's defaults name (Param::report_ab): each pair of a default point and its neighbour one
+// parameter away, "<family> default" (or the runtime's "default" where that family is the runtime's) against
+// "<family> default <param>=<value>", and the MoE rows' "frag default" against "frag default <param>=<value>";
+// per pair of family and parameter value, the geomean speedup of the neighbour over its base and how often it
+// won. What the static model cannot weigh, measured on every run.
+void ab_section(const BenchReport& rep, RenderedReport& out) {
+  struct Pair {
+    std::string row, base_us, ab_us;
+    double speedup;
+  };
+  std::map<std::string, std::vector<Pair>> by_ab;  // "family param=value" -> its pairs
+  auto add = [&](const std::string& family, const std::string& ab, const std::string& row, const Variant& base,
+                 const Variant& v) {
+    by_ab[family + " " + ab].push_back({row, format_number("%.2f", base.seconds * 1e6), format_number("%.2f", v.seconds * 1e6),
+                                        base.seconds / v.seconds});
+  };
+  auto measured = [](const Variant* v) { return v && v->unavailable.empty() && v->seconds > 0; };
+  for (const KernelRow& r : rep.kernels)
+    for (const Variant& v : r.variants) {
+      const std::string family = family_of_default(v.name);
+      const size_t space = v.name.rfind(' ');
+      if (family.empty() || v.name == family_default_name(family) || !measured(&v)) continue;
+      const Variant* base = find_variant(r, family_default_name(family));
+      if (!base) {
+        base = find_variant(r, "default");
+        if (base && base->detail.rfind(family + " ", 0) != 0) base = nullptr;
+      }
+      if (!measured(base)) continue;
+      add(family, v.name.substr(space + 1),
+          markdown_text(r.type) + " " + std::to_string(r.n) + " x " + std::to_string(r.k) + " at M=" + std::to_string(r.m),
+          *base, v);
+    }
+  if (rep.moe_grouped)
+    for (const MoeRow& r : rep.moe_grouped->rows) {
+      const Variant* base = find_variant(r, "frag default");
+      if (!measured(base)) continue;
+      const std::string family = base->detail.substr(0, base->detail.find(' '));
+      for (const Variant& v : r.variants)
+        if (v.name.rfind("frag default ", 0) == 0 && measured(&v))
+          add(family, v.name.substr(std::string("frag default ").size()),
+              markdown_text(r.op) + " " + std::to_string(r.n) + " x " + std::to_string(r.k) + " at T=" + std::to_string(r.t),
+              *base, v);
+    }
+  if (by_ab.empty()) return;
+  std::string& md = out.markdown;
+  md += "## A/B of the default points\n\nEach family default beside its neighbour one parameter away, where the "
+        "family's defaults name one (a choice the static model has no term for). Speedup: the default's time over "
+        "the neighbour's; above 1, the neighbour is faster.\n\n| family | neighbour | rows | geomean speedup | "
+        "neighbour faster |\n|---|---|---|---|---|\n";
+  for (const auto& [key, pairs] : by_ab) {
+    double log_sum = 0;
+    int wins = 0;
+    for (const Pair& p : pairs) log_sum += std::log(p.speedup), wins += p.speedup > 1;
+    const size_t split = key.rfind(' ');
+    md += "| " + markdown_text(key.substr(0, split)) + " | " + markdown_text(key.substr(split + 1)) + " | " +
+          std::to_string(pairs.size()) + " | " + format_number("%.2fx", std::exp(log_sum / double(pairs.size()))) +
+          " | " + std::to_string(wins) + " of " + std::to_string(pairs.size()) + " |\n";
+  }
+  md += "\n| family | neighbour | row | default (us) | neighbour (us) | speedup |\n|---|---|---|---|---|---|\n";
+  for (const auto& [key, pairs] : by_ab) {
+    const size_t split = key.rfind(' ');
+    for (const Pair& p : pairs)
+      md += "| " + markdown_text(key.substr(0, split)) + " | " + markdown_text(key.substr(split + 1)) + " | " + p.row +
+            " | " + p.base_us + " | " + p.ab_us + " | " + format_number("%.2fx", p.speedup) + " |\n";
+  }
+  md += "\n";
+}
+
 }  // namespace
 
 RenderedReport render_report(const BenchReport& rep) {
@@ -728,6 +797,7 @@ RenderedReport render_report(const BenchReport& rep) {
   moe_section(rep, out);
   attention_section(rep, out);
   launch_section(rep, out);
+  ab_section(rep, out);
   end_to_end_section(rep, out);
   if (!rep.notes.empty()) {
     out.markdown += "## Notes\n\n";

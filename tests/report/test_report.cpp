@@ -143,6 +143,32 @@ TEST_CASE("A recorded report with decode rows timed in a chain judges the GEMV g
             qt::report::report_to_json(qt::report::report_from_json(j, "report JSON")), "report JSON")));
 }
 
+TEST_CASE("A recorded report sets each family default beside its one-parameter neighbour in an A/B section") {
+  // Without neighbours there is no section.
+  CHECK(render(recorded()).markdown.find("## A/B of the default points") == std::string::npos);
+  // The Hopper GEMM's default and its kif=2 neighbour: 10 against 8 us at M=1 (1.25x), 100 against 125 us at
+  // M=256 (0.80x): geomean 1.00x, the neighbour faster on 1 of 2 rows. (The MoE rows' pairs: the emulator's
+  // sm90 MoE report case.)
+  json j = recorded();
+  auto add = [](json& row, const std::string& name, double us, const std::string& detail) {
+    row["variants"].push_back({{"name", name}, {"seconds", us * 1e-6}, {"detail", detail}});
+  };
+  add(j["kernels"][0], "awq_frag_wgmma_gemm default", 10, "awq_frag_wgmma_gemm bm=64,kif=1 (default)");
+  add(j["kernels"][0], "awq_frag_wgmma_gemm default kif=2", 8, "awq_frag_wgmma_gemm bm=64,kif=2 (default)");
+  add(j["kernels"][1], "awq_frag_wgmma_gemm default", 100, "awq_frag_wgmma_gemm bm=64,kif=1 (default)");
+  add(j["kernels"][1], "awq_frag_wgmma_gemm default kif=2", 125, "awq_frag_wgmma_gemm bm=64,kif=2 (default)");
+  std::string md = render(j).markdown;
+  CHECK(md.find("## A/B of the default points") != std::string::npos);
+  CHECK(md.find("| awq_frag_wgmma_gemm | kif=2 | 2 | 1.00x | 1 of 2 |") != std::string::npos);
+  CHECK(md.find("| awq_frag_wgmma_gemm | kif=2 | AWQ_INT4 4096 x 4096 at M=1 | 10.00 | 8.00 | 1.25x |") != std::string::npos);
+  CHECK(md.find("| awq_frag_wgmma_gemm | kif=2 | AWQ_INT4 4096 x 4096 at M=256 | 100.00 | 125.00 | 0.80x |") !=
+        std::string::npos);
+  // A neighbour whose base was not measured is no pair.
+  json no_base = recorded();
+  add(no_base["kernels"][0], "awq_frag_wgmma_gemm default kif=2", 8, "awq_frag_wgmma_gemm bm=64,kif=2 (default)");
+  CHECK(render(no_base).markdown.find("## A/B of the default points") == std::string::npos);
+}
+
 TEST_CASE("A recorded report judges decode on each type's fastest runtime variant, and an MoE model at 40%") {
   json j = recorded();
   // An untuned run's variants: the default, with fused norms and PDL (faster), and without the graph.
@@ -788,6 +814,8 @@ TEST_CASE("qbench --device emu --emu-arch sm90 --report times the Hopper grouped
     }
   }
   CHECK(slurp(dir + "/REPORT.md").find("routed GEMV tuned (us)") != std::string::npos);
+  // The kif=2 neighbours in the A/B section, by the grouped family they belong to.
+  CHECK(slurp(dir + "/REPORT.md").find(".frag.q8_0 | kif=2 | ") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
