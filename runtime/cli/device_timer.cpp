@@ -41,7 +41,7 @@ double DeviceTimer::time(const std::function<void()>& enqueue) {
 }
 
 constexpr int kChainLaunches = 32, kEmuChainLaunches = 2;
-constexpr int64_t kMinCopies = 2, kMaxCopies = 64;
+constexpr int64_t kMinCopies = 2;
 
 std::string Chain::detail() const {
   return std::to_string(launches) + " launches back to back over " + std::to_string(copies) +
@@ -50,8 +50,10 @@ std::string Chain::detail() const {
 
 Chain chain_for(const dev::Device& d, double bytes_per_copy) {
   const double l2 = double(cuda::l2_bytes(d));
-  const int64_t copies = bytes_per_copy > 0 ? int64_t(std::ceil(2.0 * l2 / bytes_per_copy)) : kMaxCopies;
-  return {is_emulator(d) ? kEmuChainLaunches : kChainLaunches, std::clamp(copies, kMinCopies, kMaxCopies)};
+  const int launches = is_emulator(d) ? kEmuChainLaunches : kChainLaunches;
+  // More copies than launches would never be read: a copy per launch is as cold as it gets.
+  const int64_t copies = bytes_per_copy > 0 ? int64_t(std::ceil(2.0 * l2 / bytes_per_copy)) : launches;
+  return {launches, std::clamp(copies, std::min<int64_t>(kMinCopies, launches), int64_t(launches))};
 }
 
 double DeviceTimer::per_launch(const Chain& chain, const std::function<void(int64_t copy)>& enqueue) {

@@ -19,13 +19,11 @@ namespace qt::rt {
 // at most 2,000 times.
 double median_of_runs(const KernelBenchOptions& o, const std::function<double()>& run_once);
 
-// Times queued device work between two events. On a GPU: three warm-up runs, then repetitions until both
-// minimums are met, each after the L2 is flushed; the median is kept. On the emulator one run: its time
-// means nothing.
 // How a decode step runs a kernel, as a report times it: `launches` back to back, launch i on copy i % copies
-// of its inputs. The copies together hold at least twice the device's L2 (at least 2 copies, at most 64), so
-// that no launch finds its operands in L2 as no kernel of a step does (the weights between two uses evict them),
-// and no launch pays its fixed cost alone: the figure a kernel's bandwidth share is judged on.
+// of its inputs, after the L2 is flushed. Either every launch has a copy of its own, or the copies together
+// hold at least twice the device's L2 (at least 2 copies), so that no launch finds its operands in L2 as no
+// kernel of a step does (the weights between two uses evict them), and no launch pays its fixed cost alone:
+// the figure a kernel's bandwidth share is judged on.
 struct Chain {
   int launches = 0;
   int64_t copies = 0;
@@ -34,6 +32,9 @@ struct Chain {
 // `bytes_per_copy`: what one launch reads (its operands); the emulator gets 2 launches over 2 copies.
 Chain chain_for(const dev::Device& d, double bytes_per_copy);
 
+// Times queued device work between two events. On a GPU: three warm-up runs, then repetitions until both
+// minimums are met, each after the L2 is flushed; the median is kept. On the emulator one run: its time
+// means nothing.
 class DeviceTimer {
  public:
   DeviceTimer(dev::Device& d, const KernelBenchOptions& o);

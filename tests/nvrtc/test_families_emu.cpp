@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "device/emu/emu_device.h"
@@ -119,6 +120,9 @@ TEST_CASE("the stream-K wgmma GEMM is exact where block ranges start and end ins
   // the first cases, since the plan never runs more blocks than units. The family's space offers block counts
   // for real GPUs (the SM counts); these small ones are added to a copy of it.
   const qt::kernels::Shape shape{{"M", "N", "K", "G"}, {70, 320, 192, 64}, "stream-K ranges"};
+  // The same tiles with 10 chunks of K (60 units): ranges of up to 12 chunks, so the x ring refills its stages
+  // within a tile and a range's main loop starts where the last one left it.
+  const qt::kernels::Shape long_k{{"M", "N", "K", "G"}, {70, 320, 640, 64}, "stream-K ranges, long K"};
   for (const char* name : {"awq_frag_wgmma_gemm", "int8gw_frag_wgmma_gemm", "q8_0_frag_wgmma_gemm"}) {
     KernelFamily f = qt::kernels::find_family(name);
     for (auto& param : f.params)
@@ -126,18 +130,20 @@ TEST_CASE("the stream-K wgmma GEMM is exact where block ranges start and end ins
     qt::emu::EmuOptions options;
     options.arch = 90;
     qt::emu::EmuDevice device(options);
-    // Both k-step depths: at kif = 2 a block's range ends, and the next tile's main loop starts, with the last
-    // k-step's wgmmas still in flight until the loop's own final wait.
-    for (int64_t kif : {1, 2})
+    // Both k-step depths, one stage of x ahead and (on the long K) two: at kif = 2 a block's range ends, and the
+    // next tile's main loop starts, with the last k-step's wgmmas still in flight until the loop's final wait.
+    const std::vector<std::tuple<qt::kernels::Shape, int64_t, int64_t>> cases = {
+        {shape, 1, 2}, {shape, 2, 3}, {long_k, 1, 3}, {long_k, 2, 3}, {long_k, 2, 4}};
+    for (const auto& [at, kif, stages] : cases)
       for (int64_t blocks : {1, 5, 7, 18}) {
-        const qt::kernels::Point point = {{"bm", 32}, {"wg", 1},       {"stages", kif + 1}, {"pf", 2},
-                                          {"kif", kif}, {"split", 1}, {"cluster", 1},      {"sk", blocks}};
-        INFO(name << " " << qt::kernels::point_key(point));
+        const qt::kernels::Point point = {{"bm", 32}, {"wg", 1},       {"stages", stages}, {"pf", 2},
+                                          {"kif", kif}, {"split", 1}, {"cluster", 1},    {"sk", blocks}};
+        INFO(name << " " << qt::kernels::point_key(point) << " " << at.label);
         REQUIRE(f.point_constraint(point) == "");
-        REQUIRE(f.shape_constraint(point, shape) == "");
-        REQUIRE(f.plan(point, shape).launches.front().grid.x == uint32_t(blocks));
-        const auto inputs = f.make_inputs(shape, 3);
-        CHECK(qt::plan::verify_point_with(&device, f, point, shape, inputs, f.reference(shape, inputs)).message == "");
+        REQUIRE(f.shape_constraint(point, at) == "");
+        REQUIRE(f.plan(point, at).launches.front().grid.x == uint32_t(blocks));
+        const auto inputs = f.make_inputs(at, 3);
+        CHECK(qt::plan::verify_point_with(&device, f, point, at, inputs, f.reference(at, inputs)).message == "");
       }
   }
 }
