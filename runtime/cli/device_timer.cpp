@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "common/quantile.h"
-#include "device/cuda/l2_flush.h"
+#include "device/plan/run_plan.h"
 #include "runtime/gpu/device_backend.h"
 
 namespace qt::rt {
@@ -61,6 +61,13 @@ double DeviceTimer::per_launch(const Chain& chain, const std::function<void(int6
            for (int i = 0; i < chain.launches; ++i) enqueue(int64_t(i) % chain.copies);
          }) /
          chain.launches;
+}
+
+double DeviceTimer::per_launch(const Chain& chain, const kernels::KernelFamily& f, const kernels::Point& p,
+                               const kernels::Shape& shape, const kernels::HostBuffers& inputs) {
+  std::vector<std::unique_ptr<plan::PlanRun>> runs;
+  for (int64_t i = 0; i < chain.copies; ++i) runs.push_back(std::make_unique<plan::PlanRun>(&device_, f, p, shape, inputs));
+  return per_launch(chain, [&](int64_t copy) { runs[size_t(copy)]->enqueue(); });
 }
 
 double DeviceTimer::once(const std::function<void()>& enqueue) {

@@ -41,6 +41,9 @@ class DeviceTimer {
   double time(const std::function<void()>& enqueue);
   // Seconds per launch of `chain`, `enqueue(copy)` queuing one launch on that copy of the inputs.
   double per_launch(const Chain& chain, const std::function<void(int64_t copy)>& enqueue);
+  // The same for family `f`'s point `p` at `shape`: `chain.copies` plans of it, each with its own copy of `inputs`.
+  double per_launch(const Chain& chain, const kernels::KernelFamily& f, const kernels::Point& p,
+                    const kernels::Shape& shape, const kernels::HostBuffers& inputs);
 
  private:
   double once(const std::function<void()>& enqueue);

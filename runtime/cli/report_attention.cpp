@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <memory>
 #include <optional>
 
 #include "common/error.h"
@@ -10,6 +9,7 @@
 #include "kernels_src/attention/attention_family.h"
 #include "kernels_src/registry/registry.h"
 #include "runtime/cli/device_timer.h"
+#include "runtime/report/report_json.h"
 
 namespace qt::rt {
 namespace {
@@ -77,15 +77,12 @@ json bench_attention_decode(dev::Device& device, const ModelWeights& weights, co
       try {
         if (!inputs) inputs = t->family->make_inputs(run, 1);
         const Chain chain = chain_for(device, bytes);
-        std::vector<std::unique_ptr<plan::PlanRun>> runs;
-        for (int64_t i = 0; i < chain.copies; ++i)
-          runs.push_back(std::make_unique<plan::PlanRun>(&device, *t->family, t->point, run, *inputs));
-        const double s = bench.timer.per_launch(chain, [&](int64_t copy) { runs[size_t(copy)]->enqueue(); });
-        variants.push_back({{"name", "tuned in a chain"}, {"seconds", s}, {"bytes", bytes},
+        const double s = bench.timer.per_launch(chain, *t->family, t->point, run, *inputs);
+        variants.push_back({{"name", report::chained_name("tuned")}, {"seconds", s}, {"bytes", bytes},
                             {"detail", t->family->name + " " + kernels::point_key(t->point) + " (" +
                                            choice_source_name(t->source) + "; " + chain.detail() + ")"}});
       } catch (const std::exception& e) {
-        variants.push_back({{"name", "tuned in a chain"}, {"unavailable", e.what()}});
+        variants.push_back({{"name", report::chained_name("tuned")}, {"unavailable", e.what()}});
       }
     }
     const KernelChoice* d = chosen("default", bench.defaults);

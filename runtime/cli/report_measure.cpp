@@ -206,7 +206,8 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
       // At decode rows, the tuned dispatch and FP16 cuBLASLt as a decode step runs them (DeviceTimer's Chain):
       // back to back, each launch's weights cold, no launch paying its fixed cost alone.
       auto time_chains = [&]() {
-        json fp16_chain = unavailable("fp16 cublas in a chain", bench.no_blas);
+        const std::string fp16_name = report::chained_name("fp16 cublas"), tuned_name = report::chained_name("tuned");
+        json fp16_chain = unavailable(fp16_name, bench.no_blas);
         if (bench.lt) {
           try {
             const Chain chain = chain_for(device, double(f16bytes + act));
@@ -221,10 +222,10 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
             const double s = bench.timer.per_launch(chain, [&](int64_t copy) {
               bench.lt->gemm_f16(w16_chain[size_t(copy)].ptr(), blas::WeightLayout::NK, x16.ptr(), y16.ptr(), m, ls.n, ls.k);
             });
-            fp16_chain = {{"name", "fp16 cublas in a chain"}, {"seconds", s}, {"bytes", double(f16bytes + act)},
+            fp16_chain = {{"name", fp16_name}, {"seconds", s}, {"bytes", double(f16bytes + act)},
                           {"detail", bench.lt->describe(blas::WeightLayout::NK, m, ls.n, ls.k) + " (" + chain.detail() + ")"}};
           } catch (const std::exception& e) {
-            fp16_chain = unavailable("fp16 cublas in a chain", e.what());
+            fp16_chain = unavailable(fp16_name, e.what());
           }
         }
         try {
@@ -236,23 +237,20 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
             if (!row || row->dequant_family) throw Error("the dispatch names " + c.external + ", which is not timed in a chain");
             if (fp16_chain.contains("unavailable")) throw Error(fp16_chain["unavailable"].get<std::string>());
             json v = fp16_chain;
-            v["name"] = "tuned in a chain";
+            v["name"] = tuned_name;
             v["detail"] = v["detail"].get<std::string>() + " (dispatched: " + c.external + ")";
             variants.push_back(v);
           } else {
             const Chain chain = chain_for(device, double(wbytes + act));
             auto it = inputs.find(c.family->name);
             if (it == inputs.end()) it = inputs.emplace(c.family->name, c.family->make_inputs(shape, 1)).first;
-            std::vector<std::unique_ptr<plan::PlanRun>> runs;
-            for (int64_t i = 0; i < chain.copies; ++i)
-              runs.push_back(std::make_unique<plan::PlanRun>(&device, *c.family, c.point, shape, it->second));
-            const double s = bench.timer.per_launch(chain, [&](int64_t copy) { runs[size_t(copy)]->enqueue(); });
-            variants.push_back({{"name", "tuned in a chain"}, {"seconds", s}, {"bytes", double(wbytes + act)},
+            const double s = bench.timer.per_launch(chain, *c.family, c.point, shape, it->second);
+            variants.push_back({{"name", tuned_name}, {"seconds", s}, {"bytes", double(wbytes + act)},
                                 {"detail", c.family->name + " " + kernels::point_key(c.point) + " (" +
                                                choice_source_name(c.source) + "; " + chain.detail() + ")"}});
           }
         } catch (const std::exception& e) {
-          variants.push_back(unavailable("tuned in a chain", e.what()));
+          variants.push_back(unavailable(tuned_name, e.what()));
         }
         variants.push_back(fp16_chain);
       };
@@ -292,7 +290,7 @@ json bench_device_kernels(dev::Device& device, const ModelWeights& weights, cons
         for (const kernels::Neighbour& n : kernels::one_parameter_neighbours(*c.family, c.point, shape)) {
           KernelChoice neighbour = c;
           neighbour.point = n.point;
-          time_choice(family_default_name(c.family->name, n.param, n.value), neighbour);
+          time_choice(report::neighbour_name(family_default_name(c.family->name), n.param, n.value), neighbour);
         }
       }
       if (frag) family_variant("file layout default", bench.defaults, "linear");

@@ -19,6 +19,7 @@
 #include "kernels_src/registry/registry.h"
 #include "runtime/cli/device_timer.h"
 #include "runtime/gpu/kernel_choice.h"
+#include "runtime/report/report_json.h"
 
 namespace qt::rt {
 namespace {
@@ -389,8 +390,8 @@ json bench_moe_grouped(dev::Device& device, const ModelWeights& weights, const s
         } catch (const Error&) {
         }  // no default to stand beside: "frag default" says why
         for (const kernels::Neighbour& ab : neighbours)
-          grouped("frag default " + ab.param + "=" + ab.value, bench.defaults, g.op + ".frag", *g.frag, frag_in,
-                  nullptr, &ab.point);
+          grouped(report::neighbour_name("frag default", ab.param, ab.value), bench.defaults, g.op + ".frag", *g.frag,
+                  frag_in, nullptr, &ab.point);
       }
       if (g.routed && t <= kms::kMaxTokens) {
         const Shape r = kms::routed_shape(shape, g.renormalize);

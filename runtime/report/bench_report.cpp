@@ -80,8 +80,7 @@ const Variant* best_family_default(const KernelRow& r, const Variant* dispatch, 
     if (f.empty() || (best && v.seconds >= best->seconds)) continue;
     best = &v;
     family = f;
-    if (v.name.size() > family_default_name(f).size() && v.name.rfind(family_default_name(f) + " ", 0) == 0)
-      family += v.name.substr(family_default_name(f).size());
+    if (const std::string ab = neighbour_of(v.name, family_default_name(f)); !ab.empty()) family += " " + ab;
   }
   return best;
 }
@@ -285,7 +284,7 @@ void attention_goal(const BenchReport& rep, const std::function<std::string(bool
     g.push_back({title, "-", verdict(false, false)});
     return;
   }
-  auto worst = [&](const char* name) {
+  auto worst = [&](const std::string& name) {
     double w = INFINITY;
     for (const AttentionRow* r : rows) {
       const Variant* v = find_variant(*r, name);
@@ -294,7 +293,7 @@ void attention_goal(const BenchReport& rep, const std::function<std::string(bool
     }
     return w;
   };
-  const double alone = worst("tuned"), chain = worst("tuned in a chain"), best = worst("best splits");
+  const double alone = worst("tuned"), chain = worst(chained_name("tuned")), best = worst("best splits");
   const double judged = chain >= 0 ? chain : alone;
   std::string measured = judged >= 0 ? pct(judged) : "-";
   if (chain >= 0 && alone >= 0) measured += " in a chain (" + pct(alone) + " timed alone)";
@@ -325,7 +324,7 @@ std::vector<Goal> goals(const BenchReport& rep) {
     if (!v.bytes || !bw) return std::nullopt;
     return *v.bytes / v.seconds / 1e9 / *bw;
   };
-  auto slower_by = [](const char* baseline) {
+  auto slower_by = [](const std::string& baseline) {
     return [baseline](const KernelRow& r, const Variant& v) -> std::optional<double> {
       const Variant* b = find_variant(r, baseline);
       return b ? std::optional<double>(b->seconds / v.seconds) : std::nullopt;
@@ -338,7 +337,7 @@ std::vector<Goal> goals(const BenchReport& rep) {
   auto worst_goal = [&](const std::string& title, const std::pair<std::vector<const KernelRow*>, size_t>& kept,
                         const std::function<std::optional<double>(const KernelRow&, const Variant&)>& figure,
                         const std::function<std::string(double)>& text, double threshold,
-                        const char* dispatch = "tuned") {
+                        const std::string& dispatch = "tuned") {
     const std::vector<const KernelRow*>& rows = kept.first;
     const std::string left_out =
         kept.second ? "; " + std::to_string(kept.second) + " row" + (kept.second > 1 ? "s" : "") + " without the baseline" : "";
@@ -360,7 +359,7 @@ std::vector<Goal> goals(const BenchReport& rep) {
     for (const KernelRow* r : rows) tuned.push_back({r, find_variant(*r, dispatch)});
     const KernelRow* at = nullptr;
     const std::optional<double> worst = worst_of(tuned, &at);
-    const bool alone = std::string(dispatch) == "tuned";
+    const bool alone = dispatch == "tuned";
     const WithBestDefault best = alone ? with_best_default(rows) : WithBestDefault{};
     const KernelRow* best_at = nullptr;
     const std::optional<double> worst_best = alone ? worst_of(best.rows, &best_at) : std::nullopt;
@@ -385,7 +384,7 @@ std::vector<Goal> goals(const BenchReport& rep) {
     return out;
   };
   // Rows that lack `baseline` (not measured on this device) are left out of a goal against it, and named.
-  auto with_baseline = [&](const std::vector<const KernelRow*>& rows, const char* baseline) {
+  auto with_baseline = [&](const std::vector<const KernelRow*>& rows, const std::string& baseline) {
     std::vector<const KernelRow*> kept;
     for (const KernelRow* r : rows)
       if (find_variant(*r, baseline)) kept.push_back(r);
@@ -397,7 +396,7 @@ std::vector<Goal> goals(const BenchReport& rep) {
   // weights cold, FP16 cuBLASLt likewise). A 25 MB GEMV moves its weights in about 6 us on an H200, which
   // the fixed cost of a launch timed alone nearly doubles.
   const bool chains = std::any_of(rep.kernels.begin(), rep.kernels.end(),
-                                  [](const KernelRow& r) { return find_variant(r, "tuned in a chain") != nullptr; });
+                                  [](const KernelRow& r) { return find_variant(r, chained_name("tuned")) != nullptr; });
   for (const std::string& t : types) {
     const std::string name = type_label(t);
     const auto large = rows_where([&](const KernelRow& r) {
@@ -409,8 +408,8 @@ std::vector<Goal> goals(const BenchReport& rep) {
     const auto few_rows = rows_where([&](const KernelRow& r) { return r.type == t && r.m >= 2 && r.m <= 16; });
     for (const bool chain : {false, true}) {
       if (chain && !chains) continue;
-      const char* dispatch = chain ? "tuned in a chain" : "tuned";
-      const char* fp16 = chain ? "fp16 cublas in a chain" : "fp16 cublas";
+      const std::string dispatch = chain ? chained_name("tuned") : "tuned";
+      const std::string fp16 = chain ? chained_name("fp16 cublas") : "fp16 cublas";
       const std::string how = chain ? ", in a chain" : "";
       worst_goal(name + " GEMV at M=1 >= 75% of the measured bandwidth on the large shapes (N x K >= 12288 x 4096)" + how,
                  std::pair{large, size_t{0}}, share, pct, 0.75, dispatch);
@@ -747,15 +746,15 @@ void ab_section(const BenchReport& rep, RenderedReport& out) {
   for (const KernelRow& r : rep.kernels)
     for (const Variant& v : r.variants) {
       const std::string family = family_of_default(v.name);
-      const size_t space = v.name.rfind(' ');
-      if (family.empty() || v.name == family_default_name(family) || !measured(&v)) continue;
+      const std::string ab = family.empty() ? "" : neighbour_of(v.name, family_default_name(family));
+      if (ab.empty() || !measured(&v)) continue;
       const Variant* base = find_variant(r, family_default_name(family));
       if (!base) {
         base = find_variant(r, "default");
         if (base && base->detail.rfind(family + " ", 0) != 0) base = nullptr;
       }
       if (!measured(base)) continue;
-      add(family, v.name.substr(space + 1),
+      add(family, ab,
           markdown_text(r.type) + " " + std::to_string(r.n) + " x " + std::to_string(r.k) + " at M=" + std::to_string(r.m),
           *base, v);
     }
@@ -765,8 +764,8 @@ void ab_section(const BenchReport& rep, RenderedReport& out) {
       if (!measured(base)) continue;
       const std::string family = base->detail.substr(0, base->detail.find(' '));
       for (const Variant& v : r.variants)
-        if (v.name.rfind("frag default ", 0) == 0 && measured(&v))
-          add(family, v.name.substr(std::string("frag default ").size()),
+        if (const std::string ab = neighbour_of(v.name, "frag default"); !ab.empty() && measured(&v))
+          add(family, ab,
               markdown_text(r.op) + " " + std::to_string(r.n) + " x " + std::to_string(r.k) + " at T=" + std::to_string(r.t),
               *base, v);
     }

@@ -313,14 +313,22 @@ json attention_json(const AttentionDecode& a) {
 
 std::string family_default_name(const std::string& family) { return family + " default"; }
 
-std::string family_default_name(const std::string& family, const std::string& param, const std::string& value) {
-  return family_default_name(family) + " " + param + "=" + value;
+std::string neighbour_name(const std::string& base, const std::string& param, const std::string& value) {
+  return base + " " + param + "=" + value;
 }
+
+std::string neighbour_of(const std::string& name, const std::string& base) {
+  if (name.size() <= base.size() + 1 || name.rfind(base + " ", 0) != 0) return "";
+  const std::string ab = name.substr(base.size() + 1);
+  return ab.find('=') != std::string::npos && ab.find(' ') == std::string::npos ? ab : "";
+}
+
+std::string chained_name(const std::string& variant) { return variant + " in a chain"; }
 
 std::string family_of_default(const std::string& variant_name) {
   static const std::string kSuffix = " default";
   std::string name = variant_name;
-  // "<family> default <param>=<value>": the parameter is one word with its value, after the default's name.
+  // A neighbour's name: the base's, then one word with its "=" (neighbour_name).
   if (const size_t space = name.rfind(' '); space != std::string::npos && name.find('=', space) != std::string::npos)
     name.resize(space);
   if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) return "";

@@ -128,12 +128,18 @@ struct BenchReport {
 
 // The name of a linear row's variant that times kernel family `family` at its default point: "<family> default".
 std::string family_default_name(const std::string& family);
-// The name of a variant that times another of the family's default points, one differing from the point of
-// family_default_name in parameter `param` alone: "<family> default <param>=<value>" (an A/B the family's
-// defaults ask every report for, such as the Hopper GEMMs' kif).
-std::string family_default_name(const std::string& family, const std::string& param, const std::string& value);
-// The family either name names; "" for any other variant ("default", "file layout default", "tuned").
+// The family such a variant, or its neighbour's (neighbour_name), names; "" for any other variant ("default",
+// "file layout default", "tuned").
 std::string family_of_default(const std::string& variant_name);
+// The variant that times another of the family's default points, one differing from the point of variant `base`
+// in parameter `param` alone: "<base> <param>=<value>" ("awq_frag_wgmma_gemm default kif=2", "frag default
+// kif=2": an A/B the family's defaults ask every report for, Param::report_ab).
+std::string neighbour_name(const std::string& base, const std::string& param, const std::string& value);
+// "<param>=<value>" where `name` is a neighbour of variant `base`; "" otherwise.
+std::string neighbour_of(const std::string& name, const std::string& base);
+// The variant that times `variant`'s kernel as a decode step runs it, back to back with its caches cold:
+// "<variant> in a chain".
+std::string chained_name(const std::string& variant);
 
 // `source` names the file (or "report JSON") in error messages.
 BenchReport report_from_json(const nlohmann::json& j, const std::string& source);
