@@ -181,21 +181,39 @@ TEST_CASE("qconvert cli: a model larger than the free space is refused before wr
   CHECK_FALSE(fs::exists(out.string() + ".partial"));
 }
 
+// The signal and file-size tests write a 0.6B-shaped model cut to 2 layers and a 4096-token vocabulary: 38 MB
+// written in about 0.3 s here, so that they need little of a CI machine's disk (the full 0.6B file is 633 MB,
+// more than one CI run had free) and still write for long enough to be stopped part way.
+namespace {
+const std::string kSmallWrite = "synthetic --preset qwen3-0.6b --layers 2 --vocab 4096 --quiet --format ajc1";
+constexpr uint64_t kSmallWriteBytes = 37'902'592;
+
+void skip_without_room(const fs::path& dir) {
+  const uint64_t free_bytes = fs::space(dir).available;
+  if (free_bytes < 2 * kSmallWriteBytes)
+    QTUNE_SKIP("the scratch file system has " + std::to_string(free_bytes) + " bytes free, under the " +
+               std::to_string(2 * kSmallWriteBytes) + " this test writes with margin");
+}
+}  // namespace
+
 TEST_CASE("qconvert cli: every terminating signal while writing removes the partial file", "[cli]") {
   const auto dir = qt::test::convert_scratch("cli-out-signal");
+  skip_without_room(dir);
   for (const char* sig : {"TERM", "INT", "HUP", "QUIT", "PIPE", "XFSZ", "USR1", "ALRM"}) {
     const fs::path out = dir / (std::string("big-") + sig + ".bin");
     const std::string partial = out.string() + ".partial";
-    // A model that takes seconds to write; the signal arrives once its partial file exists. Job control on:
-    // a background job of a non-interactive shell would otherwise start with SIGINT ignored. No core file
-    // for SIGQUIT.
-    const std::string cmd = "set -m; ulimit -c 0; " + qt::binary_root() +
-                            "/bin/qconvert synthetic --preset qwen3-0.6b --quiet --format ajc1 --out " + out.string() +
-                            " 2>/dev/null & pid=$!; " +
-                            "for i in $(seq 200); do [ -e " + partial + " ] && break; sleep 0.05; done; " +
-                            "[ -e " + partial + " ] || exit 90; kill -" + sig + " $pid; wait $pid; exit $?";
+    const std::string err = (dir / (std::string("err-") + sig + ".txt")).string();
+    // Once the partial file exists the writer is stopped, sent the signal, and continued: the signal is taken
+    // part way through the write however fast the machine writes. Job control on: a background job of a
+    // non-interactive shell would otherwise start with SIGINT ignored; `wait -f` waits for the end, not the
+    // stop. No core file for SIGQUIT.
+    const std::string cmd = "set -m; ulimit -c 0; " + qt::binary_root() + "/bin/qconvert " + kSmallWrite +
+                            " --out " + out.string() + " 2>" + err + " & pid=$!; " +
+                            "for i in $(seq 1000); do [ -e " + partial + " ] && break; sleep 0.01; done; " +
+                            "[ -e " + partial + " ] || exit 90; kill -STOP $pid; kill -" + sig +
+                            " $pid; kill -CONT $pid; wait -f $pid; exit $?";
     const int status = std::system(("bash -c '" + cmd + "'").c_str());
-    INFO("signal " << sig);
+    INFO("signal " << sig << "; qconvert said: " << slurp(err));
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) != 90);   // the partial file did appear
     CHECK(WEXITSTATUS(status) >= 128);  // the process died of the signal
@@ -206,13 +224,15 @@ TEST_CASE("qconvert cli: every terminating signal while writing removes the part
 
 TEST_CASE("qconvert cli: a file-size limit reached while writing removes the partial file", "[cli]") {
   const auto dir = qt::test::convert_scratch("cli-out-fsize");
+  skip_without_room(dir);
   const fs::path out = dir / "limited.bin";
+  const std::string err = (dir / "err.txt").string();
   // 4 MiB of file size allowed (ulimit -f counts 1024-byte blocks): the kernel sends SIGXFSZ at the write
   // that crosses it.
-  const std::string cmd = "ulimit -c 0; ulimit -f 4096; " + qt::binary_root() +
-                          "/bin/qconvert synthetic --preset qwen3-0.6b --quiet --format ajc1 --out " + out.string() +
-                          " 2>/dev/null; status=$?; exit $status";
+  const std::string cmd = "ulimit -c 0; ulimit -f 4096; " + qt::binary_root() + "/bin/qconvert " + kSmallWrite +
+                          " --out " + out.string() + " 2>" + err + "; status=$?; exit $status";
   const int status = std::system(("bash -c '" + cmd + "'").c_str());
+  INFO("qconvert said: " << slurp(err));
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 128 + SIGXFSZ);
   CHECK_FALSE(fs::exists(out.string() + ".partial"));
