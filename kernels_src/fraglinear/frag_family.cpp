@@ -1079,6 +1079,8 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
   // as much as the grid's tiles.
   set_tiled_bytes_reread(f, /*x_in_flight=*/false,
                             [](const Point& p, const Shape& s) { return cdiv(s["M"], p.at("bm")); });
+  // The grouped GEMMs' measured rows, on this main loop (frag_wgmma_gemm.cuh), say so.
+  f.rereads_at_dram_latency = true;
   // The mma.sync GEMM's problem, inputs and reference: the weights rounded to fp16 once, as both kernels do.
   f.problem = gemm.problem_name();
   f.make_inputs = gemm.make_inputs;

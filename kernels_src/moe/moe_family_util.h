@@ -33,6 +33,10 @@ std::vector<int32_t> routed_ids(int64_t rows, int64_t k, int64_t experts, int pa
 // uniform (the balanced load a trained router is pushed toward): E (1 - (1 - k / E)^T).
 double expected_experts(int64_t tokens, int64_t experts, int64_t topk);
 
+// The blocks of `bm` routed rows the same picks make over all experts, in expectation: E x E[ceil(n / bm)]
+// with n ~ Binomial(tokens, topk / E), an expert's rows when each is grouped and padded to whole blocks.
+double expected_row_blocks(int64_t tokens, int64_t experts, int64_t topk, int64_t bm);
+
 // KernelFamily::bytes_moved and bytes_reread of a grouped expert GEMM over shape dims T, E, TOPK (set after
 // its plan): of the expert stacks (every input but "x" and "ids") only the experts the rows reach move, and
 // each of them is loaded once per block of bm routed rows it gets; the routed rows' activations are loaded

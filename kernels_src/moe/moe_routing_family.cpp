@@ -442,6 +442,25 @@ double expected_experts(int64_t tokens, int64_t experts, int64_t topk) {
   return double(experts) * (1.0 - std::pow(miss, double(tokens)));
 }
 
+double expected_row_blocks(int64_t tokens, int64_t experts, int64_t topk, int64_t bm) {
+  if (experts <= 0 || tokens <= 0 || bm <= 0) return 0.0;
+  // One expert's rows: Binomial(tokens, p). Its blocks are ceil(rows / bm); summed over the pmf, which is
+  // walked from its mode in log space so that large token counts neither underflow nor overflow.
+  const double p = double(std::min(topk, experts)) / double(experts);
+  if (p >= 1.0) return double(experts) * double(cdiv(tokens, bm));
+  const double n = double(tokens);
+  auto log_pmf = [&](double j) {
+    return std::lgamma(n + 1) - std::lgamma(j + 1) - std::lgamma(n - j + 1) + j * std::log(p) + (n - j) * std::log1p(-p);
+  };
+  double blocks = 0;
+  for (int64_t j = 1; j <= tokens; ++j) {
+    const double pr = std::exp(log_pmf(double(j)));
+    blocks += pr * double(cdiv(j, bm));
+    if (pr < 1e-14 && double(j) > n * p) break;  // past the mode, the tail adds nothing a double keeps
+  }
+  return double(experts) * blocks;
+}
+
 namespace {
 
 // The expert stacks of a grouped plan, every expert's: its inputs but the activations and the routing.
@@ -461,13 +480,16 @@ void set_grouped_bytes(KernelFamily& f, bool x_in_flight) {
     return plan_bytes_moved(lp) - stacks + stacks * expected_experts(s["T"], s["E"], s["TOPK"]) / double(s["E"]);
   };
   f.bytes_reread = [x_in_flight](const Point& p, const Shape& s, const LaunchPlan& plan) {
+    // Each expert's weights are loaded once per block of its rows: the first load of every touched expert is
+    // DRAM traffic, the rest re-reads. The blocks are counted over the rows' spread, not from their mean: at a
+    // mean of exactly bm rows an expert, about half the experts take a second block.
     const double touched = expected_experts(s["T"], s["E"], s["TOPK"]);
-    const double blocks_each = std::ceil(double(s["T"] * s["TOPK"]) / std::max(touched, 1.0) / double(p.at("bm")));
+    const double blocks = expected_row_blocks(s["T"], s["E"], s["TOPK"], p.at("bm"));
     // Every routed row gathers its token's activations (T x TOPK rows of K, whatever x's own rows), once per
     // column block.
     const double routed_x = double(s["T"] * s["TOPK"] * s["K"] * 2);
     const double column_blocks = double(plan.launches.at(main_launch(plan)).grid.x);
-    return stack_bytes(plan) * touched / double(s["E"]) * (blocks_each - 1) +
+    return stack_bytes(plan) / double(s["E"]) * std::max(0.0, blocks - touched) +
            (x_in_flight ? routed_x * (column_blocks - 1) : 0.0);
   };
 }

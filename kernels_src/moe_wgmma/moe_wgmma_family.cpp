@@ -239,6 +239,7 @@ KernelFamily make(const Format& fmt, bool fused) {
   };
   // The ring in flight holds weights only, as the dense Hopper GEMM's.
   moe::set_grouped_bytes(f, /*x_in_flight=*/false);
+  f.rereads_at_dram_latency = true;  // measured on these rows (KernelFamily)
   const KernelFamily* src = &file;
   f.make_inputs = [fmt, fused, src](const Shape& s, uint64_t seed) { return frag_inputs(fmt, fused, *src, s, seed); };
   f.reference = [src](const Shape& s, const HostBuffers& in) {

@@ -209,6 +209,11 @@ struct KernelFamily {
   // every further column block): L2 hits, which each SM's loads in flight must carry beside the DRAM bytes
   // (the static model's Little's-law term). Unset: none.
   std::function<double(const Point&, const Shape&, const LaunchPlan& plan)> bytes_reread;
+  // Families whose re-reads hold a load in flight as long as a DRAM load does, not an L2 hit's shorter
+  // latency. Set from measurement, on the wgmma main loop: the second H200 run's grouped wgmma GEMMs at one
+  // point (bm=64, wg=2; 512, 1024 and 4096 tokens) grew with their re-reads at the DRAM latency's rate, where
+  // the mma.sync GEMMs' measured rows fit the L2's. Why is not known (see results/wgmma-gemm-predicted.md).
+  bool rereads_at_dram_latency = false;
   // Buffers for both kinds; launches for device families.
   std::function<LaunchPlan(const Point&, const Shape&)> plan;
   // Host families: the point prepared on `buffers` (inputs filled, outputs allocated); throws PointRejected.

@@ -9,6 +9,7 @@
 #include "device/emu/emu_device.h"
 #include "device/plan/run_plan.h"
 #include "kernels_src/moe/moe_family.h"
+#include "kernels_src/moe/moe_family_util.h"
 #include "kernels_src/moe/moe_reference.h"
 #include "kernels_src/registry/family_util.h"
 
@@ -152,4 +153,39 @@ TEST_CASE("routing on the device equals the CPU definitions at 1 and 4096 tokens
     verify_on_emu(moe::align_family(), Shape{{"C", "E", "B"}, {4096 * 8, 128, 64}, "4096 tokens x 8"}, seed);
     verify_on_emu(moe::align_family(), Shape{{"C", "E", "B"}, {8, 128, 16}, "1 token x 8"}, seed);
   }
+}
+
+// The static model's count of a grouped GEMM's row blocks (each expert's rows padded to whole blocks of bm),
+// against the same count over simulated routings: every token picks TOPK distinct experts uniformly. The
+// count must follow the rows' spread: at a mean of exactly bm rows an expert, about half take a second block,
+// which a count from the mean alone (one block each) missed.
+TEST_CASE("the expected row blocks of a grouped GEMM equal the mean over simulated uniform routings", "[moe]") {
+  struct Case {
+    int64_t tokens, experts, topk, bm;
+  };
+  for (const Case c : {Case{1024, 128, 8, 64}, Case{4096, 128, 8, 64}, Case{512, 128, 8, 64}, Case{256, 128, 8, 16},
+                       Case{16, 128, 8, 8}, Case{3, 4, 4, 2}}) {
+    Rng rng(uint64_t(c.tokens * 131 + c.bm));
+    constexpr int kTrials = 200;
+    double blocks = 0;
+    std::vector<int32_t> order(size_t(c.experts));
+    for (int trial = 0; trial < kTrials; ++trial) {
+      std::vector<int64_t> rows(size_t(c.experts), 0);
+      for (int64_t t = 0; t < c.tokens; ++t) {
+        std::iota(order.begin(), order.end(), 0);
+        for (int64_t j = 0; j < c.topk; ++j) {  // a partial Fisher-Yates shuffle: TOPK distinct experts
+          const size_t at = size_t(j) + size_t(rng.below(uint64_t(c.experts - j)));
+          std::swap(order[size_t(j)], order[at]);
+          ++rows[size_t(order[size_t(j)])];
+        }
+      }
+      for (int64_t r : rows) blocks += double((r + c.bm - 1) / c.bm);
+    }
+    blocks /= kTrials;
+    INFO("T=" << c.tokens << " E=" << c.experts << " TOPK=" << c.topk << " bm=" << c.bm << ": simulated " << blocks);
+    CHECK(moe::expected_row_blocks(c.tokens, c.experts, c.topk, c.bm) == Approx(blocks).epsilon(0.02));
+  }
+  // At 1024 tokens a 64-row block is one per expert only on average: the spread makes it about 1.47.
+  CHECK(moe::expected_row_blocks(1024, 128, 8, 64) / 128 == Approx(1.47).margin(0.03));
+  CHECK(moe::expected_row_blocks(0, 128, 8, 64) == 0.0);
 }

@@ -109,10 +109,11 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
 
   e.launch_s = double(plan.launches.size()) * peak.launch_us * 1e-6;
   const double total_bytes = std::max(e.bytes, 1.0);
-  // The bytes re-read beyond the DRAM bytes (L2 hits, which hold a load in flight for a shorter latency), in
-  // DRAM-latency equivalents; all of them the main launch's.
+  // The bytes re-read beyond the DRAM bytes (L2 hits, which hold a load in flight for a shorter latency, save
+  // in the families measured otherwise), in DRAM-latency equivalents; all of them the main launch's.
+  const double reread_latency_ns = f.rereads_at_dram_latency ? peak.dram_latency_ns : peak.l2_latency_ns;
   const double reread =
-      f.bytes_reread ? f.bytes_reread(point, shape, plan) * peak.l2_latency_ns / peak.dram_latency_ns : 0.0;
+      f.bytes_reread ? f.bytes_reread(point, shape, plan) * reread_latency_ns / peak.dram_latency_ns : 0.0;
   // A launch's share of the bytes: those of the buffers it names (a workspace once in each launch that names
   // it: written by one, read back by the next), or of its threads where no launch names a buffer. The flops
   // and the re-reads are the main launch's: a split's reduction or a quantization beside it reads and writes
