@@ -956,7 +956,6 @@ KernelFamily make_fused_stream(const SourceKind& kind, const KernelFamily& base,
 
 // ---- Hopper GEMM (wgmma) -------------------------------------------------------------------------------
 
-int64_t wgmma_smem_bytes(const Point& p) { return frag_wgmma::smem_bytes(p.at("bm"), p.at("stages"), p.at("cluster")); }
 
 std::string wgmma_kernel(int bits, const Point& p) {
   if (p.at("sk") > 0)
@@ -989,7 +988,7 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
   f.params = {{"bm", {32, 64, 128, 256}, 64, "rows of x per block: wgmma's N"},
               {"wg", {1, 2, 4}, 1, "warpgroups per block, splitting the 4 fragment pairs of each weight tile"},
               {"stages", {2, 3, 4}, 4, "cp.async stages of x (64 columns of K each)"},
-              {"pf", {1, 2, 4}, 2, "weight tiles (16 x 64) each warp keeps in flight in registers"},
+              wgmma_weight_ring_param(),
               wgmma_in_flight_param(),
               {"split", {1, 2, 4}, 1, "blocks along K (64-column chunks; reduced in the same launch)"},
               {"cluster", {1, 2, 4}, 1,
@@ -1006,10 +1005,13 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
                 {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 132}},
                 {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"kif", 1}, {"split", 1}, {"cluster", 4}, {"sk", 0}},
                 {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"kif", 2}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
-                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"kif", 2}, {"split", 1}, {"cluster", 1}, {"sk", 132}}};
-  f.point_constraint = [](const Point& p) {
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"kif", 2}, {"split", 1}, {"cluster", 1}, {"sk", 132}},
+                // The weights through shared memory, beside the first and the stream-K points.
+                {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 0}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 0}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 132}}};
+  f.point_constraint = [bits](const Point& p) {
     if (p.at("sk") > 0 && p.at("split") > 1) return std::string("stream-K divides K itself: split must be 1");
-    if (std::string e = wgmma_split_check(p, 1); !e.empty()) return e;
+    if (std::string e = wgmma_split_check(p, bits, 1); !e.empty()) return e;
     // Each thread holds 4 / wg accumulators of bm / 2 floats: at most half of the registers it may have
     // (255, or 128 at 512 threads a block), the rest being the A sets, the ring, scales and addresses.
     const int64_t acc = (4 / p.at("wg")) * p.at("bm") / 2;
@@ -1028,7 +1030,7 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
   // The DRAM stream is the weights: each warp's ring of pf tiles, its 1 / wg share of each tile's 512 bytes
   // (INT4) or 1,024 (INT8). The loads cannot pass the wgmma waits (asm with a memory clobber), so the ring is
   // what is in flight. x, re-read by every column block, comes mostly from L2 and is left out.
-  f.bytes_in_flight_per_warp = [bits](const Point& p) { return p.at("pf") * 512 * (bits / 4) / p.at("wg"); };
+  f.bytes_in_flight_per_warp = [bits](const Point& p) { return wgmma_weight_bytes_in_flight(p, bits, 1); };
   // Every buffer once, and the fp32 partials twice (written, then read back) as many as are written: the grid
   // split's whole workspace (split x M x N floats, hundreds of MB at prefill sizes: DRAM); stream-K's partial
   // tiles only, at most two per block, each read by the tile's last block soon after it is written: L2 traffic
@@ -1072,7 +1074,7 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
           if (b.name == "ws") b.elements = 1;
     }
     l.block.x = uint32_t(128 * p.at("wg"));
-    l.dynamic_smem = wgmma_smem_bytes(p);
+    l.dynamic_smem = wgmma_smem_bytes(p, bits, 1);
     return plan;
   };
   // The ring in flight holds weights only (above): each row block of bm rows loads them again, stream-K's units
@@ -1103,17 +1105,36 @@ Param wgmma_in_flight_param() {
           {}, /*report_ab=*/true};
 }
 
-std::string wgmma_split_check(const Point& p, int64_t mats) {
+int64_t wgmma_smem_bytes(const Point& p, int bits, int64_t mats) {
+  return frag_wgmma::smem_bytes(p.at("bm"), p.at("stages"), p.at("cluster"), mats,
+                                frag_wgmma::weight_ring_bytes(bits, p.at("stages"), p.at("kif"), p.at("pf"), mats));
+}
+
+Param wgmma_weight_ring_param() {
+  return {"pf", {0, 1, 2, 4}, 2,
+          "weight tiles (16 x 64) each warp keeps in flight in registers; 0: none, the weights come through a "
+          "shared-memory ring of whole 64-column chunks instead, stages - kif of them in flight"};
+}
+
+int64_t wgmma_weight_bytes_in_flight(const Point& p, int bits, int64_t mats) {
+  // A warp's share of a tile: 1 / wg of its 512 bytes (INT4) or 1,024 (INT8); a chunk is 4 tiles (k-steps).
+  const int64_t tiles = p.at("pf") > 0 ? p.at("pf") : (p.at("stages") - p.at("kif")) * 4;
+  return mats * tiles * 128 * bits / p.at("wg");
+}
+
+std::string wgmma_split_check(const Point& p, int bits, int64_t mats) {
   if (p.at("stages") <= p.at("kif"))
     return "stages=" + std::to_string(p.at("stages")) + " leaves no stage of x ahead of kif=" +
            std::to_string(p.at("kif")) + " k-steps in flight: stages must exceed kif";
   const bool streamk = p.count("sk") && p.at("sk") > 0;
   if (p.at("cluster") > 1 && (p.at("split") > 1 || streamk))
     return std::string("a cluster splits K itself: split must be 1") + (p.count("sk") ? " and sk 0" : "");
-  const int64_t bytes = frag_wgmma::smem_bytes(p.at("bm"), p.at("stages"), p.at("cluster"), mats);
+  const int64_t bytes = wgmma_smem_bytes(p, bits, mats);
   if (bytes > frag_wgmma::kMaxSmemBytes)
-    return "bm=" + std::to_string(p.at("bm")) + " with a cluster split needs " + std::to_string(bytes) +
-           " bytes of shared memory for its partial tile" + (mats > 1 ? "s" : "") + ", over 227 KiB";
+    return "bm=" + std::to_string(p.at("bm")) + ", stages=" + std::to_string(p.at("stages")) +
+           (p.at("pf") == 0 ? " with the weights' shared ring" : "") +
+           (p.at("cluster") > 1 ? " and a cluster split's partial tile" + std::string(mats > 1 ? "s" : "") : "") +
+           " needs " + std::to_string(bytes) + " bytes of shared memory, over 227 KiB";
   return std::string();
 }
 

@@ -46,11 +46,19 @@ std::string stream_gemv_kernel(int bits, int64_t kw, int64_t pf, int64_t tn, boo
 // The Hopper GEMMs' main loop parameter both spaces share (frag_wgmma_gemm.cuh's KIF): k-steps of wgmmas in
 // flight.
 Param wgmma_in_flight_param();
-// The Hopper GEMMs' K split and ring (frag_wgmma_gemm.cuh and the grouped moe_wgmma.cuh), "" when fine: a
-// cluster split is the point's only split (no `split`, nor stream-K where the space has `sk`), its partial
-// tiles, one per weight matrix (`mats`), fit the shared memory a block may have, and x's ring keeps a stage
-// ahead of the k-steps in flight.
-std::string wgmma_split_check(const Point& p, int64_t mats);
+// And the weights' ring (PF): tiles in registers, or 0 for whole chunks through shared memory.
+Param wgmma_weight_ring_param();
+// The weight bytes one warp keeps in flight at point p (`mats` weight matrices of `bits`-bit codes), for the
+// static model's Little's-law term.
+int64_t wgmma_weight_bytes_in_flight(const Point& p, int bits, int64_t mats);
+// A Hopper GEMM block's dynamic shared memory (frag_wgmma_sizes.h): x's ring, the weights' where pf = 0, or
+// a cluster split's partial tiles.
+int64_t wgmma_smem_bytes(const Point& p, int bits, int64_t mats);
+// The Hopper GEMMs' K split and rings (frag_wgmma_gemm.cuh and the grouped moe_wgmma.cuh), "" when fine: a
+// cluster split is the point's only split (no `split`, nor stream-K where the space has `sk`), the rings or
+// its partial tiles, one per weight matrix (`mats`), fit the shared memory a block may have, and x's ring
+// keeps a stage ahead of the k-steps in flight.
+std::string wgmma_split_check(const Point& p, int bits, int64_t mats);
 // Neither split exceeds the 64-column chunks of K.
 std::string wgmma_split_check(const Point& p, const FragDims& d);
 

@@ -21,7 +21,12 @@
 //      row-major 2-D tile needs a tensor map (cp.async.bulk.tensor) the device interface and the emulator do
 //      not have, and 1-D bulk copies cannot write the swizzle.
 //   W: each lane's words of one 16 x 64 tile come straight from global memory, PF tiles ahead in a register
-//      ring (unpredicated: the last PF of a range read into the next one or the layout's padding tiles), then
+//      ring (unpredicated: the last PF of a range read into the next one or the layout's padding tiles). Or,
+//      at PF = 0, through shared memory: each lane copies (cp.async) the very words it will unpack into its own
+//      slots of a ring of whole 64-column chunks, one chunk further ahead than x and in x's commit groups, so
+//      that x's wait covers them and no barrier is needed (a thread reads only what it copied). The register
+//      ring holds at most 4 tiles a warp, as many registers allow; the shared ring holds STAGES - KIF chunks
+//      of 4 tiles in flight, which is what a loop bound by its loads' latency needs (Little's law). Then
 //      the magic-number unpack gives (q - z) in fp16 and one multiply by the row's scale the fp16 weight,
 //      rounded once as the AWQ reference and the mma.sync GEMM round it. The next k-step's A is dequantized
 //      while this k-step's wgmmas run (two A register sets), and each k-step's group is retired before its A
@@ -103,10 +108,17 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
   constexpr int TILE_WORDS = frag::BTile<BITS>::WORDS;
   static_assert(WG == 1 || WG == 2 || WG == 4, "warpgroups split a tile's 4 fragment pairs");
   static_assert(qt::wgmma_valid_n(BM) && MATS * J * BM / 2 <= 128, "BM is wgmma's N; accumulators stay within 128");
-  static_assert(KS % PF == 0 && PF <= frag::kPadTiles, "the ring divides a stage and stays in the padding");
+  static_assert(PF == 0 || (KS % PF == 0 && PF <= frag::kPadTiles), "the ring divides a stage and stays in the padding");
   static_assert((KIF == 1 || KIF == 2) && STAGES > KIF, "x stages ahead of the k-steps in flight: STAGES - KIF >= 1");
   constexpr int AHEAD = STAGES - KIF;  // stages of x in flight ahead of the one the wgmmas read
   using Tile = WTile<BITS, J>;
+  // The weights' shared ring (PF = 0): WSLOTS chunks; a lane's words of a tile are WQ copies of WU words, each
+  // copy index a run of THREADS consecutive copies so that a warp's reads of one copy are conflict-free.
+  constexpr bool WSMEM = PF == 0;
+  constexpr int WSLOTS = AHEAD + 2, WU = Tile::WORDS < 4 ? Tile::WORDS : 4, WQ = Tile::WORDS / WU;
+  constexpr int WSLOT_BYTES = MATS * KS * WQ * THREADS * WU * 4;
+  static_assert(!WSMEM || (int64_t)WSLOTS * WSLOT_BYTES == weight_ring_bytes(BITS, STAGES, KIF, PF, MATS),
+                "the host sizes the weight ring as the kernel lays it out");
 
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, h = tid >> 7;
   const int g8 = lane >> 2;
@@ -143,22 +155,68 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
         qt::cp_async_cg16(x_dst + j * RSTEP * kStageRowBytes + slot * STAGE_BYTES,
                           x + x_off[j] + (in_k ? c * kBK : 0), in_k && (x_present >> j & 1u) ? 16u : 0u);
   };
+  // The weight words copy q of this lane takes from its run of a tile (load_wtile's choice of words).
+  auto wtile_word = [&](int q) {
+    if constexpr (BITS == 4) return J < 4 ? J * h : 0;
+    else return Tile::WORDS == 8 ? 128 * q : Tile::WORDS == 4 ? 128 * h : 128 * (h >> 1) + 2 * (h & 1);
+  };
+  const uint32_t wring_base = ring_base + STAGES * STAGE_BYTES;
+  auto wslot_addr = [&](int slot, int m, int kk, int q) {
+    return wring_base + slot * WSLOT_BYTES + (((m * KS + kk) * WQ + q) * THREADS + tid) * (WU * 4);
+  };
+  // Chunk c of this range (unpredicated past K, as the register ring: into the next tile or the padding).
+  auto load_w = [&](int c, int slot) {
+#pragma unroll
+    for (int m = 0; m < MATS; ++m)
+#pragma unroll
+      for (int kk = 0; kk < KS; ++kk) {
+        const uint32_t* src = w[m].q + ((int64_t)tile * ktiles + kt_begin + c * KS + kk) * TILE_WORDS + lane * 4;
+#pragma unroll
+        for (int q = 0; q < WQ; ++q) qt::cp_async_ca<WU * 4>(wslot_addr(slot, m, kk, q), src + wtile_word(q));
+      }
+  };
+  // Commit group g holds x's chunk g and the weights' chunk g + 1 (group 0 chunk 0's too): the wait for x's
+  // chunk c leaves chunk c + 1's weights landed, which the last k-step of chunk c dequantizes.
 #pragma unroll
   for (int s = 0; s < AHEAD; ++s) {
     if (s < chunks) load_x(s, s);
+    if constexpr (WSMEM) {
+      if (s == 0 && chunks > 0) load_w(0, 0);
+      if (s + 1 < chunks) load_w(s + 1, s + 1);
+    }
     qt::cp_async_commit();
   }
 
   const uint64_t policy = qt::policy_evict_first();
   const uint32_t* wnext[MATS];
-  Tile ring[MATS][PF];
+  constexpr int RING = PF > 0 ? PF : 1;  // register ring slots (one unused where the ring is shared)
+  Tile ring[MATS][RING];
+  if constexpr (!WSMEM) {
 #pragma unroll
-  for (int m = 0; m < MATS; ++m) {
-    wnext[m] = w[m].q + ((int64_t)tile * ktiles + kt_begin) * TILE_WORDS + lane * 4;
+    for (int m = 0; m < MATS; ++m) {
+      wnext[m] = w[m].q + ((int64_t)tile * ktiles + kt_begin) * TILE_WORDS + lane * 4;
 #pragma unroll
-    for (int p = 0; p < PF; ++p) load_wtile<BITS, J>(wnext[m] + p * TILE_WORDS, h, policy, ring[m][p]);
-    wnext[m] += PF * TILE_WORDS;
+      for (int p = 0; p < PF; ++p) load_wtile<BITS, J>(wnext[m] + p * TILE_WORDS, h, policy, ring[m][p]);
+      wnext[m] += PF * TILE_WORDS;
+    }
   }
+  // A tile's words from this thread's own slots of the shared ring.
+  auto read_wtile = [&](int s, int m, Tile& t) {
+    const int kk = s % KS, slot = (s / KS) % WSLOTS;
+#pragma unroll
+    for (int q = 0; q < WQ; ++q) {
+      const unsigned char* p = smem + pad + (wslot_addr(slot, m, kk, q) - ring_base);
+      if constexpr (WU == 4) {
+        const uint4 v = *reinterpret_cast<const uint4*>(p);
+        t.w[4 * q] = v.x, t.w[4 * q + 1] = v.y, t.w[4 * q + 2] = v.z, t.w[4 * q + 3] = v.w;
+      } else if constexpr (WU == 2) {
+        const uint2 v = *reinterpret_cast<const uint2*>(p);
+        t.w[0] = v.x, t.w[1] = v.y;
+      } else {
+        t.w[0] = *reinterpret_cast<const uint32_t*>(p);
+      }
+    }
+  };
 
   // This warpgroup's fragments, 2 J h .. 2 J h + 2 J - 1, are its local fragments 0 .. 2 J - 1: registers are
   // indexed by the local number only (a register array indexed at run time would live in local memory).
@@ -211,7 +269,9 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
     }
 #pragma unroll
     for (int m = 0; m < MATS; ++m) {
-      Tile& cur = ring[m][slot];
+      Tile shared_tile;
+      if constexpr (WSMEM) read_wtile(s, m, shared_tile);
+      Tile& cur = WSMEM ? shared_tile : ring[m][slot];
 #pragma unroll
       for (int j = 0; j < J; ++j) {
         uint32_t b[8][2];  // local fragments 2 j, 2 j + 1: A rows g and g + 8 of pair j
@@ -226,8 +286,10 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
         a[m][j][2] = qt::mul_f16x2(b[2 * j][1], sc[m][2 * j]);
         a[m][j][3] = qt::mul_f16x2(b[2 * j + 1][1], sc[m][2 * j + 1]);
       }
-      load_wtile<BITS, J>(wnext[m], h, policy, cur);
-      wnext[m] += TILE_WORDS;
+      if constexpr (!WSMEM) {
+        load_wtile<BITS, J>(wnext[m], h, policy, cur);
+        wnext[m] += TILE_WORDS;
+      }
     }
   };
 
@@ -238,6 +300,7 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
 #pragma unroll
       for (int i = 0; i < BM / 2; ++i) acc[m][j][i] = 0.0f;
   uint32_t a[2][MATS][J][4];  // step s uses a[s & 1]: a stage has an even number of steps
+  if constexpr (WSMEM) qt::cp_async_wait<AHEAD - 1>();  // group 0: chunk 0's weights, this thread's own copies
   if (steps > 0) dequant(0, 0, a[0]);
 
   for (int c = 0; c < chunks; ++c) {
@@ -248,6 +311,10 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
     // c + AHEAD.
     __syncthreads();
     if (c + AHEAD < chunks) load_x(c + AHEAD, (c + AHEAD) % STAGES);
+    // Chunk c + AHEAD + 1's weights take the slot of chunk c - 1, whose last k-step this thread dequantized
+    // during chunk c - 1.
+    if constexpr (WSMEM)
+      if (c + AHEAD + 1 < chunks) load_w(c + AHEAD + 1, (c + AHEAD + 1) % WSLOTS);
     qt::cp_async_commit();
     const uint32_t stage = ring_base + (c % STAGES) * STAGE_BYTES;
 #pragma unroll
@@ -269,11 +336,11 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
         for (int j = 0; j < J; ++j) qt::wgmma_m64k16_f16_rs<BM, 0>(acc[m][j], cur[m][j], desc, 1);
       qt::wgmma_commit_group();
       if constexpr (KIF == 1) {
-        if (s + 1 < steps) dequant(s + 1, (kk + 1) % PF, a[(kk + 1) & 1]);
+        if (s + 1 < steps) dequant(s + 1, (kk + 1) % RING, a[(kk + 1) & 1]);
         qt::wgmma_wait_group<0>();
       } else {
         qt::wgmma_wait_group<1>();  // step s - 1 retired: its A set is the one step s + 1 takes
-        if (s + 1 < steps) dequant(s + 1, (kk + 1) % PF, a[(kk + 1) & 1]);
+        if (s + 1 < steps) dequant(s + 1, (kk + 1) % RING, a[(kk + 1) & 1]);
       }
 #pragma unroll
       for (int m = 0; m < MATS; ++m)

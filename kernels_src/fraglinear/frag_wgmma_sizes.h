@@ -20,11 +20,21 @@ constexpr int kTiles = 4;           // 64-column tiles per block: one per warp o
 constexpr int kPartRowFloats = kTiles * 64 + 4;
 constexpr int64_t kMaxSmemBytes = 227 * 1024;  // a block's opt-in dynamic shared memory on sm_90
 
-// Dynamic shared memory: the x ring plus the pad that puts its first stage on a 1024-byte boundary (the 128B
-// swizzle atom), or, where larger, a cluster split's partial tiles, one per weight matrix (which reuse the ring
-// once it is drained).
-QT_FRAG_WGMMA_HD constexpr int64_t smem_bytes(int64_t bm, int64_t stages, int64_t cluster, int64_t mats = 1) {
-  const int64_t ring = stages * bm * kStageRowBytes + 1024, part = cluster > 1 ? mats * bm * kPartRowFloats * 4 : 0;
+// The weights' shared-memory ring (PF = 0; none where PF tiles ride in registers): STAGES - KIF + 2 slots, each
+// one 64-column chunk of K of the block's 4 column tiles, 4 k-tiles of 16 x 64 weights a tile (512 bytes INT4,
+// 1,024 INT8), per weight matrix. Two more than x's stages ahead: the weights run one chunk ahead of x, and the
+// chunk being read keeps its slot.
+QT_FRAG_WGMMA_HD constexpr int64_t weight_ring_bytes(int64_t bits, int64_t stages, int64_t kif, int64_t pf, int64_t mats) {
+  return pf > 0 ? 0 : (stages - kif + 2) * mats * kTiles * (kBK / 16) * 128 * bits;
+}
+
+// Dynamic shared memory: the x ring and the weights' ring after it (weight_ring_bytes, 0 for a register ring),
+// plus the pad that puts x's first stage on a 1024-byte boundary (the 128B swizzle atom), or, where larger, a
+// cluster split's partial tiles, one per weight matrix (which reuse the rings once they are drained).
+QT_FRAG_WGMMA_HD constexpr int64_t smem_bytes(int64_t bm, int64_t stages, int64_t cluster, int64_t mats = 1,
+                                              int64_t weight_ring = 0) {
+  const int64_t ring = stages * bm * kStageRowBytes + weight_ring + 1024;
+  const int64_t part = cluster > 1 ? mats * bm * kPartRowFloats * 4 : 0;
   return ring > part ? ring : part;
 }
 

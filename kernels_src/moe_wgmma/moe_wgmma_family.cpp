@@ -50,9 +50,6 @@ std::string gemm_kernel(const Format& fmt, bool fused, const Point& p) {
   return name_expr("moe_wgmma_kernel", {frag::frag_layout_bits(fmt.type), fused ? 1 : 0, p.at("bm"), p.at("wg"),
                                         p.at("stages"), p.at("pf"), p.at("kif"), p.at("cluster")});
 }
-int64_t smem_bytes(const Point& p, bool fused) {
-  return frag_wgmma::smem_bytes(p.at("bm"), p.at("stages"), p.at("cluster"), fused ? 2 : 1);
-}
 
 // The deepest weight ring (pf) the fused kernel takes at wg warpgroups and bm rows without spills.
 int64_t fused_pf_limit(int64_t wg, int64_t bm) {
@@ -63,7 +60,7 @@ int64_t fused_pf_limit(int64_t wg, int64_t bm) {
 
 // Each thread holds (4 / wg) accumulators of bm / 2 floats per matrix: at most half of the registers it may
 // have (255, or 128 at 512 threads a block), as the dense Hopper GEMM allows.
-std::string point_check(const Point& p, bool fused) {
+std::string point_check(const Format& fmt, const Point& p, bool fused) {
   const int64_t acc = (fused ? 2 : 1) * (4 / p.at("wg")) * p.at("bm") / 2;
   const int64_t limit = std::min<int64_t>(255, 65536 / (128 * p.at("wg"))) / 2 + 1;
   if (acc > limit)
@@ -72,10 +69,13 @@ std::string point_check(const Point& p, bool fused) {
   // The fused kernel holds two of everything (accumulators, A sets, rings, scales). Where ptxas (NVRTC 13.0,
   // `qtune static --gpu sm90 --points all`) spills, as measured, not by a formula: no linear count of those
   // registers separates the points that fit from those that spill.
+  // Without a register ring (pf = 0) the one warpgroup's two accumulator sets still spill from bm = 32 (measured on AWQ).
+  if (fused && p.at("pf") == 0 && p.at("wg") == 1 && p.at("bm") >= 32)
+    return "the fused kernel spills at wg=1, bm=" + std::to_string(p.at("bm")) + " even with the weights' shared ring";
   if (fused && p.at("pf") > fused_pf_limit(p.at("wg"), p.at("bm")))
     return "the fused kernel spills at wg=" + std::to_string(p.at("wg")) + ", bm=" + std::to_string(p.at("bm")) +
            " with a ring deeper than " + std::to_string(fused_pf_limit(p.at("wg"), p.at("bm")));
-  return frag::wgmma_split_check(p, fused ? 2 : 1);
+  return frag::wgmma_split_check(p, frag::frag_layout_bits(fmt.type), fused ? 2 : 1);
 }
 
 std::string shape_check(const Format& fmt, const Point& p, const Shape& s) {
@@ -154,7 +154,7 @@ KernelFamily make(const Format& fmt, bool fused) {
   f.params = {{"bm", {8, 16, 32, 64, 128}, 64, "routed rows per block (each expert padded to it): wgmma's N"},
               {"wg", {1, 2, 4}, 1, "warpgroups per block, splitting the 4 fragment pairs of each weight tile"},
               {"stages", {2, 3, 4}, 4, "cp.async stages of x (64 columns of K each)"},
-              {"pf", {1, 2, 4}, 2, "weight tiles (16 x 64) each warp keeps in flight per matrix"},
+              frag::wgmma_weight_ring_param(),
               frag::wgmma_in_flight_param(),
               {"split", {1, 2, 4}, 1, "blocks along K (fp32 partials + a reduction launch when > 1)"},
               {"cluster", {1, 2, 4}, 1,
@@ -171,19 +171,24 @@ KernelFamily make(const Format& fmt, bool fused) {
   // them (the static model has no term for it).
   Point small_kif2 = small, large_kif2 = large;
   small_kif2["kif"] = large_kif2["kif"] = 2;
-  f.defaults = {decode, small, large, decode_cluster, small_kif2, large_kif2};
-  f.defaults_for = [decode, small, large, decode_cluster, small_kif2, large_kif2](const Shape& s) {
+  // And with the weights through shared memory (pf = 0), which the model puts ahead where rows re-read them.
+  Point small_shared = small, large_shared = large;
+  small_shared["pf"] = large_shared["pf"] = 0;
+  f.defaults = {decode, small, large, decode_cluster, small_kif2, large_kif2, small_shared, large_shared};
+  f.defaults_for = [decode, small, large, decode_cluster, small_kif2, large_kif2, small_shared,
+                    large_shared](const Shape& s) {
     const double per_expert = double(s["T"] * s["TOPK"]) / double(s["E"]);
-    if (per_expert <= 1.0) return std::vector<Point>{decode, small, large, decode_cluster, small_kif2, large_kif2};
-    if (per_expert < 32.0) return std::vector<Point>{small, large, decode, decode_cluster, small_kif2, large_kif2};
-    return std::vector<Point>{large, small, decode, decode_cluster, large_kif2, small_kif2};
+    if (per_expert <= 1.0)
+      return std::vector<Point>{decode, small, large, decode_cluster, small_kif2, large_kif2, small_shared, large_shared};
+    if (per_expert < 32.0)
+      return std::vector<Point>{small, large, decode, decode_cluster, small_kif2, large_kif2, small_shared, large_shared};
+    return std::vector<Point>{large, small, decode, decode_cluster, large_kif2, small_kif2, large_shared, small_shared};
   };
-  f.point_constraint = [fused](const Point& p) { return point_check(p, fused); };
+  f.point_constraint = [fmt, fused](const Point& p) { return point_check(fmt, p, fused); };
   f.shape_constraint = [fmt](const Point& p, const Shape& s) { return shape_check(fmt, p, s); };
-  // The weights are the DRAM stream: each warp's ring of pf tiles per matrix, its 1 / wg share of a tile's
-  // 512 bytes (INT4) or 1,024 (INT8), as the dense Hopper GEMM states it.
+  // The weights are the DRAM stream: each warp's ring per matrix, as the dense Hopper GEMM states it.
   f.bytes_in_flight_per_warp = [fmt, fused](const Point& p) {
-    return (fused ? 2 : 1) * p.at("pf") * 512 * (frag::frag_layout_bits(fmt.type) / 4) / p.at("wg");
+    return frag::wgmma_weight_bytes_in_flight(p, frag::frag_layout_bits(fmt.type), fused ? 2 : 1);
   };
   f.kernels = [fmt, fused](const Point& p) {
     std::vector<std::string> k = {moe::place_kernel(kPlaceWarps), gemm_kernel(fmt, fused, p)};
@@ -220,7 +225,7 @@ KernelFamily make(const Format& fmt, bool fused) {
     gemm.grid.z = uint32_t(std::max(split, cluster));
     gemm.cluster.z = uint32_t(cluster);
     gemm.block.x = uint32_t(128 * p.at("wg"));
-    gemm.dynamic_smem = smem_bytes(p, fused);
+    gemm.dynamic_smem = frag::wgmma_smem_bytes(p, frag::frag_layout_bits(fmt.type), fused ? 2 : 1);
     gemm.args = {KernelArg::buf("x"), KernelArg::buf("sorted"), KernelArg::buf("block_expert"), KernelArg::buf("total")};
     for (const std::string& prefix : {prefixes(fused).front(), prefixes(fused).back()})
       for (const char* a : {"bq", "bs", "bz"})

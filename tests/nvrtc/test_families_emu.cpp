@@ -132,11 +132,14 @@ TEST_CASE("the stream-K wgmma GEMM is exact where block ranges start and end ins
     qt::emu::EmuDevice device(options);
     // Both k-step depths, one stage of x ahead and (on the long K) two: at kif = 2 a block's range ends, and the
     // next tile's main loop starts, with the last k-step's wgmmas still in flight until the loop's final wait.
-    const std::vector<std::tuple<qt::kernels::Shape, int64_t, int64_t>> cases = {
-        {shape, 1, 2}, {shape, 2, 3}, {long_k, 1, 3}, {long_k, 2, 3}, {long_k, 2, 4}};
-    for (const auto& [at, kif, stages] : cases)
+    // And the weights through shared memory (pf = 0): its ring of chunks, one ahead of x's, refilled within a
+    // range and picked up by the next range's main loop.
+    const std::vector<std::tuple<qt::kernels::Shape, int64_t, int64_t, int64_t>> cases = {
+        {shape, 1, 2, 2},  {shape, 2, 3, 2},  {long_k, 1, 3, 2}, {long_k, 2, 3, 2},
+        {long_k, 2, 4, 2}, {shape, 1, 2, 0}, {long_k, 1, 3, 0}, {long_k, 2, 4, 0}};
+    for (const auto& [at, kif, stages, pf] : cases)
       for (int64_t blocks : {1, 5, 7, 18}) {
-        const qt::kernels::Point point = {{"bm", 32}, {"wg", 1},       {"stages", stages}, {"pf", 2},
+        const qt::kernels::Point point = {{"bm", 32}, {"wg", 1},       {"stages", stages}, {"pf", pf},
                                           {"kif", kif}, {"split", 1}, {"cluster", 1},    {"sk", blocks}};
         INFO(name << " " << qt::kernels::point_key(point) << " " << at.label);
         REQUIRE(f.point_constraint(point) == "");
@@ -146,6 +149,48 @@ TEST_CASE("the stream-K wgmma GEMM is exact where block ranges start and end ins
         CHECK(qt::plan::verify_point_with(&device, f, point, at, inputs, f.reference(at, inputs)).message == "");
       }
   }
+}
+
+TEST_CASE("the Hopper GEMMs with their weights through shared memory match the CPU reference at every warpgroup count") {
+  // pf = 0: each lane copies the words it unpacks into its own slots of a shared ring of whole K chunks. Which
+  // words a lane takes depends on the bits and the warpgroups splitting a tile (4, 2 or 1 fragment pairs each),
+  // so every warpgroup count of INT4 and INT8, on a K whose last chunk is short (the copies past it land in the
+  // next tile or the padding, never read), with one and three stages of x ahead; and the grouped gate/up, which
+  // keeps two matrices in the ring.
+  qt::emu::EmuOptions options;
+  options.arch = 90;
+  qt::emu::EmuDevice device(options);
+  size_t verified = 0;
+  const qt::kernels::Shape dense{{"M", "N", "K", "G"}, {40, 320, 352, 32}, "K = 352: 5 chunks and a half"};
+  for (const char* name : {"awq_frag_wgmma_gemm", "int8gw_frag_wgmma_gemm", "q8_0_frag_wgmma_gemm"}) {
+    const KernelFamily& f = qt::kernels::find_family(name);
+    const auto inputs = f.make_inputs(dense, 13);
+    const auto expected = f.reference(dense, inputs);
+    for (int64_t wg : {1, 2, 4})
+      for (int64_t stages : {2, 4}) {
+        const qt::kernels::Point point = {{"bm", 32},   {"wg", wg},     {"stages", stages}, {"pf", 0},
+                                          {"kif", 1},   {"split", 1},   {"cluster", 1},     {"sk", 0}};
+        INFO(name << " " << qt::kernels::point_key(point));
+        REQUIRE(f.point_constraint(point) == "");
+        CHECK(qt::plan::verify_point_with(&device, f, point, dense, inputs, expected).message == "");
+        ++verified;
+      }
+  }
+  const qt::kernels::Shape grouped{{"T", "E", "TOPK", "N", "K", "G"}, {24, 4, 2, 328, 320, 32}, "5 chunks"};
+  for (const char* name : {"moe_gate_up.frag.awq_int4", "moe_gate_up.frag.q8_0", "moe_down.frag.int8_sym"}) {
+    const KernelFamily& f = qt::kernels::find_family(name);
+    const auto inputs = f.make_inputs(grouped, 17);
+    const auto expected = f.reference(grouped, inputs);
+    for (int64_t kif : {1, 2}) {
+      const qt::kernels::Point point = {{"bm", 16}, {"wg", 1},   {"stages", 3},  {"pf", 0},
+                                        {"kif", kif}, {"split", 1}, {"cluster", 1}};
+      INFO(name << " " << qt::kernels::point_key(point));
+      REQUIRE(f.point_constraint(point) == "");
+      CHECK(qt::plan::verify_point_with(&device, f, point, grouped, inputs, expected).message == "");
+      ++verified;
+    }
+  }
+  CHECK(verified == 24);
 }
 
 TEST_CASE("a K split summed in distributed shared memory by a cluster gives the bits of the same split summed in a workspace") {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -68,7 +69,7 @@ TEST_CASE("the Hopper test kernels compile for sm_90a without spills or serialis
 TEST_CASE("the Hopper GEMM families compile their widest points for sm_90a with their wgmma asynchronous and no spills") {
   // ptxas serialises wgmma (warning C7515) when a register a wgmma in flight reads can be written before its
   // wait: the kernel would run, slowly, with nothing else telling. The default points, and for each warpgroup
-  // count and k-steps in flight the point with the most registers (the largest bm, the deepest ring): where
+  // count, k-steps in flight and weight ring the point with the most registers (the largest bm, the deepest ring): where
   // allocation is tightest.
   // (All points: `qtune static --gpu sm90 --points all`, 1.5 minutes.)
   // Every sm_90a family: the dense GEMMs of the three frag types, and the grouped MoE GEMMs (gate/up and down).
@@ -83,11 +84,13 @@ TEST_CASE("the Hopper GEMM families compile their widest points for sm_90a with 
     req.source = qt::kernels::read_family_source(f);
     std::set<std::string> kernels;
     std::vector<qt::kernels::Point> points = f.default_points();
+    // kif = 2 keeps a k-step's wgmmas in flight while the next A is written; pf = 0 takes the weights' ring off
+    // the registers (the shared ring's widest point at kif = 1).
     for (int64_t wg : {1, 2, 4})
-      for (int64_t kif : {1, 2}) {  // kif = 2 keeps a k-step's wgmmas in flight while the next A is written
+      for (const auto& [kif, pf] : {std::pair<int64_t, int64_t>{1, 4}, {2, 4}, {1, 0}}) {
         qt::kernels::Point widest;
         for (const auto& p : qt::kernels::enumerate_points(f))
-          if (p.at("wg") == wg && p.at("pf") == 4 && p.at("stages") == 4 && p.at("kif") == kif &&
+          if (p.at("wg") == wg && p.at("pf") == pf && p.at("stages") == 4 && p.at("kif") == kif &&
               (widest.empty() || p.at("bm") > widest.at("bm")))
             widest = p;
         REQUIRE_FALSE(widest.empty());

@@ -130,6 +130,7 @@ StepSpec spec_from_flags(const CliArgs& cli, int sm, std::string* description) {
       experts == "auto" ? kernels::moe_wgmma::frag_experts_by_default(sm, spec.runtime.trtllm_int8) : experts == "frag";
   spec.runtime.concatenate_qkv = spec.runtime.concatenate_gate_up = !cli.get_flag("--no-concat");
   spec.runtime.fuse_norm = cli.get_flag("--fuse-norm");
+  spec.runtime.dequant_blas = !cli.get_flag("--no-dequant-blas");
   // A step qrun would refuse to run is no step to predict.
   if (spec.runtime.fuse_norm && !spec.decode)
     throw Error("--fuse-norm fuses a decode step's norms; a prefill runs them as launches (drop it, or --step decode)");
@@ -177,6 +178,9 @@ void declare_step_flags(CliArgs& cli) {
       .flag("--no-concat", "--step: q/k/v and gate/up as separate launches (the runtime before their "
             "concatenation, e.g. the H200 run of 2026-11-26)")
       .flag("--fuse-norm", "--step: a decode step's norms inside the stream GEMVs beside them (qrun --fuse-norm)")
+      .flag("--no-dequant-blas", "--step: quantized projections on the GEMM families (the frag layout's wgmma "
+            "GEMM on sm_90) at every row count, as a tuned dispatch that chose them runs; without it, the untuned "
+            "route: dequant + cuBLASLt from 64 rows")
       .option("--fingerprint-store", "FILE", "--step: the GPU figures of the device a tuning store was measured on "
               "(its SM count and DRAM bandwidth) instead of the architecture's datasheet")
       .option("--launch-us", "US", "--step: the in-stream cost per launch to assume instead of the calibrated one "
