@@ -357,6 +357,38 @@ TEST_CASE("qtune static --step prints and writes the step prediction", "[tuner][
   CHECK(test::run_qtune("static --gpu sm90 --step sideways").rc == 2);
 }
 
+// Untuned, sm_90 runs a quantized projection from 64 rows as its dequant then cuBLASLt, and the step model prices
+// that route, its model-best included: it never replaces the pair with a GEMM family. --no-dequant-blas prices
+// the projections on the GEMM families instead, as a tuned dispatch that chose them runs, where the wgmma GEMM
+// is the model's best.
+TEST_CASE("qtune static --step --no-dequant-blas prices a prefill's projections on the GEMM families, not dequant + "
+          "cuBLASLt", "[tuner][step][cli]") {
+  auto launches = [](const std::string& extra) {
+    const std::string json = test::tuner_scratch("step-route", ".json");
+    const test::QtuneRun r = test::run_qtune("static --gpu sm90 --step prefill --preset qwen3-8b --layers 2 --prompt 512 "
+                                             "--json " + json + extra);
+    REQUIRE(r.rc == 0);
+    std::ifstream in(json);
+    return nlohmann::json::parse(in)["launches"];
+  };
+  int dequant = 0, blas = 0;
+  for (const nlohmann::json& l : launches("")) {
+    dequant += l["op"].get<std::string>().find("dequant") != std::string::npos;
+    blas += l["op"] == "cublaslt";
+  }
+  CHECK(dequant > 0);
+  CHECK(blas >= dequant);
+  int gemms = 0;
+  for (const nlohmann::json& l : launches(" --no-dequant-blas")) {
+    INFO(l["what"] << ": " << l["op"]);
+    CHECK(l["op"].get<std::string>().find("dequant") == std::string::npos);
+    if (l["op"] != "linear.frag") continue;
+    ++gemms;
+    CHECK(l["best"]["family"] == "awq_frag_wgmma_gemm");
+  }
+  CHECK(gemms >= 4);  // q|k|v, o_proj, gate|up, down
+}
+
 TEST_CASE("the tuner measures attention decode at the shapes the runtime chooses by at 512, 4K and 32K tokens",
           "[tuner][step]") {
   // A tuned attention winner is found exactly only if the tuner stored it under the choice shape: the context
