@@ -956,7 +956,6 @@ KernelFamily make_fused_stream(const SourceKind& kind, const KernelFamily& base,
 
 // ---- Hopper GEMM (wgmma) -------------------------------------------------------------------------------
 
-
 std::string wgmma_kernel(int bits, const Point& p) {
   if (p.at("sk") > 0)
     return name_expr("frag_wgmma_streamk_kernel", {bits, p.at("bm"), p.at("wg"), p.at("stages"), p.at("pf"), p.at("kif")});
@@ -1027,9 +1026,10 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
     if (std::string e = limits_check(d, m); !e.empty()) return e;
     return wgmma_split_check(p, d);
   };
-  // The DRAM stream is the weights: each warp's ring of pf tiles, its 1 / wg share of each tile's 512 bytes
-  // (INT4) or 1,024 (INT8). The loads cannot pass the wgmma waits (asm with a memory clobber), so the ring is
-  // what is in flight. x, re-read by every column block, comes mostly from L2 and is left out.
+  // The DRAM stream is the weights: each warp's ring of pf tiles, or at pf = 0 the shared ring's chunks in
+  // flight, its 1 / wg share of each tile's 512 bytes (INT4) or 1,024 (INT8). The register ring's loads cannot
+  // pass the wgmma waits (asm with a memory clobber), so the ring is what is in flight. x, re-read by every
+  // column block, comes mostly from L2 and is left out.
   f.bytes_in_flight_per_warp = [bits](const Point& p) { return wgmma_weight_bytes_in_flight(p, bits, 1); };
   // Every buffer once, and the fp32 partials twice (written, then read back) as many as are written: the grid
   // split's whole workspace (split x M x N floats, hundreds of MB at prefill sizes: DRAM); stream-K's partial
