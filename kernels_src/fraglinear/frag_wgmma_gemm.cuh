@@ -172,7 +172,12 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
       for (int kk = 0; kk < KS; ++kk) {
         const uint32_t* src = w[m].q + ((int64_t)tile * ktiles + kt_begin + c * KS + kk) * TILE_WORDS + lane * 4;
 #pragma unroll
-        for (int q = 0; q < WQ; ++q) qt::cp_async_ca<WU * 4>(wslot_addr(slot, m, kk, q), src + wtile_word(q));
+        for (int q = 0; q < WQ; ++q) {
+          // Whole 16 bytes bypass L1 (.cg), as x's copies do: a block reads its weights once. Smaller runs (a
+          // lane's share where warpgroups split a tile) can only be .ca.
+          if constexpr (WU == 4) qt::cp_async_cg16(wslot_addr(slot, m, kk, q), src + wtile_word(q));
+          else qt::cp_async_ca<WU * 4>(wslot_addr(slot, m, kk, q), src + wtile_word(q));
+        }
       }
   };
   // Commit group g holds x's chunk g and the weights' chunk g + 1 (group 0 chunk 0's too): the wait for x's
