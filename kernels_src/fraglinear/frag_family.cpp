@@ -1117,9 +1117,10 @@ Param wgmma_weight_ring_param() {
 }
 
 int64_t wgmma_weight_bytes_in_flight(const Point& p, int bits, int64_t mats) {
-  // A warp's share of a tile: 1 / wg of its 512 bytes (INT4) or 1,024 (INT8); a chunk is 4 tiles (k-steps).
-  const int64_t tiles = p.at("pf") > 0 ? p.at("pf") : (p.at("stages") - p.at("kif")) * 4;
-  return mats * tiles * 128 * bits / p.at("wg");
+  // A warp's share of a tile: 1 / wg of it; a chunk of the shared ring is kBK / 16 tiles (k-steps) a warp.
+  const int64_t tiles = p.at("pf") > 0 ? p.at("pf")
+                                       : frag_wgmma::weight_chunks_in_flight(p.at("stages"), p.at("kif")) * (frag_wgmma::kBK / 16);
+  return mats * tiles * frag_wgmma::weight_tile_bytes(bits) / p.at("wg");
 }
 
 std::string wgmma_split_check(const Point& p, int bits, int64_t mats) {

@@ -444,8 +444,9 @@ double expected_experts(int64_t tokens, int64_t experts, int64_t topk) {
 
 double expected_row_blocks(int64_t tokens, int64_t experts, int64_t topk, int64_t bm) {
   if (experts <= 0 || tokens <= 0 || bm <= 0) return 0.0;
-  // One expert's rows: Binomial(tokens, p). Its blocks are ceil(rows / bm); summed over the pmf, which is
-  // walked from its mode in log space so that large token counts neither underflow nor overflow.
+  // One expert's rows: Binomial(tokens, p). Its blocks are ceil(rows / bm), summed over the pmf from one row up,
+  // each term taken in log space so that large token counts neither underflow nor overflow, until the terms
+  // past the mode vanish.
   const double p = double(std::min(topk, experts)) / double(experts);
   if (p >= 1.0) return double(experts) * double(cdiv(tokens, bm));
   const double n = double(tokens);
