@@ -59,10 +59,7 @@ KernelFamily make_decode() {
     const AttentionProblem a = problem(s);
     Point first = defaults[0];
     first["splits"] = splits_for_context(a.pos0 + a.m, a.kv_heads);
-    std::vector<Point> d = {first};
-    for (const Point& p : defaults)
-      if (p != first) d.push_back(p);
-    return d;
+    return lead_with({first}, defaults);
   };
   f.point_constraint = [](const Point& p) {
     // K and V tiles at head dim 128 within 160 KiB leave room for the rest on every target that has it.

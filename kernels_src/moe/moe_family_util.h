@@ -10,11 +10,6 @@
 
 namespace qt::kernels::moe {
 
-// Expert ids [rows][k] by `pattern`:
-//   0 skewed: low experts popular, expert E-1 never chosen when E > k (an expert with zero rows), distinct
-//     within a token (as gating gives them);
-//   1 every row to expert 0 (one expert takes everything);
-//   2 uniform, repeats allowed.
 // The name expression of moe_place_kernel<warps>.
 std::string place_kernel(int64_t warps);
 
@@ -27,6 +22,11 @@ struct PlaceBuffers {
 Launch place_launch(int64_t warps, const PlaceBuffers& b, int64_t count, int64_t experts, int64_t start, int64_t end,
                     int64_t block, int64_t cap, int64_t sentinel);
 
+// Expert ids [rows][k] by `pattern`:
+//   0 skewed: low experts popular, expert E-1 never chosen when E > k (an expert with zero rows), distinct
+//     within a token (as gating gives them);
+//   1 every row to expert 0 (one expert takes everything);
+//   2 uniform, repeats allowed.
 std::vector<int32_t> routed_ids(int64_t rows, int64_t k, int64_t experts, int pattern, Rng& rng);
 
 // The experts `tokens` reach with `topk` distinct picks each from `experts`, in expectation when the picks are
@@ -36,6 +36,12 @@ double expected_experts(int64_t tokens, int64_t experts, int64_t topk);
 // The blocks of `bm` routed rows the same picks make over all experts, in expectation: E x E[ceil(n / bm)]
 // with n ~ Binomial(tokens, topk / E), an expert's rows when each is grouped and padded to whole blocks.
 double expected_row_blocks(int64_t tokens, int64_t experts, int64_t topk, int64_t bm);
+
+// A grouped expert GEMM's default points in the order its untuned rule prefers them for shape dims T, E, TOPK
+// (as vLLM's): `all` as listed, its decode point first, while the average expert sees at most one routed row;
+// then `small`-row tiles first, and `large` ones once the average expert has 32 rows.
+std::vector<Point> grouped_defaults_for(const Shape& s, const Point& small, const Point& large,
+                                        const std::vector<Point>& all);
 
 // KernelFamily::bytes_moved and bytes_reread of a grouped expert GEMM over shape dims T, E, TOPK (set after
 // its plan): of the expert stacks (every input but "x" and "ids") only the experts the rows reach move, and

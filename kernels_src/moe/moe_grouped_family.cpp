@@ -183,13 +183,9 @@ KernelFamily make(const Format& fmt, bool fused) {
   const Point small = {{"bm", 16}, {"bn", 64}, {"bk", 64}, {"warps", 4}, {"split_k", 2}, {"stages", 1}};
   const Point large = {{"bm", 64}, {"bn", 64}, {"bk", 64}, {"warps", 4}, {"split_k", 1}, {"stages", 2}};
   f.defaults = {decode, small, large};
-  // Like vLLM's untuned rule: one row per block when experts see about one token, then 16-row tensor-core
-  // tiles, 64-row tiles once the average expert has 32 rows.
-  f.defaults_for = [decode, small, large](const Shape& s) {
-    const double per_expert = double(s["T"] * s["TOPK"]) / double(s["E"]);
-    if (per_expert <= 1.0) return std::vector<Point>{decode, small, large};
-    if (per_expert < 32.0) return std::vector<Point>{small, large, decode};
-    return std::vector<Point>{large, small, decode};
+  // Untuned: one row per block while experts see about one token, then 16-row tensor-core tiles, 64-row ones.
+  f.defaults_for = [all = f.defaults, small, large](const Shape& s) {
+    return moe::grouped_defaults_for(s, small, large, all);
   };
   f.point_constraint = [fmt, fused](const Point& p) { return point_check(fmt, p, fused); };
   f.shape_constraint = [fmt](const Point& p, const Shape& s) { return shape_check(fmt, p, s); };

@@ -474,6 +474,13 @@ double stack_bytes(const LaunchPlan& plan) {
 
 }  // namespace
 
+std::vector<Point> grouped_defaults_for(const Shape& s, const Point& small, const Point& large,
+                                        const std::vector<Point>& all) {
+  const double per_expert = double(s["T"] * s["TOPK"]) / double(s["E"]);
+  if (per_expert <= 1.0) return all;
+  return per_expert < 32.0 ? lead_with({small, large}, all) : lead_with({large, small}, all);
+}
+
 void set_grouped_bytes(KernelFamily& f, bool x_in_flight) {
   f.bytes_moved = [plan = f.plan](const Point& p, const Shape& s) {
     const LaunchPlan lp = plan(p, s);

@@ -124,6 +124,13 @@ const ScalarSpec& KernelFamily::scalar(std::string_view scalar_name) const {
   throw Error("family " + name + " declares no run-time scalar '" + std::string(scalar_name) + "'", kExitFailure);
 }
 
+std::vector<Point> lead_with(const std::vector<Point>& leaders, const std::vector<Point>& all) {
+  std::vector<Point> out = leaders;
+  for (const Point& p : all)
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  return out;
+}
+
 std::vector<Point> enumerate_points(const KernelFamily& f) {
   std::vector<Point> out;
   Point p;

@@ -249,6 +249,10 @@ struct KernelFamily {
   const ScalarSpec& scalar(std::string_view name) const;  // throws qt::Error naming an undeclared scalar
 };
 
+// `leaders` in their order, then the points of `all` not among them in theirs: how a defaults_for puts the
+// points its rule prefers for a shape ahead of the others, each default written once.
+std::vector<Point> lead_with(const std::vector<Point>& leaders, const std::vector<Point>& all);
+
 // Every point of the Cartesian product of the parameter values that satisfies point_constraint.
 std::vector<Point> enumerate_points(const KernelFamily& f);
 // Throws qt::Error if the point names an unknown parameter, misses one, or uses a value not in the space.

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -12,6 +13,7 @@
 #include "kernels_src/moe/moe_family_util.h"
 #include "kernels_src/moe/moe_reference.h"
 #include "kernels_src/registry/family_util.h"
+#include "kernels_src/registry/registry.h"
 
 using namespace qt;
 using namespace qt::kernels;
@@ -188,4 +190,23 @@ TEST_CASE("the expected row blocks of a grouped GEMM equal the mean over simulat
   // At 1024 tokens a 64-row block is one per expert only on average: the spread makes it about 1.47.
   CHECK(moe::expected_row_blocks(1024, 128, 8, 64) / 128 == Approx(1.47).margin(0.03));
   CHECK(moe::expected_row_blocks(0, 128, 8, 64) == 0.0);
+}
+
+TEST_CASE("a grouped GEMM's untuned point follows the rows an expert sees: its decode tile to one row an expert, "
+          "then 16-row tiles, 64-row ones from 32 rows",
+          "[moe]") {
+  for (const std::string name : {"moe_gate_up.q8_0", "moe_down.q8_0", "moe_gate_up.frag.q8_0", "moe_down.frag.awq_int4"}) {
+    const KernelFamily& f = find_family(name);
+    const std::vector<Point> listed = f.default_points();
+    const int64_t decode_bm = listed.front().at("bm");
+    // E = 128, TOPK = 8: T tokens give T / 16 routed rows an expert on average.
+    for (const auto& [tokens, bm] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, decode_bm}, {16, decode_bm}, {17, 16}, {511, 16}, {512, 64}, {4096, 64}}) {
+      const Shape s{{"T", "E", "TOPK", "N", "K", "G"}, {tokens, 128, 8, 1536, 2048, 128}, "30B-A3B gate/up"};
+      INFO(name << " at " << tokens << " tokens");
+      const std::vector<Point> ordered = f.default_points(s);
+      CHECK(ordered.front().at("bm") == bm);
+      CHECK(std::is_permutation(ordered.begin(), ordered.end(), listed.begin(), listed.end()));
+    }
+  }
 }
