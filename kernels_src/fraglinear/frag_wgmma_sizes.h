@@ -20,14 +20,15 @@ constexpr int kTiles = 4;           // 64-column tiles per block: one per warp o
 constexpr int kPartRowFloats = kTiles * 64 + 4;
 constexpr int64_t kMaxSmemBytes = 227 * 1024;  // a block's opt-in dynamic shared memory on sm_90
 
-// The weights' shared-memory ring (PF = 0; none where PF tiles ride in registers): STAGES - KIF + 2 slots, each
-// one 64-column chunk of K of the block's 4 column tiles, 4 k-tiles of 16 x 64 weights a tile (512 bytes INT4,
-// 1,024 INT8), per weight matrix. Two more than x's stages ahead: the weights run one chunk ahead of x, and the
-// chunk being read keeps its slot.
 // One 16 x 64 tile of `bits`-bit weights: 512 bytes INT4, 1,024 INT8.
 QT_FRAG_WGMMA_HD constexpr int64_t weight_tile_bytes(int64_t bits) { return 16 * 64 * bits / 8; }
 // The chunks of the weights' shared ring in flight while one is read: as many as x's stages ahead.
 QT_FRAG_WGMMA_HD constexpr int64_t weight_chunks_in_flight(int64_t stages, int64_t kif) { return stages - kif; }
+
+// The weights' shared-memory ring (PF = 0; none where PF tiles ride in registers): STAGES - KIF + 2 slots, each
+// one 64-column chunk of K of the block's 4 column tiles, 4 k-tiles of 16 x 64 weights a tile, per weight
+// matrix. Two more than the chunks in flight: the weights run one chunk ahead of x, and the chunk being read
+// keeps its slot.
 QT_FRAG_WGMMA_HD constexpr int64_t weight_ring_bytes(int64_t bits, int64_t stages, int64_t kif, int64_t pf, int64_t mats) {
   return pf > 0 ? 0 : (weight_chunks_in_flight(stages, kif) + 2) * mats * kTiles * (kBK / 16) * weight_tile_bytes(bits);
 }
