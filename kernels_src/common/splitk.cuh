@@ -68,3 +68,17 @@ __device__ __forceinline__ bool last_block_to_arrive(unsigned* counter, unsigned
   __threadfence();
   return true;
 }
+
+// What the last block to arrive does with an output tile of a K split: the partials of its `rows` rows from m0 and
+// `cols` columns from n0, summed over the gridDim.z splits of ws[z][M][N] in split order and rounded to fp16
+// once into y.
+template <int THREADS>
+__device__ __forceinline__ void sum_split_partials(const float* ws, __half* y, int m0, int n0, int rows, int cols,
+                                                   int M, int N) {
+  for (int i = threadIdx.x; i < rows * cols; i += THREADS) {
+    const int row = m0 + i / cols, col = n0 + i % cols;
+    float sum = 0.0f;
+    for (int z = 0; z < (int)gridDim.z; ++z) sum += ws[((int64_t)z * M + row) * N + col];
+    y[(int64_t)row * N + col] = __float2half_rn(sum);
+  }
+}

@@ -11,6 +11,7 @@
 #include "common/half.h"
 #include "common/rng.h"
 #include "kernels_src/awq/awq_family.h"
+#include "kernels_src/fraglinear/frag_smem_sizes.h"
 #include "kernels_src/fraglinear/frag_wgmma_sizes.h"
 #include "common/parallel_ranges.h"
 #include "kernels_src/awq/awq_reference.h"
@@ -570,6 +571,19 @@ KernelFamily make_linear(LinearKind kind) {
   return f;
 }
 
+// A family that computes `base`'s problem with another schedule: the same inputs, reference, model shapes and
+// test shapes, so a tuner computes the reference once for both and CI verifies both on the same cases.
+void share_problem(KernelFamily& f, const KernelFamily& base) {
+  f.problem = base.problem_name();
+  f.make_inputs = base.make_inputs;
+  f.reference = base.reference;
+  f.linear_operands = base.linear_operands;
+  f.linear_expected = base.linear_expected;
+  f.model_shapes = base.model_shapes;
+  f.probe_shape = base.probe_shape;
+  f.test_shapes = base.test_shapes;
+}
+
 // ---- streaming GEMV ---------------------------------------------------------------------------------
 
 // Registers a point's rings and accumulators hold per lane (B tiles, A fragments, the fp32 sums and the
@@ -650,14 +664,7 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
     return plan;
   };
   // The same problem, inputs and reference as the frag GEMV: only the schedule differs.
-  f.problem = gemv.problem_name();
-  f.make_inputs = gemv.make_inputs;
-  f.reference = gemv.reference;
-  f.linear_operands = gemv.linear_operands;
-  f.linear_expected = gemv.linear_expected;
-  f.model_shapes = gemv.model_shapes;
-  f.probe_shape = gemv.probe_shape;
-  f.test_shapes = gemv.test_shapes;
+  share_problem(f, gemv);
   f.test_shapes.push_back(Shape{kLinearDims, {1, 192, 2048, 128}, "more warps than groups: kw x split over 16 groups"});
   return f;
 }
@@ -1084,15 +1091,83 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
   // The grouped GEMMs' measured rows, on this main loop (frag_wgmma_gemm.cuh), say so.
   f.rereads_at_dram_latency = true;
   // The mma.sync GEMM's problem, inputs and reference: the weights rounded to fp16 once, as both kernels do.
-  f.problem = gemm.problem_name();
-  f.make_inputs = gemm.make_inputs;
-  f.reference = gemm.reference;
-  f.linear_operands = gemm.linear_operands;
-  f.linear_expected = gemm.linear_expected;
-  f.model_shapes = gemm.model_shapes;
-  f.probe_shape = gemm.probe_shape;
-  f.test_shapes = gemm.test_shapes;
+  share_problem(f, gemm);
   f.test_shapes.push_back(Shape{kLinearDims, {21, 160, 96, 32}, "odd: K=96 (a short last chunk), the golden ak48's"});
+  return f;
+}
+
+// ---- the Ampere GEMM with the weights shared through shared memory ----------------------------------------
+
+std::string smem_gemm_kernel(int bits, const Point& p) {
+  return name_expr("frag_smem_gemm_kernel",
+                   {bits, p.at("mf"), p.at("wm"), p.at("wn"), p.at("stages"), p.at("bk")});
+}
+
+int64_t smem_gemm_rows(const Point& p) { return 16 * p.at("mf") * p.at("wm"); }
+
+int64_t smem_gemm_smem_bytes(int bits, const Point& p) {
+  return frag_smem::smem_bytes(bits, smem_gemm_rows(p), p.at("wn"), p.at("bk"), p.at("stages"));
+}
+
+KernelFamily make_smem_gemm(const SourceKind& kind, const KernelFamily& gemm) {
+  const int bits = kind.bits;
+  KernelFamily f = frag_family(kind, "_frag_smem_gemm", "linear.frag", kLinearDims, "fraglinear/frag_smem_gemm.cuh", 80);
+  f.summary = "prefill GEMM on mma.sync (sm_80+): wm x wn warps, the wm warps of a column sharing its weight tiles "
+              "through a cp.async ring that carries x, codes, scales and zeros stages ahead; split-K reduced in the "
+              "same launch";
+  f.params = {{"mf", {2, 4}, 4, "16-row fragments of M per warp"},
+              {"wm", {1, 2, 4}, 2, "warps along M, sharing each weight tile of their column"},
+              {"wn", {2, 4, 8}, 4, "warps along N, each one 64-column tile"},
+              {"bk", {32, 64}, 64, "columns of K per stage (the group size must be a multiple)"},
+              {"stages", {2, 3, 4}, 3, "cp.async stages of x and the weights"},
+              {"split", {1, 2, 4, 8}, 1, "blocks along K (reduced in the same launch)"}};
+  // A tall block for long prompts (bk = 32 for Q8_0, whose groups are 32 columns), and a half-height one with
+  // a split for short prompts and any group of 32 (CI's verification then covers the split too). Each fits the
+  // 99 KiB of shared memory a block may have on sm_86 and sm_89.
+  const Point tall{{"mf", 4}, {"wm", 2}, {"wn", 4}, {"bk", kind.type == WeightType::Q8_0 ? 32 : 64},
+                   {"stages", kind.type == WeightType::Q8_0 ? 4 : 3}, {"split", 1}};
+  const Point low{{"mf", 2}, {"wm", 2}, {"wn", 2}, {"bk", 32}, {"stages", 3}, {"split", 2}};
+  f.defaults = {tall, low};
+  f.defaults_for = [tall, low](const Shape& s) { return s["M"] <= 64 ? std::vector<Point>{low, tall} : std::vector<Point>{tall, low}; };
+  f.point_constraint = [bits](const Point& p) {
+    // The accumulators (32 per fragment row) need a thread's 255 registers: 256 threads a block at most.
+    if (p.at("wm") * p.at("wn") > 8) return std::string("wm x wn over 8 warps: 255 registers a thread need 256 threads at most");
+    const int64_t bytes = smem_gemm_smem_bytes(bits, p);
+    if (bytes > frag_wgmma::kMaxSmemBytes)
+      return "the ring needs " + std::to_string(bytes) + " bytes of shared memory, over 227 KiB";
+    return std::string();
+  };
+  f.shape_constraint = [bits](const Point& p, const Shape& shape) {
+    const int64_t m = shape["M"];
+    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
+    if (std::string e = limits_check(d, m); !e.empty()) return e;
+    if (d.group % p.at("bk")) return "the group size must be a multiple of bk=" + std::to_string(p.at("bk"));
+    if (p.at("split") > d.k / p.at("bk")) return std::string("split exceeds the bk-column chunks along K");
+    return std::string();
+  };
+  // Every operand streams through the ring, stages - 1 stages ahead of the one the warps read: a warp's share.
+  f.bytes_in_flight_per_warp = [bits](const Point& p) {
+    return (p.at("stages") - 1) * frag_smem::stage_bytes(bits, smem_gemm_rows(p), p.at("wn"), p.at("bk")) /
+           (p.at("wm") * p.at("wn"));
+  };
+  f.kernels = [bits](const Point& p) { return std::vector<std::string>{smem_gemm_kernel(bits, p)}; };
+  f.plan = [bits](const Point& p, const Shape& shape) {
+    const int64_t m = shape["M"];
+    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
+    LaunchPlan plan = frag_linear_plan(d, m, p.at("split"));
+    Launch& l = plan.launches.front();
+    l.kernel = smem_gemm_kernel(bits, p);
+    l.grid.x = uint32_t(cdiv(d.n_tiles(), p.at("wn")));
+    l.grid.y = uint32_t(cdiv(m, smem_gemm_rows(p)));
+    l.grid.z = uint32_t(p.at("split"));
+    l.block.x = uint32_t(32 * p.at("wm") * p.at("wn"));
+    l.dynamic_smem = smem_gemm_smem_bytes(bits, p);
+    return plan;
+  };
+  set_tiled_bytes_reread(f);
+  // The mma.sync GEMM's problem, inputs and reference: the weights rounded to fp16 once, as both kernels do.
+  share_problem(f, gemm);
+  f.test_shapes.push_back(Shape{kLinearDims, {130, 320, 512, 64}, "M=130: a second block of 2 rows, N=320 (a part block)"});
   return f;
 }
 
@@ -1282,6 +1357,19 @@ const KernelFamily& int8_wgmma_gemm_family() {
 }
 const KernelFamily& q8_0_wgmma_gemm_family() {
   static const KernelFamily f = make_wgmma_gemm(q8_0_kind(), q8_0_gemm_family());
+  return f;
+}
+
+const KernelFamily& awq_smem_gemm_family() {
+  static const KernelFamily f = make_smem_gemm(awq_kind(), awq_gemm_family());
+  return f;
+}
+const KernelFamily& int8_smem_gemm_family() {
+  static const KernelFamily f = make_smem_gemm(int8gw_kind(), int8_gemm_family());
+  return f;
+}
+const KernelFamily& q8_0_smem_gemm_family() {
+  static const KernelFamily f = make_smem_gemm(q8_0_kind(), q8_0_gemm_family());
   return f;
 }
 

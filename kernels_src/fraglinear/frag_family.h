@@ -21,6 +21,8 @@
 //                                         rows' RMSNorm (o_proj before a MoE block)
 //   awq_frag_wgmma_gemm,                  op "linear.frag", any M, sm_90a: wgmma with the weights as its
 //   int8gw_frag_wgmma_gemm                register A operand (frag_wgmma_gemm.cuh)
+//   awq_frag_smem_gemm, ...               op "linear.frag", any M, sm_80+: mma.sync in blocks of wm x wn warps
+//                                         sharing the weights through a cp.async ring (frag_smem_gemm.cuh)
 // Both linear kinds read B fragments straight from global memory (frag_linear.cuh) and reduce split-K
 // partials in the same launch. The runtime binds the repacked arrays as "bq", "bs", "bz".
 #include "kernels_src/registry/family.h"
@@ -95,6 +97,9 @@ const KernelFamily& q8_0_gemv_family();
 const KernelFamily& q8_0_gemm_family();
 const KernelFamily& q8_0_stream_gemv_family();
 const KernelFamily& q8_0_wgmma_gemm_family();
+const KernelFamily& awq_smem_gemm_family();
+const KernelFamily& int8_smem_gemm_family();
+const KernelFamily& q8_0_smem_gemm_family();
 // The repack family of a type the frag layout holds (frag_layout_holds); qt::Error for any other.
 const KernelFamily& repack_family(WeightType t);
 

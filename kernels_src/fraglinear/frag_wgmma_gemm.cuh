@@ -424,7 +424,6 @@ __global__ void __launch_bounds__(WG * 128, 1)
   using namespace frag_wgmma;
   constexpr int J = 4 / WG, THREADS = WG * 128;
   QT_DYNAMIC_SHARED(smem, unsigned char);
-  const int tid = threadIdx.x;
   const int m0 = blockIdx.y * BM;
   const FragMatrix w[1] = {{bq, bs, bz}};
   float acc[1][J][BM / 2];
@@ -453,13 +452,7 @@ __global__ void __launch_bounds__(WG * 128, 1)
 
   // In-launch reduction: the last block of this output tile to finish sums every split's partials.
   if (!last_block_to_arrive(&locks[blockIdx.y * gridDim.x + blockIdx.x], gridDim.z)) return;
-  const int cols = min(kTiles * 64, N - n0), rows = min(BM, M - m0);
-  for (int i = tid; i < rows * cols; i += THREADS) {
-    const int row = m0 + i / cols, col = n0 + i % cols;
-    float sum = 0.0f;
-    for (int z = 0; z < (int)gridDim.z; ++z) sum += ws[((int64_t)z * M + row) * N + col];
-    y[(int64_t)row * N + col] = __float2half_rn(sum);
-  }
+  sum_split_partials<THREADS>(ws, y, m0, n0, min(BM, M - m0), min(kTiles * 64, N - n0), M, N);
 }
 
 // Stream-K (Osama et al., PPoPP 2023): the grid's gridDim.x blocks share the product's units, the (output tile,

@@ -43,19 +43,27 @@ TileUnit default_tiles(Isa isa) {
   return isa == Isa::kAvx512Vnni && amx_support().usable ? TileUnit::kAmx : TileUnit::kNone;
 }
 
+// The tile unit the options ask for, or this CPU's default. Asked-for AMX tiles the CPU cannot use fail here,
+// naming why, before the GEMM kernels check the ISA: on a CPU with neither AMX nor AVX-512 the missing tiles
+// are the reason to report.
+TileUnit chosen_tiles(const CpuOptions& options, Isa isa) {
+  if (options.reference) return TileUnit::kNone;
+  const TileUnit tiles = options.tiles.value_or(default_tiles(isa));
+  if (tiles == TileUnit::kAmx && !amx_support().usable)
+    throw Error("AMX tiles are not usable here: " + amx_support().detail);
+  return tiles;
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend(const CpuOptions& options)
     : options_(options),
       kernels_(&kernels_for(options.isa.value_or(detect_isa()))),
       attn_(&attention_kernels_for(kernels_->isa)),
-      tiles_(options.reference ? TileUnit::kNone : options.tiles.value_or(default_tiles(kernels_->isa))),
+      tiles_(chosen_tiles(options, kernels_->isa)),
       gemm_(&q8_gemm_kernels_for(kernels_->isa, tiles_)),
       kv_type_(options.reference ? ActType::F32 : options.kv_cache.value_or(ActType::F16)),
-      pool_(options.threads > 0 ? options.threads : default_thread_count()) {
-  if (tiles_ == TileUnit::kAmx && !amx_support().usable)
-    throw Error("AMX tiles are not usable here: " + amx_support().detail);
-}
+      pool_(options.threads > 0 ? options.threads : default_thread_count()) {}
 
 CpuBackend::~CpuBackend() = default;
 

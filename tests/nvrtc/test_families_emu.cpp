@@ -22,13 +22,20 @@ using qt::kernels::KernelFamily;
 
 namespace {
 
-// The frag-layout families (kernels_src/fraglinear/) and the others: two test cases, so that CTest runs the
-// halves of the longest check side by side.
-bool frag_layout_family(const KernelFamily& f) { return f.source.rfind("fraglinear/", 0) == 0; }
+// The frag-layout GEMMs (kernels_src/fraglinear/, the longest to emulate), the other frag-layout families, and
+// the rest: three test cases, so that CTest runs the parts of the longest check side by side and none of them
+// nears its timeout.
+enum class Part { kFragGemms, kFragOthers, kOthers };
+Part part_of(const KernelFamily& f) {
+  if (f.source.rfind("fraglinear/", 0) != 0) return Part::kOthers;
+  const std::string suffix = "_gemm";
+  const bool gemm = f.name.size() > suffix.size() && f.name.compare(f.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return gemm ? Part::kFragGemms : Part::kFragOthers;
+}
 
-void verify_default_points(bool frag_layout) {
+void verify_default_points(Part part) {
   for (const KernelFamily* f : qt::kernels::all_families()) {
-    if (f->on_host() || frag_layout_family(*f) != frag_layout) continue;
+    if (f->on_host() || part_of(*f) != part) continue;
     DYNAMIC_SECTION(f->name) {
       const auto start = std::chrono::steady_clock::now();
       const auto points = f->default_points();
@@ -101,12 +108,16 @@ std::vector<uint8_t> run_verified(qt::emu::EmuDevice& device, const KernelFamily
 
 }  // namespace
 
-TEST_CASE("every frag-layout family's default points match its CPU reference on the emulator, no bug reported") {
-  verify_default_points(true);
+TEST_CASE("every frag-layout GEMM's default points match its CPU reference on the emulator, no bug reported") {
+  verify_default_points(Part::kFragGemms);
+}
+
+TEST_CASE("every other frag-layout family's default points match its CPU reference on the emulator, no bug reported") {
+  verify_default_points(Part::kFragOthers);
 }
 
 TEST_CASE("every other device family's default points match its CPU reference on the emulator, no bug reported") {
-  verify_default_points(false);
+  verify_default_points(Part::kOthers);
 }
 
 TEST_CASE("every linear family's reference computed on a device gives the CPU's sums, on its smallest test shape") {
@@ -299,4 +310,32 @@ TEST_CASE("the grouped expert GEMMs' cluster split gives the bits of the split w
     INFO(name);
     CHECK(outputs[0] == outputs[1]);
   }
+}
+
+TEST_CASE("the Ampere GEMM sharing its weights through shared memory matches the CPU reference at every warp arrangement") {
+  // wm and wn decide which rows of x and which tile's codes, scales and zeros each warp reads from a stage, and
+  // how a stage's copies fall to the threads (several code copies a thread, or none of the scale and zero
+  // copies); mf the rows a warp holds. M = 70 leaves a partial row block, N = 200 a partial column block (tiles
+  // past N computed and not stored). K = 192 in groups of 64 is 6 chunks of 32: a split of 2 gives ranges of 3
+  // chunks, the second beginning inside a group, where its block must take the group's scales from its first
+  // stage.
+  const qt::kernels::Shape shape{{"M", "N", "K", "G"}, {70, 200, 192, 64}, "warp arrangements"};
+  size_t verified = 0;
+  for (const char* name : {"awq_frag_smem_gemm", "int8gw_frag_smem_gemm"}) {
+    const KernelFamily& f = qt::kernels::find_family(name);
+    qt::emu::EmuOptions options;
+    options.seed = 7;
+    qt::emu::EmuDevice device(options);
+    const auto inputs = f.make_inputs(shape, 7);
+    std::vector<qt::kernels::Point> points;
+    for (const auto& [wm, wn] : std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {1, 4}, {1, 8}, {2, 2}, {2, 4}, {4, 2}})
+      points.push_back({{"mf", 2}, {"wm", wm}, {"wn", wn}, {"bk", 64}, {"stages", 2}, {"split", 1}});
+    points.push_back({{"mf", 4}, {"wm", 2}, {"wn", 4}, {"bk", 64}, {"stages", 3}, {"split", 1}});
+    points.push_back({{"mf", 2}, {"wm", 2}, {"wn", 4}, {"bk", 32}, {"stages", 4}, {"split", 2}});
+    for (const auto& point : points) {
+      run_verified(device, f, point, shape, inputs, "y");
+      ++verified;
+    }
+  }
+  CHECK(verified == 16);
 }

@@ -68,14 +68,18 @@ TEST_CASE("a family that issues wgmma is modelled at wgmma's rate, one that issu
   // mma.sync rate would never rank it above the Ampere-style kernel it exists to beat.
   CHECK(gpu_peaks(90).wgmma_tflops > gpu_peaks(90).tensor_tflops);
   for (int sm : {80, 86, 89}) CHECK(gpu_peaks(sm).wgmma_tflops == 0);
+  // The mma.sync kernels whose sources name wgmma without issuing it (the shared-weights GEMM includes the
+  // Hopper GEMM's size header; a comment of the stream GEMV mentions it) stay on mma.sync's rate.
   const kernels::Shape s = kernels::find_family("awq_frag_wgmma_gemm").shape({4096, 4096, 4096, 128});
-  for (const char* name : {"awq_frag_wgmma_gemm", "awq_frag_gemm"}) {
+  for (const char* name : {"awq_frag_wgmma_gemm", "awq_frag_gemm", "awq_frag_smem_gemm", "awq_frag_stream_gemv"}) {
     const kernels::KernelFamily& f = kernels::find_family(name);
-    const kernels::Point p = f.default_points(s).front();
+    const bool gemv = f.name == "awq_frag_stream_gemv";
+    const kernels::Shape shape = gemv ? f.shape({16, 4096, 4096, 128}) : s;
+    const kernels::Point p = f.default_points(shape).front();
     GpuPeaks faster_wgmma = gpu_peaks(90);
     faster_wgmma.wgmma_tflops *= 2;
-    const double base = estimate_point(f, p, s, 90, gpu_peaks(90), {}).compute_s;
-    const double with = estimate_point(f, p, s, 90, faster_wgmma, {}).compute_s;
+    const double base = estimate_point(f, p, shape, 90, gpu_peaks(90), {}).compute_s;
+    const double with = estimate_point(f, p, shape, 90, faster_wgmma, {}).compute_s;
     INFO(name);
     CHECK(with == Approx(f.name == "awq_frag_wgmma_gemm" ? base / 2 : base));
   }

@@ -42,8 +42,12 @@ Pipe compute_pipe(const kernels::KernelFamily& f) {
   Pipe pipe = Pipe::kFma;
   if (!f.source.empty()) {
     try {
+      // wgmma: the source issues it, or runs the Hopper GEMMs' main loop. Not the word alone, which comments and
+      // shared size headers (frag_wgmma_sizes.h) carry into mma.sync kernels too.
       const std::string src = kernels::read_family_source(f);
-      pipe = src.find("wgmma") != std::string::npos ? Pipe::kWgmma
+      const bool wgmma = src.find("qt::wgmma_") != std::string::npos ||
+                         src.find("#include \"kernels_src/fraglinear/frag_wgmma_gemm.cuh\"") != std::string::npos;
+      pipe = wgmma                                  ? Pipe::kWgmma
              : src.find("mma") != std::string::npos ? Pipe::kMma
                                                     : Pipe::kFma;
     } catch (const Error&) {
