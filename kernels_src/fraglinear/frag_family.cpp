@@ -1131,7 +1131,7 @@ KernelFamily make_smem_gemm(const SourceKind& kind, const KernelFamily& gemm) {
   f.defaults_for = [tall, low](const Shape& s) { return s["M"] <= 64 ? std::vector<Point>{low, tall} : std::vector<Point>{tall, low}; };
   f.point_constraint = [bits](const Point& p) {
     // The accumulators (32 per fragment row) need a thread's 255 registers: 256 threads a block at most.
-    if (p.at("wm") * p.at("wn") > 8) return std::string("wm x wn over 8 warps: 255 registers a thread need 256 threads at most");
+    if (p.at("wm") * p.at("wn") > 8) return std::string("wm x wn over 8 warps: at up to 255 registers a thread, the 64K-register file holds 256 threads");
     const int64_t bytes = smem_gemm_smem_bytes(bits, p);
     if (bytes > frag_wgmma::kMaxSmemBytes)
       return "the ring needs " + std::to_string(bytes) + " bytes of shared memory, over 227 KiB";

@@ -43,8 +43,11 @@ __global__ void __launch_bounds__(WM * WN * 32, 1)
   constexpr int STAGE_BYTES = (int)frag_smem::stage_bytes(BITS, BM, WN, BK);
   static_assert(BK == 32 || BK == 64, "stages of 32 or 64 columns of K");
   static_assert(STAGE_BYTES % 128 == 0, "every stage starts on a 128-byte boundary, as x's swizzle assumes");
-  static_assert(WN * 64 * 2 == (int)frag_smem::scale_bytes(WN) && (BITS == 8 || (int)frag_smem::zero_bytes(BITS, WN) == WN * 64),
-                "a tile's scales are 128 bytes of the stage, its zeros 64, as the copies below lay them");
+  // A tile's scales and zeros of one group, as they lie in global memory and in the stage, and the 16-byte runs
+  // that copy them.
+  constexpr int SCALE_TILE = (int)frag_smem::tile_scale_bytes(), ZERO_TILE = (int)frag_smem::tile_zero_bytes(BITS);
+  constexpr int SCALE_RUNS = SCALE_TILE / 16, ZERO_RUNS = ZERO_TILE / 16;
+  constexpr int ZERO_OFF = SCALE_OFF + (int)frag_smem::scale_bytes(WN);
   QT_DYNAMIC_SHARED(smem, unsigned char);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp / WN, wn = warp % WN;
@@ -65,7 +68,7 @@ __global__ void __launch_bounds__(WM * WN * 32, 1)
   constexpr int X_COPIES = BM * CHUNKS, X_PER = (X_COPIES + THREADS - 1) / THREADS;
   constexpr int TILE_RUNS = KS * TILE_BYTES / 16, CODE_COPIES = WN * TILE_RUNS;
   constexpr int CODE_PER = (CODE_COPIES + THREADS - 1) / THREADS;
-  constexpr int SZ_COPIES = WN * (8 + (BITS == 4 ? 4 : 0));
+  constexpr int SZ_COPIES = WN * (SCALE_RUNS + ZERO_RUNS);
   static_assert(SZ_COPIES <= THREADS, "one scale or zero run per thread at most");
   const __half* x_src[X_PER];
   uint32_t x_dst[X_PER], x_fill[X_PER];
@@ -85,14 +88,14 @@ __global__ void __launch_bounds__(WM * WN * 32, 1)
   }
   const unsigned char* sz_src = nullptr;
   int sz_group_bytes = 0;  // the run's step from one group to the next
-  if (tid < WN * 8) {
-    const int tile = min(tile0 + tid / 8, n_tiles - 1);
-    sz_src = reinterpret_cast<const unsigned char*>(bs + (int64_t)tile * groups * 64) + (tid % 8) * 16;
-    sz_group_bytes = 64 * 2;
+  if (tid < WN * SCALE_RUNS) {
+    const int tile = min(tile0 + tid / SCALE_RUNS, n_tiles - 1);
+    sz_src = reinterpret_cast<const unsigned char*>(bs) + ((int64_t)tile * groups * SCALE_TILE + (tid % SCALE_RUNS) * 16);
+    sz_group_bytes = SCALE_TILE;
   } else if (BITS == 4 && tid < SZ_COPIES) {
-    const int tile = min(tile0 + (tid - WN * 8) / 4, n_tiles - 1);
-    sz_src = reinterpret_cast<const unsigned char*>(bz + (int64_t)tile * groups * 16) + (tid % 4) * 16;
-    sz_group_bytes = 16 * 4;
+    const int run = tid - WN * SCALE_RUNS, tile = min(tile0 + run / ZERO_RUNS, n_tiles - 1);
+    sz_src = reinterpret_cast<const unsigned char*>(bz) + ((int64_t)tile * groups * ZERO_TILE + (run % ZERO_RUNS) * 16);
+    sz_group_bytes = ZERO_TILE;
   }
 
   auto load = [&](int slot, int t) {
@@ -128,14 +131,14 @@ __global__ void __launch_bounds__(WM * WN * 32, 1)
     const int c = range.begin + t;
     const unsigned char* stage = smem + slot * STAGE_BYTES;
     if (t == 0 || c * BK % G == 0) {  // the chunk opens a group, or the block's range: its scales and zeros
-      const unsigned short* s16 = reinterpret_cast<const unsigned short*>(stage + SCALE_OFF + wn * 128);
+      const unsigned short* s16 = reinterpret_cast<const unsigned short*>(stage + SCALE_OFF + wn * SCALE_TILE);
 #pragma unroll
       for (int f = 0; f < 8; ++f) {
         const uint32_t s = s16[32 * (f >> 2) + 8 * (g8 >> 1) + 2 * (f & 3) + (g8 & 1)];
         sc[f] = s | (s << 16);
       }
       if constexpr (BITS == 4)
-        frag::zeros_from_words(*reinterpret_cast<const uint2*>(stage + SCALE_OFF + WN * 128 + wn * 64 + 8 * g8), z);
+        frag::zeros_from_words(*reinterpret_cast<const uint2*>(stage + ZERO_OFF + wn * ZERO_TILE + 8 * g8), z);
     }
     const uint32_t x_stage = smem_base + slot * STAGE_BYTES;
 #pragma unroll

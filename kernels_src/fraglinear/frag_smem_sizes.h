@@ -16,8 +16,11 @@ QT_FRAG_WGMMA_HD constexpr int64_t x_bytes(int64_t bm, int64_t bk) { return bm *
 QT_FRAG_WGMMA_HD constexpr int64_t code_bytes(int64_t bits, int64_t wn, int64_t bk) {
   return wn * (bk / 16) * frag_wgmma::weight_tile_bytes(bits);
 }
-QT_FRAG_WGMMA_HD constexpr int64_t scale_bytes(int64_t wn) { return wn * 64 * 2; }
-QT_FRAG_WGMMA_HD constexpr int64_t zero_bytes(int64_t bits, int64_t wn) { return bits == 4 ? wn * 16 * 4 : 0; }
+// One 64-column tile's share of a group: 64 fp16 scales, and (INT4) its 16 words of eight 4-bit zeros each.
+QT_FRAG_WGMMA_HD constexpr int64_t tile_scale_bytes() { return 64 * 2; }
+QT_FRAG_WGMMA_HD constexpr int64_t tile_zero_bytes(int64_t bits) { return bits == 4 ? 16 * 4 : 0; }
+QT_FRAG_WGMMA_HD constexpr int64_t scale_bytes(int64_t wn) { return wn * tile_scale_bytes(); }
+QT_FRAG_WGMMA_HD constexpr int64_t zero_bytes(int64_t bits, int64_t wn) { return wn * tile_zero_bytes(bits); }
 QT_FRAG_WGMMA_HD constexpr int64_t stage_bytes(int64_t bits, int64_t bm, int64_t wn, int64_t bk) {
   return x_bytes(bm, bk) + code_bytes(bits, wn, bk) + scale_bytes(wn) + zero_bytes(bits, wn);
 }
