@@ -8,7 +8,9 @@
 #      results/cpu-vs-llama.cpp.md, with the CPU's model, caches and ISA features and each llama.cpp path named.
 # A benchmark, not a test: CI does not run it. Every step is skipped when its output already exists, so a
 # second run only measures. Usage (from the repository root, after configuring build/):
-#   scripts/peers/cpu_vs_llama_cpp.sh [--rounds N] [--threads "1 2"] [--prepare-only]
+#   scripts/peers/cpu_vs_llama_cpp.sh [--rounds N] [--threads "1 2"] [--out FILE] [--prepare-only]
+# --out names the results file (default results/cpu-vs-llama.cpp.md), so a machine of another kind (another ISA)
+# gets its own file beside the others rather than replacing them.
 # Environment: QTUNE_BUILD (default build), PEERS_DIR (default $QTUNE_BUILD/peers), QBENCH (default
 #   $QTUNE_BUILD/bin/qbench: point it at a copy to keep rebuilding while a run goes on),
 #   LLAMA_CPP_PYTHON_VERSION (default 0.3.36), PYTHON (default python3), LLAMA_CC / LLAMA_CXX (default clang).
@@ -22,12 +24,14 @@ PYTHON=${PYTHON:-python3}
 ROUNDS=3
 THREADS="1 2"
 PREPARE_ONLY=0
+OUT=$ROOT/results/cpu-vs-llama.cpp.md
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) ROUNDS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
     --prepare-only) PREPARE_ONLY=1; shift ;;
-    *) echo "cpu_vs_llama_cpp.sh: unknown argument '$1' (--rounds N, --threads \"1 2\", --prepare-only)" >&2; exit 2 ;;
+    *) echo "cpu_vs_llama_cpp.sh: unknown argument '$1' (--rounds N, --threads \"1 2\", --out FILE, --prepare-only)" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$WORK"
@@ -110,4 +114,4 @@ make_model qwen3-30b-a3b-L2 qwen3-30b-a3b 2 moe3
 
 "$PYTHON" "$ROOT/scripts/peers/compare.py" --qbench "${QBENCH:-$BUILD/bin/qbench}" --llama-bench "$LLAMA_BENCH" \
   --llama-src "$SRC" --llama-version "$VERSION" --llama-compiler "$("$LLAMA_CXX" --version | head -1)" --models "$WORK/models" --rounds "$ROUNDS" --threads $THREADS \
-  --out "$ROOT/results/cpu-vs-llama.cpp.md" --raw "$WORK/raw.jsonl"
+  --out "$OUT" --raw "$WORK/raw.jsonl"
