@@ -206,6 +206,9 @@ def main():
             print(f"[compare] llama.cpp {name} path on {shape}: {paths[(shape, name)]}", file=sys.stderr)
     results = {}  # (shape, threads) -> {"qtune": [...], "llama default": [...], "llama generic": [...]}
     sides = ["qtune"] + [f"llama {name}" for name, _ in LLAMA_PATHS]
+    # Where llama.cpp's default path is its generic path (no AMX or repack buffer: the same weights and kernels),
+    # it is measured once, as the generic path, and its column repeats those figures.
+    same = {shape for shape, _ in SHAPES if paths[(shape, "default")] == paths[(shape, "generic")]}
     started = datetime.datetime.now(datetime.timezone.utc)
     with open(a.raw, "a") as raw:
         for rnd in range(a.rounds):
@@ -215,6 +218,8 @@ def main():
                     l_model = os.path.join(a.models, shape + ".gguf")
                     shift = rnd % len(sides)
                     for side in sides[shift:] + sides[:shift]:
+                        if side == "llama default" and shape in same:
+                            continue
                         print(f"[compare] round {rnd + 1}/{a.rounds} {shape} {threads}t {side}", file=sys.stderr, flush=True)
                         if side == "qtune":
                             r = qtune_round(a, q_model, threads)
@@ -223,11 +228,16 @@ def main():
                         results.setdefault((shape, threads), {}).setdefault(side, []).append(r)
                         raw.write(json.dumps({"round": rnd, "shape": shape, "threads": threads, "side": side, **r}) + "\n")
                         raw.flush()
+    for shape in same:
+        for threads in a.threads:
+            v = results.get((shape, threads))
+            if v and "llama generic" in v:
+                v["llama default"] = v["llama generic"]
     finished = datetime.datetime.now(datetime.timezone.utc)
-    write_report(a, cpu, paths, results, started, finished)
+    write_report(a, cpu, paths, results, started, finished, same)
 
 
-def write_report(a, cpu, paths, results, started, finished):
+def write_report(a, cpu, paths, results, started, finished, same=()):
     some = next(iter(results.values()))
     llama_build = some["llama default"][0]["build"]
     loads = [l for v in results.values() for side in v.values() for r in side for pair in r["load"] for l in pair]
@@ -279,6 +289,11 @@ def write_report(a, cpu, paths, results, started, finished):
             p = paths[(shape, name)]
             L.append(f"- {title}, {name} (`llama-bench {' '.join(flags) or '(no flags)'}`): {p['name']}; "
                      f"buffers {', '.join(p['buffers']) or 'none named'}.")
+    if same:
+        L.append("")
+        L.append("Where both paths name the same buffers (" + ", ".join(t for s, t in SHAPES if s in same) + "), "
+                 "the default path is the generic one: it was measured once, as the generic path, and the "
+                 "default column repeats those figures.")
     L.append("")
     goals = []
     for shape, title in SHAPES:
