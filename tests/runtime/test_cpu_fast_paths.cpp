@@ -53,7 +53,7 @@ TEST_CASE("Q8_0 GEMM over repacked panels equals the exact integer sums of every
     const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
     const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::Q8_0, group);
     const QTensor w = wt.view();
-    for (int64_t m : {1, 3, 8, 13}) {
+    for (int64_t m : {1, 2, 3, 8, 13}) {
       const std::vector<float> x = test::random_values(rng, size_t(m * cols), 2.0f);
       QuantizedRows xq;
       quantize_rows(x.data(), m, cols, group, xq);
