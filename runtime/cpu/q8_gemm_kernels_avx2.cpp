@@ -12,7 +12,8 @@ namespace qt::rt {
 namespace {
 
 // The panels of a matrix are one stream; asking for the line 2 KB ahead keeps the prefetcher ahead of each
-// 4 KB page (the same distance and hints as the AVX-512 kernel, q8_gemm_kernels_avx512.cpp, which says why).
+// 4 KB page (the AVX-512 kernel's distance, q8_gemm_kernels_avx512.cpp, which says why), into L2 as its decode
+// does. Prefill asks for nothing (see tile).
 constexpr int64_t kPrefetchBytes = 2048;
 template <int T>
 inline void prefetch_ahead(const uint8_t* p) {
