@@ -20,6 +20,12 @@ constexpr int64_t kQ8PanelRows = 16;
 // group that is a multiple of 4, so every vector of a panel that starts on a cache line is aligned.
 constexpr int64_t q8_group_bytes(int64_t group) { return group * kQ8PanelRows + kQ8PanelRows * 4; }
 constexpr int64_t q8_panel_bytes(int64_t k, int64_t group) { return k / group * q8_group_bytes(group); }
+// How far ahead of the panel being multiplied the SIMD kernels ask for a line. The panels of a matrix are one
+// contiguous stream, but the hardware prefetcher stops at each 4 KB page and ramps up again; a line 2 KB ahead
+// keeps the next page's lines coming. Measured on decode of the Qwen3-0.6B shape on a Cascade Lake Xeon
+// (1 / 2 threads): about 21 -> 22 and 37 -> 39 tok/s; 1, 4 and 8 KB ahead did no better. Each kernel says
+// which cache it asks into.
+constexpr int64_t kQ8PrefetchBytes = 2048;
 // The 16 scales of group g of the panel at w.
 inline const float* q8_group_scales(const uint8_t* w, int64_t group, int64_t g) {
   return reinterpret_cast<const float*>(w + g * q8_group_bytes(group) + group * kQ8PanelRows);

@@ -11,13 +11,11 @@
 namespace qt::rt {
 namespace {
 
-// The panels of a matrix are one stream; asking for the line 2 KB ahead keeps the prefetcher ahead of each
-// 4 KB page (the AVX-512 kernel's distance, q8_gemm_kernels_avx512.cpp, which says why), into L2 as its decode
-// does. Prefill asks for nothing (see tile).
-constexpr int64_t kPrefetchBytes = 2048;
+// The line kQ8PrefetchBytes ahead (q8_gemm_kernels.h), into L2 as the AVX-512 kernel's decode asks for it.
+// Prefill asks for nothing (see tile).
 template <int T>
 inline void prefetch_ahead(const uint8_t* p) {
-  if constexpr (T <= 2) _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T1);
+  if constexpr (T <= 2) _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, _MM_HINT_T1);
 }
 
 inline int32_t load4(const int8_t* p) {

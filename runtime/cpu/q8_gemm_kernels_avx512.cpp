@@ -10,20 +10,17 @@
 namespace qt::rt {
 namespace {
 
-// The panels of a matrix are one contiguous stream, but the hardware prefetcher stops at each 4 KB page and
-// ramps up again; asking for the line 2 KB ahead keeps the next page's lines coming. Measured on decode of the
-// Qwen3-0.6B shape on a Cascade Lake Xeon (1 / 2 threads): about 21 -> 22 and 37 -> 39 tok/s; 1, 4 and 8 KB
-// ahead did no better. One token (decode) only streams, and there the line goes to L2: on an AMD EPYC (Zen 4)
-// prefetching it into L1 streamed the 0.6B shape's matrices about 10 % slower than no prefetch at all, into L2
-// as fast (a stand-alone loop over those matrices, 1 thread). Several tokens (prefill) do enough arithmetic
-// per line for the L1 prefetch to pay: into L2 instead, prefill of 16 tokens lost 5-10 % on that CPU.
-constexpr int64_t kPrefetchBytes = 2048;
+// The line kQ8PrefetchBytes ahead (q8_gemm_kernels.h). One token (decode) only streams, and there the line goes
+// to L2: on an AMD EPYC (Zen 4) prefetching it into L1 streamed the 0.6B shape's matrices about 10 % slower than
+// no prefetch at all, into L2 as fast (a stand-alone loop over those matrices, 1 thread). Several tokens
+// (prefill) do enough arithmetic per line for the L1 prefetch to pay: into L2 instead, prefill of 16 tokens
+// lost 5-10 % on that CPU.
 template <int T>
 inline void prefetch_ahead(const uint8_t* p) {
   if constexpr (T == 1) {
-    _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, _MM_HINT_T1);
   } else {
-    _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, _MM_HINT_T0);
   }
 }
 

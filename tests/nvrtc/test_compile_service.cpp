@@ -29,10 +29,6 @@ CompileService shared_service() {
   return CompileService(opt);
 }
 
-}  // namespace
-
-namespace {
-
 // Every registered device family's default points compiled for the architectures in `sms` (those the family
 // supports), each with zero spills and a resident block.
 void check_default_points_compile(std::initializer_list<int> sms) {
