@@ -1,10 +1,12 @@
-// AVX2 Q8_0 GEMM over the panel layout of q8_gemm_kernels.h: decode takes a panel's 16 rows at once, prefill
-// 8 rows (one half of each 64-byte step) by 4 tokens. Without VNNI the product goes through vpmaddubsw, which
+// AVX2 Q8_0 GEMM over the panel layout of q8_gemm_kernels.h: decode takes a panel's 16 rows at once, a few
+// tokens 8 rows (one half of each 64-byte step) by 4 tokens, and prefill of many tokens a copy of the panel
+// widened to int16 (tile_wide). Without VNNI the product goes through vpmaddubsw, which
 // needs an unsigned operand that cannot saturate: the weight's magnitude (|q| <= 128) times the activation
 // carrying the weight's sign, so the integer sums are exactly the VNNI path's.
 #include <immintrin.h>
 
 #include <cstring>
+#include <vector>
 
 #include "runtime/cpu/q8_gemm_kernels.h"
 
@@ -32,11 +34,41 @@ inline __m256i add_products(__m256i s, __m256i mag, __m256i q, int32_t x4) {
   return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), _mm256_set1_epi16(1)));
 }
 
+// Group g's exact integer sums into the float outputs: the same float steps, in the same order, whatever
+// kernel made the sums. `w` + 32 h is the panel's second half for h = 1: 32 bytes are also 8 floats, so its
+// scales are q8_group_scales() of that pointer too.
+template <int T, int H>
+inline void fold_group(__m256 (&acc)[T][H], const __m256i (&s)[T][H], const uint8_t* w, int64_t group, int64_t g,
+                       const float* x_scale, int64_t xs_stride) {
+  for (int h = 0; h < H; ++h) {
+    const __m256 ws = _mm256_loadu_ps(q8_group_scales(w + 32 * h, group, g));
+    for (int t = 0; t < T; ++t)
+      acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][h]),
+                                  _mm256_mul_ps(ws, _mm256_set1_ps(x_scale[t * xs_stride + g])), acc[t][h]);
+  }
+}
+
+template <int T, int H>
+inline void store_rows(const __m256 (&acc)[T][H], float* y, int64_t y_stride, int64_t rows) {
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < H; ++h) {
+      const int64_t r = rows - 8 * h;
+      if (r <= 0) break;
+      if (r >= 8) {
+        _mm256_storeu_ps(y + t * y_stride + 8 * h, acc[t][h]);
+      } else {
+        float tmp[8];
+        _mm256_storeu_ps(tmp, acc[t][h]);
+        std::memcpy(y + t * y_stride + 8 * h, tmp, sizeof(float) * size_t(r));
+      }
+    }
+}
+
 // T tokens against R = 8 or 16 rows of a panel, H = R / 8 halves of each 64-byte step. Decode (T <= 2) takes
 // both halves in one pass, so every cache line of the panel is used once, as it arrives (with 8 rows a pass,
 // the second pass re-read each line's other half from L2), its group unrolled (G = 32) and the line 2 KB ahead
 // asked for. Decode of the Qwen3-0.6B shape on a Zen 1 EPYC (AVX2 only), 1 thread: 12.4 tok/s with 8 rows a
-// pass, 14.4 in one pass, 17.3-18.9 with the prefetch (77-82% of the read bandwidth). Prefill (T = 4) takes
+// pass, 14.4 in one pass, 17.3-18.9 with the prefetch (77-82% of the read bandwidth). T = 4 takes
 // 8 rows, as 16 rows x 4 tokens would not fit its sums in 16 registers, with the group's depth at run time
 // (G = 0) and no prefetch: on that CPU it is bound by the one pipe that multiplies integers, and the unrolled
 // group and the prefetch each measured 1-3% slower there.
@@ -70,27 +102,103 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
     } else {
       for (int64_t c = 0; c < depth; c += 4) products(c);
     }
-    for (int h = 0; h < H; ++h) {
-      // `w` + 32 h is the panel's second half for h = 1: 32 bytes are also 8 floats, so its scales are
-      // q8_group_scales() of that pointer too.
-      const __m256 ws = _mm256_loadu_ps(q8_group_scales(w + 32 * h, depth, g));
-      for (int t = 0; t < T; ++t)
-        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][h]),
-                                    _mm256_mul_ps(ws, _mm256_set1_ps(x_scale[t * xs_stride + g])), acc[t][h]);
-    }
+    fold_group<T, H>(acc, s, w, depth, g, x_scale, xs_stride);
   }
+  store_rows<T, H>(acc, y, y_stride, rows);
+}
+
+// Prefill of many tokens on int16. vpmaddwd multiplies 16 int16 pairs on the same pipe, in the same time, as
+// vpmaddubsw does 32 int8 ones, but needs no sign moved onto the activation and no widening step after it, the
+// two things that kept the int8 tile off that pipe's bound (scripts/cpu/int8_pipes.cpp: vpsignb shares it).
+// With both operands widened beforehand, 16 rows x 4 columns x 4 tokens are 16 vpmaddwd and 16 adds. On the
+// Zen 1 EPYC of results/cpu-vs-llama.cpp-avx2.md, weights and activations in L1, 128 products take 17.8
+// cycles this way and 21.2 in the int8 tile (16 is the pipe's bound); pp256 of the 0.6B shape, 1 thread, went
+// from 29.2 to 32.7 tok/s, pp512 of the 30B-A3B shape from 113 to 123. The panel is widened once per call and
+// each 4 tokens' activations once per panel, which pays off from kWideMinTokens tokens on (8, 16 and 32
+// measured the same on the MoE shape, whose experts see about 32 tokens each). The integer sums are the int8
+// kernel's, exactly.
+constexpr int64_t kWideMinTokens = 16;
+
+// One 32-byte half of a 64-byte step (8 rows x 4 columns, row by row) as 32 int16: the 8 rows' (k0, k1)
+// pairs, then their (k2, k3) pairs, so that vpmaddwd against a token's pair broadcast leaves each row's sum in
+// its own lane.
+inline void widen_half(const uint8_t* src, int16_t* dst) {
+  const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)),
+                                     _mm256_set1_epi8(static_cast<char>(0x80)));
+  // In each 128-bit lane (4 rows): the rows' (k0, k1) bytes, then their (k2, k3) bytes.
+  const __m256i by_pair = _mm256_shuffle_epi8(
+      q, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7,
+                          10, 11, 14, 15));
+  const __m256i rows_0_7 = _mm256_permute4x64_epi64(by_pair, _MM_SHUFFLE(3, 1, 2, 0));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm256_cvtepi8_epi16(_mm256_castsi256_si128(rows_0_7)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16),
+                      _mm256_cvtepi8_epi16(_mm256_extracti128_si256(rows_0_7, 1)));
+}
+
+inline void widen_row(const int8_t* x, int64_t k, int16_t* dst) {
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  for (; i < k; ++i) dst[i] = x[i];
+}
+
+// T tokens (int16, x_stride apart) against the 16 rows of the panel widened by widen_half (64 int16 a step, the
+// halves one after the other), both halves at once: 8 sums, 4 weight vectors and 2 activation pairs fill the 16
+// registers, and each activation pair serves both halves. `w`: the int8 panel, for its scales.
+template <int T>
+void tile_wide(const int16_t* w16, const uint8_t* w, int64_t k, int64_t group, const int16_t* x, int64_t x_stride,
+               const float* x_scale, int64_t xs_stride, float* y, int64_t y_stride, int64_t rows) {
+  constexpr int H = 2;
+  __m256 acc[T][H];
   for (int t = 0; t < T; ++t)
-    for (int h = 0; h < H; ++h) {
-      const int64_t r = rows - 8 * h;
-      if (r <= 0) break;
-      if (r >= 8) {
-        _mm256_storeu_ps(y + t * y_stride + 8 * h, acc[t][h]);
-      } else {
-        float tmp[8];
-        _mm256_storeu_ps(tmp, acc[t][h]);
-        std::memcpy(y + t * y_stride + 8 * h, tmp, sizeof(float) * size_t(r));
+    for (int h = 0; h < H; ++h) acc[t][h] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < k / group; ++g) {
+    __m256i s[T][H];
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < H; ++h) s[t][h] = _mm256_setzero_si256();
+    const int16_t* wg = w16 + g * group * 16;
+    const int16_t* xg = x + g * group;
+    for (int64_t c = 0; c < group; c += 4) {
+      __m256i w01[H], w23[H];
+      for (int h = 0; h < H; ++h) {
+        w01[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + c * 16 + 32 * h));
+        w23[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + c * 16 + 32 * h + 16));
+      }
+      for (int t = 0; t < T; ++t) {
+        int32_t x01, x23;
+        std::memcpy(&x01, xg + t * x_stride + c, 4);
+        std::memcpy(&x23, xg + t * x_stride + c + 2, 4);
+        const __m256i b01 = _mm256_set1_epi32(x01), b23 = _mm256_set1_epi32(x23);
+        for (int h = 0; h < H; ++h)
+          s[t][h] = _mm256_add_epi32(s[t][h], _mm256_add_epi32(_mm256_madd_epi16(w01[h], b01),
+                                                               _mm256_madd_epi16(w23[h], b23)));
       }
     }
+    fold_group<T, H>(acc, s, w, group, g, x_scale, xs_stride);
+  }
+  store_rows<T, H>(acc, y, y_stride, rows);
+}
+
+// Widens the panel, then each 4 tokens, and runs them on it; returns the tokens left (under 4).
+int64_t panel_wide(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                   const float* x_scale, int64_t xs_stride, int64_t tokens, float* y, int64_t y_stride,
+                   int64_t rows) {
+  thread_local std::vector<int16_t> wide_w, wide_x;
+  wide_w.resize(size_t(k / 4 * 64));
+  for (int64_t step = 0; step < k / 4; ++step) {
+    const uint8_t* src = w + step * 4 / group * q8_group_bytes(group) + step * 4 % group * kQ8PanelRows;
+    widen_half(src, wide_w.data() + step * 64);
+    widen_half(src + 32, wide_w.data() + step * 64 + 32);
+  }
+  wide_x.resize(size_t(4 * k));
+  int64_t t = 0;
+  for (; t + 4 <= tokens; t += 4) {
+    for (int i = 0; i < 4; ++i) widen_row(x + (t + i) * x_stride, k, wide_x.data() + i * k);
+    tile_wide<4>(wide_w.data(), w, k, group, wide_x.data(), k, x_scale + t * xs_stride, xs_stride, y + t * y_stride,
+                 y_stride, rows);
+  }
+  return tokens - t;
 }
 
 template <int G>
@@ -100,19 +208,22 @@ void panel_tokens(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, i
   auto at = [&](auto fn, const uint8_t* wh, int64_t rh, float* yh) {
     fn(wh, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, xs_stride, yh + t * y_stride, y_stride, rh);
   };
-  if (tokens >= 3) {
+  if (tokens >= kWideMinTokens) t = tokens - panel_wide(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
+  const int64_t left = tokens - t;
+  if (left >= 3) {
+    const int64_t t0 = t;
     for (int64_t half = 0; half < 2 && half * 8 < rows; ++half) {
       const uint8_t* wh = w + half * 32;
       float* yh = y + half * 8;
       const int64_t rh = rows - half * 8;
-      for (t = 0; t + 4 <= tokens; t += 4) at(tile<4, 1, 0>, wh, rh, yh);
+      for (t = t0; t + 4 <= tokens; t += 4) at(tile<4, 1, 0>, wh, rh, yh);
       if (tokens - t == 3) at(tile<3, 1, G>, wh, rh, yh), t += 3;
       for (; t < tokens; t += 2) tokens - t >= 2 ? at(tile<2, 1, G>, wh, rh, yh) : at(tile<1, 1, G>, wh, rh, yh);
     }
     return;
   }
-  if (tokens == 2) return at(tile<2, 2, G>, w, rows, y);
-  at(tile<1, 2, G>, w, rows, y);
+  if (left == 2) return at(tile<2, 2, G>, w, rows, y);
+  if (left == 1) at(tile<1, 2, G>, w, rows, y);
 }
 
 void panel_avx2(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,

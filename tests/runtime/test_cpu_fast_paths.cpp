@@ -48,12 +48,15 @@ int64_t cached_pages(const void* p, uint64_t bytes) {
 TEST_CASE("Q8_0 GEMM over repacked panels equals the exact integer sums of every row and token, for every ISA",
           "[runtime][kernels]") {
   std::mt19937_64 rng(21);
-  // Rows that do not fill the last 16-row panel, groups of 32 and 64, token counts around the register tiles.
-  for (const auto& [rows, cols, group] : {std::tuple<int64_t, int64_t, int32_t>{37, 128, 32}, {48, 192, 64}, {5, 64, 32}}) {
+  // Rows that do not fill the last 16-row panel, groups of 32, 64 and 20 (a row not a multiple of 16 bytes),
+  // token counts around the register tiles, and from 16 on the AVX2 kernel's int16 tile with 0, 3 and 1 tokens
+  // left for the int8 tiles.
+  for (const auto& [rows, cols, group] :
+       {std::tuple<int64_t, int64_t, int32_t>{37, 128, 32}, {48, 192, 64}, {5, 64, 32}, {9, 40, 20}}) {
     const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
     const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::Q8_0, group);
     const QTensor w = wt.view();
-    for (int64_t m : {1, 2, 3, 8, 13}) {
+    for (int64_t m : {1, 2, 3, 8, 13, 16, 19, 21}) {
       const std::vector<float> x = test::random_values(rng, size_t(m * cols), 2.0f);
       QuantizedRows xq;
       quantize_rows(x.data(), m, cols, group, xq);
@@ -80,9 +83,11 @@ TEST_CASE("Q8_0 GEMM over repacked panels equals the exact integer sums of every
         double worst = 0;
         for (size_t j = 0; j < y.size(); ++j) worst = std::max(worst, std::fabs(y[j] - expect[j]) / (1.0 + std::fabs(expect[j])));
         CHECK(worst < 1e-5);
-        // A token's result does not depend on how many tokens share its tile.
-        be.matmul(w, x.data() + (m - 1) * cols, 1, one.data());
-        CHECK(std::equal(one.begin(), one.end(), y.begin() + (m - 1) * rows));
+        // A token's result does not depend on how many tokens share its tile, nor on which tile takes it.
+        for (int64_t i : {int64_t(0), m - 1}) {
+          be.matmul(w, x.data() + i * cols, 1, one.data());
+          CHECK(std::equal(one.begin(), one.end(), y.begin() + i * rows));
+        }
       }
     }
   }
