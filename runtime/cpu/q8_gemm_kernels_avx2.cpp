@@ -1,8 +1,8 @@
-// AVX2 Q8_0 GEMM over the panel layout of q8_gemm_kernels.h: decode takes a panel's 16 rows at once, a few
-// tokens 8 rows (one half of each 64-byte step) by 4 tokens, and prefill of many tokens a copy of the panel
-// widened to int16 (tile_wide). Without VNNI the product goes through vpmaddubsw, which
-// needs an unsigned operand that cannot saturate: the weight's magnitude (|q| <= 128) times the activation
-// carrying the weight's sign, so the integer sums are exactly the VNNI path's.
+// AVX2 Q8_0 GEMM over the panel layout of q8_gemm_kernels.h: decode takes a panel's 16 rows at once, 3 to 15
+// tokens 8 rows (one half of each 64-byte step) by 4 tokens, and 16 tokens or more a copy of the panel widened
+// to int16 (tile_wide). Without VNNI the int8 product goes through vpmaddubsw, which needs an unsigned operand
+// that cannot saturate: the weight's magnitude (|q| <= 128) times the activation carrying the weight's sign,
+// so the integer sums are exactly the VNNI path's.
 #include <immintrin.h>
 
 #include <cstring>
