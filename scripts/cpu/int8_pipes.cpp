@@ -2,10 +2,18 @@
 // alone and in pairs, timed in cycles (the clock is measured first). Two kinds that take the time of one share
 // nothing; two that add up share a pipe. Enough chains (8) that a chain's latency never sets the time: with 4
 // chains, vfmadd231ps (latency 5) hid inside vpmaddubsw's time and looked free beside it, and it is not.
-//   g++ -O2 -mavx2 -mfma -o /tmp/int8_pipes scripts/cpu/int8_pipes.cpp && /tmp/int8_pipes
+// Then whether rows on FP32 FMA add products beside the int16 prefill tile (runtime/cpu/q8_gemm_kernels_avx2.cpp,
+// tile_wide): the tile's inner step alone (8 rows x 4 columns x 4 tokens on vpmaddwd, weights and activations in
+// L1), FMA alone (8 more rows x 2 tokens from float copies, 4 chains so that latency does not bound it), and both
+// in one loop, in products a cycle. Both in one loop beating the tile alone would mean the FMA pipe has room.
+//   g++ -O3 -mavx2 -mfma -o /tmp/int8_pipes scripts/cpu/int8_pipes.cpp && /tmp/int8_pipes
 // What it printed on the Zen 1 EPYC of results/cpu-vs-llama.cpp-avx2.md is quoted there.
+#include <immintrin.h>
+
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 #define CLOBBERS "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", \
                  "xmm12", "xmm13", "xmm14", "xmm15"
@@ -33,6 +41,61 @@ void time_it(const char* name, F body) {
   std::printf("%-34s %5.2f cycles an iteration\n", name, s / kIterations * g_ghz * 1e9);
 }
 
+namespace {
+
+constexpr int kK = 1024;
+alignas(64) int16_t g_w16[kK / 4 * 32];  // 8 rows, widened as tile_wide lays them out: 32 int16 a step
+alignas(64) int16_t g_x16[4][kK];
+alignas(64) float g_wf[kK * 8];  // 8 other rows as floats, the 8 rows of one column together
+alignas(64) float g_xf[4][kK];
+int32_t g_sink_i[32];
+float g_sink_f[16];
+
+inline __m256i int_step(__m256i s, __m256i w01, __m256i w23, const int16_t* x) {
+  int32_t a, b;
+  std::memcpy(&a, x, 4);
+  std::memcpy(&b, x + 2, 4);
+  return _mm256_add_epi32(s, _mm256_add_epi32(_mm256_madd_epi16(w01, _mm256_set1_epi32(a)),
+                                              _mm256_madd_epi16(w23, _mm256_set1_epi32(b))));
+}
+
+template <bool kInt, bool kFma>
+__attribute__((noinline)) void run(int reps) {
+  for (int r = 0; r < reps; ++r) {
+    __m256i s[4] = {};
+    __m256 f[2][2] = {};
+    for (int c = 0; c < kK; c += 4) {
+      if constexpr (kInt) {
+        const __m256i w01 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g_w16 + c * 8));
+        const __m256i w23 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g_w16 + c * 8 + 16));
+        for (int t = 0; t < 4; ++t) s[t] = int_step(s[t], w01, w23, g_x16[t] + c);
+      }
+      if constexpr (kFma) {
+        for (int j = 0; j < 4; ++j) {
+          const __m256 wf = _mm256_load_ps(g_wf + (c + j) * 8);
+          for (int t = 0; t < 2; ++t)
+            f[t][j & 1] = _mm256_fmadd_ps(wf, _mm256_broadcast_ss(g_xf[t] + c + j), f[t][j & 1]);
+        }
+      }
+    }
+    for (int t = 0; t < 4; ++t) _mm256_storeu_si256(reinterpret_cast<__m256i*>(g_sink_i + 8 * t), s[t]);
+    for (int t = 0; t < 2; ++t) _mm256_storeu_ps(g_sink_f + 8 * t, _mm256_add_ps(f[t][0], f[t][1]));
+  }
+}
+
+template <class F>
+void time_step(const char* name, F body, int products_a_step) {
+  constexpr int kReps = 40000;
+  body(kReps / 40);
+  const auto start = std::chrono::steady_clock::now();
+  body(kReps);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double cycles = s / kReps / (kK / 4) * g_ghz * 1e9;
+  std::printf("%-24s %6.2f cycles a step, %5.2f products a cycle\n", name, cycles, products_a_step / cycles);
+}
+
+}  // namespace
+
 int main() {
   {
     // The clock: a chain of dependent adds, one a cycle.
@@ -56,4 +119,14 @@ int main() {
   time_it("4 vpmaddubsw + 8 vpaddd", [] { asm volatile(MADDUBS PADDD ::: CLOBBERS); });
   time_it("4 vpsrad", [] { asm volatile(SRAD ::: CLOBBERS); });
   time_it("4 vpmaddubsw + 4 vpsrad", [] { asm volatile(MADDUBS SRAD ::: CLOBBERS); });
+
+  for (int i = 0; i < kK / 4 * 32; ++i) g_w16[i] = static_cast<int16_t>(i % 200 - 100);
+  for (int i = 0; i < kK * 8; ++i) g_wf[i] = static_cast<float>(i % 200 - 100);
+  for (int t = 0; t < 4; ++t)
+    for (int k = 0; k < kK; ++k) g_xf[t][k] = g_x16[t][k] = static_cast<int16_t>((k * 11 + t) % 255 - 127);
+  for (int round = 0; round < 2; ++round) {
+    time_step("int16 tile (128 a step)", run<true, false>, 128);
+    time_step("FMA rows (64 a step)", run<false, true>, 64);
+    time_step("both (192 a step)", run<true, true>, 192);
+  }
 }
