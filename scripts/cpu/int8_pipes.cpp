@@ -31,13 +31,19 @@
 
 double g_ghz = 0;
 
+// Seconds that run(n) takes, after an untimed run(n / 50) to warm up.
+template <class F>
+double seconds(F run, long n) {
+  run(n / 50);
+  const auto start = std::chrono::steady_clock::now();
+  run(n);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 template <class F>
 void time_it(const char* name, F body) {
   constexpr long kIterations = 50000000;
-  for (long i = 0; i < kIterations / 50; ++i) body();
-  const auto start = std::chrono::steady_clock::now();
-  for (long i = 0; i < kIterations; ++i) body();
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double s = seconds([&](long n) { for (long i = 0; i < n; ++i) body(); }, kIterations);
   std::printf("%-34s %5.2f cycles an iteration\n", name, s / kIterations * g_ghz * 1e9);
 }
 
@@ -60,8 +66,8 @@ inline __m256i int_step(__m256i s, __m256i w01, __m256i w23, const int16_t* x) {
 }
 
 template <bool kInt, bool kFma>
-__attribute__((noinline)) void run(int reps) {
-  for (int r = 0; r < reps; ++r) {
+__attribute__((noinline)) void run(long reps) {
+  for (long r = 0; r < reps; ++r) {
     __m256i s[4] = {};
     __m256 f[2][2] = {};
     for (int c = 0; c < kK; c += 4) {
@@ -85,12 +91,8 @@ __attribute__((noinline)) void run(int reps) {
 
 template <class F>
 void time_step(const char* name, F body, int products_a_step) {
-  constexpr int kReps = 40000;
-  body(kReps / 40);
-  const auto start = std::chrono::steady_clock::now();
-  body(kReps);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double cycles = s / kReps / (kK / 4) * g_ghz * 1e9;
+  constexpr long kReps = 40000;
+  const double cycles = seconds(body, kReps) / kReps / (kK / 4) * g_ghz * 1e9;
   std::printf("%-24s %6.2f cycles a step, %5.2f products a cycle\n", name, cycles, products_a_step / cycles);
 }
 

@@ -199,9 +199,7 @@ void skip_without_room(const fs::path& dir) {
     QTUNE_SKIP("the scratch file system has " + std::to_string(free_bytes) + " bytes free, under the " +
                std::to_string(2 * kSmallWriteBytes) + " this test writes with margin");
 }
-}  // namespace
 
-namespace {
 // Starts qconvert as a direct child with every signal at its default action and none blocked, whatever the
 // test runner inherited, no core file (SIGQUIT, SIGXFSZ), and stderr into `err`. Only async-signal-safe calls
 // run between fork and exec.
