@@ -89,7 +89,7 @@ void to_json(nlohmann::json& j, const KernelResources& r) {
                      {"registers", r.registers},       {"barriers", r.barriers},
                      {"static_smem", r.static_smem},   {"stack_frame", r.stack_frame},
                      {"spill_stores", r.spill_stores}, {"spill_loads", r.spill_loads},
-                     {"cmem0", r.cmem0}};
+                     {"cmem0", r.cmem0},               {"loop_instructions", r.loop_instructions}};
 }
 
 void from_json(const nlohmann::json& j, KernelResources& r) {
@@ -102,6 +102,7 @@ void from_json(const nlohmann::json& j, KernelResources& r) {
   r.spill_stores = j.at("spill_stores").get<int64_t>();
   r.spill_loads = j.at("spill_loads").get<int64_t>();
   r.cmem0 = j.at("cmem0").get<int64_t>();
+  r.loop_instructions = j.value("loop_instructions", 0);  // absent from what qtune wrote before it was read
 }
 
 }  // namespace qt::compile

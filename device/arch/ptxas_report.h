@@ -21,6 +21,9 @@ struct KernelResources {
   int64_t spill_stores = 0;
   int64_t spill_loads = 0;
   int64_t cmem0 = 0;  // parameter/constant bank 0; absent on sm_90+ logs
+  // Not ptxas' but the PTX's: the instructions one trip of the main loop issues, by its text
+  // (device/jit/ptx_main_loop.h), for the static model's issue time. 0: no loop, or not known.
+  int loop_instructions = 0;
   bool spills() const { return spill_stores > 0 || spill_loads > 0; }
 };
 

@@ -58,6 +58,9 @@ std::optional<CompileOutput> CompileCache::load(const std::string& key) const {
     // An entry that lacks a kernel's resources (written by an older qtune, whose compile did not check) would
     // fail every point with that kernel: a miss instead, recompiled and overwritten.
     if (!unreported_kernels(out).empty()) return std::nullopt;
+    // Likewise an entry written before the PTX's main loop was read: its kernels would lose their issue time.
+    for (const nlohmann::json& r : meta.at("resources"))
+      if (!r.contains("loop_instructions")) return std::nullopt;
     return out;
   } catch (const std::exception&) {
     return std::nullopt;  // a damaged entry is recompiled and overwritten

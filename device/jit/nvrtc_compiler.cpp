@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/paths.h"
+#include "device/jit/ptx_main_loop.h"
 #include "device/jit/source_includes.h"
 
 namespace qt::compile {
@@ -132,6 +133,11 @@ CompileOutput compile_once(const CompileRequest& req) {
     out.lowered_names[e] = lowered;
   }
   out.resources = parse_ptxas_log(out.log);
+  size_t ptx_size = 0;
+  check(nvrtcGetPTXSize(prog, &ptx_size), "get PTX size", req.program_name);
+  std::string ptx(ptx_size, '\0');
+  check(nvrtcGetPTX(prog, ptx.data()), "get PTX", req.program_name);
+  for (KernelResources& k : out.resources) k.loop_instructions = ptx_main_loop_instructions(ptx, k.function);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

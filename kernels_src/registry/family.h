@@ -214,6 +214,11 @@ struct KernelFamily {
   // point (bm=64, wg=2; 512, 1024 and 4096 tokens) grew with their re-reads at the DRAM latency's rate, where
   // the mma.sync GEMMs' measured rows fit the L2's. Why is not known (see results/wgmma-gemm-predicted.md).
   bool rereads_at_dram_latency = false;
+  // How many times the warps of a point's main launch run its main loop, all warps together (a tiled GEMM: its
+  // blocks' warps times their K steps), for the static model's issue time: these trips times the instructions
+  // of one (the PTX's main loop, compile::KernelResources::loop_instructions) over the SMs' issue slots. Unset:
+  // no issue time, the model's memory and compute sides alone.
+  std::function<double(const Point&, const Shape&, const LaunchPlan& plan)> main_loop_trips;
   // Buffers for both kinds; launches for device families.
   std::function<LaunchPlan(const Point&, const Shape&)> plan;
   // Host families: the point prepared on `buffers` (inputs filled, outputs allocated); throws PointRejected.

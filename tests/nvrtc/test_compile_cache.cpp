@@ -12,6 +12,8 @@
 #include "device/jit/compile_service.h"
 #include "common/sha256.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace qt::compile;
 
 namespace {
@@ -143,6 +145,29 @@ TEST_CASE("a damaged cache entry is recompiled and repaired") {
   }
   service.compile_cached(template_request(80), &hit);
   CHECK_FALSE(hit);
+}
+
+// An entry written before the PTX's main loop was read has no loop_instructions in its resources: used as it is,
+// every kernel in it would lose the static model's issue time, so it is recompiled instead.
+TEST_CASE("a cache entry without the main loop's instruction count is recompiled") {
+  qt::test::TempDir dir("nvrtc-cache-old-entry");
+  ServiceOptions opt;
+  opt.cache_dir = dir.str();
+  CompileService service(opt);
+  service.compile_cached(template_request(80));
+  const std::string key = cache_key(template_request(80));
+  const std::filesystem::path meta_path = dir.path() / (key + ".json");
+  nlohmann::json meta = nlohmann::json::parse(std::ifstream(meta_path));
+  for (nlohmann::json& r : meta.at("resources")) {
+    REQUIRE(r.contains("loop_instructions"));
+    r.erase("loop_instructions");
+  }
+  std::ofstream(meta_path, std::ios::trunc) << meta.dump();
+  bool hit = true;
+  service.compile_cached(template_request(80), &hit);
+  CHECK_FALSE(hit);
+  service.compile_cached(template_request(80), &hit);
+  CHECK(hit);  // rewritten with the count
 }
 
 TEST_CASE("with the cache off nothing is written") {

@@ -132,6 +132,16 @@ Fit calibrate(const std::string& store_file) {
   return f;
 }
 
+// Every row's model/measured within [lo, hi].
+void check_each_within(const std::vector<const CalibrationPoint*>& rows, double lo, double hi) {
+  for (const CalibrationPoint* p : rows) {
+    INFO(p->family << " " << shape_key(p->shape) << " " << kernels::point_key(p->point) << ": measured "
+                   << p->measured_s * 1e6 << " us, model " << p->model_s * 1e6 << " us");
+    CHECK(p->model_s <= hi * p->measured_s);
+    CHECK(p->model_s >= lo * p->measured_s);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("on the H200 run's measured points the model ranks them with Spearman 0.8 or more and predicts them "
@@ -164,22 +174,24 @@ TEST_CASE("on the second H200 run's tuned points the model ranks them with Spear
   CHECK(decode.median_error <= 0.25);
   CHECK(prefill.n == 31);
   CHECK(prefill.median_error <= 0.25);
-  for (const CalibrationPoint* p : f.rows(64, INT64_MAX)) {
-    INFO(shape_key(p->shape) << " " << kernels::point_key(p->point) << ": measured " << p->measured_s * 1e6
-                             << " us, model " << p->model_s * 1e6 << " us");
-    CHECK(p->model_s <= 2.0 * p->measured_s);
-    CHECK(p->model_s * 2.0 >= p->measured_s);
-  }
+  check_each_within(f.rows(64, INT64_MAX), 0.5, 2.0);
 }
 
 // The second run's qbench reports time every family's default point beside the tuned one, at 1 to 4096 rows
 // (results/gpu-h200-2026-11-27/report-*/report.json, read as qtune static --against reads them). Held here: the
 // frag linear kernel the fixture check pins (AWQ and Q8_0, GEMV and GEMM rows of both models), which the
-// runtime runs; and the bias the model still has on the file-layout tiled GEMMs and their grouped expert
-// form, which it prices 2-3x fast (their shared-memory dequant and its barriers have no cost in it), so that a
-// change that moves it shows.
+// runtime runs; the file layout's tiled GEMMs (awq_gemm, q8_0_gemm) from 64 rows; and their grouped expert form
+// (moe_gate_up.q8_0, moe_down.q8_0) from 16 tokens. While the model charged them their memory side alone, it put
+// the tiled GEMMs at a median of 0.43x their measured times and the grouped ones at 0.37x: their main loops issue
+// 650-1,350 instructions for 8-64 mma (the dequant into shared memory and its address arithmetic). Charged that
+// issue time (roofline.h), the tiled GEMMs are within a median error of 12% (31 rows, each within 0.52-1.46x).
+// The grouped ones (12 rows) move to a median of 0.46x (0.34-0.87x) and stay the model's known optimism: their
+// register-bound blocks leave 3 or 4 warps a scheduler (12-16 an SM), too few to issue every cycle and hide their
+// loads at once, and the model charges the larger of the issue and memory times, not a sum of stalls. Held as
+// the bound it is, so that a change that moves it shows.
 TEST_CASE("on the second H200 run's reports the model times the frag linear rows within a median error of 25%, the "
-          "file layout's GEMV within 2x, and states its known bias on the file layout's GEMMs",
+          "file layout's GEMV within 2x, its tiled GEMMs, charged their loops' issue time, within a median error of 25%, "
+          "and states its bias on the grouped ones",
           "[tuner][roofline]") {
   test::require_frag_linear_as_measured();
   compile::CompileService service;
@@ -188,31 +200,31 @@ TEST_CASE("on the second H200 run's reports the model times the frag linear rows
     const Calibration c = calibrate_store(source_root() + "/results/gpu-h200-2026-11-27/" + report + "/report.json", {}, service);
     points.insert(points.end(), c.points.begin(), c.points.end());
   }
-  std::vector<const CalibrationPoint*> frag, file_gemm;
+  std::vector<const CalibrationPoint*> frag, file_gemm, grouped;
   for (const CalibrationPoint& p : points) {
     if (p.family == "awq_frag_gemv" || p.family == "awq_frag_gemm" || p.family == "q8_0_frag_gemv" ||
         p.family == "q8_0_frag_gemm")
       frag.push_back(&p);
-    if ((p.family == "awq_gemm" || p.family == "q8_0_gemm" || p.family == "moe_gate_up.q8_0" || p.family == "moe_down.q8_0") &&
-        p.rows() >= 64)
-      file_gemm.push_back(&p);
+    if ((p.family == "awq_gemm" || p.family == "q8_0_gemm") && p.rows() >= 64) file_gemm.push_back(&p);
+    if ((p.family == "moe_gate_up.q8_0" || p.family == "moe_down.q8_0") && p.shape["T"] >= 16) grouped.push_back(&p);
   }
-  const CalibrationFit f = fit(frag), g = fit(file_gemm);
+  const CalibrationFit f = fit(frag), g = fit(file_gemm), gg = fit(grouped);
   std::printf("second H200 run's reports: frag linear %zu rows, Spearman %.3f, median error %.3f; file-layout GEMMs "
-              "from 64 rows %zu, median model/measured %.2f\n",
-              f.n, f.spearman, f.median_error, g.n, g.median_ratio);
+              "from 64 rows %zu, Spearman %.3f, median error %.3f, median model/measured %.2f; grouped from 16 tokens "
+              "%zu, median model/measured %.2f\n",
+              f.n, f.spearman, f.median_error, g.n, g.spearman, g.median_error, g.median_ratio, gg.n, gg.median_ratio);
   CHECK(f.n == 80);
   CHECK(f.spearman >= 0.8);
   CHECK(f.median_error <= 0.25);
-  for (const CalibrationPoint* p : frag) {
-    INFO(p->family << " " << shape_key(p->shape) << " " << kernels::point_key(p->point) << ": measured "
-                   << p->measured_s * 1e6 << " us, model " << p->model_s * 1e6 << " us");
-    CHECK(p->model_s <= 2.0 * p->measured_s);
-    CHECK(p->model_s * 2.0 >= p->measured_s);
-  }
-  CHECK(g.n >= 30);
-  CHECK(g.median_ratio >= 0.3);
-  CHECK(g.median_ratio <= 0.6);
+  check_each_within(frag, 0.5, 2.0);
+  CHECK(g.n == 31);
+  CHECK(g.spearman >= 0.8);
+  CHECK(g.median_error <= 0.25);
+  check_each_within(file_gemm, 0.5, 2.0);
+  CHECK(gg.n == 12);
+  CHECK(gg.median_ratio >= 0.4);
+  CHECK(gg.median_ratio <= 0.8);
+  check_each_within(grouped, 1.0 / 3.0, 1.0);
   // The file layout's AWQ GEMV keeps one step's weight words in flight a warp (awq_family.cpp): with the generic
   // 1 KB a warp the model put it at 0.22x its measured 441-1409 us; stated, within 2x (pessimistic, 1.1-1.7x).
   int gemv_rows = 0;
@@ -316,7 +328,7 @@ TEST_CASE("the model times the second H200 run's INT8 frag GEMV rows within 1.4x
     const std::vector<compile::PointResult> compiled = service.compile(f, {p}, 90);
     REQUIRE(compiled.at(0).ok());
     std::vector<KernelResources> resources;
-    for (const auto& c : compiled[0].kernels) resources.push_back({c.name_expression, c.resources.registers, c.resources.static_smem});
+    for (const auto& c : compiled[0].kernels) resources.push_back(model_resources(c.name_expression, c.resources));
     const double model = estimate_point(f, p, shape, 90, peak, resources).seconds;
     const double measured = k.at("default_us").get<double>() * 1e-6;
     std::printf("q8_0_frag_gemv %s: measured %.2f us, model %.2f us\n", shape_key(shape).c_str(), measured * 1e6, model * 1e6);

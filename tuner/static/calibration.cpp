@@ -247,7 +247,7 @@ Calibration calibrate_store(const std::string& path, const std::vector<std::stri
         continue;
       }
       std::vector<KernelResources> resources;
-      for (const auto& k : c.kernels) resources.push_back({k.name_expression, k.resources.registers, k.resources.static_smem});
+      for (const auto& k : c.kernels) resources.push_back(model_resources(k.name_expression, k.resources));
       try {
         const GpuPeaks peak = gpu_peaks(p->device);
         const RooflineEstimate e = estimate_point(f, p->point, p->shape, key.second, peak, resources);

@@ -18,11 +18,11 @@ namespace {
 // mma.sync reaches about two thirds of its wgmma peak (989 TFLOP/s); the sm_90a families issue wgmma.
 const std::vector<std::pair<int, GpuPeaks>>& table() {
   static const std::vector<std::pair<int, GpuPeaks>> t = {
-      {75, {"T4", 40, 320, 65, 0, 8.1}},
-      {80, {"A100 SXM 80GB", 108, 2039, 312, 0, 19.5}},
-      {86, {"RTX 3090", 82, 936, 71, 0, 35.6}},
-      {89, {"RTX 4090", 128, 1008, 165, 0, 82.6}},
-      {90, {"H100 SXM", 132, 3350, 660, 989, 67}},
+      {75, {"T4", 40, 320, 65, 0, 8.1, 1.59}},
+      {80, {"A100 SXM 80GB", 108, 2039, 312, 0, 19.5, 1.41}},
+      {86, {"RTX 3090", 82, 936, 71, 0, 35.6, 1.695}},
+      {89, {"RTX 4090", 128, 1008, 165, 0, 82.6, 2.52}},
+      {90, {"H100 SXM", 132, 3350, 660, 989, 67, 1.98}},
   };
   return t;
 }
@@ -65,6 +65,10 @@ double dim_or(const kernels::Shape& s, const char* name, double fallback) {
 
 }  // namespace
 
+KernelResources model_resources(const std::string& name_expression, const compile::KernelResources& compiled) {
+  return {name_expression, compiled.registers, compiled.static_smem, compiled.loop_instructions};
+}
+
 const GpuPeaks& gpu_peaks(int sm) {
   for (const auto& [arch, p] : table())
     if (arch == sm) return p;
@@ -82,6 +86,7 @@ GpuPeaks gpu_peaks(const dev::DeviceFingerprint& d) {
     p.fp32_tflops *= double(d.sm_count) / p.sms;
     p.sms = d.sm_count;
   }
+  if (d.clock_mhz > 0) p.clock_ghz = d.clock_mhz / 1000.0;  // the device's own boost clock
   // Double data rate: two transfers per memory clock on each bit of the bus.
   if (d.mem_clock_mhz > 0 && d.bus_width_bits > 0) p.dram_gbps = 2.0 * d.mem_clock_mhz * 1e6 * d.bus_width_bits / 8 / 1e9;
   return p;
@@ -134,10 +139,11 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
   // Each launch is modelled alone; the point's time is their sum.
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     const kernels::Launch& l = plan.launches[i];
-    int regs = 0;
+    int regs = 0, loop_instructions = 0;
     int64_t static_smem = 0;
     for (const KernelResources& r : resources)
-      if (r.name_expression == l.kernel) regs = r.registers, static_smem = r.static_smem;
+      if (r.name_expression == l.kernel)
+        regs = r.registers, static_smem = r.static_smem, loop_instructions = r.loop_instructions;
     const int threads = int(l.block.count());
     const compile::Occupancy occ = compile::occupancy(arch, regs, threads, static_smem + l.dynamic_smem);
     if (occ.blocks_per_sm == 0)
@@ -162,15 +168,21 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
     const double t_dram = bytes / achievable;
     const double t_mem = std::max(t_dram, requested / achievable * needed_bytes / std::max(in_flight, 1e-9));
     const double t_comp = (i == main ? e.flops : 0.0) / (pipe_tflops * 1e12 * comp_eff);
+    // The main loop's instructions over the issue slots of the SMs the grid reaches, 4 a cycle each.
+    const double trips = i == main && f.main_loop_trips ? f.main_loop_trips(point, shape, plan) : 0.0;
+    const double issue_slots = std::min(double(peak.sms), blocks) * 4.0 * peak.clock_ghz * 1e9;
+    const double t_issue = issue_slots > 0 ? trips * double(loop_instructions) / issue_slots : 0.0;
     e.memory_s += t_mem / wave_eff;
     e.compute_s += t_comp / wave_eff;
-    e.seconds += std::max(t_mem, t_comp) / wave_eff;
+    e.issue_s += t_issue / wave_eff;
+    e.seconds += std::max({t_mem, t_comp, t_issue}) / wave_eff;
     if (i == main)
       e.wave_efficiency = wave_eff, e.memory_efficiency = t_mem > 0 ? t_dram / t_mem : 1.0, e.bytes_in_flight_per_sm = in_flight;
   }
   e.seconds += e.launch_s;
   e.bandwidth_share = e.bytes / e.seconds / (peak.dram_gbps * 1e9);
-  e.bound = e.launch_s > std::max(e.memory_s, e.compute_s) ? "launch" : e.memory_s >= e.compute_s ? "memory" : "compute";
+  const double body = std::max({e.memory_s, e.compute_s, e.issue_s});
+  e.bound = e.launch_s > body ? "launch" : e.memory_s == body ? "memory" : e.compute_s == body ? "compute" : "issue";
   return e;
 }
 

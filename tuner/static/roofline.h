@@ -5,6 +5,7 @@
 //   t = launches x launch cost + sum over launches of max(t_memory, t_compute) / wave efficiency
 //   t_memory  = max(bytes / B, (bytes + re-read bytes x L2 latency / DRAM latency) / B x needed / in flight)
 //   t_compute = flops / (peak of the pipe the kernel uses x min(1, warps per SM / 8))
+//   t_issue   = main-loop trips x instructions per trip / (SMs the grid reaches x 4 per cycle x clock)
 // with B the achievable DRAM bandwidth, in flight the bytes one SM's resident warps keep in flight, and needed
 // the bytes Little's law asks of each SM to reach B (B x DRAM latency / SMs).
 //
@@ -31,13 +32,22 @@
 // kernel with events (cuBLASLt's fp16 1024 x 4096 GEMV: 9.8 us for 8.4 MB, of which 2.1 us moving it). Other
 // architectures take the same two until a run on one of them calibrates its own.
 // tests/tuner/test_roofline.cpp holds the model to that run's measured points (rank correlation, median error).
-// What the model leaves out (instruction issue limits beyond the FLOP pipe, L2 capacity and eviction, bank
+// t_issue: an SM issues at most one warp instruction per scheduler and cycle (4 on sm_70 and later), whatever the
+// pipes. It is charged where the family states its main loop's trips (KernelFamily::main_loop_trips) and the
+// compile has read the loop's instructions from the PTX (device/jit/ptx_main_loop.h); without registers from a
+// compile (the tuner's ranking, the step model), there is none. Why it exists: the model put the file layout's
+// tiled GEMMs (awq_gemm, q8_0_gemm and the grouped MoE GEMMs) at 0.30-0.55x their times measured on the H200 while
+// it charged them their memory side alone. Their loops issue 650-1,350 instructions for 8-64 mma (the dequant into
+// shared memory and its address arithmetic, per block); charged that, they are within a median error of 12% from
+// 64 rows (results/end-to-end-predicted.md, 29 Nov).
+// What the model leaves out (dependency and barrier stalls within that issue rate, L2 capacity and eviction, bank
 // conflicts, a block's barriers between its phases) is why it is checked on every GPU run's rows (qtune static
 // --against): the GPU flow also reports its rank correlation with what it measures.
 #include <string>
 #include <vector>
 
 #include "device/api/device_fingerprint.h"
+#include "device/arch/ptxas_report.h"
 #include "device/arch/arch_limits.h"
 #include "kernels_src/registry/family.h"
 
@@ -51,6 +61,7 @@ struct GpuPeaks {
   double tensor_tflops = 0;      // fp16 inputs, fp32 accumulation, dense, through mma.sync
   double wgmma_tflops = 0;       // the same through wgmma.mma_async (Hopper's full rate); 0: no wgmma
   double fp32_tflops = 0;        // CUDA-core FMA peak (2 flops per FMA)
+  double clock_ghz = 0;          // boost SM clock: 4 warp instructions issued per SM and cycle (one per scheduler)
   double dram_latency_ns = 600;  // loaded latency, for Little's law (an assumption, not a datasheet figure)
   double l2_latency_ns = 300;    // the same for an L2 hit: half of DRAM's, the ratio of the unloaded latencies
                                  // microbenchmarks publish for Hopper (L2 hit about 260 cycles, DRAM about 480)
@@ -73,13 +84,13 @@ GpuPeaks gpu_peaks(const dev::DeviceFingerprint& device);
 
 struct RooflineEstimate {
   double seconds = 0;
-  double memory_s = 0, compute_s = 0, launch_s = 0;
+  double memory_s = 0, compute_s = 0, launch_s = 0, issue_s = 0;
   double bytes = 0, flops = 0;
   double wave_efficiency = 1;
   double memory_efficiency = 1;  // the main launch's DRAM time over its memory time: 1 where the DRAM stream binds
   double bytes_in_flight_per_sm = 0;  // the main launch's, by the family's statement of its loads
   double bandwidth_share = 0;  // bytes / seconds over the datasheet bandwidth: the predicted share of it
-  std::string bound;             // "memory", "compute" or "launch"
+  std::string bound;             // "memory", "compute", "issue" or "launch"
 };
 
 // Registers and static shared memory per kernel of the point, where a compile has reported them; missing
@@ -88,7 +99,10 @@ struct KernelResources {
   std::string name_expression;
   int registers = 0;
   int64_t static_smem = 0;
+  int loop_instructions = 0;  // of its main loop's trip, by the PTX (compile::KernelResources); 0: not known
 };
+// The model's view of a compiled kernel.
+KernelResources model_resources(const std::string& name_expression, const compile::KernelResources& compiled);
 
 // The estimate of `point` at `shape` on `sm`. Throws kernels::PointRejected when the point cannot run there.
 RooflineEstimate estimate_point(const kernels::KernelFamily& family, const kernels::Point& point,
