@@ -133,11 +133,13 @@ CompileOutput compile_once(const CompileRequest& req) {
     out.lowered_names[e] = lowered;
   }
   out.resources = parse_ptxas_log(out.log);
+  // The PTX's main loops, for the static model's issue time; a CUBIN without PTX leaves them unknown (0).
   size_t ptx_size = 0;
-  check(nvrtcGetPTXSize(prog, &ptx_size), "get PTX size", req.program_name);
-  std::string ptx(ptx_size, '\0');
-  check(nvrtcGetPTX(prog, ptx.data()), "get PTX", req.program_name);
-  for (KernelResources& k : out.resources) k.loop_instructions = ptx_main_loop_instructions(ptx, k.function);
+  if (nvrtcGetPTXSize(prog, &ptx_size) == NVRTC_SUCCESS && ptx_size > 0) {
+    std::string ptx(ptx_size, '\0');
+    if (nvrtcGetPTX(prog, ptx.data()) == NVRTC_SUCCESS)
+      for (KernelResources& k : out.resources) k.loop_instructions = ptx_main_loop_instructions(ptx, k.function);
+  }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

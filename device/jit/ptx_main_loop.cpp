@@ -51,8 +51,9 @@ std::vector<std::string> entry_body(const std::string& ptx, const std::string& e
 int ptx_main_loop_instructions(const std::string& ptx, const std::string& entry) {
   std::vector<std::string> instructions;
   std::map<std::string, size_t> label_at;  // label -> index of the instruction after it
-  for (const std::string& s : entry_body(ptx, entry)) {
-    if (s.empty() || s[0] == '.' || s.compare(0, 2, "//") == 0) continue;
+  for (const std::string& line : entry_body(ptx, entry)) {
+    const std::string s = trim(line.substr(0, line.find("//")));  // PTX has no string operands to hold "//"
+    if (s.empty() || s[0] == '.') continue;
     if (s.back() == ':') {
       label_at[s.substr(0, s.size() - 1)] = instructions.size();
       continue;

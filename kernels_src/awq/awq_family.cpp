@@ -269,7 +269,7 @@ KernelFamily make_gemm() {
     return matmul_plan(s, l, p.at("split_k"));
   };
   set_tiled_bytes_reread(f);
-  set_tiled_loop_trips(f);
+  set_tiled_main_loop(f);
   f.make_inputs = awq_inputs;
   f.probe_shape = Shape{kDims, {8, 1024, 4096, 128}, "probe"};
   f.test_shapes = {Shape{kDims, {17, 128, 4096, 128}, "Qwen3-8B wq prefill: M=17, N cut to 128"},

@@ -537,7 +537,6 @@ KernelFamily make_linear(LinearKind kind) {
     return plan;
   };
   set_tiled_bytes_reread(f);
-  if (!kind.gemv) set_tiled_loop_trips(f);
   f.make_inputs = [kind](const Shape& shape, uint64_t seed) {
     const Source s = make_source(*kind.src, shape["M"], shape["N"], shape["K"], shape["G"], seed);
     const FragWeights w = kind.src->repack(s);
@@ -1166,7 +1165,7 @@ KernelFamily make_smem_gemm(const SourceKind& kind, const KernelFamily& gemm) {
     return plan;
   };
   set_tiled_bytes_reread(f);
-  set_tiled_loop_trips(f);
+  set_tiled_main_loop(f);
   // The mma.sync GEMM's problem, inputs and reference: the weights rounded to fp16 once, as both kernels do.
   share_problem(f, gemm);
   f.test_shapes.push_back(Shape{kLinearDims, {130, 320, 512, 64}, "M=130: a second block of 2 rows, N=320 (a part block)"});

@@ -239,7 +239,7 @@ KernelFamily make(const Format& fmt, bool fused) {
     return plan;
   };
   set_grouped_bytes(f, /*x_in_flight=*/true);
-  set_tiled_loop_trips(f, [](const Point& p, const Shape& s) {
+  set_tiled_main_loop(f, [](const Point& p, const Shape& s) {
     return expected_row_blocks(s["T"], s["E"], s["TOPK"], p.at("bm"));
   });
   f.make_inputs = [fmt, fused](const Shape& s, uint64_t seed) {

@@ -356,7 +356,7 @@ KernelFamily make_gemm() {
     return plan;
   };
   set_tiled_bytes_reread(f);
-  set_tiled_loop_trips(f);
+  set_tiled_main_loop(f);
   f.make_inputs = q8_inputs;
   f.probe_shape = Shape{kDims, {64, 1024, 4096, 64}, "probe"};
   f.test_shapes = {Shape{kDims, {17, 128, 1024, 64}, "Qwen3-0.6B wq prefill: M=17, N cut to 128"},

@@ -168,6 +168,12 @@ class HostKernel {
   virtual double run() = 0;
 };
 
+// What a launch's main loop runs (KernelFamily::main_loop): blocks that run it, and trips of each of their warps.
+struct LoopWork {
+  double blocks = 0;
+  double trips_per_warp = 0;
+};
+
 struct KernelFamily {
   std::string name;     // "awq_gemv", "matvec.q8_0"
   std::string summary;
@@ -214,11 +220,11 @@ struct KernelFamily {
   // point (bm=64, wg=2; 512, 1024 and 4096 tokens) grew with their re-reads at the DRAM latency's rate, where
   // the mma.sync GEMMs' measured rows fit the L2's. Why is not known (see results/wgmma-gemm-predicted.md).
   bool rereads_at_dram_latency = false;
-  // How many times the warps of a point's main launch run its main loop, all warps together (a tiled GEMM: its
-  // blocks' warps times their K steps), for the static model's issue time: these trips times the instructions
-  // of one (the PTX's main loop, compile::KernelResources::loop_instructions) over the SMs' issue slots. Unset:
-  // no issue time, the model's memory and compute sides alone.
-  std::function<double(const Point&, const Shape&, const LaunchPlan& plan)> main_loop_trips;
+  // The work of a point's main launch's main loop, for the static model's issue time: the blocks that run it
+  // and how many times each of their warps does (a tiled GEMM: its K steps), times the instructions of one trip
+  // (the PTX's main loop, compile::KernelResources::loop_instructions), over the issue slots of the SMs they
+  // reach. Unset: no issue time, the model's memory and compute sides alone.
+  std::function<LoopWork(const Point&, const Shape&, const LaunchPlan& plan)> main_loop;
   // Buffers for both kinds; launches for device families.
   std::function<LaunchPlan(const Point&, const Shape&)> plan;
   // Host families: the point prepared on `buffers` (inputs filled, outputs allocated); throws PointRejected.

@@ -101,17 +101,17 @@ inline void set_tiled_bytes_reread(KernelFamily& f, bool x_in_flight = true,
   };
 }
 
-// KernelFamily::main_loop_trips of a tiled matrix product whose main loop takes the K range of its block in steps
-// of the point's `bk`: every warp of every block of the main launch runs all of them, the K tiles shared out
-// over grid.z (a split). Row blocks are the grid's y unless `row_blocks` says (blocks past the rows a grouped
-// GEMM routes exit before their loop).
-inline void set_tiled_loop_trips(KernelFamily& f, std::function<double(const Point&, const Shape&)> row_blocks = nullptr) {
-  f.main_loop_trips = [row_blocks](const Point& p, const Shape& s, const LaunchPlan& plan) {
+// KernelFamily::main_loop of a tiled matrix product whose main loop takes the K range of its block in steps of the
+// point's `bk`, every warp of the block all of them, the K tiles shared out over grid.z (a split: the first
+// splits take ceil(tiles / splits), what a block on the critical path runs). Row blocks are the grid's y unless
+// `row_blocks` says (blocks past the rows a grouped GEMM routes exit before their loop).
+inline void set_tiled_main_loop(KernelFamily& f, std::function<double(const Point&, const Shape&)> row_blocks = nullptr) {
+  f.main_loop = [row_blocks](const Point& p, const Shape& s, const LaunchPlan& plan) {
     const Launch& l = plan.launches.at(main_launch(plan));
     const double k_tiles = double((s["K"] + p.at("bk") - 1) / p.at("bk"));
     const double splits = double(std::max<uint32_t>(1, l.grid.z));
     const double rows = row_blocks ? row_blocks(p, s) : double(l.grid.y);
-    return double(l.grid.x) * rows * splits * std::ceil(k_tiles / splits) * double(l.block.count() / 32);
+    return LoopWork{double(l.grid.x) * rows * splits, std::ceil(k_tiles / splits)};
   };
 }
 

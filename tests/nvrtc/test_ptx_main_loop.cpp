@@ -11,8 +11,8 @@ using namespace qt::compile;
 namespace {
 
 // Two entries. `looped`: an outer loop of 9 instructions (from $L__BB0_1 to its bra, the inner loop's 3 among
-// them), an inline-asm scope and a forward branch inside it, directives, comments and a label that no branch
-// returns to. `straight`: no backward branch.
+// them), an inline-asm scope and a forward branch inside it, directives, comments (trailing ones too) and a label
+// that no branch returns to. `straight`: no backward branch.
 const char* kPtx = R"(
 .version 9.0
 .target sm_80
@@ -33,7 +33,7 @@ $L__BB0_1:
 	mov.u32 	%r3, 0;
 $L__BB0_2:
 	add.s32 	%r3, %r3, 1;
-	setp.lt.s32 	%p1, %r3, 4;
+	setp.lt.s32 	%p1, %r3, 4; // a trailing comment
 	@%p1 bra 	$L__BB0_2;
 	// begin inline asm
 	{
@@ -42,7 +42,7 @@ $L__BB0_2:
 	}
 	// end inline asm
 	@!%p1 bra.uni 	$L__BB0_3;
-$L__BB0_3:
+$L__BB0_3: // a label's comment
 	setp.lt.s32 	%p2, %r2, %r1;
 	@%p2 bra 	$L__BB0_1;
 	ret;

@@ -80,7 +80,8 @@ GpuPeaks gpu_peaks(const dev::DeviceFingerprint& d) {
   GpuPeaks p = gpu_peaks(sm);
   p.name = d.name;
   if (d.sm_count > 0) {
-    // Per-SM pipes scale with the SM count (the clock is taken as the example GPU's).
+    // Per-SM pipes scale with the SM count (their clock is taken as the example GPU's; the issue rate's, below, is
+    // the device's own where the fingerprint has it).
     p.tensor_tflops *= double(d.sm_count) / p.sms;
     p.wgmma_tflops *= double(d.sm_count) / p.sms;
     p.fp32_tflops *= double(d.sm_count) / p.sms;
@@ -168,14 +169,22 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
     const double t_dram = bytes / achievable;
     const double t_mem = std::max(t_dram, requested / achievable * needed_bytes / std::max(in_flight, 1e-9));
     const double t_comp = (i == main ? e.flops : 0.0) / (pipe_tflops * 1e12 * comp_eff);
-    // The main loop's instructions over the issue slots of the SMs the grid reaches, 4 a cycle each.
-    const double trips = i == main && f.main_loop_trips ? f.main_loop_trips(point, shape, plan) : 0.0;
-    const double issue_slots = std::min(double(peak.sms), blocks) * 4.0 * peak.clock_ghz * 1e9;
-    const double t_issue = issue_slots > 0 ? trips * double(loop_instructions) / issue_slots : 0.0;
+    // Issue: each SM runs ceil(blocks / SMs) of the blocks that enter the main loop, their every trip's
+    // instructions, one a cycle from each scheduler (4) that has a warp, at most as many as it holds at once.
+    double t_issue = 0;
+    if (i == main && f.main_loop && loop_instructions > 0 && peak.clock_ghz > 0) {
+      const kernels::LoopWork w = f.main_loop(point, shape, plan);
+      const double warps_per_block = std::ceil(double(l.block.count()) / 32.0);
+      const double blocks_per_sm = std::ceil(w.blocks / double(peak.sms));
+      const double resident = std::min(double(occ.warps_per_sm), blocks_per_sm * warps_per_block);
+      if (resident > 0)
+        t_issue = blocks_per_sm * warps_per_block * w.trips_per_warp * double(loop_instructions) /
+                  (std::min(4.0, resident) * peak.clock_ghz * 1e9);
+    }
     e.memory_s += t_mem / wave_eff;
     e.compute_s += t_comp / wave_eff;
-    e.issue_s += t_issue / wave_eff;
-    e.seconds += std::max({t_mem, t_comp, t_issue}) / wave_eff;
+    e.issue_s += t_issue;
+    e.seconds += std::max({t_mem / wave_eff, t_comp / wave_eff, t_issue});
     if (i == main)
       e.wave_efficiency = wave_eff, e.memory_efficiency = t_mem > 0 ? t_dram / t_mem : 1.0, e.bytes_in_flight_per_sm = in_flight;
   }

@@ -2,10 +2,12 @@
 // A roofline model of a kernel point's time on a GPU, from what is known before any run: the bytes its plan
 // moves, the floating-point work its shape implies, and the occupancy its resources allow.
 //
-//   t = launches x launch cost + sum over launches of max(t_memory, t_compute) / wave efficiency
+//   t = launches x launch cost + sum over launches of max(t_memory / wave efficiency, t_compute / wave efficiency,
+//                                                          t_issue)
 //   t_memory  = max(bytes / B, (bytes + re-read bytes x L2 latency / DRAM latency) / B x needed / in flight)
 //   t_compute = flops / (peak of the pipe the kernel uses x min(1, warps per SM / 8))
-//   t_issue   = main-loop trips x instructions per trip / (SMs the grid reaches x 4 per cycle x clock)
+//   t_issue   = ceil(looping blocks / SMs) x warps a block x trips a warp x instructions a trip
+//               / (min(4, warps an SM holds) x clock)
 // with B the achievable DRAM bandwidth, in flight the bytes one SM's resident warps keep in flight, and needed
 // the bytes Little's law asks of each SM to reach B (B x DRAM latency / SMs).
 //
@@ -32,14 +34,15 @@
 // kernel with events (cuBLASLt's fp16 1024 x 4096 GEMV: 9.8 us for 8.4 MB, of which 2.1 us moving it). Other
 // architectures take the same two until a run on one of them calibrates its own.
 // tests/tuner/test_roofline.cpp holds the model to that run's measured points (rank correlation, median error).
-// t_issue: an SM issues at most one warp instruction per scheduler and cycle (4 on sm_70 and later), whatever the
-// pipes. It is charged where the family states its main loop's trips (KernelFamily::main_loop_trips) and the
-// compile has read the loop's instructions from the PTX (device/jit/ptx_main_loop.h); without registers from a
-// compile (the tuner's ranking, the step model), there is none. Why it exists: the model put the file layout's
-// tiled GEMMs (awq_gemm, q8_0_gemm and the grouped MoE GEMMs) at 0.30-0.55x their times measured on the H200 while
-// it charged them their memory side alone. Their loops issue 650-1,350 instructions for 8-64 mma (the dequant into
-// shared memory and its address arithmetic, per block); charged that, they are within a median error of 12% from
-// 64 rows (results/end-to-end-predicted.md, 29 Nov).
+// t_issue: an SM issues at most one warp instruction per scheduler and cycle (4 schedulers on sm_70 and later,
+// none idle only while it holds 4 warps), whatever the pipes. It is charged where the family states its main
+// loop's work (KernelFamily::main_loop) and the compile has read the loop's instructions from the PTX
+// (device/jit/ptx_main_loop.h); without a compile (the tuner's ranking, the step model) there is none. Why it
+// exists: the model put the file layout's tiled GEMMs (awq_gemm, q8_0_gemm) at a median of 0.43x their times
+// measured on the H200, and their grouped MoE form at 0.37x, while it charged them their memory side alone. Their
+// loops issue 650-1,350 instructions for 8-64 mma (the dequant into shared memory and its address arithmetic, in
+// every warp's trip). Charged that, the tiled ones are within a median error of 12% from 64 rows; the grouped ones
+// move to 0.46x (results/end-to-end-predicted.md, 29 Nov).
 // What the model leaves out (dependency and barrier stalls within that issue rate, L2 capacity and eviction, bank
 // conflicts, a block's barriers between its phases) is why it is checked on every GPU run's rows (qtune static
 // --against): the GPU flow also reports its rank correlation with what it measures.

@@ -252,6 +252,7 @@ int run_static_command(const std::vector<std::string>& args) {
           const tune::RooflineEstimate e = tune::estimate_point(*f, r.point, s, sm, res);
           model_points.push_back({{"point", r.point}, {"model_us", e.seconds * 1e6}, {"bound", e.bound},
                                   {"memory_us", e.memory_s * 1e6}, {"compute_us", e.compute_s * 1e6},
+                                  {"issue_us", e.issue_s * 1e6},
                                   {"wave_efficiency", e.wave_efficiency}, {"memory_efficiency", e.memory_efficiency},
                                   {"bytes_in_flight_per_sm", e.bytes_in_flight_per_sm},
                                   {"bandwidth_share", e.bandwidth_share}});
