@@ -104,7 +104,6 @@ TEST_CASE("the issue time is each SM's share of the looping blocks' instructions
   };
   // The family's own statement: 64 x 256 blocks of 2 warps, 128 K steps each. 125 blocks an SM, never fewer
   // than 4 warps resident.
-  f = kernels::find_family("awq_gemm");
   const RooflineEstimate own = estimate_point(f, p, s, 90, peak, resources);
   CHECK(own.issue_s * 1e6 == Approx(125.0 * 2 * 128 * 1000 / (4 * peak.clock_ghz * 1e3)));
   CHECK(own.bound == "issue");
