@@ -39,22 +39,20 @@ struct AwqGemmTile {
                                               int M, int N, int K, int G, int tid) {
     const int k0 = kt * BK;
     const int words = N / 8;
-    constexpr int A_CHUNKS = BM * BK / 8;
-    for (int c = tid; c < A_CHUNKS; c += THREADS) {
+    for_each_chunk<BM * BK / 8, THREADS>(tid, [&](int c) {
       const int r = c / (BK / 8), c8 = c % (BK / 8);
       const int row = m0 + r;
       const __half* src = x + (int64_t)min(row, M - 1) * K + k0 + c8 * 8;  // a valid address even when zero-filling
       qt::cp_async_cg16(qt::smem_u32(base + (r * AS + c8 * 8) * 2), src, row < M ? 16u : 0u);
-    }
-    constexpr int B_CHUNKS = BK * BW / 4;
-    for (int c = tid; c < B_CHUNKS; c += THREADS) {
+    });
+    for_each_chunk<BK * BW / 4, THREADS>(tid, [&](int c) {
       const int r = c / (BW / 4), c4 = c % (BW / 4);
       const uint32_t* src = qweight + (int64_t)(k0 + r) * words + n0 / 8 + c4 * 4;
       qt::cp_async_cg16(qt::smem_u32(base + A_BYTES + (r * BW + c4 * 4) * 4), src);
-    }
+    });
     const int g = k0 / G;
     constexpr int S_CHUNKS = BN / 8, Z_CHUNKS = BW / 4;
-    for (int c = tid; c < S_CHUNKS + Z_CHUNKS; c += THREADS) {
+    for_each_chunk<S_CHUNKS + Z_CHUNKS, THREADS>(tid, [&](int c) {
       if (c < S_CHUNKS) {
         qt::cp_async_cg16(qt::smem_u32(base + A_BYTES + BQ_BYTES + c * 16), scales + (int64_t)g * N + n0 + c * 8);
       } else {
@@ -62,22 +60,25 @@ struct AwqGemmTile {
         qt::cp_async_cg16(qt::smem_u32(base + A_BYTES + BQ_BYTES + S_BYTES + cz * 16),
                           qzeros + (int64_t)g * words + n0 / 8 + cz * 4);
       }
-    }
+    });
   }
 
-  // Packed B of stage `base` -> fp16 Bs[BK][BS].
+  // Packed B of stage `base` -> fp16 Bs[BK][BS]. THREADS is a multiple of a row's BW words, so every word a
+  // thread dequantizes is in its one column of words: its zeros and scales are read and unpacked once a tile.
+  static_assert(THREADS % BW == 0, "a thread's packed words share their column");
   static __device__ __forceinline__ void dequant(const unsigned char* base, __half* Bs, int tid) {
     const uint32_t* bq = reinterpret_cast<const uint32_t*>(base + A_BYTES);
     const __half* ss = reinterpret_cast<const __half*>(base + A_BYTES + BQ_BYTES);
     const uint32_t* zs = reinterpret_cast<const uint32_t*>(base + A_BYTES + BQ_BYTES + S_BYTES);
-    for (int i = tid; i < BK * BW; i += THREADS) {
-      const int r = i / BW, jw = i % BW;
-      uint32_t zero[4], s[4], w[4];
-      awq::unpack_f16x8(zs[jw], zero);
-      awq::load_f16x8(ss + jw * 8, s);
+    const int jw = tid % BW;
+    uint32_t zero[4], s[4];
+    awq::unpack_f16x8(zs[jw], zero);
+    awq::load_f16x8(ss + jw * 8, s);
+    for_each_chunk<BK * BW, THREADS>(tid, [&](int i) {
+      uint32_t w[4];
       awq::dequant_f16x8(bq[i], zero, s, w);
-      *reinterpret_cast<uint4*>(Bs + r * BS + jw * 8) = make_uint4(w[0], w[1], w[2], w[3]);
-    }
+      *reinterpret_cast<uint4*>(Bs + (i / BW) * BS + jw * 8) = make_uint4(w[0], w[1], w[2], w[3]);
+    });
   }
 
   static __device__ __forceinline__ void mma(const unsigned char* base, const __half* Bs, float (&acc)[MF][NF][4],

@@ -16,6 +16,19 @@ __device__ __forceinline__ KTileRange split_k_range(int tiles) {
   return {begin, min(tiles, begin + per_split) - begin};
 }
 
+// f(c) for this thread's chunks c = tid, tid + THREADS, ... below COUNT. The trip count is a constant, so the
+// loop unrolls with no remainder code, and where THREADS is a multiple of a row's chunks each chunk's column
+// (c % row) is the thread's own for every trip: the address arithmetic left in a stage loader's loop is one
+// row step a trip.
+template <int COUNT, int THREADS, class F>
+__device__ __forceinline__ void for_each_chunk(int tid, F f) {
+#pragma unroll
+  for (int j = 0; j < (COUNT + THREADS - 1) / THREADS; ++j) {
+    const int c = tid + j * THREADS;
+    if (COUNT % THREADS == 0 || c < COUNT) f(c);
+  }
+}
+
 template <int MF, int NF>
 __device__ __forceinline__ void zero_accumulators(float (&acc)[MF][NF][4]) {
 #pragma unroll

@@ -32,13 +32,13 @@ struct F16GemmTile {
   static __device__ __forceinline__ void load_rows(__half* dst, const __half* src, int r0, int limit, int k0, int K,
                                                    int tid) {
     constexpr int CHUNKS = BK / 8;
-    for (int c = tid; c < ROWS * CHUNKS; c += THREADS) {
+    for_each_chunk<ROWS * CHUNKS, THREADS>(tid, [&](int c) {
       const int r = c / CHUNKS, cc = c % CHUNKS;
       const int row = r0 + r, k = k0 + cc * 8;
       const bool valid = row < limit && k < K;
       const __half* s = src + (int64_t)min(row, limit - 1) * K + (valid ? k : 0);
       qt::cp_async_cg16(qt::smem_u32(dst + r * STRIDE + cc * 8), s, valid ? 16u : 0u);
-    }
+    });
   }
 
   static __device__ __forceinline__ void mma(const __half* stage, float (&acc)[MF][NF][4], int warp, int lane) {

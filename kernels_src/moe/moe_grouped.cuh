@@ -40,103 +40,167 @@ struct MoeMatrix {
 //   word, 8 columns of one k; TensorRT-LLM: 16 stored bytes, 16 k of one column.
 // Loading (codes into registers) and storing (dequantized fp16 into Bs[n - n0][k - k0], stride STRIDE) are
 // separate steps so the next tile's loads can be in flight while this tile multiplies (STAGES = 2).
+// Thread tid takes units tid + i * THREADS. A block's threads cover whole runs of units along the stored row
+// (THREADS is a multiple of a run), so a thread's units share one coordinate and step along the other: the
+// same k (Q8_0, TensorRT-LLM) or the same columns (INT8, AWQ), and unit i's place is a thread constant plus
+// i rows of the tile. The main loop's only divisions are by G: one a unit for a Q8_0 scale, k / G otherwise.
 template <int FMT, int BN, int BK, int THREADS>
 struct MoeUnits {
   static constexpr int PER_ROW_K = FMT == kMoeQ8_0 ? BK / 8 : BK / 16;  // row-major formats: units along k
   static constexpr int PER_K = FMT == kMoeAwq ? BN / 8 : BN / 4;          // [K][N] formats: units along n
   static constexpr bool ALONG_K = FMT == kMoeQ8_0 || FMT >= kMoeTrtInt8Sym;
+  static constexpr int RUN = ALONG_K ? PER_ROW_K : PER_K;  // units in one stored row of the tile
   static constexpr int COUNT = ALONG_K ? BN * PER_ROW_K : BK * PER_K;
   static constexpr int PER_THREAD = (COUNT + THREADS - 1) / THREADS;
+  static constexpr int STEP = THREADS / RUN;  // rows of the tile between one unit of a thread and its next
   static constexpr int WORDS = FMT == kMoeQ8_0 ? 2 : FMT >= kMoeTrtInt8Sym ? 4 : 1;  // 32-bit codes per unit
   static constexpr int RAW = PER_THREAD * WORDS;
-  // The unit's first column (relative to n0) and first k (relative to k0).
-  static __device__ __forceinline__ int dn(int u) { return ALONG_K ? u / PER_ROW_K : (u % PER_K) * (FMT == kMoeAwq ? 8 : 4); }
-  static __device__ __forceinline__ int dk(int u) { return ALONG_K ? (u % PER_ROW_K) * (FMT == kMoeQ8_0 ? 8 : 16) : u / PER_K; }
+  static_assert(THREADS % RUN == 0, "a thread's units must share their coordinate along the stored row");
+  // Unit i of thread tid: its first column (relative to n0) and first k (relative to k0).
+  static __device__ __forceinline__ int dn(int tid, int i) {
+    return ALONG_K ? tid / RUN + i * STEP : (tid % RUN) * (FMT == kMoeAwq ? 8 : 4);
+  }
+  static __device__ __forceinline__ int dk(int tid, int i) {
+    return ALONG_K ? (tid % RUN) * (FMT == kMoeQ8_0 ? 8 : 16) : tid / RUN + i * STEP;
+  }
+  static __device__ __forceinline__ bool used(int tid, int i) { return COUNT % THREADS == 0 || tid + i * THREADS < COUNT; }
 };
 
+// Where unit i of this thread sits in each matrix's arrays: its codes (bytes; AWQ: 32-bit words) and its
+// group's scales (and zeros). The matrices of a fused pair share their layout, so one offset serves both: a
+// block keeps one set of offsets live across its K loop, not one per matrix.
 template <int FMT, int BN, int BK, int THREADS>
-__device__ __forceinline__ void moe_load_tile(uint32_t (&raw)[MoeUnits<FMT, BN, BK, THREADS>::RAW], MoeMatrix w,
-                                              int e, int n0, int k0, int N, int K, int tid) {
+struct MoeUnitAt {
+  bool valid;
+  int64_t code;   // codes of the unit
+  int64_t scale;  // its scale (Q8_0, TensorRT-LLM) or first of its columns' scales (INT8, AWQ), in elements
+  int64_t zero;   // AWQ: its packed zero word; INT8 asym: as `scale`
+  __device__ __forceinline__ MoeUnitAt(int i, int e, int n0, int k0, int N, int K, int G, int tid) {
+    using U = MoeUnits<FMT, BN, BK, THREADS>;
+    const int n = n0 + U::dn(tid, i), k = k0 + U::dk(tid, i);
+    const int groups = K / G;                           // K % G == 0 (the family's shape check)
+    const int kg = (int)((unsigned)k / (unsigned)G);    // one 32-bit division; shared where a thread's units share k
+    valid = U::used(tid, i) && n < N && k < K;
+    if constexpr (FMT == kMoeQ8_0) {
+      code = ((int64_t)e * N + n) * K + k;
+      // (row * K + k) / G: K % G == 0, so the row's scales start at row * K / G. Written as one division of the
+      // code offset, not as a row product the compiler would keep in two registers per unit across the K loop:
+      // at bm = 64 that held 189 registers a thread, two blocks an SM, against 144 and three this way (ptxas).
+      scale = zero = code / G;
+    } else if constexpr (FMT == kMoeInt8Sym || FMT == kMoeInt8Asym) {
+      code = ((int64_t)e * K + k) * N + n;
+      scale = zero = ((int64_t)e * groups + kg) * N + n;
+    } else if constexpr (FMT == kMoeAwq) {
+      code = ((int64_t)e * K + k) * (N / 8) + n / 8;
+      scale = ((int64_t)e * groups + kg) * N + n;
+      zero = ((int64_t)e * groups + kg) * (N / 8) + n / 8;
+    } else {
+      code = (int64_t)e * N * K + (int64_t)(n / 2) * 2 * K + (k / 64) * 128 + (n % 2) * 64 + k % 64;
+      scale = zero = ((int64_t)e * groups + kg) * N + n;  // G % 16 == 0: the unit's 16 k are one group
+    }
+  }
+};
+
+template <int FMT, int BN, int BK, int THREADS, int MATS>
+__device__ __forceinline__ void moe_load_tile(uint32_t (&raw)[MATS][MoeUnits<FMT, BN, BK, THREADS>::RAW],
+                                              const MoeMatrix (&m)[MATS], int e, int n0, int k0, int N, int K, int G,
+                                              int tid) {
   using U = MoeUnits<FMT, BN, BK, THREADS>;
 #pragma unroll
   for (int i = 0; i < U::PER_THREAD; ++i) {
-    const int u = tid + i * THREADS;
-    const int dn = U::dn(u), dk = U::dk(u);
-    const int n = n0 + dn, k = k0 + dk;
+    const MoeUnitAt<FMT, BN, BK, THREADS> at(i, e, n0, k0, N, K, G, tid);
 #pragma unroll
-    for (int j = 0; j < U::WORDS; ++j) raw[i * U::WORDS + j] = 0u;
-    if (u >= U::COUNT || n >= N || k >= K) continue;
-    if constexpr (FMT == kMoeQ8_0) {
-      const uint2 q = *reinterpret_cast<const uint2*>(static_cast<const signed char*>(w.q) + ((int64_t)e * N + n) * K + k);
-      raw[i * U::WORDS] = q.x, raw[i * U::WORDS + 1] = q.y;
-    } else if constexpr (FMT == kMoeInt8Sym || FMT == kMoeInt8Asym) {
-      raw[i * U::WORDS] = *reinterpret_cast<const uint32_t*>(static_cast<const unsigned char*>(w.q) + ((int64_t)e * K + k) * N + n);
-    } else if constexpr (FMT == kMoeAwq) {
-      raw[i * U::WORDS] = static_cast<const uint32_t*>(w.q)[((int64_t)e * K + k) * (N / 8) + n / 8];
-    } else {
-      const uint4 q = *reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(w.q) + (int64_t)e * N * K +
-                                                      (int64_t)(n / 2) * 2 * K + (k / 64) * 128 + (n % 2) * 64 + k % 64);
-      raw[i * U::WORDS] = q.x, raw[i * U::WORDS + 1] = q.y, raw[i * U::WORDS + 2] = q.z, raw[i * U::WORDS + 3] = q.w;
+    for (int mat = 0; mat < MATS; ++mat) {
+      uint32_t* r = raw[mat] + i * U::WORDS;
+#pragma unroll
+      for (int j = 0; j < U::WORDS; ++j) r[j] = 0u;
+      if (!at.valid) continue;
+      const unsigned char* q = static_cast<const unsigned char*>(m[mat].q);
+      if constexpr (FMT == kMoeQ8_0) {
+        const uint2 v = *reinterpret_cast<const uint2*>(q + at.code);
+        r[0] = v.x, r[1] = v.y;
+      } else if constexpr (FMT == kMoeInt8Sym || FMT == kMoeInt8Asym) {
+        r[0] = *reinterpret_cast<const uint32_t*>(q + at.code);
+      } else if constexpr (FMT == kMoeAwq) {
+        r[0] = reinterpret_cast<const uint32_t*>(q)[at.code];
+      } else {
+        const uint4 v = *reinterpret_cast<const uint4*>(q + at.code);
+        r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
+      }
     }
   }
 }
 
-template <int FMT, int BN, int BK, int THREADS, int STRIDE>
-__device__ __forceinline__ void moe_store_tile(__half* Bs, const uint32_t (&raw)[MoeUnits<FMT, BN, BK, THREADS>::RAW],
-                                               MoeMatrix w, int e, int n0, int k0, int N, int K, int G, int tid) {
+// Dequantizes the codes in `raw` into each matrix's fp16 tile, Bs + mat * MAT_HALVES ([BN][STRIDE]).
+template <int FMT, int BN, int BK, int THREADS, int STRIDE, int MATS, int MAT_HALVES>
+__device__ __forceinline__ void moe_store_tile(__half* Bs, const uint32_t (&raw)[MATS][MoeUnits<FMT, BN, BK, THREADS>::RAW],
+                                               const MoeMatrix (&m)[MATS], int e, int n0, int k0, int N, int K, int G,
+                                               int tid) {
   using U = MoeUnits<FMT, BN, BK, THREADS>;
 #pragma unroll
   for (int i = 0; i < U::PER_THREAD; ++i) {
-    const int u = tid + i * THREADS;
-    if (u >= U::COUNT) continue;
-    const int dn = U::dn(u), dk = U::dk(u);
-    const int n = n0 + dn, k = k0 + dk;
-    const bool valid = n < N && k < K;
-    if constexpr (FMT == kMoeQ8_0) {
-      const float s = valid ? static_cast<const float*>(w.scales)[(((int64_t)e * N + n) * K + k) / G] : 0.0f;
-      uint32_t h[4];
+    if (!U::used(tid, i)) continue;
+    const int dn = U::dn(tid, i), dk = U::dk(tid, i);
+    const MoeUnitAt<FMT, BN, BK, THREADS> at(i, e, n0, k0, N, K, G, tid);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t word = raw[i * U::WORDS + j / 2];
-        const int sh = (j & 1) * 16;
-        h[j] = qt::cvt_f16x2((float)(signed char)(word >> sh) * s, (float)(signed char)(word >> (sh + 8)) * s);
-      }
-      *reinterpret_cast<uint4*>(Bs + dn * STRIDE + dk) = make_uint4(h[0], h[1], h[2], h[3]);
-    } else if constexpr (FMT == kMoeInt8Sym || FMT == kMoeInt8Asym) {
-      const int64_t g = ((int64_t)e * (K / G) + k / G) * N + n;
+    for (int mat = 0; mat < MATS; ++mat) {
+      const uint32_t* r = raw[mat] + i * U::WORDS;
+      __half* B = Bs + mat * MAT_HALVES;
+      const MoeMatrix w = m[mat];
+      if constexpr (FMT == kMoeQ8_0) {
+        const float s = at.valid ? static_cast<const float*>(w.scales)[at.scale] : 0.0f;
+        uint32_t h[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        float v = 0.0f;
-        if (valid) {
-          v = (float)((int)((raw[i] >> (8 * j)) & 255u) - 128) * __half2float(static_cast<const __half*>(w.scales)[g + j]);
-          if (FMT == kMoeInt8Asym) v += __half2float(static_cast<const __half*>(w.zeros)[g + j]);
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t word = r[j / 2];
+          const int sh = (j & 1) * 16;
+          h[j] = qt::cvt_f16x2((float)(signed char)(word >> sh) * s, (float)(signed char)(word >> (sh + 8)) * s);
         }
-        Bs[(dn + j) * STRIDE + dk] = __float2half_rn(v);
-      }
-    } else if constexpr (FMT == kMoeAwq) {
-      const int64_t g = (int64_t)e * (K / G) + k / G;
-      const uint32_t z = valid ? static_cast<const uint32_t*>(w.zeros)[g * (N / 8) + n / 8] : 0u;
+        *reinterpret_cast<uint4*>(B + dn * STRIDE + dk) = make_uint4(h[0], h[1], h[2], h[3]);
+      } else if constexpr (FMT == kMoeInt8Sym || FMT == kMoeInt8Asym) {
+        // The four columns' scales (and zeros) as packed fp16, widened one at a time where they are used.
+        uint2 s = make_uint2(0u, 0u), z = make_uint2(0u, 0u);
+        if (at.valid) {
+          s = *reinterpret_cast<const uint2*>(static_cast<const __half*>(w.scales) + at.scale);
+          if (FMT == kMoeInt8Asym) z = *reinterpret_cast<const uint2*>(static_cast<const __half*>(w.zeros) + at.zero);
+        }
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int sh = 4 * (j / 2 + 4 * (j % 2));  // column j sits in nibble 0,4,1,5,2,6,3,7
-        const float s = valid ? __half2float(static_cast<const __half*>(w.scales)[g * N + n + j]) : 0.0f;
-        Bs[(dn + j) * STRIDE + dk] = __float2half_rn((float)((int)((raw[i] >> sh) & 15u) - (int)((z >> sh) & 15u)) * s);
-      }
-    } else {
-      // Rows were permuted within 16 and bytes 1, 2 of each word swapped; undo both.
-      constexpr int kRowPerm[16] = {0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15};
-      const int64_t g = ((int64_t)e * (K / G) + k / G) * N + n;  // G % 16 == 0: one group
-      const float s = valid ? __half2float(static_cast<const __half*>(w.scales)[g]) : 0.0f;
-      const float z = valid && FMT == kMoeTrtInt8Asym ? __half2float(static_cast<const __half*>(w.zeros)[g]) : 0.0f;
-      float v[16];
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t sw = j < 2 ? s.x : s.y, zw = j < 2 ? z.x : z.y;
+          const float sj = __half2float(__ushort_as_half((unsigned short)(sw >> (16 * (j & 1)))));
+          const float zj = __half2float(__ushort_as_half((unsigned short)(zw >> (16 * (j & 1)))));
+          B[(dn + j) * STRIDE + dk] = __float2half_rn((float)((int)((r[0] >> (8 * j)) & 255u) - 128) * sj + zj);
+        }
+      } else if constexpr (FMT == kMoeAwq) {
+        // (q - z) is exact in fp16 and the product rounds once, as the float product (exact) rounded to fp16 does.
+        uint32_t q[4], zero[4], s[4] = {0u, 0u, 0u, 0u};
+        qt::dequant_u4x8_to_f16x2(r[0], q);
+        qt::dequant_u4x8_to_f16x2(at.valid ? static_cast<const uint32_t*>(w.zeros)[at.zero] : 0u, zero);
+        if (at.valid) {
+          const uint4 sv = *reinterpret_cast<const uint4*>(static_cast<const __half*>(w.scales) + at.scale);
+          s[0] = sv.x, s[1] = sv.y, s[2] = sv.z, s[3] = sv.w;
+        }
 #pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        const uint32_t word = raw[i * U::WORDS + j / 4];
-        const int pos = (j & ~3) | ((j & 1) << 1) | ((j & 2) >> 1);
-        v[kRowPerm[pos]] = valid ? (float)((int)((word >> (8 * (j & 3))) & 255u) - 128) * s + z : 0.0f;
-      }
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t v = qt::mul_f16x2(qt::sub_f16x2(q[j], zero[j]), s[j]);
+          B[(dn + 2 * j) * STRIDE + dk] = __ushort_as_half((unsigned short)(v & 0xffffu));
+          B[(dn + 2 * j + 1) * STRIDE + dk] = __ushort_as_half((unsigned short)(v >> 16));
+        }
+      } else {
+        // Rows were permuted within 16 and bytes 1, 2 of each word swapped; undo both.
+        constexpr int kRowPerm[16] = {0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15};
+        const float s = at.valid ? __half2float(static_cast<const __half*>(w.scales)[at.scale]) : 0.0f;
+        const float z = at.valid && FMT == kMoeTrtInt8Asym ? __half2float(static_cast<const __half*>(w.zeros)[at.zero]) : 0.0f;
+        float v[16];
 #pragma unroll
-      for (int j = 0; j < 16; j += 2) *reinterpret_cast<uint32_t*>(Bs + dn * STRIDE + dk + j) = qt::cvt_f16x2(v[j], v[j + 1]);
+        for (int j = 0; j < 16; ++j) {
+          const uint32_t word = r[j / 4];
+          const int pos = (j & ~3) | ((j & 1) << 1) | ((j & 2) >> 1);
+          v[kRowPerm[pos]] = at.valid ? (float)((int)((word >> (8 * (j & 3))) & 255u) - 128) * s + z : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < 16; j += 2) *reinterpret_cast<uint32_t*>(B + dn * STRIDE + dk + j) = qt::cvt_f16x2(v[j], v[j + 1]);
+      }
     }
   }
 }
@@ -168,6 +232,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   static_assert(BK % 64 == 0 && BN % WARPS == 0 && WN % 8 == 0, "tile shape");
   QT_DYNAMIC_SHARED(smem, __half);
   QT_SHARED(rows, int[BM]);  // routed row of each slot, -1 for padding
+  QT_SHARED(a_rows, int[BM]);  // the row of `a` that slot reads (rows[r] / a_div), -1 for padding
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int slot0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   if (slot0 >= total[0]) return;
@@ -175,6 +240,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   for (int r = tid; r < BM; r += THREADS) {
     const int i = sorted[slot0 + r];
     rows[r] = i < count ? i : -1;
+    a_rows[r] = i < count ? i / a_div : -1;
   }
   __syncthreads();
 
@@ -196,34 +262,32 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
         for (int c = 0; c < (kMma ? 4 : 1); ++c) acc[m][i][j][c] = 0.0f;
 
   using Units = MoeUnits<FMT, BN, BK, THREADS>;
-  const MoeMatrix wm{w_q, w_scales, w_zeros}, um{u_q, u_scales, u_zeros};
+  MoeMatrix mats[MATS];
+  mats[0] = MoeMatrix{w_q, w_scales, w_zeros};
+  if (FUSED) mats[MATS - 1] = MoeMatrix{u_q, u_scales, u_zeros};
   uint32_t raw[MATS][Units::RAW];
-  if (STAGES == 2 && ntiles > 0) {
-    moe_load_tile<FMT, BN, BK, THREADS>(raw[0], wm, e, n0, kt_begin * BK, N, K, tid);
-    if (FUSED) moe_load_tile<FMT, BN, BK, THREADS>(raw[MATS - 1], um, e, n0, kt_begin * BK, N, K, tid);
-  }
+  if (STAGES == 2 && ntiles > 0) moe_load_tile<FMT, BN, BK, THREADS>(raw, mats, e, n0, kt_begin * BK, N, K, G, tid);
   for (int t = 0; t < ntiles; ++t) {
     __half* As = smem + (t & 1) * STAGE;
     const int k0 = (kt_begin + t) * BK;
-    constexpr int CH = BK / 8;
-    for (int c = tid; c < BM * CH; c += THREADS) {
-      const int r = c / CH, k = k0 + (c % CH) * 8, i = rows[r];
-      const bool valid = i >= 0 && k < K;
-      const __half* src = a + (valid ? (int64_t)(i / a_div) * K + k : 0);
-      qt::cp_async_cg16(qt::smem_u32(As + r * STRIDE + (c % CH) * 8), src, valid ? 16u : 0u);
+    // A tile: BM rows of CH 16-byte chunks; THREADS is a multiple of CH, so a thread's chunks share one k.
+    constexpr int CH = BK / 8, A_CHUNKS = BM * CH, A_PER_THREAD = (A_CHUNKS + THREADS - 1) / THREADS;
+    static_assert(THREADS % CH == 0, "a thread's A chunks must share their k");
+    const int ka = k0 + (tid % CH) * 8;
+#pragma unroll
+    for (int j = 0; j < A_PER_THREAD; ++j) {
+      const int r = tid / CH + j * (THREADS / CH);
+      if (A_CHUNKS % THREADS != 0 && r >= BM) break;
+      const int src_row = a_rows[r];
+      const bool valid = src_row >= 0 && ka < K;
+      const __half* src = a + (valid ? (int64_t)src_row * K + ka : 0);
+      qt::cp_async_cg16(qt::smem_u32(As + r * STRIDE + (tid % CH) * 8), src, valid ? 16u : 0u);
     }
     qt::cp_async_commit();
-    if (STAGES == 1) {
-      moe_load_tile<FMT, BN, BK, THREADS>(raw[0], wm, e, n0, k0, N, K, tid);
-      if (FUSED) moe_load_tile<FMT, BN, BK, THREADS>(raw[MATS - 1], um, e, n0, k0, N, K, tid);
-    }
-    moe_store_tile<FMT, BN, BK, THREADS, STRIDE>(As + A_HALVES, raw[0], wm, e, n0, k0, N, K, G, tid);
-    if (FUSED) moe_store_tile<FMT, BN, BK, THREADS, STRIDE>(As + A_HALVES + B_HALVES, raw[MATS - 1], um, e, n0, k0, N, K, G, tid);
+    if (STAGES == 1) moe_load_tile<FMT, BN, BK, THREADS>(raw, mats, e, n0, k0, N, K, G, tid);
+    moe_store_tile<FMT, BN, BK, THREADS, STRIDE, MATS, B_HALVES>(As + A_HALVES, raw, mats, e, n0, k0, N, K, G, tid);
     // STAGES 2: the next tile's codes are requested now and arrive while this tile multiplies.
-    if (STAGES == 2 && t + 1 < ntiles) {
-      moe_load_tile<FMT, BN, BK, THREADS>(raw[0], wm, e, n0, k0 + BK, N, K, tid);
-      if (FUSED) moe_load_tile<FMT, BN, BK, THREADS>(raw[MATS - 1], um, e, n0, k0 + BK, N, K, tid);
-    }
+    if (STAGES == 2 && t + 1 < ntiles) moe_load_tile<FMT, BN, BK, THREADS>(raw, mats, e, n0, k0 + BK, N, K, G, tid);
     qt::cp_async_wait<0>();
     __syncthreads();
     if constexpr (kMma) {

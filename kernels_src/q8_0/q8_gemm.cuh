@@ -76,22 +76,22 @@ struct Q8GemmTile {
     const int k0 = kt * BK;
     const int a_row_bytes = ACT ? K : 2 * K;
     constexpr int A_CHUNKS_PER_ROW = (ACT ? BK : 2 * BK) / 16;
-    for (int c = tid; c < BM * A_CHUNKS_PER_ROW; c += THREADS) {
+    for_each_chunk<BM * A_CHUNKS_PER_ROW, THREADS>(tid, [&](int c) {
       const int r = c / A_CHUNKS_PER_ROW, cc = c % A_CHUNKS_PER_ROW;
       const int row = m0 + r;
       const unsigned char* src = reinterpret_cast<const unsigned char*>(a) + (int64_t)min(row, M - 1) * a_row_bytes +
                                  (ACT ? k0 : 2 * k0) + cc * 16;
       qt::cp_async_cg16(qt::smem_u32(base + r * A_STRIDE + cc * 16), src, row < M ? 16u : 0u);
-    }
+    });
     constexpr int B_CHUNKS_PER_ROW = BK / 16;
-    for (int c = tid; c < BN * B_CHUNKS_PER_ROW; c += THREADS) {
+    for_each_chunk<BN * B_CHUNKS_PER_ROW, THREADS>(tid, [&](int c) {
       const int r = c / B_CHUNKS_PER_ROW, cc = c % B_CHUNKS_PER_ROW;
       const int n = n0 + r;
       const int8_t* src = q + (int64_t)min(n, N - 1) * K + k0 + cc * 16;
       qt::cp_async_cg16(qt::smem_u32(base + A_BYTES + r * B_STRIDE + cc * 16), src, n < N ? 16u : 0u);
-    }
+    });
     const int groups_per_row = K / G, g = k0 / G;
-    for (int c = tid; c < BN + (ACT ? BM : 0); c += THREADS) {
+    for_each_chunk<BN + (ACT ? BM : 0), THREADS>(tid, [&](int c) {
       if (c < BN) {
         const int n = n0 + c;
         qt::cp_async_ca<4>(qt::smem_u32(base + A_BYTES + B_BYTES + c * 4),
@@ -101,14 +101,14 @@ struct Q8GemmTile {
         qt::cp_async_ca<4>(qt::smem_u32(base + A_BYTES + B_BYTES + SW_BYTES + (c - BN) * 4),
                            xs + (int64_t)min(row, M - 1) * groups_per_row + g, row < M ? 4u : 0u);
       }
-    }
+    });
   }
 
   // ACT = 0: int8 B of stage `base` -> fp16 Bs, fp16(q * s) per element, 8 elements per thread and pass.
   static __device__ __forceinline__ void dequant(const unsigned char* base, unsigned char* Bs, int tid) {
     const float* sw = reinterpret_cast<const float*>(base + A_BYTES + B_BYTES);
     constexpr int CHUNKS_PER_ROW = BK / 8;
-    for (int c = tid; c < BN * CHUNKS_PER_ROW; c += THREADS) {
+    for_each_chunk<BN * CHUNKS_PER_ROW, THREADS>(tid, [&](int c) {
       const int r = c / CHUNKS_PER_ROW, cc = c % CHUNKS_PER_ROW;
       const uint2 w = *reinterpret_cast<const uint2*>(base + A_BYTES + r * B_STRIDE + cc * 8);
       const float s = sw[r];
@@ -118,7 +118,7 @@ struct Q8GemmTile {
       *reinterpret_cast<uint4*>(Bs + r * BS_STRIDE + cc * 16) =
           make_uint4(qt::cvt_f16x2(lo[0] * s, lo[1] * s), qt::cvt_f16x2(lo[2] * s, lo[3] * s),
                      qt::cvt_f16x2(hi[0] * s, hi[1] * s), qt::cvt_f16x2(hi[2] * s, hi[3] * s));
-    }
+    });
   }
 
   // The B fragments of k step `kb` (bytes) for this warp's NF fragments, from rows of `stride` bytes.
