@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <vector>
+
+#include "device/jit/main_loop_range.h"
 
 namespace qt::compile {
 namespace {
@@ -60,7 +63,7 @@ int ptx_main_loop_instructions(const std::string& ptx, const std::string& entry)
     }
     if (s.back() == ';') instructions.push_back(s);
   }
-  size_t longest = 0;
+  std::vector<CodeBranch> branches;
   for (size_t i = 0; i < instructions.size(); ++i) {
     const std::string& s = instructions[i];
     const size_t bra = s.find("bra");
@@ -72,9 +75,10 @@ int ptx_main_loop_instructions(const std::string& ptx, const std::string& entry)
     if (target == std::string::npos) continue;
     const std::string label = trim(s.substr(target, s.find(';', target) - target));
     const auto it = label_at.find(label);
-    if (it != label_at.end() && it->second <= i) longest = std::max(longest, i - it->second + 1);
+    if (it != label_at.end()) branches.push_back({i, it->second});
   }
-  return static_cast<int>(longest);
+  const std::optional<CodeRange> loop = longest_backward_range(branches);
+  return loop ? static_cast<int>(loop->last - loop->first + 1) : 0;
 }
 
 }  // namespace qt::compile

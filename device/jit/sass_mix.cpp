@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "device/jit/main_loop_range.h"
 
 namespace qt::compile {
 namespace fs = std::filesystem;
@@ -98,16 +99,12 @@ std::vector<SassMix> sass_mix(const std::string& nvdisasm, const std::vector<uin
     SassMix m;
     m.function = function;
     m.total_instructions = static_cast<uint32_t>(insns.size());
-    // The main loop: the longest address range closed by a backward branch.
-    uint32_t lo = 0, hi = 0;
-    for (const Insn& i : insns) {
-      if (i.opcode.rfind("BRA", 0) != 0 || !labels.count(i.target)) continue;
-      const uint32_t t = labels[i.target];
-      if (t < i.addr && i.addr - t > hi - lo) lo = t, hi = i.addr;
-    }
-    if (hi > lo) {
+    std::vector<CodeBranch> branches;
+    for (const Insn& i : insns)
+      if (i.opcode.rfind("BRA", 0) == 0 && labels.count(i.target)) branches.push_back({i.addr, labels[i.target]});
+    if (const std::optional<CodeRange> loop = longest_backward_range(branches)) {
       for (const Insn& i : insns) {
-        if (i.addr < lo || i.addr > hi) continue;
+        if (i.addr < loop->first || i.addr > loop->last) continue;
         ++m.loop_instructions;
         ++m.loop_mix[sass_class(i.opcode)];
       }
