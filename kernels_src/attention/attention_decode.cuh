@@ -259,22 +259,33 @@ __global__ void __launch_bounds__(THREADS, 1)
   if (splits == 1) return;
 
   // The last split block of KV head g: out[h][d] = sum_s e^(m_s - M) acc_s[h][d] / sum_s e^(m_s - M) l_s,
-  // M = max_s m_s, for its R heads; neutral partials (m = -inf) weigh 0.
+  // M = max_s m_s, for its R heads; neutral partials (m = -inf) weigh 0. A thread takes four adjacent columns of
+  // one head, and the loops over the splits are unrolled and branch-free, so a thread has several splits' loads in
+  // flight. The loop this replaces branched on each split's max before loading its partial, for one column a
+  // thread: every load waited on the one before, about a microsecond a split (the H200 run of 29 Nov: 85 us at
+  // 4K tokens and 64 splits, where the KV read alone takes 5). The same sums in the same order: bit for bit.
   if (!last_block_to_arrive(&locks[g], (unsigned)splits)) return;
   const float* ml = ws;
   const float* pacc = ws + (int64_t)splits * H * 2;
-  for (int i = tid; i < R * D; i += THREADS) {
-    const int h = g * R + i / D, d = i % D;
+  const int quads = D / 4;  // D is a multiple of 8
+  for (int i = tid; i < R * quads; i += THREADS) {
+    const int h = g * R + i / quads, d = (i % quads) * 4;
     float mx = minus_inf;
+#pragma unroll 4
     for (int s = 0; s < splits; ++s) mx = fmaxf(mx, ml[2 * ((int64_t)s * H + h)]);
-    float l = 0.0f, sum = 0.0f;
+    float l = 0.0f, sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
     for (int s = 0; s < splits; ++s) {
-      const float m = ml[2 * ((int64_t)s * H + h)];
-      if (m == minus_inf) continue;
-      const float w = __expf(m - mx);
-      l += ml[2 * ((int64_t)s * H + h) + 1] * w;
-      sum += pacc[((int64_t)s * H + h) * D + d] * w;
+      const float* m_l = ml + 2 * ((int64_t)s * H + h);
+      const float* a = pacc + ((int64_t)s * H + h) * D + d;
+      const float m = m_l[0];
+      const float w = m == minus_inf ? 0.0f : __expf(m - mx);
+      l += m_l[1] * w;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) sum[e] += a[e] * w;
     }
-    out[(int64_t)h * D + d] = __float2half_rn(sum * __fdividef(1.0f, l));
+    const float inv = __fdividef(1.0f, l);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[(int64_t)h * D + d + e] = __float2half_rn(sum[e] * inv);
   }
 }

@@ -56,6 +56,14 @@ std::optional<KernelChoice> KernelChooser::tuned(const kernels::KernelFamily& f,
   if (!w) return std::nullopt;
   const auto point = point_from_json(f, w->point);
   if (!point || !kernels::point_runs(f, *point, shape).empty()) return std::nullopt;
+  if (!w->exact && f.defaults_for) {
+    // A nearest shape's winner that is only the default that shape runs (the tune measured nothing faster there)
+    // says nothing about this shape, for which the family picks its own. The H200 run of 29 Nov: the grouped
+    // wgmma GEMM's default at 8 tokens, lent to 512 and 4096, ran 1.4-2.2x slower than their own default.
+    const std::optional<KernelChoice> there = default_choice(f, f.shape(w->shape), nullptr),
+                                      here = default_choice(f, shape, nullptr);
+    if (there && here && there->point == *point && here->point != *point) return std::nullopt;
+  }
   *seconds = w->median_s;
   return KernelChoice{&f, *point, w->exact ? KernelChoice::Source::Tuned : KernelChoice::Source::Nearest, false, ""};
 }

@@ -21,6 +21,7 @@
 #include "runtime/cpu/cpu_backend.h"
 #include "device/blas/blas_lt.h"
 #include "device/blas/default_route.h"
+#include "kernels_src/moe_stream/moe_stream_family.h"
 #include "kernels_src/registry/registry.h"
 #include "runtime/gpu/device_backend.h"
 #include "runtime/model/qwen3_model.h"
@@ -178,7 +179,9 @@ void check_default_route(const DeviceFactory& make, const std::string& name) {
   });
   const int64_t rows = blas::kDequantBlasRows + 6;
   const auto tokens = prompt(rows, f.w().config.vocab_size, 5);
-  Qwen3Model ref(f.w(), f.cpu, 2 * rows), dev(f.w(), *f.gpu, 2 * rows);
+  // The prompt and the three greedy steps below; the golden models hold 128 positions.
+  const int64_t context = rows + 8;
+  Qwen3Model ref(f.w(), f.cpu, context), dev(f.w(), *f.gpu, context);
   // Only the last row's logits, so the fp16 lm_head runs one row, on f16_gemv: every cuBLASLt call is a projection.
   const float d = max_diff(dev.forward(tokens, LogitsRows::kLast), ref.forward(tokens, LogitsRows::kLast));
   WARN(name << " at " << rows << " rows on dequant + cuBLASLt: max |device - CPU reference| = " << d);
@@ -186,7 +189,7 @@ void check_default_route(const DeviceFactory& make, const std::string& name) {
   // q/k/v (one call or three), o, gate/up (one or two) and down: at least four per layer.
   CHECK(f.gpu->blas_counts().blas >= 4 * int64_t(f.w().config.n_layers));
   const int64_t prompt_calls = f.gpu->blas_counts().blas;
-  Qwen3Model ref_greedy(f.w(), f.cpu, 2 * rows), dev_greedy(f.w(), *f.gpu, 2 * rows);
+  Qwen3Model ref_greedy(f.w(), f.cpu, context), dev_greedy(f.w(), *f.gpu, context);
   const std::vector<int32_t> want = greedy(ref_greedy, tokens, 4);
   CHECK(greedy(dev_greedy, tokens, 4) == want);
   // The same prompt's calls again, and none for the three decode steps: decode rows stay on the GEMV families.
@@ -327,43 +330,6 @@ std::string write_fusable_moe_model() {
   return model.path;
 }
 
-void check_fused_norm(const DeviceFactory& make, const std::string& name, bool fused) {
-  Fixture on(make, name, false, [](dev::Device&, DeviceBackendOptions& o) { o.fuse_norm = true; });
-  Fixture off(make, name);
-  constexpr int kSteps = 6;
-  GreedyPair run(on, off, 6, kSteps);
-  // The 5-row prompt keeps its norm launches. Each decode step's layers run none: the norms before q|k|v and
-  // gate|up inside those GEMVs, the residual adds in o_proj and down_proj or the MoE finalize, and a MoE block's
-  // norm in o_proj's last blocks. Every layer's attention, fused or not, takes q/k norm, RoPE and the KV write
-  // into its launch.
-  const bool moe = on.w().config.is_moe();
-  const int64_t steps = on.w().config.n_layers * (kSteps - 1);
-  const auto& g = on.gpu->group_counts();
-  CHECK(g.norm_fused == (fused ? (moe ? 1 : 2) * steps : 0));
-  CHECK(g.residual_fused == (fused ? (moe ? 1 : 2) * steps : 0));
-  CHECK(g.moe_residual == (fused && moe ? steps : 0));
-  CHECK(g.residual_norm == (fused && moe ? steps : 0));
-  CHECK(g.rope_fused == steps);
-  const auto& plain = off.gpu->group_counts();
-  CHECK(plain.norm_fused + plain.residual_fused + plain.rope_fused + plain.moe_residual == 0);
-  CHECK(launches(*off.gpu) - launches(*on.gpu) == (fused ? 3 : 1) * steps);
-  // Each fused op chosen on its own family (o_proj and down_proj may share a shape).
-  const std::vector<std::string> ops =
-      moe ? std::vector<std::string>{"rmsnorm_linear.frag|", "linear_residual_rmsnorm.frag|", "moe_finalize_residual|"}
-          : std::vector<std::string>{"rmsnorm_linear.frag|", "rmsnorm_gate_up_swiglu.frag|", "linear_residual.frag|"};
-  for (const std::string& op : ops) {
-    size_t chosen = 0;
-    for (const std::string& line : on.gpu->chooser().details()) {
-      if (line.rfind(op, 0) != 0) continue;
-      INFO(line);
-      ++chosen;
-      CHECK((line.find("_norm_") != std::string::npos || line.find("_residual") != std::string::npos));
-    }
-    CHECK((chosen > 0) == fused);
-  }
-  check_decode_step_logits(run.on, run.ref, run.want.back(), name + (fused ? " (norms fused)" : " (norms not fusable)"));
-}
-
 namespace {
 
 // The launches of the plan `d` chose for `op` at the shape whose key starts with `shape_prefix` ("T=1 "), read
@@ -387,6 +353,56 @@ int64_t chosen_plan_launches(const DeviceBackend& d, const std::string& op, cons
 }
 
 }  // namespace
+
+void check_fused_norm(const DeviceFactory& make, const std::string& name, bool fused) {
+  Fixture on(make, name, false, [](dev::Device&, DeviceBackendOptions& o) { o.fuse_norm = true; });
+  Fixture off(make, name);
+  constexpr int kSteps = 6;
+  GreedyPair run(on, off, 6, kSteps);
+  // The 5-row prompt keeps its norm launches. Each decode step's layers run none: the norms before q|k|v and
+  // gate|up inside those GEMVs, the residual adds in o_proj and down_proj or the MoE finalize, and a MoE block's
+  // norm in o_proj's last blocks. Every layer's attention, fused or not, takes q/k norm, RoPE and the KV write
+  // into its launch.
+  const bool moe = on.w().config.is_moe();
+  const int64_t steps = on.w().config.n_layers * (kSteps - 1);
+  const auto& g = on.gpu->group_counts();
+  CHECK(g.norm_fused == (fused ? (moe ? 1 : 2) * steps : 0));
+  CHECK(g.residual_fused == (fused ? (moe ? 1 : 2) * steps : 0));
+  CHECK(g.moe_residual == (fused && moe ? steps : 0));
+  CHECK(g.residual_norm == (fused && moe ? steps : 0));
+  CHECK(g.rope_fused == steps);
+  const auto& plain = off.gpu->group_counts();
+  CHECK(plain.norm_fused + plain.residual_fused + plain.rope_fused + plain.moe_residual == 0);
+  // Experts in the frag layout (sm_90's default): a fused decode step also runs the MoE block as the two routed
+  // GEMVs of check_moe_stream, so its gating, grouped plans and finalize go too, the finalize's residual add
+  // into the down GEMV. Whether they are is read from the unfused run's choices, not from the counter checked.
+  bool frag_experts = false;
+  for (const std::string& line : off.gpu->chooser().details()) frag_experts |= line.rfind("moe_gate_up.frag|", 0) == 0;
+  const bool stream = fused && moe && frag_experts;
+  CHECK(g.moe_stream == (stream ? steps : 0));
+  const int64_t moe_saved = stream ? 1 + chosen_plan_launches(*off.gpu, "moe_gate_up.frag", "T=1 ") +
+                                         chosen_plan_launches(*off.gpu, "moe_down.frag", "T=1 ") + 1 - 2
+                                   : 0;
+  CHECK(launches(*off.gpu) - launches(*on.gpu) == ((fused ? 3 : 1) + moe_saved) * steps);
+  // Each fused op chosen on its own family (o_proj and down_proj may share a shape).
+  const std::vector<std::string> ops =
+      !moe     ? std::vector<std::string>{"rmsnorm_linear.frag|", "rmsnorm_gate_up_swiglu.frag|", "linear_residual.frag|"}
+      : stream ? std::vector<std::string>{"rmsnorm_linear.frag|", "linear_residual_rmsnorm.frag|",
+                                          std::string(kernels::moe_stream::kDownResidualOp) + "|"}
+               : std::vector<std::string>{"rmsnorm_linear.frag|", "linear_residual_rmsnorm.frag|", "moe_finalize_residual|"};
+  for (const std::string& op : ops) {
+    size_t chosen = 0;
+    for (const std::string& line : on.gpu->chooser().details()) {
+      if (line.rfind(op, 0) != 0) continue;
+      INFO(line);
+      ++chosen;
+      CHECK((line.find("_norm_") != std::string::npos || line.find("_residual") != std::string::npos));
+    }
+    CHECK((chosen > 0) == fused);
+  }
+  check_decode_step_logits(run.on, run.ref, run.want.back(), name + (fused ? " (norms fused)" : " (norms not fusable)"));
+}
+
 
 void check_moe_stream(const DeviceFactory& make, const std::string& name) {
   Fixture on(make, name, false, [](dev::Device&, DeviceBackendOptions& o) { o.frag_experts = true, o.fuse_norm = true; });

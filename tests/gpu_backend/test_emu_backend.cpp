@@ -127,6 +127,13 @@ TEST_CASE("emu sm90: MoE experts in the frag layout on the wgmma grouped GEMMs g
   }
 }
 
+TEST_CASE("emu sm90: with fused norms a MoE decode step runs no norm or rope launch per layer, its experts as the "
+          "frag layout's routed GEMVs by default") {
+  // Hopper's default expert layout is the frag one (unlike emu's sm_80 above), whose fused decode has its own
+  // launch count: the H200 run of 29 Nov found this case written for sm_80 alone.
+  qt::test::check_fused_norm(hopper, qt::test::write_fusable_moe_model(), true);
+}
+
 TEST_CASE("emu sm90: with fused norms a MoE decode step runs its frag-layout experts as two routed GEMVs") {
   qt::test::check_moe_stream(hopper, qt::test::write_fusable_moe_model());
 }

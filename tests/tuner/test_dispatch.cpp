@@ -203,3 +203,53 @@ TEST_CASE("a fused norm or residual GEMV runs the point tuned for the stream GEM
   // Only the fused choice is recorded: the base op was looked at, not chosen.
   CHECK(untuned.details().size() == 1);
 }
+
+TEST_CASE("a nearest shape's winner that is only its own default is not lent to a shape whose default differs",
+          "[tuner][dispatch]") {
+  // The H200 run of 29 Nov: a time-limited tune measured the grouped wgmma GEMM's default at 8 tokens, and 512 and
+  // 4096 tokens ran that point (1.4-2.2x slower than their own default), lent as the nearest tuned shape.
+  const winners::DeviceFingerprint dev = winners::emu_fingerprint(90);
+  const WeightType q8 = WeightType::Q8_0;
+  const kernels::KernelFamily& f = kernels::find_family("moe_gate_up.frag.q8_0");
+  const kernels::Shape small{f.dims, {8, 128, 8, 768, 2048, 64}, ""}, large{f.dims, {512, 128, 8, 768, 2048, 64}, ""};
+  const std::vector<kernels::Point> small_defaults = f.default_points(small), large_defaults = f.default_points(large);
+  REQUIRE(small_defaults.front() != large_defaults.front());
+  auto chooser_with = [&](const kernels::Point& point) {
+    const std::string path = test::tuner_scratch("nearest-default", ".sqlite");
+    Store store(path);
+    ResultRow r;
+    r.device = dev;
+    r.family = "emu." + f.name;
+    r.source_hash = f.source_hash;
+    r.dtypes = f.dtypes;
+    r.shape = small.values;
+    nlohmann::json p = nlohmann::json::object();
+    for (const auto& [k, v] : point) p[k] = v;
+    r.point = p;
+    r.stats = summarize({1e-5});
+    store.put(r);
+    return rt::KernelChooser(std::make_shared<winners::WinnersTable>(path), dev, "emu.", 90);
+  };
+
+  rt::KernelChooser lent_default = chooser_with(small_defaults.front());
+  const rt::KernelChoice at_small = lent_default.choose("moe_gate_up.frag", &q8, small);
+  CHECK(at_small.source == rt::KernelChoice::Source::Tuned);
+  const rt::KernelChoice at_large = lent_default.choose("moe_gate_up.frag", &q8, large);
+  CHECK(at_large.source == rt::KernelChoice::Source::Default);
+  CHECK(kernels::point_key(at_large.point) == kernels::point_key(large_defaults.front()));
+
+  // A point the tune found faster than the defaults there is still lent, as the nearest tuned shape's.
+  std::optional<kernels::Point> found;
+  for (const kernels::Point& p : kernels::enumerate_points(f))
+    if (std::find(small_defaults.begin(), small_defaults.end(), p) == small_defaults.end() &&
+        std::find(large_defaults.begin(), large_defaults.end(), p) == large_defaults.end() &&
+        kernels::point_runs(f, p, small).empty() && kernels::point_runs(f, p, large).empty()) {
+      found = p;
+      break;
+    }
+  REQUIRE(found);
+  rt::KernelChooser lent_tuned = chooser_with(*found);
+  const rt::KernelChoice tuned_large = lent_tuned.choose("moe_gate_up.frag", &q8, large);
+  CHECK(tuned_large.source == rt::KernelChoice::Source::Nearest);
+  CHECK(tuned_large.point == *found);
+}

@@ -332,6 +332,26 @@ TEST_CASE("each weight type and layout's cuBLASLt baseline is its row of device/
   CHECK_THAT(q8.shape_constraint(rank0, q8.shape({64, 3, 5, 5})), Catch::Contains("q8_0_dequant: N*K must be a multiple"));
 }
 
+TEST_CASE("every family whose reference may run on the device, the cuBLASLt baselines too, names the small shape "
+          "it is first checked on", "[tuner][gpu-flow]") {
+  // A worker trusts a device reference on a large shape only after checking it against the CPU on this one. The
+  // baselines once had none (an empty shape): on the H200 every baseline job of 2^26 MACs or more failed its setup.
+  std::vector<const kernels::KernelFamily*> families = blas_baselines();
+  for (const kernels::KernelFamily* f : kernels::all_families())
+    if (f->linear_operands) families.push_back(f);
+  CHECK(families.size() > blas_baselines().size());
+  for (const kernels::KernelFamily* f : families) {
+    INFO(f->name);
+    REQUIRE(f->linear_operands);
+    const kernels::Shape& small = device_reference_check_shape(*f);
+    CHECK(small.names == f->dims);
+    for (int64_t v : small.values) CHECK(v >= 0);
+    // Its operands can be built there: what check_device_linear_sums runs.
+    const kernels::LinearOperands ops = f->linear_operands(small, f->make_inputs(small, 1));
+    CHECK(ops.m * ops.n * ops.k > 0);
+  }
+}
+
 TEST_CASE("every cuBLASLt baseline on the emulator fails as a runtime error naming why, never as a result",
           "[tuner][gpu-flow]") {
   for (const kernels::KernelFamily* b : blas_baselines()) {
@@ -474,4 +494,21 @@ TEST_CASE("a GPU flow cut short by its time limit gives no job a second candidat
   CHECK(res.unfinished_jobs == 1);
   CHECK(res.measured == 1);
   CHECK(res.dispatch_lines.size() == 1);
+}
+
+TEST_CASE("a job's setup the time limit cuts short is not stored, and the flow returns at the limit", "[tuner][gpu-flow]") {
+  // The H200 run of 29 Nov: qtune --time-limit 105 was still in a job's setup at 120 s and was killed, storing
+  // no dispatch. A 30B-A3B expert stack's inputs (400 MB of codes) take seconds to make; the limit gives 1 s.
+  GpuTuningOptions o = emu_options({"moe_gate_up.q8_0"}, {1}, "2");
+  o.time_limit_s = 1;
+  const std::vector<GpuJob> jobs = {GpuJob{find_family("emu.moe_gate_up.q8_0", 80), {1, 128, 8, 768, 2048, 64}, 2, true}};
+  Store store(test::tuner_scratch("gpu-flow-setup-limit", ".sqlite"));
+  Worker worker(qt::test::qtune_worker());
+  const winners::DeviceFingerprint dev = worker_device_fingerprint(worker, "emu", 80);
+  const GpuTuningResult res = tune_gpu_jobs(jobs, store, worker, dev, o, "setup-limit");
+  INFO("returned after " << res.seconds << " s");
+  CHECK(store.rows().empty());  // a cut is no property of a point: the same command measures it again
+  CHECK(res.measured == 0);
+  CHECK(res.unfinished_jobs == 1);
+  CHECK(res.seconds < 30);  // the setup alone takes longer without the cut; the limit stops it at about 1 s
 }

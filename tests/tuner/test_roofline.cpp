@@ -288,6 +288,44 @@ TEST_CASE("on the second H200 run's reports the model times the frag linear rows
   CHECK(gemv_rows == 9);
 }
 
+// The third run (results/gpu-h200-2026-11-29) timed the file layout's GEMMs with their rewritten loaders (a third
+// to a half of the instructions a trip), on today's sources. Measured against the second run: awq_gemm 1.58x faster
+// (1.29-1.62x), q8_0_gemm 1.05x (1.26-1.39x at 16 and 64 rows), the grouped gate|up 1.64x and down 1.24x. The model
+// had predicted 3.23x and 1.67x for the tiled ones: it charged the old loops' issue time well, but with fewer
+// instructions a trip the time each trip waits on its loads shows, and the model takes the larger of the issue and
+// the memory time, not what of them fails to overlap. (Their sum puts these rows at 0.91-0.97x, the second run's
+// at 1.37x: the overlap is a property of the loop, which the model does not have.) Held as the bias it is, so
+// that a change that moves it shows; the tiled GEMMs' ranks are held as the second run's are.
+TEST_CASE("on the third H200 run's reports the model ranks the rewritten file-layout GEMMs and states its optimism "
+          "on them",
+          "[tuner][roofline]") {
+  compile::CompileService service;
+  std::vector<CalibrationPoint> points;
+  for (const char* report : {"report-qwen3-8b", "report-qwen3-30b-a3b"}) {
+    const Calibration c = calibrate_store(source_root() + "/results/gpu-h200-2026-11-29/" + report + "/report.json",
+                                          {"awq_gemm", "q8_0_gemm", "moe_gate_up.q8_0", "moe_down.q8_0"}, service);
+    points.insert(points.end(), c.points.begin(), c.points.end());
+  }
+  std::vector<const CalibrationPoint*> tiled, grouped;
+  for (const CalibrationPoint& p : points) {
+    if ((p.family == "awq_gemm" || p.family == "q8_0_gemm") && p.rows() >= 64) tiled.push_back(&p);
+    if ((p.family == "moe_gate_up.q8_0" || p.family == "moe_down.q8_0") && p.shape["T"] >= 16) grouped.push_back(&p);
+  }
+  const CalibrationFit g = fit(tiled), gg = fit(grouped);
+  std::printf("third H200 run's reports: file-layout GEMMs from 64 rows %zu, Spearman %.3f, median model/measured %.2f; "
+              "grouped from 16 tokens %zu, Spearman %.3f, median model/measured %.2f\n",
+              g.n, g.spearman, g.median_ratio, gg.n, gg.spearman, gg.median_ratio);
+  CHECK(g.n == 31);
+  CHECK(g.spearman >= 0.8);
+  CHECK(g.median_ratio >= 0.45);
+  CHECK(g.median_ratio <= 0.7);
+  check_each_within(tiled, 0.4, 1.6);  // pessimistic (1.1-1.5x) on the Q8_0 ones of 512 columns or 64 rows
+  CHECK(gg.n == 12);
+  CHECK(gg.median_ratio >= 0.45);
+  CHECK(gg.median_ratio <= 0.8);
+  check_each_within(grouped, 0.3, 1.1);
+}
+
 // The grouped wgmma GEMMs of the second run's 30B-A3B report ran one point (bm=64, two warpgroups) at 512, 1024
 // and 4096 tokens, where the share of their weight loads that are re-reads grows from none to about 3 in 4. The
 // model's error on them must not grow with that share: with the re-reads charged as L2 hits the model went from

@@ -56,6 +56,9 @@ KernelFamily baseline(const blas::Baseline& b) {
     return y_only(ref(s, in));
   };
   f.linear_operands = problem.linear_operands;
+  // The problem's shapes: the worker checks the device reference on the first before it trusts it on large ones.
+  f.test_shapes = problem.test_shapes;
+  f.probe_shape = problem.probe_shape;
   if (problem.linear_expected)
     f.linear_expected = [ex = problem.linear_expected](const kernels::Shape& s, const kernels::HostBuffers& in,
                                                        const kernels::LinearSums& sums) {

@@ -227,6 +227,10 @@ void reset_reference_memo(size_t budget_bytes) {
   reference_memo().budget = budget_bytes;
 }
 
+const kernels::Shape& device_reference_check_shape(const kernels::KernelFamily& f) {
+  return f.test_shapes.empty() ? f.probe_shape : f.test_shapes.front();
+}
+
 void ReferencedInstance::make_reference(const kernels::KernelFamily& f, const kernels::Shape& shape,
                                         dev::Device* device, SetupCosts& costs) {
   // The problem and the shape decide the inputs (seed 1) and the reference; where it was computed does not
@@ -246,8 +250,7 @@ void ReferencedInstance::make_reference(const kernels::KernelFamily& f, const ke
     if (device && f.linear_operands && linear_macs(shape) >= kDeviceReferenceMacs) {
       static std::set<std::string> checked;  // per worker process and family
       if (!checked.count(f.name)) {
-        const kernels::Shape& small = f.test_shapes.empty() ? f.probe_shape : f.test_shapes.front();
-        const std::string wrong = plan::check_device_linear_sums(*device, f, small);
+        const std::string wrong = plan::check_device_linear_sums(*device, f, device_reference_check_shape(f));
         if (!wrong.empty()) throw Error("the device reference disagrees with the CPU: " + wrong, kExitFailure);
         checked.insert(f.name);
       }

@@ -98,6 +98,12 @@ class ReferencedInstance : public KernelInstance {
   std::vector<float> out_;
 };
 
+// The small shape on which a worker first checks a family's device reference against the CPU before trusting
+// it on large shapes: its first test shape, else its probe shape. A family described outside the registry (a
+// cuBLASLt baseline) must carry one too; the H200 run of 29 Nov found the baselines without, every large job
+// failing its setup.
+const kernels::Shape& device_reference_check_shape(const kernels::KernelFamily& f);
+
 // The worker's memo of references, by problem and shape: the most recently used, up to a byte budget (the
 // last one made is always kept). Its counters say how many were made and how many served again.
 struct ReferenceMemoStats {

@@ -153,6 +153,7 @@ double model_correlation(Worker& worker, const Tunable& fam, const std::vector<i
     points.push_back(r.point);
     measured.push_back(r.stats.median);
   }
+  if (points.size() < 3) return std::numeric_limits<double>::quiet_NaN();  // spearman's own answer, without the worker
   const std::vector<double> model = model_times(worker, fam, shape, sm, points);
   std::vector<double> a, b;
   for (size_t i = 0; i < model.size(); ++i)
@@ -348,6 +349,7 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
   std::vector<std::set<std::string>> counted(jobs.size());  // points this run measured or resumed, per job
   std::vector<int64_t> job_evaluations(jobs.size(), 0);
   std::vector<bool> setup_failed(jobs.size(), false);  // its setup failed: every further point would fail so
+  std::vector<bool> cut_by_limit(jobs.size(), false);  // a worker call the time limit cut short
   bool out_of_time = false;
   for (int round = 1; round <= 2 && !out_of_time; ++round) {
     for (size_t pos = 0; pos < order.size(); ++pos) {
@@ -361,6 +363,10 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
         break;
       }
       TuneOptions t = opt.tune;
+      // A job's setup (inputs, reference) can take a minute on a large shape: it may not run past the time limit,
+      // which a caller (run.sh's phases) relies on to stop on its own. One cut there is not stored (below).
+      if (opt.time_limit_s > 0)
+        t.setup_timeout_s = std::min(t.setup_timeout_s, std::max(1.0, opt.time_limit_s - elapsed));
       const int64_t budget =
           round == 1 ? std::min<int64_t>(1, job.budget)
                      : time_limited_budget(job, opt, elapsed, evaluated, order.size() - pos, job_evaluations[i]);
@@ -386,6 +392,11 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
                                 std::to_string(jobs.size()) + " " + fam.family().name + " " + shape_text(job.shape);
       TuneReport rep = tune_shape(fam, job.shape, worker, t, [&](const nlohmann::json& point, const CandidateOutcome& o) {
         const std::string key = point.dump();
+        // Cut by the time limit, not a property of the point: not stored, so the same command measures it again.
+        if (o.status == Status::Timeout && opt.time_limit_s > 0 && progress.elapsed_seconds() >= opt.time_limit_s) {
+          cut_by_limit[i] = true;
+          return;
+        }
         if (o.detail.rfind("the job's setup", 0) == 0) setup_failed[i] = true;
         // A point round 1 measured (or resumed) comes back from the store in round 2: counted once.
         if (!counted[i].insert(key).second && o.from_store) return;
@@ -400,6 +411,10 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
       });
       job_evaluations[i] = rep.evaluations;
       res.accounting.add(rep);
+      if (cut_by_limit[i] && counted[i].empty()) {
+        out_of_time = true;  // a job the limit cut before it measured anything is left to the next run
+        break;
+      }
       reports[i] = std::move(rep);
     }
   }
