@@ -60,9 +60,14 @@ std::optional<KernelChoice> KernelChooser::tuned(const kernels::KernelFamily& f,
     // A nearest shape's winner that is only the default that shape runs (the tune measured nothing faster there)
     // says nothing about this shape, for which the family picks its own. The H200 run of 29 Nov: the grouped
     // wgmma GEMM's default at 8 tokens, lent to 512 and 4096, ran 1.4-2.2x slower than their own default.
+    // The family keeps its standing among the candidates (the nearest shape's time): only its point is this
+    // shape's own default.
     const std::optional<KernelChoice> there = default_choice(f, f.shape(w->shape), nullptr),
                                       here = default_choice(f, shape, nullptr);
-    if (there && here && there->point == *point && here->point != *point) return std::nullopt;
+    if (there && here && there->point == *point && here->point != *point) {
+      *seconds = w->median_s;
+      return KernelChoice{&f, here->point, KernelChoice::Source::Nearest, false, ""};
+    }
   }
   *seconds = w->median_s;
   return KernelChoice{&f, *point, w->exact ? KernelChoice::Source::Tuned : KernelChoice::Source::Nearest, false, ""};

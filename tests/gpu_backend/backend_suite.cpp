@@ -22,6 +22,7 @@
 #include "device/blas/blas_lt.h"
 #include "device/blas/default_route.h"
 #include "kernels_src/moe_stream/moe_stream_family.h"
+#include "kernels_src/moe_wgmma/moe_wgmma_family.h"
 #include "kernels_src/registry/registry.h"
 #include "runtime/gpu/device_backend.h"
 #include "runtime/model/qwen3_model.h"
@@ -378,6 +379,7 @@ void check_fused_norm(const DeviceFactory& make, const std::string& name, bool f
   // into the down GEMV. Whether they are is read from the unfused run's choices, not from the counter checked.
   bool frag_experts = false;
   for (const std::string& line : off.gpu->chooser().details()) frag_experts |= line.rfind("moe_gate_up.frag|", 0) == 0;
+  if (moe) CHECK(frag_experts == kernels::moe_wgmma::frag_experts_by_default(on.device->arch()));
   const bool stream = fused && moe && frag_experts;
   CHECK(g.moe_stream == (stream ? steps : 0));
   const int64_t moe_saved = stream ? 1 + chosen_plan_launches(*off.gpu, "moe_gate_up.frag", "T=1 ") +
@@ -396,7 +398,9 @@ void check_fused_norm(const DeviceFactory& make, const std::string& name, bool f
       if (line.rfind(op, 0) != 0) continue;
       INFO(line);
       ++chosen;
-      CHECK((line.find("_norm_") != std::string::npos || line.find("_residual") != std::string::npos));
+      // The family chosen (after " -> "), not the op, which names a norm or residual itself.
+      const std::string family = line.substr(line.find(" -> ") + 4);
+      CHECK((family.find("_norm_") != std::string::npos || family.find("_residual") != std::string::npos));
     }
     CHECK((chosen > 0) == fused);
   }

@@ -393,7 +393,8 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
       TuneReport rep = tune_shape(fam, job.shape, worker, t, [&](const nlohmann::json& point, const CandidateOutcome& o) {
         const std::string key = point.dump();
         // Cut by the time limit, not a property of the point: not stored, so the same command measures it again.
-        if (o.status == Status::Timeout && opt.time_limit_s > 0 && progress.elapsed_seconds() >= opt.time_limit_s) {
+        if (!o.from_store && o.status == Status::Timeout && opt.time_limit_s > 0 &&
+            progress.elapsed_seconds() >= opt.time_limit_s) {
           cut_by_limit[i] = true;
           return;
         }
