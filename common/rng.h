@@ -14,7 +14,7 @@ class Rng {
   // one draw later), and "independent" runs would all see nearly the same points.
   explicit Rng(uint64_t seed) : state_(mix(seed ^ 0x632BE59BD9B4E019ull) ^ mix(~seed)) {}
 
-  uint64_t next() { return mix(state_ += 0x9E3779B97F4A7C15ull); }  // splitmix64
+  uint64_t next() { return mix(state_ += kGamma); }  // splitmix64
   // Uniform in [0, n) without modulo bias.
   uint64_t below(uint64_t n) {
     if (n <= 1) return 0;
@@ -23,6 +23,11 @@ class Rng {
     do x = next(); while (x >= limit);
     return x % n;
   }
+  static constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
+  // n draws of below(256) into `out`: the same bytes, and the same state after, as n calls in turn. The i-th
+  // draw of splitmix64 is mix(state + i * gamma), so ranges of the stream are made on every core (rng.cpp): a
+  // tuning job's inputs of hundreds of MB (a MoE layer's expert codes) took seconds a job on one.
+  void fill_bytes(uint8_t* out, size_t n);
   double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }  // [0, 1)
   bool chance(double p) { return uniform() < p; }
 

@@ -84,7 +84,7 @@ std::vector<uint8_t> random_array(const BufferSpec& b, WeightArray a, Rng& rng) 
     case WeightArray::Q:
     case WeightArray::QWeight:
     case WeightArray::QZeros:
-      for (auto& byte : out) byte = uint8_t(rng.below(256));
+      rng.fill_bytes(out.data(), out.size());
       break;
     case WeightArray::Scales:
       for (int64_t i = 0; i < b.elements; ++i) {

@@ -99,7 +99,8 @@ HostBuffers q8_inputs(const Shape& s, uint64_t seed) {
   in["x"] = bytes_of(x);
   for (const std::string w : {"gate", "up"}) {
     std::vector<int8_t> q(static_cast<size_t>(n * k));
-    for (auto& v : q) v = int8_t(int(rng.below(256)) - 128);
+    rng.fill_bytes(reinterpret_cast<uint8_t*>(q.data()), q.size());
+    for (auto& v : q) v = int8_t(int(uint8_t(v)) - 128);
     std::vector<float> sc(static_cast<size_t>(n * k / g));
     for (auto& v : sc) v = float(0.0005 + 0.0015 * rng.uniform());
     in[w + "_q"] = bytes_of(q);

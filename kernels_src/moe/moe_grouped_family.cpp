@@ -130,7 +130,7 @@ void add_weights(const Format& fmt, const Shape& s, const std::string& prefix, R
         }
       }
     } else {
-      for (auto& v : b) v = uint8_t(rng.below(256));
+      rng.fill_bytes(b.data(), b.size());
       if (fmt.trtllm) {
         for (int64_t x = 0; x < e; ++x) {
           const auto t = trtllm_int8_layout(b.data() + per * uint64_t(x), k, n);

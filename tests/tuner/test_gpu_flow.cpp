@@ -498,10 +498,11 @@ TEST_CASE("a GPU flow cut short by its time limit gives no job a second candidat
 
 TEST_CASE("a job's setup the time limit cuts short is not stored, and the flow returns at the limit", "[tuner][gpu-flow]") {
   // The H200 run of 29 Nov: qtune --time-limit 105 was still in a job's setup at 120 s and was killed, storing
-  // no dispatch. A 30B-A3B expert stack's inputs (400 MB of codes) take seconds to make; the limit gives 1 s.
-  GpuTuningOptions o = emu_options({"moe_gate_up.q8_0"}, {1}, "2");
+  // no dispatch. A 30B-A3B expert stack at 256 tokens: its inputs (400 MB of codes) and its CPU reference (6.4
+  // billion multiply-adds) take seconds on any machine; the limit gives 1 s.
+  GpuTuningOptions o = emu_options({"moe_gate_up.q8_0"}, {256}, "2");
   o.time_limit_s = 1;
-  const std::vector<GpuJob> jobs = {GpuJob{find_family("emu.moe_gate_up.q8_0", 80), {1, 128, 8, 768, 2048, 64}, 2, true}};
+  const std::vector<GpuJob> jobs = {GpuJob{find_family("emu.moe_gate_up.q8_0", 80), {256, 128, 8, 768, 2048, 64}, 2, true}};
   Store store(test::tuner_scratch("gpu-flow-setup-limit", ".sqlite"));
   Worker worker(qt::test::qtune_worker());
   const winners::DeviceFingerprint dev = worker_device_fingerprint(worker, "emu", 80);
