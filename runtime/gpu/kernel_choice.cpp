@@ -56,6 +56,7 @@ std::optional<KernelChoice> KernelChooser::tuned(const kernels::KernelFamily& f,
   if (!w) return std::nullopt;
   const auto point = point_from_json(f, w->point);
   if (!point || !kernels::point_runs(f, *point, shape).empty()) return std::nullopt;
+  kernels::Point run = *point;
   if (!w->exact && f.defaults_for) {
     // A nearest shape's winner that is only the default that shape runs (the tune measured nothing faster there)
     // says nothing about this shape, for which the family picks its own. The H200 run of 29 Nov: the grouped
@@ -64,13 +65,10 @@ std::optional<KernelChoice> KernelChooser::tuned(const kernels::KernelFamily& f,
     // shape's own default.
     const std::optional<KernelChoice> there = default_choice(f, f.shape(w->shape), nullptr),
                                       here = default_choice(f, shape, nullptr);
-    if (there && here && there->point == *point && here->point != *point) {
-      *seconds = w->median_s;
-      return KernelChoice{&f, here->point, KernelChoice::Source::Nearest, false, ""};
-    }
+    if (there && here && there->point == *point) run = here->point;
   }
   *seconds = w->median_s;
-  return KernelChoice{&f, *point, w->exact ? KernelChoice::Source::Tuned : KernelChoice::Source::Nearest, false, ""};
+  return KernelChoice{&f, run, w->exact ? KernelChoice::Source::Tuned : KernelChoice::Source::Nearest, false, ""};
 }
 
 std::optional<KernelChoice> KernelChooser::default_choice(const kernels::KernelFamily& f, const kernels::Shape& shape,

@@ -353,6 +353,14 @@ int64_t chosen_plan_launches(const DeviceBackend& d, const std::string& op, cons
   return 0;
 }
 
+// The launches a decode step's MoE block saves per layer when its frag-layout experts run as the two routed GEMVs
+// (moe_stream) instead of `off`'s plans: the gating, every launch of the grouped gate|up and down plans and the
+// finalize, less the two GEMVs.
+int64_t moe_stream_saved_launches(const DeviceBackend& off) {
+  return 1 + chosen_plan_launches(off, "moe_gate_up.frag", "T=1 ") + chosen_plan_launches(off, "moe_down.frag", "T=1 ") +
+         1 - 2;
+}
+
 }  // namespace
 
 void check_fused_norm(const DeviceFactory& make, const std::string& name, bool fused) {
@@ -382,9 +390,7 @@ void check_fused_norm(const DeviceFactory& make, const std::string& name, bool f
   if (moe) CHECK(frag_experts == kernels::moe_wgmma::frag_experts_by_default(on.device->arch()));
   const bool stream = fused && moe && frag_experts;
   CHECK(g.moe_stream == (stream ? steps : 0));
-  const int64_t moe_saved = stream ? 1 + chosen_plan_launches(*off.gpu, "moe_gate_up.frag", "T=1 ") +
-                                         chosen_plan_launches(*off.gpu, "moe_down.frag", "T=1 ") + 1 - 2
-                                   : 0;
+  const int64_t moe_saved = stream ? moe_stream_saved_launches(*off.gpu) : 0;
   CHECK(launches(*off.gpu) - launches(*on.gpu) == ((fused ? 3 : 1) + moe_saved) * steps);
   // Each fused op chosen on its own family (o_proj and down_proj may share a shape).
   const std::vector<std::string> ops =
@@ -407,7 +413,6 @@ void check_fused_norm(const DeviceFactory& make, const std::string& name, bool f
   check_decode_step_logits(run.on, run.ref, run.want.back(), name + (fused ? " (norms fused)" : " (norms not fusable)"));
 }
 
-
 void check_moe_stream(const DeviceFactory& make, const std::string& name) {
   Fixture on(make, name, false, [](dev::Device&, DeviceBackendOptions& o) { o.frag_experts = true, o.fuse_norm = true; });
   Fixture off(make, name, false, [](dev::Device&, DeviceBackendOptions& o) { o.frag_experts = true; });
@@ -418,9 +423,7 @@ void check_moe_stream(const DeviceFactory& make, const std::string& name) {
   CHECK(off.gpu->group_counts().moe_stream == 0);
   // Per layer and step: the norm and RoPE launches (check_fused_norm), and of the MoE block the gating, every
   // launch of the grouped plans and the finalize but the two GEMVs.
-  const int64_t grouped = 1 + chosen_plan_launches(*off.gpu, "moe_gate_up.frag", "T=1 ") +
-                          chosen_plan_launches(*off.gpu, "moe_down.frag", "T=1 ") + 1;
-  CHECK(launches(*off.gpu) - launches(*on.gpu) == (3 + grouped - 2) * steps);
+  CHECK(launches(*off.gpu) - launches(*on.gpu) == (3 + moe_stream_saved_launches(*off.gpu)) * steps);
   for (const std::string& line : on.gpu->chooser().details()) {
     INFO(line);
     CHECK(line.rfind("moe_finalize_residual", 0) != 0);  // decode's finalize is the down GEMV's own

@@ -349,7 +349,6 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
   std::vector<std::set<std::string>> counted(jobs.size());  // points this run measured or resumed, per job
   std::vector<int64_t> job_evaluations(jobs.size(), 0);
   std::vector<bool> setup_failed(jobs.size(), false);  // its setup failed: every further point would fail so
-  std::vector<bool> cut_by_limit(jobs.size(), false);  // a worker call the time limit cut short
   bool out_of_time = false;
   for (int round = 1; round <= 2 && !out_of_time; ++round) {
     for (size_t pos = 0; pos < order.size(); ++pos) {
@@ -363,6 +362,7 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
         break;
       }
       TuneOptions t = opt.tune;
+      bool cut_by_limit = false;  // a worker call of this job the time limit cut short
       // A job's setup (inputs, reference) can take a minute on a large shape: it may not run past the time limit,
       // which a caller (run.sh's phases) relies on to stop on its own. One cut there is not stored (below).
       if (opt.time_limit_s > 0)
@@ -395,7 +395,7 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
         // Cut by the time limit, not a property of the point: not stored, so the same command measures it again.
         if (!o.from_store && o.status == Status::Timeout && opt.time_limit_s > 0 &&
             progress.elapsed_seconds() >= opt.time_limit_s) {
-          cut_by_limit[i] = true;
+          cut_by_limit = true;
           return;
         }
         if (o.detail.rfind("the job's setup", 0) == 0) setup_failed[i] = true;
@@ -412,7 +412,7 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
       });
       job_evaluations[i] = rep.evaluations;
       res.accounting.add(rep);
-      if (cut_by_limit[i] && counted[i].empty()) {
+      if (cut_by_limit && counted[i].empty()) {
         out_of_time = true;  // a job the limit cut before it measured anything is left to the next run
         break;
       }
