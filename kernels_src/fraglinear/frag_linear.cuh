@@ -18,7 +18,9 @@
 //      group's fp32 scale once per group and column (scales fold out of the inner loop; the weight is never
 //      rounded). FOLD = 0 (prefill, MF >= 2): each fp16 weight (q - z) * s is rounded once, as the AWQ
 //      reference rounds it, and accumulated directly (no partials, half the accumulator registers).
-//   Scales and zeros are loaded once per group.
+//   Scales and zeros are loaded once per group. ZPF = 1 (FOLD only) loads the next group's a group ahead, into
+//      registers: cp.async's memory clobber keeps the compiler from issuing them early itself, so at ZPF = 0
+//      every group starts by waiting on them.
 // Split along K (gridDim.z > 1): each block writes fp32 partials to ws[z][M][N], then the last block of an
 // output tile to arrive (counted with an atomic in locks[], which it resets to 0) sums the partials in split
 // order and writes y: the reduction is in the same launch.
@@ -88,7 +90,7 @@ __device__ __forceinline__ void load_tile(const uint32_t* tile, uint64_t policy,
 
 }  // namespace frag
 
-template <int BITS, int MF, int WARPS, int STAGES, int PF, int FOLD, int BK, int TN>
+template <int BITS, int MF, int WARPS, int STAGES, int PF, int FOLD, int BK, int TN, int ZPF>
 __global__ void __launch_bounds__(WARPS * 32, 1)
     frag_linear_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                        float* ws, unsigned* locks, int M, int N, int K, int G) {
@@ -101,6 +103,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   static_assert(BK == 32 || BK == 64, "A stages of 32 or 64 columns of K");
   static_assert(KS % PF == 0, "the B ring depth divides the k-steps of an A stage");
   static_assert(PF <= frag::kPadTiles, "the B ring reads at most the layout's padding past the last tile");
+  static_assert(!ZPF || FOLD, "the scales and zeros loaded ahead are the folded (decode) form");
   using Tile = frag::BTile<BITS>;
   QT_DYNAMIC_SHARED(smem, unsigned char);
 
@@ -243,9 +246,40 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     write_slot = write_slot == (STAGES - 1) * STAGE_BYTES ? 0 : write_slot + STAGE_BYTES;
   };
 
+  // ZPF: the next group's words, loaded a group ahead: this lane's zero word pair (INT4) and the scales of its C
+  // columns (8f + 2t, +1) as two 8-half runs.
+  struct GroupWords {
+    uint2 zw;
+    uint4 s[2];
+  };
+  GroupWords ahead[TN];
+  auto load_ahead = [&](int grp) {
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int64_t tg = (int64_t)tile_of(j) * groups + grp;
+      if constexpr (BITS == 4) ahead[j].zw = active ? *reinterpret_cast<const uint2*>(bz + tg * 16 + 2 * g8) : uint2{0, 0};
+      if (active) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) ahead[j].s[r] = *reinterpret_cast<const uint4*>(bs + tg * 64 + 32 * r + 8 * t4);
+      }
+    }
+  };
+  if (ZPF && g_begin < g_end) load_ahead(g_begin);
+
   for (int grp = g_begin; grp < g_end; ++grp) {
 #pragma unroll
     for (int j = 0; j < TN; ++j) {
+      if constexpr (ZPF) {
+        if constexpr (BITS == 4) frag::zeros_from_words(ahead[j].zw, z[j]);
+        if (active) {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const uint4 v = ahead[j].s[r];
+            sc[j][4 * r] = v.x, sc[j][4 * r + 1] = v.y, sc[j][4 * r + 2] = v.z, sc[j][4 * r + 3] = v.w;
+          }
+        }
+        continue;
+      }
       const int64_t tg = (int64_t)tile_of(j) * groups + grp;
       if constexpr (BITS == 4)
         frag::zeros_from_words(active ? *reinterpret_cast<const uint2*>(bz + tg * 16 + 2 * g8) : uint2{0, 0}, z[j]);
@@ -268,6 +302,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
         }
       }
     }
+    // The next group's words now: their loads overlap this group's stages.
+    if (ZPF && grp + 1 < g_end) load_ahead(grp + 1);
     stage(true);
     for (int c = 1; c < chunks_per_group; ++c) stage(false);
     if (FOLD && active) {  // partials times the group's scale, once per group

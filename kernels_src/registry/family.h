@@ -61,6 +61,9 @@ struct Param {
   // from its chosen default in this parameter alone beside it (one_parameter_neighbours), so each GPU run
   // measures it whether or not a tune reaches it.
   bool report_ab = false;
+  // A parameter added after points were stored: the value those points ran, the kernel as it was before (a test
+  // holds that this value compiles to the code measured then). Unset: a stored point without it names nothing.
+  std::optional<int64_t> absent_value = std::nullopt;
 };
 
 // ---- buffers and kernel arguments ----

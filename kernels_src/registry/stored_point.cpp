@@ -8,7 +8,11 @@ std::optional<Point> point_from_json(const KernelFamily& f, const nlohmann::json
   if (!j.is_object()) return std::nullopt;
   Point p;
   for (const Param& param : f.params) {
-    if (!j.contains(param.name)) return std::nullopt;
+    if (!j.contains(param.name)) {
+      if (!param.absent_value) return std::nullopt;
+      p[param.name] = *param.absent_value;
+      continue;
+    }
     const nlohmann::json& v = j.at(param.name);
     if (v.is_number_integer()) {
       p[param.name] = v.get<int64_t>();

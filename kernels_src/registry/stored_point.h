@@ -11,7 +11,8 @@
 namespace qt::kernels {
 
 // The point `j` names in `f`'s space; nullopt when it is none (a parameter missing or renamed since, a value
-// of the wrong type or outside today's space).
+// of the wrong type or outside today's space). A parameter added since the point was stored takes its
+// absent_value, where it has one.
 std::optional<Point> point_from_json(const KernelFamily& f, const nlohmann::json& j);
 
 }  // namespace qt::kernels

@@ -9,6 +9,9 @@
 #              GEMM's int32 sums against the VNNI path's on the hardware; they skip, visibly, on a host without
 #              AMX), then qbench on a Qwen3-0.6B-shaped Q8_0 model (written with the others) with AMX tiles and
 #              without, at one thread and at half the cores (the conversions have the rest)
+#   experiments  the points scripts/gpu/experiments/smNN.json lists for this GPU's architecture (qtune --points:
+#              each settles a question the last run left), into the store, while the models are still being
+#              written; skipped where no file names the architecture
 #   models     synthetic checkpoints: Qwen3-8B-shaped with 36 layers as ak48 (AWQ) and ajc1 (Q8_0), and
 #              Qwen3-30B-A3B-shaped with 8 layers as moe3. qconvert writes them on one core each (about 2 minutes
 #              for the largest on a 2-core CI machine), so the three start together in the background before
@@ -47,7 +50,7 @@
 # Knobs: CUDA_HOME (default /usr/local/cuda), WORK (where the bundle is unpacked; default a fresh temporary
 # folder), LAYERS (36), RUN_S (575: the whole run's limit, so it ends inside the device tool's 10-minute call;
 # every phase's limit is cut to what is left of it) and each phase's own limit in seconds: SELFCHECK_S (300),
-# TESTS_S (120), MODELS_S (180, from the start), TUNE_S (120; qtune's own --time-limit is 15 s less, so it ends
+# TESTS_S (120), EXPERIMENTS_S (75), MODELS_S (240, from the start: the experiments run while the models are written), TUNE_S (120; qtune's own --time-limit is 15 s less, so it ends
 # on its own and stores its dispatch), TUNE_MOE_S (60, likewise), REPORT_8B_S (240: the 8B report took 193 s on an H200, 107 of them loading
 # the FP16 variant, before it gained the attention rows and the PDL and fused-norm variants; qbench rewrites
 # the report after each section, so one cut off still returns what it measured, marked incomplete; its end-to-end
@@ -291,8 +294,18 @@ excerpt "GPU tests" "$logs/tests.log" '^== |test cases|FAILED|QTUNE_REQUIRE_GPU'
 phase cpu-amx "${CPU_AMX_S:-60}" cpu_amx || status=1
 excerpt "The host CPU's AMX tiles (qwen3-0.6b ajc1, pp512 and 32 decode steps, the 8B and 30B models being written beside)" \
   "$logs/cpu-amx.log" '^== |QTUNE-SKIPPED|test cases|FAILED|^(backend|bandwidth|prefill|decode|roofline)|error'
+experiments_file="$q/scripts/gpu/experiments/$sm.json"
+if [[ -f "$experiments_file" ]]; then
+  experiments_s="${EXPERIMENTS_S:-75}"
+  phase experiments "$experiments_s" "$q/bin/qtune" --gpu "$sm" --points "$experiments_file" \
+    --time-limit $((experiments_s - 15)) --cache "$work/qtune-cache.sqlite" --quiet || status=1
+  excerpt "Experiments (scripts/gpu/experiments/$sm.json; us, median of the timed repetitions)" "$logs/experiments.log" \
+    '^(experiment:|  [a-z]|summary|time|qtune:)'
+else
+  echo "| experiments | not run: no scripts/gpu/experiments/$sm.json | 0 | |" >> "$summary"
+fi
 
-if phase models $(( ${MODELS_S:-180} - ($(date +%s) - run_t0) )) wait_models; then
+if phase models $(( ${MODELS_S:-240} - ($(date +%s) - run_t0) )) wait_models; then
   tune_s="${TUNE_S:-120}"
   report_buckets=1,4,16,64,256,1024,4096
   # The 8B report first, untuned: it times every family at its default point (the stream GEMVs, the wgmma

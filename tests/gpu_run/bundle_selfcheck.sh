@@ -31,4 +31,7 @@ grep -q 'no usable GPU here' out/SUMMARY.md || fail "run.sh did not say that the
 (( $(ls out | wc -l) <= 8 )) || fail "more than 8 result files: $(ls out)"
 tar -xJf out/logs.tar.xz -O logs/selfcheck.log | grep -q 'time: .* candidates/s' || fail "the self-check's tune printed no accounting"
 tar -xJf out/logs.tar.xz -O logs/selfcheck.log | grep -Eq '[1-9][0-9]* tuned' || fail "qrun used no tuned kernel"
+# The experiments the run measures first on a Hopper GPU travel with it.
+listing=$(tar -tJf ../bundle.tar.xz)
+grep -qx 'qtune/scripts/gpu/experiments/sm90.json' <<< "$listing" || fail "the bundle has no experiments for sm90"
 echo "bundle_selfcheck: passed"

@@ -13,6 +13,7 @@
 #include "device/blas/blas_lt.h"
 #include "kernels_src/registry/registry.h"
 #include "models/formats/model_file.h"
+#include "tests/tuner/emu_flow_options.h"
 #include "tests/tuner/run_qtune.h"
 #include "tests/worker_entry.h"
 #include "tests/tuner/scratch_path.h"
@@ -28,18 +29,11 @@ namespace {
 const std::string kModel = qt::source_root() + "/tests/golden/files/dense-tied.ak48";
 
 GpuTuningOptions emu_options(std::vector<std::string> families, std::vector<int64_t> buckets, std::string budget) {
-  GpuTuningOptions o;
-  o.device = "emu";
+  GpuTuningOptions o = test::emu_flow_options();
   o.families = std::move(families);
   o.buckets = std::move(buckets);
   o.budget = std::move(budget);
-  o.quiet = true;
   o.tune.strategy = "random";
-  o.tune.timeout_s = 120;
-  o.tune.measure.warmup = 0;
-  o.tune.measure.min_reps = o.tune.measure.max_reps = 1;
-  o.tune.measure.min_seconds = 0;
-  o.tune.measure.racing = false;
   return o;
 }
 

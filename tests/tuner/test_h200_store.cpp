@@ -5,6 +5,7 @@
 
 #include "device/emu/emu_device.h"
 #include "kernels_src/registry/registry.h"
+#include "kernels_src/registry/stored_point.h"
 #include "runtime/gpu/kernel_choice.h"
 #include "tests/tuner/h200_fixture.h"
 #include "tuner/store/store.h"
@@ -57,7 +58,7 @@ TEST_CASE("a device reporting the H200's fingerprint gets the H200 run's winners
   CHECK(decode.dispatched);
   CHECK(decode.source == rt::KernelChoice::Source::Tuned);
   // 12.19 us on the H200, against 15.49 us for the default point.
-  CHECK(kernels::point_key(decode.point) == "bk=64,pf=1,split=16,stages=2,tn=1,warps=1");
+  CHECK(kernels::point_key(decode.point) == "bk=64,pf=1,split=16,stages=2,tn=1,warps=1,zpf=0");  // zpf came after the run
   CHECK(decode.point != decode.family->default_point());
 
   // At M = 16 on the gate/up shape the H200 measured the GEMM ahead of the GEMV: the dispatch follows it.
@@ -82,7 +83,7 @@ TEST_CASE("a driver and qtune update on the same H200 keeps the tuned winners an
   rt::KernelChooser chooser(table, device.store_fingerprint(), "cuda.", device.arch());
   const rt::KernelChoice& c = chooser.choose("linear.frag", &kAwq, linear(1, 4096, 4096));
   CHECK(c.source == rt::KernelChoice::Source::Tuned);
-  CHECK(kernels::point_key(c.point) == "bk=64,pf=1,split=16,stages=2,tn=1,warps=1");
+  CHECK(kernels::point_key(c.point) == "bk=64,pf=1,split=16,stages=2,tn=1,warps=1,zpf=0");
   const std::string line = winners::match_line(table->match(updated), updated, path);
   CHECK(line.find("this GPU model (NVIDIA H200, sm_90)") != std::string::npos);
   CHECK(line.find("driver 13.0 (here 13.1)") != std::string::npos);
@@ -95,4 +96,22 @@ TEST_CASE("a driver and qtune update on the same H200 keeps the tuned winners an
   rt::KernelChooser untuned(table, other.store_fingerprint(), "cuda.", other.arch());
   CHECK(untuned.choose("linear.frag", &kAwq, linear(1, 4096, 4096)).source == rt::KernelChoice::Source::Default);
   CHECK(winners::match_line(table->match(h100), h100, path).find("it holds NVIDIA H200 (sm_90)") != std::string::npos);
+}
+
+TEST_CASE("a point stored before a parameter was added reads as the value it ran, and one missing any other "
+          "parameter names nothing", "[tuner][dispatch]") {
+  const kernels::KernelFamily& f = kernels::find_family("awq_frag_gemv");
+  const nlohmann::json before = {{"bk", 64}, {"pf", 1}, {"split", 16}, {"stages", 2}, {"tn", 1}, {"warps", 1}};
+  const std::optional<kernels::Point> p = kernels::point_from_json(f, before);
+  REQUIRE(p);
+  CHECK(p->at("zpf") == 0);
+  nlohmann::json now = before;
+  now["zpf"] = 1;
+  CHECK(kernels::point_from_json(f, now)->at("zpf") == 1);
+  nlohmann::json no_bk = before;
+  no_bk.erase("bk");
+  CHECK_FALSE(kernels::point_from_json(f, no_bk));
+  // A family whose parameters all existed when its points were stored has no absent value to give.
+  const kernels::KernelFamily& stream = kernels::find_family("awq_frag_stream_gemv");
+  CHECK_FALSE(kernels::point_from_json(stream, {{"kw", 4}, {"pf", 8}, {"split", 4}}));
 }

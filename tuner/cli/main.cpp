@@ -14,6 +14,7 @@ const char* kUsage =
     "usage:\n"
     "  qtune --device cpu (--model X.bin | --shape N,K,G --type q8_0) [--cache FILE] [--strategy S] [--budget B]\n"
     "  qtune --model X.bin --gpu sm86      (tune on the GPU; without one: static compile-and-prune only)\n"
+    "  qtune --points FILE --gpu sm90      (measure the points an experiments file lists, into the store)\n"
     "  qtune replay --space FILE --strategy S --budget B --seeds N [--json]\n"
     "  qtune store (export|import|import-kt|lookup|regret|check) ...\n"
     "  qtune static ...                    (NVRTC compile-and-prune report)\n"

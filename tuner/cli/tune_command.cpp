@@ -24,6 +24,7 @@
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
 #include "kernels_src/registry/registry.h"
 #include "tuner/family/candidate.h"
+#include "tuner/flow/experiments.h"
 #include "tuner/flow/gpu_tuning.h"
 #include "tuner/replay/replay.h"
 #include "tuner/search/strategies.h"
@@ -99,7 +100,15 @@ void print_model_shapes(const std::string& path, const ModelFile& mf) {
 // `qtune --model X.bin --gpu smNN [--device emu]`: gpu_tuning.h's flow. Without a GPU: the static table, one
 // line saying why, exit code 3.
 int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
-  if (!cli.given("--model")) throw Error("--gpu needs --model X.bin");
+  const bool experiments = cli.given("--points");
+  if (experiments) {
+    for (const char* o : {"--model", "--families", "--buckets", "--budget"})
+      if (cli.given(o)) throw Error(std::string("--points measures the file's points and nothing else: drop ") + o);
+    if (cli.get_flag("--predequantize") || cli.get_flag("--static-only"))
+      throw Error("--points measures the file's points and nothing else: drop --predequantize and --static-only");
+  } else if (!cli.given("--model")) {
+    throw Error("--gpu needs --model X.bin (or --points FILE: experiments)");
+  }
   const std::string arch = "sm" + std::to_string(target_sm);
   std::vector<std::string> families;
   if (auto f = cli.get_optional("--families")) {
@@ -120,8 +129,11 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
       if (!known) throw Error("--families: unknown kernel family '" + name + "' (`qtune families` lists them)");
     }
   }
-  auto mf = ModelFile::open(cli.get("--model"));
-  print_model_shapes(cli.get("--model"), *mf);
+  std::unique_ptr<ModelFile> mf;
+  if (!experiments) {
+    mf = ModelFile::open(cli.get("--model"));
+    print_model_shapes(cli.get("--model"), *mf);
+  }
   auto static_step = [&] {
     std::fflush(stdout);
     return static_command({"--gpu", arch, "--model", cli.get("--model")});
@@ -144,14 +156,17 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
   opt.quiet = cli.get_flag("--quiet");
   opt.baselines = !emu && !cli.get_flag("--no-baselines");
   opt.predequantize = cli.get_flag("--predequantize");
+  opt.store_dispatch = !experiments;
 
-  const std::vector<GpuJob> jobs = plan_gpu_jobs(mf->config(), &mf->weights(), opt);
+  const std::vector<GpuJob> jobs = experiments ? read_experiment_jobs(cli.get("--points"), device, target_sm)
+                                               : plan_gpu_jobs(mf->config(), &mf->weights(), opt);
   if (cli.get_flag("--dry-run")) {
     int64_t candidates = 0;
     std::map<std::string, std::pair<int, int64_t>> per_family;  // jobs, candidates
     for (const GpuJob& j : jobs) {
       std::printf("job %-28s %-20s budget %lld\n", j.family->name().c_str(), shape_text(j.shape).c_str(),
                   (long long)j.budget);
+      for (const std::string& t : j.listed_text) std::printf("  point %s\n", t.c_str());
       candidates += j.budget;
       per_family[j.family->name()].first += 1;
       per_family[j.family->name()].second += j.budget;
@@ -169,7 +184,7 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
   try {
     dev = worker_device_fingerprint(worker, device, target_sm);
   } catch (const Error& e) {
-    if (emu || e.exit_code() != kExitUnavailable) throw;
+    if (emu || experiments || e.exit_code() != kExitUnavailable) throw;
     const int rc = static_step();
     if (rc != 0) return rc;
     std::fflush(stdout);
@@ -212,6 +227,8 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
                 "more verified points%s\n", mean, correlations.size(), emu ? " (emulator times: not meaningful)" : "");
   }
   for (const std::string& line : res.dispatch_lines) std::printf("dispatch: %s\n", line.c_str());
+  if (experiments)
+    for (const std::string& line : experiment_lines(jobs, store, dev, !emu)) std::printf("%s\n", line.c_str());
   std::string counts;
   for (const auto& [k, v] : res.statuses) counts += (counts.empty() ? "" : ", ") + k + " " + std::to_string(v);
   std::printf("summary: %lld candidates measured, %lld resumed from the store (%s), worker processes started %d, "
@@ -261,6 +278,8 @@ int tune_command(const std::vector<std::string>& args) {
       .option("--compile-threads", "N", "--gpu: NVRTC threads compiling ahead of the measurements (default: cores - 2 "
               "on cuda, 0 on emu)")
       .range(flag_ranges::kCompileThreads)
+      .option("--points", "FILE", "--gpu: measure the points an experiments file lists (tuner/flow/experiments.h), "
+              "not a model's search; no --model")
       .flag("--dry-run", "--gpu: print the jobs (family, shape, budget) the run would tune, and stop")
       .flag("--static-only", "--gpu: print the static compile-and-prune table only, even where a GPU is present")
       .flag("--no-flush", "--gpu on cuda: do not overwrite the L2 between timed repetitions")
@@ -283,6 +302,7 @@ int tune_command(const std::vector<std::string>& args) {
     }
   }
   // `--gpu` without --family: the whole model on a GPU (or, with --device emu, the same flow on the emulator).
+  if (cli.given("--points") && !cli.given("--gpu")) throw Error("--points needs --gpu smNN");
   if (cli.given("--gpu") && !cli.given("--family")) {
     if (device != "emu" && device != "cuda" && cli.given("--device"))
       throw Error("--gpu tunes on --device cuda (the default) or emu, not " + device);

@@ -24,23 +24,6 @@ namespace qt::tune {
 
 namespace {
 
-// Earlier outcomes of this device, family, sources and shape, by point: what a resumed run does not redo.
-std::map<std::string, CandidateOutcome> recorded_outcomes(const Store& store, const winners::DeviceFingerprint& device,
-                                                          const Tunable& family, const std::vector<int64_t>& shape) {
-  std::map<std::string, CandidateOutcome> out;
-  const std::string me = device.key();
-  for (const ResultRow& r : store.rows(family.name())) {
-    if (r.device.key() != me || r.source_hash != family.source_hash() || r.dtypes != family.dtypes() || r.shape != shape)
-      continue;
-    CandidateOutcome o;
-    o.status = r.status;
-    o.stats = r.stats;
-    o.detail = r.detail;
-    out[r.point.dump()] = o;
-  }
-  return out;
-}
-
 // The store names of the linear shape's contenders, with their best verified time, for each bucket.
 void store_dispatch(const std::vector<GpuJob>& jobs, Store& store, const winners::DeviceFingerprint& device,
                     const std::string& run_id, std::vector<std::string>& lines) {
@@ -210,6 +193,18 @@ std::vector<PointId> default_point_ids(const Tunable& fam, const Space& space, c
   return ids;
 }
 
+// The space's ids of `points`, in their order (each once); a point the space lacks is left out.
+std::vector<PointId> listed_point_ids(const Tunable& fam, const Space& space, const std::vector<kernels::Point>& points) {
+  std::vector<PointId> ids;
+  for (const kernels::Point& want : points)
+    for (PointId id = 0; id < space.size(); ++id)
+      if (fam.to_point(nlohmann::json::parse(space.point_json(id))) == want) {
+        if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+        break;
+      }
+  return ids;
+}
+
 // A job's evaluations in round 2 under the run's time limit: what it already has plus its share of the time
 // left (shared evenly among the jobs left, at the run's own cost per candidate so far, setups included),
 // never above its budget; `done` when no time is left.
@@ -292,6 +287,22 @@ std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights*
   add_linear_extras(jobs, opt);
   if (jobs.empty()) throw Error("no device kernel family has a shape of this model to tune");
   return jobs;
+}
+
+std::map<std::string, CandidateOutcome> recorded_outcomes(const Store& store, const winners::DeviceFingerprint& device,
+                                                          const Tunable& family, const std::vector<int64_t>& shape) {
+  std::map<std::string, CandidateOutcome> out;
+  const std::string me = device.key();
+  for (const ResultRow& r : store.rows(family.name())) {
+    if (r.device.key() != me || r.source_hash != family.source_hash() || r.dtypes != family.dtypes() || r.shape != shape)
+      continue;
+    CandidateOutcome o;
+    o.status = r.status;
+    o.stats = r.stats;
+    o.detail = r.detail;
+    out[r.point.dump()] = o;
+  }
+  return out;
 }
 
 winners::DeviceFingerprint worker_device_fingerprint(Worker& worker, const std::string& device, int target_sm) {
@@ -378,7 +389,11 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
         if (it == earlier.end()) return std::nullopt;
         return it->second;
       };
-      t.first_points = [&](const Space& space) { return default_point_ids(fam, space, job.shape); };
+      t.first_points = [&](const Space& space) {
+        return job.listed.empty() ? default_point_ids(fam, space, job.shape) : listed_point_ids(fam, space, job.listed);
+      };
+      if (!job.listed.empty())  // an experiment measures its points in its order: nothing to rank
+        t.knowledge = [](const Space&) { return Knowledge{}; };
       if (!t.knowledge)
         t.knowledge = [&, round](const Space& space) {
           // Round 1 measures the default point, whatever is known: ask nothing of the store or the model.
@@ -435,7 +450,7 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
   res.accounting.compiled_ahead = ahead.compiled();
   res.accounting.compile_ahead_seconds = ahead.seconds();
   res.accounting.compile_threads = sm > 0 ? opt.compile_threads : 0;
-  store_dispatch(jobs, store, device, run_id, res.dispatch_lines);
+  if (opt.store_dispatch) store_dispatch(jobs, store, device, run_id, res.dispatch_lines);
   res.seconds = progress.elapsed_seconds();
   return res;
 }

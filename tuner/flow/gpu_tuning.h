@@ -49,6 +49,9 @@ struct GpuTuningOptions {
   // dispatch `qrun --predequantize` uses.
   bool predequantize = false;
   bool quiet = false;                 // no progress line
+  // Store the measured batch dispatch of each linear shape. Experiments do not: a few listed points of some
+  // families are no ranking of the families serving a shape.
+  bool store_dispatch = true;
 };
 
 struct GpuJob {
@@ -56,6 +59,10 @@ struct GpuJob {
   std::vector<int64_t> shape;
   int64_t budget = 0;
   bool batched = false;  // the first dimension is the batch M
+  // An experiment's points (experiments.h), measured in this order and nothing else; empty: a search.
+  std::vector<kernels::Point> listed = {};
+  std::vector<std::string> listed_text = {};  // per listed point, what it changes from the default ("default": nothing)
+  std::string why = {};                       // the experiment's question
 };
 
 // "64x4096x4096x128": a shape as the tuner's lines print it.
@@ -69,6 +76,11 @@ ResultRow outcome_row(const winners::DeviceFingerprint& device, const Tunable& f
 // shapes last); tune_gpu_jobs visits them in rounds, one job of each family in turn. Throws qt::Error naming an
 // unknown family, or when nothing is left to tune.
 std::vector<GpuJob> plan_gpu_jobs(const ModelConfig& config, const ModelWeights* weights, const GpuTuningOptions& opt);
+
+// Earlier outcomes in the store of this device, family, sources and shape, by point JSON text: what a resumed
+// run does not redo.
+std::map<std::string, CandidateOutcome> recorded_outcomes(const Store& store, const winners::DeviceFingerprint& device,
+                                                          const Tunable& family, const std::vector<int64_t>& shape);
 
 // Asks the worker (never this process: a CUDA context must be created after fork) for the fingerprint of
 // its device. Throws qt::Error with kExitUnavailable, and the reason, when there is no such device.
