@@ -404,7 +404,7 @@ int64_t tiles_per_warp(const LinearKind& kind, const Point& p) { return kind.gem
 std::string linear_kernel(const LinearKind& kind, const Point& p) {
   return name_expr("frag_linear_kernel", {kind.src->bits, kind.gemv ? 1 : p.at("mf"), p.at("warps"), p.at("stages"),
                                           p.at("pf"), kind.gemv ? 1 : 0, p.at("bk"), tiles_per_warp(kind, p),
-                                          kind.gemv ? p.at("zpf") : 0});
+                                          kind.gemv ? p.at("zpf") : 0, kind.gemv ? p.at("ru") : 1});
 }
 
 int64_t lock_count(const FragDims& d, int64_t m) { return d.n_tiles() * cdiv(m, 16); }
@@ -488,13 +488,18 @@ KernelFamily make_linear(LinearKind kind) {
                 // no term for it, so every report times zpf = 1 beside the default.
                 // Points stored before it ran zpf = 0 (tests/tuner/h200_fixture.h compares the machine code).
                 {"zpf", {0, 1}, 0, "load the next group's scales and zeros a group ahead", {}, /*report_ab=*/true,
-                 /*absent_value=*/0}};
-    f.defaults = {{{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}, {"tn", 1}, {"zpf", 0}},
-                  {{"warps", 4}, {"bk", 32}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"tn", 1}, {"zpf", 0}},
-                  {{"warps", 4}, {"bk", 64}, {"stages", 2}, {"pf", 2}, {"split", 4}, {"tn", 1}, {"zpf", 0}},
-                  {{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}, {"tn", 2}, {"zpf", 0}},
+                 /*absent_value=*/0},
+                // The split-K reduction's outputs summed at once by a thread. One at a time (ru = 1, what the H200
+                // runs measured) the default's 32 outputs a thread at 16 rows wait in turn: 16 rows took 16 us
+                // more than one row there. Points stored before ran ru = 1.
+                {"ru", {1, 4}, 4, "split-K reduction: outputs a thread sums at once, their loads in flight together",
+                 {}, /*report_ab=*/true, /*absent_value=*/1}};
+    f.defaults = {{{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}, {"tn", 1}, {"zpf", 0}, {"ru", 4}},
+                  {{"warps", 4}, {"bk", 32}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"tn", 1}, {"zpf", 0}, {"ru", 4}},
+                  {{"warps", 4}, {"bk", 64}, {"stages", 2}, {"pf", 2}, {"split", 4}, {"tn", 1}, {"zpf", 0}, {"ru", 4}},
+                  {{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}, {"tn", 2}, {"zpf", 0}, {"ru", 4}},
                   // Last, so never the untuned choice (the first refuses whatever it refuses): verified in CI.
-                  {{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}, {"tn", 1}, {"zpf", 1}}};
+                  {{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}, {"tn", 1}, {"zpf", 1}, {"ru", 4}}};
   } else {
     f.params = {{"mf", {2, 4}, 2, "16-row fragments of M per block"},
                 {"warps", {2, 4}, 4, "warps per block, each owning a 64-column tile"},
@@ -522,12 +527,46 @@ KernelFamily make_linear(LinearKind kind) {
     if (p.at("split") > d.groups()) return std::string("split exceeds the number of groups along K");
     return std::string();
   };
-  // No bytes_in_flight_per_warp for INT4: the compiler hoists the unrolled k-steps' loads of a stage past the PF
-  // ring, and stating PF (Spearman 0.57, median error 41% on the H200 fixture) or max(PF, bk / 16) tiles (0.86,
-  // 28%) fits the measured points worse than the model's generic figure (0.85, 18%). An INT8 tile is twice an
+  // The GEMM states no bytes_in_flight_per_warp for INT4: the compiler hoists the unrolled k-steps' loads of a
+  // stage past the PF ring, and, without the latency chain the GEMV states below, stating PF (Spearman 0.57,
+  // median error 41% on the H200 fixture) or max(PF, bk / 16) tiles (0.86, 28%) fit the measured points worse
+  // than the model's generic figure (0.85, 18%). An INT8 tile is twice an
   // INT4 tile's bytes in the same loop, so twice that figure: with the generic one the model put the second H200
   // run's q8_0_frag_gemv at 1.4-2.2x its measured times (tests/tuner/test_roofline.cpp holds them).
   if (kind.src->bits == 8) f.bytes_in_flight_per_warp = [](const Point&) { return int64_t{2048}; };
+
+  // The GEMV's block walks its K range as a chain. Each A stage's B loads issue together at its top (the hoisting
+  // above), so a stage is one DRAM round trip; each INT4 group starts by waiting on its zeros, one more unless zpf
+  // loaded them a group ahead; the prologue's first loads are one; a split's end (fence, arrival
+  // atomic, vote, fence, the partials) is about three L2 round trips. On the H200 runs: 1,024 x 4,096 took 10.9 us
+  // at pf 1 and at pf 4 alike, and tripling K added 1.9 us a group a block, three round trips of 0.6 us.
+  // The reduction then sums ru outputs a thread at once: a DRAM latency each time, whatever the split count (the
+  // H200 runs: 16 rows took 16.3 us more than one at 8 splits, 16.5 us more at 16 splits, 30 outputs a thread
+  // more either way, about 0.55 us an output).
+  if (kind.gemv)
+    f.latency_chain = [bits = kind.src->bits](const Point& p, const Shape& shape) {
+      const int64_t groups = shape["K"] / shape["G"], split = p.at("split");
+      const int64_t per_block = cdiv(groups, split);
+      // INT8 has no zeros, and its scales are read at the group's end: their load waits on nothing.
+      const int64_t group_wait = bits == 4 && !p.at("zpf") ? 1 : 0;
+      LatencyChain c;
+      c.dram_rounds = double(1 + per_block * (shape["G"] / p.at("bk") + group_wait));
+      if (split > 1) {
+        const int64_t threads = 32 * p.at("warps");
+        const int64_t outputs = std::min<int64_t>(16, shape["M"]) * 64 * p.at("warps") * p.at("tn");
+        c.dram_rounds += double(cdiv(cdiv(outputs, threads), p.at("ru")));
+        c.l2_rounds = 3;
+      }
+      return c;
+    };
+  // What a warp has in flight: a stage's bk / 16 B tiles of each of its tn column tiles, issued together at the
+  // stage's top (the hoisting above). With the latency chain beside it this fits the H200 runs' frag GEMV rows
+  // better than the generic figure did (third run's report: median error 27% -> 12%; the first run's store 19%
+  // -> 22%, Spearman 0.87 both; INT8 on the third run: Spearman 0.60 -> 0.89).
+  if (kind.gemv)
+    f.bytes_in_flight_per_warp = [bits = kind.src->bits](const Point& p) {
+      return int64_t(p.at("bk") / 16 * 512 * (bits / 4) * p.at("tn"));
+    };
   f.kernels = [kind](const Point& p) { return std::vector<std::string>{linear_kernel(kind, p)}; };
 
   f.plan = [kind](const Point& p, const Shape& shape) {
@@ -1006,12 +1045,13 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
               wgmma_weight_ring_param(),
               wgmma_in_flight_param(),
               {"split", {1, 2, 4}, 1, "blocks along K (64-column chunks; reduced in the same launch)"},
+              // Points recorded before these parameters ran no cluster and no stream-K.
               {"cluster", {1, 2, 4}, 1,
                "blocks along K forming one thread block cluster (sm_90), their partial tiles summed in distributed "
-               "shared memory: no workspace, no locks (1: none; with split = 1)"},
+               "shared memory: no workspace, no locks (1: none; with split = 1)", {}, false, /*absent_value=*/1},
               {"sk", {0, 114, 132, 228, 264}, 0,
                "stream-K: this many blocks share the (tile, K chunk) units evenly (0: the grid of tiles and splits); "
-               "the SM count of an H100 PCIe (114) or SXM / H200 (132), or twice it"}};
+               "the SM count of an H100 PCIe (114) or SXM / H200 (132), or twice it", {}, false, /*absent_value=*/0}};
   // The last two: the first and the stream-K point with two k-steps in flight, so that every tune measures
   // that choice against its neighbour (the static model has no term for it).
   f.defaults = {{{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
@@ -1187,7 +1227,7 @@ Param wgmma_in_flight_param() {
   return {"kif", {1, 2}, 1,
           "k-steps of wgmmas in flight per warpgroup: 1 waits for each before issuing the next; 2 queues the next "
           "behind the running one, x's ring then keeping one stage fewer ahead (stages > kif)",
-          {}, /*report_ab=*/true};
+          {}, /*report_ab=*/true, /*absent_value=*/1};  // the loop before it waited for each k-step
 }
 
 int64_t wgmma_smem_bytes(const Point& p, int bits, int64_t mats) {

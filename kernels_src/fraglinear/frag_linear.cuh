@@ -23,7 +23,9 @@
 //      every group starts by waiting on them.
 // Split along K (gridDim.z > 1): each block writes fp32 partials to ws[z][M][N], then the last block of an
 // output tile to arrive (counted with an atomic in locks[], which it resets to 0) sums the partials in split
-// order and writes y: the reduction is in the same launch.
+// order and writes y: the reduction is in the same launch. RU outputs a thread sums at once (RU = 1: one after
+// another, the kernel the H200 runs measured, where 16 rows of a 128-column tile, 32 outputs a thread, took
+// 16 us more than one row).
 #include "kernels_src/common/qt_cuda.h"
 #include "kernels_src/common/splitk.cuh"
 
@@ -90,7 +92,7 @@ __device__ __forceinline__ void load_tile(const uint32_t* tile, uint64_t policy,
 
 }  // namespace frag
 
-template <int BITS, int MF, int WARPS, int STAGES, int PF, int FOLD, int BK, int TN, int ZPF>
+template <int BITS, int MF, int WARPS, int STAGES, int PF, int FOLD, int BK, int TN, int ZPF, int RU>
 __global__ void __launch_bounds__(WARPS * 32, 1)
     frag_linear_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                        float* ws, unsigned* locks, int M, int N, int K, int G) {
@@ -345,10 +347,34 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   atomicOr(&locks[blockIdx.y * gridDim.x + blockIdx.x], 0u);
   __threadfence();
   const int cols = min(WARPS * TN * 64, N - n0), rows = min(BM, M - m0);
-  for (int i = tid; i < rows * cols; i += THREADS) {
-    const int row = m0 + i / cols, col = n0 + i % cols;
-    float sum = 0.0f;
-    for (int s = 0; s < (int)gridDim.z; ++s) sum += ws[((int64_t)s * M + row) * N + col];
-    y[(int64_t)row * N + col] = __float2half_rn(sum);
+  if constexpr (RU == 1) {
+    // One output at a time: each output's split loads wait for the last output's store (ws and y may alias, for
+    // all the compiler knows), so a thread's outputs are that many rounds of L2 latency in turn.
+    for (int i = tid; i < rows * cols; i += THREADS) {
+      const int row = m0 + i / cols, col = n0 + i % cols;
+      float sum = 0.0f;
+      for (int s = 0; s < (int)gridDim.z; ++s) sum += ws[((int64_t)s * M + row) * N + col];
+      y[(int64_t)row * N + col] = __float2half_rn(sum);
+    }
+  } else {
+    // RU outputs at once, their loads in flight together, every store after them; each output's sum in split
+    // order, as above (the same bits).
+    for (int i0 = tid; i0 < rows * cols; i0 += THREADS * RU) {
+      float sum[RU];
+#pragma unroll
+      for (int u = 0; u < RU; ++u) sum[u] = 0.0f;
+      for (int s = 0; s < (int)gridDim.z; ++s) {
+#pragma unroll
+        for (int u = 0; u < RU; ++u) {
+          const int i = min(i0 + u * THREADS, rows * cols - 1);  // a surplus lane reloads the last, never stored
+          sum[u] += ws[((int64_t)s * M + m0 + i / cols) * N + n0 + i % cols];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < RU; ++u) {
+        const int i = i0 + u * THREADS;
+        if (i < rows * cols) y[(int64_t)(m0 + i / cols) * N + n0 + i % cols] = __float2half_rn(sum[u]);
+      }
+    }
   }
 }

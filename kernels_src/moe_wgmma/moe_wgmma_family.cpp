@@ -158,9 +158,10 @@ KernelFamily make(const Format& fmt, bool fused) {
               frag::wgmma_weight_ring_param(),
               frag::wgmma_in_flight_param(),
               {"split", {1, 2, 4}, 1, "blocks along K (fp32 partials + a reduction launch when > 1)"},
+              // Points recorded before it (the second H200 run's report) ran no cluster.
               {"cluster", {1, 2, 4}, 1,
                "blocks along K forming one thread block cluster, their partial tiles summed in distributed shared "
-               "memory: no workspace, no reduction launch (1: none; with split = 1)"}};
+               "memory: no workspace, no reduction launch (1: none; with split = 1)", {}, false, /*absent_value=*/1}};
   // As the file-layout family's rule: one expert row per token at decode, where K is split for enough
   // blocks; 16-row blocks while the average expert has fewer than 32 rows; then 64.
   const Point decode = {{"bm", 8}, {"wg", 1}, {"stages", 2}, {"pf", 4}, {"kif", 1}, {"split", 4}, {"cluster", 1}};

@@ -171,6 +171,13 @@ class HostKernel {
   virtual double run() = 0;
 };
 
+// A block's serial chain of memory waits (KernelFamily::latency_chain): round trips to DRAM, and to the L2 (a
+// split's arrival counter and partials).
+struct LatencyChain {
+  double dram_rounds = 0;
+  double l2_rounds = 0;
+};
+
 // What a launch's main loop runs (KernelFamily::main_loop): blocks that run it, and trips of each of their warps.
 struct LoopWork {
   double blocks = 0;
@@ -228,6 +235,10 @@ struct KernelFamily {
   // (the PTX's main loop, compile::KernelResources::loop_instructions), over the issue slots of the SMs they
   // reach. Unset: no issue time, the model's memory and compute sides alone.
   std::function<LoopWork(const Point&, const Shape&, const LaunchPlan& plan)> main_loop;
+  // The dependent memory round trips one block of the main launch waits through in turn, where its loop is a
+  // chain (each wait's result gates the next load): the static model charges each wave of blocks that many
+  // DRAM latencies plus L2 ones, a floor beside the bandwidth. Unset: no such floor.
+  std::function<LatencyChain(const Point&, const Shape&)> latency_chain;
   // Buffers for both kinds; launches for device families.
   std::function<LaunchPlan(const Point&, const Shape&)> plan;
   // Host families: the point prepared on `buffers` (inputs filled, outputs allocated); throws PointRejected.

@@ -14,5 +14,8 @@ namespace qt::kernels {
 // of the wrong type or outside today's space). A parameter added since the point was stored takes its
 // absent_value, where it has one.
 std::optional<Point> point_from_json(const KernelFamily& f, const nlohmann::json& j);
+// The same for a point as a report wrote it ("bk=64,pf=2,..."; labels by name): a recorded point, so a parameter
+// it lacks takes its absent_value, not today's default (parse_point's rule for a point a user types).
+std::optional<Point> point_from_text(const KernelFamily& f, const std::string& text);
 
 }  // namespace qt::kernels

@@ -26,10 +26,11 @@ namespace qt::test {
 // ran the same file), kept in tests/tuner/data/measured-kernels/h200-2026-11-26 with the programmatic-launch
 // entry line added since: launched as the tuner and the reports launch (without the launch attribute) its wait
 // returns at once, so the kernels do what the GPU measured. Since then the template took ZPF (a group's scales
-// and zeros loaded a group ahead), and points stored before it ran ZPF = 0 (its absent_value). A test that holds
-// the model to those runs' frag linear rows requires that copy to be the file measured, and today's kernels at
-// ZPF = 0 to compile to its machine code, instantiation for instantiation, on sm_90a (the H200's target) and
-// sm_80: GEMV and GEMM, INT4 and INT8, the tilings the fixtures hold.
+// and zeros loaded a group ahead) and RU (split-K outputs summed at once), and points stored before them ran
+// ZPF = 0 and RU = 1 (their absent_value). A test that holds the model to those runs' frag linear rows requires
+// that copy to be the file measured, and today's kernels at ZPF = 0, RU = 1 to compile to its machine code,
+// instantiation for instantiation, on sm_90a (the H200's target) and sm_80: GEMV and GEMM, INT4 and INT8, the
+// tilings the fixtures hold.
 inline void require_frag_linear_as_measured() {
   constexpr const char* kMeasuredKernelSha256 = "8db423c90e71034b252889591c6b5043df534f7526a73fa26855188da53ad189";
   const std::string measured_path =
@@ -54,10 +55,10 @@ inline void require_frag_linear_as_measured() {
       compile::CompileRequest now{"frag_linear.cuh", today, {}, {}, sm};
       for (const std::string& a : args) {
         then.name_expressions.push_back("frag_linear_kernel<" + a + ">");
-        now.name_expressions.push_back("frag_linear_kernel<" + a + ", 0>");
+        now.name_expressions.push_back("frag_linear_kernel<" + a + ", 0, 1>");
       }
       if (compile::code_digest(compile::nvrtc_compile(then).cubin) != compile::code_digest(compile::nvrtc_compile(now).cubin))
-        return "sm_" + std::to_string(sm) + ": today's frag_linear.cuh at ZPF = 0 is not the machine code measured";
+        return "sm_" + std::to_string(sm) + ": today's frag_linear.cuh at ZPF = 0, RU = 1 is not the machine code measured";
     }
     return std::string();
   }();

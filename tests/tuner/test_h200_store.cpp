@@ -58,7 +58,7 @@ TEST_CASE("a device reporting the H200's fingerprint gets the H200 run's winners
   CHECK(decode.dispatched);
   CHECK(decode.source == rt::KernelChoice::Source::Tuned);
   // 12.19 us on the H200, against 15.49 us for the default point.
-  CHECK(kernels::point_key(decode.point) == "bk=64,pf=1,split=16,stages=2,tn=1,warps=1,zpf=0");  // zpf came after the run
+  CHECK(kernels::point_key(decode.point) == "bk=64,pf=1,ru=1,split=16,stages=2,tn=1,warps=1,zpf=0");  // ru and zpf came after the run
   CHECK(decode.point != decode.family->default_point());
 
   // At M = 16 on the gate/up shape the H200 measured the GEMM ahead of the GEMV: the dispatch follows it.
@@ -83,7 +83,7 @@ TEST_CASE("a driver and qtune update on the same H200 keeps the tuned winners an
   rt::KernelChooser chooser(table, device.store_fingerprint(), "cuda.", device.arch());
   const rt::KernelChoice& c = chooser.choose("linear.frag", &kAwq, linear(1, 4096, 4096));
   CHECK(c.source == rt::KernelChoice::Source::Tuned);
-  CHECK(kernels::point_key(c.point) == "bk=64,pf=1,split=16,stages=2,tn=1,warps=1,zpf=0");
+  CHECK(kernels::point_key(c.point) == "bk=64,pf=1,ru=1,split=16,stages=2,tn=1,warps=1,zpf=0");
   const std::string line = winners::match_line(table->match(updated), updated, path);
   CHECK(line.find("this GPU model (NVIDIA H200, sm_90)") != std::string::npos);
   CHECK(line.find("driver 13.0 (here 13.1)") != std::string::npos);
@@ -105,6 +105,7 @@ TEST_CASE("a point stored before a parameter was added reads as the value it ran
   const std::optional<kernels::Point> p = kernels::point_from_json(f, before);
   REQUIRE(p);
   CHECK(p->at("zpf") == 0);
+  CHECK(p->at("ru") == 1);  // the kernel that ran, though today's default is 4
   nlohmann::json now = before;
   now["zpf"] = 1;
   CHECK(kernels::point_from_json(f, now)->at("zpf") == 1);

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -28,14 +27,10 @@
 using namespace qt;
 using namespace qt::tune;
 
-// "family k=v,k=v (source)" as a report names a kernel, read back as a stored point of `f` (nullopt: none).
+// "family k=v,k=v (source)" as a report names a kernel, read back as a recorded point of `f` (nullopt: none).
 static std::optional<kernels::Point> stored_point_of(const kernels::KernelFamily& f, const std::string& kernel) {
   const size_t begin = kernel.find(' ') + 1, end = kernel.find(' ', begin);
-  nlohmann::json j = nlohmann::json::object();
-  std::stringstream parts(kernel.substr(begin, end - begin));
-  for (std::string kv; std::getline(parts, kv, ',');)
-    j[kv.substr(0, kv.find('='))] = std::stoll(kv.substr(kv.find('=') + 1));
-  return kernels::point_from_json(f, j);
+  return kernels::point_from_text(f, kernel.substr(begin, end - begin));
 }
 
 TEST_CASE("Spearman's rank correlation: +1 for the same order, -1 reversed, ties at their mean rank, NaN when undefined",
@@ -64,10 +59,11 @@ TEST_CASE("the roofline model is never faster than the GPU's bandwidth and FLOP 
         CHECK(e.seconds >= e.bytes / (peak.dram_gbps * 1e9));
         CHECK(e.seconds >= e.flops / (std::max({peak.tensor_tflops, peak.wgmma_tflops, peak.fp32_tflops}) * 1e12));
         CHECK(e.bytes >= 4096.0 * 4096 / 2);  // at least the INT4 weights
-        // One token reads the whole matrix for 2 flops a weight: memory-bound. 2048 tokens do more flops per
-        // DRAM byte than the ridge, so the roofs alone make them compute-bound (what bounds them is the L2
-        // re-reads of the weights per row block, which the model charges at the loads in flight).
-        if (gemv) CHECK(e.bound == "memory");
+        // One token reads the whole matrix for 2 flops a weight: memory-bound, by the bandwidth or by a chain of
+        // dependent loads (the frag GEMV's latency chain), or the launch where those take less. 2048 tokens do more flops per DRAM byte than the
+        // ridge, so the roofs alone make them compute-bound (what bounds them is the L2 re-reads of the weights
+        // per row block, which the model charges at the loads in flight).
+        if (gemv) CHECK((e.bound != "compute" && e.bound != "issue"));
         else CHECK(e.compute_s >= e.bytes / (peak.dram_gbps * 1e9));
       }
     }
@@ -147,7 +143,7 @@ TEST_CASE("qtune static prints the roofline model's fastest point for each shape
     REQUIRE(!s["model"].empty());
     for (const auto& p : s["model"]) {
       CHECK(p["model_us"].get<double>() > 0);
-      CHECK(p["bound"] == "memory");  // the Qwen3-8B decode shapes, M = 1
+      CHECK((p["bound"] != "compute" && p["bound"] != "issue"));  // the Qwen3-8B decode shapes, M = 1
     }
   }
 }
@@ -423,10 +419,14 @@ TEST_CASE("the model times the second H200 run's INT8 frag GEMV rows within 1.4x
   int rows = 0;
   for (const nlohmann::json& k : fx.at("moe_30b_a3b_8_layers").at("kernels")) {
     const kernels::Shape shape = f.shape({1, k.at("N").get<int64_t>(), k.at("K").get<int64_t>(), k.at("G").get<int64_t>()});
-    const kernels::Point p = f.default_points(shape).at(0);
-    // The run's default as a stored point ("q8_0_frag_gemv bk=64,...,warps=2 (default)"): parameters added
-    // since take the value it ran.
-    REQUIRE(stored_point_of(f, k.at("default_kernel").get<std::string>()) == p);
+    // The run's default as it ran ("q8_0_frag_gemv bk=64,...,warps=2 (default)": parameters added since take
+    // the value it ran), which is today's default but for those.
+    const std::optional<kernels::Point> ran = stored_point_of(f, k.at("default_kernel").get<std::string>());
+    REQUIRE(ran);
+    const kernels::Point& p = *ran;
+    kernels::Point today = f.default_points(shape).at(0);
+    today["ru"] = p.at("ru");
+    REQUIRE(today == p);
     const std::vector<compile::PointResult> compiled = service.compile(f, {p}, 90);
     REQUIRE(compiled.at(0).ok());
     std::vector<KernelResources> resources;
@@ -527,4 +527,56 @@ TEST_CASE("the model charges a lookup and a KV-cache write the rows they touch, 
     ++rows;
   }
   CHECK(rows == 4);
+}
+
+TEST_CASE("the frag GEMV's latency chain times the third H200 run's GEMV rows, INT4 and INT8, within a median "
+          "error of 15%", "[tuner][roofline]") {
+  // Each block's chain of dependent waits (a DRAM round trip an A stage, one an INT4 group for its zeros, one a
+  // split-K output a thread): the generic loads-in-flight figure alone had these rows at Spearman 0.81 and a
+  // median error of 27% (INT4), 0.60 and 29% (INT8).
+  compile::CompileService service;
+  const Calibration c = calibrate_store(source_root() + "/results/gpu-h200-2026-11-29/report-qwen3-8b/report.json",
+                                        {"awq_frag_gemv", "q8_0_frag_gemv"}, service);
+  for (const char* family : {"awq_frag_gemv", "q8_0_frag_gemv"}) {
+    std::vector<const CalibrationPoint*> rows;
+    int chain_bound = 0;
+    for (const CalibrationPoint& p : c.points)
+      if (p.family == family && !p.in_chain) {
+        rows.push_back(&p);
+        // Recorded before zpf and ru: read as the kernel that ran.
+        CHECK(p.point.at("zpf") == 0);
+        CHECK(p.point.at("ru") == 1);
+        chain_bound += p.bound == "latency";
+      }
+    const CalibrationFit f = fit(rows);
+    INFO(family << ": " << f.n << " rows, Spearman " << f.spearman << ", median error " << f.median_error
+                << ", median model/measured " << f.median_ratio);
+    CHECK(f.n >= 5);
+    CHECK(f.spearman >= 0.75);
+    CHECK(f.median_error <= 0.15);
+    if (std::string(family) == "awq_frag_gemv") CHECK(chain_bound * 2 >= int(f.n));
+  }
+}
+
+TEST_CASE("the latency chain prices the zeros loaded a group ahead and the split-K outputs summed at once",
+          "[tuner][roofline]") {
+  for (const char* name : {"awq_frag_gemv", "q8_0_frag_gemv"}) {
+    const kernels::KernelFamily& f = kernels::find_family(name);
+    const bool int4 = std::string(name) == "awq_frag_gemv";
+    const kernels::Shape one = f.shape({1, 4096, 4096, int4 ? 128 : 32}), sixteen = f.shape({16, 4096, 4096, int4 ? 128 : 32});
+    kernels::Point p = f.default_points(one).at(0);
+    p["bk"] = 32;  // every group size here is a multiple
+    auto chain = [&](const kernels::Point& q, const kernels::Shape& s) { return f.latency_chain(q, s).dram_rounds; };
+    kernels::Point ahead = p;
+    ahead["zpf"] = 1;
+    INFO(name);
+    // INT4 waits for each group's zeros before its first stage; INT8 reads its scales only at the group's end.
+    const int64_t groups_a_block = (4096 / (int4 ? 128 : 32) + p.at("split") - 1) / p.at("split");
+    CHECK(chain(p, one) - chain(ahead, one) == (int4 ? groups_a_block : 0));
+    // 16 rows of a 64-column tile per warp are 32 outputs a thread: 8 round trips summed four at once, not 32.
+    kernels::Point one_at_a_time = p;
+    one_at_a_time["ru"] = 1;
+    CHECK(chain(one_at_a_time, sixteen) - chain(p, sixteen) == 32 - 8);
+    CHECK(estimate_point(f, p, sixteen, 90).seconds < estimate_point(f, one_at_a_time, sixteen, 90).seconds);
+  }
 }

@@ -165,13 +165,13 @@ std::vector<Measured> report_rows(const std::string& path, const nlohmann::json&
         if (!wanted(families, name)) continue;
         const kernels::KernelFamily* f = device_family(name);
         if (!f) continue;  // a baseline's row (cuBLASLt, dequant + cuBLASLt, experts one by one)
-        kernels::Point p;
-        try {
-          p = kernels::parse_point(*f, point_text);
-        } catch (const std::exception&) {
+        // A recorded point: a parameter added since takes the value it ran (absent_value), not today's default.
+        const std::optional<kernels::Point> recorded = kernels::point_from_text(*f, point_text);
+        if (!recorded) {
           ++skipped["point outside today's space"];
           continue;
         }
+        const kernels::Point p = *recorded;
         std::vector<int64_t> dims;
         for (const std::string& d : f->dims)
           if (row.contains(d) && row[d].is_number_integer()) dims.push_back(row[d].get<int64_t>());

@@ -181,17 +181,28 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
         t_issue = blocks_per_sm * warps_per_block * w.trips_per_warp * double(loop_instructions) /
                   (std::min(4.0, resident) * peak.clock_ghz * 1e9);
     }
+    // A chain of dependent waits: every wave of blocks waits through it once, whatever the bandwidth.
+    double t_chain = 0;
+    if (i == main && f.latency_chain) {
+      const kernels::LatencyChain c = f.latency_chain(point, shape);
+      t_chain = std::max(1.0, waves) * (c.dram_rounds * peak.dram_latency_ns + c.l2_rounds * peak.l2_latency_ns) * 1e-9;
+    }
     e.memory_s += t_mem / wave_eff;
     e.compute_s += t_comp / wave_eff;
     e.issue_s += t_issue;
-    e.seconds += std::max({t_mem / wave_eff, t_comp / wave_eff, t_issue});
+    e.chain_s += t_chain;
+    e.seconds += std::max({t_mem / wave_eff, t_comp / wave_eff, t_issue, t_chain});
     if (i == main)
       e.wave_efficiency = wave_eff, e.memory_efficiency = t_mem > 0 ? t_dram / t_mem : 1.0, e.bytes_in_flight_per_sm = in_flight;
   }
   e.seconds += e.launch_s;
   e.bandwidth_share = e.bytes / e.seconds / (peak.dram_gbps * 1e9);
-  const double body = std::max({e.memory_s, e.compute_s, e.issue_s});
-  e.bound = e.launch_s > body ? "launch" : e.memory_s == body ? "memory" : e.compute_s == body ? "compute" : "issue";
+  const double body = std::max({e.memory_s, e.compute_s, e.issue_s, e.chain_s});
+  e.bound = e.launch_s > body      ? "launch"
+            : e.memory_s == body   ? "memory"
+            : e.compute_s == body  ? "compute"
+            : e.issue_s == body    ? "issue"
+                                   : "latency";
   return e;
 }
 

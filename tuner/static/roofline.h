@@ -8,6 +8,8 @@
 //   t_compute = flops / (peak of the pipe the kernel uses x min(1, warps per SM / 8))
 //   t_issue   = ceil(looping blocks / SMs) x warps a block x trips a warp x instructions a trip
 //               / (min(4, warps an SM holds) x clock)
+//   t_chain   = waves x (DRAM round trips x DRAM latency + L2 round trips x L2 latency), for a family whose
+//               blocks wait through a chain of dependent loads (KernelFamily::latency_chain), inside the max
 // with B the achievable DRAM bandwidth, in flight the bytes one SM's resident warps keep in flight, and needed
 // the bytes Little's law asks of each SM to reach B (B x DRAM latency / SMs).
 //
@@ -88,12 +90,13 @@ GpuPeaks gpu_peaks(const dev::DeviceFingerprint& device);
 struct RooflineEstimate {
   double seconds = 0;
   double memory_s = 0, compute_s = 0, launch_s = 0, issue_s = 0;
+  double chain_s = 0;  // the main launch's chain of dependent waits (KernelFamily::latency_chain), per wave
   double bytes = 0, flops = 0;
   double wave_efficiency = 1;
   double memory_efficiency = 1;  // the main launch's DRAM time over its memory time: 1 where the DRAM stream binds
   double bytes_in_flight_per_sm = 0;  // the main launch's, by the family's statement of its loads
   double bandwidth_share = 0;  // bytes / seconds over the datasheet bandwidth: the predicted share of it
-  std::string bound;             // "memory", "compute", "issue" or "launch"
+  std::string bound;             // "memory", "compute", "issue", "latency" (the chain) or "launch"
 };
 
 // Registers and static shared memory per kernel of the point, where a compile has reported them; missing
