@@ -484,22 +484,24 @@ KernelFamily make_linear(LinearKind kind) {
                 {"split", {1, 2, 4, 8, 16}, 8, "blocks along K (whole groups; reduced in the same launch)"},
                 {"tn", {1, 2}, 1, "64-column tiles per warp, sharing its A fragments"},
                 // The H200 runs put the default's body at about 12 us for 2 us of bytes at 4096 x 4096; waiting on
-                // each group's scales and zeros is one suspect (results/gpu-h200-2026-11-29). The static model has
-                // no term for it, so every report times zpf = 1 beside the default.
+                // each group's zeros is one suspect (results/gpu-h200-2026-11-29). The model's latency chain (below)
+                // prices it, unmeasured: every report times zpf = 1 beside the default.
                 // Points stored before it ran zpf = 0 (tests/tuner/h200_fixture.h compares the machine code).
                 {"zpf", {0, 1}, 0, "load the next group's scales and zeros a group ahead", {}, /*report_ab=*/true,
                  /*absent_value=*/0},
                 // The split-K reduction's outputs summed at once by a thread. One at a time (ru = 1, what the H200
                 // runs measured) the default's 32 outputs a thread at 16 rows wait in turn: 16 rows took 16 us
-                // more than one row there. Points stored before ran ru = 1.
+                // more than one row there. Points stored before ran ru = 1; every report times it beside 4.
                 {"ru", {1, 4}, 4, "split-K reduction: outputs a thread sums at once, their loads in flight together",
                  {}, /*report_ab=*/true, /*absent_value=*/1}};
     f.defaults = {{{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}, {"tn", 1}, {"zpf", 0}, {"ru", 4}},
-                  {{"warps", 4}, {"bk", 32}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"tn", 1}, {"zpf", 0}, {"ru", 4}},
+                  {{"warps", 4}, {"bk", 32}, {"stages", 4}, {"pf", 2}, {"split", 1}, {"tn", 1}, {"zpf", 0}, {"ru", 1}},
                   {{"warps", 4}, {"bk", 64}, {"stages", 2}, {"pf", 2}, {"split", 4}, {"tn", 1}, {"zpf", 0}, {"ru", 4}},
                   {{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}, {"tn", 2}, {"zpf", 0}, {"ru", 4}},
-                  // Last, so never the untuned choice (the first refuses whatever it refuses): verified in CI.
-                  {{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}, {"tn", 1}, {"zpf", 1}, {"ru", 4}}};
+                  // Last, so never the untuned choice (the first refuses whatever it refuses): verified in CI, and
+                  // each the report's A/B of one parameter against the first.
+                  {{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}, {"tn", 1}, {"zpf", 1}, {"ru", 4}},
+                  {{"warps", 2}, {"bk", 64}, {"stages", 3}, {"pf", 2}, {"split", 8}, {"tn", 1}, {"zpf", 0}, {"ru", 1}}};
   } else {
     f.params = {{"mf", {2, 4}, 2, "16-row fragments of M per block"},
                 {"warps", {2, 4}, 4, "warps per block, each owning a 64-column tile"},
@@ -513,6 +515,8 @@ KernelFamily make_linear(LinearKind kind) {
   }
   f.point_constraint = [kind](const Point& p) {
     if (p.at("pf") > p.at("bk") / 16) return std::string("pf must divide the k-steps of an A stage (bk / 16)");
+    // One split has no reduction: ru would only name the same kernel twice.
+    if (kind.gemv && p.at("split") == 1 && p.at("ru") != 1) return std::string("split=1 has no reduction: ru must be 1");
     if (p.at("pf") > kPadTiles) return std::string("pf exceeds the frag layout's padding tiles");
     // 32 accumulators per fragment row plus the B ring: keep clear of 255 registers.
     if (!kind.gemv && p.at("mf") == 4 && p.at("pf") > 1) return std::string("B ring too deep for mf=4");
@@ -527,12 +531,13 @@ KernelFamily make_linear(LinearKind kind) {
     if (p.at("split") > d.groups()) return std::string("split exceeds the number of groups along K");
     return std::string();
   };
-  // The GEMM states no bytes_in_flight_per_warp for INT4: the compiler hoists the unrolled k-steps' loads of a
+  // The GEMM states no bytes_in_flight_per_warp for INT4 (the GEMV states its own, below): the compiler hoists the unrolled k-steps' loads of a
   // stage past the PF ring, and, without the latency chain the GEMV states below, stating PF (Spearman 0.57,
   // median error 41% on the H200 fixture) or max(PF, bk / 16) tiles (0.86, 28%) fit the measured points worse
   // than the model's generic figure (0.85, 18%). An INT8 tile is twice an
   // INT4 tile's bytes in the same loop, so twice that figure: with the generic one the model put the second H200
-  // run's q8_0_frag_gemv at 1.4-2.2x its measured times (tests/tuner/test_roofline.cpp holds them).
+  // run's q8_0_frag_gemv at 1.4-2.2x its measured times (tests/tuner/test_roofline.cpp holds them); the GEMV
+  // now states its stage's tiles, so this figure is the INT8 GEMM's.
   if (kind.src->bits == 8) f.bytes_in_flight_per_warp = [](const Point&) { return int64_t{2048}; };
 
   // The GEMV's block walks its K range as a chain. Each A stage's B loads issue together at its top (the hoisting

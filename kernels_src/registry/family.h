@@ -57,12 +57,13 @@ struct Param {
   // Names of the values where they are symbols rather than numbers (e.g. an instruction set); empty for
   // numeric parameters. A point's JSON form uses these names.
   std::vector<std::string> labels = {};
-  // A choice the static model has no term for: every report times the family's default points that differ
-  // from its chosen default in this parameter alone beside it (one_parameter_neighbours), so each GPU run
-  // measures it whether or not a tune reaches it.
+  // A choice every GPU run should measure whether or not a tune reaches it (one the static model has no term
+  // for, or one it has just been given): every report times the family's default points that differ from its
+  // chosen default in this parameter alone beside it (one_parameter_neighbours).
   bool report_ab = false;
-  // A parameter added after points were stored: the value those points ran, the kernel as it was before (a test
-  // holds that this value compiles to the code measured then). Unset: a stored point without it names nothing.
+  // A parameter added after points were stored: the value those points ran, the kernel as it was before (for the
+  // frag GEMVs' zpf and ru, tests/tuner/h200_fixture.h compiles both to the same code). Unset: a stored point
+  // without it names nothing.
   std::optional<int64_t> absent_value = std::nullopt;
 };
 

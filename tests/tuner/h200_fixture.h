@@ -28,9 +28,10 @@ namespace qt::test {
 // returns at once, so the kernels do what the GPU measured. Since then the template took ZPF (a group's scales
 // and zeros loaded a group ahead) and RU (split-K outputs summed at once), and points stored before them ran
 // ZPF = 0 and RU = 1 (their absent_value). A test that holds the model to those runs' frag linear rows requires
-// that copy to be the file measured, and today's kernels at ZPF = 0, RU = 1 to compile to its machine code,
-// instantiation for instantiation, on sm_90a (the H200's target) and sm_80: GEMV and GEMM, INT4 and INT8, the
-// tilings the fixtures hold.
+// that copy to be the file measured, and today's kernels at ZPF = 0, RU = 1 to compile to the same machine code as
+// it, instantiation for instantiation, on sm_90a (the H200's target) and sm_80: GEMV and GEMM, INT4 and INT8, the
+// tilings the fixtures hold. Both compile against today's shared headers (qt_cuda.h, splitk.cuh): what this
+// proves is that frag_linear.cuh's changes since leave those kernels as they were.
 inline void require_frag_linear_as_measured() {
   constexpr const char* kMeasuredKernelSha256 = "8db423c90e71034b252889591c6b5043df534f7526a73fa26855188da53ad189";
   const std::string measured_path =

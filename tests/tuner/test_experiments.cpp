@@ -96,6 +96,8 @@ TEST_CASE("every mistake in an experiments file is an error naming the experimen
       {head + frag + shape + R"("shapes": [], "points": [{}]}]})", "not both"},
       {head + frag + R"("shapes": [], "points": [{}]}]})", "at least one shape"},
       {R"({"experiments": [], "notes": 1})", "unknown top-level field \"notes\""},
+      // The default at this shape has one split (its first default's 8 exceed the 4 groups): no reduction.
+      {head + frag + shape + R"("points": [{"ru": 4}]}]})", "split=1 has no reduction: ru must be 1"},
       {head + frag + shape + R"("points": [{}, {}]}]})", "listed twice"},
       {head + frag + shape + R"("points": [{}], "budget": 4}]})", "unknown field \"budget\""},
   };
@@ -163,6 +165,9 @@ TEST_CASE("qtune --points runs an experiments file on the emulator and refuses w
   const Run with_model = qtune("--device emu --gpu sm80 --points " + file + " --model x.bin --cache " + store);
   CHECK(with_model.rc != 0);
   CHECK(with_model.out.find("drop --model") != std::string::npos);
+  const Run with_family = qtune("--device emu --gpu sm80 --family awq_frag_gemv --points " + file + " --cache " + store);
+  CHECK(with_family.rc != 0);
+  CHECK(with_family.out.find("drop --family") != std::string::npos);
   const Run no_gpu = qtune("--device emu --points " + file + " --cache " + store);
   CHECK(no_gpu.rc != 0);
   CHECK(no_gpu.out.find("--points needs --gpu") != std::string::npos);

@@ -104,8 +104,8 @@ int gpu_flow(const CliArgs& cli, const std::string& device, int target_sm) {
   if (experiments) {
     for (const char* o : {"--model", "--families", "--buckets", "--budget"})
       if (cli.given(o)) throw Error(std::string("--points measures the file's points and nothing else: drop ") + o);
-    if (cli.get_flag("--predequantize") || cli.get_flag("--static-only"))
-      throw Error("--points measures the file's points and nothing else: drop --predequantize and --static-only");
+    for (const char* f : {"--predequantize", "--static-only"})
+      if (cli.get_flag(f)) throw Error(std::string("--points measures the file's points and nothing else: drop ") + f);
   } else if (!cli.given("--model")) {
     throw Error("--gpu needs --model X.bin (or --points FILE: experiments)");
   }
@@ -303,6 +303,8 @@ int tune_command(const std::vector<std::string>& args) {
   }
   // `--gpu` without --family: the whole model on a GPU (or, with --device emu, the same flow on the emulator).
   if (cli.given("--points") && !cli.given("--gpu")) throw Error("--points needs --gpu smNN");
+  if (cli.given("--points") && cli.given("--family"))
+    throw Error("--points names its families in the file: drop --family");
   if (cli.given("--gpu") && !cli.given("--family")) {
     if (device != "emu" && device != "cuda" && cli.given("--device"))
       throw Error("--gpu tunes on --device cuda (the default) or emu, not " + device);

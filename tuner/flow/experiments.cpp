@@ -90,8 +90,12 @@ GpuJob plan_one(const std::shared_ptr<Tunable>& fam, const nlohmann::json& shape
       p[param] = *value;
       text += (text.empty() ? "" : ",") + param + "=" + kernels::value_text(*prm, *value);
     }
-    if (std::string why_not = refusal(f, p, shape); !why_not.empty())
+    if (std::string why_not = refusal(f, p, shape); !why_not.empty()) {
+      if (base.empty() && why_not.rfind("it gives no ", 0) == 0)
+        throw Error(where + ": no default point of " + name + " runs this shape, so each point gives every parameter; " +
+                    change.dump() + " " + why_not.substr(3));
       throw Error(where + ": point " + change.dump() + " cannot run it: " + why_not);
+    }
     if (std::find(job.listed.begin(), job.listed.end(), p) != job.listed.end())
       throw Error(where + ": point " + change.dump() + " is listed twice (as " + kernels::point_key(p) + ")");
     job.listed.push_back(p);

@@ -338,8 +338,15 @@ GpuTuningResult tune_gpu_jobs(const std::vector<GpuJob>& jobs, Store& store, Wor
     for (const kernels::Point& p : f.default_points(f.shape(j.shape)))
       if (std::find(d.begin(), d.end(), p) == d.end()) d.push_back(p);
   }
-  for (const kernels::KernelFamily* f : families) ahead.enqueue(*f, defaults[f]);
-  for (const kernels::KernelFamily* f : families) {
+  // An experiment measures its listed points and nothing else: those alone, in its order, are compiled ahead.
+  const bool listed = std::any_of(jobs.begin(), jobs.end(), [](const GpuJob& j) { return !j.listed.empty(); });
+  if (listed) {
+    for (const GpuJob& j : jobs)
+      if (!is_blas_baseline(j.family->family())) ahead.enqueue(j.family->family(), j.listed);
+  }
+  for (const kernels::KernelFamily* f : listed ? std::vector<const kernels::KernelFamily*>{} : families)
+    ahead.enqueue(*f, defaults[f]);
+  for (const kernels::KernelFamily* f : listed ? std::vector<const kernels::KernelFamily*>{} : families) {
     std::vector<kernels::Point> rest;
     for (const kernels::Point& p : kernels::enumerate_points(*f))
       if (std::find(defaults[f].begin(), defaults[f].end(), p) == defaults[f].end()) rest.push_back(p);
