@@ -46,11 +46,7 @@ std::string refusal(const kernels::KernelFamily& f, const kernels::Point& p, con
       return prm.name + "=" + kernels::value_text(prm, it->second) + " is not in its values (" + values + ")";
     }
   }
-  if (f.point_constraint)
-    if (std::string why = f.point_constraint(p); !why.empty()) return why;
-  if (f.shape_constraint)
-    if (std::string why = f.shape_constraint(p, shape); !why.empty()) return why;
-  return "";
+  return kernels::point_runs(f, p, shape);
 }
 
 // One experiment's job at one shape: its points, each the shape's untuned default with the listed changes.
