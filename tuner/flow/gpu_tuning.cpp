@@ -178,31 +178,23 @@ std::vector<size_t> interleaved_order(const std::vector<GpuJob>& jobs) {
   return order;
 }
 
-// The ids of the family's default points for the job's shape that its space holds, in the family's order:
-// what a job measures before its search (round 1 the first of them).
-std::vector<PointId> default_point_ids(const Tunable& fam, const Space& space, const std::vector<int64_t>& shape) {
-  const kernels::KernelFamily& f = fam.family();
-  std::vector<kernels::Point> defaults = f.default_points(f.shape(shape));
-  std::vector<PointId> ids(defaults.size(), space.size());
+// The space's ids of `points`, in their order; a point the space lacks is left out. One pass over the space.
+std::vector<PointId> listed_point_ids(const Tunable& fam, const Space& space, const std::vector<kernels::Point>& points) {
+  std::vector<PointId> ids(points.size(), space.size());
   for (PointId id = 0; id < space.size(); ++id) {
     const kernels::Point p = fam.to_point(nlohmann::json::parse(space.point_json(id)));
-    for (size_t i = 0; i < defaults.size(); ++i)
-      if (ids[i] == space.size() && defaults[i] == p) ids[i] = id;
+    for (size_t i = 0; i < points.size(); ++i)
+      if (ids[i] == space.size() && points[i] == p) ids[i] = id;
   }
   std::erase(ids, space.size());
   return ids;
 }
 
-// The space's ids of `points`, in their order (each once); a point the space lacks is left out.
-std::vector<PointId> listed_point_ids(const Tunable& fam, const Space& space, const std::vector<kernels::Point>& points) {
-  std::vector<PointId> ids;
-  for (const kernels::Point& want : points)
-    for (PointId id = 0; id < space.size(); ++id)
-      if (fam.to_point(nlohmann::json::parse(space.point_json(id))) == want) {
-        if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-        break;
-      }
-  return ids;
+// The ids of the family's default points for the job's shape that its space holds, in the family's order:
+// what a job measures before its search (round 1 the first of them).
+std::vector<PointId> default_point_ids(const Tunable& fam, const Space& space, const std::vector<int64_t>& shape) {
+  const kernels::KernelFamily& f = fam.family();
+  return listed_point_ids(fam, space, f.default_points(f.shape(shape)));
 }
 
 // A job's evaluations in round 2 under the run's time limit: what it already has plus its share of the time
