@@ -71,7 +71,7 @@ std::string sass_class(const std::string& opcode) {
   return "other";
 }
 
-std::vector<SassMix> sass_mix(const std::string& nvdisasm, const std::vector<uint8_t>& cubin) {
+std::string disassemble(const std::string& nvdisasm, const std::vector<uint8_t>& cubin) {
   char tmpl[] = "/tmp/qtune-sass-XXXXXX";
   const int fd = ::mkstemp(tmpl);
   if (fd < 0) throw Error("cannot create a temporary file for nvdisasm", kExitFailure);
@@ -85,7 +85,14 @@ std::vector<SassMix> sass_mix(const std::string& nvdisasm, const std::vector<uin
   std::error_code ec;
   fs::remove(tmpl, ec);
   if (rc != 0) throw Error("nvdisasm failed: " + text.substr(0, 400), kExitFailure);
+  return text;
+}
 
+std::vector<SassMix> sass_mix(const std::string& nvdisasm, const std::vector<uint8_t>& cubin) {
+  return sass_mix_of(disassemble(nvdisasm, cubin));
+}
+
+std::vector<SassMix> sass_mix_of(const std::string& text) {
   struct Insn {
     uint32_t addr;
     std::string opcode, target;

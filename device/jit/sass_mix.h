@@ -23,6 +23,12 @@ struct SassMix {
   std::map<std::string, uint32_t> loop_mix;
 };
 
+// `cubin` disassembled by `nvdisasm -c` (code sections only); throws qt::Error when nvdisasm fails.
+std::string disassemble(const std::string& nvdisasm, const std::vector<uint8_t>& cubin);
+
+// The mix of each function in nvdisasm's text.
+std::vector<SassMix> sass_mix_of(const std::string& text);
+
 // Disassembles `cubin` with `nvdisasm` and returns the mix of each function; throws qt::Error when
 // nvdisasm fails.
 std::vector<SassMix> sass_mix(const std::string& nvdisasm, const std::vector<uint8_t>& cubin);

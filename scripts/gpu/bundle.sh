@@ -57,6 +57,7 @@ copy tests/emu/kernels
 copy tests/report/data
 cp "$root/scripts/gpu/run.sh" "$b/scripts/gpu/run.sh"
 copy scripts/gpu/experiments
+copy scripts/gpu/profile
 # Where it came from, for the results' provenance.
 {
   echo "commit $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)"

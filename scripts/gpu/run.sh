@@ -12,6 +12,9 @@
 #   experiments  the points scripts/gpu/experiments/smNN.json lists for this GPU's architecture (qtune --points:
 #              each settles a question the last run left), into the store, while the models are still being
 #              written; skipped where no file names the architecture
+#   profile    the decode step's GEMVs and attention at their default points, one launch each under Nsight Compute
+#              (scripts/gpu/profile/smNN.txt: stall reasons, occupancy, DRAM throughput), with each kernel's SASS
+#              listing: why they reach a third of the bandwidth or less, which timings alone could not say
 #   models     synthetic checkpoints: Qwen3-8B-shaped with 36 layers as ak48 (AWQ) and ajc1 (Q8_0), and
 #              Qwen3-30B-A3B-shaped with 8 layers as moe3. qconvert writes them on one core each (about 2 minutes
 #              for the largest on a 2-core CI machine), so the three start together in the background before
@@ -50,7 +53,7 @@
 # Knobs: CUDA_HOME (default /usr/local/cuda), WORK (where the bundle is unpacked; default a fresh temporary
 # folder), LAYERS (36), RUN_S (575: the whole run's limit, so it ends inside the device tool's 10-minute call;
 # every phase's limit is cut to what is left of it) and each phase's own limit in seconds: SELFCHECK_S (300),
-# TESTS_S (120), EXPERIMENTS_S (75), MODELS_S (240, from the start: the experiments run while the models are written), TUNE_S (120; qtune's own --time-limit is 15 s less, so it ends
+# TESTS_S (120), EXPERIMENTS_S (75), PROFILE_S (60), MODELS_S (240, from the start: the experiments run while the models are written), TUNE_S (120; qtune's own --time-limit is 15 s less, so it ends
 # on its own and stores its dispatch), TUNE_MOE_S (60, likewise), REPORT_8B_S (240: the 8B report took 193 s on an H200, 107 of them loading
 # the FP16 variant, before it gained the attention rows and the PDL and fused-norm variants; qbench rewrites
 # the report after each section, so one cut off still returns what it measured, marked incomplete; its end-to-end
@@ -269,8 +272,46 @@ launch_times() {
   return $rc
 }
 
+# Each line of scripts/gpu/profile/smNN.txt (name, family, point, shape) run once by qtune profile --device cuda
+# under Nsight Compute, where it can read the counters (it did on this workplace's Firecracker machines, not on its
+# gVisor ones: then the phase says why and still writes the listings), into logs/profile/NAME.ncu.txt: speed of
+# light, occupancy, launch, scheduler and warp-state statistics (the stall reasons), memory workload and the source
+# counters (the SASS lines warps stall on). Beside it NAME.sass, the kernel's nvdisasm listing, and NAME.log.
+gpu_profile() {
+  local list="$1" sm="$2" ncu="" c rc=0 name family point shape args
+  for c in ncu "$CUDA_HOME/bin/ncu" /opt/nvidia/nsight-compute/*/ncu; do
+    if command -v "$c" > /dev/null 2>&1; then ncu=$(command -v "$c"); break; fi
+  done
+  mkdir -p "$logs/profile"
+  # The listings need nvdisasm (the image has it); without it the counters are still read.
+  local nvdisasm
+  nvdisasm=$(command -v nvdisasm || { [[ -x "$CUDA_HOME/bin/nvdisasm" ]] && echo "$CUDA_HOME/bin/nvdisasm"; })
+  if [[ -n "$nvdisasm" ]]; then export QTUNE_NVDISASM="$nvdisasm"; else echo "== nvdisasm: not found; no listings"; fi
+  if [[ -n "$ncu" ]]; then echo "== ncu: $ncu, $("$ncu" --version 2>&1 | tail -1)"; else echo "== ncu: not found; listings only"; fi
+  while read -r name family point shape; do
+    [[ -z "$name" || "$name" == \#* ]] && continue
+    args=(profile --device cuda --gpu "$sm" --family "$family" --shape "$shape")
+    [[ -n "$nvdisasm" ]] && args+=(--sass-out "$logs/profile/$name.sass")
+    [[ "$point" != default ]] && args+=(--point "$point")
+    echo "== $name: $family $point $shape"
+    if [[ -n "$ncu" ]] && "$ncu" --clock-control none --target-processes all --launch-count 4 \
+         --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
+         --section WarpStateStats --section MemoryWorkloadAnalysis --section SourceCounters \
+         --log-file "$logs/profile/$name.ncu.txt" "$q/bin/qtune" "${args[@]}" > "$logs/profile/$name.log" 2>&1; then
+      grep -E "verified|FAILED" "$logs/profile/$name.log"
+      grep -E "Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per Thread|Waves Per SM|One or More Eligible|Warp Cycles Per Issued" \
+        "$logs/profile/$name.ncu.txt" | head -12
+    else
+      [[ -n "$ncu" ]] && { echo "ncu failed:"; tail -5 "$logs/profile/$name.ncu.txt" "$logs/profile/$name.log" 2>/dev/null; }
+      "$q/bin/qtune" "${args[@]}" > "$logs/profile/$name.log" 2>&1 || rc=1
+      grep -E "verified|FAILED|error" "$logs/profile/$name.log"
+    fi
+  done < "$list"
+  return $rc
+}
+
 export q work models logs
-export -f selfcheck run_gpu_tests wait_models moe_frag fused_8b cpu_amx launch_times
+export -f selfcheck run_gpu_tests wait_models moe_frag fused_8b cpu_amx launch_times gpu_profile
 
 "$q/bin/qtune" devices > "$logs/devices.log" 2>&1
 arch=$(sed -n 's/^cuda: \(sm_[0-9]*\) .*/\1/p' "$logs/devices.log" | head -1)
@@ -303,6 +344,15 @@ if [[ -f "$experiments_file" ]]; then
     '^(experiment:|  [a-z]|summary|time|qtune:)'
 else
   echo "| experiments | not run: no scripts/gpu/experiments/$sm.json | 0 | |" >> "$summary"
+fi
+
+# The decode GEMVs under the hardware's profiler, while the models are still being written.
+profile_file="$q/scripts/gpu/profile/$sm.txt"
+if [[ -f "$profile_file" ]]; then
+  phase profile "${PROFILE_S:-60}" gpu_profile "$profile_file" "$sm" || status=1
+  excerpt "Nsight Compute (scripts/gpu/profile/$sm.txt; logs/profile/*.ncu.txt, the SASS in *.sass)" "$logs/profile.log" '.'
+else
+  echo "| profile | not run: no scripts/gpu/profile/$sm.txt | 0 | |" >> "$summary"
 fi
 
 if phase models $(( ${MODELS_S:-240} - ($(date +%s) - run_t0) )) wait_models; then

@@ -34,4 +34,5 @@ tar -xJf out/logs.tar.xz -O logs/selfcheck.log | grep -Eq '[1-9][0-9]* tuned' ||
 # The experiments the run measures first on a Hopper GPU travel with it.
 listing=$(tar -tJf ../bundle.tar.xz)
 grep -qx 'qtune/scripts/gpu/experiments/sm90.json' <<< "$listing" || fail "the bundle has no experiments for sm90"
+grep -qx 'qtune/scripts/gpu/profile/sm90.txt' <<< "$listing" || fail "the bundle has no profile list for sm90"
 echo "bundle_selfcheck: passed"

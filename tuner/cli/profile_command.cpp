@@ -1,6 +1,8 @@
-// qtune profile: a point of a GPU kernel family run once on the emulator with its memory profile on (bank
-// conflicts, sectors per request, bytes, cp.async in flight; device/emu/profile.h), plus the SASS
-// instruction mix of each kernel's main loop when nvdisasm is installed.
+// qtune profile: a point of a GPU kernel family run once and verified, on the emulator with its memory profile on
+// (bank conflicts, sectors per request, bytes, cp.async in flight; device/emu/profile.h), or on the CUDA GPU, where
+// that one launch is what a hardware profiler run around the command (Nsight Compute: scripts/gpu/run.sh's
+// profile phase) reads the counters of; plus the SASS instruction mix of each kernel's main loop, and the whole
+// listing with --sass-out, when nvdisasm is installed.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -17,6 +19,7 @@
 #include "device/jit/sass_mix.h"
 #include "device/plan/run_plan.h"
 #include "kernels_src/registry/registry.h"
+#include "tuner/family/family.h"
 #include "tuner/cli/commands.h"
 
 namespace qt::tune {
@@ -59,22 +62,29 @@ void print_global(const char* what, const emu::MemCounters& c) {
 
 int profile_command(const std::vector<std::string>& args) {
   CliArgs cli("qtune profile",
-              "Run one point of a GPU kernel family on the CPU emulator and print what each kernel asks of the "
-              "memory system: shared-memory bank conflicts, global sectors per request and their efficiency, "
-              "bytes loaded and stored, cp.async data in flight at each wait; with nvdisasm, the SASS "
-              "instruction mix of each kernel's main loop.");
-  cli.option("--device", "D", "emu (the only device that can observe every lane's accesses)", "emu")
+              "Run one point of a GPU kernel family once, verified against the CPU reference. On the emulator, print "
+              "what each kernel asks of the memory system: shared-memory bank conflicts, global sectors per request "
+              "and their efficiency, bytes loaded and stored, cp.async data in flight at each wait. On the CUDA GPU, "
+              "the one launch is for a hardware profiler around this command (ncu ... qtune profile --device cuda). "
+              "With nvdisasm, the SASS instruction mix of each kernel's main loop.");
+  cli.option("--device", "D", "emu (observes every lane's accesses) or cuda (one launch, for Nsight Compute to read)", "emu")
       .option("--family", "F", "GPU kernel family (awq_gemv, awq_gemm, awq_dequant, ...)")
       .option("--point", "P", "'p=v,...' (unspecified parameters take their defaults; default: the family's first default point)")
       .option("--shape", "S", "comma-separated values of the family's dimensions (default: its probe shape)")
       .option("--gpu", "ARCH", "architecture for the SASS mix", "sm80")
       .option("--seed", "N", "input and scheduling seed", "1").range(flag_ranges::kSeed)
-      .option("--json", "FILE", "also write the profile as JSON");
+      .option("--json", "FILE", "also write the profile as JSON")
+      .option("--sass-out", "FILE", "write nvdisasm's listing of the point's kernels for --gpu (an error without nvdisasm)");
   if (!cli.parse(args)) return kExitOk;
   if (auto path = cli.get_optional("--json")) {
     if (const std::string why = output_file_problem(*path); !why.empty()) throw Error("--json " + *path + ": " + why);
   }
-  if (cli.get("--device") != "emu") throw Error("qtune profile: --device must be emu (got '" + cli.get("--device") + "')");
+  if (auto path = cli.get_optional("--sass-out")) {
+    if (const std::string why = output_file_problem(*path); !why.empty()) throw Error("--sass-out " + *path + ": " + why);
+  }
+  const std::string device = cli.get("--device");
+  if (device != "emu" && device != "cuda")
+    throw Error("qtune profile: --device must be emu or cuda (got '" + device + "')");
   if (!cli.given("--family")) throw Error("qtune profile needs --family (a GPU kernel family, e.g. awq_gemv)");
   const kernels::KernelFamily& f = kernels::find_family(cli.get("--family"));
   if (f.on_host()) throw Error("kernel family " + f.name + " runs on the host; qtune profile profiles GPU families");
@@ -86,16 +96,31 @@ int profile_command(const std::vector<std::string>& args) {
   }
   const uint64_t seed = cli.get_int_as<uint64_t>("--seed");
 
-  emu::EmuOptions o;
-  o.profile = true;
-  o.seed = seed;
-  emu::EmuDevice dev(o);
-  const plan::VerifyResult vr = plan::verify_point(&dev, f, point, shape, seed);
-  const std::vector<emu::KernelProfile> profiles = dev.profiles();
+  const std::optional<std::string> nvdisasm = compile::find_nvdisasm();
+  if (cli.given("--sass-out") && !nvdisasm)
+    throw Error("--sass-out needs nvdisasm, which was not found (PATH, /usr/local/cuda/bin, $QTUNE_NVDISASM or pip "
+                "nvidia-cuda-nvdisasm)", kExitUnavailable);
+
+  // Every input is checked above, so on a machine without a GPU --device cuda fails here only for the GPU (exit 3).
+  std::vector<emu::KernelProfile> profiles;
+  plan::VerifyResult vr;
+  std::string where;
+  if (device == "emu") {
+    emu::EmuOptions o;
+    o.profile = true;
+    o.seed = seed;
+    emu::EmuDevice dev(o);
+    vr = plan::verify_point(&dev, f, point, shape, seed);
+    profiles = dev.profiles();
+    where = "emulator, seed " + std::to_string(seed);
+  } else {
+    dev::Device& gpu = worker_device("cuda", 0);
+    vr = plan::verify_point(&gpu, f, point, shape, seed);
+    where = gpu.name() + ", once";
+  }
 
   // SASS mix per kernel, when nvdisasm is available.
   std::map<std::string, compile::SassMix> mix;
-  const std::optional<std::string> nvdisasm = compile::find_nvdisasm();
   std::string sass_note;
   if (!nvdisasm) {
     sass_note = "nvdisasm not found (PATH, /usr/local/cuda/bin, $QTUNE_NVDISASM or pip nvidia-cuda-nvdisasm): SASS instruction mix skipped";
@@ -106,7 +131,15 @@ int profile_command(const std::vector<std::string>& args) {
     if (results.empty() || !results.front().ok() || !results.front().cubin) {
       sass_note = "NVRTC compile failed: SASS instruction mix skipped";
     } else {
-      const auto mixes = compile::sass_mix(*nvdisasm, *results.front().cubin);
+      const std::string listing = compile::disassemble(*nvdisasm, *results.front().cubin);
+      if (auto path = cli.get_optional("--sass-out")) {
+        std::ofstream sf(*path);
+        sf << "// " << f.name << " " << kernels::point_key(point) << " for " << cli.get("--gpu") << " (NVRTC CUBIN, "
+           << *nvdisasm << " -c)\n"
+           << listing;
+        if (!sf) throw Error("cannot write " + *path, kExitFailure);
+      }
+      const auto mixes = compile::sass_mix_of(listing);
       for (const auto& k : results.front().kernels)
         for (const auto& m : mixes)
           if (m.function == k.lowered_name) mix[k.name_expression] = m;
@@ -114,10 +147,11 @@ int profile_command(const std::vector<std::string>& args) {
     }
   }
 
-  std::printf("qtune profile: %s %s on %s (emulator, seed %llu): %s\n", f.name.c_str(), kernels::point_key(point).c_str(),
-              kernels::shape_key(shape).c_str(), (unsigned long long)seed,
+  std::printf("qtune profile: %s %s on %s (%s): %s\n", f.name.c_str(), kernels::point_key(point).c_str(),
+              kernels::shape_key(shape).c_str(), where.c_str(),
               vr.passed ? "verified against the CPU reference" : ("VERIFICATION FAILED: " + vr.message).c_str());
   nlohmann::json out = {{"family", f.name}, {"point", point}, {"shape", kernels::shape_key(shape)}, {"seed", seed},
+                        {"device", device},
                         {"verified", vr.passed}, {"sass", sass_note}, {"kernels", nlohmann::json::array()}};
   int64_t weights = 0;
   const bool linear = f.op == "linear" || f.op == "linear.frag";
@@ -192,6 +226,20 @@ int profile_command(const std::vector<std::string>& args) {
       kj["sass"] = mj;
     }
     out["kernels"].push_back(kj);
+  }
+  if (device == "cuda") {
+    // The hardware's counters are the profiler's to read; what is known here is each kernel's machine code.
+    std::printf("\n  memory counters: the emulator's only (--device emu); on the GPU, read them with Nsight Compute around this command\n");
+    for (const auto& [kernel, m] : mix) {
+      std::string line;
+      for (const auto& [k, v] : m.loop_mix) line += " " + k + "=" + std::to_string(v);
+      std::printf("\n  %s\n    SASS main loop: %u of %u instructions:%s\n", kernel.c_str(), m.loop_instructions,
+                  m.total_instructions, line.c_str());
+      out["kernels"].push_back({{"kernel", kernel},
+                                {"sass", {{"total_instructions", m.total_instructions},
+                                          {"loop_instructions", m.loop_instructions},
+                                          {"loop_mix", m.loop_mix}}}});
+    }
   }
   std::printf("\n  %s\n", sass_note.c_str());
   if (auto path = cli.get_optional("--json")) {
