@@ -17,6 +17,7 @@
 #include "kernels_src/fraglinear/frag_layout.h"
 #include "kernels_src/gate_up/gate_up_family.h"
 #include "kernels_src/memcopy/mem_copy_family.h"
+#include "kernels_src/memread/mem_read_family.h"
 #include "kernels_src/moe/moe_family.h"
 #include "kernels_src/moe_stream/moe_stream_family.h"
 #include "kernels_src/moe_wgmma/moe_wgmma_family.h"
@@ -93,6 +94,8 @@ std::vector<const KernelFamily*> builtin_families() {
       &moe::finalize_family(),
       &moe::finalize_residual_family(),
       &memcopy::copy_family(),
+      &memread::read_family(),
+      &memread::bulk_read_family(),
   };
   list.insert(list.end(), embedding::families().begin(), embedding::families().end());
   list.insert(list.end(), frag::residual_norm_gemv_families().begin(), frag::residual_norm_gemv_families().end());

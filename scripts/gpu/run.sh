@@ -53,7 +53,7 @@
 # Knobs: CUDA_HOME (default /usr/local/cuda), WORK (where the bundle is unpacked; default a fresh temporary
 # folder), LAYERS (36), RUN_S (575: the whole run's limit, so it ends inside the device tool's 10-minute call;
 # every phase's limit is cut to what is left of it) and each phase's own limit in seconds: SELFCHECK_S (300),
-# TESTS_S (120), EXPERIMENTS_S (75), PROFILE_S (60), MODELS_S (240, from the start: the experiments run while the models are written), TUNE_S (120; qtune's own --time-limit is 15 s less, so it ends
+# TESTS_S (120), EXPERIMENTS_S (105), PROFILE_S (60), MODELS_S (240, from the start: the experiments run while the models are written), TUNE_S (120; qtune's own --time-limit is 15 s less, so it ends
 # on its own and stores its dispatch), TUNE_MOE_S (60, likewise), REPORT_8B_S (240: the 8B report took 193 s on an H200, 107 of them loading
 # the FP16 variant, before it gained the attention rows and the PDL and fused-norm variants; qbench rewrites
 # the report after each section, so one cut off still returns what it measured, marked incomplete; its end-to-end
@@ -337,7 +337,7 @@ excerpt "The host CPU's AMX tiles (qwen3-0.6b ajc1, pp512 and 32 decode steps, t
   "$logs/cpu-amx.log" '^== |QTUNE-SKIPPED|test cases|FAILED|^(backend|bandwidth|prefill|decode|roofline)|error'
 experiments_file="$q/scripts/gpu/experiments/$sm.json"
 if [[ -f "$experiments_file" ]]; then
-  experiments_s="${EXPERIMENTS_S:-75}"
+  experiments_s="${EXPERIMENTS_S:-105}"
   phase experiments "$experiments_s" "$q/bin/qtune" --gpu "$sm" --points "$experiments_file" \
     --time-limit $((experiments_s - 15)) --cache "$work/qtune-cache.sqlite" --quiet || status=1
   excerpt "Experiments (scripts/gpu/experiments/$sm.json; us, median of the timed repetitions)" "$logs/experiments.log" \
