@@ -415,3 +415,43 @@ TEST_CASE("the tuner measures attention decode at the shapes the runtime chooses
     CHECK(found);
   }
 }
+
+TEST_CASE("qtune static --step compiles the points it settles on: gate|up's 249 registers are priced, and its "
+          "launch comes within 0.6-1.25x of the third H200 run's, where threads alone put it at half",
+          "[tuner][step][cli]") {
+  // The gate|up GEMV's registers allow two 128-thread blocks an SM: 8 warps, 3 waves of its 768 blocks. Left
+  // uncompiled, the model took the SM's whole thread budget for it (results/gpu-h200-2026-11-29: 38.1 us a launch
+  // measured, 19.5 predicted).
+  const std::string run = source_root() + "/results/gpu-h200-2026-11-29";
+  const std::string args = "static --gpu sm90 --step decode --preset qwen3-8b --fingerprint-store " + run +
+                           "/qtune-cache.sqlite --against-launches " + run + "/logs/launch-times-8b.json --json ";
+  auto gate_up = [](const nlohmann::json& j, const char* field) {
+    for (const nlohmann::json& l : j["launches"])
+      if (l["what"] == "gate|up + SwiGLU") return l["default"].value(field, nlohmann::json());
+    FAIL("no gate|up launch");
+    return nlohmann::json();
+  };
+  auto ratio = [](const nlohmann::json& j) {
+    for (const nlohmann::json& k : j["against_launches"]["kernels"])
+      if (k["kernel"] == "frag_stream_gemv_kernel<4, 4, 4, 2, 1>")
+        return k["predicted_s"].get<double>() / k["measured_s"].get<double>();
+    FAIL("gate|up's kernel not timed in the launch-times file");
+    return 0.0;
+  };
+  const std::string with = test::tuner_scratch("step-registers", ".json"), without = test::tuner_scratch("step-noregs", ".json");
+  const test::QtuneRun r = test::run_qtune(args + with);
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("registers: each launch's chosen points compiled by NVRTC for sm_90") != std::string::npos);
+  const test::QtuneRun n = test::run_qtune(args + without + " --no-registers");
+  REQUIRE(n.rc == 0);
+  CHECK(n.out.find("registers are not compiled in (--no-registers)") != std::string::npos);
+  std::ifstream a(with), b(without);
+  const nlohmann::json jw = nlohmann::json::parse(a), jn = nlohmann::json::parse(b);
+  CHECK(gate_up(jw, "registers").get<int>() >= 200);
+  CHECK(gate_up(jn, "registers").is_null());
+  INFO("gate|up predicted/measured: " << ratio(jw) << " compiled, " << ratio(jn) << " threads alone");
+  CHECK(ratio(jw) >= 0.6);
+  CHECK(ratio(jw) <= 1.25);
+  CHECK(ratio(jn) < 0.6);
+}

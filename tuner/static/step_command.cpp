@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/flag_ranges.h"
 #include "common/number_format.h"
+#include "device/arch/arch_limits.h"
 #include "device/winners/store_schema.h"
 #include "device/winners/winners.h"
 #include "kernels_src/moe_wgmma/moe_wgmma_family.h"
@@ -72,8 +73,9 @@ dev::DeviceFingerprint store_device(const std::string& path) {
 constexpr const char* kStepOnly[] = {"--context", "--prompt", "--preset", "--format", "--expert-type", "--group-size",
                                      "--layers", "--weight-layout", "--predequantize", "--fuse-norm", "--int8-layout", "--expert-layout",
                                      "--no-concat",
-                                     "--fingerprint-store", "--launch-us", "--against-launches"};
-constexpr const char* kTableOnly[] = {"--kernel", "--points", "--m", "--cache-dir", "--no-cache", "--threads"};
+                                     "--fingerprint-store", "--launch-us", "--against-launches", "--no-registers"};
+// (--cache-dir, --no-cache and --threads serve both: a step compiles the points it settles on.)
+constexpr const char* kTableOnly[] = {"--kernel", "--points", "--m"};
 
 StepSpec spec_from_flags(const CliArgs& cli, int sm, std::string* description) {
   for (const char* flag : kTableOnly)
@@ -148,8 +150,10 @@ StepSpec spec_from_flags(const CliArgs& cli, int sm, std::string* description) {
 std::string launch_cell(const LaunchEstimate& e) { return e.family + (e.point.empty() ? "" : " " + e.point); }
 
 nlohmann::json estimate_json(const LaunchEstimate& e) {
-  return {{"family", e.family}, {"point", e.point}, {"us", e.e.seconds * 1e6}, {"bytes", e.e.bytes},
-          {"flops", e.e.flops}, {"bound", e.e.bound}, {"launches", e.launches}};
+  nlohmann::json j = {{"family", e.family}, {"point", e.point}, {"us", e.e.seconds * 1e6}, {"bytes", e.e.bytes},
+                      {"flops", e.e.flops}, {"bound", e.e.bound}, {"launches", e.launches}};
+  if (e.registers > 0) j["registers"] = e.registers;
+  return j;
 }
 
 }  // namespace
@@ -189,7 +193,9 @@ void declare_step_flags(CliArgs& cli) {
       .range(RealRange{0, 1000})
       .option("--against-launches", "FILE", "--step: beside the prediction, what qrun --launch-times measured (its "
               "decode steps, or its steps of --prompt rows): per kernel the launches and time per step, predicted and "
-              "measured, and the time between launches against the model's launch cost");
+              "measured, and the time between launches against the model's launch cost")
+      .flag("--no-registers", "--step: leave the chosen points uncompiled: occupancy from threads and shared memory "
+                              "alone (faster; flatters register-bound kernels such as gate|up)");
 }
 
 void check_step_flags(const CliArgs& cli) {
@@ -205,7 +211,15 @@ int run_step_prediction(const CliArgs& cli, int sm) {
   if (auto store = cli.get_optional("--fingerprint-store")) peak = gpu_peaks(store_device(*store));
   const bool what_if = cli.given("--launch-us");
   if (what_if) peak.stream_launch_us = cli.get_double("--launch-us");
-  const StepPrediction p = predict_step(spec, sm, peak);
+  std::unique_ptr<compile::CompileService> service;
+  if (!cli.get_flag("--no-registers")) {
+    compile::ServiceOptions opt;
+    opt.cache_dir = cli.get_optional("--cache-dir").value_or("");
+    opt.use_cache = !cli.get_flag("--no-cache");
+    opt.threads = cli.get_int_as<int>("--threads");
+    service = std::make_unique<compile::CompileService>(opt);
+  }
+  const StepPrediction p = predict_step(spec, sm, peak, service.get());
   // Read before anything is printed, so that a file that does not fit is refused on its own line.
   std::optional<LaunchComparison> timed;
   if (auto times = cli.get_optional("--against-launches"))
@@ -219,7 +233,10 @@ int run_step_prediction(const CliArgs& cli, int sm) {
             << " us per launch in a stream" << (what_if ? ", given by --launch-us, not calibrated" : "") << ")\n"
             << "default: the family the runtime picks without a tuned store; model-best: the model's fastest point "
                "over every family serving the op (a tuned run's prediction)\n"
-            << "registers are not compiled in: occupancy from threads and shared memory alone\n\n";
+            << (service ? "registers: each launch's chosen points compiled by NVRTC for " + compile::arch_name(sm) +
+                              " (the model-best search itself runs without them)\n\n"
+                        : std::string("registers are not compiled in (--no-registers): occupancy from threads and "
+                                      "shared memory alone\n\n"));
   std::printf("%-28s %5s  %-34s  %-58s %9s %9s %-8s  %-58s %9s\n", "launch", "count", "shape", "default", "us", "MB",
               "bound", "model-best", "us");
   nlohmann::json launches = nlohmann::json::array();

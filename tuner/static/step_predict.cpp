@@ -31,7 +31,7 @@ std::optional<LaunchEstimate> estimate(const KernelFamily& f, const Point& p, co
                                        const GpuPeaks& peak) {
   if (!runs(f, p, l.shape)) return std::nullopt;
   try {
-    LaunchEstimate e{f.name, kernels::point_key(p), estimate_point(f, p, l.shape, sm, peak), 0};
+    LaunchEstimate e{f.name, kernels::point_key(p), p, 0, estimate_point(f, p, l.shape, sm, peak), 0};
     e.launches = int(f.plan(p, l.shape).launches.size());
     return e;
   } catch (const kernels::PointRejected&) {
@@ -75,12 +75,35 @@ LaunchEstimate cublaslt(const StepLaunch& l, const GpuPeaks& peak) {
   e.bound = e.launch_s > std::max(e.memory_s, e.compute_s) ? "launch" : e.memory_s >= e.compute_s ? "memory" : "compute";
   char what[96];
   std::snprintf(what, sizeof what, "cuBLASLt (roofline at %.0f%% of the tensor peak)", 100 * kCublasLtEfficiency);
-  return {what, "", e, 1};
+  return {what, "", {}, 0, e, 1};
+}
+
+// `e` timed again with the registers of its point's kernels, compiled for `sm` (cuBLASLt, or a point that does
+// not compile, as it was).
+LaunchEstimate with_registers(const LaunchEstimate& e, const StepLaunch& l, int sm, const GpuPeaks& peak,
+                              compile::CompileService& service) {
+  if (e.at.empty()) return e;
+  const KernelFamily& f = kernels::find_family(e.family);
+  const std::vector<compile::PointResult> compiled = service.compile(f, {e.at}, sm);
+  if (compiled.empty() || !compiled.front().ok()) return e;
+  std::vector<KernelResources> resources;
+  for (const auto& k : compiled.front().kernels) resources.push_back(model_resources(k.name_expression, k.resources));
+  LaunchEstimate out = e;
+  try {
+    out.e = estimate_point(f, e.at, l.shape, sm, peak, resources);
+  } catch (const kernels::PointRejected&) {
+    return e;
+  }
+  const kernels::LaunchPlan plan = f.plan(e.at, l.shape);
+  const std::string& main = plan.launches[kernels::main_launch(plan)].kernel;
+  for (const KernelResources& r : resources)
+    if (r.name_expression == main) out.registers = r.registers;
+  return out;
 }
 
 }  // namespace
 
-StepPrediction predict_step(const StepSpec& spec, int sm, const GpuPeaks& device) {
+StepPrediction predict_step(const StepSpec& spec, int sm, const GpuPeaks& device, compile::CompileService* service) {
   // Launches inside a step run back to back in one stream (a replayed graph for decode): each costs the
   // in-stream figure, not the one the tuner's events see around an isolated kernel.
   GpuPeaks peak = device;
@@ -96,6 +119,10 @@ StepPrediction predict_step(const StepSpec& spec, int sm, const GpuPeaks& device
       throw Error("step model: no kernel family runs " + l.op + " at " + kernels::shape_key(l.shape) + " on sm_" +
                   std::to_string(sm));
     std::optional<LaunchEstimate> b = fams.empty() ? std::nullopt : best_choice(fams, l, sm, peak);
+    if (service) {
+      d = with_registers(*d, l, sm, peak, *service);
+      if (b) b = with_registers(*b, l, sm, peak, *service);
+    }
     if (!b || d->e.seconds < b->e.seconds) b = d;  // cuBLASLt, or a default the search space lacks
     p.by_default = *d, p.best = *b;
     out.default_s += double(l.count) * d->e.seconds;

@@ -6,11 +6,14 @@
 //
 // cuBLASLt (fp16 GEMMs above the GEMV rows, fp16 weights no family tiles) is no family: it is modelled as a
 // roofline at kCublasLtEfficiency of the tensor pipe and the achievable bandwidth, and the output says so.
-// Registers are not compiled here: occupancy comes from threads and shared memory alone, which changes nothing
-// for grids smaller than one wave (the decode GEMVs) and flatters multi-wave GEMMs.
+// Without a compile service, registers are not compiled: occupancy comes from threads and shared memory alone,
+// which flatters a register-bound kernel (gate|up's 249 registers allow 8 warps an SM, and the stream GEMVs' loads
+// in flight are counted a warp). With one, the point each launch settles on, by default and model-best, is
+// compiled for `sm` and timed with its registers; the model-best search itself still runs without them.
 #include <string>
 #include <vector>
 
+#include "device/jit/compile_service.h"
 #include "tuner/static/roofline.h"
 #include "tuner/static/step_launches.h"
 
@@ -23,6 +26,8 @@ inline constexpr double kCublasLtEfficiency = 0.70;
 struct LaunchEstimate {
   std::string family;  // "cuBLASLt (roofline at 70% of the tensor peak)" for cuBLASLt
   std::string point;   // point_key, empty for cuBLASLt
+  kernels::Point at;   // the point itself (empty for cuBLASLt)
+  int registers = 0;   // of its main kernel, where compiled (predict_step's service); 0: not compiled
   RooflineEstimate e;
   int launches = 0;    // kernel launches of one occurrence (the plan's)
 };
@@ -45,7 +50,9 @@ struct StepPrediction {
   double roofline_tok_s() const { return tokens / roofline_s; }
 };
 
-// `peak` as gpu_peaks gives it; `sm` picks the families that run there and their occupancy limits.
-StepPrediction predict_step(const StepSpec& spec, int sm, const GpuPeaks& peak);
+// `peak` as gpu_peaks gives it; `sm` picks the families that run there and their occupancy limits. `service`
+// (optional): the chosen points compiled for `sm`, their registers in their occupancy.
+StepPrediction predict_step(const StepSpec& spec, int sm, const GpuPeaks& peak,
+                            compile::CompileService* service = nullptr);
 
 }  // namespace qt::tune
