@@ -50,7 +50,7 @@ KernelFamily make_read(bool bulk) {
       return "a ring of " + std::to_string(smem) + " bytes (warps x depth x tiles x 512), over 48 KB of static shared memory";
     if (bulk && 2 * p.at("warps") * p.at("depth") > kMbarriers)
       return std::string("2 x warps x depth mbarriers, over the 32 a block the emulator that verifies it follows");
-    if (load == 0 && p.at("depth") > 16) return std::string("depth > 16 register tiles: 64 registers a lane of ring");
+    if (load == 0 && p.at("depth") > 16) return std::string("depth > 16: over 64 registers a lane of ring");
     return std::string();
   };
   f.shape_constraint = [](const Point&, const Shape& s) {
@@ -103,7 +103,8 @@ KernelFamily make_read(bool bulk) {
   f.probe_shape = Shape{kDims, {64 << 20, 264}, "probe: 64 MiB over two blocks an SM of an H100/H200"};
   f.test_shapes = {Shape{kDims, {512 * 96, 4}, "96 tiles over 4 blocks"},
                    Shape{kDims, {512 * 37, 5}, "odd: 37 tiles over 5 blocks, short and empty warps"},
-                   Shape{kDims, {512, 3}, "one tile, blocks with nothing to read"}};
+                   Shape{kDims, {512, 3}, "one tile, blocks with nothing to read"},
+                   Shape{kDims, {512 * 200, 1}, "50 tiles a warp: every ring refilled many times over, both parities"}};
   return f;
 }
 

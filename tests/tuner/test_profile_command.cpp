@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/paths.h"
+#include "kernels_src/registry/registry.h"
 #include "tests/tuner/run_qtune.h"
 #include "tests/tuner/scratch_path.h"
 
@@ -77,11 +78,34 @@ TEST_CASE("qtune profile refuses what it cannot run before it looks for a GPU", 
   const Run shape = qt::test::run_qtune("profile --device cuda --family awq_frag_stream_gemv --shape 1,4096,4096,100", kNoGpu);
   CHECK(shape.rc == 2);
   CHECK(shape.out.find("multiple of 16") != std::string::npos);
+  // A point the family refuses at the shape, and a family the architecture cannot run.
+  const Run refused = qt::test::run_qtune(
+      "profile --device cuda --family awq_frag_stream_gemv --shape 1,4096,4096,128 --point kw=8,tn=2", kNoGpu);
+  CHECK(refused.rc == 2);
+  CHECK(refused.out.find("kw x tn must be at most 8") != std::string::npos);
+  const Run arch = qt::test::run_qtune("profile --device cuda --gpu sm80 --family mem_read_bulk --shape 512,1", kNoGpu);
+  CHECK(arch.rc == 2);
+  CHECK(arch.out.find("needs sm_90") != std::string::npos);
   const Run no_disasm = qt::test::run_qtune(
       "profile --device cuda --family awq_frag_stream_gemv --sass-out " + qt::test::tuner_scratch("profile-none", ".sass"),
       kNoGpu + " QTUNE_NVDISASM=/nonexistent/nvdisasm");
   CHECK(no_disasm.rc == 3);
   CHECK(no_disasm.out.find("--sass-out needs nvdisasm") != std::string::npos);
+}
+
+TEST_CASE("qtune profile runs a family at its default for the shape, on the architecture it needs", "[tuner][profile][cli]") {
+  // attention_decode's split count follows the context: at 4096 tokens its default is not its first listed point.
+  const Run attention = qt::test::run_qtune("profile --family attention_decode --shape 1,4,1,64,256,255");
+  INFO(attention.out);
+  REQUIRE(attention.rc == 0);
+  const qt::kernels::KernelFamily& f = qt::kernels::find_family("attention_decode");
+  const qt::kernels::Shape shape = f.shape({1, 4, 1, 64, 256, 255});
+  CHECK(attention.out.find(qt::kernels::point_key(f.default_points(shape).front())) != std::string::npos);
+  // The TMA read stream is sm_90's: the emulator presents sm_90 for it without --gpu.
+  const Run bulk = qt::test::run_qtune("profile --family mem_read_bulk --shape 102400,1");
+  INFO(bulk.out);
+  CHECK(bulk.rc == 0);
+  CHECK(bulk.out.find("verified against the CPU reference") != std::string::npos);
 }
 
 TEST_CASE("qtune profile --sass-out writes the point's CUBIN as nvdisasm lists it, and its main loop's mix",
@@ -116,7 +140,7 @@ TEST_CASE("qtune profile --sass-out writes the point's CUBIN as nvdisasm lists i
   REQUIRE(in);
   std::stringstream text;
   text << in.rdbuf();
-  CHECK(text.str().find("// awq_frag_stream_gemv kw=4,pf=8,split=4,tn=1 for sm80") == 0);
+  CHECK(text.str().find("// awq_frag_stream_gemv kw=4,pf=8,split=4,tn=1 for sm_80") == 0);
   CHECK(text.str().find(".text._Z23frag_stream_gemv_kernel") != std::string::npos);
   CHECK(text.str().find("HMMA.16816.F32") != std::string::npos);
 }

@@ -3,6 +3,7 @@
 // that one launch is what a hardware profiler run around the command (Nsight Compute: scripts/gpu/run.sh's
 // profile phase) reads the counters of; plus the SASS instruction mix of each kernel's main loop, and the whole
 // listing with --sass-out, when nvdisasm is installed.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -69,9 +70,9 @@ int profile_command(const std::vector<std::string>& args) {
               "With nvdisasm, the SASS instruction mix of each kernel's main loop.");
   cli.option("--device", "D", "emu (observes every lane's accesses) or cuda (one launch, for Nsight Compute to read)", "emu")
       .option("--family", "F", "GPU kernel family (awq_gemv, awq_gemm, awq_dequant, ...)")
-      .option("--point", "P", "'p=v,...' (unspecified parameters take their defaults; default: the family's first default point)")
+      .option("--point", "P", "'p=v,...' (unspecified parameters take their defaults; default: the family's first default point at the shape)")
       .option("--shape", "S", "comma-separated values of the family's dimensions (default: its probe shape)")
-      .option("--gpu", "ARCH", "architecture for the SASS mix", "sm80")
+      .option("--gpu", "ARCH", "architecture of the SASS mix and listing, and the emulator's (default: sm80, or the family's own; on cuda the GPU's)", "sm80")
       .option("--seed", "N", "input and scheduling seed", "1").range(flag_ranges::kSeed)
       .option("--json", "FILE", "also write the profile as JSON")
       .option("--sass-out", "FILE", "write nvdisasm's listing of the point's kernels for --gpu (an error without nvdisasm)");
@@ -88,12 +89,19 @@ int profile_command(const std::vector<std::string>& args) {
   if (!cli.given("--family")) throw Error("qtune profile needs --family (a GPU kernel family, e.g. awq_gemv)");
   const kernels::KernelFamily& f = kernels::find_family(cli.get("--family"));
   if (f.on_host()) throw Error("kernel family " + f.name + " runs on the host; qtune profile profiles GPU families");
-  const kernels::Point point = cli.given("--point") ? kernels::parse_point(f, cli.get("--point")) : f.default_points().front();
   const kernels::Shape shape = cli.given("--shape") ? f.shape(parse_int_list(cli.get("--shape"), "--shape"), "--shape")
                                                     : f.probe_shape;
-  if (const std::string why = f.shape_constraint(point, shape); !why.empty()) {
+  // The family's default at this shape, as the runtime picks it (attention's split count follows the context).
+  const kernels::Point point =
+      cli.given("--point") ? kernels::parse_point(f, cli.get("--point")) : f.default_points(shape).front();
+  if (const std::string why = kernels::point_runs(f, point, shape); !why.empty()) {
     throw Error("point " + kernels::point_key(point) + " cannot run " + kernels::shape_key(shape) + ": " + why);
   }
+  // --gpu: the architecture the listing is for and the emulator presents; on the GPU, the GPU's own unless given.
+  const int listing_sm = compile::parse_arch(cli.get("--gpu"));
+  if (cli.given("--gpu") && listing_sm < f.min_sm)
+    throw Error("kernel family " + f.name + " needs sm_" + std::to_string(f.min_sm) + " or newer; --gpu is " +
+                compile::arch_name(listing_sm));
   const uint64_t seed = cli.get_int_as<uint64_t>("--seed");
 
   const std::optional<std::string> nvdisasm = compile::find_nvdisasm();
@@ -105,16 +113,23 @@ int profile_command(const std::vector<std::string>& args) {
   std::vector<emu::KernelProfile> profiles;
   plan::VerifyResult vr;
   std::string where;
+  int sm = listing_sm;
   if (device == "emu") {
     emu::EmuOptions o;
     o.profile = true;
     o.seed = seed;
+    o.arch = cli.given("--gpu") ? listing_sm : std::max(listing_sm, f.min_sm);
+    sm = o.arch;
     emu::EmuDevice dev(o);
     vr = plan::verify_point(&dev, f, point, shape, seed);
     profiles = dev.profiles();
     where = "emulator, seed " + std::to_string(seed);
   } else {
     dev::Device& gpu = worker_device("cuda", 0);
+    if (gpu.arch() < f.min_sm)
+      throw Error("kernel family " + f.name + " needs sm_" + std::to_string(f.min_sm) + " or newer; this GPU (" +
+                  gpu.name() + ") is sm_" + std::to_string(gpu.arch()), kExitUnavailable);
+    if (!cli.given("--gpu")) sm = gpu.arch();
     vr = plan::verify_point(&gpu, f, point, shape, seed);
     where = gpu.name() + ", once";
   }
@@ -126,15 +141,18 @@ int profile_command(const std::vector<std::string>& args) {
     sass_note = "nvdisasm not found (PATH, /usr/local/cuda/bin, $QTUNE_NVDISASM or pip nvidia-cuda-nvdisasm): SASS instruction mix skipped";
   } else {
     compile::CompileService service;
-    const int sm = compile::parse_arch(cli.get("--gpu"));
     const auto results = service.compile(f, {point}, sm);
     if (results.empty() || !results.front().ok() || !results.front().cubin) {
+      if (cli.given("--sass-out"))
+        throw Error("--sass-out: NVRTC could not compile " + f.name + " " + kernels::point_key(point) + " for " +
+                        compile::arch_name(sm),
+                    kExitFailure);
       sass_note = "NVRTC compile failed: SASS instruction mix skipped";
     } else {
       const std::string listing = compile::disassemble(*nvdisasm, *results.front().cubin);
       if (auto path = cli.get_optional("--sass-out")) {
         std::ofstream sf(*path);
-        sf << "// " << f.name << " " << kernels::point_key(point) << " for " << cli.get("--gpu") << " (NVRTC CUBIN, "
+        sf << "// " << f.name << " " << kernels::point_key(point) << " for " << compile::arch_name(sm) << " (NVRTC CUBIN, "
            << *nvdisasm << " -c)\n"
            << listing;
         if (!sf) throw Error("cannot write " + *path, kExitFailure);
@@ -143,7 +161,7 @@ int profile_command(const std::vector<std::string>& args) {
       for (const auto& k : results.front().kernels)
         for (const auto& m : mixes)
           if (m.function == k.lowered_name) mix[k.name_expression] = m;
-      sass_note = "SASS of the NVRTC CUBIN for " + cli.get("--gpu") + " via " + *nvdisasm;
+      sass_note = "SASS of the NVRTC CUBIN for " + compile::arch_name(sm) + " via " + *nvdisasm;
     }
   }
 

@@ -234,7 +234,11 @@ int run_step_prediction(const CliArgs& cli, int sm) {
             << "default: the family the runtime picks without a tuned store; model-best: the model's fastest point "
                "over every family serving the op (a tuned run's prediction)\n"
             << (service ? "registers: each launch's chosen points compiled by NVRTC for " + compile::arch_name(sm) +
-                              " (the model-best search itself runs without them)\n\n"
+                              " (the model-best search itself runs without them)" +
+                              (p.uncompiled ? "; " + std::to_string(p.uncompiled) +
+                                                  " of them did not compile and are timed without registers"
+                                            : std::string()) +
+                              "\n\n"
                         : std::string("registers are not compiled in (--no-registers): occupancy from threads and "
                                       "shared memory alone\n\n"));
   std::printf("%-28s %5s  %-34s  %-58s %9s %9s %-8s  %-58s %9s\n", "launch", "count", "shape", "default", "us", "MB",
@@ -295,6 +299,7 @@ int run_step_prediction(const CliArgs& cli, int sm) {
                               {"launches", launches}, {"default_us", p.default_s * 1e6}, {"best_us", p.best_s * 1e6},
                               {"default_launches", p.default_launches}, {"best_launches", p.best_launches},
                               {"stream_launch_us", peak.stream_launch_us},
+                              {"registers_compiled", p.registers_compiled}, {"uncompiled_points", p.uncompiled},
                               {"default_tok_s", p.default_tok_s()}, {"best_tok_s", p.best_tok_s()},
                               {"weight_bytes", p.min_bytes.weights}, {"kv_bytes", p.min_bytes.kv},
                               {"roofline_tok_s", p.roofline_tok_s()}, {"default_roofline_share", share_default},

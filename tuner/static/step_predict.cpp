@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "common/error.h"
@@ -78,27 +79,44 @@ LaunchEstimate cublaslt(const StepLaunch& l, const GpuPeaks& peak) {
   return {what, "", {}, 0, e, 1};
 }
 
-// `e` timed again with the registers of its point's kernels, compiled for `sm` (cuBLASLt, or a point that does
-// not compile, as it was).
-LaunchEstimate with_registers(const LaunchEstimate& e, const StepLaunch& l, int sm, const GpuPeaks& peak,
-                              compile::CompileService& service) {
-  if (e.at.empty()) return e;
+// Resources of compiled points, by family name and point key.
+using CompiledPoints = std::map<std::pair<std::string, std::string>, std::vector<KernelResources>>;
+
+// Every point in `chosen` compiled for `sm`, one batch a family (the service compiles a batch in parallel).
+CompiledPoints compile_points(const std::vector<const LaunchEstimate*>& chosen, int sm, compile::CompileService& service) {
+  std::map<std::string, std::map<std::string, Point>> by_family;
+  for (const LaunchEstimate* e : chosen)
+    if (!e->at.empty()) by_family[e->family].emplace(e->point, e->at);
+  CompiledPoints out;
+  for (const auto& [family, points] : by_family) {
+    std::vector<Point> list;
+    for (const auto& [key, p] : points) list.push_back(p);
+    const std::vector<compile::PointResult> compiled = service.compile(kernels::find_family(family), list, sm);
+    for (size_t i = 0; i < compiled.size() && i < list.size(); ++i) {
+      if (!compiled[i].ok()) continue;
+      std::vector<KernelResources>& r = out[{family, kernels::point_key(list[i])}];
+      for (const auto& k : compiled[i].kernels) r.push_back(model_resources(k.name_expression, k.resources));
+    }
+  }
+  return out;
+}
+
+// `e` timed again with its point's compiled kernels (cuBLASLt as it was); false when its point did not compile.
+bool with_registers(LaunchEstimate& e, const StepLaunch& l, int sm, const GpuPeaks& peak, const CompiledPoints& compiled) {
+  if (e.at.empty()) return true;
+  const auto it = compiled.find({e.family, e.point});
+  if (it == compiled.end()) return false;
   const KernelFamily& f = kernels::find_family(e.family);
-  const std::vector<compile::PointResult> compiled = service.compile(f, {e.at}, sm);
-  if (compiled.empty() || !compiled.front().ok()) return e;
-  std::vector<KernelResources> resources;
-  for (const auto& k : compiled.front().kernels) resources.push_back(model_resources(k.name_expression, k.resources));
-  LaunchEstimate out = e;
   try {
-    out.e = estimate_point(f, e.at, l.shape, sm, peak, resources);
+    e.e = estimate_point(f, e.at, l.shape, sm, peak, it->second);
   } catch (const kernels::PointRejected&) {
-    return e;
+    return false;  // its registers leave no block room on this architecture: timed as before, counted
   }
   const kernels::LaunchPlan plan = f.plan(e.at, l.shape);
   const std::string& main = plan.launches[kernels::main_launch(plan)].kernel;
-  for (const KernelResources& r : resources)
-    if (r.name_expression == main) out.registers = r.registers;
-  return out;
+  for (const KernelResources& r : it->second)
+    if (r.name_expression == main) e.registers = r.registers;
+  return true;
 }
 
 }  // namespace
@@ -119,17 +137,25 @@ StepPrediction predict_step(const StepSpec& spec, int sm, const GpuPeaks& device
       throw Error("step model: no kernel family runs " + l.op + " at " + kernels::shape_key(l.shape) + " on sm_" +
                   std::to_string(sm));
     std::optional<LaunchEstimate> b = fams.empty() ? std::nullopt : best_choice(fams, l, sm, peak);
-    if (service) {
-      d = with_registers(*d, l, sm, peak, *service);
-      if (b) b = with_registers(*b, l, sm, peak, *service);
-    }
-    if (!b || d->e.seconds < b->e.seconds) b = d;  // cuBLASLt, or a default the search space lacks
-    p.by_default = *d, p.best = *b;
-    out.default_s += double(l.count) * d->e.seconds;
-    out.best_s += double(l.count) * b->e.seconds;
-    out.default_launches += l.count * d->launches;
-    out.best_launches += l.count * b->launches;
+    p.by_default = *d, p.best = b ? *b : *d;
     out.launches.push_back(std::move(p));
+  }
+  if (service) {
+    std::vector<const LaunchEstimate*> chosen;
+    for (const LaunchPrediction& p : out.launches) chosen.push_back(&p.by_default), chosen.push_back(&p.best);
+    const CompiledPoints compiled = compile_points(chosen, sm, *service);
+    out.registers_compiled = true;
+    for (LaunchPrediction& p : out.launches) {
+      if (!with_registers(p.by_default, p.launch, sm, peak, compiled)) ++out.uncompiled;
+      if (!with_registers(p.best, p.launch, sm, peak, compiled)) ++out.uncompiled;
+    }
+  }
+  for (LaunchPrediction& p : out.launches) {
+    if (p.by_default.e.seconds < p.best.e.seconds) p.best = p.by_default;  // cuBLASLt, or a default the space lacks
+    out.default_s += double(p.launch.count) * p.by_default.e.seconds;
+    out.best_s += double(p.launch.count) * p.best.e.seconds;
+    out.default_launches += p.launch.count * p.by_default.launches;
+    out.best_launches += p.launch.count * p.best.launches;
   }
   out.min_bytes = step_min_bytes(spec);
   out.roofline_s = (out.min_bytes.weights + out.min_bytes.kv) / (peak.dram_gbps * 1e9 * peak.dram_efficiency);

@@ -45,6 +45,8 @@ struct StepPrediction {
   StepBytes min_bytes;
   double roofline_s = 0;   // (weights + KV) / achievable bandwidth
   double tokens = 1;       // tokens the step produces or consumes
+  bool registers_compiled = false;  // predict_step was given a compile service
+  int uncompiled = 0;      // chosen points (default and best, per launch) it could not compile: timed without registers
   double default_tok_s() const { return tokens / default_s; }
   double best_tok_s() const { return tokens / best_s; }
   double roofline_tok_s() const { return tokens / roofline_s; }
