@@ -73,19 +73,20 @@ __device__ __forceinline__ void load_a(const __half* x, int K, int M, int m0, in
   a[3] = r1 < M ? p1[4] : 0u;
 }
 
-// The A fragment of RMSNorm(x) (rows' 1/rms in inv, weights nw [K]): each element fp16(nw * (x * inv)), the
-// rmsnorm kernel's rounding.
-__device__ __forceinline__ void load_a_norm(const __half* x, const float* nw, const float* inv, int K, int M, int m0,
-                                            int k0, int g8, int t4, uint32_t (&a)[4]) {
-  uint32_t raw[4];
-  load_a(x, K, M, m0, k0, g8, t4, raw);
-  const float2 w0 = *reinterpret_cast<const float2*>(nw + k0 + 2 * t4);
-  const float2 w1 = *reinterpret_cast<const float2*>(nw + k0 + 2 * t4 + 8);
-  const float i0 = inv[g8], i1 = inv[g8 + 8];
-  a[0] = qt::cvt_f16x2(w0.x * (qt::f16_lo(raw[0]) * i0), w0.y * (qt::f16_hi(raw[0]) * i0));
-  a[1] = qt::cvt_f16x2(w0.x * (qt::f16_lo(raw[1]) * i1), w0.y * (qt::f16_hi(raw[1]) * i1));
-  a[2] = qt::cvt_f16x2(w1.x * (qt::f16_lo(raw[2]) * i0), w1.y * (qt::f16_hi(raw[2]) * i0));
-  a[3] = qt::cvt_f16x2(w1.x * (qt::f16_lo(raw[3]) * i1), w1.y * (qt::f16_hi(raw[3]) * i1));
+// The norm weights an A fragment of RMSNorm(x) needs at columns k0..: w[0] at 2t, 2t + 1 and w[1] at 2t + 8, 2t + 9.
+__device__ __forceinline__ void load_nw(const float* nw, int k0, int t4, float2 (&w)[2]) {
+  w[0] = *reinterpret_cast<const float2*>(nw + k0 + 2 * t4);
+  w[1] = *reinterpret_cast<const float2*>(nw + k0 + 2 * t4 + 8);
+}
+
+// The A fragment of RMSNorm(x) from x's raw fragment (load_a), its norm weights (load_nw) and the 1/rms of rows g
+// (i0) and g + 8 (i1): each element fp16(nw * (x * inv)), the rmsnorm kernel's rounding.
+__device__ __forceinline__ void normalize_a(const uint32_t (&raw)[4], const float2 (&w)[2], float i0, float i1,
+                                            uint32_t (&a)[4]) {
+  a[0] = qt::cvt_f16x2(w[0].x * (qt::f16_lo(raw[0]) * i0), w[0].y * (qt::f16_hi(raw[0]) * i0));
+  a[1] = qt::cvt_f16x2(w[0].x * (qt::f16_lo(raw[1]) * i1), w[0].y * (qt::f16_hi(raw[1]) * i1));
+  a[2] = qt::cvt_f16x2(w[1].x * (qt::f16_lo(raw[2]) * i0), w[1].y * (qt::f16_hi(raw[2]) * i0));
+  a[3] = qt::cvt_f16x2(w[1].x * (qt::f16_lo(raw[3]) * i1), w[1].y * (qt::f16_hi(raw[3]) * i1));
 }
 
 // inv[r] = 1 / rms of row r of `src` (rows of `len` fp16 values, len a multiple of 8) for r < rows (<= 16), 0 past
@@ -237,13 +238,36 @@ __global__ void __launch_bounds__(KW * 32)
   QT_SHARED(row_ss, float[16][KW]);
   if constexpr (FUSE == kFuseNorm)
     frag_stream::rows_inv_rms<KW>(x + (int64_t)m0 * K, K, min(16, M - m0), eps, row_ss, row_inv);
-  auto load_a = [&](int k0, uint32_t(&a)[4]) {
-    if constexpr (FUSE == kFuseNorm) frag_stream::load_a_norm(x, nw, row_inv, K, M, m0, k0, g8, t4, a);
-    else frag_stream::load_a(x, K, M, m0, k0, g8, t4, a);
+  // kFuseNorm: the ring holds x's raw fragment and its norm weights, normalized when the step uses them (DEFER).
+  // Normalizing at the refill waits there on the loads just issued: an L2 round trip every k-step. The gate|up
+  // form normalizes at the refill still: its two tiles' rings and sums leave no room for 4 more registers a slot
+  // (12 bytes of spills on sm_90 at pf = 4).
+  constexpr bool DEFER = FUSE == kFuseNorm && !SWIGLU;
+  float2 nring[DEFER ? PF : 1][2];
+  float inv0 = 0.0f, inv1 = 0.0f;
+  if constexpr (FUSE == kFuseNorm) inv0 = row_inv[g8], inv1 = row_inv[g8 + 8];
+  auto load_a = [&](int k0, int slot) {
+    frag_stream::load_a(x, K, M, m0, k0, g8, t4, aring[slot]);
+    if constexpr (DEFER) {
+      frag_stream::load_nw(nw, k0, t4, nring[slot]);
+    } else if constexpr (FUSE == kFuseNorm) {
+      float2 w[2];
+      frag_stream::load_nw(nw, k0, t4, w);
+      const uint32_t raw[4] = {aring[slot][0], aring[slot][1], aring[slot][2], aring[slot][3]};
+      frag_stream::normalize_a(raw, w, inv0, inv1, aring[slot]);
+    }
+  };
+  auto a_of = [&](int slot, uint32_t(&a)[4]) {
+    if constexpr (DEFER) {
+      frag_stream::normalize_a(aring[slot], nring[slot], inv0, inv1, a);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) a[e] = aring[slot][e];
+    }
   };
 #pragma unroll
   for (int p = 0; p < PF; ++p)
-    if (p < steps) load_a(k_first + 16 * p, aring[p]);
+    if (p < steps) load_a(k_first + 16 * p, p);
 
   // This lane's scale and zero words of group grp: FOLD, the scales of its C columns (8f + 2t, +1) as
   // frag_linear's FOLD reads them; else the scale of fragment f's B column 8f + g in both halves of word f.
@@ -300,9 +324,10 @@ __global__ void __launch_bounds__(KW * 32)
     for (int kk = 0; kk < spg; kk += PF, s += PF) {
 #pragma unroll
       for (int p = 0; p < PF; ++p) {
-        uint32_t a[4] = {aring[p][0], aring[p][1], aring[p][2], aring[p][3]};
+        uint32_t a[4];
+        a_of(p, a);
         const bool refill = s + p + PF < steps;
-        if (refill) load_a(k_first + 16 * (s + p + PF), aring[p]);
+        if (refill) load_a(k_first + 16 * (s + p + PF), p);
 #pragma unroll
         for (int j = 0; j < TN; ++j) {
           uint32_t b[8][2];
