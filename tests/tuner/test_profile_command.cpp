@@ -72,25 +72,26 @@ TEST_CASE("every line of the GPU run's profile lists is a point qtune profile ru
 }
 
 TEST_CASE("qtune profile refuses what it cannot run before it looks for a GPU", "[tuner][profile][cli]") {
-  const Run device = qt::test::run_qtune("profile --device gpu --family awq_frag_stream_gemv", kNoGpu);
-  CHECK(device.rc == 2);
-  CHECK(device.out.find("--device must be emu or cuda") != std::string::npos);
-  const Run shape = qt::test::run_qtune("profile --device cuda --family awq_frag_stream_gemv --shape 1,4096,4096,100", kNoGpu);
-  CHECK(shape.rc == 2);
-  CHECK(shape.out.find("multiple of 16") != std::string::npos);
-  // A point the family refuses at the shape, and a family the architecture cannot run.
-  const Run refused = qt::test::run_qtune(
-      "profile --device cuda --family awq_frag_stream_gemv --shape 1,4096,4096,128 --point kw=8,tn=2", kNoGpu);
-  CHECK(refused.rc == 2);
-  CHECK(refused.out.find("kw x tn must be at most 8") != std::string::npos);
-  const Run arch = qt::test::run_qtune("profile --device cuda --gpu sm80 --family mem_read_bulk --shape 512,1", kNoGpu);
-  CHECK(arch.rc == 2);
-  CHECK(arch.out.find("needs sm_90") != std::string::npos);
-  const Run no_disasm = qt::test::run_qtune(
-      "profile --device cuda --family awq_frag_stream_gemv --sass-out " + qt::test::tuner_scratch("profile-none", ".sass"),
-      kNoGpu + " QTUNE_NVDISASM=/nonexistent/nvdisasm");
-  CHECK(no_disasm.rc == 3);
-  CHECK(no_disasm.out.find("--sass-out needs nvdisasm") != std::string::npos);
+  struct Refusal {
+    std::string args, env;
+    int rc;
+    const char* says;
+  };
+  const std::vector<Refusal> refusals = {
+      {"--device gpu --family awq_frag_stream_gemv", kNoGpu, 2, "--device must be emu or cuda"},
+      {"--device cuda --family awq_frag_stream_gemv --shape 1,4096,4096,100", kNoGpu, 2, "multiple of 16"},
+      // A point the family refuses at the shape, and a family the architecture cannot run.
+      {"--device cuda --family awq_frag_stream_gemv --shape 1,4096,4096,128 --point kw=8,tn=2", kNoGpu, 2,
+       "kw x tn must be at most 8"},
+      {"--device cuda --gpu sm80 --family mem_read_bulk --shape 512,1", kNoGpu, 2, "needs sm_90"},
+      {"--device cuda --family awq_frag_stream_gemv --sass-out " + qt::test::tuner_scratch("profile-none", ".sass"),
+       kNoGpu + " QTUNE_NVDISASM=/nonexistent/nvdisasm", 3, "--sass-out needs nvdisasm"}};
+  for (const Refusal& r : refusals) {
+    const Run run = qt::test::run_qtune("profile " + r.args, r.env);
+    INFO("qtune profile " << r.args << "\n" << run.out);
+    CHECK(run.rc == r.rc);
+    CHECK(run.out.find(r.says) != std::string::npos);
+  }
 }
 
 TEST_CASE("qtune profile runs a family at its default for the shape, on the architecture it needs", "[tuner][profile][cli]") {

@@ -246,8 +246,7 @@ Calibration calibrate_store(const std::string& path, const std::vector<std::stri
         ++out.skipped["does not compile today"];
         continue;
       }
-      std::vector<KernelResources> resources;
-      for (const auto& k : c.kernels) resources.push_back(model_resources(k.name_expression, k.resources));
+      const std::vector<KernelResources> resources = model_resources(c.kernels);
       try {
         const GpuPeaks peak = gpu_peaks(p->device);
         const RooflineEstimate e = estimate_point(f, p->point, p->shape, key.second, peak, resources);

@@ -69,6 +69,12 @@ KernelResources model_resources(const std::string& name_expression, const compil
   return {name_expression, compiled.registers, compiled.static_smem, compiled.loop_instructions};
 }
 
+std::vector<KernelResources> model_resources(const std::vector<compile::KernelReport>& kernels) {
+  std::vector<KernelResources> out;
+  for (const compile::KernelReport& k : kernels) out.push_back(model_resources(k.name_expression, k.resources));
+  return out;
+}
+
 const GpuPeaks& gpu_peaks(int sm) {
   for (const auto& [arch, p] : table())
     if (arch == sm) return p;

@@ -54,6 +54,7 @@
 #include "device/api/device_fingerprint.h"
 #include "device/arch/ptxas_report.h"
 #include "device/arch/arch_limits.h"
+#include "device/jit/compile_service.h"
 #include "kernels_src/registry/family.h"
 
 namespace qt::tune {
@@ -109,6 +110,8 @@ struct KernelResources {
 };
 // The model's view of a compiled kernel.
 KernelResources model_resources(const std::string& name_expression, const compile::KernelResources& compiled);
+// The same for every kernel of a compiled point (compile::PointResult::kernels).
+std::vector<KernelResources> model_resources(const std::vector<compile::KernelReport>& kernels);
 
 // The estimate of `point` at `shape` on `sm`. Throws kernels::PointRejected when the point cannot run there.
 RooflineEstimate estimate_point(const kernels::KernelFamily& family, const kernels::Point& point,

@@ -247,9 +247,7 @@ int run_static_command(const std::vector<std::string>& args) {
           continue;
         }
         try {
-          std::vector<tune::KernelResources> res;
-          for (const auto& k : r.kernels) res.push_back(tune::model_resources(k.name_expression, k.resources));
-          const tune::RooflineEstimate e = tune::estimate_point(*f, r.point, s, sm, res);
+          const tune::RooflineEstimate e = tune::estimate_point(*f, r.point, s, sm, tune::model_resources(r.kernels));
           model_points.push_back({{"point", r.point}, {"model_us", e.seconds * 1e6}, {"bound", e.bound},
                                   {"memory_us", e.memory_s * 1e6}, {"compute_us", e.compute_s * 1e6},
                                   {"issue_us", e.issue_s * 1e6},

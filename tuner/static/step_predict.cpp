@@ -93,9 +93,7 @@ CompiledPoints compile_points(const std::vector<const LaunchEstimate*>& chosen, 
     for (const auto& [key, p] : points) list.push_back(p);
     const std::vector<compile::PointResult> compiled = service.compile(kernels::find_family(family), list, sm);
     for (size_t i = 0; i < compiled.size() && i < list.size(); ++i) {
-      if (!compiled[i].ok()) continue;
-      std::vector<KernelResources>& r = out[{family, kernels::point_key(list[i])}];
-      for (const auto& k : compiled[i].kernels) r.push_back(model_resources(k.name_expression, k.resources));
+      if (compiled[i].ok()) out[{family, kernels::point_key(list[i])}] = model_resources(compiled[i].kernels);
     }
   }
   return out;
