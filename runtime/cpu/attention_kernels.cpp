@@ -54,6 +54,10 @@ void from_f16_scalar(const uint16_t* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = half_bits_to_float(x[i]);
 }
 
+void silu_mul_scalar(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
 }  // namespace
 
 const AttentionKernels kScalarAttention = {Isa::kScalar,
@@ -63,7 +67,8 @@ const AttentionKernels kScalarAttention = {Isa::kScalar,
                                            scores_scalar<float>,
                                            accumulate_scalar<float>,
                                            to_f16_scalar,
-                                           from_f16_scalar};
+                                           from_f16_scalar,
+                                           silu_mul_scalar};
 
 const AttentionKernels& attention_kernels_for(Isa isa) {
   // kernels_for() has already refused an ISA this CPU cannot run.

@@ -145,6 +145,19 @@ void accumulate(const float* w, int64_t w_stride, int64_t nq, const T* v, int64_
   }
 }
 
+// exp256 takes x <= 88 (e^88 is finite): a gate below -88 has silu 0 either way. The tail is one masked step,
+// so every element takes the same exp however the loop is split.
+void silu_mul_avx2(float* gate, const float* up, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f), top = _mm256_set1_ps(88.0f);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(std::min<int64_t>(n - i, 8))), lane);
+    const __m256 g = _mm256_maskload_ps(gate + i, m);
+    const __m256 e = exp256(_mm256_min_ps(_mm256_sub_ps(_mm256_setzero_ps(), g), top));
+    _mm256_maskstore_ps(gate + i, m, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_maskload_ps(up + i, m)));
+  }
+}
+
 void to_f16_avx2(const float* x, int64_t n, uint16_t* y) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -162,6 +175,7 @@ void from_f16_avx2(const uint16_t* x, int64_t n, float* y) {
 }  // namespace
 
 const AttentionKernels kAvx2Attention = {Isa::kAvx2,   scores<uint16_t>,  exp_sum_avx2, accumulate<uint16_t>,
-                                         scores<float>, accumulate<float>, to_f16_avx2,  from_f16_avx2};
+                                         scores<float>, accumulate<float>, to_f16_avx2,  from_f16_avx2,
+                                         silu_mul_avx2};
 
 }  // namespace qt::rt

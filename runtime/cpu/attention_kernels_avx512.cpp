@@ -181,6 +181,18 @@ void accumulate(const float* w, int64_t w_stride, int64_t nq, const T* v, int64_
   }
 }
 
+// exp512 takes x <= 88 (e^88 is finite): a gate below -88 has silu 0 either way. The tail is one masked step,
+// so every element takes the same exp.
+void silu_mul_avx512(float* gate, const float* up, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f), top = _mm512_set1_ps(88.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    const __m512 e = exp512(_mm512_min_ps(_mm512_sub_ps(_mm512_setzero_ps(), g), top));
+    _mm512_mask_storeu_ps(gate + i, m, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
 void to_f16_avx512(const float* x, int64_t n, uint16_t* y) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
@@ -198,6 +210,7 @@ void from_f16_avx512(const uint16_t* x, int64_t n, float* y) {
 }  // namespace
 
 const AttentionKernels kAvx512Attention = {Isa::kAvx512Vnni, scores<uint16_t>, exp_sum_avx512, accumulate<uint16_t>,
-                                           scores<float>,    accumulate<float>, to_f16_avx512, from_f16_avx512};
+                                           scores<float>,    accumulate<float>, to_f16_avx512, from_f16_avx512,
+                                           silu_mul_avx512};
 
 }  // namespace qt::rt

@@ -636,12 +636,8 @@ void CpuBackend::silu_mul(Act gate_act, Act up_act, int64_t n) {
   // split over the pool too, where one thread did them while the others waited; each element's result is the
   // same however the work is split.
   constexpr int64_t kExpCost = 32;
-  split_rows(n, kExpCost, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const float g = gate[i];
-      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-    }
-  });
+  const AttentionKernels& ak = *attn_;
+  split_rows(n, kExpCost, [&](int64_t i0, int64_t i1) { ak.silu_mul(gate + i0, up + i0, i1 - i0); });
 }
 
 void CpuBackend::add(Act y_act, Act x_act, int64_t n) {

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "kernels_src/moe/moe_reference.h"
+#include "runtime/cpu/attention_kernels.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "tests/runtime/random_model.h"
 
@@ -166,6 +168,33 @@ TEST_CASE("silu_mul and add do what they say", "[runtime][ops]") {
   std::vector<float> y = u;
   be.add(CpuBackend::host(y.data()), CpuBackend::host(g.data()), 20);
   for (int i = 0; i < 20; ++i) REQUIRE(y[i] == u[i] + g[i]);
+}
+
+TEST_CASE("every ISA's silu_mul is silu(g) * u to 1e-6, past exp's range too, and its bits do not depend on the split",
+          "[runtime][ops]") {
+  std::mt19937_64 rng(11);
+  // Gates from -120 to 120 (exp(-g) past float's range at both ends), then ordinary ones; 53 is no multiple of 8.
+  std::vector<float> g0 = test::random_values(rng, 53, 6.0f), u = test::random_values(rng, 53, 2.0f);
+  const float extremes[] = {-120.0f, -88.5f, -87.0f, -20.0f, 0.0f, 20.0f, 88.5f, 120.0f};
+  std::copy(std::begin(extremes), std::end(extremes), g0.begin());
+  for (Isa isa : test::available_isas()) {
+    INFO(isa_name(isa));
+    const AttentionKernels& ak = attention_kernels_for(isa);
+    std::vector<float> whole = g0, split = g0;
+    ak.silu_mul(whole.data(), u.data(), int64_t(whole.size()));
+    for (size_t i = 0; i < g0.size(); ++i) {
+      INFO("gate " << g0[i]);
+      const double want = double(g0[i]) / (1 + std::exp(-double(g0[i]))) * u[i];
+      REQUIRE(std::isfinite(whole[i]));
+      REQUIRE(whole[i] == Approx(want).epsilon(1e-6).margin(1e-30));
+    }
+    for (int64_t at : {3, 17, 40}) {
+      std::copy(g0.begin(), g0.end(), split.begin());
+      ak.silu_mul(split.data(), u.data(), at);
+      ak.silu_mul(split.data() + at, u.data() + at, int64_t(split.size()) - at);
+      REQUIRE(std::memcmp(split.data(), whole.data(), whole.size() * sizeof(float)) == 0);
+    }
+  }
 }
 
 TEST_CASE("router takes fp32 softmax over all experts, top-k, renormalizes only when asked", "[runtime][ops]") {
