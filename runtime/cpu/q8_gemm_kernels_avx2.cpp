@@ -232,7 +232,9 @@ void panel_avx2(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int
                 const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                 int64_t y_stride, int64_t rows) {
   if (group % 4 != 0) return kScalarQ8Gemm.panel(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
+  // 32 (GGUF's Q8_0) and 64 (qconvert's) known at compile time, as in the AVX-512 kernel.
   if (group == 32) return panel_tokens<32>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
+  if (group == 64) return panel_tokens<64>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
   panel_tokens<0>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
 }
 

@@ -90,7 +90,11 @@ void panel_avx512(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, i
                   int64_t y_stride, int64_t rows) {
   if (group % 4 != 0) return kScalarQ8Gemm.panel(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
   const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
+  // The groups models come in, known at compile time: 32 (GGUF's Q8_0) and 64 (qconvert's). With the depth a run-time
+  // bound, a decode token's 16 products a group of 64 ran as one chain through two register moves each, and
+  // the 0.6B shape decoded at 37 tok/s on 2 threads of an AMX Xeon, 80 % of its read bandwidth.
   if (group == 32) return panel_tokens<32>(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, mask);
+  if (group == 64) return panel_tokens<64>(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, mask);
   panel_tokens<0>(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, mask);
 }
 
