@@ -64,12 +64,26 @@ if ! command -v "$LLAMA_CXX" > /dev/null; then
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends clang > /dev/null
 fi
-LLAMA_BUILD=$WORK/llama-build-$(basename "$LLAMA_CXX")
+# But llama.cpp compiles its AMX kernels only where __AMX_INT8__ is defined, and clang 14 (Debian 12's), given
+# -march=native on an AMX CPU, enables the AMX instructions yet spells that macro __AMXINT8__ (as it does
+# __AMXTILE__ and __AMXBF16__; later clangs and GCC define both spellings). Built as it is, llama.cpp then has no
+# AMX buffer at all, and its "default" path on an AMX Xeon is its generic one (seen on 30 Nov 2026: every
+# tensor in CPU buffers, pp512 67 tok/s at 1 thread, against 132 once AMX was built). The minimal fix, applied
+# only where the compiler enables AMX under the other spelling: define the spelling llama.cpp tests.
+LLAMA_FLAGS=
+native_macros=$("$LLAMA_CC" -march=native -dM -E -x c /dev/null)
+for unit in TILE INT8 BF16; do
+  if grep -q "__AMX${unit}__" <<< "$native_macros" && ! grep -q "__AMX_${unit}__" <<< "$native_macros"; then
+    LLAMA_FLAGS+=" -D__AMX_${unit}__=1"
+  fi
+done
+LLAMA_BUILD=$WORK/llama-build-$(basename "$LLAMA_CXX")${LLAMA_FLAGS:+-amx-macros}
 LLAMA_BENCH=$LLAMA_BUILD/bin/llama-bench
 if [[ ! -x $LLAMA_BENCH ]]; then
-  log "building llama-bench with $LLAMA_CXX (CPU only, GGML_NATIVE, -j$(nproc))"
+  log "building llama-bench with $LLAMA_CXX (CPU only, GGML_NATIVE, -j$(nproc))${LLAMA_FLAGS:+, with$LLAMA_FLAGS}"
   cmake -S "$SRC" -B "$LLAMA_BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$LLAMA_CC" \
-    -DCMAKE_CXX_COMPILER="$LLAMA_CXX" -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
+    -DCMAKE_CXX_COMPILER="$LLAMA_CXX" -DCMAKE_C_FLAGS="$LLAMA_FLAGS" -DCMAKE_CXX_FLAGS="$LLAMA_FLAGS" \
+    -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF > "$LLAMA_BUILD.configure.log"
   cmake --build "$LLAMA_BUILD" --target llama-bench -j"$(nproc)" > "$LLAMA_BUILD.build.log"
@@ -113,5 +127,5 @@ make_model qwen3-30b-a3b-L2 qwen3-30b-a3b 2 moe3
 [[ $PREPARE_ONLY == 1 ]] && { log "prepared in $WORK"; exit 0; }
 
 "$PYTHON" "$ROOT/scripts/peers/compare.py" --qbench "${QBENCH:-$BUILD/bin/qbench}" --llama-bench "$LLAMA_BENCH" \
-  --llama-src "$SRC" --llama-version "$VERSION" --llama-compiler "$("$LLAMA_CXX" --version | head -1)" --models "$WORK/models" --rounds "$ROUNDS" --threads $THREADS \
+  --llama-src "$SRC" --llama-version "$VERSION" --llama-compiler "$("$LLAMA_CXX" --version | head -1)${LLAMA_FLAGS:+ (with$LLAMA_FLAGS)}" --models "$WORK/models" --rounds "$ROUNDS" --threads $THREADS \
   --out "$OUT" --raw "$WORK/raw.jsonl"
