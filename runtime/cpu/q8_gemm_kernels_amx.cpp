@@ -38,10 +38,10 @@ constexpr int kA0 = 4, kB0 = 6;  // activations: tokens x depth int8; weights: d
 constexpr int kStoreLag = 2, kConvertLag = 3;
 constexpr int64_t kBlock = kTileMaxRows;  // tokens per tile product
 
-// Fewer tokens than this go to the VNNI kernel. A prediction from instruction counts, not a measurement:
-// per weight group, a VNNI token costs about 16 vpdpbusd (8 cycles at two a cycle), while a tile product
-// costs about the same 40-50 cycles (loads, TDPBSUD, store, 16 rows of conversion) whatever its rows, so the
-// tiles win from about 6 tokens.
+// Fewer tokens than this go to the VNNI kernel. Chosen from instruction counts (a VNNI token about 8 cycles a
+// group of 32, a block of tiles 40-50 whatever its tokens). The measurements above give a block about 90 cycles
+// and a VNNI token about 9, which puts the break-even nearer 10 tokens; only a block of 8 or 9 is affected
+// (the last block of a prompt), and either kernel gives the same bits.
 constexpr int64_t kAmxMinTokens = 8;
 
 // A sums tile starts from these zeros, loaded: on an AMX Xeon (2-core VM, 30 Nov 2026) TILEZERO before each
