@@ -636,7 +636,9 @@ void CpuBackend::silu_mul(Act gate_act, Act up_act, int64_t n) {
   // split over the pool too, where one thread did them while the others waited; each element's result is the
   // same however the work is split.
   constexpr int64_t kExpCost = 32;
-  const AttentionKernels& ak = *attn_;
+  // The reference path keeps libm's exp (the scalar table's): it is the plain definition the others are checked
+  // against, and the SIMD tables' exp is a polynomial.
+  const AttentionKernels& ak = options_.reference ? kScalarAttention : *attn_;
   split_rows(n, kExpCost, [&](int64_t i0, int64_t i1) { ak.silu_mul(gate + i0, up + i0, i1 - i0); });
 }
 

@@ -197,6 +197,17 @@ TEST_CASE("every ISA's silu_mul is silu(g) * u to 1e-6, past exp's range too, an
   }
 }
 
+TEST_CASE("the reference path's silu_mul is libm's: g / (1 + std::exp(-g)) * u in float, bit for bit", "[runtime][ops]") {
+  std::mt19937_64 rng(13);
+  const int64_t n = 4096;  // enough values that a polynomial exp differs from libm's on some of them
+  std::vector<float> g = test::random_values(rng, size_t(n), 8.0f), u = test::random_values(rng, size_t(n), 2.0f);
+  std::vector<float> want(g.size());
+  for (size_t i = 0; i < g.size(); ++i) want[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  CpuBackend be(test::cpu_options(true, 2));
+  be.silu_mul(CpuBackend::host(g.data()), CpuBackend::host(u.data()), n);
+  REQUIRE(std::memcmp(g.data(), want.data(), want.size() * sizeof(float)) == 0);
+}
+
 TEST_CASE("router takes fp32 softmax over all experts, top-k, renormalizes only when asked", "[runtime][ops]") {
   const std::vector<float> logits{0.5f, 2.0f, -1.0f, 2.0f, 1.0f, 0.0f};
   std::vector<int32_t> ex(3);
