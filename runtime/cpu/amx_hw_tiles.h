@@ -34,10 +34,6 @@ struct AmxHwTiles {
   void store(void* base, int64_t stride) {
     __asm__ volatile("tilestored %%tmm%c2, (%0,%1,1)" : : "r"(base), "r"(stride), "n"(T) : "memory");
   }
-  template <int T>
-  void zero() {
-    __asm__ volatile("tilezero %%tmm%c0" : : "n"(T));
-  }
   template <int C, int A, int B>
   void dpbsud() {
     static_assert(C != A && C != B && A != B, "TDPBSUD's three tiles must differ");

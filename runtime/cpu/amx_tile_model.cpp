@@ -78,11 +78,6 @@ void AmxTileModel::store_tile(int t, void* base, int64_t stride) const {
     std::memcpy(static_cast<uint8_t*>(base) + r * stride, data_[t][r], size_t(colsb_[t]));
 }
 
-void AmxTileModel::zero_tile(int t) {
-  require_configured("TILEZERO");
-  std::memset(data_[t], 0, sizeof(data_[t]));
-}
-
 // TDPBSUD, as the SDM's pseudocode: for each row m of the destination and each dword k of the row of A, the
 // four signed bytes of A[m] dword k times the four unsigned bytes of B[k] dword n, added to C[m] dword n in
 // 32 bits with wraparound. Rows of C past rows(C) and bytes past colsb(C) end zeroed.

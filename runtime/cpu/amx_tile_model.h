@@ -27,10 +27,6 @@ class AmxTileModel {
   void store(void* base, int64_t stride) const {
     store_tile(T, base, stride);
   }
-  template <int T>
-  void zero() {
-    zero_tile(T);
-  }
   template <int C, int A, int B>
   void dpbsud() {
     dot_tiles(C, A, B);
@@ -48,7 +44,6 @@ class AmxTileModel {
   void require_configured(const char* instruction) const;
   void load_tile(int t, const void* base, int64_t stride);
   void store_tile(int t, void* base, int64_t stride) const;
-  void zero_tile(int t);
   void dot_tiles(int c, int a, int b);
 
   int palette_ = 0;

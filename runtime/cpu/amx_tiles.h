@@ -3,14 +3,13 @@
 // instructions: the real ones (amx_hw_tiles.h, inline assembly) and a scalar model of them
 // (amx_tile_model.h). The GEMM (q8_gemm_kernels_amx.cpp) is one template over either, so everything it does
 // with tiles (configuration, loads, products, stores, edges) runs and is checked bit for bit through the
-// model on a CPU without AMX, and the hardware build differs only in who executes the six instructions.
+// model on a CPU without AMX, and the hardware build differs only in who executes the five instructions.
 //
 // The interface a Tiles type gives the kernel (T, C, A, B: tile numbers 0..7, known at compile time as the
 // instructions encode them):
 //   configure(cfg)          LDTILECFG: sets every tile's shape and zeroes all tile data
 //   load<T>(base, stride)   TILELOADD: row r of T = the config's colsb(T) bytes at base + r * stride
 //   store<T>(base, stride)  TILESTORED: the inverse
-//   zero<T>()               TILEZERO
 //   dpbsud<C, A, B>()       TDPBSUD: C[m][n] += sum_k int8(A[m][4k+i]) * uint8(B[k][4n+i]) over i < 4, in int32
 //                           with wraparound, for m < rows(C), n < colsb(C)/4, k < colsb(A)/4
 //   release()               TILERELEASE: back to the init state (no tile configured)

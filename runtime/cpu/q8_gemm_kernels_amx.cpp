@@ -17,6 +17,7 @@
 #include <immintrin.h>
 
 #include <initializer_list>
+#include <type_traits>
 
 #include "runtime/cpu/amx_hw_tiles.h"
 #include "runtime/cpu/amx_tile_model.h"
@@ -145,15 +146,12 @@ void panel_tiles(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, in
         tiles.configure(gemm_config(n, depth));
         configured = n;
       }
-      auto run = [&](auto&& block) { block.run(y + t * y_stride, y_stride, mask); };
-      const int8_t* xt = x + t * x_stride;
-      const float* st = x_scale + t * xs_stride;
-      const int32_t* qt = x_qsum + t * xs_stride;
-      if (n == kBlock) {
-        run(Block<Tiles, true>{tiles, w, group, depth, k / group, xt, x_stride, st, qt, xs_stride, n, {}});
-      } else {
-        run(Block<Tiles, false>{tiles, w, group, depth, k / group, xt, x_stride, st, qt, xs_stride, n, {}});
-      }
+      auto run = [&](auto full) {
+        Block<Tiles, decltype(full)::value>{tiles,    w,     group, depth, k / group, x + t * x_stride, x_stride,
+                                            x_scale + t * xs_stride, x_qsum + t * xs_stride, xs_stride, n, {}}
+            .run(y + t * y_stride, y_stride, mask);
+      };
+      n == kBlock ? run(std::true_type{}) : run(std::false_type{});
     }
     // Back to the init state: a thread holding tile data makes every context switch save 8 KB more.
     if (configured) tiles.release();
