@@ -1,5 +1,6 @@
 #include "runtime/cpu/attention_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/half.h"
@@ -23,6 +24,8 @@ void scores_scalar(const float* q, int64_t q_stride, int64_t nq, const T* k, int
     }
   }
 }
+
+float max_scalar(const float* s, int64_t n) { return *std::max_element(s, s + n); }
 
 float exp_sum_scalar(float* s, int64_t n, float mx) {
   float sum = 0.0f;
@@ -60,15 +63,27 @@ void silu_mul_scalar(float* gate, const float* up, int64_t n) {
 
 }  // namespace
 
-const AttentionKernels kScalarAttention = {Isa::kScalar,
-                                           scores_scalar<uint16_t>,
-                                           exp_sum_scalar,
-                                           accumulate_scalar<uint16_t>,
-                                           scores_scalar<float>,
-                                           accumulate_scalar<float>,
-                                           to_f16_scalar,
-                                           from_f16_scalar,
-                                           silu_mul_scalar};
+void block_keys_scalar(const uint16_t* k, int64_t stride, int64_t n, int64_t d, float* kt) {
+  for (int64_t b = 0; b < n; b += kKeyBlock) {
+    float* block = kt + b * d;
+    const int64_t keys = std::min(kKeyBlock, n - b);
+    for (int64_t r = 0; r < kKeyBlock; ++r)
+      for (int64_t i = 0; i < d; ++i) block[i * kKeyBlock + r] = r < keys ? widen(k[(b + r) * stride + i]) : 0.0f;
+  }
+}
+
+const AttentionKernels kScalarAttention = {.isa = Isa::kScalar,
+                                           .scores = scores_scalar<uint16_t>,
+                                           .max_of = max_scalar,
+                                           .exp_sum = exp_sum_scalar,
+                                           .accumulate = accumulate_scalar<uint16_t>,
+                                           .scores_blocked = nullptr,
+                                           .block_keys = block_keys_scalar,
+                                           .scores_f32 = scores_scalar<float>,
+                                           .accumulate_f32 = accumulate_scalar<float>,
+                                           .to_f16 = to_f16_scalar,
+                                           .from_f16 = from_f16_scalar,
+                                           .silu_mul = silu_mul_scalar};
 
 const AttentionKernels& attention_kernels_for(Isa isa) {
   // kernels_for() has already refused an ISA this CPU cannot run.

@@ -12,17 +12,33 @@ namespace qt::rt {
 
 constexpr int64_t kAttnQueries = 4;
 
+// Keys widened to fp32 and laid out for scores_blocked: blocks of kKeyBlock keys, element i of key p at
+// kt[(p / kKeyBlock) * kKeyBlock * d + i * kKeyBlock + p % kKeyBlock]; a last partial block is padded with
+// zeros. A prompt's rows read every key of their kv head again and again, so prefill widens them once.
+constexpr int64_t kKeyBlock = 16;
+inline int64_t blocked_keys_size(int64_t n, int64_t d) { return (n + kKeyBlock - 1) / kKeyBlock * kKeyBlock * d; }
+
 struct AttentionKernels {
   Isa isa;
   // s[j * s_stride + p] = scale * dot(q[j * q_stride + 0..d), k[p * stride + 0..d)) for j < nq <= 4, p < n;
   // keys fp16, accumulation fp32.
   void (*scores)(const float* q, int64_t q_stride, int64_t nq, const uint16_t* k, int64_t stride, int64_t n,
                  int64_t d, float scale, float* s, int64_t s_stride);
+  // The largest of s[0..n), n >= 1.
+  float (*max_of)(const float* s, int64_t n);
   // s[p] = exp(s[p] - mx) for p < n (every s[p] <= mx); returns their sum.
   float (*exp_sum)(float* s, int64_t n, float mx);
   // out[j * out_stride + i] += sum_p w[j * w_stride + p] * v[p * stride + i] for j < nq <= 4, i < d; values fp16.
   void (*accumulate)(const float* w, int64_t w_stride, int64_t nq, const uint16_t* v, int64_t stride, int64_t n,
                      int64_t d, float* out, int64_t out_stride);
+  // scores over keys from block_keys: the same bits as scores on those keys (each lane's partial sums over d
+  // in the same order, then the same reduction tree across lanes), with a block's 16 keys in the lanes of a
+  // vector, so no per-key horizontal reduction. d a multiple of kKeyBlock. Null where the ISA has none (then
+  // prefill reads the cache).
+  void (*scores_blocked)(const float* q, int64_t q_stride, int64_t nq, const float* kt, int64_t n, int64_t d,
+                         float scale, float* s, int64_t s_stride);
+  // kt (blocked_keys_size(n, d) floats) from n fp16 keys k[p * stride + 0..d).
+  void (*block_keys)(const uint16_t* k, int64_t stride, int64_t n, int64_t d, float* kt);
   // The same two loops over an fp32 cache.
   void (*scores_f32)(const float* q, int64_t q_stride, int64_t nq, const float* k, int64_t stride, int64_t n,
                      int64_t d, float scale, float* s, int64_t s_stride);
@@ -41,6 +57,8 @@ struct AttentionKernels {
 const AttentionKernels& attention_kernels_for(Isa isa);
 
 extern const AttentionKernels kScalarAttention;
+// The scalar table's block_keys, also the AVX2 table's (which has no scores_blocked to feed).
+void block_keys_scalar(const uint16_t* k, int64_t stride, int64_t n, int64_t d, float* kt);
 extern const AttentionKernels kAvx2Attention;
 extern const AttentionKernels kAvx512Attention;
 

@@ -90,6 +90,17 @@ void scores(const float* q, int64_t q_stride, int64_t nq, const T* k, int64_t st
   }
 }
 
+float max_avx2(const float* s, int64_t n) {
+  __m256 mx = _mm256_set1_ps(s[0]);
+  int64_t p = 0;
+  for (; p + 8 <= n; p += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + p));
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  float best = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+  for (; p < n; ++p) best = std::max(best, s[p]);
+  return best;
+}
+
 float exp_sum_avx2(float* s, int64_t n, float mx) {
   const __m256 m = _mm256_set1_ps(mx);
   __m256 sum = _mm256_setzero_ps();
@@ -107,27 +118,34 @@ float exp_sum_avx2(float* s, int64_t n, float mx) {
   return total;
 }
 
+// 8 * BLOCKS output lanes of NQ queries in registers; BLOCKS a constant, as in attention_kernels_avx512.cpp
+// (whose comment has the measurement).
+template <typename T, int NQ, int BLOCKS>
+__attribute__((always_inline)) inline void accumulate_lanes(const float* w, int64_t w_stride, const T* v, int64_t stride,
+                                                            int64_t n, float* out, int64_t out_stride) {
+  __m256 acc[NQ][BLOCKS];
+  for (int j = 0; j < NQ; ++j)
+    for (int b = 0; b < BLOCKS; ++b) acc[j][b] = _mm256_loadu_ps(out + j * out_stride + 8 * b);
+  for (int64_t p = 0; p < n; ++p) {
+    const T* vp = v + p * stride;
+    if (p + kPrefetchRows < n) prefetch_row(vp + kPrefetchRows * stride, 8 * BLOCKS);
+    __m256 vv[BLOCKS];
+    for (int b = 0; b < BLOCKS; ++b) vv[b] = load8(vp + 8 * b);
+    for (int j = 0; j < NQ; ++j) {
+      const __m256 wj = _mm256_set1_ps(w[j * w_stride + p]);
+      for (int b = 0; b < BLOCKS; ++b) acc[j][b] = _mm256_fmadd_ps(wj, vv[b], acc[j][b]);
+    }
+  }
+  for (int j = 0; j < NQ; ++j)
+    for (int b = 0; b < BLOCKS; ++b) _mm256_storeu_ps(out + j * out_stride + 8 * b, acc[j][b]);
+}
+
 template <typename T, int NQ>
 void accumulate_n(const float* w, int64_t w_stride, const T* v, int64_t stride, int64_t n, int64_t d, float* out,
                   int64_t out_stride) {
-  for (int64_t d0 = 0; d0 < d; d0 += 16) {
-    const int blocks = int(std::min<int64_t>(2, (d - d0) / 8));
-    __m256 acc[NQ][2];
-    for (int j = 0; j < NQ; ++j)
-      for (int b = 0; b < blocks; ++b) acc[j][b] = _mm256_loadu_ps(out + j * out_stride + d0 + 8 * b);
-    for (int64_t p = 0; p < n; ++p) {
-      const T* vp = v + p * stride + d0;
-      if (p + kPrefetchRows < n) prefetch_row(vp + kPrefetchRows * stride, std::min<int64_t>(16, d - d0));
-      __m256 vv[2];
-      for (int b = 0; b < blocks; ++b) vv[b] = load8(vp + 8 * b);
-      for (int j = 0; j < NQ; ++j) {
-        const __m256 wj = _mm256_set1_ps(w[j * w_stride + p]);
-        for (int b = 0; b < blocks; ++b) acc[j][b] = _mm256_fmadd_ps(wj, vv[b], acc[j][b]);
-      }
-    }
-    for (int j = 0; j < NQ; ++j)
-      for (int b = 0; b < blocks; ++b) _mm256_storeu_ps(out + j * out_stride + d0 + 8 * b, acc[j][b]);
-  }
+  int64_t d0 = 0;
+  for (; d0 + 16 <= d; d0 += 16) accumulate_lanes<T, NQ, 2>(w, w_stride, v + d0, stride, n, out + d0, out_stride);
+  if (d0 < d) accumulate_lanes<T, NQ, 1>(w, w_stride, v + d0, stride, n, out + d0, out_stride);
 }
 
 template <typename T>
@@ -174,8 +192,17 @@ void from_f16_avx2(const uint16_t* x, int64_t n, float* y) {
 
 }  // namespace
 
-const AttentionKernels kAvx2Attention = {Isa::kAvx2,   scores<uint16_t>,  exp_sum_avx2, accumulate<uint16_t>,
-                                         scores<float>, accumulate<float>, to_f16_avx2,  from_f16_avx2,
-                                         silu_mul_avx2};
+const AttentionKernels kAvx2Attention = {.isa = Isa::kAvx2,
+                                         .scores = scores<uint16_t>,
+                                         .max_of = max_avx2,
+                                         .exp_sum = exp_sum_avx2,
+                                         .accumulate = accumulate<uint16_t>,
+                                         .scores_blocked = nullptr,
+                                         .block_keys = block_keys_scalar,
+                                         .scores_f32 = scores<float>,
+                                         .accumulate_f32 = accumulate<float>,
+                                         .to_f16 = to_f16_avx2,
+                                         .from_f16 = from_f16_avx2,
+                                         .silu_mul = silu_mul_avx2};
 
 }  // namespace qt::rt

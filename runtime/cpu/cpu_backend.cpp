@@ -517,6 +517,9 @@ void CpuBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity, in
 template <typename T>
 void CpuBackend::attention_fast(const float* q, const T* k_cache, const T* v_cache, int64_t pos0, int64_t m,
                                 int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out) {
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    if (attention_prefill(q, k_cache, v_cache, pos0, m, n_heads, n_kv_heads, head_dim, out)) return;
+  }
   constexpr int64_t kMinSpan = 256;
   const int64_t q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim, rep = n_heads / n_kv_heads;
   const float scale = 1.0f / std::sqrt(float(head_dim));
@@ -558,7 +561,7 @@ void CpuBackend::attention_fast(const float* q, const T* k_cache, const T* v_cac
           }
           for (int64_t j = 0; j < nq; ++j) {
             float* sj = scores + j * span_len;
-            mx[j] = len[j] > 0 ? *std::max_element(sj, sj + len[j]) : -INFINITY;
+            mx[j] = len[j] > 0 ? ak.max_of(sj, len[j]) : -INFINITY;
             sum[j] = len[j] > 0 ? ak.exp_sum(sj, len[j], mx[j]) : 0.0f;
             std::fill(sj + len[j], sj + n, 0.0f);  // positions after the row's own: no weight
           }
@@ -606,6 +609,93 @@ void CpuBackend::attention_fast(const float* q, const T* k_cache, const T* v_cac
       for (int64_t d = 0; d < head_dim; ++d) o[d] *= inv;
     }
   }
+}
+
+// A prompt's rows read every key and value of their kv head. attention_fast's items (four queries each) read
+// them from L2 once per item, widen every fp16 element they load, and reduce every score across lanes: on the
+// 0.6B and 30B-A3B shapes at 512 tokens those loops ran at about 0.9 TSC cycles per 16-lane FMA on the AMX Xeon
+// this was measured on, where the FMA ports' peak is 0.375; these run at about 0.5 (1.25-1.3x less time for the
+// whole call). Here an item is a tile of kTileQueries queries of one kv head:
+// - the head's keys and values are first widened to fp32 (once per call, keys blocked by block_keys), so the
+//   loops convert nothing and scores_blocked reduces nothing across lanes;
+// - a block of 16 keys, or of kValueRows values, is read from L1 by every four-query group of the tile in turn;
+// - a group works only up to its own causal length.
+// The same bits as attention_fast on the cache, and as each row decoded alone: widening is exact, scores_blocked
+// equals scores, and each output element is the same sum in the same order (accumulate_f32 resumes from what
+// it stored).
+bool CpuBackend::attention_prefill(const float* q, const uint16_t* k_cache, const uint16_t* v_cache, int64_t pos0,
+                                   int64_t m, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out) {
+  // A tile's queries (16 KB at head_dim 128) and one block of keys or values share L1 (48 KB on the Xeon this
+  // was measured on); kWidenBudget bounds the widened copy, made kv head by kv head past it.
+  constexpr int64_t kTileQueries = 32, kValueRows = 32, kMinRows = 16, kWidenBudget = int64_t(16) << 20;
+  const AttentionKernels& ak = *attn_;
+  const int64_t rep = n_heads / n_kv_heads, tile_rows = std::max<int64_t>(1, kTileQueries / rep);
+  const int64_t tiles = (m + tile_rows - 1) / tile_rows, tile_queries = tile_rows * rep;
+  if (!ak.scores_blocked || head_dim % kKeyBlock != 0 || m < kMinRows || tiles * n_kv_heads < 2 * int64_t(threads()))
+    return false;
+  const int64_t q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim, longest = pos0 + m;
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  const int64_t keys_size = blocked_keys_size(longest, head_dim), head_size = keys_size + longest * head_dim;
+  const int64_t heads_per_pass = std::clamp<int64_t>(kWidenBudget / (head_size * int64_t(sizeof(float))), 1, n_kv_heads);
+  const int64_t key_blocks = keys_size / (kKeyBlock * head_dim), s_stride = key_blocks * kKeyBlock;
+  float* wide = grown(widened_kv_, heads_per_pass * head_size);
+  for (int64_t g0 = 0; g0 < n_kv_heads; g0 += heads_per_pass) {
+    const int64_t heads = std::min(heads_per_pass, n_kv_heads - g0);
+    pool_.parallel_for(heads * key_blocks, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t g = t / key_blocks, p = t % key_blocks * kKeyBlock, keys = std::min(kKeyBlock, longest - p);
+        float* head = wide + g * head_size;
+        const int64_t at = p * kv_dim + (g0 + g) * head_dim;
+        ak.block_keys(k_cache + at, kv_dim, keys, head_dim, head + p * head_dim);
+        for (int64_t r = 0; r < keys; ++r)
+          ak.from_f16(v_cache + at + r * kv_dim, head_dim, head + keys_size + (p + r) * head_dim);
+      }
+    });
+    pool_.parallel_for(heads * tiles, 1, [&](int64_t t0, int64_t t1) {
+      float* qs = grown(tls_row, 2 * tile_queries * head_dim);
+      float* acc = qs + tile_queries * head_dim;
+      float* scores = grown(tls_scores, tile_queries * s_stride);
+      std::vector<float> sum(static_cast<size_t>(tile_queries));
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t g = t / tiles, row0 = t % tiles * tile_rows, rows = std::min(tile_rows, m - row0);
+        const int64_t queries = rows * rep;
+        const float* kt = wide + g * head_size;
+        const float* v = kt + keys_size;
+        // Query j is row row0 + j / rep of query head (g0 + g) * rep + j % rep; its causal length is len(j).
+        auto len = [&](int64_t j) { return pos0 + row0 + j / rep + 1; };
+        auto at = [&](int64_t j) { return (row0 + j / rep) * q_dim + ((g0 + g) * rep + j % rep) * head_dim; };
+        for (int64_t j = 0; j < queries; ++j) std::memcpy(qs + j * head_dim, q + at(j), sizeof(float) * size_t(head_dim));
+        // A group's keys: up to its last query's length.
+        auto group_len = [&](int64_t j0) { return len(std::min(j0 + kAttnQueries, queries) - 1); };
+        for (int64_t p = 0; p < key_blocks * kKeyBlock; p += kKeyBlock)
+          for (int64_t j0 = 0; j0 < queries; j0 += kAttnQueries) {
+            const int64_t n = std::min(kKeyBlock, group_len(j0) - p);
+            if (n <= 0) continue;
+            ak.scores_blocked(qs + j0 * head_dim, head_dim, std::min(kAttnQueries, queries - j0), kt + p * head_dim, n,
+                              head_dim, scale, scores + j0 * s_stride + p, s_stride);
+          }
+        for (int64_t j = 0; j < queries; ++j) {
+          float* sj = scores + j * s_stride;
+          sum[size_t(j)] = ak.exp_sum(sj, len(j), ak.max_of(sj, len(j)));
+          std::fill(sj + len(j), sj + group_len(j / kAttnQueries * kAttnQueries), 0.0f);  // no weight past the row
+        }
+        std::fill(acc, acc + queries * head_dim, 0.0f);
+        for (int64_t p = 0; p < longest; p += kValueRows)
+          for (int64_t j0 = 0; j0 < queries; j0 += kAttnQueries) {
+            const int64_t n = std::min(kValueRows, group_len(j0) - p);
+            if (n <= 0) continue;
+            ak.accumulate_f32(scores + j0 * s_stride + p, s_stride, std::min(kAttnQueries, queries - j0),
+                              v + p * head_dim, head_dim, n, head_dim, acc + j0 * head_dim, head_dim);
+          }
+        for (int64_t j = 0; j < queries; ++j) {
+          const float inv = 1.0f / sum[size_t(j)], *aj = acc + j * head_dim;
+          float* o = out + at(j);
+          for (int64_t d = 0; d < head_dim; ++d) o[d] = aj[d] * inv;
+        }
+      }
+    });
+  }
+  return true;
 }
 
 void CpuBackend::argmax(Act logits, int64_t m, int64_t vocab, int32_t* tokens) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
@@ -23,6 +24,7 @@
 #include "runtime/model/qwen3_model.h"
 #include "tests/proc_smaps.h"
 #include "tests/runtime/random_model.h"
+#include "tests/skip.h"
 
 using namespace qt;
 using namespace qt::rt;
@@ -137,12 +139,14 @@ TEST_CASE("the GEMM's activation quantizer of every ISA gives quantize_rows' num
 TEST_CASE("attention over an fp16 KV cache at depth equals the double-precision reference on the same cached values",
           "[runtime][kernels]") {
   std::mt19937_64 rng(22);
-  for (const int64_t hd : {32, 64}) {
+  // 48 and 80: AVX-512 value passes of 3 blocks, and of 4 then 1; 56: AVX2 passes of 2 blocks then 1.
+  for (const int64_t hd : {32, 48, 56, 64, 80}) {
   const int64_t n_heads = 4, n_kv = 2, kvd = n_kv * hd, qd = n_heads * hd;
   // 1500 cached positions, decode (1 row) and a short prefill (5 rows): with 4 threads and 2 kv heads a
-  // decode step is split into spans of the context whose softmaxes are merged. And a prompt from position 0,
-  // whose rows see causal contexts of different lengths.
-  for (const auto& [pos0, m] : {std::pair<int64_t, int64_t>{1499, 1}, {1495, 5}, {0, 7}}) {
+  // decode step is split into spans of the context whose softmaxes are merged. A prompt from position 0,
+  // whose rows see causal contexts of different lengths. And 70 rows at depth: prefill's tiles over the widened
+  // cache, where the ISA has them.
+  for (const auto& [pos0, m] : {std::pair<int64_t, int64_t>{1499, 1}, {1495, 5}, {0, 7}, {1430, 70}}) {
     const int64_t cap = 1500;
     std::vector<float> kc = test::random_values(rng, size_t(cap * kvd), 3.0f), vc = test::random_values(rng, size_t(cap * kvd), 1.0f);
     for (float& v : kc) v = round_to_half(v);
@@ -198,6 +202,76 @@ TEST_CASE("an attention score is the same bits whichever keys and queries share 
             INFO("query " << j << " key " << p);
             REQUIRE(std::bit_cast<uint32_t>(all[size_t(j * n + p)]) == std::bit_cast<uint32_t>(one[size_t(j * n + p)]));
           }
+      }
+    }
+  }
+}
+
+// Prefill widens a head's keys once into blocks of 16 (block_keys) and scores a block's keys in the lanes of one
+// vector; the scores must stay the numbers the row loop gives on the cache, or prefill and decode would differ.
+TEST_CASE("scores over keys blocked by 16 are the same bits as scores over the fp16 cache, on every ISA that has them",
+          "[runtime][kernels]") {
+  std::mt19937_64 rng(24);
+  int tables = 0;
+  for (Isa isa : test::available_isas()) {
+    const AttentionKernels& ak = attention_kernels_for(isa);
+    if (!ak.scores_blocked) continue;
+    ++tables;
+    for (const int64_t d : {int64_t(64), int64_t(128)}) {
+      const int64_t n = 53, stride = 3 * d;  // three blocks of 16 keys and a last one of 5
+      const std::vector<float> q = test::random_values(rng, size_t(4 * d), 1.0f);
+      const std::vector<float> k32 = test::random_values(rng, size_t(n * stride), 2.0f);
+      std::vector<uint16_t> k16(k32.size());
+      for (size_t i = 0; i < k32.size(); ++i) k16[i] = float_to_half_bits(k32[i]);
+      std::vector<float> kt(size_t(blocked_keys_size(n, d)), -7.0f);
+      ak.block_keys(k16.data(), stride, n, d, kt.data());
+      std::vector<float> layout(kt.size(), -8.0f);  // the scalar table's: the layout as the header states it
+      block_keys_scalar(k16.data(), stride, n, d, layout.data());
+      REQUIRE(kt == layout);
+      CHECK(kt[size_t(3 * kKeyBlock * d + 5)] == 0.0f);  // key 53, the padding's first, element 0
+      CHECK(kt[size_t(2 * kKeyBlock * d + 7 * kKeyBlock + 3)] == half_bits_to_float(k16[size_t(35 * stride + 7)]));
+      for (int64_t nq = 1; nq <= 4; ++nq) {
+        INFO("isa " << isa_name(isa) << ", d " << d << ", " << nq << " queries");
+        std::vector<float> rows(size_t(4 * n), -1.0f), blocked(size_t(4 * n + 16), -2.0f);
+        ak.scores(q.data(), d, nq, k16.data(), stride, n, d, 0.125f, rows.data(), n);
+        ak.scores_blocked(q.data(), d, nq, kt.data(), n, d, 0.125f, blocked.data(), n);
+        for (int64_t j = 0; j < nq; ++j)
+          for (int64_t p = 0; p < n; ++p) {
+            INFO("query " << j << " key " << p);
+            REQUIRE(std::bit_cast<uint32_t>(rows[size_t(j * n + p)]) == std::bit_cast<uint32_t>(blocked[size_t(j * n + p)]));
+          }
+        // The last block's five keys are stored, its eleven padding lanes are not.
+        for (int64_t i = 0; i < 11; ++i) CHECK(blocked[size_t(nq * n + i)] == -2.0f);
+      }
+    }
+  }
+  if (tables == 0) QTUNE_SKIP("no ISA on this CPU has a blocked scores loop (AVX-512 only)");
+}
+
+TEST_CASE("prefill attention gives every prompt row the same bits as that row decoded alone, on every ISA",
+          "[runtime][kernels]") {
+  std::mt19937_64 rng(25);
+  // 40 rows from position 0: prefill widens the cache (16 rows or more); each row alone is a decode step over
+  // its own causal context. Groups of 2 query heads a kv head (the 0.6B shape's) and of 8 (30B-A3B's).
+  for (const auto& [n_heads, n_kv, hd] : {std::tuple<int64_t, int64_t, int64_t>{4, 2, 64}, {16, 2, 128}}) {
+    const int64_t m = 40, kvd = n_kv * hd, qd = n_heads * hd;
+    const std::vector<float> kc = test::random_values(rng, size_t(m * kvd), 3.0f), vc = test::random_values(rng, size_t(m * kvd), 1.0f);
+    const std::vector<float> q = test::random_values(rng, size_t(m * qd), 1.0f);
+    for (Isa isa : test::available_isas()) {
+      INFO("isa " << isa_name(isa) << ", " << n_heads << " heads, " << n_kv << " kv heads, head_dim " << hd);
+      CpuBackend be(test::cpu_options(false, 2, isa));
+      auto k16 = be.alloc_kv(size_t(m * kvd)), v16 = be.alloc_kv(size_t(m * kvd));
+      be.upload(kc.data(), kc.size(), k16->view());
+      be.upload(vc.data(), vc.size(), v16->view());
+      std::vector<float> all(size_t(m * qd)), one(static_cast<size_t>(qd));
+      be.attention(CpuBackend::host(q.data()), k16->view(), v16->view(), m, 0, m, n_heads, n_kv, hd, CpuBackend::host(all.data()));
+      for (int64_t r = 0; r < m; ++r) {
+        be.attention(CpuBackend::host(q.data() + r * qd), k16->view(), v16->view(), m, r, 1, n_heads, n_kv, hd,
+                     CpuBackend::host(one.data()));
+        for (int64_t i = 0; i < qd; ++i) {
+          INFO("row " << r << " element " << i);
+          REQUIRE(std::bit_cast<uint32_t>(all[size_t(r * qd + i)]) == std::bit_cast<uint32_t>(one[size_t(i)]));
+        }
       }
     }
   }
