@@ -61,6 +61,12 @@ void silu_mul_scalar(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+double sum_squares_scalar(const float* x, int64_t n) {
+  double ss = 0.0;
+  for (int64_t i = 0; i < n; ++i) ss += double(x[i]) * double(x[i]);
+  return ss;
+}
+
 }  // namespace
 
 void block_keys_scalar(const uint16_t* k, int64_t stride, int64_t n, int64_t d, float* kt) {
@@ -83,7 +89,8 @@ const AttentionKernels kScalarAttention = {.isa = Isa::kScalar,
                                            .accumulate_f32 = accumulate_scalar<float>,
                                            .to_f16 = to_f16_scalar,
                                            .from_f16 = from_f16_scalar,
-                                           .silu_mul = silu_mul_scalar};
+                                           .silu_mul = silu_mul_scalar,
+                                           .sum_squares = sum_squares_scalar};
 
 const AttentionKernels& attention_kernels_for(Isa isa) {
   // kernels_for() has already refused an ISA this CPU cannot run.

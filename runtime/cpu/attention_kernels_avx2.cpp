@@ -176,6 +176,21 @@ void silu_mul_avx2(float* gate, const float* up, int64_t n) {
   }
 }
 
+double sum_squares_avx2(const float* x, int64_t n) {
+  __m256d a = _mm256_setzero_pd(), b = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256d lo = _mm256_cvtps_pd(_mm_loadu_ps(x + i)), hi = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
+    a = _mm256_fmadd_pd(lo, lo, a);
+    b = _mm256_fmadd_pd(hi, hi, b);
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(a, b));
+  double ss = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; i < n; ++i) ss += double(x[i]) * double(x[i]);
+  return ss;
+}
+
 void to_f16_avx2(const float* x, int64_t n, uint16_t* y) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -203,6 +218,7 @@ const AttentionKernels kAvx2Attention = {.isa = Isa::kAvx2,
                                          .accumulate_f32 = accumulate<float>,
                                          .to_f16 = to_f16_avx2,
                                          .from_f16 = from_f16_avx2,
-                                         .silu_mul = silu_mul_avx2};
+                                         .silu_mul = silu_mul_avx2,
+                                         .sum_squares = sum_squares_avx2};
 
 }  // namespace qt::rt

@@ -295,6 +295,25 @@ void silu_mul_avx512(float* gate, const float* up, int64_t n) {
   }
 }
 
+double sum_squares_avx512(const float* x, int64_t n) {
+  __m512d a = _mm512_setzero_pd(), b = _mm512_setzero_pd();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512d lo = _mm512_cvtps_pd(_mm256_loadu_ps(x + i)), hi = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8));
+    a = _mm512_fmadd_pd(lo, lo, a);
+    b = _mm512_fmadd_pd(hi, hi, b);
+  }
+  if (i < n) {  // the tail's lanes past n are zeros
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 t = _mm512_maskz_loadu_ps(m, x + i);
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(t));
+    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
+    a = _mm512_fmadd_pd(lo, lo, a);
+    b = _mm512_fmadd_pd(hi, hi, b);
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(a, b));
+}
+
 void to_f16_avx512(const float* x, int64_t n, uint16_t* y) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
@@ -322,6 +341,7 @@ const AttentionKernels kAvx512Attention = {.isa = Isa::kAvx512Vnni,
                                            .accumulate_f32 = accumulate<float>,
                                            .to_f16 = to_f16_avx512,
                                            .from_f16 = from_f16_avx512,
-                                           .silu_mul = silu_mul_avx512};
+                                           .silu_mul = silu_mul_avx512,
+                                           .sum_squares = sum_squares_avx512};
 
 }  // namespace qt::rt

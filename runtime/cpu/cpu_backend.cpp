@@ -376,12 +376,13 @@ void CpuBackend::matmul_group(const MatmulJob* jobs, int count, Act x_act, int64
 }
 
 void CpuBackend::rmsnorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* y) {
+  // The reference path keeps the sum in order (the scalar table's), as silu_mul keeps libm's exp.
+  const AttentionKernels& ak = options_.reference ? kScalarAttention : *attn_;
   auto body = [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* xr = x + r * n;
       float* yr = y + r * n;
-      double ss = 0.0;
-      for (int64_t i = 0; i < n; ++i) ss += double(xr[i]) * double(xr[i]);
+      const double ss = ak.sum_squares(xr, n);
       const float inv = 1.0f / std::sqrt(float(ss / double(n)) + eps);
       for (int64_t i = 0; i < n; ++i) yr[i] = weight[i] * (xr[i] * inv);
     }

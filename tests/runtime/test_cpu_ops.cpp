@@ -208,6 +208,22 @@ TEST_CASE("the reference path's silu_mul is libm's: g / (1 + std::exp(-g)) * u i
   REQUIRE(std::memcmp(g.data(), want.data(), want.size() * sizeof(float)) == 0);
 }
 
+TEST_CASE("every ISA's sum of squares (rmsnorm's) is the in-order double sum to 1e-13, tails included, and the reference's is that sum",
+          "[runtime][ops]") {
+  std::mt19937_64 rng(17);
+  const std::vector<float> x = test::random_values(rng, 1031, 3.0f);
+  for (const int64_t n : {1, 7, 8, 15, 16, 17, 128, 1024, 1031}) {
+    double want = 0.0;
+    for (int64_t i = 0; i < n; ++i) want += double(x[size_t(i)]) * double(x[size_t(i)]);
+    REQUIRE(kScalarAttention.sum_squares(x.data(), n) == want);  // bit for bit: the reference path's definition
+    for (Isa isa : test::available_isas()) {
+      INFO(isa_name(isa) << ", n " << n);
+      // Reordering 1031 double adds moves the sum by up to about n * 2^-53 of it; a dropped element by its square.
+      REQUIRE(std::fabs(attention_kernels_for(isa).sum_squares(x.data(), n) - want) <= 1e-13 * want);
+    }
+  }
+}
+
 TEST_CASE("router takes fp32 softmax over all experts, top-k, renormalizes only when asked", "[runtime][ops]") {
   const std::vector<float> logits{0.5f, 2.0f, -1.0f, 2.0f, 1.0f, 0.0f};
   std::vector<int32_t> ex(3);
