@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
-#include <vector>
 
 #include "common/half.h"
 #include "runtime/cpu/attention_kernels.h"
@@ -128,13 +127,12 @@ void scores(const float* q, int64_t q_stride, int64_t nq, const T* k, int64_t st
 // One block of 16 keys (blocked by block_keys) for NQ queries. Lane r of p[h] holds, for key r, what lane h of
 // score_keys' accumulator holds: the products of elements h, h + 16, h + 32, ... fused in that order. The
 // lanes of score_keys are then reduced by hsum4's tree, ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7)) with
-// x_h = p[h] + p[h + 8]; here the same tree is a few vertical adds, evaluated as the residues finish so that
-// at most five vectors a query are live.
+// x_h = p[h] + p[h + 8]; here the same tree is a few vertical adds, evaluated as the residues finish.
 template <int NQ>
 __attribute__((always_inline)) inline void score_block(const float* q, int64_t q_stride, const float* kt, int keys,
                                                        int64_t d, float scale, float* s, int64_t s_stride) {
-  // x_h + x_{h+1} (a) and x_{h+2}, x_{h+3} (b, c) for every query: four residues a pass over d, sixteen
-  // independent chains at four queries.
+  // x = x_h and y = x_{h+1} for every query: four residues a pass over d (h, h + 8, h + 1, h + 9), sixteen
+  // independent chains at four queries, where two residues a pass left the loop waiting on the FMAs' latency.
   auto residues = [&](int h, __m512 (&x)[NQ], __m512 (&y)[NQ]) {
     __m512 r[4][NQ];
     for (int c = 0; c < 4; ++c)
@@ -189,20 +187,21 @@ void scores_blocked(const float* q, int64_t q_stride, int64_t nq, const float* k
   }
 }
 
-// Each key row widened 16 elements at a time, then its 16 keys gathered lane by lane: a block is 16 x d values
-// to transpose, and the software widening of the scalar table cost 2-3 % of a 0.6B prefill.
+// 16 elements of each of a block's 16 keys widened into a 16 x 16 tile, then gathered a column at a time: the
+// scalar table's software widening cost 2-3 % of a 0.6B prefill.
 void block_keys_avx512(const uint16_t* k, int64_t stride, int64_t n, int64_t d, float* kt) {
   if (d % 16 != 0) return block_keys_scalar(k, stride, n, d, kt);
-  std::vector<float> rows(size_t(kKeyBlock * d));
-  const __m512i lanes = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32(int32_t(d)));
+  alignas(64) float tile[kKeyBlock * 16];
+  const __m512i column = _mm512_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240);
   for (int64_t b = 0; b < n; b += kKeyBlock) {
     const int64_t keys = std::min(kKeyBlock, n - b);
-    for (int64_t r = 0; r < kKeyBlock; ++r)
-      for (int64_t i = 0; i < d; i += 16)
-        _mm512_storeu_ps(rows.data() + r * d + i, r < keys ? load16(k + (b + r) * stride + i) : _mm512_setzero_ps());
     float* block = kt + b * d;
-    for (int64_t i = 0; i < d; ++i) _mm512_storeu_ps(block + i * kKeyBlock, _mm512_i32gather_ps(lanes, rows.data() + i, 4));
+    for (int64_t i0 = 0; i0 < d; i0 += 16) {
+      for (int64_t r = 0; r < kKeyBlock; ++r)
+        _mm512_store_ps(tile + r * 16, r < keys ? load16(k + (b + r) * stride + i0) : _mm512_setzero_ps());
+      for (int64_t i = 0; i < 16; ++i)
+        _mm512_storeu_ps(block + (i0 + i) * kKeyBlock, _mm512_i32gather_ps(column, tile + i, 4));
+    }
   }
 }
 
@@ -210,7 +209,10 @@ float max_avx512(const float* s, int64_t n) {
   __m512 mx = _mm512_set1_ps(s[0]);
   int64_t p = 0;
   for (; p + 16 <= n; p += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + p));
-  if (p < n) mx = _mm512_mask_max_ps(mx, static_cast<__mmask16>((1u << (n - p)) - 1), mx, _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << (n - p)) - 1), s + p));
+  if (p < n) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (n - p)) - 1);
+    mx = _mm512_mask_max_ps(mx, tail, mx, _mm512_maskz_loadu_ps(tail, s + p));
+  }
   return _mm512_reduce_max_ps(mx);
 }
 
