@@ -69,7 +69,10 @@ double sum_squares_scalar(const float* x, int64_t n) {
 
 }  // namespace
 
-void block_keys_scalar(const uint16_t* k, int64_t stride, int64_t n, int64_t d, float* kt) {
+namespace {
+
+template <typename T>
+void block_keys_of(const T* k, int64_t stride, int64_t n, int64_t d, float* kt) {
   for (int64_t b = 0; b < n; b += kKeyBlock) {
     float* block = kt + b * d;
     const int64_t keys = std::min(kKeyBlock, n - b);
@@ -77,6 +80,14 @@ void block_keys_scalar(const uint16_t* k, int64_t stride, int64_t n, int64_t d, 
       for (int64_t i = 0; i < d; ++i) block[i * kKeyBlock + r] = r < keys ? widen(k[(b + r) * stride + i]) : 0.0f;
   }
 }
+
+}  // namespace
+
+void block_keys_scalar(const uint16_t* k, int64_t stride, int64_t n, int64_t d, float* kt) {
+  block_keys_of(k, stride, n, d, kt);
+}
+
+void block_keys_f32(const float* k, int64_t stride, int64_t n, int64_t d, float* kt) { block_keys_of(k, stride, n, d, kt); }
 
 const AttentionKernels kScalarAttention = {.isa = Isa::kScalar,
                                            .scores = scores_scalar<uint16_t>,

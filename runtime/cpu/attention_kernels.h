@@ -63,6 +63,8 @@ const AttentionKernels& attention_kernels_for(Isa isa);
 extern const AttentionKernels kScalarAttention;
 // The scalar table's block_keys, also the AVX2 table's (which has no scores_blocked to feed).
 void block_keys_scalar(const uint16_t* k, int64_t stride, int64_t n, int64_t d, float* kt);
+// The same layout from an fp32 cache's keys: a copy, no widening, the same on every ISA.
+void block_keys_f32(const float* k, int64_t stride, int64_t n, int64_t d, float* kt);
 extern const AttentionKernels kAvx2Attention;
 extern const AttentionKernels kAvx512Attention;
 

@@ -518,9 +518,7 @@ void CpuBackend::attention(Act q, Act k_cache, Act v_cache, int64_t capacity, in
 template <typename T>
 void CpuBackend::attention_fast(const float* q, const T* k_cache, const T* v_cache, int64_t pos0, int64_t m,
                                 int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out) {
-  if constexpr (std::is_same_v<T, uint16_t>) {
-    if (attention_prefill(q, k_cache, v_cache, pos0, m, n_heads, n_kv_heads, head_dim, out)) return;
-  }
+  if (attention_prefill(q, k_cache, v_cache, pos0, m, n_heads, n_kv_heads, head_dim, out)) return;
   constexpr int64_t kMinSpan = 256;
   const int64_t q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim, rep = n_heads / n_kv_heads;
   const float scale = 1.0f / std::sqrt(float(head_dim));
@@ -617,15 +615,17 @@ void CpuBackend::attention_fast(const float* q, const T* k_cache, const T* v_cac
 // 0.6B and 30B-A3B shapes at 512 tokens those loops ran at about 0.9 TSC cycles per 16-lane FMA on the AMX Xeon
 // this was measured on, where the FMA ports' peak is 0.375; these run at about 0.5 (1.25-1.3x less time for the
 // whole call). Here an item is a tile of kTileQueries queries of one kv head:
-// - the head's keys and values are first widened to fp32 (once per call, keys blocked by block_keys), so the
-//   loops convert nothing and scores_blocked reduces nothing across lanes;
+// - the head's keys are first copied into blocks of 16 (block_keys, once per call) so that scores_blocked reduces
+//   nothing across lanes; an fp16 cache's values are widened to fp32 beside them, an fp32 cache's read in place;
 // - a block of 16 keys, or of kValueRows values, is read from L1 by every four-query group of the tile in turn;
 // - a group works only up to its own causal length.
 // The same bits as attention_fast on the cache, and as each row decoded alone: widening is exact, scores_blocked
 // equals scores, and each output element is the same sum in the same order (accumulate_f32 resumes from what
 // it stored).
-bool CpuBackend::attention_prefill(const float* q, const uint16_t* k_cache, const uint16_t* v_cache, int64_t pos0,
-                                   int64_t m, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out) {
+template <typename T>
+bool CpuBackend::attention_prefill(const float* q, const T* k_cache, const T* v_cache, int64_t pos0, int64_t m,
+                                   int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out) {
+  constexpr bool kHalf = std::is_same_v<T, uint16_t>;
   // A tile's queries (16 KB at head_dim 128) and one block of keys or values share L1 (48 KB on the Xeon this
   // was measured on); kWidenBudget bounds the widened copy, made kv head by kv head past it.
   constexpr int64_t kTileQueries = 32, kValueRows = 32, kMinRows = 16, kWidenBudget = int64_t(16) << 20;
@@ -636,7 +636,8 @@ bool CpuBackend::attention_prefill(const float* q, const uint16_t* k_cache, cons
     return false;
   const int64_t q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim, longest = pos0 + m;
   const float scale = 1.0f / std::sqrt(float(head_dim));
-  const int64_t keys_size = blocked_keys_size(longest, head_dim), head_size = keys_size + longest * head_dim;
+  const int64_t keys_size = blocked_keys_size(longest, head_dim);
+  const int64_t head_size = keys_size + (kHalf ? longest * head_dim : 0);
   const int64_t heads_per_pass = std::clamp<int64_t>(kWidenBudget / (head_size * int64_t(sizeof(float))), 1, n_kv_heads);
   const int64_t key_blocks = keys_size / (kKeyBlock * head_dim), s_stride = key_blocks * kKeyBlock;
   float* wide = grown(widened_kv_, heads_per_pass * head_size);
@@ -647,9 +648,13 @@ bool CpuBackend::attention_prefill(const float* q, const uint16_t* k_cache, cons
         const int64_t g = t / key_blocks, p = t % key_blocks * kKeyBlock, keys = std::min(kKeyBlock, longest - p);
         float* head = wide + g * head_size;
         const int64_t at = p * kv_dim + (g0 + g) * head_dim;
-        ak.block_keys(k_cache + at, kv_dim, keys, head_dim, head + p * head_dim);
-        for (int64_t r = 0; r < keys; ++r)
-          ak.from_f16(v_cache + at + r * kv_dim, head_dim, head + keys_size + (p + r) * head_dim);
+        if constexpr (kHalf) {
+          ak.block_keys(k_cache + at, kv_dim, keys, head_dim, head + p * head_dim);
+          for (int64_t r = 0; r < keys; ++r)
+            ak.from_f16(v_cache + at + r * kv_dim, head_dim, head + keys_size + (p + r) * head_dim);
+        } else {
+          block_keys_f32(k_cache + at, kv_dim, keys, head_dim, head + p * head_dim);
+        }
       }
     });
     pool_.parallel_for(heads * tiles, 1, [&](int64_t t0, int64_t t1) {
@@ -661,7 +666,8 @@ bool CpuBackend::attention_prefill(const float* q, const uint16_t* k_cache, cons
         const int64_t g = t / tiles, row0 = t % tiles * tile_rows, rows = std::min(tile_rows, m - row0);
         const int64_t queries = rows * rep;
         const float* kt = wide + g * head_size;
-        const float* v = kt + keys_size;
+        const float* v = kHalf ? kt + keys_size : reinterpret_cast<const float*>(v_cache) + (g0 + g) * head_dim;
+        const int64_t v_stride = kHalf ? head_dim : kv_dim;
         // Query j is row row0 + j / rep of query head (g0 + g) * rep + j % rep; its causal length is len(j).
         auto len = [&](int64_t j) { return pos0 + row0 + j / rep + 1; };
         auto at = [&](int64_t j) { return (row0 + j / rep) * q_dim + ((g0 + g) * rep + j % rep) * head_dim; };
@@ -686,7 +692,7 @@ bool CpuBackend::attention_prefill(const float* q, const uint16_t* k_cache, cons
             const int64_t n = std::min(kValueRows, group_len(j0) - p);
             if (n <= 0) continue;
             ak.accumulate_f32(scores + j0 * s_stride + p, s_stride, std::min(kAttnQueries, queries - j0),
-                              v + p * head_dim, head_dim, n, head_dim, acc + j0 * head_dim, head_dim);
+                              v + p * v_stride, v_stride, n, head_dim, acc + j0 * head_dim, head_dim);
           }
         for (int64_t j = 0; j < queries; ++j) {
           const float inv = 1.0f / sum[size_t(j)], *aj = acc + j * head_dim;

@@ -130,10 +130,11 @@ class CpuBackend final : public Backend {
   template <typename T>
   void attention_fast(const float* q, const T* k_cache, const T* v_cache, int64_t pos0, int64_t m, int64_t n_heads,
                       int64_t n_kv_heads, int64_t head_dim, float* out);
-  // attention_fast's prompts over an fp16 cache, where the ISA has scores_blocked (cpu_backend.cpp says how).
-  // False, having done nothing, where that path does not apply.
-  bool attention_prefill(const float* q, const uint16_t* k_cache, const uint16_t* v_cache, int64_t pos0, int64_t m,
-                         int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out);
+  // attention_fast's prompts, where the ISA has scores_blocked (cpu_backend.cpp says how). False, having done
+  // nothing, where that path does not apply.
+  template <typename T>
+  bool attention_prefill(const float* q, const T* k_cache, const T* v_cache, int64_t pos0, int64_t m, int64_t n_heads,
+                         int64_t n_kv_heads, int64_t head_dim, float* out);
 
   CpuOptions options_;
   const CpuKernels* kernels_;
@@ -154,7 +155,7 @@ class CpuBackend final : public Backend {
   struct MoeRows {
     std::vector<float> expanded, gate, up, down;
   } moe_rows_;  // moe()'s routed rows (cpu_moe.cpp)
-  std::vector<float> widened_kv_;  // attention_prefill's widened keys and values
+  std::vector<float> widened_kv_;  // attention_prefill's blocked keys (and widened values)
 };
 
 }  // namespace qt::rt

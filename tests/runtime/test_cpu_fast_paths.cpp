@@ -248,19 +248,25 @@ TEST_CASE("scores over keys blocked by 16 are the same bits as scores over the f
   if (tables == 0) QTUNE_SKIP("no ISA on this CPU has a blocked scores loop (AVX-512 only)");
 }
 
-TEST_CASE("prefill attention gives every prompt row the same bits as that row decoded alone, on every ISA",
+TEST_CASE("prefill attention gives every prompt row the same bits as that row decoded alone, on every ISA and cache type",
           "[runtime][kernels]") {
   std::mt19937_64 rng(25);
-  // 40 rows from position 0: prefill widens the cache (16 rows or more); each row alone is a decode step over
-  // its own causal context. Groups of 2 query heads a kv head (the 0.6B shape's) and of 8 (30B-A3B's).
+  // 40 rows from position 0: prefill's tiles (16 rows or more) over keys copied into blocks; each row alone is a
+  // decode step over its own causal context. Groups of 2 query heads a kv head (the 0.6B shape's) and of 8
+  // (30B-A3B's); fp16 caches (dense models) and fp32 (MoE models).
   for (const auto& [n_heads, n_kv, hd] : {std::tuple<int64_t, int64_t, int64_t>{4, 2, 64}, {16, 2, 128}}) {
     const int64_t m = 40, kvd = n_kv * hd, qd = n_heads * hd;
     const std::vector<float> kc = test::random_values(rng, size_t(m * kvd), 3.0f), vc = test::random_values(rng, size_t(m * kvd), 1.0f);
     const std::vector<float> q = test::random_values(rng, size_t(m * qd), 1.0f);
+    for (const ActType kv : {ActType::F16, ActType::F32})
     for (Isa isa : test::available_isas()) {
-      INFO("isa " << isa_name(isa) << ", " << n_heads << " heads, " << n_kv << " kv heads, head_dim " << hd);
-      CpuBackend be(test::cpu_options(false, 2, isa));
+      INFO("isa " << isa_name(isa) << (kv == ActType::F16 ? ", fp16" : ", fp32") << " cache, " << n_heads << " heads, "
+                  << n_kv << " kv heads, head_dim " << hd);
+      rt::CpuOptions options = test::cpu_options(false, 2, isa);
+      options.kv_cache = kv;
+      CpuBackend be(options);
       auto k16 = be.alloc_kv(size_t(m * kvd)), v16 = be.alloc_kv(size_t(m * kvd));
+      REQUIRE(k16->view().type == kv);
       be.upload(kc.data(), kc.size(), k16->view());
       be.upload(vc.data(), vc.size(), v16->view());
       std::vector<float> all(size_t(m * qd)), one(static_cast<size_t>(qd));
