@@ -627,18 +627,19 @@ bool CpuBackend::attention_prefill(const float* q, const T* k_cache, const T* v_
                                    int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float* out) {
   constexpr bool kHalf = std::is_same_v<T, uint16_t>;
   // A tile's queries (16 KB at head_dim 128) and one block of keys or values share L1 (48 KB on the Xeon this
-  // was measured on); kWidenBudget bounds the widened copy, made kv head by kv head past it.
+  // was measured on). The copy is made for as many kv heads at a time as fit kWidenBudget, and for one head
+  // however long its context; each such pass must still give every thread two tiles, or the row path runs.
   constexpr int64_t kTileQueries = 32, kValueRows = 32, kMinRows = 16, kWidenBudget = int64_t(16) << 20;
   const AttentionKernels& ak = *attn_;
+  if (!ak.scores_blocked || head_dim % kKeyBlock != 0 || m < kMinRows) return false;
   const int64_t rep = n_heads / n_kv_heads, tile_rows = std::max<int64_t>(1, kTileQueries / rep);
   const int64_t tiles = (m + tile_rows - 1) / tile_rows, tile_queries = tile_rows * rep;
-  if (!ak.scores_blocked || head_dim % kKeyBlock != 0 || m < kMinRows || tiles * n_kv_heads < 2 * int64_t(threads()))
-    return false;
   const int64_t q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim, longest = pos0 + m;
   const float scale = 1.0f / std::sqrt(float(head_dim));
   const int64_t keys_size = blocked_keys_size(longest, head_dim);
   const int64_t head_size = keys_size + (kHalf ? longest * head_dim : 0);
   const int64_t heads_per_pass = std::clamp<int64_t>(kWidenBudget / (head_size * int64_t(sizeof(float))), 1, n_kv_heads);
+  if (heads_per_pass * tiles < 2 * int64_t(threads())) return false;
   const int64_t key_blocks = keys_size / (kKeyBlock * head_dim), s_stride = key_blocks * kKeyBlock;
   float* wide = grown(widened_kv_, heads_per_pass * head_size);
   for (int64_t g0 = 0; g0 < n_kv_heads; g0 += heads_per_pass) {

@@ -283,6 +283,38 @@ TEST_CASE("prefill attention gives every prompt row the same bits as that row de
   }
 }
 
+TEST_CASE("prefill attention at 8K positions, where a widened fp16 cache takes one kv head a pass, equals the "
+          "double-precision reference", "[runtime][kernels]") {
+  std::mt19937_64 rng(26);
+  // At head_dim 128 a kv head's widened keys and values take 8 MB at 8240 positions, so the 16 MB budget holds one
+  // head a pass: two passes here, each of three tiles (one thread). An fp32 cache copies only its keys (4 MB a
+  // head): both heads in one pass.
+  const int64_t n_heads = 4, n_kv = 2, hd = 128, kvd = n_kv * hd, qd = n_heads * hd, pos0 = 8200, m = 40, cap = pos0 + m;
+  std::vector<float> kc = test::random_values(rng, size_t(cap * kvd), 3.0f), vc = test::random_values(rng, size_t(cap * kvd), 1.0f);
+  for (float& v : kc) v = round_to_half(v);
+  for (float& v : vc) v = round_to_half(v);
+  const std::vector<float> q = test::random_values(rng, size_t(m * qd), 1.0f);
+  std::vector<float> expect(size_t(m * qd));
+  CpuBackend ref(test::cpu_options(true, 1));
+  ref.attention(q.data(), kc.data(), vc.data(), pos0, m, n_heads, n_kv, hd, expect.data());
+  for (const ActType kv : {ActType::F16, ActType::F32})
+    for (Isa isa : test::available_isas()) {
+      INFO("isa " << isa_name(isa) << (kv == ActType::F16 ? ", fp16" : ", fp32") << " cache");
+      rt::CpuOptions options = test::cpu_options(false, 1, isa);
+      options.kv_cache = kv;
+      CpuBackend fast(options);
+      auto kcache = fast.alloc_kv(size_t(cap * kvd)), vcache = fast.alloc_kv(size_t(cap * kvd));
+      fast.upload(kc.data(), kc.size(), kcache->view());
+      fast.upload(vc.data(), vc.size(), vcache->view());
+      std::vector<float> got(size_t(m * qd));
+      fast.attention(CpuBackend::host(q.data()), kcache->view(), vcache->view(), cap, pos0, m, n_heads, n_kv, hd,
+                     CpuBackend::host(got.data()));
+      double worst = 0;
+      for (size_t j = 0; j < got.size(); ++j) worst = std::max(worst, double(std::fabs(got[j] - expect[j])));
+      CHECK(worst < 2e-5);
+    }
+}
+
 TEST_CASE("the KV cache grows with the tokens run, not to the context, and keeps what it holds", "[runtime][model]") {
   test::RandomModelSpec s;
   s.config = test::small_config(false);
