@@ -67,10 +67,6 @@ double sum_squares_scalar(const float* x, int64_t n) {
   return ss;
 }
 
-}  // namespace
-
-namespace {
-
 template <typename T>
 void block_keys_of(const T* k, int64_t stride, int64_t n, int64_t d, float* kt) {
   for (int64_t b = 0; b < n; b += kKeyBlock) {

@@ -136,40 +136,54 @@ TEST_CASE("the GEMM's activation quantizer of every ISA gives quantize_rows' num
   }
 }
 
+// Random fp16-exact keys, values and queries of one attention call, its double-precision reference output, and
+// the largest difference a fast backend's output makes from it.
+struct AttentionCase {
+  int64_t n_heads, n_kv, hd, cap, pos0, m;
+  std::vector<float> kc, vc, q, expect;
+  AttentionCase(std::mt19937_64& rng, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t capacity,
+                int64_t first, int64_t rows)
+      : n_heads(heads), n_kv(kv_heads), hd(head_dim), cap(capacity), pos0(first), m(rows) {
+    kc = test::random_values(rng, size_t(cap * n_kv * hd), 3.0f);
+    vc = test::random_values(rng, size_t(cap * n_kv * hd), 1.0f);
+    for (float& v : kc) v = round_to_half(v);
+    for (float& v : vc) v = round_to_half(v);
+    q = test::random_values(rng, size_t(m * n_heads * hd), 1.0f);
+    expect.resize(q.size());
+    CpuBackend ref(test::cpu_options(true, 1));
+    ref.attention(q.data(), kc.data(), vc.data(), pos0, m, n_heads, n_kv, hd, expect.data());
+  }
+  double fast_error(const rt::CpuOptions& options, ActType cache_type) const {
+    CpuBackend fast(options);
+    auto kcache = fast.alloc_kv(kc.size()), vcache = fast.alloc_kv(vc.size());
+    REQUIRE(kcache->view().type == cache_type);
+    fast.upload(kc.data(), kc.size(), kcache->view());
+    fast.upload(vc.data(), vc.size(), vcache->view());
+    std::vector<float> got(q.size());
+    fast.attention(CpuBackend::host(q.data()), kcache->view(), vcache->view(), cap, pos0, m, n_heads, n_kv, hd,
+                   CpuBackend::host(got.data()));
+    double worst = 0;
+    for (size_t j = 0; j < got.size(); ++j) worst = std::max(worst, double(std::fabs(got[j] - expect[j])));
+    return worst;
+  }
+};
+
 TEST_CASE("attention over an fp16 KV cache at depth equals the double-precision reference on the same cached values",
           "[runtime][kernels]") {
   std::mt19937_64 rng(22);
   // 48 and 80: AVX-512 value passes of 3 blocks, and of 4 then 1; 56: AVX2 passes of 2 blocks then 1.
   for (const int64_t hd : {32, 48, 56, 64, 80}) {
-  const int64_t n_heads = 4, n_kv = 2, kvd = n_kv * hd, qd = n_heads * hd;
-  // 1500 cached positions, decode (1 row) and a short prefill (5 rows): with 4 threads and 2 kv heads a
-  // decode step is split into spans of the context whose softmaxes are merged. A prompt from position 0,
-  // whose rows see causal contexts of different lengths. And 70 rows at depth: prefill's tiles over the widened
-  // cache, where the ISA has them.
-  for (const auto& [pos0, m] : {std::pair<int64_t, int64_t>{1499, 1}, {1495, 5}, {0, 7}, {1430, 70}}) {
-    const int64_t cap = 1500;
-    std::vector<float> kc = test::random_values(rng, size_t(cap * kvd), 3.0f), vc = test::random_values(rng, size_t(cap * kvd), 1.0f);
-    for (float& v : kc) v = round_to_half(v);
-    for (float& v : vc) v = round_to_half(v);
-    const std::vector<float> q = test::random_values(rng, size_t(m * qd), 1.0f);
-    std::vector<float> expect(size_t(m * qd));
-    CpuBackend ref(test::cpu_options(true, 1));
-    ref.attention(q.data(), kc.data(), vc.data(), pos0, m, n_heads, n_kv, hd, expect.data());
-    for (Isa isa : test::available_isas()) {
-      INFO("isa " << isa_name(isa) << " rows " << m << " after " << pos0 << " head_dim " << hd);
-      CpuBackend fast(test::cpu_options(false, 4, isa));
-      auto k16 = fast.alloc_kv(size_t(cap * kvd)), v16 = fast.alloc_kv(size_t(cap * kvd));
-      REQUIRE(k16->view().type == ActType::F16);
-      fast.upload(kc.data(), kc.size(), k16->view());
-      fast.upload(vc.data(), vc.size(), v16->view());
-      std::vector<float> got(size_t(m * qd));
-      fast.attention(CpuBackend::host(q.data()), k16->view(), v16->view(), cap, pos0, m, n_heads, n_kv, hd,
-                     CpuBackend::host(got.data()));
-      double worst = 0;
-      for (size_t j = 0; j < got.size(); ++j) worst = std::max(worst, double(std::fabs(got[j] - expect[j])));
-      CHECK(worst < 2e-5);
+    // 1500 cached positions, decode (1 row) and a short prefill (5 rows): with 4 threads and 2 kv heads a
+    // decode step is split into spans of the context whose softmaxes are merged. A prompt from position 0,
+    // whose rows see causal contexts of different lengths. And 70 rows at depth: prefill's tiles over the
+    // widened cache, where the ISA has them.
+    for (const auto& [pos0, m] : {std::pair<int64_t, int64_t>{1499, 1}, {1495, 5}, {0, 7}, {1430, 70}}) {
+      const AttentionCase c(rng, 4, 2, hd, 1500, pos0, m);
+      for (Isa isa : test::available_isas()) {
+        INFO("isa " << isa_name(isa) << " rows " << m << " after " << pos0 << " head_dim " << hd);
+        CHECK(c.fast_error(test::cpu_options(false, 4, isa), ActType::F16) < 2e-5);
+      }
     }
-  }
   }
 }
 
@@ -289,29 +303,13 @@ TEST_CASE("prefill attention at 8K positions, where a widened fp16 cache takes o
   // At head_dim 128 a kv head's widened keys and values take 8 MB at 8240 positions, so the 16 MB budget holds one
   // head a pass: two passes here, each of three tiles (one thread). An fp32 cache copies only its keys (4 MB a
   // head): both heads in one pass.
-  const int64_t n_heads = 4, n_kv = 2, hd = 128, kvd = n_kv * hd, qd = n_heads * hd, pos0 = 8200, m = 40, cap = pos0 + m;
-  std::vector<float> kc = test::random_values(rng, size_t(cap * kvd), 3.0f), vc = test::random_values(rng, size_t(cap * kvd), 1.0f);
-  for (float& v : kc) v = round_to_half(v);
-  for (float& v : vc) v = round_to_half(v);
-  const std::vector<float> q = test::random_values(rng, size_t(m * qd), 1.0f);
-  std::vector<float> expect(size_t(m * qd));
-  CpuBackend ref(test::cpu_options(true, 1));
-  ref.attention(q.data(), kc.data(), vc.data(), pos0, m, n_heads, n_kv, hd, expect.data());
+  const AttentionCase c(rng, 4, 2, 128, 8240, 8200, 40);
   for (const ActType kv : {ActType::F16, ActType::F32})
     for (Isa isa : test::available_isas()) {
       INFO("isa " << isa_name(isa) << (kv == ActType::F16 ? ", fp16" : ", fp32") << " cache");
       rt::CpuOptions options = test::cpu_options(false, 1, isa);
       options.kv_cache = kv;
-      CpuBackend fast(options);
-      auto kcache = fast.alloc_kv(size_t(cap * kvd)), vcache = fast.alloc_kv(size_t(cap * kvd));
-      fast.upload(kc.data(), kc.size(), kcache->view());
-      fast.upload(vc.data(), vc.size(), vcache->view());
-      std::vector<float> got(size_t(m * qd));
-      fast.attention(CpuBackend::host(q.data()), kcache->view(), vcache->view(), cap, pos0, m, n_heads, n_kv, hd,
-                     CpuBackend::host(got.data()));
-      double worst = 0;
-      for (size_t j = 0; j < got.size(); ++j) worst = std::max(worst, double(std::fabs(got[j] - expect[j])));
-      CHECK(worst < 2e-5);
+      CHECK(c.fast_error(options, kv) < 2e-5);
     }
 }
 
