@@ -293,6 +293,10 @@ __forceinline__ void cp_async_ca(uint32_t smem_addr, const void* gmem, uint32_t 
 __forceinline__ void cp_async_cg16(uint32_t smem_addr, const void* gmem, uint32_t src_bytes = 16, QT_EMU_LOC) {
   emu::g_api->cp_async(emu::ctx(), smem_addr, gmem, 16, src_bytes, QT_EMU_SITE);
 }
+// The cache policy has no effect on the emulated memory.
+__forceinline__ void cp_async_cg16_hint(uint32_t smem_addr, const void* gmem, uint64_t /*policy*/, QT_EMU_LOC) {
+  emu::g_api->cp_async(emu::ctx(), smem_addr, gmem, 16, 16, QT_EMU_SITE);
+}
 __forceinline__ void cp_async_commit() { emu::g_api->cp_async_commit(emu::ctx()); }
 template <int kPending>
 __forceinline__ void cp_async_wait(QT_EMU_LOC) {

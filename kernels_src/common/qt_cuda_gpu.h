@@ -121,6 +121,12 @@ __device__ __forceinline__ void cp_async_cg16(uint32_t smem_addr, const void* gm
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(gmem), "r"(src_bytes)
                : "memory");
 }
+// cp.async.cg with an L2 cache policy (policy_evict_first below): weights streamed once through shared memory.
+__device__ __forceinline__ void cp_async_cg16_hint(uint32_t smem_addr, const void* gmem, uint64_t policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(gmem),
+               "l"(policy)
+               : "memory");
+}
 // A cache policy that marks lines evict-first in L2 (createpolicy), and a 16-byte read-only global load with
 // it that does not allocate in L1: for data streamed once (quantized weights), so it neither evicts the
 // activations and scales that are reused nor pollutes L1.

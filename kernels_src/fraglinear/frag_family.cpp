@@ -642,8 +642,27 @@ void share_problem(KernelFamily& f, const KernelFamily& base) {
 // Registers a point's rings and accumulators hold per lane (B tiles, A fragments, the fp32 sums and the
 // group's partials, the unpacked zeros and scales): kept under what leaves ptxas room for addresses and
 // temporaries within 255 (the frag_stream_gemv points at this bound compile without spills on sm_80-90).
+}  // namespace
+
+int64_t stream_ring(const Point& p) { return p.count("ring") ? p.at("ring") : 0; }
+int64_t stream_ring_smem(int bits, const Point& p, int64_t tn, bool norm) {
+  if (!stream_ring(p)) return 0;
+  return p.at("pf") * (tn * (bits == 4 ? 1 : 2) + 1 + (norm ? 1 : 0)) * 32 * p.at("kw") * 16;
+}
+
+namespace {
+
+// A shared ring and the warps' partial sums (static, (kw - 1) x 8 tn x 4 floats a lane, and 1 KB for the rest)
+// within the 99 KiB a block may have on sm_86 and sm_89 (the fused norm's ring holds its weights too).
+std::string stream_ring_smem_check(int bits, const Point& p, int64_t tn, bool norm = false) {
+  const int64_t bytes = stream_ring_smem(bits, p, tn, norm) + std::max<int64_t>(1, p.at("kw") - 1) * 8 * tn * 4 * 32 * 4 + 1024;
+  if (bytes > 101376) return "the shared ring needs " + std::to_string(bytes) + " bytes of shared memory, over 99 KiB";
+  return std::string();
+}
+
+// The shared ring (ring = 1) holds no tiles or fragments in registers.
 int64_t stream_ring_registers(int bits, const Point& p) {
-  const int64_t tn = p.at("tn"), pf = p.at("pf");
+  const int64_t tn = p.at("tn"), pf = stream_ring(p) ? 0 : p.at("pf");
   return tn * pf * (bits == 4 ? 4 : 8) + 4 * pf + 64 * tn + (bits == 4 ? 16 : 0) * tn + 8 * tn;
 }
 constexpr int64_t kStreamRegisterBudget = 176;
@@ -656,15 +675,35 @@ constexpr int64_t kStreamRegisterBudget = 176;
 // routed MoE gate|up GEMV (36% -> 4%). Why three (the compiler's scoreboards, an SM's outstanding loads) is what
 // the next run's ladder (kernels_src/memread, experiment H0) and H7 (pf 8 against 4) measure; until then it is a
 // fitted figure, not a mechanism.
+// The mechanism, read from the kernel's sm_90 SASS (30 Nov): every B load of the ring writes its registers under
+// one scoreboard, and the first use of a slot waits for that scoreboard to empty, so each trip through the ring
+// waits for all of it; about three of the eight tiles are in flight on average.
+// The shared ring (ring = 1) waits per cp.async group, and the groups complete in order: pf - 1 steps' tiles stay
+// in flight (frag_stream_gemv.cuh, RING). That figure is the design's, not yet a measurement.
 constexpr int64_t kRingLoadsInFlight = 3;
 int64_t stream_ring_bytes_in_flight(int bits, int64_t tiles) {
   return std::min(tiles * (bits == 4 ? 1 : 2), kRingLoadsInFlight) * 512;
 }
+int64_t stream_bytes_in_flight(int bits, const Point& p, int64_t tn) {
+  if (stream_ring(p)) return (p.at("pf") - 1) * tn * (bits == 4 ? 1 : 2) * 512;
+  return stream_ring_bytes_in_flight(bits, p.at("pf") * tn);
+}
+
 
 using Fusion = StreamFuse;
 
+// Where a stream GEMV's ring lives. A choice every GPU run measures beside the default (report_ab): the static
+// model's in-flight figure for the shared ring is the design's until a run times it.
+Param stream_ring_param() {
+  return {"ring", {0, 1}, 1,
+          "where each warp's ring lives: 0 registers (one scoreboard: each trip waits for the whole ring), 1 shared "
+          "memory through cp.async (each step waits for its own group)",
+          {}, /*report_ab=*/true, /*absent_value=*/0};
+}
+
 std::string stream_kernel(int bits, const Point& p, Fusion fuse = Fusion::kNone) {
-  return stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), p.at("tn"), false, fuse);
+  return stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), p.at("tn"), false, fuse, StreamRoute::kNone, 1,
+                            stream_ring(p));
 }
 
 // The streaming kernels' trailing arguments: the norm's weights and epsilon (kFuseNorm, kFuseResidualNorm),
@@ -683,25 +722,29 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
   const int bits = kind.bits;
   KernelFamily f = frag_family(kind, "_frag_stream_gemv", "linear.frag", kLinearDims, "fraglinear/frag_stream_gemv.cuh", 80);
   f.summary = "decode GEMV, M <= 16, for bytes in flight: kw warps split one column tile's K, each streaming "
-              "pf B tiles and A fragments in registers with no barrier, split-K reduced in the same launch";
+              "pf B tiles and A fragments (in registers, or a per-lane cp.async ring in shared memory) with no "
+              "barrier, split-K reduced in the same launch";
   f.params = {{"kw", {1, 2, 4, 8}, 4, "warps per block, each a share of the block's K range on the same tiles"},
-              {"pf", {2, 4, 8}, 8, "B tiles (16 x 64) and A fragments each warp keeps in flight"},
+              {"pf", {2, 4, 8}, 8, "B tiles (16 x 64) and A fragments in each warp's ring"},
               {"split", {1, 2, 4, 8, 16}, 4, "blocks along K (whole groups; reduced in the same launch)"},
-              {"tn", {1, 2}, 1, "64-column tiles per block, sharing each A fragment"}};
-  // Little's law on the H200 (about 25 KB in flight per SM): the first default puts 4-warp blocks of 8 INT4
-  // tiles each (16 KB per block) on a 4096 x 4096 layer's 64 x 4 blocks; the others serve deeper or narrower
-  // splits, and groups of 64 or 32 (pf must divide G / 16).
-  f.defaults = {{{"kw", 4}, {"pf", 8}, {"split", 4}, {"tn", 1}},
-                {{"kw", 8}, {"pf", 4}, {"split", 2}, {"tn", 1}},
-                {{"kw", 4}, {"pf", 4}, {"split", 8}, {"tn", 1}},
-                {{"kw", 4}, {"pf", 2}, {"split", 4}, {"tn", 1}}};
+              {"tn", {1, 2}, 1, "64-column tiles per block, sharing each A fragment"},
+              stream_ring_param()};
+  // Little's law on the H200 (about 25 KB in flight per SM): the first default puts 4-warp blocks of 7 INT4
+  // tiles in flight a warp (14 KB per block) on a 4096 x 4096 layer's 64 x 4 blocks; its neighbour is the same
+  // schedule on the register ring the H200 runs measured; the others serve deeper or narrower splits, and groups
+  // of 64 or 32 (pf must divide G / 16).
+  f.defaults = {{{"kw", 4}, {"pf", 8}, {"split", 4}, {"tn", 1}, {"ring", 1}},
+                {{"kw", 4}, {"pf", 8}, {"split", 4}, {"tn", 1}, {"ring", 0}},
+                {{"kw", 8}, {"pf", 4}, {"split", 2}, {"tn", 1}, {"ring", 0}},
+                {{"kw", 4}, {"pf", 4}, {"split", 8}, {"tn", 1}, {"ring", 0}},
+                {{"kw", 4}, {"pf", 2}, {"split", 4}, {"tn", 1}, {"ring", 0}}};
   f.point_constraint = [bits](const Point& p) {
     // The warps' partial sums meet in static shared memory: (kw - 1) x 8 tn x 4 floats per lane.
     if (p.at("kw") * p.at("tn") > 8) return std::string("kw x tn must be at most 8 (static shared memory)");
     if (stream_ring_registers(bits, p) > kStreamRegisterBudget)
       return "rings and accumulators need " + std::to_string(stream_ring_registers(bits, p)) +
              " registers per lane, over " + std::to_string(kStreamRegisterBudget);
-    return std::string();
+    return stream_ring_smem_check(bits, p, p.at("tn"));
   };
   f.shape_constraint = [bits](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"];
@@ -713,7 +756,7 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
     return std::string();
   };
   // Each warp's ring: pf B tiles per column tile, 16 bytes per lane and load (INT4 one load, INT8 two).
-  f.bytes_in_flight_per_warp = [bits](const Point& p) { return stream_ring_bytes_in_flight(bits, p.at("pf") * p.at("tn")); };
+  f.bytes_in_flight_per_warp = [bits](const Point& p) { return stream_bytes_in_flight(bits, p, p.at("tn")); };
   f.kernels = [bits](const Point& p) { return std::vector<std::string>{stream_kernel(bits, p)}; };
   f.plan = [bits](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"];
@@ -722,6 +765,7 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
     LaunchPlan plan = frag_linear_plan(d, m, split);
     Launch& l = plan.launches.front();
     l.kernel = stream_kernel(bits, p);
+    l.dynamic_smem = stream_ring_smem(bits, p, p.at("tn"), false);
     add_tail_args(l, Fusion::kNone);
     l.grid.x = uint32_t(cdiv(d.n_tiles(), p.at("tn")));
     l.grid.y = uint32_t(cdiv(m, 16));
@@ -738,7 +782,7 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
 // ---- gate + up + SwiGLU in one streaming GEMV ---------------------------------------------------------
 
 std::string gate_up_kernel(int bits, const Point& p, Fusion fuse = Fusion::kNone) {
-  return stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), 2, true, fuse);
+  return stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), 2, true, fuse, StreamRoute::kNone, 1, stream_ring(p));
 }
 
 // x of the source behind a linear problem's inputs, as fp32 values [M][K].
@@ -784,12 +828,22 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
                                "fraglinear/frag_stream_gemv.cuh", 80);
   f.summary = "decode MLP front, M <= 16: h = silu(x Wg) * (x Wu) as one streaming GEMV over [gate | up] in the "
               "frag layout, each block a gate tile and its up tile, SwiGLU in the epilogue";
-  // Two tiles' sums and rings: pf = 8 spills on sm_80-90 (NVRTC 13.0: 255 registers), pf = 4 fits in 254,
-  // and kw x 2 tiles of partials fill the static shared memory at kw = 4.
+  // Two tiles' sums and rings: pf = 8 in registers spills on sm_80-90 (NVRTC 13.0: 255 registers), pf = 4 fits
+  // in 254, and kw x 2 tiles of partials fill the static shared memory at kw = 4. The shared ring holds no tiles
+  // in registers (210 at pf = 8 on sm_90), so it can be 8 deep.
   f.params = {{"kw", {1, 2, 4}, 4, "warps per block, each a share of the block's K range on the same two tiles"},
-              {"pf", {2, 4}, 4, "B tiles (16 x 64) per tile and A fragments each warp keeps in flight"},
-              {"split", {1, 2, 4, 8, 16}, 4, "blocks along K (whole groups; reduced in the same launch)"}};
-  f.defaults = {{{"kw", 4}, {"pf", 4}, {"split", 4}}, {{"kw", 2}, {"pf", 2}, {"split", 1}}};
+              {"pf", {2, 4, 8}, 4, "B tiles (16 x 64) per tile and A fragments in each warp's ring"},
+              {"split", {1, 2, 4, 8, 16}, 4, "blocks along K (whole groups; reduced in the same launch)"},
+              stream_ring_param()};
+  f.point_constraint = [bits](const Point& p) {
+    if (!stream_ring(p) && p.at("pf") > 4) return std::string("pf=8 in registers spills (two tiles' rings)");
+    return stream_ring_smem_check(bits, p, 2);
+  };
+  // 8-bit tiles are twice as large: their shared ring is 4 deep (8 would need 105 KB a block).
+  f.defaults = {{{"kw", 4}, {"pf", bits == 4 ? 8 : 4}, {"split", 4}, {"ring", 1}},
+                {{"kw", 4}, {"pf", 4}, {"split", 4}, {"ring", 0}},
+                {{"kw", 4}, {"pf", bits == 4 ? 4 : 2}, {"split", 4}, {"ring", 1}},
+                {{"kw", 2}, {"pf", 2}, {"split", 1}, {"ring", 0}}};
   f.shape_constraint = [bits](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"], h = shape["N"];
     const FragDims d{2 * h, shape["K"], shape["G"], bits};
@@ -800,7 +854,7 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
     if (p.at("split") > d.groups()) return std::string("split exceeds the number of groups along K");
     return std::string();
   };
-  f.bytes_in_flight_per_warp = [bits](const Point& p) { return stream_ring_bytes_in_flight(bits, p.at("pf") * 2); };
+  f.bytes_in_flight_per_warp = [bits](const Point& p) { return stream_bytes_in_flight(bits, p, 2); };
   f.kernels = [bits](const Point& p) { return std::vector<std::string>{gate_up_kernel(bits, p)}; };
   f.plan = [bits](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"], h = shape["N"];
@@ -813,6 +867,7 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
     for (KernelArg& a : l.args)
       if (a.kind == KernelArg::Kind::Buffer && a.buffer == "y") a = KernelArg::buf("h");
     l.kernel = gate_up_kernel(bits, p);
+    l.dynamic_smem = stream_ring_smem(bits, p, 2, false);
     add_tail_args(l, Fusion::kNone);
     l.grid.x = uint32_t(h / 64);
     l.grid.y = uint32_t(cdiv(m, 16));
@@ -913,6 +968,7 @@ LaunchPlan fused_plan(const KernelFamily& base, Fusion fuse, bool swiglu, int bi
   LaunchPlan plan = base.plan(p, shape);
   Launch& l = plan.launches.front();
   l.kernel = swiglu ? gate_up_kernel(bits, p, fuse) : stream_kernel(bits, p, fuse);
+  l.dynamic_smem = stream_ring_smem(bits, p, swiglu ? 2 : p.at("tn"), fuse == Fusion::kNorm);
   l.args.resize(l.args.size() - kStreamTailArgs);
   add_tail_args(l, fuse);
   if (fuse == Fusion::kNorm) plan.buffers.push_back({"nw", DType::F32, shape["K"], Role::Input});
@@ -950,13 +1006,14 @@ KernelFamily make_fused_stream(const SourceKind& kind, const KernelFamily& base,
                                 "writing their RMSNorm (the residual add and the norm after it fused)"
                   : base.name + " adding its output to the hidden state in place (the residual add fused)";
   if (fuse == Fusion::kNorm || fuse == Fusion::kResidualNorm) f.scalars = {{"eps", DType::F32, kNormTestEps}};
-  if (fuse == Fusion::kNorm && !swiglu) {
-    // The norm's A loads beside a ring of 8 INT4 tiles: 12 bytes of spills on sm_90 (NVRTC 13.0).
+  if (fuse == Fusion::kNorm) {
+    // The norm's A loads beside a ring of 8 INT4 tiles in registers: 12 bytes of spills on sm_90 (NVRTC 13.0).
     const auto base_constraint = base.point_constraint;
-    f.point_constraint = [base_constraint](const Point& p) {
+    f.point_constraint = [base_constraint, swiglu, bits](const Point& p) {
       if (std::string why = base_constraint ? base_constraint(p) : std::string(); !why.empty()) return why;
-      if (p.at("pf") > 4) return std::string("the normalizing GEMV keeps at most 4 tiles in flight (pf=8 spills)");
-      return std::string();
+      if (!swiglu && !stream_ring(p) && p.at("pf") > 4)
+        return std::string("the normalizing GEMV's register ring holds at most 4 tiles (pf=8 spills)");
+      return stream_ring_smem_check(bits, p, swiglu ? 2 : p.at("tn"), true);
     };
     std::vector<Point> kept;
     for (const Point& p : f.defaults)
@@ -1339,9 +1396,9 @@ const KernelFamily& q8_0_gemm_family() {
   return f;
 }
 std::string stream_gemv_kernel(int bits, int64_t kw, int64_t pf, int64_t tn, bool swiglu, StreamFuse fuse,
-                               StreamRoute route, int64_t epl) {
-  std::vector<int64_t> args = {bits, kw, pf, tn, swiglu ? 1 : 0, int64_t(fuse), int64_t(route), epl};
-  const std::vector<int64_t> defaults = {0, 0, 0, 1};  // SWIGLU, FUSE, ROUTE, EPL
+                               StreamRoute route, int64_t epl, int64_t ring) {
+  std::vector<int64_t> args = {bits, kw, pf, tn, swiglu ? 1 : 0, int64_t(fuse), int64_t(route), epl, ring};
+  const std::vector<int64_t> defaults = {0, 0, 0, 1, 0};  // SWIGLU, FUSE, ROUTE, EPL, RING
   for (size_t i = defaults.size(); i > 0 && args.back() == defaults[i - 1]; --i) args.pop_back();
   return name_expr("frag_stream_gemv_kernel", args);
 }

@@ -43,7 +43,12 @@ enum class StreamFuse { kNone = 0, kNorm = 1, kResidual = 2, kResidualNorm = 3 }
 enum class StreamRoute { kNone = 0, kRows = 1, kCombine = 2 };
 std::string stream_gemv_kernel(int bits, int64_t kw, int64_t pf, int64_t tn, bool swiglu,
                                StreamFuse fuse = StreamFuse::kNone, StreamRoute route = StreamRoute::kNone,
-                               int64_t epl = 1);
+                               int64_t epl = 1, int64_t ring = 0);
+// A stream GEMV point's ring: 0 in registers, 1 in shared memory (a point stored before the parameter: 0). The
+// shared ring's dynamic shared memory: pf slots of (tn tiles' 16-byte pieces, the A fragment, and under the fused
+// norm its weights) for each thread of the block.
+int64_t stream_ring(const Point& p);
+int64_t stream_ring_smem(int bits, const Point& p, int64_t tn, bool norm);
 
 // The Hopper GEMMs' main loop parameter both spaces share (frag_wgmma_gemm.cuh's KIF): k-steps of wgmmas in
 // flight.

@@ -8,11 +8,13 @@
 // narrow layers, the grid holds a few warps per SM with two tiles each in flight (under 8 KB). Here:
 //   - the KW warps of a block share one set of TN column tiles and split its K range between them, so a
 //     narrow layer still puts many warps on every SM (the grid is column tiles x splits, each KW warps wide);
-//   - each warp streams its own K range with PF tiles (512 bytes each for INT4, 1 KB for INT8) in a register
-//     ring, loads predicated at the range's end, and no barrier until the end: in flight per SM is
-//     resident warps x PF x the tile's bytes, which the static model states per point;
+//   - each warp streams its own K range with a ring of PF tiles (512 bytes each for INT4, 1 KB for INT8), loads
+//     predicated at the range's end, and no barrier until the end. RING = 0 keeps the ring in registers, where
+//     ptxas waits for the whole ring at each trip (see RING below); RING = 1 keeps it in shared memory, filled by
+//     each lane's own cp.async, with PF - 1 steps in flight. The static model states each point's bytes in
+//     flight per SM;
 //   - x is read straight from global memory (it is K x M fp16, a few KB, and stays in L1 and L2) as the mma
-//     A fragment, PF steps ahead like the weights, so there is no shared memory in the loop;
+//     A fragment, PF steps ahead like the weights, into the same ring;
 //   - scales (folded once per group, as frag_linear's FOLD) and INT4 zeros of the next group are loaded while
 //     the current group runs;
 //   - the warps' partial sums meet in shared memory at the end, warp order fixed; a split along K across
@@ -136,7 +138,8 @@ constexpr int kRouteNone = 0, kRouteRows = 1, kRouteCombine = 2;
 // (unread otherwise). uq, us, uz: kRouteRows's up matrix;
 // logits [tokens][experts], top_k, renormalize: ROUTE's gating, over EPL experts per lane (unread otherwise).
 // Under ROUTE, N is one expert's columns (kRouteRows: 2H, its gate and up together) and M the tokens.
-template <int BITS, int KW, int PF, int TN, int SWIGLU = 0, int FUSE = kFuseNone, int ROUTE = kRouteNone, int EPL = 1>
+template <int BITS, int KW, int PF, int TN, int SWIGLU = 0, int FUSE = kFuseNone, int ROUTE = kRouteNone, int EPL = 1,
+          int RING = 0>
 __global__ void __launch_bounds__(KW * 32)
     frag_stream_gemv_kernel(const __half* x, const uint32_t* bq, const __half* bs, const uint32_t* bz, __half* y,
                             float* ws, unsigned* locks, int M, int N, int K, int G, const float* nw, float eps,
@@ -199,15 +202,43 @@ __global__ void __launch_bounds__(KW * 32)
   const uint32_t* btile = bq + ((int64_t)tile_of(0) * ktiles + g_begin * spg) * Tile::WORDS + lane * 4;
 
   // The rings: step s lives in slot s % PF (PF divides spg, so a group's steps start at slot 0).
-  Tile ring[TN][PF];
-  uint32_t aring[PF][4];
+  // RING = 0: in registers. Every load of a trip shares one of the warp's few scoreboards, and ptxas waits for a
+  // scoreboard to empty, never for its oldest load (global loads complete out of order): the copy of the x
+  // fragments into the ring at the trip's end waits for every tile in flight, so the ring drains once a trip
+  // (sm_90 SASS of this kernel, results/stream-gemv-ring.md).
+  // RING = 1: in shared memory, filled by cp.async. Each lane copies and reads back only its own 16-byte pieces
+  // (the frag layout gives a lane its tile words, and the A fragment is its own), so the ring needs no barrier;
+  // a step waits for its own cp.async group, and the groups complete in order (cp.async.wait_group), so PF - 1
+  // steps stay in flight. A slot holds TN x LOADS B pieces, the A fragment's four words and, under kFuseNorm, its
+  // norm weights; piece q of slot p of thread t is at (p x PIECES + q) x THREADS + t, so a warp's 16-byte reads
+  // of a piece are 512 contiguous bytes.
+  constexpr int BP = TN * Tile::LOADS, PIECES = BP + 1 + (RING && FUSE == kFuseNorm ? 1 : 0);
+  Tile ring[RING ? 1 : TN][RING ? 1 : PF];
+  uint32_t aring[RING ? 1 : PF][4];
+  QT_DYNAMIC_SHARED(stream_ring, uint4);
+  auto piece = [&](int slot, int q) { return qt::smem_u32(&stream_ring[(slot * PIECES + q) * THREADS + tid]); };
+  auto issue_b = [&](int step, int slot) {
+#pragma unroll
+    for (int j = 0; j < TN; ++j)
+#pragma unroll
+      for (int i = 0; i < Tile::LOADS; ++i)
+        qt::cp_async_cg16_hint(piece(slot, j * Tile::LOADS + i), btile + j * bstride + step * Tile::WORDS + i * 128,
+                               policy);
+  };
   auto first_tiles = [&]() {
 #pragma unroll
-    for (int p = 0; p < PF; ++p)
+    for (int p = 0; p < PF; ++p) {
+      if (RING && p == PF - 1) break;  // the shared ring keeps PF - 1 steps in flight
       if (p < steps) {
+        if constexpr (RING) {
+          issue_b(p, p);
+        } else {
 #pragma unroll
-        for (int j = 0; j < TN; ++j) frag::load_tile<BITS>(btile + j * bstride + p * Tile::WORDS, policy, ring[j][p]);
+          for (int j = 0; j < TN; ++j)
+            frag::load_tile<BITS>(btile + j * bstride + p * Tile::WORDS, policy, ring[j][p]);
+        }
       }
+    }
   };
   if constexpr (ROUTE == kRouteNone) first_tiles();
   qt::grid_dependency_entry();  // x, y, ws, the locks and the logits are the previous kernels' from here on
@@ -246,6 +277,22 @@ __global__ void __launch_bounds__(KW * 32)
   float2 nring[DEFER ? PF : 1][2];
   float inv0 = 0.0f, inv1 = 0.0f;
   if constexpr (FUSE == kFuseNorm) inv0 = row_inv[g8], inv1 = row_inv[g8 + 8];
+  // RING = 1: step `step`'s A fragment (and norm weights) into its slot; rows past M are zero-filled.
+  auto issue_a = [&](int step, int slot) {
+    const int k0 = k_first + 16 * step, r0 = m0 + g8, r1 = r0 + 8;
+    const __half* p0 = x + (int64_t)min(r0, M - 1) * K + k0 + 2 * t4;
+    const __half* p1 = x + (int64_t)min(r1, M - 1) * K + k0 + 2 * t4;
+    const uint32_t a = piece(slot, BP);
+    qt::cp_async_ca<4>(a, p0, r0 < M ? 4u : 0u);
+    qt::cp_async_ca<4>(a + 4, p1, r1 < M ? 4u : 0u);
+    qt::cp_async_ca<4>(a + 8, p0 + 8, r0 < M ? 4u : 0u);
+    qt::cp_async_ca<4>(a + 12, p1 + 8, r1 < M ? 4u : 0u);
+    if constexpr (FUSE == kFuseNorm) {
+      const uint32_t w = piece(slot, BP + 1);
+      qt::cp_async_ca<8>(w, nw + k0 + 2 * t4);
+      qt::cp_async_ca<8>(w + 8, nw + k0 + 2 * t4 + 8);
+    }
+  };
   auto load_a = [&](int k0, int slot) {
     frag_stream::load_a(x, K, M, m0, k0, g8, t4, aring[slot]);
     if constexpr (DEFER) {
@@ -265,9 +312,19 @@ __global__ void __launch_bounds__(KW * 32)
       for (int e = 0; e < 4; ++e) a[e] = aring[slot][e];
     }
   };
+  if constexpr (RING) {
+    // Group p holds step p's A fragment; group 0 also holds the B tiles of steps 0 .. PF - 2, issued above
+    // (before the PDL wait where they could be): the group of step s is complete when step s's pieces are.
 #pragma unroll
-  for (int p = 0; p < PF; ++p)
-    if (p < steps) load_a(k_first + 16 * p, p);
+    for (int p = 0; p < PF - 1; ++p) {
+      if (p < steps) issue_a(p, p);
+      qt::cp_async_commit();
+    }
+  } else {
+#pragma unroll
+    for (int p = 0; p < PF; ++p)
+      if (p < steps) load_a(k_first + 16 * p, p);
+  }
 
   // This lane's scale and zero words of group grp: FOLD, the scales of its C columns (8f + 2t, +1) as
   // frag_linear's FOLD reads them; else the scale of fragment f's B column 8f + g in both halves of word f.
@@ -325,13 +382,38 @@ __global__ void __launch_bounds__(KW * 32)
 #pragma unroll
       for (int p = 0; p < PF; ++p) {
         uint32_t a[4];
-        a_of(p, a);
-        const bool refill = s + p + PF < steps;
-        if (refill) load_a(k_first + 16 * (s + p + PF), p);
+        Tile cur_s[RING ? TN : 1];
+        if constexpr (RING) {
+          // This step's slot, then the slot the step before read refilled with the step PF - 1 ahead.
+          qt::cp_async_wait<PF - 2>();
+#pragma unroll
+          for (int j = 0; j < TN; ++j)
+#pragma unroll
+            for (int i = 0; i < Tile::LOADS; ++i)
+              cur_s[j].v[i] = stream_ring[(p * PIECES + j * Tile::LOADS + i) * THREADS + tid];
+          const uint4 av = stream_ring[(p * PIECES + BP) * THREADS + tid];
+          const uint32_t raw[4] = {av.x, av.y, av.z, av.w};
+          if constexpr (FUSE == kFuseNorm) {
+            const uint4 wv = stream_ring[(p * PIECES + BP + 1) * THREADS + tid];
+            const float2 w[2] = {make_float2(__uint_as_float(wv.x), __uint_as_float(wv.y)),
+                                 make_float2(__uint_as_float(wv.z), __uint_as_float(wv.w))};
+            frag_stream::normalize_a(raw, w, inv0, inv1, a);
+          } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) a[e] = raw[e];
+          }
+          const int ahead = s + p + PF - 1, slot = (p + PF - 1) % PF;
+          if (ahead < steps) issue_b(ahead, slot), issue_a(ahead, slot);
+          qt::cp_async_commit();
+        } else {
+          a_of(p, a);
+          if (s + p + PF < steps) load_a(k_first + 16 * (s + p + PF), p);
+        }
+        const bool refill = !RING && s + p + PF < steps;
 #pragma unroll
         for (int j = 0; j < TN; ++j) {
           uint32_t b[8][2];
-          Tile& cur = ring[j][p];
+          Tile& cur = RING ? cur_s[RING ? j : 0] : ring[RING ? 0 : j][RING ? 0 : p];  // the unused one has 1 tile
           if constexpr (BITS == 4) {
 #pragma unroll
             for (int i = 0; i < 4; ++i) frag::unpack4((&cur.v[0].x)[i], z[j], i, b);
@@ -368,6 +450,8 @@ __global__ void __launch_bounds__(KW * 32)
       }
     }
   }
+
+  if constexpr (RING) qt::cp_async_wait<0>();  // the groups left are empty: nothing lands after the loop
 
   // The warps' sums meet in warp 0, added in warp order.
   if (KW > 1) {

@@ -69,9 +69,9 @@ std::string kernel(const Format& fmt, bool gate_up, const Point& p) {
   const int bits = frag::frag_layout_bits(fmt.type);
   if (gate_up)
     return frag::stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), 2, true, StreamFuse::kNone, StreamRoute::kRows,
-                                    p.at("epl"));
+                                    p.at("epl"), frag::stream_ring(p));
   return frag::stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), p.at("tn"), false, StreamFuse::kResidual,
-                                  StreamRoute::kCombine, p.at("epl"));
+                                  StreamRoute::kCombine, p.at("epl"), frag::stream_ring(p));
 }
 
 std::string shape_check(const Format& fmt, bool gate_up, const Point& p, const Shape& s) {
@@ -159,10 +159,15 @@ KernelFamily make(const Format& fmt, bool gate_up) {
   f.point_constraint = schedule.point_constraint;
   // Two schedules, so that groups of 32 (pf = 2) have one: K split for enough blocks at one token; each at the
   // experts per lane the shape needs (CI verifies them at 1 and 4). The down GEMV's 8-bit kernel at kw = 4,
-  // pf = 4 spills on sm_80-89 (NVRTC 13.0, `qtune static --points all`), so its first default is 8 warps.
+  // pf = 4 spills on sm_80-89 (NVRTC 13.0, `qtune static --points all`), so its first default is 8 warps. The
+  // first runs the shared ring; its neighbour is the register ring the H200 runs measured.
   const std::vector<Point> base_points =
-      gate_up ? std::vector<Point>{{{"kw", 4}, {"pf", 4}, {"split", 2}}, {{"kw", 4}, {"pf", 2}, {"split", 2}}}
-              : std::vector<Point>{{{"kw", 8}, {"pf", 4}, {"split", 1}, {"tn", 1}}, {{"kw", 4}, {"pf", 2}, {"split", 1}, {"tn", 1}}};
+      gate_up ? std::vector<Point>{{{"kw", 4}, {"pf", 4}, {"split", 2}, {"ring", 1}},
+                                   {{"kw", 4}, {"pf", 4}, {"split", 2}, {"ring", 0}},
+                                   {{"kw", 4}, {"pf", 2}, {"split", 2}, {"ring", 0}}}
+              : std::vector<Point>{{{"kw", 8}, {"pf", 4}, {"split", 1}, {"tn", 1}, {"ring", 1}},
+                                   {{"kw", 8}, {"pf", 4}, {"split", 1}, {"tn", 1}, {"ring", 0}},
+                                   {{"kw", 4}, {"pf", 2}, {"split", 1}, {"tn", 1}, {"ring", 0}}};
   auto with_epl = [base_points](int64_t epl) {
     std::vector<Point> out = base_points;
     for (Point& p : out) p["epl"] = epl;
@@ -195,6 +200,7 @@ KernelFamily make(const Format& fmt, bool gate_up) {
     }
     Launch l;
     l.kernel = kernel(fmt, gate_up, p);
+    l.dynamic_smem = frag::stream_ring_smem(frag::frag_layout_bits(fmt.type), p, gate_up ? 2 : p.at("tn"), false);
     l.block.x = uint32_t(32 * p.at("kw"));
     if (gate_up) {
       // Block (gate tile, routed row, split); the kernel's N is the expert's gate and up columns together.

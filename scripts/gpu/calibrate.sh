@@ -78,9 +78,13 @@ declare -A step_args=(
 for f in launch-times-8b.json launch-times-8b-fused.json launch-times-30b.json; do
   t="$work/logs/$f"
   [[ -f "$t" ]] || continue
+  # A run whose stream GEMVs name no shared ring (the 9th template argument, RING = 1) ran the register ring's
+  # defaults: the commits before 30 Nov.
+  ring=()
+  grep -Eq 'frag_stream_gemv_kernel<([^,>]*, ){8}1>' "$t" || ring=(--register-ring)
   # shellcheck disable=SC2086
   section "Decode launch by launch: $f" "$qtune" static --gpu "$arch" --step decode --context 35 ${step_args[$f]} \
-    ${fp[@]+"${fp[@]}"} --against-launches "$t"
+    ${fp[@]+"${fp[@]}"} ${ring[@]+"${ring[@]}"} --against-launches "$t"
 done
 echo "calibrate: $md"
 exit $status

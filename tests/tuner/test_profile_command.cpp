@@ -141,7 +141,7 @@ TEST_CASE("qtune profile --sass-out writes the point's CUBIN as nvdisasm lists i
   REQUIRE(in);
   std::stringstream text;
   text << in.rdbuf();
-  CHECK(text.str().find("// awq_frag_stream_gemv kw=4,pf=8,split=4,tn=1 for sm_80") == 0);
+  CHECK(text.str().find("// awq_frag_stream_gemv kw=4,pf=8,ring=1,split=4,tn=1 for sm_80") == 0);
   CHECK(text.str().find(".text._Z23frag_stream_gemv_kernel") != std::string::npos);
   CHECK(text.str().find("HMMA.16816.F32") != std::string::npos);
 }

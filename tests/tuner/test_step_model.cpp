@@ -55,6 +55,7 @@ StepSpec run_model(WeightType dense, bool decode, int64_t tokens) {
   s.runtime.frag_layout = dense != WeightType::Q8_0;
   s.runtime.dequant_blas = false;
   s.runtime.prefill_chunk = 256;
+  s.runtime.register_ring = true;
   s.decode = decode;
   s.context = tokens;
   return s;
@@ -187,6 +188,7 @@ StepSpec run_moe(bool decode, int64_t tokens) {
   s.runtime.frag_layout = false;
   s.runtime.dequant_blas = false;
   s.runtime.prefill_chunk = 256;
+  s.runtime.register_ring = true;
   s.decode = decode;
   s.context = tokens;
   return s;
@@ -271,6 +273,7 @@ StepSpec run2_dense(WeightType dense, bool decode, int64_t tokens) {
   }
   s.runtime.dequant_blas = false;
   s.runtime.prefill_chunk = 256;
+  s.runtime.register_ring = true;
   s.decode = decode;
   s.context = tokens;
   return s;
@@ -427,7 +430,7 @@ TEST_CASE("qtune static --step compiles the points it settles on: gate|up's 249 
   // measured, 19.5 predicted).
   const std::string run = source_root() + "/results/gpu-h200-2026-11-29";
   const std::string args = "static --gpu sm90 --step decode --preset qwen3-8b --fingerprint-store " + run +
-                           "/qtune-cache.sqlite --against-launches " + run + "/logs/launch-times-8b.json --json ";
+                           "/qtune-cache.sqlite --register-ring --against-launches " + run + "/logs/launch-times-8b.json --json ";
   auto gate_up = [](const nlohmann::json& j, const char* field) {
     for (const nlohmann::json& l : j["launches"])
       if (l["what"] == "gate|up + SwiGLU") return l["default"].value(field, nlohmann::json());

@@ -53,6 +53,9 @@ struct StepRuntime {
   bool dequant_blas = true;
   // Prompt tokens per prefill chunk; 0: as the runtime picks (blas::prefill_chunk). The H200 runs' commits ran 256.
   int64_t prefill_chunk = 0;
+  // The stream GEMVs' untuned defaults on their register ring (ring = 0): the runtime before 30 Nov, which the
+  // H200 runs ran; false: the shared ring the defaults run since.
+  bool register_ring = false;
 };
 
 struct StepSpec {

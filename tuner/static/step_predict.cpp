@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "kernels_src/fraglinear/frag_family.h"
 #include "kernels_src/registry/registry.h"
 
 namespace qt::tune {
@@ -42,11 +43,12 @@ std::optional<LaunchEstimate> estimate(const KernelFamily& f, const Point& p, co
 
 // KernelChooser::choose with no tuned store: the first candidate whose default point runs at the shape the
 // runtime chooses by.
+// register_ring: the defaults as they were before the shared ring (StepRuntime::register_ring).
 std::optional<LaunchEstimate> default_choice(const std::vector<const KernelFamily*>& fams, const StepLaunch& l, int sm,
-                                             const GpuPeaks& peak) {
+                                             const GpuPeaks& peak, bool register_ring) {
   for (const KernelFamily* f : fams)
     for (const Point& p : f->default_points(l.choice_shape))
-      if (runs(*f, p, l.choice_shape))
+      if ((!register_ring || kernels::frag::stream_ring(p) == 0) && runs(*f, p, l.choice_shape))
         if (auto e = estimate(*f, p, l, sm, peak)) return e;
   return std::nullopt;
 }
@@ -128,7 +130,7 @@ StepPrediction predict_step(const StepSpec& spec, int sm, const GpuPeaks& device
   for (const StepLaunch& l : step_launches(spec)) {
     LaunchPrediction p{l, {}, {}};
     const std::vector<const KernelFamily*> fams = candidates(l, sm);
-    std::optional<LaunchEstimate> d = fams.empty() ? std::nullopt : default_choice(fams, l, sm, peak);
+    std::optional<LaunchEstimate> d = fams.empty() ? std::nullopt : default_choice(fams, l, sm, peak, spec.runtime.register_ring);
     // fp16 weights no family serves go to cuBLASLt whatever M is (DeviceBackend::linear).
     if (!d && (l.op == "cublaslt" || (l.type == WeightType::F16 && l.op == "linear"))) d = cublaslt(l, peak);
     if (!d)
