@@ -639,9 +639,6 @@ void share_problem(KernelFamily& f, const KernelFamily& base) {
 
 // ---- streaming GEMV ---------------------------------------------------------------------------------
 
-// Registers a point's rings and accumulators hold per lane (B tiles, A fragments, the fp32 sums and the
-// group's partials, the unpacked zeros and scales): kept under what leaves ptxas room for addresses and
-// temporaries within 255 (the frag_stream_gemv points at this bound compile without spills on sm_80-90).
 }  // namespace
 
 int64_t stream_ring(const Point& p) { return p.count("ring") ? p.at("ring") : 0; }
@@ -660,7 +657,10 @@ std::string stream_ring_smem_check(int bits, const Point& p, int64_t tn, bool no
   return std::string();
 }
 
-// The shared ring (ring = 1) holds no tiles or fragments in registers.
+// Registers a point's rings and accumulators hold per lane (B tiles, A fragments, the fp32 sums and the
+// group's partials, the unpacked zeros and scales): kept under what leaves ptxas room for addresses and
+// temporaries within 255 (the frag_stream_gemv points at this bound compile without spills on sm_80-90). The
+// shared ring (ring = 1) holds only the step being multiplied in registers, counted with the sums' margin.
 int64_t stream_ring_registers(int bits, const Point& p) {
   const int64_t tn = p.at("tn"), pf = stream_ring(p) ? 0 : p.at("pf");
   return tn * pf * (bits == 4 ? 4 : 8) + 4 * pf + 64 * tn + (bits == 4 ? 16 : 0) * tn + 8 * tn;
@@ -692,8 +692,10 @@ int64_t stream_bytes_in_flight(int bits, const Point& p, int64_t tn) {
 
 using Fusion = StreamFuse;
 
-// Where a stream GEMV's ring lives. A choice every GPU run measures beside the default (report_ab): the static
-// model's in-flight figure for the shared ring is the design's until a run times it.
+// Where a stream GEMV's ring lives. A choice GPU runs measure beside the default (report_ab) where the default's
+// twin on the other ring is a point of the family (the register ring cannot be 8 deep in gate|up or the fused
+// norm GEMV: experiments H6 and H8 time those): the static model's in-flight figure for the shared ring is the
+// design's until a run times it.
 Param stream_ring_param() {
   return {"ring", {0, 1}, 1,
           "where each warp's ring lives: 0 registers (one scoreboard: each trip waits for the whole ring), 1 shared "
@@ -732,12 +734,13 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
   // Little's law on the H200 (about 25 KB in flight per SM): the first default puts 4-warp blocks of 7 INT4
   // tiles in flight a warp (14 KB per block) on a 4096 x 4096 layer's 64 x 4 blocks; its neighbour is the same
   // schedule on the register ring the H200 runs measured; the others serve deeper or narrower splits, and groups
-  // of 64 or 32 (pf must divide G / 16).
+  // of 64 or 32 (pf must divide G / 16), the last two each ring's at groups of 32 (Q8_0's).
   f.defaults = {{{"kw", 4}, {"pf", 8}, {"split", 4}, {"tn", 1}, {"ring", 1}},
                 {{"kw", 4}, {"pf", 8}, {"split", 4}, {"tn", 1}, {"ring", 0}},
                 {{"kw", 8}, {"pf", 4}, {"split", 2}, {"tn", 1}, {"ring", 0}},
                 {{"kw", 4}, {"pf", 4}, {"split", 8}, {"tn", 1}, {"ring", 0}},
-                {{"kw", 4}, {"pf", 2}, {"split", 4}, {"tn", 1}, {"ring", 0}}};
+                {{"kw", 4}, {"pf", 2}, {"split", 4}, {"tn", 1}, {"ring", 0}},
+                {{"kw", 4}, {"pf", 2}, {"split", 4}, {"tn", 1}, {"ring", 1}}};
   f.point_constraint = [bits](const Point& p) {
     // The warps' partial sums meet in static shared memory: (kw - 1) x 8 tn x 4 floats per lane.
     if (p.at("kw") * p.at("tn") > 8) return std::string("kw x tn must be at most 8 (static shared memory)");

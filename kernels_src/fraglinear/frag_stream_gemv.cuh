@@ -14,7 +14,8 @@
 //     each lane's own cp.async, with PF - 1 steps in flight. The static model states each point's bytes in
 //     flight per SM;
 //   - x is read straight from global memory (it is K x M fp16, a few KB, and stays in L1 and L2) as the mma
-//     A fragment, PF steps ahead like the weights, into the same ring;
+//     A fragment, as far ahead as the weights: into a register ring of its own (RING = 0) or into the weights'
+//     slots (RING = 1);
 //   - scales (folded once per group, as frag_linear's FOLD) and INT4 zeros of the next group are loaded while
 //     the current group runs;
 //   - the warps' partial sums meet in shared memory at the end, warp order fixed; a split along K across
@@ -145,10 +146,11 @@ __global__ void __launch_bounds__(KW * 32)
                             float* ws, unsigned* locks, int M, int N, int K, int G, const float* nw, float eps,
                             const uint32_t* uq, const __half* us, const uint32_t* uz, const __half* logits,
                             int experts, int top_k, int renormalize, __half* yn) {
-  // PDL: before the wait, the block's index math and its first PF weight tiles: weights are written once at
-  // load, never in a step, so under programmatic launch their DRAM latency overlaps the previous kernel's tail.
-  // (Not under ROUTE: which expert's tiles depends on the router's logits.)
+  // PDL: before the wait, the block's index math and its first weight tiles (PF steps', PF - 1 on the shared
+  // ring): weights are written once at load, never in a step, so under programmatic launch their DRAM latency
+  // overlaps the previous kernel's tail. (Not under ROUTE: which expert's tiles depends on the router's logits.)
   static_assert(!SWIGLU || TN == 2, "the SwiGLU epilogue pairs a gate tile with its up tile");
+  static_assert(!RING || PF >= 2, "the shared ring keeps PF - 1 steps in flight: at least one");
   static_assert(FUSE >= kFuseNone && FUSE <= kFuseResidualNorm, "FUSE: none, norm, residual or residual + norm");
   constexpr bool RESIDUAL = FUSE == kFuseResidual || FUSE == kFuseResidualNorm;
   static_assert(!(SWIGLU && RESIDUAL), "the SwiGLU output is no residual stream");
