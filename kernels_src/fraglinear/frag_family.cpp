@@ -842,7 +842,7 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
     if (!stream_ring(p) && p.at("pf") > 4) return std::string("pf=8 in registers spills (two tiles' rings)");
     return stream_ring_smem_check(bits, p, 2);
   };
-  // 8-bit tiles are twice as large: their shared ring is 4 deep (8 would need 105 KB a block).
+  // 8-bit tiles are twice as large: their shared ring is 4 deep (8 would need 104 KiB a block, with the partial sums).
   f.defaults = {{{"kw", 4}, {"pf", bits == 4 ? 8 : 4}, {"split", 4}, {"ring", 1}},
                 {{"kw", 4}, {"pf", 4}, {"split", 4}, {"ring", 0}},
                 {{"kw", 4}, {"pf", bits == 4 ? 4 : 2}, {"split", 4}, {"ring", 1}},
