@@ -641,19 +641,32 @@ void share_problem(KernelFamily& f, const KernelFamily& base) {
 
 }  // namespace
 
+namespace {
+
+// The 16-byte loads a lane takes of one 16 x 64 weight tile: 512 bytes INT4, 1,024 INT8.
+constexpr int64_t stream_tile_pieces(int bits) { return bits == 4 ? 1 : 2; }
+
+// The shared memory a block may opt into on sm_86 and sm_89, the least of the targets past sm_80 (device/arch
+// states it per architecture; the families sit below the device layer and keep this one figure).
+constexpr int64_t kSm86BlockSmemBytes = 99 * 1024;
+
+}  // namespace
+
 int64_t stream_ring(const Point& p) { return p.count("ring") ? p.at("ring") : 0; }
 int64_t stream_ring_smem(int bits, const Point& p, int64_t tn, bool norm) {
   if (!stream_ring(p)) return 0;
-  return p.at("pf") * (tn * (bits == 4 ? 1 : 2) + 1 + (norm ? 1 : 0)) * 32 * p.at("kw") * 16;
+  return p.at("pf") * (tn * stream_tile_pieces(bits) + 1 + (norm ? 1 : 0)) * 32 * p.at("kw") * 16;
 }
 
 namespace {
 
 // A shared ring and the warps' partial sums (static, (kw - 1) x 8 tn x 4 floats a lane, and 1 KB for the rest)
-// within the 99 KiB a block may have on sm_86 and sm_89 (the fused norm's ring holds its weights too).
+// within what a block may have on sm_86 and sm_89 (the fused norm's ring holds its weights too).
 std::string stream_ring_smem_check(int bits, const Point& p, int64_t tn, bool norm = false) {
   const int64_t bytes = stream_ring_smem(bits, p, tn, norm) + std::max<int64_t>(1, p.at("kw") - 1) * 8 * tn * 4 * 32 * 4 + 1024;
-  if (bytes > 101376) return "the shared ring needs " + std::to_string(bytes) + " bytes of shared memory, over 99 KiB";
+  if (bytes > kSm86BlockSmemBytes)
+    return "the shared ring needs " + std::to_string(bytes) + " bytes of shared memory, over the " +
+           std::to_string(kSm86BlockSmemBytes / 1024) + " KiB a block may have on sm_86 and sm_89";
   return std::string();
 }
 
@@ -682,10 +695,10 @@ constexpr int64_t kStreamRegisterBudget = 176;
 // in flight (frag_stream_gemv.cuh, RING). That figure is the design's, not yet a measurement.
 constexpr int64_t kRingLoadsInFlight = 3;
 int64_t stream_ring_bytes_in_flight(int bits, int64_t tiles) {
-  return std::min(tiles * (bits == 4 ? 1 : 2), kRingLoadsInFlight) * 512;
+  return std::min(tiles * stream_tile_pieces(bits), kRingLoadsInFlight) * 512;
 }
 int64_t stream_bytes_in_flight(int bits, const Point& p, int64_t tn) {
-  if (stream_ring(p)) return (p.at("pf") - 1) * tn * (bits == 4 ? 1 : 2) * 512;
+  if (stream_ring(p)) return (p.at("pf") - 1) * tn * stream_tile_pieces(bits) * 512;
   return stream_ring_bytes_in_flight(bits, p.at("pf") * tn);
 }
 
@@ -1130,18 +1143,19 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
               {"sk", {0, 114, 132, 228, 264}, 0,
                "stream-K: this many blocks share the (tile, K chunk) units evenly (0: the grid of tiles and splits); "
                "the SM count of an H100 PCIe (114) or SXM / H200 (132), or twice it", {}, false, /*absent_value=*/0}};
-  // The last two: the first and the stream-K point with two k-steps in flight, so that every tune measures
-  // that choice against its neighbour (the static model has no term for it).
-  f.defaults = {{{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
-                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"kif", 1}, {"split", 2}, {"cluster", 1}, {"sk", 0}},
-                {{"bm", 128}, {"wg", 4}, {"stages", 2}, {"pf", 4}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
-                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 132}},
-                {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"kif", 1}, {"split", 1}, {"cluster", 4}, {"sk", 0}},
-                {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"kif", 2}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
-                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"kif", 2}, {"split", 1}, {"cluster", 1}, {"sk", 132}},
-                // The weights through shared memory, beside the first and the stream-K points.
-                {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 0}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
-                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 0}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 132}}};
+  // The weights through the shared ring (pf = 0; wgmma_weight_ring_param says why). The kif = 2 points: the
+  // first and the stream-K point with two k-steps in flight, so that every tune measures that choice against its
+  // neighbour (the static model has no term for it). The last two: the first and the stream-K point on the
+  // register ring, the first of them the point the H200 runs measured.
+  f.defaults = {{{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 0}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 0}, {"kif", 1}, {"split", 2}, {"cluster", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 4}, {"stages", 3}, {"pf", 0}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 0}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 132}},
+                {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 0}, {"kif", 1}, {"split", 1}, {"cluster", 4}, {"sk", 0}},
+                {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 0}, {"kif", 2}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 0}, {"kif", 2}, {"split", 1}, {"cluster", 1}, {"sk", 132}},
+                {{"bm", 64}, {"wg", 1}, {"stages", 4}, {"pf", 2}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 0}},
+                {{"bm", 128}, {"wg", 2}, {"stages", 3}, {"pf", 2}, {"kif", 1}, {"split", 1}, {"cluster", 1}, {"sk", 132}}};
   f.point_constraint = [bits](const Point& p) {
     if (p.at("sk") > 0 && p.at("split") > 1) return std::string("stream-K divides K itself: split must be 1");
     if (std::string e = wgmma_split_check(p, bits, 1); !e.empty()) return e;
@@ -1160,11 +1174,28 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
     if (std::string e = limits_check(d, m); !e.empty()) return e;
     return wgmma_split_check(p, d);
   };
-  // The DRAM stream is the weights: each warp's ring of pf tiles, or at pf = 0 the shared ring's chunks in
-  // flight, its 1 / wg share of each tile's 512 bytes (INT4) or 1,024 (INT8). The register ring's loads cannot
-  // pass the wgmma waits (asm with a memory clobber), so the ring is what is in flight. x, re-read by every
-  // column block, comes mostly from L2 and is left out.
+  // The DRAM stream is the weights: at pf = 0 the shared ring's chunks in flight, on the register ring its pf
+  // tiles (wgmma_weight_bytes_in_flight), a warp's 1 / wg share of each tile's 512 bytes (INT4) or 1,024 (INT8). x,
+  // re-read by every column block, comes mostly from L2 and is left out.
   f.bytes_in_flight_per_warp = [bits](const Point& p) { return wgmma_weight_bytes_in_flight(p, bits, 1); };
+  // A block's chunks of K (64 columns, 4 k-steps): its share of a grid or cluster split's, or of stream-K's units.
+  auto chunks_per_block = [bits](const Point& p, const Shape& shape) {
+    const FragDims d{shape["N"], shape["K"], shape["G"], bits};
+    if (p.at("sk") > 0) {
+      const int64_t units = streamk_units(d, shape["M"], p.at("bm"));
+      return cdiv(units, std::min(p.at("sk"), units));
+    }
+    return cdiv(cdiv(d.k, 64), std::max(p.at("split"), p.at("cluster")));
+  };
+  f.latency_chain = [chunks_per_block](const Point& p, const Shape& shape) {
+    return wgmma_weight_ring_chain(p, chunks_per_block(p, shape) * (frag_wgmma::kBK / 16));
+  };
+  // Its main loop is a chunk a trip: the dequantization of 4 k-steps' A registers is most of its instructions,
+  // which the tensor core's time need not cover (at bm = 64 and one warpgroup, about 200 a warp and k-step
+  // against 4 wgmmas of 32 cycles each).
+  f.main_loop = [chunks_per_block](const Point& p, const Shape& shape, const LaunchPlan& plan) {
+    return LoopWork{double(plan.launches.front().grid.count()), double(chunks_per_block(p, shape))};
+  };
   // Every buffer once, and the fp32 partials twice (written, then read back) as many as are written: the grid
   // split's whole workspace (split x M x N floats, hundreds of MB at prefill sizes: DRAM); stream-K's partial
   // tiles only, at most two per block, each read by the tile's last block soon after it is written: L2 traffic
@@ -1313,17 +1344,35 @@ int64_t wgmma_smem_bytes(const Point& p, int bits, int64_t mats) {
                                 frag_wgmma::weight_ring_bytes(bits, p.at("stages"), p.at("kif"), p.at("pf"), mats));
 }
 
+// The register ring (pf > 0) does not keep its tiles in flight. In the sm_90 machine code (NVRTC 13.0, the
+// default point; results/wgmma-weight-ring.md) every weight load of the ring, and the group's scale and zero
+// loads, write one scoreboard, and the first unpack of a k-step's tile waits on it: a scoreboard wait returns
+// only when none of its loads is outstanding, so each k-step waits for the tile issued the k-step before, one
+// DRAM round trip a k-step. The H200 timed that point at 125.6 us on 4096 x 4096 at M = 1 and at M = 4 alike,
+// and the report's rows at every M to 1,024 within 11% of it: 256 k-steps of about 0.46 us. The shared ring
+// (pf = 0) waits with counted cp.async waits, a group of copies at a time. So pf = 0 is the first default, and
+// the ring the runs measured is its A/B twin in every report.
 Param wgmma_weight_ring_param() {
-  return {"pf", {0, 1, 2, 4}, 2,
-          "weight tiles (16 x 64) each warp keeps in flight in registers; 0: none, the weights come through a "
-          "shared-memory ring of whole 64-column chunks instead, stages - kif of them in flight"};
+  return {"pf", {0, 1, 2, 4}, 0,
+          "where each warp's weight tiles (16 x 64) come from: 0 a shared-memory ring of whole 64-column chunks, "
+          "stages - kif of them in flight (cp.async); 1, 2, 4 that many tiles ahead in registers (one scoreboard: "
+          "each k-step waits for the tile loaded the k-step before)",
+          {}, /*report_ab=*/true};
 }
 
 int64_t wgmma_weight_bytes_in_flight(const Point& p, int bits, int64_t mats) {
-  // A warp's share of a tile: 1 / wg of it; a chunk of the shared ring is kBK / 16 tiles (k-steps) a warp.
+  // A warp's share of a tile: 1 / wg of it; a chunk of the shared ring is kBK / 16 tiles (k-steps) a warp. The
+  // register ring's pf tiles are what it issues; that it waits for each of them a round trip apart is its
+  // latency chain (wgmma_weight_ring_chain), which the model takes where it is the longer.
   const int64_t tiles = p.at("pf") > 0 ? p.at("pf")
                                        : frag_wgmma::weight_chunks_in_flight(p.at("stages"), p.at("kif")) * (frag_wgmma::kBK / 16);
   return mats * tiles * frag_wgmma::weight_tile_bytes(bits) / p.at("wg");
+}
+
+LatencyChain wgmma_weight_ring_chain(const Point& p, int64_t k_steps) {
+  LatencyChain c;
+  if (p.at("pf") > 0) c.dram_rounds = double(k_steps);
+  return c;
 }
 
 std::string wgmma_split_check(const Point& p, int bits, int64_t mats) {

@@ -24,9 +24,13 @@
 //      ring (unpredicated: the last PF of a range read into the next one or the layout's padding tiles). Or,
 //      at PF = 0, through shared memory: each lane copies (cp.async) the very words it will unpack into its own
 //      slots of a ring of whole 64-column chunks, one chunk further ahead than x and in x's commit groups, so
-//      that x's wait covers them and no barrier is needed (a thread reads only what it copied). The register
-//      ring holds at most 4 tiles a warp, as many registers allow; the shared ring holds STAGES - KIF chunks
-//      of 4 tiles in flight, which is what a loop bound by its loads' latency needs (Little's law). Then
+//      that x's wait covers them and no barrier is needed (a thread reads only what it copied). The shared
+//      ring holds STAGES - KIF chunks of 4 tiles in flight, which is what a loop bound by its loads' latency
+//      needs (Little's law), and is the default. The register ring keeps no more than one tile in flight: ptxas
+//      puts all its loads, and the group's scale and zero loads, on one scoreboard, and the first unpack of a
+//      k-step's tile waits for that scoreboard to empty, the tile loaded a k-step before included: a DRAM round
+//      trip every k-step (the H200 runs: about 0.46 us a k-step at every M up to 1,024; see
+//      results/wgmma-weight-ring.md). Then
 //      the magic-number unpack gives (q - z) in fp16 and one multiply by the row's scale the fp16 weight,
 //      rounded once as the AWQ reference and the mma.sync GEMM round it. The next k-step's A is dequantized
 //      while this k-step's wgmmas run (two A register sets), and each k-step's group is retired before its A
@@ -264,13 +268,21 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
 
   // Step s (of this split's range): ring slot `slot` of each matrix to the A registers of its J pairs, then the
   // slot refilled PF tiles ahead. Where step s starts a group, its scales and zeros (fetched a group ahead)
-  // take effect.
+  // take effect. The next group's first k-tile is counted, not divided out: a division by the run-time group
+  // size is some 20 integer instructions a k-step in a loop that issues about 200.
+  int next_group = 0, group_start = 0;  // the group fetched a group ahead, and the k-tile that starts it
   auto dequant = [&](int s, int slot, uint32_t (&a)[MATS][J][4]) {
     const int kt = kt_begin + s;
-    if (s == 0) fetch_group(kt / gsteps);
-    if (s == 0 || kt % gsteps == 0) {
+    if (s == 0) {
+      next_group = kt / gsteps;
+      group_start = kt;
+      fetch_group(next_group);
+    }
+    if (kt == group_start) {
       use_fetched_group();
-      if (kt / gsteps + 1 < groups) fetch_group(kt / gsteps + 1);
+      ++next_group;
+      group_start = next_group * gsteps;
+      if (next_group < groups) fetch_group(next_group);
     }
 #pragma unroll
     for (int m = 0; m < MATS; ++m) {

@@ -164,19 +164,21 @@ KernelFamily make(const Format& fmt, bool fused) {
                "memory: no workspace, no reduction launch (1: none; with split = 1)", {}, false, /*absent_value=*/1}};
   // As the file-layout family's rule: one expert row per token at decode, where K is split for enough
   // blocks; 16-row blocks while the average expert has fewer than 32 rows; then 64.
-  const Point decode = {{"bm", 8}, {"wg", 1}, {"stages", 2}, {"pf", 4}, {"kif", 1}, {"split", 4}, {"cluster", 1}};
-  const Point small = {{"bm", 16}, {"wg", 1}, {"stages", 3}, {"pf", 2}, {"kif", 1}, {"split", 2}, {"cluster", 1}};
-  const Point large = {{"bm", 64}, {"wg", 2}, {"stages", 4}, {"pf", 2}, {"kif", 1}, {"split", 1}, {"cluster", 1}};
+  // The weights come through the shared ring (pf = 0): the register ring waits out a DRAM round trip every
+  // k-step (frag::wgmma_weight_ring_param).
+  const Point decode = {{"bm", 8}, {"wg", 1}, {"stages", 3}, {"pf", 0}, {"kif", 1}, {"split", 4}, {"cluster", 1}};
+  const Point small = {{"bm", 16}, {"wg", 1}, {"stages", 3}, {"pf", 0}, {"kif", 1}, {"split", 2}, {"cluster", 1}};
+  const Point large = {{"bm", 64}, {"wg", 2}, {"stages", 4}, {"pf", 0}, {"kif", 1}, {"split", 1}, {"cluster", 1}};
   // The decode point's split, summed in a cluster: one launch fewer per grouped GEMM.
-  const Point decode_cluster = {{"bm", 8}, {"wg", 1}, {"stages", 2}, {"pf", 4}, {"kif", 1}, {"split", 1}, {"cluster", 4}};
+  const Point decode_cluster = {{"bm", 8}, {"wg", 1}, {"stages", 3}, {"pf", 0}, {"kif", 1}, {"split", 1}, {"cluster", 4}};
   // The small and large points with two k-steps in flight, last, so that every tune measures that choice beside
   // them (the static model has no term for it).
   Point small_kif2 = small, large_kif2 = large;
   small_kif2["kif"] = large_kif2["kif"] = 2;
-  // And with the weights through shared memory (pf = 0), which the model puts ahead where rows re-read them.
-  Point small_shared = small, large_shared = large;
-  small_shared["pf"] = large_shared["pf"] = 0;
-  f.defaults = {decode, small, large, decode_cluster, small_kif2, large_kif2, small_shared, large_shared};
+  // And on the register ring, the points the H200 runs measured (pf = 2), so that every report times both rings.
+  Point small_registers = small, large_registers = large;
+  small_registers["pf"] = large_registers["pf"] = 2;
+  f.defaults = {decode, small, large, decode_cluster, small_kif2, large_kif2, small_registers, large_registers};
   f.defaults_for = [all = f.defaults, small, large](const Shape& s) {
     return moe::grouped_defaults_for(s, small, large, all);
   };
@@ -185,6 +187,22 @@ KernelFamily make(const Format& fmt, bool fused) {
   // The weights are the DRAM stream: each warp's ring per matrix, as the dense Hopper GEMM states it.
   f.bytes_in_flight_per_warp = [fmt, fused](const Point& p) {
     return frag::wgmma_weight_bytes_in_flight(p, frag::frag_layout_bits(fmt.type), fused ? 2 : 1);
+  };
+  // A block's k-steps: its split's share of K's 64-column chunks, 4 each; waited through by the blocks that have
+  // routed rows (the routing's expected row blocks, each over every column block and split).
+  f.latency_chain = [fmt](const Point& p, const Shape& s) {
+    const frag::FragDims d = dims_of(fmt, s);
+    const int64_t chunks = cdiv(d.k, 64), ways = std::max(p.at("split"), p.at("cluster"));
+    LatencyChain c = frag::wgmma_weight_ring_chain(p, cdiv(chunks, ways) * 4);
+    c.blocks = moe::expected_row_blocks(s["T"], s["E"], s["TOPK"], p.at("bm")) * double(cdiv(d.n_tiles(), 4) * ways);
+    return c;
+  };
+  // A chunk of K a trip, as the dense Hopper GEMM's, in the blocks that have routed rows.
+  f.main_loop = [fmt](const Point& p, const Shape& s, const LaunchPlan&) {
+    const frag::FragDims d = dims_of(fmt, s);
+    const int64_t chunks = cdiv(d.k, 64), ways = std::max(p.at("split"), p.at("cluster"));
+    const double blocks = moe::expected_row_blocks(s["T"], s["E"], s["TOPK"], p.at("bm")) * double(cdiv(d.n_tiles(), 4) * ways);
+    return LoopWork{blocks, double(cdiv(chunks, ways))};
   };
   f.kernels = [fmt, fused](const Point& p) {
     std::vector<std::string> k = {moe::place_kernel(kPlaceWarps), gemm_kernel(fmt, fused, p)};

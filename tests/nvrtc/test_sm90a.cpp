@@ -31,6 +31,18 @@ std::string kernel_source(const std::string& name) {
   return ss.str();
 }
 
+// Every sm_90a GEMM family (its warpgroups are a parameter, "wg"): the dense GEMMs of the three frag types, and
+// the grouped MoE GEMMs (gate/up and down). (The bulk-copy read stream, mem_read_bulk, is sm_90a too, and has no
+// wgmma.)
+std::vector<const qt::kernels::KernelFamily*> hopper_gemm_families() {
+  std::vector<const qt::kernels::KernelFamily*> out;
+  for (const qt::kernels::KernelFamily* f : qt::kernels::all_families())
+    if (f->min_sm == 90 &&
+        std::any_of(f->params.begin(), f->params.end(), [](const qt::kernels::Param& p) { return p.name == "wg"; }))
+      out.push_back(f);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("NVRTC targets sm_90a for architecture 90 and plain sm_NN otherwise") {
@@ -73,17 +85,10 @@ TEST_CASE("the Hopper GEMM families compile their widest points for sm_90a with 
   // count, k-steps in flight and weight ring the point with the most registers (the largest bm, the deepest ring): where
   // allocation is tightest.
   // (All points: `qtune static --gpu sm90 --points all`, 1.5 minutes.)
-  // Every sm_90a GEMM family (warpgroups, "wg"): the dense GEMMs of the three frag types, and the grouped MoE GEMMs
-  // (gate/up and down). (The bulk-copy read stream, mem_read_bulk, is sm_90a too, and has no wgmma.)
-  size_t families = 0;
-  for (const qt::kernels::KernelFamily* hopper : qt::kernels::all_families()) {
-    const auto& params = hopper->params;
-    if (hopper->min_sm != 90 ||
-        std::none_of(params.begin(), params.end(), [](const qt::kernels::Param& p) { return p.name == "wg"; }))
-      continue;
+  const std::vector<const qt::kernels::KernelFamily*> families = hopper_gemm_families();
+  for (const qt::kernels::KernelFamily* hopper : families) {
     const qt::kernels::KernelFamily& f = *hopper;
     const std::string name = f.name;
-    ++families;
     CompileRequest req;
     req.program_name = f.source;
     req.source = qt::kernels::read_family_source(f);
@@ -116,7 +121,7 @@ TEST_CASE("the Hopper GEMM families compile their widest points for sm_90a with 
       CHECK_FALSE(r.spills());
     }
   }
-  CHECK(families == 9);
+  CHECK(families.size() == 9);
 }
 
 TEST_CASE("the awq_frag_gemv points the H200 tune lost compile for sm_90a with a ptxas entry even from a cache entry without one") {
@@ -156,4 +161,39 @@ TEST_CASE("the awq_frag_gemv points the H200 tune lost compile for sm_90a with a
   bool hit = false;
   service.compile_cached(service.request_for(f, points[0], 90), &hit);
   CHECK(hit);  // the entry was repaired
+}
+
+TEST_CASE("every Hopper GEMM's first default takes its weights through the shared ring, and a report times the "
+          "register ring the H200 runs measured beside it") {
+  // The register ring (pf > 0) waits out a DRAM round trip every k-step (frag::wgmma_weight_ring_param, from the
+  // sm_90 machine code and the third H200 run's rows), so no default leads with it; but the runs timed it, so the
+  // first default's one-parameter neighbour on it is timed in every report, and the next run reads the two side
+  // by side. Dense GEMMs at 1,024 rows; the grouped ones where their small and their large point lead.
+  const std::vector<const qt::kernels::KernelFamily*> families = hopper_gemm_families();
+  for (const qt::kernels::KernelFamily* hopper : families) {
+    // The probe shape with its rows (M) or tokens (T) set.
+    auto with = [&](const std::string& dim, int64_t value) {
+      qt::kernels::Shape s = hopper->probe_shape;
+      const auto at = std::find(s.names.begin(), s.names.end(), dim);
+      REQUIRE(at != s.names.end());
+      s.values[size_t(at - s.names.begin())] = value;
+      return s;
+    };
+    const bool dense = std::count(hopper->dims.begin(), hopper->dims.end(), "M") > 0;
+    const std::vector<qt::kernels::Shape> shapes =
+        dense ? std::vector<qt::kernels::Shape>{with("M", 1024)}
+              : std::vector<qt::kernels::Shape>{with("T", 64), with("T", 4096)};
+    for (const qt::kernels::Shape& shape : shapes) {
+      const std::vector<qt::kernels::Point> defaults = hopper->default_points(shape);
+      REQUIRE_FALSE(defaults.empty());
+      const qt::kernels::Point& first = defaults.front();
+      INFO(hopper->name << " at " << qt::kernels::shape_key(shape) << ": " << qt::kernels::point_key(first));
+      CHECK(first.at("pf") == 0);
+      bool register_twin = false;
+      for (const qt::kernels::Neighbour& n : qt::kernels::one_parameter_neighbours(*hopper, first, shape))
+        register_twin = register_twin || (n.param == "pf" && n.point.at("pf") == 2);
+      CHECK(register_twin);
+    }
+  }
+  CHECK(families.size() == 9);
 }

@@ -334,18 +334,24 @@ TEST_CASE("on the third H200 run's reports the model ranks the rewritten file-la
   check_each_within(grouped, 0.3, 1.1);
 }
 
-// The grouped wgmma GEMMs of the second run's 30B-A3B report ran one point (bm=64, two warpgroups) at 512, 1024
-// and 4096 tokens, where the share of their weight loads that are re-reads grows from none to about 3 in 4. The
-// model's error on them must not grow with that share: with the re-reads charged as L2 hits the model went from
-// 0.67x to 0.33x of the measured time over those rows; charged at the DRAM latency (rereads_at_dram_latency, on
-// the wgmma main loop) and counted over the routing's spread (expected_row_blocks), it stays within 0.55-0.7x.
-// What is left is a flat optimism of the family, held here as the bound it is.
-TEST_CASE("on the second H200 run's grouped wgmma rows the model's error does not grow with the weights' re-reads",
+// The grouped wgmma GEMMs of the second run's 30B-A3B report ran one point (bm=64, two warpgroups, the register
+// ring pf=2) at 512, 1024 and 4096 tokens, where the share of their weight loads that are re-reads grows from none
+// to about 3 in 4. The model's error on them must not grow with that share: with the re-reads charged as L2 hits
+// the model went from 0.67x to 0.33x of the measured time over those rows; charged at the DRAM latency
+// (rereads_at_dram_latency) and counted over the routing's spread (expected_row_blocks), it stayed within
+// 0.55-0.7x, a flat optimism. That optimism was the register ring's drain (frag::wgmma_weight_ring_param): a DRAM
+// round trip every k-step, waited through by the blocks that have routed rows. With it the gate|up rows (128
+// k-steps a block) come to 0.88-0.94x; the down rows (48 k-steps) to 1.4-1.6x, pessimistic: the short chain of a
+// block overlaps more of its neighbours' prologues and stores than the model's whole waves allow. Held as the
+// bounds they are.
+TEST_CASE("on the second H200 run's grouped wgmma rows the model's error does not grow with the weights' re-reads, "
+          "and the register ring's chain times the gate|up rows",
           "[tuner][roofline]") {
   compile::CompileService service;
   const Calibration c = calibrate_store(source_root() + "/results/gpu-h200-2026-11-27/report-qwen3-30b-a3b/report.json",
                                         {"moe_gate_up.frag.q8_0", "moe_down.frag.q8_0"}, service);
   for (const char* family : {"moe_gate_up.frag.q8_0", "moe_down.frag.q8_0"}) {
+    const bool gate_up = std::string(family) == "moe_gate_up.frag.q8_0";
     double lo = 1e9, hi = 0;
     int rows = 0;
     for (const CalibrationPoint& p : c.points) {
@@ -354,6 +360,8 @@ TEST_CASE("on the second H200 run's grouped wgmma rows the model's error does no
                   << p.measured_s * 1e6 << " us, model " << p.model_s * 1e6 << " us");
       CHECK(p.point.at("bm") == 64);
       CHECK(p.point.at("wg") == 2);
+      CHECK(p.point.at("pf") == 2);
+      CHECK(p.bound == "latency");
       const double ratio = p.model_s / p.measured_s;
       lo = std::min(lo, ratio), hi = std::max(hi, ratio);
       ++rows;
@@ -361,9 +369,42 @@ TEST_CASE("on the second H200 run's grouped wgmma rows the model's error does no
     INFO(family << ": model/measured " << lo << " to " << hi);
     CHECK(rows == 3);
     CHECK(hi / lo <= 1.3);
-    CHECK(lo >= 0.5);
-    CHECK(hi <= 1.0);
+    CHECK(lo >= (gate_up ? 0.8 : 1.2));
+    CHECK(hi <= (gate_up ? 1.1 : 1.8));
   }
+}
+
+// The third run's reports timed the dense Hopper GEMM's first default of the time (bm=64, one warpgroup, the
+// register ring pf=2) at 1 to 4,096 rows: 123-128 us at K = 4,096 and 363-366 us at K = 12,288 whatever N and M
+// while one wave holds the grid, and whole multiples of that per wave beyond (458.9 us at 4,096 x 4,096 and
+// 4,096 rows: four waves). That is the register ring's chain, a DRAM round trip every k-step (256 and 768 of
+// them), at about 0.46 us a round trip; the model counts them at its loaded latency of 0.6 us, so it is
+// pessimistic by about 1.3x on every row, and ranks them by it.
+TEST_CASE("the dense wgmma GEMM's register ring is timed as a DRAM round trip a k-step on the third H200 run's rows",
+          "[tuner][roofline]") {
+  compile::CompileService service;
+  std::vector<CalibrationPoint> points;
+  for (const char* report : {"report-qwen3-8b", "report-qwen3-30b-a3b"}) {
+    const Calibration c = calibrate_store(source_root() + "/results/gpu-h200-2026-11-29/" + report + "/report.json",
+                                          {"awq_frag_wgmma_gemm", "q8_0_frag_wgmma_gemm"}, service);
+    points.insert(points.end(), c.points.begin(), c.points.end());
+  }
+  std::vector<const CalibrationPoint*> rows;
+  for (const CalibrationPoint& p : points)
+    if (!p.in_chain && p.point.at("pf") == 2) {
+      INFO(p.family << " " << shape_key(p.shape) << " " << kernels::point_key(p.point) << ": measured "
+                    << p.measured_s * 1e6 << " us, model " << p.model_s * 1e6 << " us, " << p.bound);
+      CHECK(p.bound == "latency");
+      rows.push_back(&p);
+    }
+  const CalibrationFit f = fit(rows);
+  std::printf("third H200 run's wgmma GEMM rows (pf=2): %zu, Spearman %.3f, median model/measured %.2f\n", f.n,
+              f.spearman, f.median_ratio);
+  CHECK(f.n >= 40);
+  CHECK(f.spearman >= 0.8);
+  CHECK(f.median_ratio >= 1.15);
+  CHECK(f.median_ratio <= 1.45);
+  check_each_within(rows, 0.9, 1.7);
 }
 
 TEST_CASE("a report's rows timed in a chain are predicted with the in-stream launch cost, in a group of their own",

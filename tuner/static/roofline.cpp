@@ -191,7 +191,8 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
     double t_chain = 0;
     if (i == main && f.latency_chain) {
       const kernels::LatencyChain c = f.latency_chain(point, shape);
-      t_chain = std::max(1.0, waves) * (c.dram_rounds * peak.dram_latency_ns + c.l2_rounds * peak.l2_latency_ns) * 1e-9;
+      const double chain_waves = c.blocks > 0 ? std::ceil(c.blocks / slots) : waves;
+      t_chain = std::max(1.0, chain_waves) * (c.dram_rounds * peak.dram_latency_ns + c.l2_rounds * peak.l2_latency_ns) * 1e-9;
     }
     e.memory_s += t_mem / wave_eff;
     e.compute_s += t_comp / wave_eff;
