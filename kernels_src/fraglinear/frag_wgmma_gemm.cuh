@@ -30,7 +30,12 @@
 //      puts all its loads, and the group's scale and zero loads, on one scoreboard, and the first unpack of a
 //      k-step's tile waits for that scoreboard to empty, the tile loaded a k-step before included: a DRAM round
 //      trip every k-step (the H200 runs: about 0.46 us a k-step at every M up to 1,024; see
-//      results/wgmma-weight-ring.md). Then
+//      results/wgmma-weight-ring.md). The group scales and zeros: on the register ring, loaded a group ahead
+//      into registers; on the shared ring, copied into each chunk's slot beside its weights (an entry for each
+//      k-step that starts a group), the block's threads sharing the copies out, so they are read after the
+//      barrier of the chunk whose commit group carried them, and no global load is left in the loop (a group of
+//      32 is two k-steps, less than a round trip: loaded a group ahead, its wait would show). The fused gate/up
+//      keeps loading its scales a group ahead: it has no registers to spare. Then
 //      the magic-number unpack gives (q - z) in fp16 and one multiply by the row's scale the fp16 weight,
 //      rounded once as the AWQ reference and the mma.sync GEMM round it. The next k-step's A is dequantized
 //      while this k-step's wgmmas run (two A register sets), and each k-step's group is retired before its A
@@ -120,9 +125,17 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
   // copy index a run of THREADS consecutive copies so that a warp's reads of one copy are conflict-free.
   constexpr bool WSMEM = PF == 0;
   constexpr int WSLOTS = AHEAD + 2, WU = Tile::WORDS < 4 ? Tile::WORDS : 4, WQ = Tile::WORDS / WU;
-  constexpr int WSLOT_BYTES = MATS * KS * WQ * THREADS * WU * 4;
+  constexpr int WTILES_BYTES = MATS * KS * WQ * THREADS * WU * 4;
+  // After a slot's weights (one weight matrix), the scales (and INT4 zeros) of the groups its chunk's k-steps
+  // start: entry e of column tile t holds those of k-step e's group, copied for the chunk's first k-step and each
+  // that starts a group (the others are never read).
+  constexpr int GENTRY_BYTES = (int)group_entry_bytes(BITS), SCALE_PIECES = 64 * 2 / 16;
+  constexpr int GPIECES = SCALE_PIECES + (BITS == 4 ? 16 * 4 / 16 : 0);  // 16-byte copies of one entry and tile
+  constexpr bool RING_GROUPS_FIT = WSMEM && MATS == 1;  // the slots carry group entries (below)
+  constexpr int WSLOT_BYTES = WTILES_BYTES + (RING_GROUPS_FIT ? MATS * KS * kTiles * GENTRY_BYTES : 0);
   static_assert(!WSMEM || (int64_t)WSLOTS * WSLOT_BYTES == weight_ring_bytes(BITS, STAGES, KIF, PF, MATS),
                 "the host sizes the weight ring as the kernel lays it out");
+  static_assert(!WSMEM || MATS * kTiles * GPIECES <= THREADS, "one copy a thread covers a k-step's group entries");
 
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, h = tid >> 7;
   const int g8 = lane >> 2;
@@ -168,6 +181,17 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
   auto wslot_addr = [&](int slot, int m, int kk, int q) {
     return wring_base + slot * WSLOT_BYTES + (((m * KS + kk) * WQ + q) * THREADS + tid) * (WU * 4);
   };
+  auto gentry_addr = [&](int slot, int m, int e, int t) {
+    return wring_base + slot * WSLOT_BYTES + WTILES_BYTES + ((m * KS + e) * kTiles + t) * GENTRY_BYTES;
+  };
+  // The shared ring carries the group scales too, so that no global load is left in the loop: loaded a group
+  // ahead in registers, a group of 32 (two k-steps, less than a round trip) would wait for its scales. Not in
+  // the fused gate/up (MATS = 2): it holds two of everything, its widest points fit the register file with 1-3
+  // registers to spare, and the copies' registers made them spill (24-32 bytes, NVRTC 13.0); it loads its scales
+  // a group ahead (RING_GROUPS_FIT).
+  // The group the chunks being copied have reached, counted from the range's first (the chunks are copied in
+  // order): its index and its k-tiles [copy_start, copy_start + gsteps).
+  int copy_group = kt_begin / gsteps, copy_start = copy_group * gsteps;
   // Chunk c of this range (unpredicated past K, as the register ring: into the next tile or the padding).
   auto load_w = [&](int c, int slot) {
 #pragma unroll
@@ -183,6 +207,23 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
           else qt::cp_async_ca<WU * 4>(wslot_addr(slot, m, kk, q), src + wtile_word(q));
         }
       }
+    // The block's threads share the group entries out, a 16-byte piece each; other threads read them, after
+    // the barrier of the chunk whose commit group carried them.
+    if constexpr (!RING_GROUPS_FIT) return;
+    const int piece = tid % GPIECES, t = tid / GPIECES % kTiles, m = tid / (GPIECES * kTiles);
+    const bool copier = tid < MATS * kTiles * GPIECES;
+    const int64_t gtile = min(cb * kTiles + t, n_tiles - 1);
+#pragma unroll
+    for (int e = 0; e < KS; ++e) {
+      const int kt = kt_begin + c * KS + e;
+      if (kt >= ktiles) break;  // the short last chunk (uniform)
+      if (kt >= copy_start + gsteps) ++copy_group, copy_start += gsteps;  // gsteps >= 1: one step at most
+      if (!copier || (e > 0 && kt != copy_start)) continue;
+      const int64_t tg = gtile * groups + copy_group;
+      const uint32_t dst = gentry_addr(slot, m, e, t) + piece * 16;
+      if (piece < SCALE_PIECES) qt::cp_async_cg16(dst, w[m].s + tg * 64 + piece * 8);
+      else if constexpr (BITS == 4) qt::cp_async_cg16(dst, w[m].z + tg * 16 + (piece - SCALE_PIECES) * 4);
+    }
   };
   // Commit group g holds x's chunk g and the weights' chunk g + 1 (group 0 chunk 0's too): the wait for x's
   // chunk c leaves chunk c + 1's weights landed, which the last k-step of chunk c dequantizes.
@@ -265,24 +306,41 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
       for (int e = 0; e < 2 * J; ++e) sc[m][e] = sc_next[m][e] | (sc_next[m][e] << 16);
     }
   };
+  // The shared ring's entry of step s (its chunk's slot, its k-step's entry, this warp's column tile) into the
+  // registers a fetch a group ahead fills, so that the two paths share them.
+  auto read_ring_group = [&](int s) {
+#pragma unroll
+    for (int m = 0; m < MATS; ++m) {
+      const unsigned char* entry = smem + pad + (gentry_addr((s / KS) % WSLOTS, m, s % KS, warp) - ring_base);
+      if constexpr (BITS == 4) zw_next[m] = *reinterpret_cast<const uint2*>(entry + 128 + 8 * g8);
+      const unsigned short* s16 = reinterpret_cast<const unsigned short*>(entry);
+#pragma unroll
+      for (int e = 0; e < 2 * J; ++e) {
+        const int f = 2 * J * h + e;
+        sc_next[m][e] = s16[32 * (f >> 2) + 8 * (g8 >> 1) + 2 * (f & 3) + (g8 & 1)];
+      }
+    }
+  };
 
   // Step s (of this split's range): ring slot `slot` of each matrix to the A registers of its J pairs, then the
-  // slot refilled PF tiles ahead. Where step s starts a group, its scales and zeros (fetched a group ahead)
-  // take effect. The next group's first k-tile is counted, not divided out: a division by the run-time group
+  // slot refilled PF tiles ahead. Where step s starts a group, its scales and zeros (fetched a group ahead, or
+  // in the shared ring's slot) take effect. The next group's first k-tile is counted, not divided out: a division by the run-time group
   // size is some 20 integer instructions a k-step in a loop that issues about 200.
-  int next_group = 0, group_start = 0;  // the group fetched a group ahead, and the k-tile that starts it
+  int next_group = 0, group_start = 0;  // the next group to take effect, and the k-tile that starts it
   auto dequant = [&](int s, int slot, uint32_t (&a)[MATS][J][4]) {
     const int kt = kt_begin + s;
     if (s == 0) {
       next_group = kt / gsteps;
       group_start = kt;
-      fetch_group(next_group);
+      if constexpr (!RING_GROUPS_FIT) fetch_group(next_group);
     }
     if (kt == group_start) {
+      if constexpr (RING_GROUPS_FIT) read_ring_group(s);  // copied with the chunk's weights: nothing to wait for
       use_fetched_group();
       ++next_group;
       group_start = next_group * gsteps;
-      if (next_group < groups) fetch_group(next_group);
+      if constexpr (!RING_GROUPS_FIT)
+        if (next_group < groups) fetch_group(next_group);
     }
 #pragma unroll
     for (int m = 0; m < MATS; ++m) {
@@ -317,7 +375,10 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
 #pragma unroll
       for (int i = 0; i < BM / 2; ++i) acc[m][j][i] = 0.0f;
   uint32_t a[2][MATS][J][4];  // step s uses a[s & 1]: a stage has an even number of steps
-  if constexpr (WSMEM) qt::cp_async_wait<AHEAD - 1>();  // group 0: chunk 0's weights, this thread's own copies
+  if constexpr (WSMEM) {
+    qt::cp_async_wait<AHEAD - 1>();  // group 0: chunk 0's weights, this thread's own copies,
+    __syncthreads();                 // and its group entries, which other threads copied
+  }
   if (steps > 0) dequant(0, 0, a[0]);
 
   for (int c = 0; c < chunks; ++c) {

@@ -25,12 +25,18 @@ QT_FRAG_WGMMA_HD constexpr int64_t weight_tile_bytes(int64_t bits) { return 16 *
 // The chunks of the weights' shared ring in flight while one is read: as many as x's stages ahead.
 QT_FRAG_WGMMA_HD constexpr int64_t weight_chunks_in_flight(int64_t stages, int64_t kif) { return stages - kif; }
 
+// The scales (64 fp16) and INT4 zeros (16 words) of one group of one 16 x 64 tile's column tile.
+QT_FRAG_WGMMA_HD constexpr int64_t group_entry_bytes(int64_t bits) { return 64 * 2 + (bits == 4 ? 16 * 4 : 0); }
+
 // The weights' shared-memory ring (PF = 0; none where PF tiles ride in registers): STAGES - KIF + 2 slots, each
 // one 64-column chunk of K of the block's 4 column tiles, 4 k-tiles of 16 x 64 weights a tile, per weight
-// matrix. Two more than the chunks in flight: the weights run one chunk ahead of x, and the chunk being read
-// keeps its slot.
+// matrix; with one weight matrix also an entry of group scales (and zeros) for each of the chunk's 4 k-steps
+// and tiles (the fused gate/up loads its scales a group ahead in registers). Two more than the chunks in flight:
+// the weights run one chunk ahead of x, and the chunk being read keeps its slot.
 QT_FRAG_WGMMA_HD constexpr int64_t weight_ring_bytes(int64_t bits, int64_t stages, int64_t kif, int64_t pf, int64_t mats) {
-  return pf > 0 ? 0 : (weight_chunks_in_flight(stages, kif) + 2) * mats * kTiles * (kBK / 16) * weight_tile_bytes(bits);
+  return pf > 0 ? 0
+                : (weight_chunks_in_flight(stages, kif) + 2) * mats * kTiles * (kBK / 16) *
+                      (weight_tile_bytes(bits) + (mats == 1 ? group_entry_bytes(bits) : 0));
 }
 
 // Dynamic shared memory: the x ring and the weights' ring after it (weight_ring_bytes, 0 for a register ring),
