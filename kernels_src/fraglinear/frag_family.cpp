@@ -1392,6 +1392,8 @@ std::string wgmma_split_check(const Point& p, int bits, int64_t mats) {
 }
 
 std::string wgmma_split_check(const Point& p, const FragDims& d) {
+  // A group starts at an even k-step only (frag_wgmma_gemm.cuh emits its code in half of its k-steps).
+  if (d.group % 32) return "the Hopper GEMMs take groups of a multiple of 32 columns, not " + std::to_string(d.group);
   if (p.at("split") > cdiv(d.k, 64)) return std::string("split exceeds the 64-column chunks along K");
   if (p.at("cluster") > cdiv(d.k, 64)) return std::string("cluster exceeds the 64-column chunks along K");
   return std::string();

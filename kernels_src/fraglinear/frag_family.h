@@ -69,7 +69,7 @@ int64_t wgmma_smem_bytes(const Point& p, int bits, int64_t mats);
 // its partial tiles, one per weight matrix (`mats`), fit the shared memory a block may have, and x's ring
 // keeps a stage ahead of the k-steps in flight.
 std::string wgmma_split_check(const Point& p, int bits, int64_t mats);
-// Neither split exceeds the 64-column chunks of K.
+// Neither split exceeds the 64-column chunks of K, and the groups are a multiple of 32 columns.
 std::string wgmma_split_check(const Point& p, const FragDims& d);
 
 const KernelFamily& awq_repack_family();

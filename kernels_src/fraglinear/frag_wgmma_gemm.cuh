@@ -327,14 +327,18 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
   // in the shared ring's slot) take effect. The next group's first k-tile is counted, not divided out: a division by the run-time group
   // size is some 20 integer instructions a k-step in a loop that issues about 200.
   int next_group = 0, group_start = 0;  // the next group to take effect, and the k-tile that starts it
-  auto dequant = [&](int s, int slot, uint32_t (&a)[MATS][J][4]) {
+  // A group of a multiple of 32 columns (the host's constraint) starts at an even step only (a range starts at a
+  // chunk, 4 k-steps): `starts` is false where the unrolled k-step is odd, so that the group's code is there in
+  // two of the four copies, not four (each copy some 120 instructions a k-step that are skipped but still issued
+  // through the loop's cache and counted by the static model).
+  auto dequant = [&](int s, int slot, uint32_t (&a)[MATS][J][4], bool starts) {
     const int kt = kt_begin + s;
     if (s == 0) {
       next_group = kt / gsteps;
       group_start = kt;
       if constexpr (!RING_GROUPS_FIT) fetch_group(next_group);
     }
-    if (kt == group_start) {
+    if (starts && kt == group_start) {
       if constexpr (RING_GROUPS_FIT) read_ring_group(s);  // copied with the chunk's weights: nothing to wait for
       use_fetched_group();
       ++next_group;
@@ -379,7 +383,7 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
     qt::cp_async_wait<AHEAD - 1>();  // group 0: chunk 0's weights, this thread's own copies,
     __syncthreads();                 // and its group entries, which other threads copied
   }
-  if (steps > 0) dequant(0, 0, a[0]);
+  if (steps > 0) dequant(0, 0, a[0], true);
 
   for (int c = 0; c < chunks; ++c) {
     qt::cp_async_wait<AHEAD - 1>();
@@ -414,11 +418,11 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
         for (int j = 0; j < J; ++j) qt::wgmma_m64k16_f16_rs<BM, 0>(acc[m][j], cur[m][j], desc, 1);
       qt::wgmma_commit_group();
       if constexpr (KIF == 1) {
-        if (s + 1 < steps) dequant(s + 1, (kk + 1) % RING, a[(kk + 1) & 1]);
+        if (s + 1 < steps) dequant(s + 1, (kk + 1) % RING, a[(kk + 1) & 1], (kk & 1) == 1);
         qt::wgmma_wait_group<0>();
       } else {
         qt::wgmma_wait_group<1>();  // step s - 1 retired: its A set is the one step s + 1 takes
-        if (s + 1 < steps) dequant(s + 1, (kk + 1) % RING, a[(kk + 1) & 1]);
+        if (s + 1 < steps) dequant(s + 1, (kk + 1) % RING, a[(kk + 1) & 1], (kk & 1) == 1);
       }
 #pragma unroll
       for (int m = 0; m < MATS; ++m)

@@ -369,8 +369,9 @@ TEST_CASE("qtune static --step prints and writes the step prediction", "[tuner][
 
 // Untuned, sm_90 runs a quantized projection from 64 rows as its dequant then cuBLASLt, and the step model prices
 // that route, its model-best included: it never replaces the pair with a GEMM family. --no-dequant-blas prices
-// the projections on the GEMM families instead, as a tuned dispatch that chose them runs, where the wgmma GEMM
-// is the model's best.
+// the projections on the GEMM families instead, as a tuned dispatch that chose them runs. Which GEMM family is
+// the model's best is not held here: since the wgmma GEMMs are charged their loop's issue time (30 Nov), the
+// static instruction count decides it, and that count includes code a branch skips (results/wgmma-weight-ring.md).
 TEST_CASE("qtune static --step --no-dequant-blas prices a prefill's projections on the GEMM families, not dequant + "
           "cuBLASLt", "[tuner][step][cli]") {
   auto launches = [](const std::string& extra) {
@@ -394,7 +395,8 @@ TEST_CASE("qtune static --step --no-dequant-blas prices a prefill's projections 
     CHECK(l["op"].get<std::string>().find("dequant") == std::string::npos);
     if (l["op"] != "linear.frag") continue;
     ++gemms;
-    CHECK(l["best"]["family"] == "awq_frag_wgmma_gemm");
+    const std::string best = l["best"]["family"];
+    CHECK((best == "awq_frag_wgmma_gemm" || best == "awq_frag_gemm" || best == "awq_frag_smem_gemm"));
   }
   CHECK(gemms >= 4);  // q|k|v, o_proj, gate|up, down
 }
