@@ -1185,10 +1185,10 @@ KernelFamily make_wgmma_gemm(const SourceKind& kind, const KernelFamily& gemm) {
       const int64_t units = streamk_units(d, shape["M"], p.at("bm"));
       return cdiv(units, std::min(p.at("sk"), units));
     }
-    return cdiv(cdiv(d.k, 64), std::max(p.at("split"), p.at("cluster")));
+    return cdiv(cdiv(d.k, frag_wgmma::kBK), std::max(p.at("split"), p.at("cluster")));
   };
   f.latency_chain = [chunks_per_block](const Point& p, const Shape& shape) {
-    return wgmma_weight_ring_chain(p, chunks_per_block(p, shape) * (frag_wgmma::kBK / 16));
+    return wgmma_weight_ring_chain(p, chunks_per_block(p, shape));
   };
   // Its main loop is a chunk a trip: the dequantization of 4 k-steps' A registers is most of its instructions,
   // which the tensor core's time need not cover (at bm = 64 and one warpgroup, about 200 a warp and k-step
@@ -1369,9 +1369,9 @@ int64_t wgmma_weight_bytes_in_flight(const Point& p, int bits, int64_t mats) {
   return mats * tiles * frag_wgmma::weight_tile_bytes(bits) / p.at("wg");
 }
 
-LatencyChain wgmma_weight_ring_chain(const Point& p, int64_t k_steps) {
+LatencyChain wgmma_weight_ring_chain(const Point& p, int64_t chunks) {
   LatencyChain c;
-  if (p.at("pf") > 0) c.dram_rounds = double(k_steps);
+  if (p.at("pf") > 0) c.dram_rounds = double(chunks * (frag_wgmma::kBK / 16));
   return c;
 }
 

@@ -58,9 +58,9 @@ Param wgmma_weight_ring_param();
 // The weight bytes one warp keeps in flight at point p (`mats` weight matrices of `bits`-bit codes), for the
 // static model's Little's-law term.
 int64_t wgmma_weight_bytes_in_flight(const Point& p, int bits, int64_t mats);
-// A Hopper GEMM block's chain of waits over `k_steps` k-steps of 16: the register ring (pf > 0) waits out one
-// DRAM round trip every k-step (see wgmma_weight_ring_param); the shared ring none.
-LatencyChain wgmma_weight_ring_chain(const Point& p, int64_t k_steps);
+// A Hopper GEMM block's chain of waits over `chunks` 64-column chunks of K: the register ring (pf > 0) waits out
+// one DRAM round trip every k-step of 16 (see wgmma_weight_ring_param); the shared ring none.
+LatencyChain wgmma_weight_ring_chain(const Point& p, int64_t chunks);
 // A Hopper GEMM block's dynamic shared memory (frag_wgmma_sizes.h): x's ring, the weights' where pf = 0, or
 // a cluster split's partial tiles.
 int64_t wgmma_smem_bytes(const Point& p, int bits, int64_t mats);

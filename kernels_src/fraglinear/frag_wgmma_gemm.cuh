@@ -324,8 +324,8 @@ __device__ __forceinline__ void mainloop(XRow x_row, const __half* x, const Frag
 
   // Step s (of this split's range): ring slot `slot` of each matrix to the A registers of its J pairs, then the
   // slot refilled PF tiles ahead. Where step s starts a group, its scales and zeros (fetched a group ahead, or
-  // in the shared ring's slot) take effect. The next group's first k-tile is counted, not divided out: a division by the run-time group
-  // size is some 20 integer instructions a k-step in a loop that issues about 200.
+  // in the shared ring's slot) take effect. The next group's first k-tile is counted, not divided out: a
+  // division by the run-time group size is some 20 integer instructions a k-step in a loop that issues about 200.
   int next_group = 0, group_start = 0;  // the next group to take effect, and the k-tile that starts it
   // A group of a multiple of 32 columns (the host's constraint) starts at an even step only (a range starts at a
   // chunk, 4 k-steps): `starts` is false where the unrolled k-step is odd, so that the group's code is there in

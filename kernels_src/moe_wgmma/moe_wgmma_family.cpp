@@ -188,21 +188,21 @@ KernelFamily make(const Format& fmt, bool fused) {
   f.bytes_in_flight_per_warp = [fmt, fused](const Point& p) {
     return frag::wgmma_weight_bytes_in_flight(p, frag::frag_layout_bits(fmt.type), fused ? 2 : 1);
   };
-  // A block's k-steps: its split's share of K's 64-column chunks, 4 each; waited through by the blocks that have
-  // routed rows (the routing's expected row blocks, each over every column block and split).
-  f.latency_chain = [fmt](const Point& p, const Shape& s) {
-    const frag::FragDims d = dims_of(fmt, s);
-    const int64_t chunks = cdiv(d.k, 64), ways = std::max(p.at("split"), p.at("cluster"));
-    LatencyChain c = frag::wgmma_weight_ring_chain(p, cdiv(chunks, ways) * 4);
-    c.blocks = moe::expected_row_blocks(s["T"], s["E"], s["TOPK"], p.at("bm")) * double(cdiv(d.n_tiles(), 4) * ways);
-    return c;
+  // A block's chunks of K: its split's share of the 64-column chunks.
+  auto ways = [](const Point& p) { return std::max(p.at("split"), p.at("cluster")); };
+  auto chunks_per_block = [fmt, ways](const Point& p, const Shape& s) {
+    return cdiv(cdiv(dims_of(fmt, s).k, frag_wgmma::kBK), ways(p));
   };
-  // A chunk of K a trip, as the dense Hopper GEMM's, in the blocks that have routed rows.
-  f.main_loop = [fmt](const Point& p, const Shape& s, const LaunchPlan&) {
-    const frag::FragDims d = dims_of(fmt, s);
-    const int64_t chunks = cdiv(d.k, 64), ways = std::max(p.at("split"), p.at("cluster"));
-    const double blocks = moe::expected_row_blocks(s["T"], s["E"], s["TOPK"], p.at("bm")) * double(cdiv(d.n_tiles(), 4) * ways);
-    return LoopWork{blocks, double(cdiv(chunks, ways))};
+  f.latency_chain = [chunks_per_block](const Point& p, const Shape& s) {
+    return frag::wgmma_weight_ring_chain(p, chunks_per_block(p, s));
+  };
+  // A chunk of K a trip, as the dense Hopper GEMM's, in the blocks that have routed rows (the routing's expected
+  // row blocks, each over every column block and split), not the grid sized for the worst routing: the model's
+  // issue time and the register ring's chain both count these.
+  f.main_loop = [fmt, ways, chunks_per_block](const Point& p, const Shape& s, const LaunchPlan&) {
+    const double blocks = moe::expected_row_blocks(s["T"], s["E"], s["TOPK"], p.at("bm")) *
+                          double(cdiv(dims_of(fmt, s).n_tiles(), frag_wgmma::kTiles) * ways(p));
+    return LoopWork{blocks, double(chunks_per_block(p, s))};
   };
   f.kernels = [fmt, fused](const Point& p) {
     std::vector<std::string> k = {moe::place_kernel(kPlaceWarps), gemm_kernel(fmt, fused, p)};

@@ -177,9 +177,6 @@ class HostKernel {
 struct LatencyChain {
   double dram_rounds = 0;
   double l2_rounds = 0;
-  // The blocks that wait through it, where fewer than the launch's grid do (a grouped GEMM's grid is sized for
-  // the worst routing; its idle blocks leave at once); 0: every block of the grid.
-  double blocks = 0;
 };
 
 // What a launch's main loop runs (KernelFamily::main_loop): blocks that run it, and trips of each of their warps.

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 
 #include "common/error.h"
 #include "kernels_src/registry/registry.h"
@@ -177,9 +178,11 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
     const double t_comp = (i == main ? e.flops : 0.0) / (pipe_tflops * 1e12 * comp_eff);
     // Issue: each SM runs ceil(blocks / SMs) of the blocks that enter the main loop, their every trip's
     // instructions, one a cycle from each scheduler (4) that has a warp, at most as many as it holds at once.
+    std::optional<kernels::LoopWork> work;
+    if (i == main && f.main_loop) work = f.main_loop(point, shape, plan);
     double t_issue = 0;
-    if (i == main && f.main_loop && loop_instructions > 0 && peak.clock_ghz > 0) {
-      const kernels::LoopWork w = f.main_loop(point, shape, plan);
+    if (work && loop_instructions > 0 && peak.clock_ghz > 0) {
+      const kernels::LoopWork& w = *work;
       const double warps_per_block = std::ceil(double(l.block.count()) / 32.0);
       const double blocks_per_sm = std::ceil(w.blocks / double(peak.sms));
       const double resident = std::min(double(occ.warps_per_sm), blocks_per_sm * warps_per_block);
@@ -187,11 +190,12 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
         t_issue = blocks_per_sm * warps_per_block * w.trips_per_warp * double(loop_instructions) /
                   (std::min(4.0, resident) * peak.clock_ghz * 1e9);
     }
-    // A chain of dependent waits: every wave of blocks waits through it once, whatever the bandwidth.
+    // A chain of dependent waits: every wave of the blocks that enter the main loop (the grid's, where the family
+    // does not say) waits through it once, whatever the bandwidth.
     double t_chain = 0;
     if (i == main && f.latency_chain) {
       const kernels::LatencyChain c = f.latency_chain(point, shape);
-      const double chain_waves = c.blocks > 0 ? std::ceil(c.blocks / slots) : waves;
+      const double chain_waves = work ? std::ceil(work->blocks / slots) : waves;
       t_chain = std::max(1.0, chain_waves) * (c.dram_rounds * peak.dram_latency_ns + c.l2_rounds * peak.l2_latency_ns) * 1e-9;
     }
     e.memory_s += t_mem / wave_eff;
