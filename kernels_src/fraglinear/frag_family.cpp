@@ -1,5 +1,6 @@
 #include "kernels_src/fraglinear/frag_family.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "common/rng.h"
 #include "kernels_src/awq/awq_family.h"
 #include "kernels_src/fraglinear/frag_smem_sizes.h"
+#include "kernels_src/fraglinear/frag_stream_sizes.h"
 #include "kernels_src/fraglinear/frag_wgmma_sizes.h"
 #include "common/parallel_ranges.h"
 #include "kernels_src/awq/awq_reference.h"
@@ -643,8 +645,7 @@ void share_problem(KernelFamily& f, const KernelFamily& base) {
 
 namespace {
 
-// The 16-byte loads a lane takes of one 16 x 64 weight tile: 512 bytes INT4, 1,024 INT8.
-constexpr int64_t stream_tile_pieces(int bits) { return bits == 4 ? 1 : 2; }
+constexpr int64_t stream_tile_pieces(int bits) { return frag_stream_sizes::tile_pieces(bits); }
 
 // The shared memory a block may opt into on sm_86 and sm_89, the least of the targets past sm_80 (device/arch
 // states it per architecture; the families sit below the device layer and keep this one figure).
@@ -653,17 +654,21 @@ constexpr int64_t kSm86BlockSmemBytes = 99 * 1024;
 }  // namespace
 
 int64_t stream_ring(const Point& p) { return p.count("ring") ? p.at("ring") : 0; }
+bool is_stream_family(const KernelFamily& f) {
+  return std::any_of(f.params.begin(), f.params.end(), [](const Param& q) { return q.name == "ring"; });
+}
 int64_t stream_ring_smem(int bits, const Point& p, int64_t tn, bool norm) {
   if (!stream_ring(p)) return 0;
-  return p.at("pf") * (tn * stream_tile_pieces(bits) + 1 + (norm ? 1 : 0)) * 32 * p.at("kw") * 16;
+  return frag_stream_sizes::ring_smem_bytes(bits, p.at("pf"), tn, norm, p.at("kw"));
 }
 
 namespace {
 
-// A shared ring and the warps' partial sums (static, (kw - 1) x 8 tn x 4 floats a lane, and 1 KB for the rest)
-// within what a block may have on sm_86 and sm_89 (the fused norm's ring holds its weights too).
+// A shared ring (the partial sums reuse it) or the register ring's partial sums in static shared memory, and
+// 1 KB for the rest, within what a block may have on sm_86 and sm_89 (the fused norm's ring holds its weights too).
 std::string stream_ring_smem_check(int bits, const Point& p, int64_t tn, bool norm = false) {
-  const int64_t bytes = stream_ring_smem(bits, p, tn, norm) + std::max<int64_t>(1, p.at("kw") - 1) * 8 * tn * 4 * 32 * 4 + 1024;
+  const int64_t ring = stream_ring_smem(bits, p, tn, norm);
+  const int64_t bytes = (ring ? ring : frag_stream_sizes::partial_sum_bytes(p.at("kw"), tn)) + 1024;
   if (bytes > kSm86BlockSmemBytes)
     return "the shared ring needs " + std::to_string(bytes) + " bytes of shared memory, over the " +
            std::to_string(kSm86BlockSmemBytes / 1024) + " KiB a block may have on sm_86 and sm_89";
@@ -747,9 +752,12 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
   // Little's law on the H200 (about 25 KB in flight per SM): the first default puts 4-warp blocks of 7 INT4
   // tiles in flight a warp (14 KB per block) on a 4096 x 4096 layer's 64 x 4 blocks; its neighbour is the same
   // schedule on the register ring the H200 runs measured; the others serve deeper or narrower splits, and groups
-  // of 64 or 32 (pf must divide G / 16), the last two each ring's at groups of 32 (Q8_0's).
+  // of 64 or 32 (pf must divide G / 16), the last two each ring's at groups of 32 (Q8_0's). At groups of 64
+  // (qconvert's Q8_0) the shared ring comes first too: 8 warps of 3 steps in flight, 12 KB a block for INT4 and
+  // 24 KB for 8-bit tiles, where the register ring after it keeps about 3 tiles a warp (results/stream-gemv-ring.md).
   f.defaults = {{{"kw", 4}, {"pf", 8}, {"split", 4}, {"tn", 1}, {"ring", 1}},
                 {{"kw", 4}, {"pf", 8}, {"split", 4}, {"tn", 1}, {"ring", 0}},
+                {{"kw", 8}, {"pf", 4}, {"split", 2}, {"tn", 1}, {"ring", 1}},
                 {{"kw", 8}, {"pf", 4}, {"split", 2}, {"tn", 1}, {"ring", 0}},
                 {{"kw", 4}, {"pf", 4}, {"split", 8}, {"tn", 1}, {"ring", 0}},
                 {{"kw", 4}, {"pf", 2}, {"split", 4}, {"tn", 1}, {"ring", 0}},

@@ -46,8 +46,12 @@ std::string stream_gemv_kernel(int bits, int64_t kw, int64_t pf, int64_t tn, boo
                                int64_t epl = 1, int64_t ring = 0);
 // A stream GEMV point's ring: 0 in registers, 1 in shared memory (a point stored before the parameter: 0). The
 // shared ring's dynamic shared memory: pf slots of (tn tiles' 16-byte pieces, the A fragment, and under the fused
-// norm its weights) for each thread of the block.
+// norm its weights) for each thread of the block, at least the warps' partial sums that reuse it
+// (frag_stream_sizes.h); 0 for the register ring.
 int64_t stream_ring(const Point& p);
+// Whether a family is one of the stream GEMVs (its space has the ring): the runtime prefers them to the frag
+// GEMVs at M <= 16 (registry order).
+bool is_stream_family(const KernelFamily& f);
 int64_t stream_ring_smem(int bits, const Point& p, int64_t tn, bool norm);
 
 // The Hopper GEMMs' main loop parameter both spaces share (frag_wgmma_gemm.cuh's KIF): k-steps of wgmmas in

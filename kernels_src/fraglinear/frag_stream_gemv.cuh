@@ -58,6 +58,7 @@
 #include "kernels_src/common/splitk.cuh"
 #include "kernels_src/fraglinear/frag_layout_map.h"
 #include "kernels_src/fraglinear/frag_linear.cuh"
+#include "kernels_src/fraglinear/frag_stream_sizes.h"
 #include "kernels_src/gate_up/gate_up_common.cuh"
 #include "kernels_src/moe/moe_topk.cuh"
 
@@ -161,7 +162,11 @@ __global__ void __launch_bounds__(KW * 32)
   constexpr int THREADS = KW * 32, NF = 8 * TN, OTHERS = KW - 1 + (KW == 1);  // warps 1.. (one slot at KW = 1)
   constexpr bool FOLD = !SWIGLU;  // scales folded once per group into fp32 sums, or applied to each weight
   using Tile = frag::BTile<BITS>;
-  QT_SHARED_ALIGNED(red, 16, float[OTHERS][NF * 4][32]);
+  static_assert(Tile::LOADS == frag_stream_sizes::tile_pieces(BITS), "a tile's pieces as the host sizes the ring");
+  // The warps' partial sums at the end. The shared ring's kernel puts them in the ring once it has drained (the
+  // host sizes it for both, frag_stream_sizes::ring_smem_bytes): 12 KB less static shared memory a 4-warp block,
+  // a third block an SM on sm_86's 100 KB.
+  QT_SHARED_ALIGNED(red_static, 16, float[RING ? 1 : OTHERS][RING ? 1 : NF * 4][32]);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g8 = lane >> 2, t4 = lane & 3;
@@ -215,6 +220,7 @@ __global__ void __launch_bounds__(KW * 32)
   // norm weights; piece q of slot p of thread t is at (p x PIECES + q) x THREADS + t, so a warp's 16-byte reads
   // of a piece are 512 contiguous bytes.
   constexpr int BP = TN * Tile::LOADS, PIECES = BP + 1 + (RING && FUSE == kFuseNorm ? 1 : 0);
+  static_assert(!RING || PIECES == frag_stream_sizes::slot_pieces(BITS, TN, FUSE == kFuseNorm), "a slot as sized");
   Tile ring[RING ? 1 : TN][RING ? 1 : PF];
   uint32_t aring[RING ? 1 : PF][4];
   QT_DYNAMIC_SHARED(stream_ring, uint4);
@@ -457,6 +463,10 @@ __global__ void __launch_bounds__(KW * 32)
 
   // The warps' sums meet in warp 0, added in warp order.
   if (KW > 1) {
+    float(*red)[NF * 4][32] = reinterpret_cast<float(*)[NF * 4][32]>(RING ? (void*)stream_ring : (void*)red_static);
+    // Every lane's ring copies have landed (the wait above); the barrier keeps a warp's sums off the slots of a
+    // warp still reading its ring.
+    if constexpr (RING) __syncthreads();
     if (warp > 0) {
 #pragma unroll
       for (int f = 0; f < NF; ++f)

@@ -32,7 +32,9 @@ namespace {
 
 std::vector<const KernelFamily*> builtin_families() {
   // One line per family (or per generated list of families). Among families serving the same op, this order
-  // is the runtime's preference when no tuned result decides: decode GEMVs come before GEMMs.
+  // is the runtime's preference when no tuned result decides: decode GEMVs come before GEMMs, and the stream
+  // GEMVs before the frag GEMVs (the H200 run of 29 Nov timed the stream GEMV faster on o_proj, down_proj and
+  // k/v even on its register ring; results/gpu-h200-2026-11-29/README.md).
   std::vector<const KernelFamily*> list = {
       &awq::dequant_family(),
       &awq::gemv_family(),
@@ -41,21 +43,21 @@ std::vector<const KernelFamily*> builtin_families() {
       &frag::int8_repack_family(),
       &frag::awq_dequant_family(),
       &frag::int8_dequant_family(),
+      &frag::awq_stream_gemv_family(),
+      &frag::int8_stream_gemv_family(),
       &frag::awq_gemv_family(),
       &frag::awq_gemm_family(),
       &frag::int8_gemv_family(),
       &frag::int8_gemm_family(),
-      &frag::awq_stream_gemv_family(),
-      &frag::int8_stream_gemv_family(),
       &frag::awq_gate_up_family(),
       &frag::int8_gate_up_family(),
       &frag::awq_wgmma_gemm_family(),
       &frag::int8_wgmma_gemm_family(),
       &frag::q8_0_repack_family(),
       &frag::q8_0_dequant_family(),
+      &frag::q8_0_stream_gemv_family(),
       &frag::q8_0_gemv_family(),
       &frag::q8_0_gemm_family(),
-      &frag::q8_0_stream_gemv_family(),
       &frag::q8_0_wgmma_gemm_family(),
       &frag::awq_smem_gemm_family(),
       &frag::int8_smem_gemm_family(),

@@ -82,6 +82,9 @@ for f in launch-times-8b.json launch-times-8b-fused.json launch-times-30b.json; 
   # defaults: the commits before 30 Nov.
   ring=()
   grep -Eq 'frag_stream_gemv_kernel<([^,>]*, ){8}1>' "$t" || ring=(--register-ring)
+  # A run whose decode ran the frag GEMV (frag_linear_kernel) at one row preferred it to the stream GEMV where
+  # nothing was tuned: the commits before 1 Dec.
+  grep -q '"frag_linear_kernel<' "$t" && ring+=(--gemv-first)
   # shellcheck disable=SC2086
   section "Decode launch by launch: $f" "$qtune" static --gpu "$arch" --step decode --context 35 ${step_args[$f]} \
     ${fp[@]+"${fp[@]}"} ${ring[@]+"${ring[@]}"} --against-launches "$t"

@@ -94,6 +94,30 @@ TEST_CASE("a family that issues wgmma is modelled at wgmma's rate, one that issu
   }
 }
 
+// A memory-bound grid past one wave: the full waves stream at the resident warps' rate, and the last, partial wave
+// with the DRAM to its few blocks, at the rate their own loads in flight reach.
+TEST_CASE("a memory-bound grid a few blocks past one wave costs its tail's blocks, not a second wave's time",
+          "[tuner][roofline]") {
+  // The stream GEMV's shared-ring default on sm_86 (82 SMs) at 156 registers: 3 blocks of 4 warps an SM, 246 at
+  // once. Each 64-column tile is split 4 ways along K: N = 3904 is 244 blocks (one wave), 4096 is 256 (one and
+  // 10 blocks), 7872 is 492 (two full waves).
+  const kernels::KernelFamily& f = kernels::find_family("awq_frag_stream_gemv");
+  const kernels::Point p = f.defaults.front();
+  REQUIRE(kernels::point_key(p) == "kw=4,pf=8,ring=1,split=4,tn=1");
+  const std::vector<KernelResources> resources = {{f.kernels(p).front(), 156, 0, 0}};
+  auto memory_us = [&](int64_t n) {
+    const kernels::Shape s = f.shape({1, n, 4096, 128});
+    const RooflineEstimate e = estimate_point(f, p, s, 86, gpu_peaks(86), resources);
+    return e.memory_s * 1e6;
+  };
+  const double one = memory_us(3904), past = memory_us(4096), two = memory_us(7872);
+  // A second wave's time would be about twice one (1.9x): the 10 blocks' tail costs a fraction of it.
+  CHECK(past > one * 4096 / 3904);
+  CHECK(past < one * 1.25);
+  // Two full waves stream their bytes at the same rate as one.
+  CHECK(two == Approx(one * 7872 / 3904).epsilon(0.02));
+}
+
 // The issue time (roofline.h) on a family whose loop work and instructions the test states: each SM runs its
 // share of the looping blocks (rounded up), one instruction a cycle from each scheduler that has a warp.
 TEST_CASE("the issue time is each SM's share of the looping blocks' instructions, one a cycle per scheduler that "

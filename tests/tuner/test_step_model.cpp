@@ -14,6 +14,7 @@
 #include "models/synthetic/presets.h"
 #include "tests/tuner/run_qtune.h"
 #include "tests/tuner/scratch_path.h"
+#include "kernels_src/fraglinear/frag_family.h"
 #include "kernels_src/registry/registry.h"
 #include "tuner/static/roofline.h"
 #include "tuner/static/step_predict.h"
@@ -55,7 +56,7 @@ StepSpec run_model(WeightType dense, bool decode, int64_t tokens) {
   s.runtime.frag_layout = dense != WeightType::Q8_0;
   s.runtime.dequant_blas = false;
   s.runtime.prefill_chunk = 256;
-  s.runtime.register_ring = true;
+  s.runtime.register_ring = s.runtime.gemv_first = true;
   s.decode = decode;
   s.context = tokens;
   return s;
@@ -188,7 +189,7 @@ StepSpec run_moe(bool decode, int64_t tokens) {
   s.runtime.frag_layout = false;
   s.runtime.dequant_blas = false;
   s.runtime.prefill_chunk = 256;
-  s.runtime.register_ring = true;
+  s.runtime.register_ring = s.runtime.gemv_first = true;
   s.decode = decode;
   s.context = tokens;
   return s;
@@ -273,7 +274,7 @@ StepSpec run2_dense(WeightType dense, bool decode, int64_t tokens) {
   }
   s.runtime.dequant_blas = false;
   s.runtime.prefill_chunk = 256;
-  s.runtime.register_ring = true;
+  s.runtime.register_ring = s.runtime.gemv_first = true;
   s.decode = decode;
   s.context = tokens;
   return s;
@@ -320,6 +321,36 @@ TEST_CASE("predicted decode and prefill against the second H200 run", "[tuner][s
           {"MoE Q8_0 pp512", run2_moe(false, 512), "moe_30b_a3b_8_layers", "Q8_0 default", "512", 1.0, 2.5},
       },
       kRun2);
+}
+
+TEST_CASE("an untuned decode step runs its quantized projections on the stream GEMVs, the shared ring at groups of "
+          "64 too, and --gemv-first puts them back on the frag GEMVs the H200 runs ran",
+          "[tuner][step]") {
+  // The runtime's preference without a tuned store is registry order (kernel_choice.h): the stream GEMVs come
+  // first since the third H200 run timed them faster on o_proj, down_proj and k/v (results/stream-gemv-default.md).
+  for (const bool q8 : {false, true}) {
+    StepSpec s;
+    s.config = synthetic::preset_config("qwen3-8b");
+    s.config.n_layers = 1;
+    s.context = 128;
+    if (q8) s.weights.dense = WeightType::Q8_0, s.weights.dense_group = 64;
+    const std::string stream = q8 ? "q8_0_frag_stream_gemv" : "awq_frag_stream_gemv";
+    const std::string gemv = q8 ? "q8_0_frag_gemv" : "awq_frag_gemv";
+    for (const bool gemv_first : {false, true}) {
+      s.runtime.gemv_first = gemv_first;
+      const StepPrediction p = predict_step(s, 90, gpu_peaks(90));
+      int projections = 0;
+      for (const LaunchPrediction& l : p.launches) {
+        if (l.launch.op != "linear.frag") continue;
+        INFO(l.launch.what << " q8=" << q8 << " gemv_first=" << gemv_first);
+        ++projections;
+        CHECK(l.by_default.family == (gemv_first ? gemv : stream));
+        // Q8_0's groups of 64 hold 4 steps: the shared ring 4 deep, not the register ring after it.
+        if (!gemv_first) CHECK(kernels::frag::stream_ring(l.by_default.at) == 1);
+      }
+      CHECK(projections == 3);  // q|k|v, o_proj, down_proj
+    }
+  }
 }
 
 TEST_CASE("qtune static --step prints and writes the step prediction", "[tuner][step][cli]") {
@@ -432,7 +463,7 @@ TEST_CASE("qtune static --step compiles the points it settles on: gate|up's 249 
   // measured, 19.5 predicted).
   const std::string run = source_root() + "/results/gpu-h200-2026-11-29";
   const std::string args = "static --gpu sm90 --step decode --preset qwen3-8b --fingerprint-store " + run +
-                           "/qtune-cache.sqlite --register-ring --against-launches " + run + "/logs/launch-times-8b.json --json ";
+                           "/qtune-cache.sqlite --register-ring --gemv-first --against-launches " + run + "/logs/launch-times-8b.json --json ";
   auto gate_up = [](const nlohmann::json& j, const char* field) {
     for (const nlohmann::json& l : j["launches"])
       if (l["what"] == "gate|up + SwiGLU") return l["default"].value(field, nlohmann::json());

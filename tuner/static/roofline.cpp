@@ -173,8 +173,20 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
     const double bytes = share * total_bytes, requested = bytes + (i == main ? reread : 0.0);
     // The DRAM stream at the achievable bandwidth, or Little's law over every byte the loads request, each
     // SM's loads in flight carrying in_flight bytes per latency: whichever takes longer.
+    auto stream_s = [&](double part, double flight) {
+      return std::max(part * bytes / achievable, part * requested / achievable * needed_bytes / std::max(flight, 1e-9));
+    };
     const double t_dram = bytes / achievable;
-    const double t_mem = std::max(t_dram, requested / achievable * needed_bytes / std::max(in_flight, 1e-9));
+    const double t_mem = stream_s(1.0, in_flight);
+    // Past one wave, the full waves stream as above and the last, partial one with the DRAM to its few blocks:
+    // at the bandwidth its own loads in flight reach (a grid 4% over one wave costs its tail's blocks, not a
+    // second wave's time). Compute and issue keep the whole last wave.
+    double t_mem_waves = t_mem;
+    if (waves > 1) {
+      const double full = std::floor(blocks / slots) * slots, tail = blocks - full;
+      t_mem_waves = stream_s(full / blocks, in_flight) +
+                    stream_s(tail / blocks, double(occ.warps_per_sm) * (tail / slots) * warp_bytes);
+    }
     const double t_comp = (i == main ? e.flops : 0.0) / (pipe_tflops * 1e12 * comp_eff);
     // Issue: each SM runs ceil(blocks / SMs) of the blocks that enter the main loop, their every trip's
     // instructions, one a cycle from each scheduler (4) that has a warp, at most as many as it holds at once.
@@ -198,11 +210,11 @@ RooflineEstimate estimate_point(const kernels::KernelFamily& f, const kernels::P
       const double chain_waves = work ? std::ceil(work->blocks / slots) : waves;
       t_chain = std::max(1.0, chain_waves) * (c.dram_rounds * peak.dram_latency_ns + c.l2_rounds * peak.l2_latency_ns) * 1e-9;
     }
-    e.memory_s += t_mem / wave_eff;
+    e.memory_s += t_mem_waves;
     e.compute_s += t_comp / wave_eff;
     e.issue_s += t_issue;
     e.chain_s += t_chain;
-    e.seconds += std::max({t_mem / wave_eff, t_comp / wave_eff, t_issue, t_chain});
+    e.seconds += std::max({t_mem_waves, t_comp / wave_eff, t_issue, t_chain});
     if (i == main)
       e.wave_efficiency = wave_eff, e.memory_efficiency = t_mem > 0 ? t_dram / t_mem : 1.0, e.bytes_in_flight_per_sm = in_flight;
   }

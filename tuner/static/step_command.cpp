@@ -134,6 +134,7 @@ StepSpec spec_from_flags(const CliArgs& cli, int sm, std::string* description) {
   spec.runtime.fuse_norm = cli.get_flag("--fuse-norm");
   spec.runtime.dequant_blas = !cli.get_flag("--no-dequant-blas");
   spec.runtime.register_ring = cli.get_flag("--register-ring");
+  spec.runtime.gemv_first = cli.get_flag("--gemv-first");
   // A step qrun would refuse to run is no step to predict.
   if (spec.runtime.fuse_norm && !spec.decode)
     throw Error("--fuse-norm fuses a decode step's norms; a prefill runs them as launches (drop it, or --step decode)");
@@ -188,6 +189,8 @@ void declare_step_flags(CliArgs& cli) {
             "route: dequant + cuBLASLt from 64 rows")
       .flag("--register-ring", "--step: the stream GEMVs' untuned defaults on their register ring (ring=0), as the "
             "runtime ran them before 30 Nov (the H200 runs); without it, the shared ring the defaults run since")
+      .flag("--gemv-first", "--step: the frag GEMVs before the stream GEMVs where nothing is tuned (M <= 16), as the "
+            "runtime preferred them before 1 Dec (the H200 runs); without it, the stream GEMVs first")
       .option("--fingerprint-store", "FILE", "--step: the GPU figures of the device a tuning store was measured on "
               "(its SM count and DRAM bandwidth) instead of the architecture's datasheet")
       .option("--launch-us", "US", "--step: the in-stream cost per launch to assume instead of the calibrated one "

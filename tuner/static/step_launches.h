@@ -56,6 +56,9 @@ struct StepRuntime {
   // The stream GEMVs' untuned defaults on their register ring (ring = 0): the runtime before 30 Nov, which the
   // H200 runs ran; false: the shared ring the defaults run since.
   bool register_ring = false;
+  // The frag GEMVs before the stream GEMVs in the untuned preference at M <= 16: the registry's order before
+  // 1 Dec, which every H200 run ran (q|k|v, o_proj and down_proj on awq_frag_gemv); false: the stream GEMVs first.
+  bool gemv_first = false;
 };
 
 struct StepSpec {

@@ -1,5 +1,6 @@
 #include "tuner/static/step_predict.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -129,7 +130,9 @@ StepPrediction predict_step(const StepSpec& spec, int sm, const GpuPeaks& device
   StepPrediction out;
   for (const StepLaunch& l : step_launches(spec)) {
     LaunchPrediction p{l, {}, {}};
-    const std::vector<const KernelFamily*> fams = candidates(l, sm);
+    std::vector<const KernelFamily*> fams = candidates(l, sm);
+    if (spec.runtime.gemv_first)
+      std::stable_partition(fams.begin(), fams.end(), [](const KernelFamily* f) { return !kernels::frag::is_stream_family(*f); });
     std::optional<LaunchEstimate> d = fams.empty() ? std::nullopt : default_choice(fams, l, sm, peak, spec.runtime.register_ring);
     // fp16 weights no family serves go to cuBLASLt whatever M is (DeviceBackend::linear).
     if (!d && (l.op == "cublaslt" || (l.type == WeightType::F16 && l.op == "linear"))) d = cublaslt(l, peak);
