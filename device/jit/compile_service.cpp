@@ -118,15 +118,25 @@ std::vector<PointResult> CompileService::compile(const kernels::KernelFamily& fa
     r.cubin = std::make_shared<const std::vector<uint8_t>>(o.out.cubin);
     r.cubin_sha256 = cubin_digest(o.out.cubin);
     r.code_sha256 = code_digest(o.out.cubin);
-    const kernels::LaunchPlan plan = family.plan(points[i], family.probe_shape);
+    // The block and dynamic shared memory of each kernel: as the probe shape's plan launches it, else as the first
+    // test shape's that does (a point may hold kernels only some shapes launch: the stream GEMV's ring across
+    // groups, for groups its depth does not divide).
+    std::vector<kernels::LaunchPlan> plans = {family.plan(points[i], family.probe_shape)};
+    for (const kernels::Shape& s : family.test_shapes)
+      if (!family.shape_constraint || family.shape_constraint(points[i], s).empty()) plans.push_back(family.plan(points[i], s));
     for (const auto& expr : programs[program_of_point[i]].name_expressions) {
       KernelReport k;
       k.name_expression = expr;
       k.lowered_name = o.out.lowered_names.at(expr);
       k.resources = find_kernel(o.out.resources, k.lowered_name);
-      for (const auto& l : plan.launches)
-        if (l.kernel == expr) k.block_threads = static_cast<int>(l.block.count()), k.dynamic_smem = l.dynamic_smem;
+      for (const kernels::LaunchPlan& plan : plans) {
+        for (const auto& l : plan.launches)
+          if (l.kernel == expr) k.block_threads = static_cast<int>(l.block.count()), k.dynamic_smem = l.dynamic_smem;
+        if (k.block_threads > 0) break;
+      }
       k.occupancy = occupancy(arch, k.resources.registers, k.block_threads, k.resources.static_smem + k.dynamic_smem);
+      // Its registers and spills are known, its block and occupancy not where no shape at hand launches it.
+      if (k.block_threads == 0) k.occupancy.limiter = "not launched at the probe or test shapes";
       if (r.pruned.empty() && k.resources.spills())
         r.pruned = expr + " spills " + std::to_string(k.resources.spill_stores) + " B stores / " +
                    std::to_string(k.resources.spill_loads) + " B loads";

@@ -654,6 +654,17 @@ constexpr int64_t kSm86BlockSmemBytes = 99 * 1024;
 }  // namespace
 
 int64_t stream_ring(const Point& p) { return p.count("ring") ? p.at("ring") : 0; }
+std::string stream_group_check(const Point& p, int64_t group) {
+  if (stream_ring(p) || (group / 16) % p.at("pf") == 0) return std::string();
+  return "pf=" + std::to_string(p.at("pf")) + " must divide the group's 16-row steps on the register ring (ring=0)";
+}
+int64_t stream_ring_kernel(const Point& p, int64_t group) {
+  if (!stream_ring(p)) return 0;
+  return (group / 16) % p.at("pf") == 0 ? 1 : 2;
+}
+std::vector<int64_t> stream_ring_kernels(const Point& p) {
+  return stream_ring(p) ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{0};
+}
 bool is_stream_family(const KernelFamily& f) {
   return std::any_of(f.params.begin(), f.params.end(), [](const Param& q) { return q.name == "ring"; });
 }
@@ -721,9 +732,9 @@ Param stream_ring_param() {
           {}, /*report_ab=*/true, /*absent_value=*/0};
 }
 
-std::string stream_kernel(int bits, const Point& p, Fusion fuse = Fusion::kNone) {
-  return stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), p.at("tn"), false, fuse, StreamRoute::kNone, 1,
-                            stream_ring(p));
+// `ring`: the kernel's RING value (stream_ring_kernel).
+std::string stream_kernel(int bits, const Point& p, int64_t ring, Fusion fuse = Fusion::kNone) {
+  return stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), p.at("tn"), false, fuse, StreamRoute::kNone, 1, ring);
 }
 
 // The streaming kernels' trailing arguments: the norm's weights and epsilon (kFuseNorm, kFuseResidualNorm),
@@ -751,13 +762,11 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
               stream_ring_param()};
   // Little's law on the H200 (about 25 KB in flight per SM): the first default puts 4-warp blocks of 7 INT4
   // tiles in flight a warp (14 KB per block) on a 4096 x 4096 layer's 64 x 4 blocks; its neighbour is the same
-  // schedule on the register ring the H200 runs measured; the others serve deeper or narrower splits, and groups
-  // of 64 or 32 (pf must divide G / 16), the last two each ring's at groups of 32 (Q8_0's). At groups of 64
-  // (qconvert's Q8_0) the shared ring comes first too: 8 warps of 3 steps in flight, 12 KB a block for INT4 and
-  // 24 KB for 8-bit tiles, where the register ring after it keeps about 3 tiles a warp (results/stream-gemv-ring.md).
+  // schedule on the register ring the H200 runs measured; the others serve deeper or narrower splits, and the
+  // register ring at groups of 64 or 32 (its pf must divide G / 16; the shared ring runs across groups, so the first
+  // default takes Q8_0's groups of 64 and 32 too), the last two each ring's at 2 deep.
   f.defaults = {{{"kw", 4}, {"pf", 8}, {"split", 4}, {"tn", 1}, {"ring", 1}},
                 {{"kw", 4}, {"pf", 8}, {"split", 4}, {"tn", 1}, {"ring", 0}},
-                {{"kw", 8}, {"pf", 4}, {"split", 2}, {"tn", 1}, {"ring", 1}},
                 {{"kw", 8}, {"pf", 4}, {"split", 2}, {"tn", 1}, {"ring", 0}},
                 {{"kw", 4}, {"pf", 4}, {"split", 8}, {"tn", 1}, {"ring", 0}},
                 {{"kw", 4}, {"pf", 2}, {"split", 4}, {"tn", 1}, {"ring", 0}},
@@ -775,20 +784,24 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
     const FragDims d{shape["N"], shape["K"], shape["G"], bits};
     if (std::string e = limits_check(d, m); !e.empty()) return e;
     if (m > 16) return std::string("GEMV serves M <= 16");
-    if ((d.group / 16) % p.at("pf")) return "pf=" + std::to_string(p.at("pf")) + " must divide the group's 16-row steps";
+    if (std::string e = stream_group_check(p, d.group); !e.empty()) return e;
     if (p.at("split") > d.groups()) return std::string("split exceeds the number of groups along K");
     return std::string();
   };
   // Each warp's ring: pf B tiles per column tile, 16 bytes per lane and load (INT4 one load, INT8 two).
   f.bytes_in_flight_per_warp = [bits](const Point& p) { return stream_bytes_in_flight(bits, p, p.at("tn")); };
-  f.kernels = [bits](const Point& p) { return std::vector<std::string>{stream_kernel(bits, p)}; };
+  f.kernels = [bits](const Point& p) {
+    std::vector<std::string> out;
+    for (int64_t ring : stream_ring_kernels(p)) out.push_back(stream_kernel(bits, p, ring));
+    return out;
+  };
   f.plan = [bits](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"];
     const FragDims d{shape["N"], shape["K"], shape["G"], bits};
     const int64_t split = p.at("split");
     LaunchPlan plan = frag_linear_plan(d, m, split);
     Launch& l = plan.launches.front();
-    l.kernel = stream_kernel(bits, p);
+    l.kernel = stream_kernel(bits, p, stream_ring_kernel(p, d.group));
     l.dynamic_smem = stream_ring_smem(bits, p, p.at("tn"), false);
     add_tail_args(l, Fusion::kNone);
     l.grid.x = uint32_t(cdiv(d.n_tiles(), p.at("tn")));
@@ -800,13 +813,14 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
   // The same problem, inputs and reference as the frag GEMV: only the schedule differs.
   share_problem(f, gemv);
   f.test_shapes.push_back(Shape{kLinearDims, {1, 192, 2048, 128}, "more warps than groups: kw x split over 16 groups"});
+  f.test_shapes.push_back(Shape{kLinearDims, {3, 128, 480, 16}, "groups of 16, a step each: the shared ring across them"});
   return f;
 }
 
 // ---- gate + up + SwiGLU in one streaming GEMV ---------------------------------------------------------
 
-std::string gate_up_kernel(int bits, const Point& p, Fusion fuse = Fusion::kNone) {
-  return stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), 2, true, fuse, StreamRoute::kNone, 1, stream_ring(p));
+std::string gate_up_kernel(int bits, const Point& p, int64_t ring, Fusion fuse = Fusion::kNone) {
+  return stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), 2, true, fuse, StreamRoute::kNone, 1, ring);
 }
 
 // x of the source behind a linear problem's inputs, as fp32 values [M][K].
@@ -863,8 +877,8 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
     if (!stream_ring(p) && p.at("pf") > 4) return std::string("pf=8 in registers spills (two tiles' rings)");
     return stream_ring_smem_check(bits, p, 2);
   };
-  // 8-bit tiles are twice as large: their shared ring is 4 deep (8 would need 104 KiB a block, with the partial sums).
-  f.defaults = {{{"kw", 4}, {"pf", bits == 4 ? 8 : 4}, {"split", 4}, {"ring", 1}},
+  // 8-bit tiles are twice as large: 8 deep, their shared ring takes 80 KiB a block (the partial sums reuse it).
+  f.defaults = {{{"kw", 4}, {"pf", 8}, {"split", 4}, {"ring", 1}},
                 {{"kw", 4}, {"pf", 4}, {"split", 4}, {"ring", 0}},
                 {{"kw", 4}, {"pf", bits == 4 ? 4 : 2}, {"split", 4}, {"ring", 1}},
                 {{"kw", 2}, {"pf", 2}, {"split", 1}, {"ring", 0}}};
@@ -874,12 +888,16 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
     if (std::string e = limits_check(d, m); !e.empty()) return e;
     if (h % 64) return std::string("N (each projection's columns) must be whole 64-column tiles");
     if (m > 16) return std::string("GEMV serves M <= 16");
-    if ((d.group / 16) % p.at("pf")) return "pf=" + std::to_string(p.at("pf")) + " must divide the group's 16-row steps";
+    if (std::string e = stream_group_check(p, d.group); !e.empty()) return e;
     if (p.at("split") > d.groups()) return std::string("split exceeds the number of groups along K");
     return std::string();
   };
   f.bytes_in_flight_per_warp = [bits](const Point& p) { return stream_bytes_in_flight(bits, p, 2); };
-  f.kernels = [bits](const Point& p) { return std::vector<std::string>{gate_up_kernel(bits, p)}; };
+  f.kernels = [bits](const Point& p) {
+    std::vector<std::string> out;
+    for (int64_t ring : stream_ring_kernels(p)) out.push_back(gate_up_kernel(bits, p, ring));
+    return out;
+  };
   f.plan = [bits](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"], h = shape["N"];
     const FragDims d{2 * h, shape["K"], shape["G"], bits};
@@ -890,7 +908,7 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
     Launch& l = plan.launches.front();
     for (KernelArg& a : l.args)
       if (a.kind == KernelArg::Kind::Buffer && a.buffer == "y") a = KernelArg::buf("h");
-    l.kernel = gate_up_kernel(bits, p);
+    l.kernel = gate_up_kernel(bits, p, stream_ring_kernel(p, d.group));
     l.dynamic_smem = stream_ring_smem(bits, p, 2, false);
     add_tail_args(l, Fusion::kNone);
     l.grid.x = uint32_t(h / 64);
@@ -924,7 +942,8 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
   f.probe_shape = Shape{kLinearDims, {1, 1024, 4096, 128}, "probe"};
   f.test_shapes = {Shape{kLinearDims, {1, 128, 4096, 128}, "Qwen3-8B w1+w3 decode, N cut to 128"},
                    Shape{kLinearDims, {3, 64, 2048, 128}, "M=3, K=2048, N cut to 64"},
-                   Shape{kLinearDims, {16, 192, 512, 32}, "M=16, groups of 32 (the golden AWQ models' group)"}};
+                   Shape{kLinearDims, {16, 192, 512, 32}, "M=16, groups of 32 (the golden AWQ models' group)"},
+                   Shape{kLinearDims, {3, 64, 480, 16}, "groups of 16, a step each: the shared ring across them"}};
   return f;
 }
 
@@ -991,7 +1010,8 @@ Expected expect_rmsnorm(const Expected& y, int64_t m, int64_t n, const std::vect
 LaunchPlan fused_plan(const KernelFamily& base, Fusion fuse, bool swiglu, int bits, const Point& p, const Shape& shape) {
   LaunchPlan plan = base.plan(p, shape);
   Launch& l = plan.launches.front();
-  l.kernel = swiglu ? gate_up_kernel(bits, p, fuse) : stream_kernel(bits, p, fuse);
+  const int64_t ring = stream_ring_kernel(p, shape["G"]);
+  l.kernel = swiglu ? gate_up_kernel(bits, p, ring, fuse) : stream_kernel(bits, p, ring, fuse);
   l.dynamic_smem = stream_ring_smem(bits, p, swiglu ? 2 : p.at("tn"), fuse == Fusion::kNorm);
   l.args.resize(l.args.size() - kStreamTailArgs);
   add_tail_args(l, fuse);
@@ -1045,7 +1065,10 @@ KernelFamily make_fused_stream(const SourceKind& kind, const KernelFamily& base,
     f.defaults = kept;
   }
   f.kernels = [bits, swiglu, fuse](const Point& p) {
-    return std::vector<std::string>{swiglu ? gate_up_kernel(bits, p, fuse) : stream_kernel(bits, p, fuse)};
+    std::vector<std::string> out;
+    for (int64_t ring : stream_ring_kernels(p))
+      out.push_back(swiglu ? gate_up_kernel(bits, p, ring, fuse) : stream_kernel(bits, p, ring, fuse));
+    return out;
   };
   f.plan = [base, fuse, swiglu, bits](const Point& p, const Shape& shape) {
     return fused_plan(base, fuse, swiglu, bits, p, shape);

@@ -52,6 +52,14 @@ int64_t stream_ring(const Point& p);
 // Whether a family is one of the stream GEMVs (its space has the ring): the runtime prefers them to the frag
 // GEMVs at M <= 16 (registry order).
 bool is_stream_family(const KernelFamily& f);
+// A stream GEMV point against groups of `group` rows: the register ring unrolls pf steps a trip within a group, so
+// pf must divide its 16-row steps; the shared ring runs across the groups. Empty where the point takes them.
+std::string stream_group_check(const Point& p, int64_t group);
+// The kernel's RING template value for a point at groups of `group` rows: 0 the register ring; the shared ring 1
+// where pf divides the group's steps (its loop unrolls pf steps a trip), else 2 (a step a trip, across groups).
+int64_t stream_ring_kernel(const Point& p, int64_t group);
+// Each RING value a point's plans may pick (the shared ring's two loops are compiled together).
+std::vector<int64_t> stream_ring_kernels(const Point& p);
 int64_t stream_ring_smem(int bits, const Point& p, int64_t tn, bool norm);
 
 // The Hopper GEMMs' main loop parameter both spaces share (frag_wgmma_gemm.cuh's KIF): k-steps of wgmmas in

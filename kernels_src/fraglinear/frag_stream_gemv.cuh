@@ -11,7 +11,8 @@
 //   - each warp streams its own K range with a ring of PF tiles (512 bytes each for INT4, 1 KB for INT8), loads
 //     predicated at the range's end, and no barrier until the end. RING = 0 keeps the ring in registers, where
 //     ptxas waits for the whole ring at each trip (see RING below); RING = 1 keeps it in shared memory, filled by
-//     each lane's own cp.async, with PF - 1 steps in flight. The static model states each point's bytes in
+//     each lane's own cp.async, with PF - 1 steps in flight (RING = 2: the same ring, its loop a step a trip so that
+//     it runs across groups whose steps PF does not divide). The static model states each point's bytes in
 //     flight per SM;
 //   - x is read straight from global memory (it is K x M fp16, a few KB, and stays in L1 and L2) as the mma
 //     A fragment, as far ahead as the weights: into a register ring of its own (RING = 0) or into the weights'
@@ -151,6 +152,7 @@ __global__ void __launch_bounds__(KW * 32)
   // ring): weights are written once at load, never in a step, so under programmatic launch their DRAM latency
   // overlaps the previous kernel's tail. (Not under ROUTE: which expert's tiles depends on the router's logits.)
   static_assert(!SWIGLU || TN == 2, "the SwiGLU epilogue pairs a gate tile with its up tile");
+  static_assert(RING >= 0 && RING <= 2, "RING: 0 registers, 1 shared, 2 shared across groups");
   static_assert(!RING || PF >= 2, "the shared ring keeps PF - 1 steps in flight: at least one");
   static_assert(FUSE >= kFuseNone && FUSE <= kFuseResidualNorm, "FUSE: none, norm, residual or residual + norm");
   constexpr bool RESIDUAL = FUSE == kFuseResidual || FUSE == kFuseResidualNorm;
@@ -208,7 +210,7 @@ __global__ void __launch_bounds__(KW * 32)
                               : tile_step * groups * 16;
   const uint32_t* btile = bq + ((int64_t)tile_of(0) * ktiles + g_begin * spg) * Tile::WORDS + lane * 4;
 
-  // The rings: step s lives in slot s % PF (PF divides spg, so a group's steps start at slot 0).
+  // The rings: step s lives in slot s % PF (RING = 0: PF divides spg, so a group's steps start at slot 0).
   // RING = 0: in registers. Every load of a trip shares one of the warp's few scoreboards, and ptxas waits for a
   // scoreboard to empty, never for its oldest load (global loads complete out of order): the copy of the x
   // fragments into the ring at the trip's end waits for every tile in flight, so the ring drains once a trip
@@ -370,6 +372,15 @@ __global__ void __launch_bounds__(KW * 32)
   const float zero4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
   int s = 0;  // the warp's step, counted from its first
+  // A trip of the step loop is U = PF steps, unrolled, so that each reads its ring's registers or slot by a constant
+  // index: PF divides a group's steps. RING = 2 is the shared ring where PF does not divide them (Q8_0's groups of
+  // 32 hold 2 steps): a step a trip, its slot rs = s % PF counted at run time across the groups, so PF - 1 steps stay
+  // in flight at any group of 16 rows or more. It is its own kernel, which the host picks by the group: its trip
+  // is 115 PTX instructions a step against the unrolled trip's 84 (sm_90a, INT4, PF = 8), where the INT4 GEMV nears
+  // the issue rate at full bandwidth.
+  constexpr bool ROLLED = RING == 2;
+  constexpr int U = ROLLED ? 1 : PF;
+  int rs = 0;
   for (int grp = g_begin; grp < g_end; ++grp) {
     // This group's constants from the words loaded a group ago; then the next group's words, in flight
     // while this group runs.
@@ -386,23 +397,31 @@ __global__ void __launch_bounds__(KW * 32)
     }
     if (grp + 1 < g_end) load_group(grp + 1);
 
-    for (int kk = 0; kk < spg; kk += PF, s += PF) {
+    // The rolled ring's partials restart here; the unrolled loop's first step of the group starts them.
+    if constexpr (ROLLED && FOLD) {
 #pragma unroll
-      for (int p = 0; p < PF; ++p) {
+      for (int f = 0; f < NF; ++f)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) part[f][e] = 0.0f;
+    }
+    for (int kk = 0; kk < spg; kk += U, s += U) {
+#pragma unroll
+      for (int p = 0; p < U; ++p) {
         uint32_t a[4];
         Tile cur_s[RING ? TN : 1];
         if constexpr (RING) {
           // This step's slot, then the slot the step before read refilled with the step PF - 1 ahead.
+          const int slot = ROLLED ? rs : p;
           qt::cp_async_wait<PF - 2>();
 #pragma unroll
           for (int j = 0; j < TN; ++j)
 #pragma unroll
             for (int i = 0; i < Tile::LOADS; ++i)
-              cur_s[j].v[i] = stream_ring[(p * PIECES + j * Tile::LOADS + i) * THREADS + tid];
-          const uint4 av = stream_ring[(p * PIECES + BP) * THREADS + tid];
+              cur_s[j].v[i] = stream_ring[(slot * PIECES + j * Tile::LOADS + i) * THREADS + tid];
+          const uint4 av = stream_ring[(slot * PIECES + BP) * THREADS + tid];
           const uint32_t raw[4] = {av.x, av.y, av.z, av.w};
           if constexpr (FUSE == kFuseNorm) {
-            const uint4 wv = stream_ring[(p * PIECES + BP + 1) * THREADS + tid];
+            const uint4 wv = stream_ring[(slot * PIECES + BP + 1) * THREADS + tid];
             const float2 w[2] = {make_float2(__uint_as_float(wv.x), __uint_as_float(wv.y)),
                                  make_float2(__uint_as_float(wv.z), __uint_as_float(wv.w))};
             frag_stream::normalize_a(raw, w, inv0, inv1, a);
@@ -410,9 +429,10 @@ __global__ void __launch_bounds__(KW * 32)
 #pragma unroll
             for (int e = 0; e < 4; ++e) a[e] = raw[e];
           }
-          const int ahead = s + p + PF - 1, slot = (p + PF - 1) % PF;
-          if (ahead < steps) issue_b(ahead, slot), issue_a(ahead, slot);
+          const int ahead = s + p + PF - 1, fill = ROLLED ? (rs == 0 ? PF - 1 : rs - 1) : (p + PF - 1) % PF;
+          if (ahead < steps) issue_b(ahead, fill), issue_a(ahead, fill);
           qt::cp_async_commit();
+          if constexpr (ROLLED) rs = rs == PF - 1 ? 0 : rs + 1;
         } else {
           a_of(p, a);
           if (s + p + PF < steps) load_a(k_first + 16 * (s + p + PF), p);
@@ -434,7 +454,7 @@ __global__ void __launch_bounds__(KW * 32)
           for (int f = 0; f < 8; ++f) {
             if constexpr (FOLD) {
               float(&c)[4] = part[8 * j + f];
-              if (kk == 0 && p == 0) qt::mma_m16n8k16_f16(c, a, b[f], zero4);
+              if (!ROLLED && kk == 0 && p == 0) qt::mma_m16n8k16_f16(c, a, b[f], zero4);
               else qt::mma_m16n8k16_f16(c, a, b[f], c);
             } else {
               const uint32_t bw[2] = {qt::mul_f16x2(b[f][0], sc[j][f]), qt::mul_f16x2(b[f][1], sc[j][f])};

@@ -64,14 +64,15 @@ frag::FragDims dims_of(const Format& fmt, const Shape& s) {
   return {s["N"], s["K"], s["G"], frag::frag_layout_bits(fmt.type)};
 }
 
-std::string kernel(const Format& fmt, bool gate_up, const Point& p) {
+// `ring`: the kernel's RING value (frag::stream_ring_kernel).
+std::string kernel(const Format& fmt, bool gate_up, const Point& p, int64_t ring) {
   using frag::StreamFuse, frag::StreamRoute;
   const int bits = frag::frag_layout_bits(fmt.type);
   if (gate_up)
     return frag::stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), 2, true, StreamFuse::kNone, StreamRoute::kRows,
-                                    p.at("epl"), frag::stream_ring(p));
+                                    p.at("epl"), ring);
   return frag::stream_gemv_kernel(bits, p.at("kw"), p.at("pf"), p.at("tn"), false, StreamFuse::kResidual,
-                                  StreamRoute::kCombine, p.at("epl"), frag::stream_ring(p));
+                                  StreamRoute::kCombine, p.at("epl"), ring);
 }
 
 std::string shape_check(const Format& fmt, bool gate_up, const Point& p, const Shape& s) {
@@ -86,7 +87,7 @@ std::string shape_check(const Format& fmt, bool gate_up, const Point& p, const S
   if (std::string e = frag::frag_dims_check(d); !e.empty()) return e;
   if (gate_up && d.n % 64) return std::string("N (each projection's columns) must be whole 64-column tiles");
   if (d.weight_words() * s["E"] > INT32_MAX * int64_t{4}) return std::string("experts too large for one array");
-  if ((d.group / 16) % p.at("pf")) return "pf=" + std::to_string(p.at("pf")) + " must divide the group's 16-row steps";
+  if (std::string e = frag::stream_group_check(p, d.group); !e.empty()) return e;
   if (p.at("split") > d.groups()) return std::string("split exceeds the number of groups along K");
   if (!gate_up && s["TOPK"] * p.at("split") > 65535) return std::string("TOPK x split exceeds the grid's z");
   return std::string();
@@ -187,7 +188,11 @@ KernelFamily make(const Format& fmt, bool gate_up) {
     const double acts = gate_up ? double(s["T"] * d.k + count * d.n) * 2 : double(count * d.k + 2 * s["T"] * d.n) * 2;
     return weights + acts;
   };
-  f.kernels = [fmt, gate_up](const Point& p) { return std::vector<std::string>{kernel(fmt, gate_up, p)}; };
+  f.kernels = [fmt, gate_up](const Point& p) {
+    std::vector<std::string> out;
+    for (int64_t ring : frag::stream_ring_kernels(p)) out.push_back(kernel(fmt, gate_up, p, ring));
+    return out;
+  };
   f.plan = [fmt, gate_up, zeros](const Point& p, const Shape& s) {
     const frag::FragDims d = dims_of(fmt, s);
     const int64_t t = s["T"], e = s["E"], top_k = s["TOPK"], count = t * top_k, split = p.at("split");
@@ -199,7 +204,7 @@ KernelFamily make(const Format& fmt, bool gate_up) {
       if (zeros) plan.buffers.push_back({prefix + "bz", DType::I32, d.zero_words() * e, Role::Input});
     }
     Launch l;
-    l.kernel = kernel(fmt, gate_up, p);
+    l.kernel = kernel(fmt, gate_up, p, frag::stream_ring_kernel(p, s["G"]));
     l.dynamic_smem = frag::stream_ring_smem(frag::frag_layout_bits(fmt.type), p, gate_up ? 2 : p.at("tn"), false);
     l.block.x = uint32_t(32 * p.at("kw"));
     if (gate_up) {
@@ -270,13 +275,15 @@ KernelFamily make(const Format& fmt, bool gate_up) {
                      Shape{kDims, {3, 8, 2, 64, 128, g, 0}, "tiny golden MoE, 3 tokens, softmax weights"},
                      Shape{kDims, {16, 8, 2, 64, 256, g, 1}, "16 tokens: experts repeat"},
                      Shape{kDims, {1, 128, 8, 64, 128, g, 1}, "Qwen3-30B-A3B routing: 8 of 128 experts"},
-                     Shape{kDims, {2, 16, 4, 128, 512, 128, 1}, "groups of 128: every ring depth"}};
+                     Shape{kDims, {2, 16, 4, 128, 512, 128, 1}, "groups of 128: every ring depth"},
+                     Shape{kDims, {2, 16, 4, 64, 240, 16, 1}, "groups of 16, a step each: the shared ring across them"}};
   } else {
     f.test_shapes = {Shape{kDims, {1, 16, 4, 256, 128, g, 1}, "decode: one token, 4 of 16 experts, renormalized"},
                      Shape{kDims, {3, 8, 2, 128, 64, g, 0}, "tiny golden MoE, 3 tokens, softmax weights"},
                      Shape{kDims, {5, 4, 3, 200, 256, g, 1}, "5 tokens, N = 200: a partial column tile"},
                      Shape{kDims, {1, 128, 8, 128, 64, g, 0}, "Qwen3-30B-A3B routing: 8 of 128 experts"},
-                     Shape{kDims, {2, 16, 4, 128, 512, 128, 0}, "groups of 128: every ring depth"}};
+                     Shape{kDims, {2, 16, 4, 128, 512, 128, 0}, "groups of 128: every ring depth"},
+                     Shape{kDims, {2, 16, 4, 128, 240, 16, 0}, "groups of 16, a step each: the shared ring across them"}};
   }
   return f;
 }

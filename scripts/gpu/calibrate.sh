@@ -78,10 +78,10 @@ declare -A step_args=(
 for f in launch-times-8b.json launch-times-8b-fused.json launch-times-30b.json; do
   t="$work/logs/$f"
   [[ -f "$t" ]] || continue
-  # A run whose stream GEMVs name no shared ring (the 9th template argument, RING = 1) ran the register ring's
-  # defaults: the commits before 30 Nov.
+  # A run whose stream GEMVs name no shared ring (the 9th template argument, RING = 1, or 2 across groups) ran the
+  # register ring's defaults: the commits before 30 Nov.
   ring=()
-  grep -Eq 'frag_stream_gemv_kernel<([^,>]*, ){8}1>' "$t" || ring=(--register-ring)
+  grep -Eq 'frag_stream_gemv_kernel<([^,>]*, ){8}[12]>' "$t" || ring=(--register-ring)
   # A run whose decode ran the frag GEMV (frag_linear_kernel) at one row preferred it to the stream GEMV where
   # nothing was tuned: the commits before 1 Dec.
   grep -q '"frag_linear_kernel<' "$t" && ring+=(--gemv-first)

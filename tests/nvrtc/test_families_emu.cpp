@@ -339,3 +339,32 @@ TEST_CASE("the Ampere GEMM sharing its weights through shared memory matches the
   }
   CHECK(verified == 16);
 }
+
+TEST_CASE("the stream GEMVs' shared ring runs across group boundaries: 8 deep at groups of 16 and 32, warps' ranges "
+          "of uneven length, folded scales, SwiGLU and the fused neighbours") {
+  // The register ring unrolls pf steps a group, so its pf must divide G / 16; the shared ring keeps one slot
+  // counter across groups, so 8 steps stay in flight where a group holds 1 or 2 (GGUF's Q8_0 at 32). The groups'
+  // scales and zeros change, and the folded partials restart, in the middle of a ring trip. 45 groups split 2 ways
+  // give warps 6, 6, 6 and 5 groups (and 6, 6, 6, 4); 30 groups of 16 give 8, 8, 8 and 6 steps.
+  const std::vector<qt::kernels::Shape> shapes = {
+      {{"M", "N", "K", "G"}, {1, 128, 1440, 32}, "45 groups of 32, 2 steps each"},
+      {{"M", "N", "K", "G"}, {5, 128, 480, 16}, "30 groups of 16, a group a step"}};
+  qt::emu::EmuDevice device{qt::emu::EmuOptions{}};
+  for (const char* name : {"awq_frag_stream_gemv", "q8_0_frag_stream_gemv", "int8gw_frag_gate_up_swiglu",
+                           "awq_frag_norm_gemv", "q8_0_frag_residual_gemv"}) {
+    const KernelFamily& f = qt::kernels::find_family(name);
+    for (const qt::kernels::Shape& shape : shapes)
+      for (int64_t split : {1, 2}) {
+        qt::kernels::Point point = f.defaults.front();
+        REQUIRE(point.at("ring") == 1);
+        point["pf"] = 8, point["split"] = split;
+        qt::kernels::Shape at = shape;
+        if (f.op == "gate_up_swiglu.frag") at.values[1] /= 2;  // N is each projection's columns
+        INFO(name << " " << qt::kernels::point_key(point) << " on " << qt::kernels::shape_key(at) << " (" << at.label << ")");
+        REQUIRE(f.point_constraint(point) == "");
+        REQUIRE(f.shape_constraint(point, at) == "");
+        const auto inputs = f.make_inputs(at, 5);
+        CHECK(qt::plan::verify_point_with(&device, f, point, at, inputs, f.reference(at, inputs)).message == "");
+      }
+  }
+}

@@ -111,22 +111,25 @@ TEST_CASE("qtune profile runs a family at its default for the shape, on the arch
 
 TEST_CASE("qtune profile --sass-out writes the point's CUBIN as nvdisasm lists it, and its main loop's mix",
           "[tuner][profile][cli]") {
-  // A stand-in nvdisasm that lists the CUBIN's first kernel as a five-instruction function with a three-instruction
-  // loop: what is checked is that the point's own CUBIN reaches it and its listing reaches the file and the mix.
+  // A stand-in nvdisasm that lists each kernel the CUBIN names as a five-instruction function with a three-instruction
+  // loop (the point's CUBIN holds two: the shared ring's unrolled and rolled loops): what is checked is that the
+  // point's own CUBIN reaches it and the launched kernel's listing reaches the file and the mix.
   const std::string fake = qt::test::tuner_scratch("fake-nvdisasm", ".sh");
   {
     std::ofstream f(fake);
     f << "#!/bin/sh\n"
          "[ \"$1\" = -c ] || exit 9\n"
-         "name=$(grep -ao '_Z[0-9A-Za-z_]*' \"$2\" | head -1)\n"
-         "[ -n \"$name\" ] || exit 8\n"
+         "names=$(grep -ao '_Z[0-9A-Za-z_]*' \"$2\" | sort -u)\n"
+         "[ -n \"$names\" ] || exit 8\n"
+         "for name in $names; do\n"
          "printf '.text.%s:\\n' \"$name\"\n"
          "printf '        /*0000*/                   MOV R1, c[0x0][0x28] ;\\n'\n"
          "printf '.L_x_0:\\n'\n"
          "printf '        /*0010*/                   LDG.E.128 R4, desc[UR4][R2.64] ;\\n'\n"
          "printf '        /*0020*/                   HMMA.16816.F32 R8, R4, R6, R8 ;\\n'\n"
          "printf '        /*0030*/                   BRA `(.L_x_0) ;\\n'\n"
-         "printf '        /*0040*/                   EXIT ;\\n'\n";
+         "printf '        /*0040*/                   EXIT ;\\n'\n"
+         "done\n";
   }
   REQUIRE(::chmod(fake.c_str(), 0755) == 0);
   const std::string out = qt::test::tuner_scratch("profile-sass", ".sass");
