@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -13,6 +14,42 @@
 #include "device/jit/cubin_identity.h"
 
 namespace qt::compile {
+namespace {
+
+// The launch of a point's kernel whose block and dynamic shared memory its report gives: as the probe shape's plan
+// launches it, else as the first test shape's that does (a point may hold kernels only some shapes launch: the
+// stream GEMV's ring across groups, for groups its depth does not divide). Test shapes are planned only when the
+// plans so far lack the kernel.
+class LaunchFinder {
+ public:
+  LaunchFinder(const kernels::KernelFamily& family, const kernels::Point& point) : family_(family), point_(point) {
+    plans_.push_back(family.plan(point, family.probe_shape));
+  }
+  const kernels::Launch* find(const std::string& kernel) {
+    for (size_t i = 0;; ++i) {
+      if (i == plans_.size() && !plan_next()) return nullptr;
+      for (const kernels::Launch& l : plans_[i].launches)
+        if (l.kernel == kernel) return &l;
+    }
+  }
+
+ private:
+  bool plan_next() {
+    while (next_test_ < family_.test_shapes.size()) {
+      const kernels::Shape& s = family_.test_shapes[next_test_++];
+      if (family_.shape_constraint && !family_.shape_constraint(point_, s).empty()) continue;
+      plans_.push_back(family_.plan(point_, s));
+      return true;
+    }
+    return false;
+  }
+  const kernels::KernelFamily& family_;
+  const kernels::Point& point_;
+  std::deque<kernels::LaunchPlan> plans_;  // a deque keeps the returned launches where they are as it grows
+  size_t next_test_ = 0;
+};
+
+}  // namespace
 
 const KernelReport& PointResult::kernel(const std::string& name_expression) const {
   for (const auto& k : kernels)
@@ -118,22 +155,14 @@ std::vector<PointResult> CompileService::compile(const kernels::KernelFamily& fa
     r.cubin = std::make_shared<const std::vector<uint8_t>>(o.out.cubin);
     r.cubin_sha256 = cubin_digest(o.out.cubin);
     r.code_sha256 = code_digest(o.out.cubin);
-    // The block and dynamic shared memory of each kernel: as the probe shape's plan launches it, else as the first
-    // test shape's that does (a point may hold kernels only some shapes launch: the stream GEMV's ring across
-    // groups, for groups its depth does not divide).
-    std::vector<kernels::LaunchPlan> plans = {family.plan(points[i], family.probe_shape)};
-    for (const kernels::Shape& s : family.test_shapes)
-      if (!family.shape_constraint || family.shape_constraint(points[i], s).empty()) plans.push_back(family.plan(points[i], s));
+    LaunchFinder launches(family, points[i]);
     for (const auto& expr : programs[program_of_point[i]].name_expressions) {
       KernelReport k;
       k.name_expression = expr;
       k.lowered_name = o.out.lowered_names.at(expr);
       k.resources = find_kernel(o.out.resources, k.lowered_name);
-      for (const kernels::LaunchPlan& plan : plans) {
-        for (const auto& l : plan.launches)
-          if (l.kernel == expr) k.block_threads = static_cast<int>(l.block.count()), k.dynamic_smem = l.dynamic_smem;
-        if (k.block_threads > 0) break;
-      }
+      if (const kernels::Launch* l = launches.find(expr))
+        k.block_threads = static_cast<int>(l->block.count()), k.dynamic_smem = l->dynamic_smem;
       k.occupancy = occupancy(arch, k.resources.registers, k.block_threads, k.resources.static_smem + k.dynamic_smem);
       // Its registers and spills are known, its block and occupancy not where no shape at hand launches it.
       if (k.block_threads == 0) k.occupancy.limiter = "not launched at the probe or test shapes";

@@ -645,8 +645,6 @@ void share_problem(KernelFamily& f, const KernelFamily& base) {
 
 namespace {
 
-constexpr int64_t stream_tile_pieces(int bits) { return frag_stream_sizes::tile_pieces(bits); }
-
 // The shared memory a block may opt into on sm_86 and sm_89, the least of the targets past sm_80 (device/arch
 // states it per architecture; the families sit below the device layer and keep this one figure).
 constexpr int64_t kSm86BlockSmemBytes = 99 * 1024;
@@ -654,16 +652,23 @@ constexpr int64_t kSm86BlockSmemBytes = 99 * 1024;
 }  // namespace
 
 int64_t stream_ring(const Point& p) { return p.count("ring") ? p.at("ring") : 0; }
+
+namespace {
+// Whether a ring pf steps deep fits a whole number of trips in each group: the unrolled loops need it.
+bool pf_divides_group_steps(const Point& p, int64_t group) { return (group / 16) % p.at("pf") == 0; }
+}  // namespace
+
 std::string stream_group_check(const Point& p, int64_t group) {
-  if (stream_ring(p) || (group / 16) % p.at("pf") == 0) return std::string();
+  if (stream_ring(p) || pf_divides_group_steps(p, group)) return std::string();
   return "pf=" + std::to_string(p.at("pf")) + " must divide the group's 16-row steps on the register ring (ring=0)";
 }
 int64_t stream_ring_kernel(const Point& p, int64_t group) {
   if (!stream_ring(p)) return 0;
-  return (group / 16) % p.at("pf") == 0 ? 1 : 2;
+  return pf_divides_group_steps(p, group) ? 1 : 2;
 }
-std::vector<int64_t> stream_ring_kernels(const Point& p) {
-  return stream_ring(p) ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{0};
+std::vector<std::string> stream_ring_kernel_names(const Point& p, const std::function<std::string(int64_t)>& name) {
+  if (!stream_ring(p)) return {name(0)};
+  return {name(1), name(2)};
 }
 bool is_stream_family(const KernelFamily& f) {
   return std::any_of(f.params.begin(), f.params.end(), [](const Param& q) { return q.name == "ring"; });
@@ -711,10 +716,10 @@ constexpr int64_t kStreamRegisterBudget = 176;
 // in flight (frag_stream_gemv.cuh, RING). That figure is the design's, not yet a measurement.
 constexpr int64_t kRingLoadsInFlight = 3;
 int64_t stream_ring_bytes_in_flight(int bits, int64_t tiles) {
-  return std::min(tiles * stream_tile_pieces(bits), kRingLoadsInFlight) * 512;
+  return std::min(tiles * frag_stream_sizes::tile_pieces(bits), kRingLoadsInFlight) * 512;
 }
 int64_t stream_bytes_in_flight(int bits, const Point& p, int64_t tn) {
-  if (stream_ring(p)) return (p.at("pf") - 1) * tn * stream_tile_pieces(bits) * 512;
+  if (stream_ring(p)) return (p.at("pf") - 1) * tn * frag_stream_sizes::tile_pieces(bits) * 512;
   return stream_ring_bytes_in_flight(bits, p.at("pf") * tn);
 }
 
@@ -791,9 +796,7 @@ KernelFamily make_stream_gemv(const SourceKind& kind, const KernelFamily& gemv) 
   // Each warp's ring: pf B tiles per column tile, 16 bytes per lane and load (INT4 one load, INT8 two).
   f.bytes_in_flight_per_warp = [bits](const Point& p) { return stream_bytes_in_flight(bits, p, p.at("tn")); };
   f.kernels = [bits](const Point& p) {
-    std::vector<std::string> out;
-    for (int64_t ring : stream_ring_kernels(p)) out.push_back(stream_kernel(bits, p, ring));
-    return out;
+    return stream_ring_kernel_names(p, [&](int64_t ring) { return stream_kernel(bits, p, ring); });
   };
   f.plan = [bits](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"];
@@ -894,9 +897,7 @@ KernelFamily make_gate_up_stream(const SourceKind& kind) {
   };
   f.bytes_in_flight_per_warp = [bits](const Point& p) { return stream_bytes_in_flight(bits, p, 2); };
   f.kernels = [bits](const Point& p) {
-    std::vector<std::string> out;
-    for (int64_t ring : stream_ring_kernels(p)) out.push_back(gate_up_kernel(bits, p, ring));
-    return out;
+    return stream_ring_kernel_names(p, [&](int64_t ring) { return gate_up_kernel(bits, p, ring); });
   };
   f.plan = [bits](const Point& p, const Shape& shape) {
     const int64_t m = shape["M"], h = shape["N"];
@@ -1065,10 +1066,9 @@ KernelFamily make_fused_stream(const SourceKind& kind, const KernelFamily& base,
     f.defaults = kept;
   }
   f.kernels = [bits, swiglu, fuse](const Point& p) {
-    std::vector<std::string> out;
-    for (int64_t ring : stream_ring_kernels(p))
-      out.push_back(swiglu ? gate_up_kernel(bits, p, ring, fuse) : stream_kernel(bits, p, ring, fuse));
-    return out;
+    return stream_ring_kernel_names(p, [&](int64_t ring) {
+      return swiglu ? gate_up_kernel(bits, p, ring, fuse) : stream_kernel(bits, p, ring, fuse);
+    });
   };
   f.plan = [base, fuse, swiglu, bits](const Point& p, const Shape& shape) {
     return fused_plan(base, fuse, swiglu, bits, p, shape);

@@ -26,6 +26,9 @@
 // Both linear kinds read B fragments straight from global memory (frag_linear.cuh) and reduce split-K
 // partials in the same launch. The runtime binds the repacked arrays as "bq", "bs", "bz".
 #include "kernels_src/registry/family.h"
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace qt::kernels::frag {
 
@@ -58,8 +61,9 @@ std::string stream_group_check(const Point& p, int64_t group);
 // The kernel's RING template value for a point at groups of `group` rows: 0 the register ring; the shared ring 1
 // where pf divides the group's steps (its loop unrolls pf steps a trip), else 2 (a step a trip, across groups).
 int64_t stream_ring_kernel(const Point& p, int64_t group);
-// Each RING value a point's plans may pick (the shared ring's two loops are compiled together).
-std::vector<int64_t> stream_ring_kernels(const Point& p);
+// A stream family's kernel list: `name(ring)` for each RING value its plans may pick (the shared ring's two
+// loops are compiled together).
+std::vector<std::string> stream_ring_kernel_names(const Point& p, const std::function<std::string(int64_t)>& name);
 int64_t stream_ring_smem(int bits, const Point& p, int64_t tn, bool norm);
 
 // The Hopper GEMMs' main loop parameter both spaces share (frag_wgmma_gemm.cuh's KIF): k-steps of wgmmas in

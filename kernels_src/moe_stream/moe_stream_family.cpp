@@ -189,9 +189,7 @@ KernelFamily make(const Format& fmt, bool gate_up) {
     return weights + acts;
   };
   f.kernels = [fmt, gate_up](const Point& p) {
-    std::vector<std::string> out;
-    for (int64_t ring : frag::stream_ring_kernels(p)) out.push_back(kernel(fmt, gate_up, p, ring));
-    return out;
+    return frag::stream_ring_kernel_names(p, [&](int64_t ring) { return kernel(fmt, gate_up, p, ring); });
   };
   f.plan = [fmt, gate_up, zeros](const Point& p, const Shape& s) {
     const frag::FragDims d = dims_of(fmt, s);

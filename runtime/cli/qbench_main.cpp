@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli_args.h"
+#include "common/cpu_info.h"
 #include "common/error.h"
 #include "common/flag_ranges.h"
 #include "common/progress.h"
@@ -531,7 +532,9 @@ int run(int argc, char** argv) {
   const uint64_t bytes = model.decode_weight_bytes();
   const double roofline = bw.read_gbps * 1e9 / double(bytes);
   // A model whose decode bytes fit in the last-level cache is not bound by DRAM bandwidth.
-  const long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
+  // The kernel's figure (sysfs), as every cache-sized choice of the runtime takes it: under a hypervisor, glibc's
+  // sysconf can report the host's whole L3 (168 MB on a 32 MB EPYC guest) and call a DRAM-bound model cached.
+  const size_t l3 = cpu_last_level_cache_bytes(0);
   const bool fits_in_cache = l3 > 0 && bytes < 2 * uint64_t(l3);
   nlohmann::json j = {{"model", path},
                       {"arch", c.is_moe() ? "qwen3-moe" : "qwen3"},
