@@ -24,6 +24,19 @@
 // elements, from L2), rounding them to fp16 as the separate kernel's q_out holds them. The token's own key and
 // value row is the last row of the context, in the last split's last tile and in no other split's, so the block
 // of that split writes it to the cache before its first tile load and no block waits for another.
+//
+// attention_decode_mma_kernel: the same grid, tiles, pipeline, partials and combine, with the tile's work on tensor
+// cores. The scalar kernel spends about 1,400 warp instructions on 8 KB of K and V (each thread a D-long dot from
+// shared memory, then 8-column p V sums, between three block barriers a tile); mma.m16n8k16 does the same 16
+// tokens in 16 + 16 mma and 16 ldmatrix, so the tile's instructions no longer hide the memory they wait on.
+//   Q: the R query heads as the rows of a 16-row A operand (rows R .. 15 zero), held in registers for the launch;
+//   S = Q K^T: each warp takes 16-token slices of the tile (warp w: slices w, w + WARPS, ...), K rows through
+//      ldmatrix (B column-major in the token), fp32 accumulators;
+//   a warp's own online softmax on its fragments (the 4 lanes of a quad share a head), P rounded to fp16 into
+//      the A operand of O += P V (V through ldmatrix.trans), O in registers: one block barrier a tile;
+//   after the last tile the warps' (m, l, O) meet in shared memory (the drained K/V ring) and become the
+//      block's result, final or partial, as the scalar kernel's are.
+// D must be a multiple of 16, at most 128, and R = H / KVH at most 16 (decode_family.cpp's shape constraint).
 #include "kernels_src/common/qt_cuda.h"
 #include "kernels_src/common/rope.cuh"
 #include "kernels_src/common/splitk.cuh"  // last_block_to_arrive
@@ -50,15 +63,218 @@ __device__ __forceinline__ void load_f16x8(const __half* p, float (&out)[8]) {
 }
 
 // cp.async of rows [j0, j0 + TILE) of one KV head into a tile; rows at or past `end` are zero-filled (their
-// probabilities are 0, and 0 * NaN from stale shared memory would poison the sum).
+// probabilities are 0, and 0 * NaN from stale shared memory would poison the sum). Where a row's chunks divide the
+// block (D = 128: 16 chunks), each thread keeps one column and steps down the rows: the division and remainder of a
+// chunk index cost more instructions than the copy's own (PTX: 28 a copy against about 8).
+template <int THREADS, int TILE, int CHUNKS>
+__device__ __forceinline__ void load_tile_rows(__half* dst, const __half* cache, int j0, int end, int ld, int head_off,
+                                               int stride, int tid) {
+  constexpr int STEP = THREADS / CHUNKS;
+  const int cc = tid % CHUNKS, r0 = tid / CHUNKS;
+  const int in_context = end - j0 - r0;  // this thread's rows i * STEP below it are in the context
+  const int64_t row_step = (int64_t)STEP * ld;
+  const __half* src = cache + (int64_t)(j0 + r0) * ld + head_off + cc * 8;
+  const uint32_t to = qt::smem_u32(dst + r0 * stride + cc * 8);
+#pragma unroll
+  for (int i = 0; i < TILE / STEP; ++i) {
+    const bool ok = i * STEP < in_context;
+    qt::cp_async_cg16(to + i * STEP * stride * 2, ok ? src : cache, ok ? 16u : 0u);
+    src += row_step;
+  }
+}
+
 template <int THREADS, int TILE>
 __device__ __forceinline__ void load_tile(__half* dst, const __half* cache, int j0, int end, int ld, int head_off,
                                           int chunks, int stride, int tid) {
+  // Head dim 128 (every Qwen3 size): the loop unrolled at compile time, a copy a few instructions.
+  if constexpr (THREADS % 16 == 0 && TILE % (THREADS / 16) == 0) {
+    if (chunks == 16) {
+      load_tile_rows<THREADS, TILE, 16>(dst, cache, j0, end, ld, head_off, stride, tid);
+      return;
+    }
+  }
+  if (THREADS % chunks == 0) {
+    const int cc = tid % chunks, step = THREADS / chunks;
+    for (int r = tid / chunks; r < TILE; r += step) {
+      const bool ok = j0 + r < end;
+      const __half* src = cache + (ok ? (int64_t)(j0 + r) * ld + head_off + cc * 8 : 0);
+      qt::cp_async_cg16(qt::smem_u32(dst + r * stride + cc * 8), src, ok ? 16u : 0u);
+    }
+    return;
+  }
   for (int c = tid; c < TILE * chunks; c += THREADS) {
     const int r = c / chunks, cc = c % chunks;
     const bool ok = j0 + r < end;
     const __half* src = cache + (ok ? (int64_t)(j0 + r) * ld + head_off + cc * 8 : 0);
     qt::cp_async_cg16(qt::smem_u32(dst + r * stride + cc * 8), src, ok ? 16u : 0u);
+  }
+}
+
+// A split's run of tiles: the context is rows 0 .. pos0 (a pos0 outside the cache is clamped so every access stays
+// in bounds), cut into TILE-token tiles and the tiles into `splits` equal runs; a split past the end has none.
+struct SplitRange {
+  int len, t_begin, ntiles;
+};
+template <int TILE>
+__device__ __forceinline__ SplitRange split_range(const int* pos, int C, int split, int splits) {
+  SplitRange r;
+  r.len = min(max(*pos + 1, 1), C);
+  const int tiles = (r.len + TILE - 1) / TILE;
+  const int per_split = (tiles + splits - 1) / splits;
+  r.t_begin = min(tiles, split * per_split);
+  r.ntiles = min(tiles, r.t_begin + per_split) - r.t_begin;
+  return r;
+}
+
+// Tile t of the split's run, K and V, into ring slot t % STAGES.
+template <int THREADS, int TILE, int STAGES>
+__device__ __forceinline__ void load_stage(__half* Ks, __half* Vs, const __half* k_cache, const __half* v_cache, int t,
+                                           const SplitRange& r, int ld, int head_off, int chunks, int stride, int tid) {
+  const int j0 = (r.t_begin + t) * TILE, off = (t % STAGES) * TILE * stride;
+  load_tile<THREADS, TILE>(Ks + off, k_cache, j0, r.len, ld, head_off, chunks, stride, tid);
+  load_tile<THREADS, TILE>(Vs + off, v_cache, j0, r.len, ld, head_off, chunks, stride, tid);
+}
+
+// The ring's first STAGES - 1 tiles, a commit group each (empty past the run), so that cp_async_wait<STAGES - 2>
+// before tile t means tile t has landed.
+template <int THREADS, int TILE, int STAGES>
+__device__ __forceinline__ void fill_ring(__half* Ks, __half* Vs, const __half* k_cache, const __half* v_cache,
+                                          const SplitRange& r, int ld, int head_off, int chunks, int stride, int tid) {
+#pragma unroll 1
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < r.ntiles) load_stage<THREADS, TILE, STAGES>(Ks, Vs, k_cache, v_cache, s, r, ld, head_off, chunks, stride, tid);
+    qt::cp_async_commit();
+  }
+}
+
+// Tile t of the run in the ring: its K and V rows and the count of them in the context.
+struct RingTile {
+  const __half* k;
+  const __half* v;
+  int valid;
+};
+// For the whole block: waits for every thread's copies of tile t (and for every warp to be done with the slot
+// reloaded next), issues tile t + STAGES - 1, and returns tile t.
+template <int THREADS, int TILE, int STAGES>
+__device__ __forceinline__ RingTile ring_tile(__half* Ks, __half* Vs, const __half* k_cache, const __half* v_cache,
+                                              int t, const SplitRange& r, int ld, int head_off, int chunks, int stride,
+                                              int tid) {
+  qt::cp_async_wait<STAGES - 2>();
+  __syncthreads();
+  if (t + STAGES - 1 < r.ntiles)
+    load_stage<THREADS, TILE, STAGES>(Ks, Vs, k_cache, v_cache, t + STAGES - 1, r, ld, head_off, chunks, stride, tid);
+  qt::cp_async_commit();
+  const int slot = (t % STAGES) * TILE * stride;
+  return {Ks + slot, Vs + slot, min(TILE, r.len - (r.t_begin + t) * TILE)};
+}
+
+// The block's R query heads of KV head g in fp32 shared memory qs[R][D]. ROPE: the raw projections normalized and
+// rotated (a warp per head, as qk_norm_rope_kv does, rounded to fp16 as its q_out holds them), and the token's key
+// and value row written to the cache by the block whose tiles [t_begin, t_begin + ntiles) hold it, followed by a
+// block barrier so no thread's tile load reads the row before it is written. Without ROPE no barrier: the caller's
+// first barrier follows.
+template <int THREADS, int ROPE>
+__device__ __forceinline__ void queries_to_shared(float* qs, const __half* q, __half* k_cache, __half* v_cache,
+                                                  const int* pos, int g, int R, int D, int C, int KVH, int len,
+                                                  int tile, int t_begin, int ntiles, const __half* k_new,
+                                                  const __half* v_new, const float* q_norm, const float* k_norm,
+                                                  float eps, float theta) {
+  constexpr int WARPS = THREADS / 32;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if constexpr (ROPE) {
+    const int position = *pos, half = D / 2, ld = KVH * D, head_off = g * D;
+    const float inv_d = 1.0f / (float)D;
+    auto rms = [&](const __half* x) {
+      float ss = 0.0f;
+      for (int c = lane; c < D; c += 32) {
+        const float v = __half2float(x[c]);
+        ss += v * v;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+      return rsqrtf(ss * inv_d + eps);
+    };
+    for (int r = warp; r < R; r += WARPS) {
+      const __half* x = q + (int64_t)(g * R + r) * D;
+      const float inv = rms(x);
+      for (int i = lane; i < half; i += 32) {
+        float lo, hi;
+        qt::rope_norm_rotate(__half2float(x[i]), __half2float(x[half + i]), inv, q_norm[i], q_norm[half + i], i,
+                             position, inv_d, theta, lo, hi);
+        qs[r * D + i] = __half2float(__float2half_rn(lo));
+        qs[r * D + half + i] = __half2float(__float2half_rn(hi));
+      }
+    }
+    // The token's key and value row, by the block whose tiles hold it (rows past the cache are not written).
+    const int last_tile = (len - 1) / tile;
+    if (warp == 0 && position >= 0 && position < C && last_tile >= t_begin && last_tile < t_begin + ntiles) {
+      const __half* x = k_new + (int64_t)g * D;
+      const float inv = rms(x);
+      const int64_t row = (int64_t)position * ld + head_off;
+      for (int i = lane; i < half; i += 32) {
+        float lo, hi;
+        qt::rope_norm_rotate(__half2float(x[i]), __half2float(x[half + i]), inv, k_norm[i], k_norm[half + i], i,
+                             position, inv_d, theta, lo, hi);
+        k_cache[row + i] = __float2half_rn(lo);
+        k_cache[row + half + i] = __float2half_rn(hi);
+      }
+      for (int c = lane; c < D; c += 32) v_cache[row + c] = v_new[(int64_t)g * D + c];
+    }
+    __syncthreads();  // the row is in the cache before any thread's tile load reads it
+  } else {
+    for (int i = tid; i < R * D; i += THREADS) qs[i] = __half2float(q[(int64_t)g * R * D + i]);
+  }
+}
+
+// One element of the block's result for head h, column d: the output itself (one split: sum / l in fp16) or the
+// split's partial in the workspace, ml[splits][H][2] then acc[splits][H][D].
+__device__ __forceinline__ void store_result(__half* out, float* ws, int H, int D, int split, int splits, int h,
+                                             int d, float sum, float m, float l) {
+  if (splits == 1) {
+    out[(int64_t)h * D + d] = __float2half_rn(__fdividef(sum, l));
+    return;
+  }
+  if (d == 0) {
+    ws[2 * ((int64_t)split * H + h)] = m;
+    ws[2 * ((int64_t)split * H + h) + 1] = l;
+  }
+  ws[(int64_t)splits * H * 2 + ((int64_t)split * H + h) * D + d] = sum;
+}
+
+// The last split block of KV head g: out[h][d] = sum_s e^(m_s - M) acc_s[h][d] / sum_s e^(m_s - M) l_s,
+// M = max_s m_s, for its R heads; neutral partials (m = -inf) weigh 0. A thread takes four adjacent columns of
+// one head, and the loops over the splits are unrolled and branch-free, so a thread has several splits' loads in
+// flight. The loop this replaces branched on each split's max before loading its partial, for one column a
+// thread: every load waited on the one before, about a microsecond a split (the H200 run of 29 Nov: 85 us at
+// 4K tokens and 64 splits, where the KV read alone takes 5). The same sums in the same order: bit for bit.
+// A block-wide call after every thread's store_result.
+template <int THREADS>
+__device__ __forceinline__ void combine_splits(__half* out, const float* ws, unsigned* locks, int g, int H, int R,
+                                               int D, int splits) {
+  if (!last_block_to_arrive(&locks[g], (unsigned)splits)) return;
+  const float minus_inf = neg_inf();
+  const float* ml = ws;
+  const float* pacc = ws + (int64_t)splits * H * 2;
+  const int quads = D / 4;  // D is a multiple of 8
+  for (int i = threadIdx.x; i < R * quads; i += THREADS) {
+    const int h = g * R + i / quads, d = (i % quads) * 4;
+    float mx = minus_inf;
+#pragma unroll 4
+    for (int s = 0; s < splits; ++s) mx = fmaxf(mx, ml[2 * ((int64_t)s * H + h)]);
+    float l = 0.0f, sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
+    for (int s = 0; s < splits; ++s) {
+      const float* m_l = ml + 2 * ((int64_t)s * H + h);
+      const float* a = pacc + ((int64_t)s * H + h) * D + d;
+      const float m = m_l[0];
+      const float w = m == minus_inf ? 0.0f : __expf(m - mx);
+      l += m_l[1] * w;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) sum[e] += a[e] * w;
+    }
+    const float inv = __fdividef(1.0f, l);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[(int64_t)h * D + d + e] = __float2half_rn(sum[e] * inv);
   }
 }
 
@@ -94,84 +310,24 @@ __global__ void __launch_bounds__(THREADS, 1)
   float* st_l = st_m + R;
   float* st_a = st_l + R;
 
-  // The context is rows 0 .. pos0; a pos0 outside the cache is clamped so every access stays in bounds.
-  const int len = min(max(*pos + 1, 1), C);
-  const int tiles = (len + TILE - 1) / TILE;
-  const int per_split = (tiles + splits - 1) / splits;
-  const int t_begin = min(tiles, split * per_split);
-  const int ntiles = min(tiles, t_begin + per_split) - t_begin;
+  const attn_decode::SplitRange range = attn_decode::split_range<TILE>(pos, C, split, splits);
+  const int len = range.len, t_begin = range.t_begin, ntiles = range.ntiles;
 
-  if constexpr (ROPE) {
-    // A warp per head: its sum of squares, then its pairs normalized and rotated as qk_norm_rope_kv does.
-    const int position = *pos, half = D / 2;
-    const float inv_d = 1.0f / (float)D;
-    auto rms = [&](const __half* x) {
-      float ss = 0.0f;
-      for (int c = lane; c < D; c += 32) {
-        const float v = __half2float(x[c]);
-        ss += v * v;
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-      return rsqrtf(ss * inv_d + eps);
-    };
-    for (int r = warp; r < R; r += WARPS) {
-      const __half* x = q + (int64_t)(g * R + r) * D;
-      const float inv = rms(x);
-      for (int i = lane; i < half; i += 32) {
-        float lo, hi;
-        qt::rope_norm_rotate(__half2float(x[i]), __half2float(x[half + i]), inv, q_norm[i], q_norm[half + i], i,
-                             position, inv_d, theta, lo, hi);
-        qs[r * D + i] = __half2float(__float2half_rn(lo));
-        qs[r * D + half + i] = __half2float(__float2half_rn(hi));
-      }
-    }
-    // The token's key and value row, by the block whose tiles hold it (rows past the cache are not written).
-    const int last_tile = (len - 1) / TILE;
-    if (warp == 0 && position >= 0 && position < C && last_tile >= t_begin && last_tile < t_begin + ntiles) {
-      const __half* x = k_new + (int64_t)g * D;
-      const float inv = rms(x);
-      const int64_t row = (int64_t)position * ld + head_off;
-      for (int i = lane; i < half; i += 32) {
-        float lo, hi;
-        qt::rope_norm_rotate(__half2float(x[i]), __half2float(x[half + i]), inv, k_norm[i], k_norm[half + i], i,
-                             position, inv_d, theta, lo, hi);
-        k_cache[row + i] = __float2half_rn(lo);
-        k_cache[row + half + i] = __float2half_rn(hi);
-      }
-      for (int c = lane; c < D; c += 32) v_cache[row + c] = v_new[(int64_t)g * D + c];
-    }
-    __syncthreads();  // the row is in the cache before any thread's tile load reads it
-  } else {
-    for (int i = tid; i < R * D; i += THREADS) qs[i] = __half2float(q[(int64_t)g * R * D + i]);
-  }
+  attn_decode::queries_to_shared<THREADS, ROPE>(qs, q, k_cache, v_cache, pos, g, R, D, C, KVH, len, TILE, t_begin,
+                                               ntiles, k_new, v_new, q_norm, k_norm, eps, theta);
   for (int i = tid; i < R; i += THREADS) st_m[i] = minus_inf, st_l[i] = 0.0f;
   for (int w = tid; w < groups * pairs; w += THREADS)
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[w * 8 + e] = 0.0f;
 
-  // Tile `t` of this split into pipeline slot t % STAGES.
-  auto load_stage = [&](int t) {
-    const int j0 = (t_begin + t) * TILE, slot = t % STAGES;
-    const int off = slot * TILE * stride;
-    attn_decode::load_tile<THREADS, TILE>(Ks + off, k_cache, j0, len, ld, head_off, chunks, stride, tid);
-    attn_decode::load_tile<THREADS, TILE>(Vs + off, v_cache, j0, len, ld, head_off, chunks, stride, tid);
-  };
-#pragma unroll 1
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < ntiles) load_stage(s);
-    qt::cp_async_commit();
-  }
+  attn_decode::fill_ring<THREADS, TILE, STAGES>(Ks, Vs, k_cache, v_cache, range, ld, head_off, chunks, stride, tid);
 
   const float scale = rsqrtf((float)D);
   for (int t = 0; t < ntiles; ++t) {
-    qt::cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    if (t + STAGES - 1 < ntiles) load_stage(t + STAGES - 1);
-    qt::cp_async_commit();
-    const __half* Kt = Ks + (t % STAGES) * TILE * stride;
-    const __half* Vt = Vs + (t % STAGES) * TILE * stride;
-    const int valid = min(TILE, len - (t_begin + t) * TILE);
+    const attn_decode::RingTile tile = attn_decode::ring_tile<THREADS, TILE, STAGES>(
+        Ks, Vs, k_cache, v_cache, t, range, ld, head_off, chunks, stride, tid);
+    const __half *Kt = tile.k, *Vt = tile.v;
+    const int valid = tile.valid;
 
     // 1. scores
     for (int w = tid; w < R * TILE; w += THREADS) {
@@ -245,47 +401,182 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int r = i / D, d = i % D, pr = r * chunks + d / 8, e = d % 8;
     float sum = 0.0f;
     for (int grp = 0; grp < groups; ++grp) sum += acc[(grp * pairs + pr) * 8 + e];
-    const int h = g * R + r;
-    if (splits == 1) {
-      out[(int64_t)h * D + d] = __float2half_rn(__fdividef(sum, st_l[r]));
-    } else {
-      if (d == 0) {
-        ws[2 * ((int64_t)split * H + h)] = st_m[r];
-        ws[2 * ((int64_t)split * H + h) + 1] = st_l[r];
-      }
-      ws[(int64_t)splits * H * 2 + ((int64_t)split * H + h) * D + d] = sum;
-    }
+    attn_decode::store_result(out, ws, H, D, split, splits, g * R + r, d, sum, st_m[r], st_l[r]);
   }
   if (splits == 1) return;
+  attn_decode::combine_splits<THREADS>(out, ws, locks, g, H, R, D, splits);
+}
 
-  // The last split block of KV head g: out[h][d] = sum_s e^(m_s - M) acc_s[h][d] / sum_s e^(m_s - M) l_s,
-  // M = max_s m_s, for its R heads; neutral partials (m = -inf) weigh 0. A thread takes four adjacent columns of
-  // one head, and the loops over the splits are unrolled and branch-free, so a thread has several splits' loads in
-  // flight. The loop this replaces branched on each split's max before loading its partial, for one column a
-  // thread: every load waited on the one before, about a microsecond a split (the H200 run of 29 Nov: 85 us at
-  // 4K tokens and 64 splits, where the KV read alone takes 5). The same sums in the same order: bit for bit.
-  if (!last_block_to_arrive(&locks[g], (unsigned)splits)) return;
-  const float* ml = ws;
-  const float* pacc = ws + (int64_t)splits * H * 2;
-  const int quads = D / 4;  // D is a multiple of 8
-  for (int i = tid; i < R * quads; i += THREADS) {
-    const int h = g * R + i / quads, d = (i % quads) * 4;
-    float mx = minus_inf;
-#pragma unroll 4
-    for (int s = 0; s < splits; ++s) mx = fmaxf(mx, ml[2 * ((int64_t)s * H + h)]);
-    float l = 0.0f, sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 4
-    for (int s = 0; s < splits; ++s) {
-      const float* m_l = ml + 2 * ((int64_t)s * H + h);
-      const float* a = pacc + ((int64_t)s * H + h) * D + d;
-      const float m = m_l[0];
-      const float w = m == minus_inf ? 0.0f : __expf(m - mx);
-      l += m_l[1] * w;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) sum[e] += a[e] * w;
-    }
-    const float inv = __fdividef(1.0f, l);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) out[(int64_t)h * D + d + e] = __float2half_rn(sum[e] * inv);
+// Shared memory (dynamic): the K and V ring as above, sized at least for the warps' results that reuse it
+// (WARPS x R rows of max, sum and D accumulators); then the 16 query rows in fp16 (the A operand, rows R .. 15
+// zero) and the R rows in fp32 the prologue writes. decode_family.cpp's decode_smem_bytes mirrors it.
+namespace attn_decode {
+__device__ __forceinline__ int mma_ring_halves(int warps, int tile, int stages, int R, int D, int stride) {
+  const int ring = 2 * stages * tile * stride, results = warps * R * (D + 2) * 2;
+  return ((ring > results ? ring : results) + 7) & ~7;
+}
+}  // namespace attn_decode
+
+template <int THREADS, int TILE, int STAGES, int ROPE = 0>
+__global__ void __launch_bounds__(THREADS, 1)
+    attention_decode_mma_kernel(const __half* q, __half* k_cache, __half* v_cache, const int* pos, __half* out,
+                                float* ws, unsigned* locks, int H, int KVH, int D, int C, const __half* k_new,
+                                const __half* v_new, const float* q_norm, const float* k_norm, float eps,
+                                float theta) {
+  qt::grid_dependency_entry();
+  static_assert(THREADS % 32 == 0 && TILE % 16 == 0 && STAGES >= 2, "block, tile and pipeline shape");
+  constexpr int WARPS = THREADS / 32, SLICES = TILE / 16;
+  constexpr int DMAX = 128, KF = DMAX / 16, DF = DMAX / 8;  // registers sized for the largest head dim
+  const float minus_inf = attn_decode::neg_inf();
+  QT_DYNAMIC_SHARED(smem, unsigned char);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gid = lane >> 2, t4 = lane & 3;
+  const int g = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
+  const int R = H / KVH, chunks = D / 8, stride = attn_decode::row_stride(D), kf_n = D / 16;
+  const int ld = KVH * D, head_off = g * D;
+
+  __half* Ks = reinterpret_cast<__half*>(smem);
+  __half* Vs = Ks + STAGES * TILE * stride;
+  __half* Qh = Ks + attn_decode::mma_ring_halves(WARPS, TILE, STAGES, R, D, stride);
+  float* qs = reinterpret_cast<float*>(Qh + 16 * stride);
+
+  const attn_decode::SplitRange range = attn_decode::split_range<TILE>(pos, C, split, splits);
+  const int len = range.len, t_begin = range.t_begin, ntiles = range.ntiles;
+
+  attn_decode::queries_to_shared<THREADS, ROPE>(qs, q, k_cache, v_cache, pos, g, R, D, C, KVH, len, TILE, t_begin,
+                                               ntiles, k_new, v_new, q_norm, k_norm, eps, theta);
+  attn_decode::fill_ring<THREADS, TILE, STAGES>(Ks, Vs, k_cache, v_cache, range, ld, head_off, chunks, stride, tid);
+
+  // The queries as a 16-row A operand, in registers for the whole launch (their values are fp16 already).
+  __syncthreads();  // qs written by every warp
+  for (int i = tid; i < 16 * D; i += THREADS) {
+    const int r = i / D, d = i % D;
+    Qh[r * stride + d] = __float2half_rn(r < R ? qs[r * D + d] : 0.0f);
   }
+  __syncthreads();
+  uint32_t qa[KF][4];
+#pragma unroll
+  for (int kf = 0; kf < KF; ++kf) {
+    qa[kf][0] = qa[kf][1] = qa[kf][2] = qa[kf][3] = 0u;
+    if (kf < kf_n) qt::ldmatrix_x4(qa[kf], qt::smem_u32(Qh + (lane & 15) * stride + kf * 16 + (lane >> 4) * 8));
+  }
+
+  // This warp's running max and sum of heads gid and gid + 8 (this lane's share of the quad's tokens), and its
+  // O rows in C-fragment order.
+  float o[DF][4];
+#pragma unroll
+  for (int df = 0; df < DF; ++df) o[df][0] = o[df][1] = o[df][2] = o[df][3] = 0.0f;
+  float row_m[2] = {minus_inf, minus_inf}, row_l[2] = {0.0f, 0.0f};
+  const float scale = rsqrtf((float)D);  // the scores' scale, applied in fp32 to the accumulators
+
+  for (int t = 0; t < ntiles; ++t) {
+    const attn_decode::RingTile tile = attn_decode::ring_tile<THREADS, TILE, STAGES>(
+        Ks, Vs, k_cache, v_cache, t, range, ld, head_off, chunks, stride, tid);
+    for (int sl = warp; sl < SLICES; sl += WARPS) {
+      const int tok0 = sl * 16;
+      if (tok0 >= tile.valid) break;  // warp-uniform: the rest of the tile is past the context
+      float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+      for (int kf = 0; kf < KF; ++kf) {
+        if (kf < kf_n) {
+          uint32_t b[4];
+          qt::ldmatrix_x4(b, qt::smem_u32(tile.k + (tok0 + (lane & 7) + ((lane >> 4) << 3)) * stride + kf * 16 +
+                                          ((lane >> 3) & 1) * 8));
+          qt::mma_m16n8k16_f16(s[0], qa[kf], b, s[0]);
+          qt::mma_m16n8k16_f16(s[1], qa[kf], b + 2, s[1]);
+        }
+      }
+      // Online softmax over the slice's tokens: token tok0 is in the context, so every row's max is finite.
+      float alphas[2];
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        float mx = minus_inf;
+#pragma unroll
+        for (int nf = 0; nf < 2; ++nf)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float v = s[nf][2 * hr + e] * scale;
+            if (tok0 + nf * 8 + 2 * t4 + e >= tile.valid) v = minus_inf;
+            s[nf][2 * hr + e] = v;
+            mx = fmaxf(mx, v);
+          }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(row_m[hr], mx);
+        const float alpha = __expf(row_m[hr] - m_new);  // 0 on the warp's first slice (m = -inf)
+        row_m[hr] = m_new;
+        float sum = 0.0f;
+#pragma unroll
+        for (int nf = 0; nf < 2; ++nf)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float p = __expf(s[nf][2 * hr + e] - m_new);  // exp(-inf) = 0 past the context
+            s[nf][2 * hr + e] = p;
+            sum += p;
+          }
+        row_l[hr] = row_l[hr] * alpha + sum;
+        alphas[hr] = alpha;
+      }
+      // O rescaled only when some head's max moved (alpha = 1 exactly otherwise): past the first slices of a long
+      // context it seldom does, and the rescale is 64 multiplies a lane against the slice's 32 mma.
+      if (__any_sync(0xffffffffu, alphas[0] != 1.0f || alphas[1] != 1.0f)) {
+#pragma unroll
+        for (int df = 0; df < DF; ++df)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) o[df][i] *= alphas[i / 2];
+      }
+      // O += P V: the score fragments of the slice's two 8-token halves are the A operand of one k-step.
+      uint32_t a[4];
+      a[0] = qt::cvt_f16x2(s[0][0], s[0][1]);
+      a[1] = qt::cvt_f16x2(s[0][2], s[0][3]);
+      a[2] = qt::cvt_f16x2(s[1][0], s[1][1]);
+      a[3] = qt::cvt_f16x2(s[1][2], s[1][3]);
+#pragma unroll
+      for (int dp = 0; dp < DF / 2; ++dp) {
+        if (dp < kf_n) {
+          uint32_t b[4];
+          qt::ldmatrix_x4_trans(b, qt::smem_u32(tile.v + (tok0 + (lane & 7) + ((lane >> 3) & 1) * 8) * stride + dp * 16 +
+                                                (lane >> 4) * 8));
+          qt::mma_m16n8k16_f16(o[2 * dp], a, b, o[2 * dp]);
+          qt::mma_m16n8k16_f16(o[2 * dp + 1], a, b + 2, o[2 * dp + 1]);
+        }
+      }
+    }
+  }
+  qt::cp_async_wait<0>();
+  __syncthreads();  // every warp is done with the ring: it now takes the warps' results
+
+  float* wm = reinterpret_cast<float*>(smem);  // [WARPS][R] max
+  float* wl = wm + WARPS * R;                   // [WARPS][R] sum
+  float* wo = wl + WARPS * R;                   // [WARPS][R][D] accumulators
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    float l = row_l[hr];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int r = gid + 8 * hr;
+    if (r < R) {
+      if (t4 == 0) wm[warp * R + r] = row_m[hr], wl[warp * R + r] = l;
+      float* dst = wo + (int64_t)(warp * R + r) * D;
+#pragma unroll
+      for (int df = 0; df < DF; ++df)
+        if (df < 2 * kf_n) dst[df * 8 + 2 * t4] = o[df][2 * hr], dst[df * 8 + 2 * t4 + 1] = o[df][2 * hr + 1];
+    }
+  }
+  __syncthreads();
+  // The block's result: the warps' (m, l, O) combined as the splits' are; a warp that saw no token weighs 0.
+  for (int i = tid; i < R * D; i += THREADS) {
+    const int r = i / D, d = i % D;
+    float mx = minus_inf;
+    for (int w = 0; w < WARPS; ++w) mx = fmaxf(mx, wm[w * R + r]);
+    float l = 0.0f, sum = 0.0f;
+    for (int w = 0; w < WARPS; ++w) {
+      const float m = wm[w * R + r];
+      const float c = m == minus_inf ? 0.0f : __expf(m - mx);
+      l += wl[w * R + r] * c;
+      sum += wo[(int64_t)(w * R + r) * D + d] * c;
+    }
+    attn_decode::store_result(out, ws, H, D, split, splits, g * R + r, d, sum, mx, l);
+  }
+  if (splits == 1) return;
+  attn_decode::combine_splits<THREADS>(out, ws, locks, g, H, R, D, splits);
 }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -16,13 +17,27 @@ using Role = BufferSpec::Role;
 
 constexpr int64_t kMaxSmem = 227 * 1024;  // the largest opt-in dynamic shared memory of any target (sm_90)
 
+// The tile's work on tensor cores (attention_decode_mma_kernel) or on the CUDA cores (attention_decode_kernel).
+bool on_tensor_cores(const Point& p) { return p.count("mma") && p.at("mma") == 1; }
+
 std::string decode_kernel(const Point& p, bool rope = false) {
-  if (!rope) return name_expr("attention_decode_kernel", {p.at("threads"), p.at("tile"), p.at("stages")});
-  return name_expr("attention_decode_kernel", {p.at("threads"), p.at("tile"), p.at("stages"), 1});
+  const char* kernel = on_tensor_cores(p) ? "attention_decode_mma_kernel" : "attention_decode_kernel";
+  if (!rope) return name_expr(kernel, {p.at("threads"), p.at("tile"), p.at("stages")});
+  return name_expr(kernel, {p.at("threads"), p.at("tile"), p.at("stages"), 1});
 }
+
+// The tensor-core kernel's limits: its registers hold head dims up to 128 in k-steps of 16, and its A operand
+// the R query heads of a KV head as at most 16 rows.
+constexpr int64_t kMmaMaxHeadDim = 128, kMmaMaxHeadsPerKv = 16;
 
 // Mirrors attn_decode::row_stride and token_groups in attention_decode.cuh.
 int64_t row_stride(int64_t d) { return (d / 8) % 2 == 1 ? d : d + 8; }
+// Mirrors attn_decode::mma_ring_halves: the K/V ring, at least as large as the warps' results that reuse it.
+int64_t mma_ring_bytes(const Point& p, int64_t heads_per_kv, int64_t d) {
+  const int64_t ring = 2 * p.at("stages") * p.at("tile") * row_stride(d);
+  const int64_t results = p.at("threads") / 32 * heads_per_kv * (d + 2) * 2;
+  return ((std::max(ring, results) + 7) & ~int64_t(7)) * 2;
+}
 int64_t accumulator_floats(int64_t threads, int64_t heads_per_kv, int64_t d) {
   const int64_t pairs = heads_per_kv * (d / 8);
   const int64_t groups = pairs >= threads ? 1 : threads / pairs;
@@ -45,21 +60,38 @@ KernelFamily make_decode() {
               {"stages", {2, 3}, 2, "cp.async pipeline stages of K/V tiles"},
               {"splits", {1, 2, 4, 8, 16, 32, 64}, 8,
                "blocks along the context (fp32 partials, combined in the same launch when > 1)"}};
-  // The first default is the untuned fallback at the shapes defaults_for has no rule for; the fourth is the
-  // longest context's split count, verified in CI like the others (the split count is a launch's grid, not code).
-  f.defaults = {{{"threads", 128}, {"tile", 32}, {"stages", 2}, {"splits", 8}},
-                {{"threads", 256}, {"tile", 64}, {"stages", 2}, {"splits", 1}},
-                {{"threads", 64}, {"tile", 16}, {"stages", 3}, {"splits", 4}},
-                {{"threads", 128}, {"tile", 32}, {"stages", 2}, {"splits", kMaxDefaultSplits}}};
+  // Added after the H200 runs: their stored points ran the CUDA-core kernel, as a point typed without it does
+  // (the defaults below lead with the tensor cores). Every report times the default's twin on the other core
+  // beside it (report_ab): no GPU has yet run the tensor-core kernel.
+  Param core{"mma", {0, 1}, 0,
+             "the tile's work: 0 on CUDA cores (a thread per score from shared memory, three block barriers a "
+             "tile), 1 on tensor cores (mma.m16n8k16, a warp per 16-token slice, one barrier a tile)"};
+  core.report_ab = true;
+  core.absent_value = 0;
+  f.params.push_back(core);
+  // The first default is the untuned fallback at the shapes defaults_for has no rule for. The tensor-core tile is
+  // 64 tokens: a 16-token slice for each of 4 warps. The second is its twin on the CUDA cores: the A/B every
+  // report times beside it, and the choice for the shapes the tensor-core kernel cannot take (a head dim not a
+  // multiple of 16 or over 128, more than 16 query heads a KV head). The last three are the longest context's
+  // split count, verified in CI like the others (the split count is a launch's grid, not code): the first two
+  // again, and the CUDA-core default the H200 runs measured.
+  f.defaults = {{{"threads", 128}, {"tile", 64}, {"stages", 2}, {"splits", 8}, {"mma", 1}},
+                {{"threads", 128}, {"tile", 64}, {"stages", 2}, {"splits", 8}, {"mma", 0}},
+                {{"threads", 256}, {"tile", 64}, {"stages", 2}, {"splits", 1}, {"mma", 0}},
+                {{"threads", 64}, {"tile", 16}, {"stages", 3}, {"splits", 4}, {"mma", 0}},
+                {{"threads", 128}, {"tile", 64}, {"stages", 2}, {"splits", kMaxDefaultSplits}, {"mma", 1}},
+                {{"threads", 128}, {"tile", 64}, {"stages", 2}, {"splits", kMaxDefaultSplits}, {"mma", 0}},
+                {{"threads", 128}, {"tile", 32}, {"stages", 2}, {"splits", kMaxDefaultSplits}, {"mma", 0}}};
   // Untuned, the split count follows the context: the grid is KV heads x splits blocks, and a fixed 8 splits
   // put 64 blocks of the Qwen3-8B shape (8 KV heads) on a 132-SM H200, each streaming its share of the cache
   // with one tile pair in flight: the static model gives 9% of the measured bandwidth at 32K tokens (386 us a
-  // layer), against 64% with 64 splits (54 us). So: splits_for_context's count first, then the fixed defaults.
+  // layer), against 64% with 64 splits (54 us). So: splits_for_context's count first, on either core (the CUDA
+  // cores for the shapes the tensor cores cannot take), then the fixed defaults.
   f.defaults_for = [defaults = f.defaults](const Shape& s) {
     const AttentionProblem a = problem(s);
-    Point first = defaults[0];
-    first["splits"] = splits_for_context(a.pos0 + a.m, a.kv_heads);
-    return lead_with({first}, defaults);
+    std::vector<Point> leaders = {defaults[0], defaults[1]};
+    for (Point& p : leaders) p["splits"] = splits_for_context(a.pos0 + a.m, a.kv_heads);
+    return lead_with(leaders, defaults);
   };
   f.point_constraint = [](const Point& p) {
     // K and V tiles at head dim 128 within 160 KiB leave room for the rest on every target that has it.
@@ -72,6 +104,12 @@ KernelFamily make_decode() {
     std::string e = shape_check(a);
     if (!e.empty()) return e;
     if (a.m != 1) return std::string("attention_decode serves one query token (M = 1)");
+    if (on_tensor_cores(p) && (a.head_dim % 16 != 0 || a.head_dim > kMmaMaxHeadDim))
+      return "the tensor-core kernel (mma=1) takes head dims that are multiples of 16 up to " +
+             std::to_string(kMmaMaxHeadDim) + ", not " + std::to_string(a.head_dim);
+    if (on_tensor_cores(p) && a.heads / a.kv_heads > kMmaMaxHeadsPerKv)
+      return "the tensor-core kernel (mma=1) takes at most " + std::to_string(kMmaMaxHeadsPerKv) +
+             " query heads a KV head, not " + std::to_string(a.heads / a.kv_heads);
     if (decode_smem_bytes(p, a.heads / a.kv_heads, a.head_dim) > kMaxSmem)
       return "needs " + std::to_string(decode_smem_bytes(p, a.heads / a.kv_heads, a.head_dim)) +
              " bytes of shared memory (more than 227 KiB)";
@@ -85,6 +123,39 @@ KernelFamily make_decode() {
     const double io = 2.0 * double(a.heads * a.head_dim) * 2;
     const double partials = p.at("splits") > 1 ? 2.0 * double(p.at("splits") * a.heads * (a.head_dim + 2)) * 4 : 0;
     return kv + io + partials;
+  };
+  // The ring's tiles a block has requested ahead of the one it reads (stages - 1 of K and V, at head dim 128),
+  // shared by its warps: both kernels issue the block's copies from every thread.
+  f.bytes_in_flight_per_warp = [](const Point& p) {
+    return (p.at("stages") - 1) * p.at("tile") * 2 * 128 * 2 / (p.at("threads") / 32);
+  };
+  // The tile loop, a trip a tile of the split for each warp of the blocks that have tiles. Its PTX text holds
+  // each inner loop once: the tensor-core kernel's slice loop (one trip a tile at tile = 16 x warps, counted per
+  // slice here), the CUDA-core kernel's score and P V loops (4 trips each of their 4-way unrolled bodies at head
+  // dim 128). Read against the loops' trip counts (sm_90a, D = 128), the text is about 0.7x of what the CUDA-core
+  // kernel issues a tile (about 1,700 instructions a warp for 32 tokens: 430 a KB of K and V) and about 1.1x of
+  // the tensor-core kernel's (about 750 a warp for 64 tokens: 95 a KB, its O rescale skipped).
+  f.main_loop = [](const Point& p, const Shape& shape, const LaunchPlan&) -> LoopWork {
+    const AttentionProblem a = problem(shape);
+    const int64_t tiles = (a.pos0 + 1 + p.at("tile") - 1) / p.at("tile");
+    const int64_t per_split = (tiles + p.at("splits") - 1) / p.at("splits");
+    const int64_t busy_splits = (tiles + per_split - 1) / per_split;
+    const int64_t warps = p.at("threads") / 32;
+    const int64_t slices_per_warp = on_tensor_cores(p) ? (p.at("tile") / 16 + warps - 1) / warps : 1;
+    return {double(a.kv_heads * busy_splits), double(per_split * std::max<int64_t>(1, slices_per_warp))};
+  };
+  // A block's waits in turn: q and, each time its ring runs dry, a tile's K and V from DRAM (every stages - 1
+  // tiles, the first of them at least); then, with splits, its partials and the arrival counter through the L2 and
+  // the last block's read of every split's partials. At short contexts this chain, not the bytes, is the body:
+  // the H200 timed the kernel at 12.8 us a launch at contexts up to 80 (29 Nov), a few tiles of reading.
+  f.latency_chain = [](const Point& p, const Shape& shape) {
+    const AttentionProblem a = problem(shape);
+    const int64_t tiles = (a.pos0 + 1 + p.at("tile") - 1) / p.at("tile");
+    const int64_t per_split = (tiles + p.at("splits") - 1) / p.at("splits");
+    LatencyChain c;
+    c.dram_rounds = double(1 + (per_split + p.at("stages") - 2) / (p.at("stages") - 1));
+    if (p.at("splits") > 1) c.l2_rounds = 3;
+    return c;
   };
   f.kernels = [](const Point& p) { return std::vector<std::string>{decode_kernel(p)}; };
   f.plan = [](const Point& p, const Shape& shape) {
@@ -119,7 +190,9 @@ KernelFamily make_decode() {
     Expected locks;  // every counter back at zero for the next launch
     locks.buffer = "locks";
     locks.values.assign(size_t(problem(shape).kv_heads), 0.0f);
-    return std::vector<Expected>{expected_attention(shape, in, /*p_in_fp16=*/false), locks};
+    // The reference holds every point of the space to one tolerance: the tensor-core kernel's, which rounds each
+    // weight to fp16 before P V as prefill does (the CUDA-core kernel keeps them in fp32, inside it).
+    return std::vector<Expected>{expected_attention(shape, in, /*p_in_fp16=*/true), locks};
   };
   f.model_shapes = [](const ModelConfig& c, const ModelWeights*) { return decode_model_shapes(c); };
   f.probe_shape = Shape{kDims, {1, 32, 8, 128, 4096, 2047}, "probe: Qwen3-8B heads, context 2048"};
@@ -221,7 +294,7 @@ KernelFamily make_decode_rope(const KernelFamily& base) {
     rotated["q"] = bytes_of(halves(r.q_out));
     rotated["k_cache"] = bytes_of(halves(r.k_cache));
     rotated["v_cache"] = bytes_of(halves(r.v_cache));
-    Expected out = expected_attention(shape, rotated, /*p_in_fp16=*/false);
+    Expected out = expected_attention(shape, rotated, /*p_in_fp16=*/true);
     const AttentionResult ar = reference_attention(a, halves(r.q_out), halves(r.k_cache), halves(r.v_cache));
     out.abs_tol += ar.max_abs_v * 2.0 * std::ldexp(1.0, -9) * ar.max_score;
     // The cache through the token's row (rows past it are NaN in the inputs and untouched).
@@ -253,6 +326,9 @@ int64_t splits_for_context(int64_t tokens, int64_t kv_heads) {
 }
 
 int64_t decode_smem_bytes(const Point& p, int64_t heads_per_kv, int64_t head_dim) {
+  // The ring, the 16 query rows in fp16 and the R rows in fp32.
+  if (on_tensor_cores(p))
+    return mma_ring_bytes(p, heads_per_kv, head_dim) + 16 * row_stride(head_dim) * 2 + heads_per_kv * head_dim * 4;
   const int64_t tile = p.at("tile"), stages = p.at("stages");
   const int64_t kv = 2 * stages * tile * row_stride(head_dim) * 2;
   const int64_t floats = heads_per_kv * head_dim + heads_per_kv * tile +

@@ -86,6 +86,12 @@ json bench_attention_decode(dev::Device& device, const ModelWeights& weights, co
       }
     }
     const KernelChoice* d = chosen("default", bench.defaults);
+    // The choices the family asks every run to time beside its default (Param::report_ab): the tensor-core kernel
+    // against its twin on the CUDA cores.
+    if (d && d->family && d->source == KernelChoice::Source::Default)
+      for (const kernels::Neighbour& n : kernels::one_parameter_neighbours(*d->family, d->point, choice))
+        time_point("default, " + n.param + "=" + n.value, *d->family, n.point,
+                   "the default with " + n.param + " alone changed");
     // The split count is what a longer context asks more of: every value, at each default point's other
     // parameters (its thread count, tile and stages), the fastest kept. Points that cannot run the shape are
     // skipped; each configuration is one compiled kernel, the split count only its grid.

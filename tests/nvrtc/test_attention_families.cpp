@@ -141,6 +141,12 @@ TEST_CASE("attention and rope shapes a kernel cannot run are refused with the re
   CHECK_THAT(why(decode, dp, {1, 6, 4, 40, 64, 10}), Catch::Contains("multiple of KVH"));
   CHECK_THAT(why(decode, dp, {1, 4, 2, 36, 64, 10}), Catch::Contains("multiple of 8"));
   CHECK_THAT(why(decode, dp, {1, 4, 2, 40, 64, 64}), Catch::Contains("P + M <= C"));
+  // The tensor-core kernel's registers hold k-steps of 16 up to D = 128, and its A operand 16 query heads.
+  const auto mma = qt::kernels::parse_point(decode, "threads=128,tile=64,stages=2,splits=8,mma=1");
+  CHECK(why(decode, mma, {1, 32, 8, 128, 64, 10}) == "");
+  CHECK_THAT(why(decode, mma, {1, 4, 2, 40, 64, 10}), Catch::Contains("multiples of 16 up to 128, not 40"));
+  CHECK_THAT(why(decode, mma, {1, 4, 2, 256, 64, 10}), Catch::Contains("not 256"));
+  CHECK_THAT(why(decode, mma, {1, 34, 2, 32, 64, 10}), Catch::Contains("at most 16 query heads a KV head, not 17"));
   CHECK_THAT(why(prefill, pp, {8, 4, 2, 40, 64, 60}), Catch::Contains("P + M <= C"));
   CHECK_THAT(why(prefill, qt::kernels::parse_point(prefill, "bm=32,bn=64,warps=2,stages=3,dmax=64"),
                  {8, 4, 2, 128, 64, 0}),
@@ -177,4 +183,28 @@ TEST_CASE("untuned attention decode splits grow with the context until the grid 
   bool verified = false;
   for (const auto& p : f.default_points()) verified = verified || p == f.default_points(s)[0];
   CHECK(verified);
+}
+
+TEST_CASE("attention decode leads with the tensor-core kernel and names its CUDA-core twin as the report's A/B, "
+          "where the shape takes both") {
+  const KernelFamily& f = qt::kernels::find_family("attention_decode");
+  // Qwen3-8B heads at 4K tokens: the tensor cores first, the twin (same tile, threads, stages and splits) next.
+  const Shape qwen = f.shape({1, 32, 8, 128, 4096, 4095}, "decode");
+  const auto points = f.default_points(qwen);
+  REQUIRE(points.size() >= 2);
+  CHECK(points[0].at("mma") == 1);
+  qt::kernels::Point twin = points[0];
+  twin["mma"] = 0;
+  CHECK(points[1] == twin);
+  const auto ab = qt::kernels::one_parameter_neighbours(f, points[0], qwen);
+  REQUIRE(ab.size() == 1);
+  CHECK(ab[0].param == "mma");
+  CHECK(ab[0].point == twin);
+  // Head dim 40: the first default that runs is the twin, and no A/B is named against a point the shape refuses.
+  const Shape d40 = f.shape({1, 4, 2, 40, 64, 63}, "decode");
+  CHECK(qt::kernels::point_runs(f, points[0], d40) != "");
+  const auto d40_points = f.default_points(d40);
+  CHECK(qt::kernels::point_runs(f, d40_points[1], d40) == "");
+  CHECK(d40_points[1].at("mma") == 0);
+  CHECK(qt::kernels::one_parameter_neighbours(f, d40_points[1], d40).empty());
 }

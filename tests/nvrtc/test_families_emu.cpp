@@ -368,3 +368,26 @@ TEST_CASE("the stream GEMVs' shared ring runs across group boundaries: 8 deep at
       }
   }
 }
+
+TEST_CASE("the tensor-core attention decode matches the CPU reference where warps take several slices a tile or none, "
+          "at every split count, in both forms") {
+  // The defaults give each warp one 16-token slice of a 64-token tile. Here: 2 warps over 128-token tiles (4 slices
+  // each: the running max and sum carried across slices), 8 warps over 16-token tiles (7 warps never see a token and
+  // must weigh nothing in the block's result), 3 stages; 1 split (the output written directly), 4 (a split past the
+  // context's last tile writes a neutral partial) and 64. Heads 16 over 2 KV heads (8 rows of the A operand) at head
+  // dim 64 (4 of the registers' 8 k-steps), context 600 in a cache of 640.
+  const qt::kernels::Shape shape{{"M", "H", "KVH", "D", "C", "P"}, {1, 16, 2, 64, 640, 599}, "GQA 8, D=64, context 600"};
+  for (const char* name : {"attention_decode", "attention_decode_rope"}) {
+    const KernelFamily& f = qt::kernels::find_family(name);
+    qt::emu::EmuDevice device(qt::emu::EmuOptions{});
+    const auto inputs = f.make_inputs(shape, 3);
+    for (const auto& [threads, tile, stages] : {std::tuple{64, 128, 2}, std::tuple{256, 16, 3}, std::tuple{128, 32, 3}})
+      for (int64_t splits : {1, 4, 64}) {
+        const qt::kernels::Point point = {
+            {"threads", threads}, {"tile", tile}, {"stages", stages}, {"splits", splits}, {"mma", 1}};
+        INFO(name << " " << qt::kernels::point_key(point));
+        CHECK(f.kernels(point).front().find("attention_decode_mma_kernel") == 0);
+        run_verified(device, f, point, shape, inputs, "out");
+      }
+  }
+}

@@ -158,8 +158,7 @@ TEST_CASE("stream launch cost re-derived from the H200 run", "[tuner][step]") {
     // split count with the context): modelled at the point that ran.
     if (l.launch.op == "attention_decode") {
       const kernels::KernelFamily& f = kernels::find_family("attention_decode");
-      kernels::Point ran = f.default_points()[0];
-      REQUIRE(ran.at("splits") == 8);
+      const kernels::Point ran = kernels::parse_point(f, "threads=128,tile=32,stages=2,splits=8,mma=0");
       const RooflineEstimate e = estimate_point(f, ran, l.launch.shape, 90, peak);
       body = e.seconds - e.launch_s;
     }
