@@ -241,40 +241,58 @@ __device__ __forceinline__ void store_result(__half* out, float* ws, int H, int 
   ws[(int64_t)splits * H * 2 + ((int64_t)split * H + h) * D + d] = sum;
 }
 
-// The last split block of KV head g: out[h][d] = sum_s e^(m_s - M) acc_s[h][d] / sum_s e^(m_s - M) l_s,
-// M = max_s m_s, for its R heads; neutral partials (m = -inf) weigh 0. A thread takes four adjacent columns of
-// one head, and the loops over the splits are unrolled and branch-free, so a thread has several splits' loads in
-// flight. The loop this replaces branched on each split's max before loading its partial, for one column a
-// thread: every load waited on the one before, about a microsecond a split (the H200 run of 29 Nov: 85 us at
-// 4K tokens and 64 splits, where the KV read alone takes 5). The same sums in the same order: bit for bit.
+// The last split block of KV head g: out[h][d] = sum_s w_s acc_s[h][d] / sum_s w_s l_s, w_s = e^(m_s - M),
+// M = max_s m_s, for its R heads; neutral partials (m = -inf) weigh 0. First a warp per head reads every split's
+// (m, l) at once (a lane per split), reduces M and the sum by shuffles and leaves the weights in shared memory
+// `weights` [R][splits], each head's 1 / sum after them; then a thread per four adjacent columns of a head sums
+// the splits' partials, 8 splits' loads in flight at a time, none waiting on another. That is three round trips
+// to the L2 and splits / 8 more. The loop before it (29 Nov) walked the splits' maxima and then their partials 4
+// splits at a time: splits / 2 round trips, 32 at 64 splits, about 10 us of a 4K-token context's attention whose
+// read takes 4 us on an H200. (The loop before that one branched on each split's max before loading its partial,
+// one column a thread: about a microsecond a split, 85 us at 4K tokens and 64 splits on the H200 of 29 Nov.)
 // A block-wide call after every thread's store_result.
 template <int THREADS>
-__device__ __forceinline__ void combine_splits(__half* out, const float* ws, unsigned* locks, int g, int H, int R,
-                                               int D, int splits) {
+__device__ __forceinline__ void combine_splits(__half* out, const float* ws, unsigned* locks, float* weights, int g,
+                                               int H, int R, int D, int splits) {
   if (!last_block_to_arrive(&locks[g], (unsigned)splits)) return;
+  constexpr int WARPS = THREADS / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const float minus_inf = neg_inf();
   const float* ml = ws;
   const float* pacc = ws + (int64_t)splits * H * 2;
+  float* inv_sum = weights + R * splits;
+  for (int r = warp; r < R; r += WARPS) {
+    const int64_t h = g * R + r;
+    float mx = minus_inf;
+    for (int s = lane; s < splits; s += 32) mx = fmaxf(mx, ml[2 * (s * H + h)]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float l = 0.0f;
+    for (int s = lane; s < splits; s += 32) {
+      const float m = ml[2 * (s * H + h)];
+      const float w = m == minus_inf ? 0.0f : __expf(m - mx);
+      l += ml[2 * (s * H + h) + 1] * w;
+      weights[r * splits + s] = w;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+    if (lane == 0) inv_sum[r] = __fdividef(1.0f, l);
+  }
+  __syncthreads();
   const int quads = D / 4;  // D is a multiple of 8
   for (int i = threadIdx.x; i < R * quads; i += THREADS) {
-    const int h = g * R + i / quads, d = (i % quads) * 4;
-    float mx = minus_inf;
-#pragma unroll 4
-    for (int s = 0; s < splits; ++s) mx = fmaxf(mx, ml[2 * ((int64_t)s * H + h)]);
-    float l = 0.0f, sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 4
+    const int r = i / quads, d = (i % quads) * 4;
+    const int64_t h = g * R + r;
+    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 8
     for (int s = 0; s < splits; ++s) {
-      const float* m_l = ml + 2 * ((int64_t)s * H + h);
-      const float* a = pacc + ((int64_t)s * H + h) * D + d;
-      const float m = m_l[0];
-      const float w = m == minus_inf ? 0.0f : __expf(m - mx);
-      l += m_l[1] * w;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) sum[e] += a[e] * w;
+      const float4 a = *reinterpret_cast<const float4*>(pacc + (s * H + h) * D + d);
+      const float w = weights[r * splits + s];
+      sum[0] += a.x * w, sum[1] += a.y * w, sum[2] += a.z * w, sum[3] += a.w * w;
     }
-    const float inv = __fdividef(1.0f, l);
+    const float inv = inv_sum[r];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) out[(int64_t)h * D + d + e] = __float2half_rn(sum[e] * inv);
+    for (int e = 0; e < 4; ++e) out[h * D + d + e] = __float2half_rn(sum[e] * inv);
   }
 }
 
@@ -309,6 +327,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   float* st_m = acc + groups * pairs * 8;
   float* st_l = st_m + R;
   float* st_a = st_l + R;
+  float* combine_weights = st_a + R;  // [R][splits] and R sums (combine_splits)
 
   const attn_decode::SplitRange range = attn_decode::split_range<TILE>(pos, C, split, splits);
   const int len = range.len, t_begin = range.t_begin, ntiles = range.ntiles;
@@ -404,12 +423,13 @@ __global__ void __launch_bounds__(THREADS, 1)
     attn_decode::store_result(out, ws, H, D, split, splits, g * R + r, d, sum, st_m[r], st_l[r]);
   }
   if (splits == 1) return;
-  attn_decode::combine_splits<THREADS>(out, ws, locks, g, H, R, D, splits);
+  attn_decode::combine_splits<THREADS>(out, ws, locks, combine_weights, g, H, R, D, splits);
 }
 
 // Shared memory (dynamic): the K and V ring as above, sized at least for the warps' results that reuse it
 // (WARPS x R rows of max, sum and D accumulators); then the 16 query rows in fp16 (the A operand, rows R .. 15
-// zero) and the R rows in fp32 the prologue writes. decode_family.cpp's decode_smem_bytes mirrors it.
+// zero), the R rows in fp32 the prologue writes and, with splits, the combine's weights. decode_family.cpp's
+// decode_smem_bytes mirrors it.
 namespace attn_decode {
 __device__ __forceinline__ int mma_ring_halves(int warps, int tile, int stages, int R, int D, int stride) {
   const int ring = 2 * stages * tile * stride, results = warps * R * (D + 2) * 2;
@@ -438,6 +458,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   __half* Vs = Ks + STAGES * TILE * stride;
   __half* Qh = Ks + attn_decode::mma_ring_halves(WARPS, TILE, STAGES, R, D, stride);
   float* qs = reinterpret_cast<float*>(Qh + 16 * stride);
+  float* combine_weights = qs + R * D;  // [R][splits] and R sums (combine_splits)
 
   const attn_decode::SplitRange range = attn_decode::split_range<TILE>(pos, C, split, splits);
   const int len = range.len, t_begin = range.t_begin, ntiles = range.ntiles;
@@ -578,5 +599,5 @@ __global__ void __launch_bounds__(THREADS, 1)
     attn_decode::store_result(out, ws, H, D, split, splits, g * R + r, d, sum, mx, l);
   }
   if (splits == 1) return;
-  attn_decode::combine_splits<THREADS>(out, ws, locks, g, H, R, D, splits);
+  attn_decode::combine_splits<THREADS>(out, ws, locks, combine_weights, g, H, R, D, splits);
 }

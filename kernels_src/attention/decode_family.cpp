@@ -145,16 +145,17 @@ KernelFamily make_decode() {
     return {double(a.kv_heads * busy_splits), double(per_split * std::max<int64_t>(1, slices_per_warp))};
   };
   // A block's waits in turn: q and, each time its ring runs dry, a tile's K and V from DRAM (every stages - 1
-  // tiles, the first of them at least); then, with splits, its partials and the arrival counter through the L2 and
-  // the last block's read of every split's partials. At short contexts this chain, not the bytes, is the body:
-  // the H200 timed the kernel at 12.8 us a launch at contexts up to 80 (29 Nov), a few tiles of reading.
+  // tiles, the first of them at least); then, with splits, its partials and the arrival counter through the L2,
+  // and the last block's combine: the splits' maxima, their sums, then their partials 8 splits at a time
+  // (attn_decode::combine_splits). At short contexts this chain, not the bytes, is the body: the H200 timed the
+  // kernel at 12.8 us a launch at contexts up to 80 (29 Nov), a few tiles of reading.
   f.latency_chain = [](const Point& p, const Shape& shape) {
     const AttentionProblem a = problem(shape);
     const int64_t tiles = (a.pos0 + 1 + p.at("tile") - 1) / p.at("tile");
-    const int64_t per_split = (tiles + p.at("splits") - 1) / p.at("splits");
+    const int64_t splits = p.at("splits"), per_split = (tiles + splits - 1) / splits;
     LatencyChain c;
     c.dram_rounds = double(1 + (per_split + p.at("stages") - 2) / (p.at("stages") - 1));
-    if (p.at("splits") > 1) c.l2_rounds = 3;
+    if (splits > 1) c.l2_rounds = double(3 + 2 + (splits + 7) / 8);
     return c;
   };
   f.kernels = [](const Point& p) { return std::vector<std::string>{decode_kernel(p)}; };
@@ -326,14 +327,17 @@ int64_t splits_for_context(int64_t tokens, int64_t kv_heads) {
 }
 
 int64_t decode_smem_bytes(const Point& p, int64_t heads_per_kv, int64_t head_dim) {
+  // The last split block's weights for the combine: R x splits, and R sums (attn_decode::combine_splits).
+  const int64_t combine = p.at("splits") > 1 ? (heads_per_kv * p.at("splits") + heads_per_kv) * 4 : 0;
   // The ring, the 16 query rows in fp16 and the R rows in fp32.
   if (on_tensor_cores(p))
-    return mma_ring_bytes(p, heads_per_kv, head_dim) + 16 * row_stride(head_dim) * 2 + heads_per_kv * head_dim * 4;
+    return mma_ring_bytes(p, heads_per_kv, head_dim) + 16 * row_stride(head_dim) * 2 + heads_per_kv * head_dim * 4 +
+           combine;
   const int64_t tile = p.at("tile"), stages = p.at("stages");
   const int64_t kv = 2 * stages * tile * row_stride(head_dim) * 2;
   const int64_t floats = heads_per_kv * head_dim + heads_per_kv * tile +
                          accumulator_floats(p.at("threads"), heads_per_kv, head_dim) + 3 * heads_per_kv;
-  return kv + floats * 4;
+  return kv + floats * 4 + combine;
 }
 
 const KernelFamily& decode_family() {
