@@ -26,9 +26,9 @@
 // of that split writes it to the cache before its first tile load and no block waits for another.
 //
 // attention_decode_mma_kernel: the same grid, tiles, pipeline, partials and combine, with the tile's work on tensor
-// cores. The CUDA-core kernel above issues about 430 warp instructions per KB of K and V (PTX, D = 128: each thread
+// cores. The CUDA-core kernel above issues about 420 warp instructions per KB of K and V (PTX, D = 128: each thread
 // a D-long dot from shared memory, then 8-column p V sums, three block barriers a tile), which caps it near
-// 2.4 TB/s on an H200 at any split count; this one issues about 95 (16 + 16 mma and 16 ldmatrix for 16 tokens).
+// 2.5 TB/s on an H200 at any split count; this one issues about 90 (16 + 16 mma and 16 ldmatrix for 16 tokens).
 //   Q: the R query heads as the rows of a 16-row A operand (rows R .. 15 zero), held in registers for the launch;
 //   S = Q K^T: each warp takes 16-token slices of the tile (warp w: slices w, w + WARPS, ...), K rows through
 //      ldmatrix (B column-major in the token), fp32 accumulators;
@@ -63,9 +63,9 @@ __device__ __forceinline__ void load_f16x8(const __half* p, float (&out)[8]) {
 }
 
 // cp.async of rows [j0, j0 + TILE) of one KV head into a tile; rows at or past `end` are zero-filled (their
-// probabilities are 0, and 0 * NaN from stale shared memory would poison the sum). Where a row's chunks divide the
-// block (D = 128: 16 chunks), each thread keeps one column and steps down the rows: the division and remainder of a
-// chunk index cost more instructions than the copy's own (PTX: 28 a copy against about 8).
+// probabilities are 0, and 0 * NaN from stale shared memory would poison the sum). At D = 128 (16 chunks a row,
+// every Qwen3 size) each thread keeps one column and steps down the rows by a constant: the division and remainder
+// of a chunk index cost more instructions than the copy's own (PTX: 28 a copy against 6).
 template <int THREADS, int TILE, int CHUNKS>
 __device__ __forceinline__ void load_tile_rows(__half* dst, const __half* cache, int j0, int end, int ld, int head_off,
                                                int stride, int tid) {
@@ -86,21 +86,11 @@ __device__ __forceinline__ void load_tile_rows(__half* dst, const __half* cache,
 template <int THREADS, int TILE>
 __device__ __forceinline__ void load_tile(__half* dst, const __half* cache, int j0, int end, int ld, int head_off,
                                           int chunks, int stride, int tid) {
-  // Head dim 128 (every Qwen3 size): the loop unrolled at compile time, a copy a few instructions.
   if constexpr (THREADS % 16 == 0 && TILE % (THREADS / 16) == 0) {
     if (chunks == 16) {
       load_tile_rows<THREADS, TILE, 16>(dst, cache, j0, end, ld, head_off, stride, tid);
       return;
     }
-  }
-  if (THREADS % chunks == 0) {
-    const int cc = tid % chunks, step = THREADS / chunks;
-    for (int r = tid / chunks; r < TILE; r += step) {
-      const bool ok = j0 + r < end;
-      const __half* src = cache + (ok ? (int64_t)(j0 + r) * ld + head_off + cc * 8 : 0);
-      qt::cp_async_cg16(qt::smem_u32(dst + r * stride + cc * 8), src, ok ? 16u : 0u);
-    }
-    return;
   }
   for (int c = tid; c < TILE * chunks; c += THREADS) {
     const int r = c / chunks, cc = c % chunks;
@@ -170,15 +160,14 @@ __device__ __forceinline__ RingTile ring_tile(__half* Ks, __half* Vs, const __ha
 
 // The block's R query heads of KV head g in fp32 shared memory qs[R][D]. ROPE: the raw projections normalized and
 // rotated (a warp per head, as qk_norm_rope_kv does, rounded to fp16 as its q_out holds them), and the token's key
-// and value row written to the cache by the block whose tiles [t_begin, t_begin + ntiles) hold it, followed by a
-// block barrier so no thread's tile load reads the row before it is written. Without ROPE no barrier: the caller's
-// first barrier follows.
-template <int THREADS, int ROPE>
+// and value row written to the cache by the block whose run of tiles `run` holds it, followed by a block barrier so
+// no thread's tile load reads the row before it is written. Without ROPE no barrier: the caller's first barrier
+// follows.
+template <int THREADS, int TILE, int ROPE>
 __device__ __forceinline__ void queries_to_shared(float* qs, const __half* q, __half* k_cache, __half* v_cache,
-                                                  const int* pos, int g, int R, int D, int C, int KVH, int len,
-                                                  int tile, int t_begin, int ntiles, const __half* k_new,
-                                                  const __half* v_new, const float* q_norm, const float* k_norm,
-                                                  float eps, float theta) {
+                                                  const int* pos, int g, int R, int D, int C, int KVH,
+                                                  const SplitRange& run, const __half* k_new, const __half* v_new,
+                                                  const float* q_norm, const float* k_norm, float eps, float theta) {
   constexpr int WARPS = THREADS / 32;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if constexpr (ROPE) {
@@ -206,8 +195,8 @@ __device__ __forceinline__ void queries_to_shared(float* qs, const __half* q, __
       }
     }
     // The token's key and value row, by the block whose tiles hold it (rows past the cache are not written).
-    const int last_tile = (len - 1) / tile;
-    if (warp == 0 && position >= 0 && position < C && last_tile >= t_begin && last_tile < t_begin + ntiles) {
+    const int last_tile = (run.len - 1) / TILE;
+    if (warp == 0 && position >= 0 && position < C && last_tile >= run.t_begin && last_tile < run.t_begin + run.ntiles) {
       const __half* x = k_new + (int64_t)g * D;
       const float inv = rms(x);
       const int64_t row = (int64_t)position * ld + head_off;
@@ -296,6 +285,13 @@ __device__ __forceinline__ void combine_splits(__half* out, const float* ws, uns
   }
 }
 
+// The tensor-core kernel's K and V ring in halves, at least the WARPS x R rows of max, sum and D accumulators that
+// reuse it after the last tile, rounded to 16 bytes.
+__device__ __forceinline__ int mma_ring_halves(int warps, int tile, int stages, int R, int D, int stride) {
+  const int ring = 2 * stages * tile * stride, results = warps * R * (D + 2) * 2;
+  return ((ring > results ? ring : results) + 7) & ~7;
+}
+
 }  // namespace attn_decode
 
 // Minimum one block per SM: without it ptxas (sm_90) trims registers to 64 for occupancy and spills, though
@@ -330,10 +326,8 @@ __global__ void __launch_bounds__(THREADS, 1)
   float* combine_weights = st_a + R;  // [R][splits] and R sums (combine_splits)
 
   const attn_decode::SplitRange range = attn_decode::split_range<TILE>(pos, C, split, splits);
-  const int len = range.len, t_begin = range.t_begin, ntiles = range.ntiles;
-
-  attn_decode::queries_to_shared<THREADS, ROPE>(qs, q, k_cache, v_cache, pos, g, R, D, C, KVH, len, TILE, t_begin,
-                                               ntiles, k_new, v_new, q_norm, k_norm, eps, theta);
+  attn_decode::queries_to_shared<THREADS, TILE, ROPE>(qs, q, k_cache, v_cache, pos, g, R, D, C, KVH, range, k_new,
+                                                     v_new, q_norm, k_norm, eps, theta);
   for (int i = tid; i < R; i += THREADS) st_m[i] = minus_inf, st_l[i] = 0.0f;
   for (int w = tid; w < groups * pairs; w += THREADS)
 #pragma unroll
@@ -342,7 +336,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   attn_decode::fill_ring<THREADS, TILE, STAGES>(Ks, Vs, k_cache, v_cache, range, ld, head_off, chunks, stride, tid);
 
   const float scale = rsqrtf((float)D);
-  for (int t = 0; t < ntiles; ++t) {
+  for (int t = 0; t < range.ntiles; ++t) {
     const attn_decode::RingTile tile = attn_decode::ring_tile<THREADS, TILE, STAGES>(
         Ks, Vs, k_cache, v_cache, t, range, ld, head_off, chunks, stride, tid);
     const __half *Kt = tile.k, *Vt = tile.v;
@@ -427,16 +421,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 }
 
 // Shared memory (dynamic): the K and V ring as above, sized at least for the warps' results that reuse it
-// (WARPS x R rows of max, sum and D accumulators); then the 16 query rows in fp16 (the A operand, rows R .. 15
-// zero), the R rows in fp32 the prologue writes and, with splits, the combine's weights. decode_family.cpp's
-// decode_smem_bytes mirrors it.
-namespace attn_decode {
-__device__ __forceinline__ int mma_ring_halves(int warps, int tile, int stages, int R, int D, int stride) {
-  const int ring = 2 * stages * tile * stride, results = warps * R * (D + 2) * 2;
-  return ((ring > results ? ring : results) + 7) & ~7;
-}
-}  // namespace attn_decode
-
+// (attn_decode::mma_ring_halves); then the 16 query rows in fp16 (the A operand, rows R .. 15 zero), the R rows in
+// fp32 the prologue writes and, with splits, the combine's weights. decode_family.cpp's decode_smem_bytes mirrors it.
 template <int THREADS, int TILE, int STAGES, int ROPE = 0>
 __global__ void __launch_bounds__(THREADS, 1)
     attention_decode_mma_kernel(const __half* q, __half* k_cache, __half* v_cache, const int* pos, __half* out,
@@ -461,10 +447,8 @@ __global__ void __launch_bounds__(THREADS, 1)
   float* combine_weights = qs + R * D;  // [R][splits] and R sums (combine_splits)
 
   const attn_decode::SplitRange range = attn_decode::split_range<TILE>(pos, C, split, splits);
-  const int len = range.len, t_begin = range.t_begin, ntiles = range.ntiles;
-
-  attn_decode::queries_to_shared<THREADS, ROPE>(qs, q, k_cache, v_cache, pos, g, R, D, C, KVH, len, TILE, t_begin,
-                                               ntiles, k_new, v_new, q_norm, k_norm, eps, theta);
+  attn_decode::queries_to_shared<THREADS, TILE, ROPE>(qs, q, k_cache, v_cache, pos, g, R, D, C, KVH, range, k_new,
+                                                     v_new, q_norm, k_norm, eps, theta);
   attn_decode::fill_ring<THREADS, TILE, STAGES>(Ks, Vs, k_cache, v_cache, range, ld, head_off, chunks, stride, tid);
 
   // The queries as a 16-row A operand, in registers for the whole launch (their values are fp16 already).
@@ -489,7 +473,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   float row_m[2] = {minus_inf, minus_inf}, row_l[2] = {0.0f, 0.0f};
   const float scale = rsqrtf((float)D);  // the scores' scale, applied in fp32 to the accumulators
 
-  for (int t = 0; t < ntiles; ++t) {
+  for (int t = 0; t < range.ntiles; ++t) {
     const attn_decode::RingTile tile = attn_decode::ring_tile<THREADS, TILE, STAGES>(
         Ks, Vs, k_cache, v_cache, t, range, ld, head_off, chunks, stride, tid);
     for (int sl = warp; sl < SLICES; sl += WARPS) {

@@ -38,6 +38,14 @@ int64_t mma_ring_bytes(const Point& p, int64_t heads_per_kv, int64_t d) {
   const int64_t results = p.at("threads") / 32 * heads_per_kv * (d + 2) * 2;
   return ((std::max(ring, results) + 7) & ~int64_t(7)) * 2;
 }
+// Mirrors attn_decode::split_range: the context's tiles, and the tiles of a split's run (the first splits').
+struct SplitTiles {
+  int64_t tiles, per_split;
+};
+SplitTiles split_tiles(const Point& p, const AttentionProblem& a) {
+  const int64_t tiles = (a.pos0 + 1 + p.at("tile") - 1) / p.at("tile");
+  return {tiles, (tiles + p.at("splits") - 1) / p.at("splits")};
+}
 int64_t accumulator_floats(int64_t threads, int64_t heads_per_kv, int64_t d) {
   const int64_t pairs = heads_per_kv * (d / 8);
   const int64_t groups = pairs >= threads ? 1 : threads / pairs;
@@ -133,12 +141,12 @@ KernelFamily make_decode() {
   // each inner loop once: the tensor-core kernel's slice loop (one trip a tile at tile = 16 x warps, counted per
   // slice here), the CUDA-core kernel's score and P V loops (4 trips each of their 4-way unrolled bodies at head
   // dim 128). Read against the loops' trip counts (sm_90a, D = 128), the text is about 0.7x of what the CUDA-core
-  // kernel issues a tile (about 1,700 instructions a warp for 32 tokens: 430 a KB of K and V) and about 1.1x of
-  // the tensor-core kernel's (about 750 a warp for 64 tokens: 95 a KB, its O rescale skipped).
+  // kernel issues a tile (about 1,700 instructions a warp for 32 tokens: 420 a KB of K and V) and about 1.4x of
+  // the tensor-core kernel's (about 720 a warp for 64 tokens: 90 a KB, its O rescale skipped; the text holds the
+  // copy loops of head dims other than 128, which D = 128 skips).
   f.main_loop = [](const Point& p, const Shape& shape, const LaunchPlan&) -> LoopWork {
     const AttentionProblem a = problem(shape);
-    const int64_t tiles = (a.pos0 + 1 + p.at("tile") - 1) / p.at("tile");
-    const int64_t per_split = (tiles + p.at("splits") - 1) / p.at("splits");
+    const auto [tiles, per_split] = split_tiles(p, a);
     const int64_t busy_splits = (tiles + per_split - 1) / per_split;
     const int64_t warps = p.at("threads") / 32;
     const int64_t slices_per_warp = on_tensor_cores(p) ? (p.at("tile") / 16 + warps - 1) / warps : 1;
@@ -150,9 +158,7 @@ KernelFamily make_decode() {
   // (attn_decode::combine_splits). At short contexts this chain, not the bytes, is the body: the H200 timed the
   // kernel at 12.8 us a launch at contexts up to 80 (29 Nov), a few tiles of reading.
   f.latency_chain = [](const Point& p, const Shape& shape) {
-    const AttentionProblem a = problem(shape);
-    const int64_t tiles = (a.pos0 + 1 + p.at("tile") - 1) / p.at("tile");
-    const int64_t splits = p.at("splits"), per_split = (tiles + splits - 1) / splits;
+    const int64_t splits = p.at("splits"), per_split = split_tiles(p, problem(shape)).per_split;
     LatencyChain c;
     c.dram_rounds = double(1 + (per_split + p.at("stages") - 2) / (p.at("stages") - 1));
     if (splits > 1) c.l2_rounds = double(3 + 2 + (splits + 7) / 8);
