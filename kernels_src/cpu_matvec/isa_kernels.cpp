@@ -18,6 +18,15 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
+bool isa_from_name(const char* name, Isa* isa) {
+  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni})
+    if (std::string(name) == isa_name(i)) {
+      *isa = i;
+      return true;
+    }
+  return false;
+}
+
 namespace {
 // F16C through cpuid (leaf 1, ECX bit 29): clang 14's __builtin_cpu_supports does not know "f16c".
 bool has_f16c() {

@@ -9,6 +9,7 @@ namespace qt::rt {
 enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512Vnni = 2 };
 
 const char* isa_name(Isa isa);
+bool isa_from_name(const char* name, Isa* isa);  // isa_name's inverse: false for a name it never returns
 Isa detect_isa();  // best ISA this CPU supports (and that this build has kernels for)
 
 struct CpuKernels {

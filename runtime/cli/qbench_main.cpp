@@ -303,6 +303,18 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
   return 0;
 }
 
+// --isa: one of the instruction sets the fast path has kernels for, and that this CPU runs (checked before any
+// model is made, so a typo costs nothing).
+Isa parse_isa(const CliArgs& cli) {
+  const std::string name = cli.get("--isa");
+  Isa isa;
+  if (!isa_from_name(name.c_str(), &isa)) throw Error("--isa: expected avx512-vnni, avx2 or scalar, got '" + name + "'");
+  if (cli.get_flag("--reference")) throw Error("--isa chooses the fast path's kernels; the reference path has its own");
+  if (isa > detect_isa())
+    throw Error("--isa " + name + ": this CPU runs at most " + isa_name(detect_isa()), kExitUnavailable);
+  return isa;
+}
+
 // --choose-decode: every decode variant the device runs (decode_choice.h: fused norms, PDL) timed on the model,
 // the ranking stored in --tuned-cache, from which qrun then runs the fastest.
 int run_choose_decode(const CliArgs& cli, const std::string& path) {
@@ -406,6 +418,8 @@ int run(int argc, char** argv) {
       .option("--context", "N", "KV-cache limit in tokens (default: prompt + gen + 1); the cache grows up to it as tokens come")
       .range(limits::kTokenCountRange)
       .option("--kv", "T", "fast path's KV-cache type: f16 or f32 (default: f16, f32 for MoE models)")
+      .option("--isa", "I", "fast path's instruction set: avx512-vnni, avx2 or scalar, at most what this CPU runs "
+              "(default: the best it runs): what a CPU with only that set gets from the same binary")
       .option("--tiles", "U", "fast path's matrix unit for prefill: amx, none, or amx-model (the AMX kernel "
               "through the scalar model of the tile instructions: slow, for checking) (default: amx where usable)")
       .flag("--json", "print one JSON object instead of text")
@@ -445,9 +459,12 @@ int run(int argc, char** argv) {
   if (cli.given("--emu-arch") && !report && !choose)
     throw Error("--emu-arch applies only with --report or --choose-decode on --device emu");
   if (choose)
-    for (const char* o : {"--json", "--kv", "--tiles", "--bandwidth-mb", "--reference", "--context"})
+    for (const char* o : {"--json", "--kv", "--isa", "--tiles", "--bandwidth-mb", "--reference", "--context"})
       if (cli.given(o)) throw Error(std::string(o) + " does not apply to --choose-decode");
   if (report && cli.given("--json")) throw Error("--json applies to a plain run; --report writes DIR/report.json");
+  for (const char* o : {"--isa", "--tiles"})
+    if (report && cli.given(o)) throw Error(std::string(o) + " chooses the CPU's kernels for a plain run, not for --report");
+  const std::optional<Isa> asked_isa = cli.given("--isa") ? std::optional<Isa>(parse_isa(cli)) : std::nullopt;
   if (cli.given("--report") && !cli.given("--format") && !cli.given("--model") && cli.get("--device") != "cpu" &&
       !synthetic::preset_config(cli.get("--preset")).is_moe())
     return run_report(cli, argc, argv, synthetic_model(cli, FileFormat::AK48));  // the device report is AWQ's
@@ -484,6 +501,8 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "qbench: %s\n",
                  apply_tuned_cache(cli.get("--tuned-cache"), file->weights(), opts, cli.given("--threads")).c_str());
   }
+  // After the store's: the command line's instruction set is the one asked for.
+  if (asked_isa) opts.isa = asked_isa;
   CpuBackend backend(opts);
   // Why the tiles are not used, when they are not: the backend line says which path ran.
   const std::string no_tiles =

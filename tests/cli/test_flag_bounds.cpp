@@ -118,3 +118,34 @@ TEST_CASE("An empty output path or other empty value is a usage error, never a f
                                  "qrun --prompt-ids 1 --model ''"s, "qtune profile --family awq_gemv --json ''"s})
     check_refused(cmd, "needs a value");
 }
+
+TEST_CASE("qbench --isa runs the fast path on the instruction set asked for and names it, or refuses it before any "
+          "work: a name it has no kernels for, a set this CPU lacks, or a run it would not change") {
+  const std::string model = qt::source_root() + "/tests/golden/files/dense.ajc1";
+  const std::string run = "qbench --model " + model + " --prompt 4 --gen 2 --repeat 1 --warmup 0 --bandwidth-mb 0 --json";
+  auto json_out = [](const std::string& command_line) {
+    const std::string out_file = qt::binary_root() + "/tests/isa-out-" + std::to_string(::getpid());
+    const int status = std::system((qt::binary_root() + "/bin/" + command_line + " >" + out_file + " 2>/dev/null").c_str());
+    std::ifstream in(out_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::filesystem::remove(out_file);
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str());
+  };
+  // The scalar kernels run everywhere: the backend line is the one that names what ran.
+  const auto scalar = json_out(run + " --isa scalar");
+  CHECK(scalar.first == 0);
+  CHECK(scalar.second.find("\"cpu-fast-scalar-") != std::string::npos);
+  // The widest set either runs and is named, or is refused as absent here (exit 3), never silently narrowed.
+  const Run wide = tool(run + " --isa avx512-vnni");
+  INFO(wide.err);
+  if (wide.code == 0) {
+    CHECK(json_out(run + " --isa avx512-vnni").second.find("\"cpu-fast-avx512-vnni-") != std::string::npos);
+  } else {
+    CHECK(wide.code == 3);
+    CHECK(wide.err.find("--isa avx512-vnni: this CPU runs at most ") != std::string::npos);
+  }
+  check_refused("qbench --isa avx3", "--isa: expected avx512-vnni, avx2 or scalar, got 'avx3'");
+  check_refused("qbench --isa avx2 --reference", "--isa chooses the fast path's kernels");
+  check_refused("qbench --isa avx2 --report x", "--isa chooses the CPU's kernels for a plain run, not for --report");
+}
