@@ -12,7 +12,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 TurnResult generate_turn(Qwen3Model& model, Sampler& sampler, const std::vector<int32_t>& prompt, int64_t max_new,
                          const std::vector<int32_t>& end_tokens, std::vector<int32_t>& history,
-                         const std::function<void(int32_t)>& on_token) {
+                         const std::function<void(int32_t)>& on_token,
+                         const std::function<void(double)>& on_decode_step) {
   TurnResult r;
   r.stats.prompt_tokens = int64_t(prompt.size());
   const auto t0 = std::chrono::steady_clock::now();
@@ -51,11 +52,13 @@ TurnResult generate_turn(Qwen3Model& model, Sampler& sampler, const std::vector<
       r.stats.hit_context = true;
       break;
     }
+    const auto t_step = std::chrono::steady_clock::now();
     if (greedy) {
       next = model.forward_greedy(&tok, 1);
     } else {
       logits = model.forward(&tok, 1, LogitsRows::kLast);
     }
+    if (on_decode_step) on_decode_step(seconds_since(t_step));
   }
   r.stats.decode_s = seconds_since(t_first);
   return r;

@@ -24,8 +24,10 @@ struct TurnResult {
 // Feeds `prompt` (appended to the model's cache), then generates up to `max_new` tokens, calling
 // `on_token` for each (the end token too). `history` is the repetition-penalty window; generated tokens are
 // appended to it. A sampled end token is not fed back into the cache (the caller decides what follows).
+// `on_decode_step`, if set, hears each decode step's host seconds (the step run and its token or logits back).
 TurnResult generate_turn(Qwen3Model& model, Sampler& sampler, const std::vector<int32_t>& prompt, int64_t max_new,
                          const std::vector<int32_t>& end_tokens, std::vector<int32_t>& history,
-                         const std::function<void(int32_t)>& on_token);
+                         const std::function<void(int32_t)>& on_token,
+                         const std::function<void(double)>& on_decode_step = {});
 
 }  // namespace qt::rt

@@ -81,6 +81,10 @@ CliArgs make_cli() {
       .flag("--no-stored-decode", "emu/cuda with --tuned-cache: ignore the decode variant (fused norms, PDL) that "
             "`qbench --choose-decode` measured fastest and stored in it; without this, --fuse-norm or --pdl, qrun runs "
             "that variant")
+      .option("--decode", "V", "emu/cuda: the decode step's variant: plain, pdl, fused-norm or fused-norm+pdl (as "
+              "--fuse-norm and --pdl give them); trial: time plain against the most fused variant this run can use on "
+              "the first decode steps, then go on with the faster; auto: the variant a tuned cache ranks first "
+              "(qbench --choose-decode), else the trial on a CUDA GPU, else plain", "auto")
       .flag("-v,--verbose", "emu/cuda: list the kernel chosen for every op shape and why")
       .flag("--reference", "reference path: dequantized weights, fp32 activations (slow, exact)")
       .option("--threads", "N", "CPU threads (default: all; emu: host threads running blocks)")
@@ -149,6 +153,14 @@ void report_device(const RunDevice& d, bool verbose) {
   std::fprintf(stderr, "qrun: %s\n", device_report(d).c_str());
   if (verbose)
     for (const std::string& line : d.device_backend->chooser().details()) std::fprintf(stderr, "qrun:   %s\n", line.c_str());
+}
+
+// --decode trial where the run has one decode variant (no fused norms on its weights, no PDL on its device):
+// nothing is timed, and the user hears why.
+void note_untried_trial(const std::string& decode, const RunDevice& d) {
+  if (decode == "trial" && !d.trial && d.device_backend)
+    std::fprintf(stderr, "qrun: --decode trial: this run has one decode variant (plain): fused norms need the frag "
+                         "layout and PDL a CUDA GPU of sm_90 or later, so nothing is timed\n");
 }
 
 int run(int argc, char** argv) {
@@ -224,9 +236,25 @@ int run(int argc, char** argv) {
   run_opts.graphs = !cli.get_flag("--no-graphs");
   run_opts.time_launches = cli.given("--launch-times");
   run_opts.emu_checks = !cli.get_flag("--no-checks");
-  run_opts.programmatic_launch = cli.get_flag("--pdl");
-  if (device != "cuda" && run_opts.programmatic_launch) throw Error("--pdl is a CUDA GPU option (--device cuda)");
-  run_opts.fuse_norm = cli.get_flag("--fuse-norm");
+  // --decode names the variant itself, or leaves it to the store or the trial; --fuse-norm and --pdl name parts of it.
+  const std::string decode = cli.get("--decode");
+  std::optional<DecodeVariant> decode_variant;
+  if (decode != "auto" && decode != "trial") {
+    decode_variant = variant_of(std::string(winners::kDecodeVariantStem) + decode, "");
+    if (!decode_variant)
+      throw Error("--decode: expected auto, trial, plain, pdl, fused-norm or fused-norm+pdl, got '" + decode + "'");
+  }
+  if (cli.given("--decode")) {
+    if (device == "cpu") throw Error("--decode is a device option (--device emu/cuda)");
+    if (cli.get_flag("--fuse-norm") || cli.get_flag("--pdl"))
+      throw Error("--decode names the whole decode variant: give it or --fuse-norm/--pdl, not both");
+    if (decode == "trial" && cli.given("--launch-times"))
+      throw Error("--decode trial switches the decode variant on the way; --launch-times times one: give a variant");
+  }
+  run_opts.programmatic_launch = decode_variant ? decode_variant->pdl : cli.get_flag("--pdl");
+  if (device != "cuda" && run_opts.programmatic_launch)
+    throw Error(std::string(decode_variant ? "--decode " + decode + ": PDL" : "--pdl") + " is a CUDA GPU option (--device cuda)");
+  run_opts.fuse_norm = decode_variant ? decode_variant->fuse_norm : cli.get_flag("--fuse-norm");
   if (device == "cpu" && run_opts.fuse_norm) throw Error("--fuse-norm is a device option (--device emu/cuda)");
   if (device != "emu" && cli.get_flag("--no-checks")) throw Error("--no-checks is an emulator option (--device emu)");
   if (device == "cpu" && cli.get_flag("--no-graphs")) throw Error("--no-graphs is a device option (--device emu/cuda)");
@@ -245,7 +273,7 @@ int run(int argc, char** argv) {
   if (device == "cpu" && cli.given("--weight-layout")) throw Error("--weight-layout is a device option (--device emu/cuda)");
   run_opts.frag_layout = weight_layout == "frag";
   if (run_opts.fuse_norm && (!run_opts.frag_layout || run_opts.predequantize))
-    throw Error(std::string("--fuse-norm runs on the frag layout's GEMVs: it cannot be given with ") +
+    throw Error(std::string(decode_variant ? "--decode " + decode : "--fuse-norm") + " runs on the frag layout's GEMVs: it cannot be given with " +
                 (run_opts.predequantize ? "--predequantize" : "--weight-layout file"));
   const std::string expert_layout = cli.get("--expert-layout");
   if (expert_layout != "frag" && expert_layout != "file" && expert_layout != "auto")
@@ -276,9 +304,13 @@ int run(int argc, char** argv) {
   if (cli.get_flag("--no-stored-decode") && (device == "cpu" || !cli.given("--tuned-cache")))
     throw Error("--no-stored-decode ignores a tuned cache's decode variant: it needs --tuned-cache and --device emu/cuda");
   // The store's measured decode variant, unless the command line chose one.
-  if (!run_opts.tuned_cache.empty() && !cli.get_flag("--no-stored-decode") && !cli.get_flag("--fuse-norm") &&
-      !cli.get_flag("--pdl"))
+  const bool chosen_here = decode_variant || cli.get_flag("--fuse-norm") || cli.get_flag("--pdl");
+  if (!run_opts.tuned_cache.empty() && !cli.get_flag("--no-stored-decode") && !chosen_here && decode == "auto")
     run_opts.stored_decode = decode_step_key(file->weights());
+  // The trial where nothing else chose: asked for, or by default on a GPU (not while --launch-times times one
+  // variant's launches).
+  run_opts.decode_trial = !chosen_here && (decode == "trial" || (decode == "auto" && device == "cuda" &&
+                                                                  !cli.given("--launch-times")));
   if (cli.given("--tuned-cache") && device == "cpu") {
     if (opts.reference) throw Error("--tuned-cache tunes the fast path; it cannot be combined with --reference");
     const std::string summary = apply_tuned_cache(cli.get("--tuned-cache"), file->weights(), opts, cli.given("--threads"));
@@ -299,6 +331,7 @@ int run(int argc, char** argv) {
       throw Error("the prompt (" + std::to_string(ids.size()) + " tokens) is longer than the context (" +
                   std::to_string(context) + " tokens)");
     RunDevice run_device = make_run_device(run_opts);
+    note_untried_trial(decode, run_device);
     Qwen3Model model(file->weights(), *run_device.backend, context);
     if (cli.given("--logits-out")) {
       write_logits(cli.get("--logits-out"), model.forward(ids, LogitsRows::kAll));
@@ -313,7 +346,7 @@ int run(int argc, char** argv) {
     const TurnResult r = generate_turn(model, sampler, ids, n_predict, {}, history, [](int32_t tok) {
       std::printf("%d\n", tok);
       std::fflush(stdout);
-    });
+    }, run_device.decode_step_observer());
     if (!cli.get_flag("--no-stats")) print_stats(r.stats, sampling.seed);
     report_device(run_device, cli.get_flag("--verbose"));
     if (cli.given("--launch-times")) write_launch_times(cli.get("--launch-times"), run_device);
@@ -322,6 +355,7 @@ int run(int argc, char** argv) {
 
   TokenizerSession session(cli.given("--tokenizer") ? cli.get("--tokenizer") : "", model_path, cfg.vocab_size);
   RunDevice run_device = make_run_device(run_opts);
+  note_untried_trial(decode, run_device);
   Qwen3Model model(file->weights(), *run_device.backend, context);
   Sampler sampler(sampling);
   ChatState chat;
@@ -344,7 +378,8 @@ int run(int argc, char** argv) {
       if (int64_t(prompt.size()) > context) throw Error("the message is longer than the context");
     }
     StreamPrinter printer(session);
-    const TurnResult r = generate_turn(model, sampler, prompt, n_predict, session.end_tokens(), chat.history, [&](int32_t t) { printer.push(t); });
+    const TurnResult r = generate_turn(model, sampler, prompt, n_predict, session.end_tokens(), chat.history,
+                                       [&](int32_t t) { printer.push(t); }, run_device.decode_step_observer());
     printer.finish();
     chat.after_turn(r.tokens, session.end_tokens());
     if (stats) print_stats(r.stats, sampling.seed);

@@ -81,7 +81,28 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
   auto backend = std::make_unique<DeviceBackend>(*d.device, std::move(opts));
   d.device_backend = backend.get();
   d.backend = std::move(backend);
+  if (o.decode_trial && d.decode_line.empty()) {
+    // Fused norms need the frag layout's GEMVs (as a stored choice does above).
+    const std::vector<DecodeVariant> candidates =
+        trial_candidates(o.device, d.device->arch(), o.frag_layout && !o.predequantize);
+    if (candidates.size() >= 2) {
+      DeviceBackend* be = d.device_backend;
+      d.trial = std::make_unique<DecodeTrial>(candidates, [be, gpu](const DecodeVariant& v) -> std::string {
+        std::string refused;
+        if (gpu && !gpu->set_programmatic_launch(v.pdl, &refused) && v.pdl) return refused;
+        if (!gpu && v.pdl) return "programmatic dependent launch needs a CUDA GPU";
+        be->set_fuse_norm(v.fuse_norm);
+        return "";
+      });
+    }
+  }
   return d;
+}
+
+std::function<void(double)> RunDevice::decode_step_observer() const {
+  if (!trial) return {};
+  DecodeTrial* t = trial.get();
+  return [t](double seconds) { t->step_done(seconds); };
 }
 
 std::string device_report(const RunDevice& d) {
@@ -91,7 +112,9 @@ std::string device_report(const RunDevice& d) {
   const std::string fp16 = b.blas + b.families == 0 ? "" :
       " | fp16 linears: " + std::to_string(b.blas) + " on cuBLASLt, " + std::to_string(b.families) + " on our kernels";
   const DeviceBackend::GroupCounts& g = d.device_backend->group_counts();
-  const std::string fused = !d.device_backend->options().fuse_norm ? ""
+  // The trial's steps of fused norms count even where it settled on plain.
+  const bool any_fused = g.norm_fused + g.residual_fused + g.moe_residual > 0;
+  const std::string fused = !d.device_backend->options().fuse_norm && !(d.trial && any_fused) ? ""
                             : " | fused norms: " + std::to_string(g.norm_fused) + " normalizing and " +
                                   std::to_string(g.residual_fused) + " residual GEMV calls" +
                                   (g.norm_fused + g.residual_fused == 0 ? " (they need q|k|v stored concatenated in the frag layout)" : "") +
@@ -105,7 +128,7 @@ std::string device_report(const RunDevice& d) {
   return d.device->name() + pdl + ": kernels for " + d.device_backend->chooser().summary() + fp16 + fused + " | " +
          std::to_string(s.launches) + " launches, " + std::to_string(s.replays) + " steps replayed from " +
          std::to_string(s.captures) + " captured graph" + (s.captures == 1 ? "" : "s") +
-         (d.decode_line.empty() ? "" : " | " + d.decode_line);
+         (d.decode_line.empty() ? "" : " | " + d.decode_line) + (d.trial ? " | " + d.trial->line() : "");
 }
 
 }  // namespace qt::rt

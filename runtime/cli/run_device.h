@@ -1,12 +1,14 @@
 #pragma once
 // The backend qrun and qbench run a model on: the CPU backend, or the device backend on the emulator or a
 // CUDA GPU (the driver loaded on demand: without one, --device cuda exits 3 with the reason).
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "device/api/device.h"
 #include "runtime/cli/decode_choice.h"
+#include "runtime/cli/decode_trial.h"
 #include "runtime/core/backend.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/gpu/device_backend.h"
@@ -27,6 +29,9 @@ struct RunDeviceOptions {
   // sets fuse_norm and programmatic_launch, to the fastest variant this run can use. Unset: no lookup (qrun
   // leaves it unset when --fuse-norm or --pdl is given).
   std::optional<DecodeStepKey> stored_decode;
+  // emu/cuda: where no stored ranking chose the decode variant, time plain against the most fused variant this
+  // run can use on its first decode steps and go on with the faster (DecodeTrial, trial_candidates).
+  bool decode_trial = false;
   bool trtllm_int8 = false;  // INT8 MoE experts in TensorRT-LLM's layout on the device
   bool predequantize = false;  // dense linear weights as fp16 on the device, GEMMs on cuBLASLt where it wins
   bool frag_layout = true;   // dense AWQ / INT8_GW_SYM projections in the frag layout (DeviceBackendOptions)
@@ -41,6 +46,10 @@ struct RunDevice {
   std::unique_ptr<Backend> backend;
   DeviceBackend* device_backend = nullptr;  // the backend, when it is the device one
   std::string decode_line;  // the stored decode variant the run took (StoredDecodeChoice::line), else ""
+  // The trial of the decode variants (RunDeviceOptions::decode_trial), else null: feed it every decode step's
+  // seconds (decode_step_observer).
+  std::unique_ptr<DecodeTrial> trial;
+  std::function<void(double)> decode_step_observer() const;
 };
 
 // Throws qt::Error: an unknown device name (exit 1), a device that cannot be used here (exit 3).

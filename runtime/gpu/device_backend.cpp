@@ -452,6 +452,12 @@ using kernels::frag::kNormGateUpOp, kernels::frag::kNormLinearOp, kernels::frag:
 
 // Every matmul of the layer on a fused family: q|k|v (and a dense layer's gate|up) concatenated (at one row), all
 // in the frag layout; a MoE layer's finalize adding into the hidden state.
+void DeviceBackend::set_fuse_norm(bool on) {
+  if (in_step_) throw Error("device backend: the norms' fusion changes between steps, not inside one", kExitFailure);
+  options_.fuse_norm = on;
+  queue_.drop_graph();
+}
+
 bool DeviceBackend::fuses_norm(const LayerWeights& l, int64_t m) const {
   if (!options_.fuse_norm || m > std::min(kConcatenatedQkvMaxRows, kConcatenatedGateUpMaxRows)) return false;
   const std::array<const QTensor*, 3> qkv{&l.wq, &l.wk, &l.wv};

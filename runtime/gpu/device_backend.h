@@ -64,8 +64,8 @@ struct DeviceBackendOptions {
   bool concatenate_gate_up = true;
   // A decode step's norms fused into the kernels beside them: the RMSNorms into the frag stream GEMVs
   // (fuses_norm: q|k|v and gate|up normalize the hidden state as they read it, o_proj and down_proj add their
-  // outputs to it), and q/k norm + RoPE + the KV write into attention decode (rope_attention). Off by default
-  // until a GPU measures it against the launches it removes (qrun --fuse-norm).
+  // outputs to it), and q/k norm + RoPE + the KV write into attention decode (rope_attention). Off by default:
+  // a GPU's measurement decides (qbench --choose-decode, or qrun's trial of its first decode steps, decode_trial.h).
   bool fuse_norm = false;
   std::shared_ptr<blas::BlasLt> blas;
   // A weight load or a forward step that runs longer than this shows a progress line on stderr: on the
@@ -113,6 +113,9 @@ class DeviceBackend final : public Backend {
 
   const KernelChooser& chooser() const { return chooser_; }
   const DeviceBackendOptions& options() const { return options_; }
+  // Between steps: the next decode steps run with their norms fused or not (DeviceBackendOptions::fuse_norm), and
+  // launch and capture their graph anew, so that a launch attribute changed beside it (PDL) is captured too.
+  void set_fuse_norm(bool on);
   const LaunchQueue::Stats& launch_stats() const { return queue_.stats(); }
   const std::vector<LaunchQueue::TimedStep>& timed_steps() const { return queue_.timed_steps(); }
   size_t timed_steps_dropped() const { return queue_.timed_steps_dropped(); }

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "common/error.h"
+
 namespace qt::rt {
 
 void LaunchQueue::begin_step(bool capturable, int64_t rows) {
@@ -107,6 +109,13 @@ void LaunchQueue::read_step_times() {
     ++timed_dropped_;
   }
   timed_.push_back(std::move(step));
+}
+
+void LaunchQueue::drop_graph() {
+  if (in_step_) throw Error("LaunchQueue::drop_graph inside a step", kExitFailure);
+  graph_.reset();
+  graph_signature_.clear();
+  last_signature_.clear();
 }
 
 void LaunchQueue::end_step() {

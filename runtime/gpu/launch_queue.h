@@ -30,6 +30,9 @@ class LaunchQueue {
   void call(std::function<void()> fn, std::string signature, std::string name = "library call");
   // Runs what is queued now (before other device work inside a step).
   void flush();
+  // Forgets the captured graph and the step seen last, so the next steps launch and capture anew: what a change
+  // the signatures do not see needs (a launch attribute such as programmatic dependent launch). Between steps.
+  void drop_graph();
   void end_step();
   // Hears, after each launch a step runs (at its end or in a flush), how many of the step's launches have run
   // and how many it has queued so far: the progress of a step that runs for minutes on the emulator.

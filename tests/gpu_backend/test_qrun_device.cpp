@@ -14,7 +14,9 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "common/error.h"
 #include "common/paths.h"
+#include "runtime/cli/decode_trial.h"
 
 using namespace std::string_literals;
 
@@ -365,6 +367,113 @@ TEST_CASE("qbench --choose-decode stores the decode variants the emulator runs, 
   CHECK(other.err.find("decode step:") == std::string::npos);
   CHECK(other.err.find("fused norms:") == std::string::npos);
   for (const std::string& s : {store, fused_first, plain_first, pdl_first}) std::remove(s.c_str());
+}
+
+// The trial's bookkeeping on given step times: each candidate's untimed steps, its timed ones, the switch, and the
+// faster median kept; a candidate that cannot run here left out and named.
+TEST_CASE("a decode trial times each variant after its untimed steps and goes on with the smallest median") {
+  using qt::rt::DecodeTrial;
+  using qt::rt::DecodeVariant;
+  const std::vector<DecodeVariant> two = qt::rt::trial_candidates("cuda", 90, true);
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].name == "plain");
+  CHECK(two[1].name == "fused-norm+pdl");
+  CHECK(qt::rt::trial_candidates("cuda", 90, false).back().name == "pdl");  // no fused norms on these weights
+  CHECK(qt::rt::trial_candidates("emu", 90, true).back().name == "fused-norm");  // no PDL off a CUDA GPU
+  CHECK(qt::rt::trial_candidates("cuda", 86, false).size() == 1);  // plain alone: nothing to choose
+  std::vector<std::string> applied;
+  auto apply = [&](const DecodeVariant& v) {
+    applied.push_back(v.name);
+    return std::string();
+  };
+  {
+    DecodeTrial t(two, apply, 2, 3);
+    CHECK(applied == std::vector<std::string>{"plain"});
+    for (double s : {9.0, 9.0, 5.0, 6.0, 5.5}) t.step_done(s);  // plain: two untimed, then 5, 6, 5.5
+    CHECK(applied.back() == "fused-norm+pdl");
+    CHECK(!t.done());
+    CHECK(t.line().find("stopped after 5 decode steps, before it could compare them: plain 5500.00 ms") !=
+          std::string::npos);
+    for (double s : {9.0, 9.0, 4.0, 7.0, 4.5}) t.step_done(s);  // fused + PDL: median 4.5 against 5.5
+    CHECK(t.done());
+    CHECK(t.running().name == "fused-norm+pdl");
+    CHECK(applied.size() == 2);  // the winner was running: nothing to switch
+    CHECK(t.line() == "decode step: fused norms + PDL, timed fastest of 2 on this run's first 10 decode steps "
+                      "(median a step: plain 5500.00 ms, fused norms + PDL 4500.00 ms)");
+    t.step_done(100.0);  // past the trial: nothing changes
+    CHECK(t.line().find("first 10 decode steps") != std::string::npos);
+  }
+  applied.clear();
+  {
+    DecodeTrial t(two, apply, 0, 2);
+    for (double s : {3.0, 3.0, 3.0, 3.0}) t.step_done(s);  // a tie keeps plain, switched back to
+    CHECK(t.done());
+    CHECK(t.running().name == "plain");
+    CHECK(applied == std::vector<std::string>{"plain", "fused-norm+pdl", "plain"});
+  }
+  // A driver that refuses PDL: the candidate is left out, named, and the trial ends on what ran.
+  auto no_pdl = [](const DecodeVariant& v) { return v.pdl ? std::string("the driver refused it") : std::string(); };
+  DecodeTrial t(two, no_pdl, 1, 1);
+  t.step_done(1.0);
+  t.step_done(1.0);
+  CHECK(t.done());
+  CHECK(t.running().name == "plain");
+  CHECK(t.line().find("; fused norms + PDL not run (the driver refused it)") != std::string::npos);
+  CHECK_THROWS_AS(DecodeTrial({two[0]}, apply), qt::Error);
+}
+
+TEST_CASE("qrun --decode trial times plain against fused norms on the first decode steps, goes on with the faster, "
+          "and samples the tokens either variant alone samples, and --decode names a variant as --fuse-norm does") {
+  // dense-tied.ak48 stores q|k|v concatenated in the frag layout, so its fused variant fuses the GEMVs' norms too;
+  // sampling (seeded) follows the logits more closely than its greedy tokens do.
+  const std::string common = "--model " + kFiles + "dense-tied.ak48 --prompt-ids 0,31,239,262,43 --temp 0.9 --seed 5 "
+                             "--device emu";
+  const Result plain = qrun(common + " -n 20 --decode plain");
+  const Result fused = qrun(common + " -n 20 --decode fused-norm");
+  REQUIRE(plain.code == 0);
+  REQUIRE(fused.code == 0);
+  CHECK(fused.out == plain.out);
+  CHECK(plain.err.find("decode step:") == std::string::npos);
+  CHECK(fused.err.find("fused norms: 76 normalizing") != std::string::npos);
+  // 19 decode steps hold the trial's 2 x (2 untimed + 6 timed).
+  const Result trial = qrun(common + " -n 20 --decode trial");
+  INFO(trial.err);
+  REQUIRE(trial.code == 0);
+  CHECK(trial.out == plain.out);
+  CHECK(trial.err.find(", timed fastest of 2 on this run's first 16 decode steps (median a step: plain ") !=
+        std::string::npos);
+  CHECK(trial.err.find("ms, fused norms ") != std::string::npos);
+  CHECK(trial.err.find("fused norms: ") != std::string::npos);  // the fused candidate's steps ran fused
+  // Too few steps to compare: the line says so, and the tokens are the same.
+  const Result short_run = qrun(common + " -n 6 --decode trial");
+  REQUIRE(short_run.code == 0);
+  CHECK(plain.out.rfind(short_run.out, 0) == 0);
+  CHECK(short_run.err.find("decode step: plain (the trial of the decode variants stopped after 5 decode steps") !=
+        std::string::npos);
+  // The emulator's default is plain, with no trial.
+  const Result by_default = qrun(common + " -n 3");
+  CHECK(by_default.err.find("decode step:") == std::string::npos);
+  CHECK(by_default.err.find("fused norms:") == std::string::npos);
+  // Nothing to choose between: the file layout has no fused norms and the emulator no PDL.
+  const Result one = qrun(common + " -n 3 --decode trial --weight-layout file");
+  REQUIRE(one.code == 0);
+  CHECK(one.err.find("--decode trial: this run has one decode variant (plain)") != std::string::npos);
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"--decode sideways", "--decode: expected auto, trial, plain, pdl, fused-norm or fused-norm+pdl, got 'sideways'"},
+      {"--decode fused-norm --fuse-norm", "--decode names the whole decode variant"},
+      {"--decode pdl", "--decode pdl: PDL is a CUDA GPU option"},
+      {"--decode fused-norm --weight-layout file", "--decode fused-norm runs on the frag layout's GEMVs"},
+      {"--decode trial --launch-times " + kTmp + "trial-times.json", "--decode trial switches the decode variant"}};
+  for (const auto& [args, needle] : refused) {
+    const Result r = qrun(common + " -n 2 " + args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find(needle) != std::string::npos);
+  }
+  const Result cpu_decode = qrun("--model " + kFiles + "dense-tied.ak48 --prompt-ids 1,2 -n 1 --decode trial");
+  CHECK(cpu_decode.code == 2);
+  CHECK(cpu_decode.err.find("--decode is a device option") != std::string::npos);
 }
 
 TEST_CASE("qbench --choose-decode and qrun --no-stored-decode refuse what they cannot do, each in one line") {

@@ -1,0 +1,106 @@
+#include "runtime/cli/decode_trial.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/error.h"
+
+namespace qt::rt {
+namespace {
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f ms", seconds * 1e3);
+  return buf;
+}
+
+}  // namespace
+
+DecodeTrial::DecodeTrial(std::vector<DecodeVariant> candidates, Apply apply, int untimed_steps, int timed_steps)
+    : apply_(std::move(apply)), untimed_(untimed_steps), timed_(timed_steps) {
+  if (candidates.size() < 2) throw Error("a decode trial needs two variants or more", kExitFailure);
+  if (untimed_steps < 0 || timed_steps < 1) throw Error("a decode trial times one step of each variant or more", kExitFailure);
+  for (DecodeVariant& v : candidates) candidates_.push_back({std::move(v), {}, ""});
+  current_ = start_from(0);
+  if (current_ == candidates_.size()) throw Error("no decode variant of the trial runs here: " + line(), kExitFailure);
+}
+
+size_t DecodeTrial::start_from(size_t from) {
+  for (size_t i = from; i < candidates_.size(); ++i) {
+    candidates_[i].refused = apply_(candidates_[i].variant);
+    if (candidates_[i].refused.empty()) {
+      steps_in_candidate_ = 0;
+      return i;
+    }
+  }
+  return candidates_.size();
+}
+
+void DecodeTrial::step_done(double seconds) {
+  if (done_) return;
+  ++steps_;
+  Candidate& c = candidates_[current_];
+  if (++steps_in_candidate_ > untimed_) c.times.push_back(seconds);
+  if (int(c.times.size()) < timed_) return;
+  const size_t next = start_from(current_ + 1);
+  if (next < candidates_.size()) {
+    current_ = next;
+    return;
+  }
+  finish();
+}
+
+// The smallest median wins; a tie keeps the earlier candidate (plain comes first).
+void DecodeTrial::finish() {
+  done_ = true;
+  size_t best = candidates_.size();
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    if (candidates_[i].times.empty()) continue;
+    if (best == candidates_.size() || median_of(candidates_[i].times) < median_of(candidates_[best].times)) best = i;
+  }
+  // The last candidate timed is the one running; the winner ran a moment ago, so it applies again.
+  if (best != current_) {
+    const std::string why = apply_(candidates_[best].variant);
+    if (!why.empty()) {  // it ran during the trial: a refusal now is the backend's fault
+      throw Error("decode trial: " + candidates_[best].variant.label() + " no longer runs: " + why, kExitFailure);
+    }
+    current_ = best;
+  }
+}
+
+std::string DecodeTrial::line() const {
+  std::string timed, refused;
+  size_t timed_count = 0;
+  for (const Candidate& c : candidates_) {
+    if (!c.refused.empty()) refused += "; " + c.variant.label() + " not run (" + c.refused + ")";
+    if (c.times.empty()) continue;
+    ++timed_count;
+    timed += std::string(timed.empty() ? "" : ", ") + c.variant.label() + " " + ms(median_of(c.times));
+  }
+  if (done_)
+    return "decode step: " + running().label() + ", timed fastest of " + std::to_string(timed_count) +
+           " on this run's first " + std::to_string(steps_) + " decode steps (median a step: " + timed + ")" + refused;
+  return "decode step: " + running().label() + " (the trial of the decode variants stopped after " +
+         std::to_string(steps_) + " decode steps, before it could compare them" + (timed.empty() ? "" : ": " + timed) +
+         ")" + refused;
+}
+
+std::vector<DecodeVariant> trial_candidates(const std::string& device, int arch, bool fusable) {
+  std::vector<DecodeVariant> all = decode_variants(device, arch), out;
+  if (all.empty()) return out;
+  out.push_back(all.front());  // plain
+  for (auto it = all.rbegin(); it != all.rend(); ++it)
+    if ((fusable || !it->fuse_norm) && it->name != all.front().name) {
+      out.push_back(*it);
+      break;
+    }
+  return out;
+}
+
+}  // namespace qt::rt
