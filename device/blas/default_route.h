@@ -22,6 +22,9 @@ namespace qt::blas {
 inline constexpr int64_t kDecodeGemvRows = 8;
 inline constexpr int64_t kF16GemvRows = 1;
 inline constexpr int64_t kDequantBlasRows = 64;
+// A quantized projection held with an fp16 copy beside it (qrun --prefill-f16) runs on the copy from this many rows:
+// where it would otherwise be dequantized for cuBLASLt, which the copy has done once at load.
+inline constexpr int64_t kF16CopyRows = kDequantBlasRows;
 
 // Prompt tokens per prefill chunk on a device. Each chunk dequantizes every quantized weight again (the dequant +
 // cuBLASLt route), and cuBLASLt's fp16 GEMM runs faster on more rows (on the H200, 4096 x 4096: 362 TFLOP/s at

@@ -53,11 +53,11 @@ void DecodeTrial::step_done(double seconds) {
     current_ = next;
     return;
   }
-  finish();
+  finish(current_ + 1 < candidates_.size());
 }
 
 // The smallest median wins; a tie keeps the earlier candidate (plain comes first).
-void DecodeTrial::finish() {
+void DecodeTrial::finish(bool reapply) {
   done_ = true;
   size_t best = candidates_.size();
   for (size_t i = 0; i < candidates_.size(); ++i) {
@@ -65,7 +65,7 @@ void DecodeTrial::finish() {
     if (best == candidates_.size() || median_of(candidates_[i].times) < median_of(candidates_[best].times)) best = i;
   }
   // The last candidate timed is the one running; the winner ran a moment ago, so it applies again.
-  if (best != current_) {
+  if (best != current_ || reapply) {
     const std::string why = apply_(candidates_[best].variant);
     if (!why.empty()) {  // it ran during the trial: a refusal now is the backend's fault
       throw Error("decode trial: " + candidates_[best].variant.label() + " no longer runs: " + why, kExitFailure);
@@ -91,15 +91,10 @@ std::string DecodeTrial::line() const {
          ")" + refused;
 }
 
-std::vector<DecodeVariant> trial_candidates(const std::string& device, int arch, bool fusable) {
-  std::vector<DecodeVariant> all = decode_variants(device, arch), out;
-  if (all.empty()) return out;
-  out.push_back(all.front());  // plain
-  for (auto it = all.rbegin(); it != all.rend(); ++it)
-    if ((fusable || !it->fuse_norm) && it->name != all.front().name) {
-      out.push_back(*it);
-      break;
-    }
+std::vector<DecodeVariant> trial_candidates(bool pdl, bool fusable) {
+  auto named = [](const char* name) { return *variant_of(std::string(winners::kDecodeVariantStem) + name, ""); };
+  std::vector<DecodeVariant> out{named("plain")};
+  if (const char* fused = !fusable ? (pdl ? "pdl" : nullptr) : pdl ? "fused-norm+pdl" : "fused-norm") out.push_back(named(fused));
   return out;
 }
 

@@ -7,7 +7,9 @@
 // ranking; without a stored ranking, qrun on a GPU times its first decode steps instead: each candidate runs a
 // few untimed steps (the first launches every kernel, the second captures the graph the rest replay), then a
 // few timed ones, and the run goes on with the candidate of the smallest median step. Every variant computes
-// the same step, so the switch changes the speed, not what a step means.
+// the same step to within rounding (a fused norm sums a row's squares in its own order), so the switch changes
+// the speed and at most the last bits of the logits; a run that must repeat bit for bit names its variant
+// (qrun --decode, as the statistics line gives it).
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,7 +47,8 @@ class DecodeTrial {
   };
   // The next candidate from `from` on that applies, or candidates_.size() when none is left.
   size_t start_from(size_t from);
-  void finish();
+  // `reapply`: a candidate was refused after the running one, and its try may have changed the device's state.
+  void finish(bool reapply);
 
   std::vector<Candidate> candidates_;
   Apply apply_;
@@ -57,8 +60,8 @@ class DecodeTrial {
 };
 
 // The candidates qrun tries where nothing chose its decode variant: plain, and the most fused variant the run
-// can use (fused norms where the weights allow them, with PDL on a CUDA GPU of sm_90 or later); fewer than
-// two when there is nothing to choose between.
-std::vector<DecodeVariant> trial_candidates(const std::string& device, int arch, bool fusable);
+// can use: fused norms where the weights allow them (`fusable`), with PDL where the device grants it (`pdl`: a
+// CUDA GPU of sm_90 or later whose driver takes it). Plain alone when there is nothing to choose between.
+std::vector<DecodeVariant> trial_candidates(bool pdl, bool fusable);
 
 }  // namespace qt::rt

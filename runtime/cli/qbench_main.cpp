@@ -249,8 +249,9 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     kd.device.reset();
     auto device_variant = [&](const std::string& name, const std::string& p, const ModelWeights& mw, bool tuned,
                               bool predequantize, uint64_t bytes, bool pdl = false, bool fuse_norm = false,
-                              bool graphs = true) {
+                              bool graphs = true, bool prefill_f16 = false) {
       RunDeviceOptions o = ro;
+      o.prefill_f16 = prefill_f16;
       o.graphs = graphs && ro.graphs;
       o.tuned_cache = tuned ? cache : "";
       o.predequantize = predequantize;
@@ -285,10 +286,22 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
     if (q8) device_variant("Q8_0", q8_path, q8->weights(), !cache.empty(), false, decode_weight_bytes(q8->weights()));
     device_variant("FP16", path, w, !cache.empty(), true, predequantized_decode_bytes(w, decode_bytes));
     // The runtime's variant with every decode kernel launched instead of replayed from the captured step: with
-    // the launch rows, what the graph saves end to end. Last, so a report cut short loses only this.
+    // the launch rows, what the graph saves end to end. Late, so a report cut short loses only this and the copy's.
     if (device == "cuda")
       device_variant(label + (cache.empty() ? " default" : " tuned") + ", no graph", path, w, !cache.empty(), false,
                      decode_bytes, false, false, false);
+    // The quantized weights with an fp16 copy beside for the prefill's GEMMs (qrun --prefill-f16): FP16's prefill
+    // and the quantized decode, at the memory of both. A GPU only (the emulator has no cuBLASLt to run the copy
+    // on), last: it holds the most, so a device that cannot hold it costs this row alone.
+    if (device == "cuda") {
+      const std::string name = label + (cache.empty() ? " default" : " tuned") + report::kPrefillCopySuffix;
+      try {
+        device_variant(name, path, w, !cache.empty(), false, decode_bytes, false, false, true, true);
+      } catch (const Error& e) {
+        e2e.push_back(nlohmann::json{{"name", name}, {"unavailable", e.what()}});
+        std::fprintf(stderr, "qbench: %s: not measured: %s\n", name.c_str(), e.what());
+      }
+    }
     notes.push_back("FP16 is the same model with its dense weights dequantized to fp16 at load (qrun "
                     "--predequantize): GEMMs on cuBLASLt where available, else the fp16 kernel families");
     notes.push_back("memory is the weight bytes held on the device");

@@ -67,6 +67,9 @@ CliArgs make_cli() {
               "the sm_90a families; a tuned cache from `qtune --device emu --gpu ARCH` needs the same)", "sm80")
       .flag("--predequantize", "emu/cuda: dense linear weights dequantized to fp16 once at load and run through "
             "cuBLASLt (cuda) or the fp16 kernels, whichever the tuned cache measured faster: more memory, faster prefill")
+      .flag("--prefill-f16", "emu/cuda: keep an fp16 copy of the dense projections beside their quantized weights "
+            "(frag layout): a prefill's GEMMs run on it as on --predequantize's weights, with no dequant per call, and "
+            "decode keeps reading the quantized ones; costs the fp16 bytes too (an AWQ 8B model: 6.1 + 14 GB)")
       .flag("--no-graphs", "emu/cuda: launch every kernel instead of replaying captured decode steps")
       .option("--launch-times", "FILE", "emu/cuda: time every launch of every step between two events (no graphs) and "
               "write them as JSON, with per kernel over the decode steps its count, mean time and share of the step "
@@ -79,12 +82,13 @@ CliArgs make_cli() {
             "writes its norm, and frag-layout experts (sm_90) run as two GEMVs straight from the router's logits: "
             "6 launches instead of about 15; frag-layout weights (AWQ, INT8 group-wise, Q8_0)")
       .flag("--no-stored-decode", "emu/cuda with --tuned-cache: ignore the decode variant (fused norms, PDL) that "
-            "`qbench --choose-decode` measured fastest and stored in it; without this, --fuse-norm or --pdl, qrun runs "
-            "that variant")
+            "`qbench --choose-decode` measured fastest and stored in it, and choose as --decode auto does without a "
+            "store; without this, --decode, --fuse-norm or --pdl, qrun runs the stored variant")
       .option("--decode", "V", "emu/cuda: the decode step's variant: plain, pdl, fused-norm or fused-norm+pdl (as "
               "--fuse-norm and --pdl give them); trial: time plain against the most fused variant this run can use on "
               "the first decode steps, then go on with the faster; auto: the variant a tuned cache ranks first "
-              "(qbench --choose-decode), else the trial on a CUDA GPU, else plain", "auto")
+              "(qbench --choose-decode), else the trial on a CUDA GPU (not with --launch-times, which times one "
+              "variant), else plain. Variants agree to within rounding: name one to repeat a run bit for bit", "auto")
       .flag("-v,--verbose", "emu/cuda: list the kernel chosen for every op shape and why")
       .flag("--reference", "reference path: dequantized weights, fp32 activations (slow, exact)")
       .option("--threads", "N", "CPU threads (default: all; emu: host threads running blocks)")
@@ -160,7 +164,8 @@ void report_device(const RunDevice& d, bool verbose) {
 void note_untried_trial(const std::string& decode, const RunDevice& d) {
   if (decode == "trial" && !d.trial && d.device_backend)
     std::fprintf(stderr, "qrun: --decode trial: this run has one decode variant (plain): fused norms need the frag "
-                         "layout and PDL a CUDA GPU of sm_90 or later, so nothing is timed\n");
+                         "layout's quantized weights (not --weight-layout file or --predequantize) and PDL a CUDA GPU "
+                         "of sm_90 or later, so nothing is timed\n");
 }
 
 int run(int argc, char** argv) {
@@ -267,11 +272,17 @@ int run(int argc, char** argv) {
   run_opts.trtllm_int8 = layout == "trtllm";
   run_opts.predequantize = cli.get_flag("--predequantize");
   if (device == "cpu" && run_opts.predequantize) throw Error("--predequantize is a device option (--device emu/cuda)");
+  run_opts.prefill_f16 = cli.get_flag("--prefill-f16");
+  if (device == "cpu" && run_opts.prefill_f16) throw Error("--prefill-f16 is a device option (--device emu/cuda)");
+  if (run_opts.prefill_f16 && run_opts.predequantize)
+    throw Error("--prefill-f16 keeps the quantized weights beside an fp16 copy; --predequantize keeps the fp16 alone: give one");
   const std::string weight_layout = cli.get("--weight-layout");
   if (weight_layout != "frag" && weight_layout != "file")
     throw Error("--weight-layout is frag or file, got '" + weight_layout + "'");
   if (device == "cpu" && cli.given("--weight-layout")) throw Error("--weight-layout is a device option (--device emu/cuda)");
   run_opts.frag_layout = weight_layout == "frag";
+  if (run_opts.prefill_f16 && !run_opts.frag_layout)
+    throw Error("--prefill-f16 keeps its copy beside the frag layout's weights: it cannot be given with --weight-layout file");
   if (run_opts.fuse_norm && (!run_opts.frag_layout || run_opts.predequantize))
     throw Error(std::string(decode_variant ? "--decode " + decode : "--fuse-norm") + " runs on the frag layout's GEMVs: it cannot be given with " +
                 (run_opts.predequantize ? "--predequantize" : "--weight-layout file"));

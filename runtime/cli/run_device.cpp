@@ -24,6 +24,7 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
   opts.frag_experts = o.frag_experts;
   opts.fuse_norm = o.fuse_norm;
   opts.predequantize = o.predequantize;
+  opts.prefill_f16 = o.prefill_f16;
   bool pdl = o.programmatic_launch;
   cuda::CudaDevice* gpu = nullptr;
   if (o.device == "emu") {
@@ -65,7 +66,7 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
   }
   std::string why;
   if (pdl && gpu && !gpu->set_programmatic_launch(true, &why)) {
-    if (o.programmatic_launch) throw Error("--pdl: " + why, kExitUnavailable);
+    if (o.programmatic_launch) throw Error("programmatic dependent launch (--pdl, or --decode with +pdl): " + why, kExitUnavailable);
     // The store's choice on a driver that refuses it now: the rest of the choice still holds.
     d.decode_line += " (without PDL here: " + why + ")";
   }
@@ -83,8 +84,15 @@ RunDevice make_run_device(const RunDeviceOptions& o) {
   d.backend = std::move(backend);
   if (o.decode_trial && d.decode_line.empty()) {
     // Fused norms need the frag layout's GEMVs (as a stored choice does above).
-    const std::vector<DecodeVariant> candidates =
-        trial_candidates(o.device, d.device->arch(), o.frag_layout && !o.predequantize);
+    // PDL where the GPU takes it: asked once here, and left off until a candidate with it runs.
+    bool pdl_ok = false;
+    if (gpu && d.device->arch() >= 90) {
+      std::string refused;
+      pdl_ok = gpu->set_programmatic_launch(true, &refused);
+      gpu->set_programmatic_launch(false);
+      if (!pdl_ok) d.trial_note = " (no PDL here: " + refused + ")";
+    }
+    const std::vector<DecodeVariant> candidates = trial_candidates(pdl_ok, o.frag_layout && !o.predequantize);
     if (candidates.size() >= 2) {
       DeviceBackend* be = d.device_backend;
       d.trial = std::make_unique<DecodeTrial>(candidates, [be, gpu](const DecodeVariant& v) -> std::string {
@@ -109,8 +117,9 @@ std::string device_report(const RunDevice& d) {
   if (!d.device_backend) return "";
   const LaunchQueue::Stats& s = d.device_backend->launch_stats();
   const DeviceBackend::BlasCounts& b = d.device_backend->blas_counts();
-  const std::string fp16 = b.blas + b.families == 0 ? "" :
-      " | fp16 linears: " + std::to_string(b.blas) + " on cuBLASLt, " + std::to_string(b.families) + " on our kernels";
+  const std::string fp16 = (b.blas + b.families == 0 ? "" :
+      " | fp16 linears: " + std::to_string(b.blas) + " on cuBLASLt, " + std::to_string(b.families) + " on our kernels") +
+      (d.device_backend->options().prefill_f16 ? " | prefill on the fp16 copy: " + std::to_string(b.f16_copy) + " linears" : "");
   const DeviceBackend::GroupCounts& g = d.device_backend->group_counts();
   // The trial's steps of fused norms count even where it settled on plain.
   const bool any_fused = g.norm_fused + g.residual_fused + g.moe_residual > 0;
@@ -128,7 +137,7 @@ std::string device_report(const RunDevice& d) {
   return d.device->name() + pdl + ": kernels for " + d.device_backend->chooser().summary() + fp16 + fused + " | " +
          std::to_string(s.launches) + " launches, " + std::to_string(s.replays) + " steps replayed from " +
          std::to_string(s.captures) + " captured graph" + (s.captures == 1 ? "" : "s") +
-         (d.decode_line.empty() ? "" : " | " + d.decode_line) + (d.trial ? " | " + d.trial->line() : "");
+         (d.decode_line.empty() ? "" : " | " + d.decode_line) + (d.trial ? " | " + d.trial->line() + d.trial_note : "");
 }
 
 }  // namespace qt::rt

@@ -27,13 +27,14 @@ struct RunDeviceOptions {
   bool fuse_norm = false;  // emu/cuda: decode steps' RMSNorms fused into the GEMVs beside them (DeviceBackendOptions)
   // emu/cuda with a tuned cache: the model whose decode ranking in it (decode_choice.h, qbench --choose-decode)
   // sets fuse_norm and programmatic_launch, to the fastest variant this run can use. Unset: no lookup (qrun
-  // leaves it unset when --fuse-norm or --pdl is given).
+  // leaves it unset when --decode, --fuse-norm or --pdl names a variant, or --no-stored-decode ignores the store).
   std::optional<DecodeStepKey> stored_decode;
   // emu/cuda: where no stored ranking chose the decode variant, time plain against the most fused variant this
   // run can use on its first decode steps and go on with the faster (DecodeTrial, trial_candidates).
   bool decode_trial = false;
   bool trtllm_int8 = false;  // INT8 MoE experts in TensorRT-LLM's layout on the device
   bool predequantize = false;  // dense linear weights as fp16 on the device, GEMMs on cuBLASLt where it wins
+  bool prefill_f16 = false;  // dense projections quantized and an fp16 copy beside (DeviceBackendOptions::prefill_f16)
   bool frag_layout = true;   // dense AWQ / INT8_GW_SYM projections in the frag layout (DeviceBackendOptions)
   std::optional<bool> frag_experts;  // MoE experts in the frag layout, grouped GEMMs on wgmma; unset: the device's default
   int emu_threads = 0;
@@ -49,6 +50,7 @@ struct RunDevice {
   // The trial of the decode variants (RunDeviceOptions::decode_trial), else null: feed it every decode step's
   // seconds (decode_step_observer).
   std::unique_ptr<DecodeTrial> trial;
+  std::string trial_note;  // why the trial runs without PDL on a GPU whose architecture has it
   std::function<void(double)> decode_step_observer() const;
 };
 

@@ -91,7 +91,10 @@ std::string DeviceBackend::progress_label(const std::string& what) const {
 // Every weight prepare() places on the device, with how it is stored; `layer_done` after each layer's.
 void DeviceBackend::visit_weights(const ModelWeights& w, const WeightVisitor& v) const {
   using Storage = DeviceWeights::Storage;
-  const Storage dense = options_.predequantize ? Storage::kF16 : options_.frag_layout ? Storage::kFrag : Storage::kFile;
+  const Storage dense = options_.predequantize ? Storage::kF16
+                        : !options_.frag_layout  ? Storage::kFile
+                        : options_.prefill_f16   ? Storage::kFragF16
+                                                 : Storage::kFrag;
   // The lm_head and the router keep the file layout (kernels::default_weight_layout tells the tuner so).
   const Storage other = options_.predequantize ? Storage::kF16 : Storage::kFile;
   v.tensor(w.embedding, Storage::kFile);
@@ -106,7 +109,7 @@ void DeviceBackend::visit_weights(const ModelWeights& w, const WeightVisitor& v)
       for (const QTensor* t : qkv) v.tensor(*t, dense);
     const std::array<const QTensor*, 2> gate_up{&l.w1, &l.w3};
     // Only in the frag layout: the fused GEMV reads it, and the file-layout fused families read the parts.
-    const bool mlp_concatenated = options_.concatenate_gate_up && dense == Storage::kFrag &&
+    const bool mlp_concatenated = options_.concatenate_gate_up && (dense == Storage::kFrag || dense == Storage::kFragF16) &&
                                   gate_up_concatenable(l.w1, l.w3) && v.concatenation(gate_up, dense);
     for (const QTensor* t : {&l.wo, &l.w2}) v.tensor(*t, dense);
     if (!mlp_concatenated)
@@ -317,6 +320,18 @@ void DeviceBackend::linear_baseline(const blas::Baseline& row, int rank, const D
 }
 
 void DeviceBackend::linear(const DeviceTensor& w, Act x, int64_t m, Act y) {
+  // A quantized weight's fp16 copy (prefill_f16) serves the GEMMs of many rows as a predequantized weight would,
+  // whatever a tuned dispatch ranked for the quantized weight: the copy was asked for, and it is the fp16 model's
+  // route (cuBLASLt where at hand).
+  if (w.type != WeightType::F16 && m >= blas::kF16CopyRows) {
+    if (const auto copy = w.arrays.find("values"); copy != w.arrays.end()) {
+      ++blas_counts_.f16_copy;
+      DeviceTensor f16;
+      f16.type = WeightType::F16, f16.rows = w.rows, f16.cols = w.cols, f16.group = w.cols;
+      f16.arrays["values"] = copy->second;
+      return linear(f16, x, m, y);
+    }
+  }
   const kernels::Shape shape{{"M", "N", "K", "G"}, {m, w.rows, w.cols, w.group}, "linear"};
   const bool fp16_blas = w.type == WeightType::F16 && options_.blas != nullptr;
   const bool frag = std::string_view(held_layout(w)) == "frag";
@@ -450,14 +465,14 @@ void DeviceBackend::add_rmsnorm(Act x, Act residual, const float* weight, int64_
 using kernels::frag::kNormGateUpOp, kernels::frag::kNormLinearOp, kernels::frag::kResidualNormOp,
     kernels::frag::kResidualOp;
 
-// Every matmul of the layer on a fused family: q|k|v (and a dense layer's gate|up) concatenated (at one row), all
-// in the frag layout; a MoE layer's finalize adding into the hidden state.
 void DeviceBackend::set_fuse_norm(bool on) {
   if (in_step_) throw Error("device backend: the norms' fusion changes between steps, not inside one", kExitFailure);
   options_.fuse_norm = on;
   queue_.drop_graph();
 }
 
+// Every matmul of the layer on a fused family: q|k|v (and a dense layer's gate|up) concatenated (at one row), all
+// in the frag layout; a MoE layer's finalize adding into the hidden state.
 bool DeviceBackend::fuses_norm(const LayerWeights& l, int64_t m) const {
   if (!options_.fuse_norm || m > std::min(kConcatenatedQkvMaxRows, kConcatenatedGateUpMaxRows)) return false;
   const std::array<const QTensor*, 3> qkv{&l.wq, &l.wk, &l.wv};

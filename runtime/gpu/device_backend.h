@@ -57,6 +57,10 @@ struct DeviceBackendOptions {
   // their GEMMs go to cuBLASLt (`blas`, when given) or to the fp16 families, as DeviceBackend::linear decides. With
   // `blas`, a stored dispatch that ranks a cuBLASLt baseline first in a bucket is followed too.
   bool predequantize = false;
+  // Dense projections held in the frag layout and, beside it, dequantized once to fp16 (DeviceWeights::kFragF16):
+  // from blas::kF16CopyRows rows (a prefill) their GEMMs run on the fp16 copy (cuBLASLt, or the fp16 families
+  // without it) with no dequant per call, decode's GEMVs on the quantized weights. The memory of both.
+  bool prefill_f16 = false;
   // q, k and v of a layer stored once as their concatenation where models/core/linear_shapes.h allows it and
   // the storage can (DeviceWeights::add_concatenated), and run as one linear at one row; false keeps three.
   bool concatenate_qkv = true;
@@ -122,6 +126,7 @@ class DeviceBackend final : public Backend {
   // Linear calls that went to cuBLASLt and to the fp16 families (predequantized weights only).
   struct BlasCounts {
     int64_t blas = 0, families = 0;
+    int64_t f16_copy = 0;  // linear calls of quantized weights run on their fp16 copy (prefill_f16)
   };
   const BlasCounts& blas_counts() const { return blas_counts_; }
   uint64_t weight_bytes() const { return weights_.bytes(); }

@@ -46,7 +46,12 @@ int frag_bits(const QTensor& t) {
 }
 
 bool frag_stored(const QTensor& t, DeviceWeights::Storage storage) {
-  return storage == DeviceWeights::Storage::kFrag && frag_bits(t);
+  return (storage == DeviceWeights::Storage::kFrag || storage == DeviceWeights::Storage::kFragF16) && frag_bits(t);
+}
+
+// The fp16 copy beside the frag arrays (Storage::kFragF16).
+bool f16_copy_stored(const QTensor& t, DeviceWeights::Storage storage) {
+  return storage == DeviceWeights::Storage::kFragF16 && frag_bits(t);
 }
 
 // fp16 "values" on the device: the float types the families do not take, and quantized weights kept as fp16.
@@ -110,7 +115,7 @@ uint64_t DeviceWeights::bytes_for(const QTensor& t, Storage storage) {
   // The frag layout holds the file's codes, scales and zeros in another order: the same bytes (Q8_0's fp32
   // scales become fp16, so at most these).
   if (!frag_stored(t, storage) && f16_stored(t, storage)) return uint64_t(t.rows * t.cols) * 2;
-  return file_layout_bytes(t);
+  return file_layout_bytes(t) + (f16_copy_stored(t, storage) ? uint64_t(t.rows * t.cols) * 2 : 0);
 }
 
 uint64_t DeviceWeights::concatenated_bytes(std::span<const QTensor* const> parts, Storage storage) {
@@ -187,6 +192,10 @@ void DeviceWeights::add(const QTensor& t, Storage storage) {
       d.arrays[name] = {p, bytes};
       return p;
     });
+    if (f16_copy_stored(t, storage)) {
+      const std::span<const uint16_t> h = f16_values(t);
+      d.arrays["values"] = {upload(h.data(), h.size_bytes()), int64_t(h.size_bytes())};
+    }
   } else if (f16_stored(t, storage)) {
     const std::span<const uint16_t> h = f16_values(t);
     d.type = WeightType::F16;
@@ -241,6 +250,12 @@ bool DeviceWeights::add_concatenated(std::span<const QTensor* const> parts, Stor
         repack_frag(*p, [&](const std::string& name, int64_t bytes) {
           return place(name, frag_array_bytes(all, name, true), frag_array_bytes(before, name, false), bytes);
         });
+        if (f16_copy_stored(*p, storage)) {  // the copy's rows one part after another, as kF16's
+          const std::span<const uint16_t> h = f16_values(*p);
+          const int64_t bytes = int64_t(h.size_bytes());
+          device_.copy_to_device(place("values", dims.rows * dims.cols * 2, row0 * dims.cols * 2, bytes), h.data(),
+                                 h.size_bytes());
+        }
         break;
       }
       case ConcatLayout::kF16: {

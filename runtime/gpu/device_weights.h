@@ -42,6 +42,9 @@ class DeviceWeights {
     kFrag,  // the frag layout where it can be (frag_layout_holds' types, a group a multiple of 32), else kFile
     kF16,   // dequantized here, once, and kept only as fp16 "values" (qrun --predequantize: two to four times
             // the memory, for the fp16 GEMMs' prefill speed)
+    kFragF16,  // kFrag, and beside it the same weight dequantized once to fp16 "values" where the frag layout
+               // holds it (qrun --prefill-f16): decode's GEMVs read the quantized arrays, a prefill's GEMMs the
+               // fp16 copy, with no dequant per call; the memory of both
   };
   void add(const QTensor& t, Storage storage = Storage::kFile);
   // A MoE projection's experts: each array as one block of E experts back to back, as the grouped families

@@ -58,7 +58,7 @@
 # on its own and stores its dispatch), TUNE_MOE_S (60, likewise), REPORT_8B_S (240: the 8B report took 193 s on an H200, 107 of them loading
 # the FP16 variant, before it gained the attention rows and the PDL and fused-norm variants; qbench rewrites
 # the report after each section, so one cut off still returns what it measured, marked incomplete; its end-to-end
-# variants run the runtime's default, PDL and fused-norm ones first and the FP16 one, the slowest to load, after them), REPORT_S (100, the MoE report), FUSED_S (45), MOE_FRAG_S (45), CPU_AMX_S (60), DECODE_S (60), LAUNCH_TIMES_S (75: three model loads). Exit: 0 when every phase
+# variants run the runtime's default, PDL and fused-norm ones first and the FP16 one, the slowest to load, after them), REPORT_S (100, the MoE report), FUSED_S (60: three 8B runs), MOE_FRAG_S (45), CPU_AMX_S (60), DECODE_S (60), LAUNCH_TIMES_S (75: three model loads). Exit: 0 when every phase
 # that ran passed.
 set -uo pipefail
 run_t0=$(date +%s)

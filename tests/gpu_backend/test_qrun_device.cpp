@@ -51,6 +51,17 @@ size_t lines(const std::string& s) {
   return n;
 }
 
+// Each run of `common` plus a case's arguments refused with exit 2, in one line holding the case's words.
+void check_refused(const std::string& common, const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& [args, needle] : cases) {
+    const Result r = qrun(common + " " + args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find(needle) != std::string::npos);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("qrun --device emu generates the CPU reference's greedy tokens and reports its kernel choices") {
@@ -211,6 +222,38 @@ TEST_CASE("qrun --device emu --predequantize generates the CPU reference's token
   CHECK(bad.code == 2);
   CHECK(lines(bad.err) == 1);
   CHECK(bad.err.find("--predequantize") != std::string::npos);
+}
+
+TEST_CASE("qrun --device emu --prefill-f16 prefills on the fp16 copy with --predequantize's logits bit for bit, "
+          "decodes on the quantized weights, and refuses what it cannot keep a copy beside") {
+  // 70 prompt rows: the projections' GEMMs take the copy from blas::kF16CopyRows (64) rows.
+  std::string ids = "1";
+  for (int i = 2; i <= 70; ++i) ids += "," + std::to_string(i);
+  const std::string common = "--model "s + kFiles + "dense-tied.ak48 --prompt-ids " + ids;
+  auto logits = [&](const std::string& args) {
+    const std::string out = kTmp + "prefill-logits-" + std::to_string(::getpid());
+    const Result r = qrun(common + " -n 0 --device emu --no-stats --logits-out " + out + " " + args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.code == 0);
+    const std::string bytes = slurp(out);
+    std::remove(out.c_str());
+    return bytes;
+  };
+  const std::string copy = logits("--prefill-f16"), f16 = logits("--predequantize"), quantized = logits("");
+  REQUIRE(copy.size() == 70u * 320u * 4u);
+  CHECK(copy == f16);         // the same fp16 weights through the same GEMMs
+  CHECK(copy != quantized);   // not the frag GEMMs on the quantized weights
+  const Result cpu = qrun(common + " -n 6 --temp 0 --reference --no-stats");
+  const Result emu = qrun(common + " -n 6 --temp 0 --device emu --prefill-f16");
+  REQUIRE(emu.code == 0);
+  CHECK(emu.out == cpu.out);
+  // 2 layers of q, k, v, o, gate, up and down on the copy at the prompt; the decode steps on the frag GEMVs.
+  CHECK(emu.err.find("prefill on the fp16 copy: 14 linears") != std::string::npos);
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"--device emu --prefill-f16 --predequantize", "--prefill-f16 keeps the quantized weights beside an fp16 copy"},
+      {"--device emu --prefill-f16 --weight-layout file", "--prefill-f16 keeps its copy beside the frag layout's"},
+      {"--prefill-f16", "--prefill-f16 is a device option"}};
+  check_refused(common + " -n 1", refused);
 }
 
 TEST_CASE("qrun --device emu refuses --reference with one line") {
@@ -374,13 +417,13 @@ TEST_CASE("qbench --choose-decode stores the decode variants the emulator runs, 
 TEST_CASE("a decode trial times each variant after its untimed steps and goes on with the smallest median") {
   using qt::rt::DecodeTrial;
   using qt::rt::DecodeVariant;
-  const std::vector<DecodeVariant> two = qt::rt::trial_candidates("cuda", 90, true);
+  const std::vector<DecodeVariant> two = qt::rt::trial_candidates(true, true);
   REQUIRE(two.size() == 2);
   CHECK(two[0].name == "plain");
   CHECK(two[1].name == "fused-norm+pdl");
-  CHECK(qt::rt::trial_candidates("cuda", 90, false).back().name == "pdl");  // no fused norms on these weights
-  CHECK(qt::rt::trial_candidates("emu", 90, true).back().name == "fused-norm");  // no PDL off a CUDA GPU
-  CHECK(qt::rt::trial_candidates("cuda", 86, false).size() == 1);  // plain alone: nothing to choose
+  CHECK(qt::rt::trial_candidates(true, false).back().name == "pdl");  // no fused norms on these weights
+  CHECK(qt::rt::trial_candidates(false, true).back().name == "fused-norm");  // no PDL: the emulator, sm_80-89, a driver
+  CHECK(qt::rt::trial_candidates(false, false).size() == 1);  // plain alone: nothing to choose
   std::vector<std::string> applied;
   auto apply = [&](const DecodeVariant& v) {
     applied.push_back(v.name);
@@ -411,13 +454,19 @@ TEST_CASE("a decode trial times each variant after its untimed steps and goes on
     CHECK(t.running().name == "plain");
     CHECK(applied == std::vector<std::string>{"plain", "fused-norm+pdl", "plain"});
   }
-  // A driver that refuses PDL: the candidate is left out, named, and the trial ends on what ran.
-  auto no_pdl = [](const DecodeVariant& v) { return v.pdl ? std::string("the driver refused it") : std::string(); };
+  // A candidate refused when its turn comes: left out and named, and the variant that ran applies again, since the
+  // refused one's try may have changed the device's state.
+  applied.clear();
+  auto no_pdl = [&](const DecodeVariant& v) {
+    applied.push_back(v.name);
+    return v.pdl ? std::string("the driver refused it") : std::string();
+  };
   DecodeTrial t(two, no_pdl, 1, 1);
   t.step_done(1.0);
   t.step_done(1.0);
   CHECK(t.done());
   CHECK(t.running().name == "plain");
+  CHECK(applied == std::vector<std::string>{"plain", "fused-norm+pdl", "plain"});
   CHECK(t.line().find("; fused norms + PDL not run (the driver refused it)") != std::string::npos);
   CHECK_THROWS_AS(DecodeTrial({two[0]}, apply), qt::Error);
 }
@@ -464,13 +513,7 @@ TEST_CASE("qrun --decode trial times plain against fused norms on the first deco
       {"--decode pdl", "--decode pdl: PDL is a CUDA GPU option"},
       {"--decode fused-norm --weight-layout file", "--decode fused-norm runs on the frag layout's GEMVs"},
       {"--decode trial --launch-times " + kTmp + "trial-times.json", "--decode trial switches the decode variant"}};
-  for (const auto& [args, needle] : refused) {
-    const Result r = qrun(common + " -n 2 " + args);
-    INFO(args << "\n" << r.err);
-    CHECK(r.code == 2);
-    CHECK(lines(r.err) == 1);
-    CHECK(r.err.find(needle) != std::string::npos);
-  }
+  check_refused(common + " -n 2", refused);
   const Result cpu_decode = qrun("--model " + kFiles + "dense-tied.ak48 --prompt-ids 1,2 -n 1 --decode trial");
   CHECK(cpu_decode.code == 2);
   CHECK(cpu_decode.err.find("--decode is a device option") != std::string::npos);

@@ -28,6 +28,8 @@ struct Case {
   int arch = 80;      // the emulated architecture
   bool frag_experts = false;
   bool fuse_norm = false;  // a decode step's norms inside the stream GEMVs (DeviceBackendOptions::fuse_norm)
+  bool prefill_f16 = false;  // an fp16 copy beside the frag weights for a prefill's GEMMs (prefill_f16)
+  int64_t prompt = 5;        // prompt rows: the copy serves from blas::kF16CopyRows of them
 };
 
 tune::StepPrediction predict(const ModelWeights& w, const Case& c, bool decode, int64_t context) {
@@ -37,6 +39,7 @@ tune::StepPrediction predict(const ModelWeights& w, const Case& c, bool decode, 
   s.runtime.frag_layout = c.frag;
   s.runtime.frag_experts = c.frag_experts;
   s.runtime.fuse_norm = c.fuse_norm;
+  s.runtime.prefill_f16 = c.prefill_f16;
   s.runtime.blas = false;  // the emulator has no cuBLASLt, so blas::default_route keeps every linear on the families
   s.decode = decode;
   s.context = context;
@@ -60,7 +63,6 @@ std::map<std::string, double> predicted(const tune::StepPrediction& p) {
 }  // namespace
 
 TEST_CASE("step model: launches match the device backend", "[tuner][step]") {
-  constexpr int64_t kPrompt = 5;
   for (const Case& c : std::vector<Case>{
            {"dense-tied.ak48", true},  // q/k/v and gate/up concatenated in the frag layout
            {"dense.ak48", true},       // 160 + 80 + 80 columns: not whole tiles, so q, k and v apart
@@ -74,9 +76,11 @@ TEST_CASE("step model: launches match the device backend", "[tuner][step]") {
            {"dense.ak48", true, 80, false, true},          // q, k and v apart: the norms stay
            {"moe-norm.awq.moe3", true, 80, false, true},     // 48-wide KV heads: q, k, v apart, norms stay
            {"fusable-moe", true, 80, false, true},        // MoE with q|k|v concatenated: the attention side fused
-           {"fusable-moe", true, 90, true, true}}) {       // and frag experts: the routed expert GEMVs at decode
+           {"fusable-moe", true, 90, true, true},          // and frag experts: the routed expert GEMVs at decode
+           {"dense-tied.ak48", true, 80, false, false, true, 70}}) {  // a 70-row prompt on the fp16 copy
     INFO(c.file << (c.frag ? ", frag layout" : ", file layout") << ", sm_" << c.arch
-                << (c.frag_experts ? ", frag experts" : "") << (c.fuse_norm ? ", fused norms" : ""));
+                << (c.frag_experts ? ", frag experts" : "") << (c.fuse_norm ? ", fused norms" : "")
+                << (c.prefill_f16 ? ", fp16 copy" : "") << ", " << c.prompt << "-row prompt");
     const std::string file = std::string(c.file) == "fusable-moe" ? qt::test::write_fusable_moe_model()
                                                                    : source_root() + "/tests/golden/files/" + c.file;
     const std::unique_ptr<ModelFile> model_file = ModelFile::open(file);
@@ -92,13 +96,14 @@ TEST_CASE("step model: launches match the device backend", "[tuner][step]") {
     o.frag_layout = c.frag;
     o.frag_experts = c.frag_experts;
     o.fuse_norm = c.fuse_norm;
+    o.prefill_f16 = c.prefill_f16;
     rt::DeviceBackend backend(device, o);
-    rt::Qwen3Model model(w, backend, 64);
+    rt::Qwen3Model model(w, backend, c.prompt < 64 ? 64 : 128);
     std::vector<int32_t> tokens;
-    for (int64_t i = 0; i < kPrompt; ++i) tokens.push_back(int32_t((i * 37 + 11) % w.config.vocab_size));
+    for (int64_t i = 0; i < c.prompt; ++i) tokens.push_back(int32_t((i * 37 + 11) % w.config.vocab_size));
     int64_t before = launches(backend);
-    const int32_t next = model.forward_greedy(tokens.data(), kPrompt);
-    const tune::StepPrediction prefill = predict(w, c, false, kPrompt), decode = predict(w, c, true, kPrompt);
+    const int32_t next = model.forward_greedy(tokens.data(), c.prompt);
+    const tune::StepPrediction prefill = predict(w, c, false, c.prompt), decode = predict(w, c, true, c.prompt);
     CHECK(launches(backend) - before == prefill.default_launches);
     // The same kernels, by name: the families and points the model picks are the ones the runtime launches.
     CHECK(launched(backend) == predicted(prefill));

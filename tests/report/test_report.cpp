@@ -77,6 +77,23 @@ size_t count(const std::string& s, const std::string& what) {
 
 }  // namespace
 
+TEST_CASE("The prefill goal judges the variants that prefill from the quantized weights: one on an fp16 copy of them "
+          "is shown but left out, and its decode still counts") {
+  json j = recorded();
+  // qrun --prefill-f16's variant: FP16's prefill (12,000 tok/s at 512) and a faster decode than AWQ tuned's.
+  json copy = j["end_to_end"][2];
+  REQUIRE(copy["name"] == "AWQ tuned");
+  copy["name"] = std::string("AWQ tuned") + qt::report::kPrefillCopySuffix;
+  copy["prefill_tok_s"]["512"] = 12000;
+  copy["decode_tok_s"] = 160;
+  j["end_to_end"].push_back(copy);
+  const std::string md = render(j).markdown;
+  CHECK(md.find("| prefill pp512, AWQ, its fastest variant (AWQ tuned) >= 0.9x the model predequantized to FP16 | 0.67x | NOT met |") !=
+        std::string::npos);
+  CHECK(md.find("| AWQ tuned + fp16 prefill copy | 7000.0 | 12000.0 |") != std::string::npos);
+  CHECK(md.find("decode end to end, AWQ, its fastest variant (AWQ tuned + fp16 prefill copy)") != std::string::npos);
+}
+
 TEST_CASE("A recorded GPU report renders every goal's verdict from its figures") {
   const std::string md = render(recorded()).markdown;
   // Issue 26's GEMV goals. M=1 tuned on 4096 x 4096: 8,732,672 bytes in 8 us = 1,091.6 GB/s, 36% of 3,000 GB/s;

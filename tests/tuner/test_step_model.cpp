@@ -431,6 +431,36 @@ TEST_CASE("qtune static --step --no-dequant-blas prices a prefill's projections 
   CHECK(gemms >= 4);  // q|k|v, o_proj, gate|up, down
 }
 
+TEST_CASE("qtune static --step --prefill-f16 runs a prefill's projections on cuBLASLt over the fp16 copy, as the "
+          "predequantized model does, and leaves decode on the quantized weights", "[tuner][step][cli]") {
+  auto step = [](const std::string& args) {
+    const std::string json = test::tuner_scratch("step-copy", ".json");
+    const test::QtuneRun r = test::run_qtune("static --gpu sm90 --preset qwen3-8b --layers 2 --no-registers --json " +
+                                             json + " " + args);
+    INFO(args << "\n" << r.out);
+    REQUIRE(r.rc == 0);
+    std::ifstream in(json);
+    return nlohmann::json::parse(in);
+  };
+  const nlohmann::json copy = step("--step prefill --prompt 512 --prefill-f16");
+  const nlohmann::json f16 = step("--step prefill --prompt 512 --predequantize");
+  const nlohmann::json quantized = step("--step prefill --prompt 512");
+  int dequant = 0, blas = 0;
+  for (const nlohmann::json& l : copy["launches"]) {
+    dequant += l["op"].get<std::string>().find("dequant") != std::string::npos;
+    blas += l["op"] == "cublaslt";
+  }
+  CHECK(dequant == 0);
+  CHECK(blas >= 5);  // q, k, v, o, gate, up, down (the lm_head's one row stays on the GEMV)
+  // The same launches and time as the predequantized prefill (the preset's lm_head is fp16 either way).
+  CHECK(copy["default_us"].get<double>() == Approx(f16["default_us"].get<double>()).epsilon(1e-9));
+  CHECK(copy["default_us"].get<double>() < quantized["default_us"].get<double>());
+  // Decode reads the quantized weights: the copy changes nothing there.
+  CHECK(step("--step decode --prefill-f16")["default_us"] == step("--step decode")["default_us"]);
+  CHECK(test::run_qtune("static --gpu sm90 --step prefill --prefill-f16 --predequantize").rc == 2);
+  CHECK(test::run_qtune("static --gpu sm90 --step prefill --prefill-f16 --weight-layout file").rc == 2);
+}
+
 TEST_CASE("the tuner measures attention decode at the shapes the runtime chooses by at 512, 4K and 32K tokens",
           "[tuner][step]") {
   // A tuned attention winner is found exactly only if the tuner stored it under the choice shape: the context

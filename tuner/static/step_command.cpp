@@ -71,7 +71,7 @@ dev::DeviceFingerprint store_device(const std::string& path) {
 
 // The flags declare_step_flags adds, and those of the per-family table, which a step prediction does not read.
 constexpr const char* kStepOnly[] = {"--context", "--prompt", "--preset", "--format", "--expert-type", "--group-size",
-                                     "--layers", "--weight-layout", "--predequantize", "--fuse-norm", "--int8-layout", "--expert-layout",
+                                     "--layers", "--weight-layout", "--predequantize", "--prefill-f16", "--fuse-norm", "--int8-layout", "--expert-layout",
                                      "--no-concat",
                                      "--fingerprint-store", "--launch-us", "--against-launches", "--no-registers"};
 // (--cache-dir, --no-cache and --threads serve both: a step compiles the points it settles on.)
@@ -119,6 +119,10 @@ StepSpec spec_from_flags(const CliArgs& cli, int sm, std::string* description) {
   if (layout != "frag" && layout != "file") throw Error("--weight-layout is frag or file, got '" + layout + "'");
   spec.runtime.frag_layout = layout == "frag";
   spec.runtime.predequantize = cli.get_flag("--predequantize");
+  spec.runtime.prefill_f16 = cli.get_flag("--prefill-f16");
+  if (spec.runtime.prefill_f16 && (spec.runtime.predequantize || !spec.runtime.frag_layout))
+    throw Error(std::string("--prefill-f16 keeps an fp16 copy beside the frag layout's weights: it cannot be given with ") +
+                (spec.runtime.predequantize ? "--predequantize" : "--weight-layout file"));
   const std::string int8 = cli.get("--int8-layout");
   if (int8 != "plain" && int8 != "trtllm") throw Error("--int8-layout is plain or trtllm, got '" + int8 + "'");
   spec.runtime.trtllm_int8 = int8 == "trtllm";
@@ -177,6 +181,8 @@ void declare_step_flags(CliArgs& cli) {
       .option("--weight-layout", "L", "--step: dense quantized weights in the frag layout (frag) or as stored (file)",
               "frag")
       .flag("--predequantize", "--step: dense weights and the lm_head held as fp16 (qrun --predequantize)")
+      .flag("--prefill-f16", "--step: frag-layout dense weights with an fp16 copy beside, on which a prefill's GEMMs "
+            "run (qrun --prefill-f16)")
       .option("--int8-layout", "L", "--step: INT8 group-wise experts as stored (plain) or TensorRT-LLM's (trtllm)",
               "plain")
       .option("--expert-layout", "L", "--step: MoE experts as stored (file) or in the frag layout on the wgmma "

@@ -72,6 +72,9 @@ struct Builder {
   }
   void dense(const std::string& part, int64_t m, const std::string& what, int64_t count) {
     const LinearShape& s = linear_shape(shapes, part);
+    // DeviceBackend::linear: a frag-layout weight's fp16 copy (prefill_f16) serves from blas::kF16CopyRows rows.
+    if (spec.runtime.prefill_f16 && dense_frag() && m >= blas::kF16CopyRows)
+      return linear(WeightType::F16, s.k, false, s.n, s.k, m, what, count);
     linear(dense_type(), spec.weights.dense_group, dense_frag(), s.n, s.k, m, what, count);
   }
 
@@ -325,7 +328,11 @@ StepBytes step_min_bytes(const StepSpec& spec) {
     return double(q.storage_bytes());
   };
   const StepWeights& w = spec.weights;
-  const WeightType dense = spec.runtime.predequantize ? WeightType::F16 : w.dense;
+  // A prefill on the fp16 copies (prefill_f16) reads them, where the frag layout holds the type; decode reads the
+  // quantized weights.
+  const bool f16_copy = spec.runtime.prefill_f16 && !spec.decode && spec.context >= blas::kF16CopyRows &&
+                        spec.runtime.frag_layout && kernels::frag::frag_layout_holds(w.dense);
+  const WeightType dense = spec.runtime.predequantize || f16_copy ? WeightType::F16 : w.dense;
   StepBytes b;
   double layer = 0;
   for (const char* part : {"wq", "wk", "wv", "wo"}) {

@@ -42,6 +42,7 @@ StepWeights step_weights(const ModelWeights& w);
 struct StepRuntime {
   bool frag_layout = true;      // quantized dense weights repacked into the frag layout at load
   bool predequantize = false;   // every dense weight and the lm_head held as fp16 (GEMMs on cuBLASLt)
+  bool prefill_f16 = false;     // frag-layout dense weights with an fp16 copy beside, for the GEMMs of a prefill
   bool concatenate_qkv = true;  // q/k/v as one linear at one row
   bool concatenate_gate_up = true;  // gate/up as one fused frag GEMV at M <= 16
   bool fuse_norm = false;  // a decode step's norms inside the stream GEMVs beside them (qrun --fuse-norm)
