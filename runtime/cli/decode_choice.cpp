@@ -14,6 +14,9 @@ std::string store_name(const std::string& prefix, const DecodeVariant& v) {
   return prefix + winners::kDecodeVariantStem + v.name;
 }
 
+// The store opened for writing (made when missing, as qtune makes it: WAL), or an error naming why not.
+}  // namespace
+
 // kDecodeVariants is {plain, pdl, fused-norm, fused-norm+pdl}: index = 2 * fuse_norm + pdl.
 DecodeVariant make_variant(bool fuse_norm, bool pdl) {
   DecodeVariant v;
@@ -22,9 +25,6 @@ DecodeVariant make_variant(bool fuse_norm, bool pdl) {
   v.name = winners::kDecodeVariants[2 * fuse_norm + pdl];
   return v;
 }
-
-// The store opened for writing (made when missing, as qtune makes it: WAL), or an error naming why not.
-}  // namespace
 
 std::string DecodeVariant::label() const {
   if (!fuse_norm && !pdl) return "plain";

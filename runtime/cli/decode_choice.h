@@ -28,6 +28,8 @@ struct DecodeVariant {
   std::string label() const;
 };
 
+// The variant of those parts, named as winners::kDecodeVariants names it.
+DecodeVariant make_variant(bool fuse_norm, bool pdl);
 // The variants a device runs: fused norms on the emulator and every GPU, PDL on a CUDA GPU of sm_90 or later.
 std::vector<DecodeVariant> decode_variants(const std::string& device, int arch);
 // The variant of a store name ("cuda.decode.fused-norm+pdl" with prefix "cuda."); nullopt for any other name.

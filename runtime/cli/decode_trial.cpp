@@ -1,18 +1,12 @@
 #include "runtime/cli/decode_trial.h"
 
-#include <algorithm>
 #include <cstdio>
 
 #include "common/error.h"
+#include "common/quantile.h"
 
 namespace qt::rt {
 namespace {
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string ms(double seconds) {
   char buf[32];
@@ -62,7 +56,7 @@ void DecodeTrial::finish(bool reapply) {
   size_t best = candidates_.size();
   for (size_t i = 0; i < candidates_.size(); ++i) {
     if (candidates_[i].times.empty()) continue;
-    if (best == candidates_.size() || median_of(candidates_[i].times) < median_of(candidates_[best].times)) best = i;
+    if (best == candidates_.size() || median(candidates_[i].times) < median(candidates_[best].times)) best = i;
   }
   // The last candidate timed is the one running; the winner ran a moment ago, so it applies again.
   if (best != current_ || reapply) {
@@ -81,7 +75,7 @@ std::string DecodeTrial::line() const {
     if (!c.refused.empty()) refused += "; " + c.variant.label() + " not run (" + c.refused + ")";
     if (c.times.empty()) continue;
     ++timed_count;
-    timed += std::string(timed.empty() ? "" : ", ") + c.variant.label() + " " + ms(median_of(c.times));
+    timed += std::string(timed.empty() ? "" : ", ") + c.variant.label() + " " + ms(median(c.times));
   }
   if (done_)
     return "decode step: " + running().label() + ", timed fastest of " + std::to_string(timed_count) +
@@ -92,9 +86,8 @@ std::string DecodeTrial::line() const {
 }
 
 std::vector<DecodeVariant> trial_candidates(bool pdl, bool fusable) {
-  auto named = [](const char* name) { return *variant_of(std::string(winners::kDecodeVariantStem) + name, ""); };
-  std::vector<DecodeVariant> out{named("plain")};
-  if (const char* fused = !fusable ? (pdl ? "pdl" : nullptr) : pdl ? "fused-norm+pdl" : "fused-norm") out.push_back(named(fused));
+  std::vector<DecodeVariant> out{make_variant(false, false)};
+  if (fusable || pdl) out.push_back(make_variant(fusable, pdl));
   return out;
 }
 
