@@ -194,10 +194,9 @@ void CpuBackend::gemm_q8(const RepackedQ8* const* mats, float* const* ys, int co
       const Segment& seg = segments[size_t(s)];
       const RepackedQ8& r = *mats[seg.mat * groups + seg.group];
       const int64_t r0 = offsets[size_t(seg.group)], rows = offsets[size_t(seg.group) + 1] - r0;
-      for (int64_t p = seg.p0; p < seg.p1; ++p)
-        kr.panel(r.panel(p), K, r.group, xq.q.data() + r0 * K, K, xq.scale.data() + r0 * ng,
-                 xq.qsum.data() + r0 * ng, ng, rows, ys[seg.mat] + r0 * r.rows + p * kQ8PanelRows, r.rows,
-                 std::min<int64_t>(kQ8PanelRows, r.rows - p * kQ8PanelRows));
+      run_panels(kr, r.panel(seg.p0), seg.p1 - seg.p0, K, r.group, xq.q.data() + r0 * K, K,
+                 xq.scale.data() + r0 * ng, xq.qsum.data() + r0 * ng, ng, rows,
+                 ys[seg.mat] + r0 * r.rows + seg.p0 * kQ8PanelRows, r.rows, r.rows - seg.p0 * kQ8PanelRows);
     }
   });
 }

@@ -52,6 +52,16 @@ void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, fl
 
 const Q8GemmKernels kScalarQ8Gemm = {Isa::kScalar, nullptr, panel_scalar, quantize_row_scalar};
 
+void run_panels(const Q8GemmKernels& kernels, const uint8_t* w, int64_t count, int64_t k, int64_t group,
+                const int8_t* x, int64_t x_stride, const float* x_scale, const int32_t* x_qsum, int64_t xs_stride,
+                int64_t tokens, float* y, int64_t y_stride, int64_t rows) {
+  if (kernels.panels)
+    return kernels.panels(w, count, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
+  for (int64_t p = 0; p < count; ++p)
+    kernels.panel(w + p * q8_panel_bytes(k, group), k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens,
+                  y + p * kQ8PanelRows, y_stride, std::min(kQ8PanelRows, rows - p * kQ8PanelRows));
+}
+
 const char* tile_unit_name(TileUnit unit) {
   switch (unit) {
     case TileUnit::kNone: return "none";

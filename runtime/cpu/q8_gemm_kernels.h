@@ -51,7 +51,19 @@ struct Q8GemmKernels {
   // clamp(round-half-even(x / scale), -127, 127), qsum = sum of q. The same numbers as quantize_rows()
   // (kernels_src/cpu_matvec/quantized_matvec.h), which defines them.
   void (*quantize_row)(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum);
+  // `count` consecutive panels of one matrix (q8_panel_bytes(k, group) apart, panel i's outputs at y + 16 i,
+  // `rows` the matrix's rows from the first panel's first row on) against the same `tokens` rows, as `panel` on
+  // each. For a kernel that prepares the activations in a form of its own, once a run instead of once a panel;
+  // null where `panel` needs none. run_panels() picks.
+  void (*panels)(const uint8_t* w, int64_t count, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                 const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
+                 int64_t y_stride, int64_t rows) = nullptr;
 };
+
+// `count` consecutive panels (see Q8GemmKernels::panels) on `kernels`, by its `panels` where it has one.
+void run_panels(const Q8GemmKernels& kernels, const uint8_t* w, int64_t count, int64_t k, int64_t group,
+                const int8_t* x, int64_t x_stride, const float* x_scale, const int32_t* x_qsum, int64_t xs_stride,
+                int64_t tokens, float* y, int64_t y_stride, int64_t rows);
 
 // The matrix unit that multiplies enough tokens at once: none (the SIMD kernels of the ISA), AMX-INT8 tiles, or
 // the AMX kernel through the scalar model of the tile instructions (slow; for checking the AMX code anywhere).

@@ -5,6 +5,7 @@
 // so the integer sums are exactly the VNNI path's.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -113,8 +114,8 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
 // With both operands widened beforehand, 16 rows x 4 columns x 4 tokens are 16 vpmaddwd and 16 adds. On the
 // Zen 1 EPYC of results/cpu-vs-llama.cpp-avx2.md, weights and activations in L1, 128 products take 17.8
 // cycles this way and 21.2 in the int8 tile (16 is the pipe's bound); pp256 of the 0.6B shape, 1 thread, went
-// from 29.2 to 32.7 tok/s, pp512 of the 30B-A3B shape from 113 to 123. The panel is widened once per call and
-// each 4 tokens' activations once per panel, which pays off from kWideMinTokens tokens on (8, 16 and 32
+// from 29.2 to 32.7 tok/s, pp512 of the 30B-A3B shape from 113 to 123. The panel is widened once a call and the
+// activations once a run of panels (panels_avx2), which pays off from kWideMinTokens tokens on (8, 16 and 32
 // measured the same on the MoE shape, whose experts see about 32 tokens each). The integer sums are the int8
 // kernel's, exactly.
 constexpr int64_t kWideMinTokens = 16;
@@ -182,35 +183,29 @@ void tile_wide(const int16_t* w16, const uint8_t* w, int64_t k, int64_t group, c
   store_rows<T, H>(acc, y, y_stride, rows);
 }
 
-// Widens the panel, then each 4 tokens, and runs them on it; returns the tokens left (under 4).
-int64_t panel_wide(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
-                   const float* x_scale, int64_t xs_stride, int64_t tokens, float* y, int64_t y_stride,
-                   int64_t rows) {
-  thread_local std::vector<int16_t> wide_w, wide_x;
+// Widens the panel, then runs the first `wide` tokens (a multiple of 4, widened by widen_row, k apart) on it.
+void panel_wide(const uint8_t* w, int64_t k, int64_t group, const int16_t* x16, const float* x_scale,
+                int64_t xs_stride, int64_t wide, float* y, int64_t y_stride, int64_t rows) {
+  thread_local std::vector<int16_t> wide_w;
   wide_w.resize(size_t(k / 4 * 64));
   for (int64_t step = 0; step < k / 4; ++step) {
     const uint8_t* src = w + step * 4 / group * q8_group_bytes(group) + step * 4 % group * kQ8PanelRows;
     widen_half(src, wide_w.data() + step * 64);
     widen_half(src + 32, wide_w.data() + step * 64 + 32);
   }
-  wide_x.resize(size_t(4 * k));
-  int64_t t = 0;
-  for (; t + 4 <= tokens; t += 4) {
-    for (int i = 0; i < 4; ++i) widen_row(x + (t + i) * x_stride, k, wide_x.data() + i * k);
-    tile_wide<4>(wide_w.data(), w, k, group, wide_x.data(), k, x_scale + t * xs_stride, xs_stride, y + t * y_stride,
+  for (int64_t t = 0; t < wide; t += 4)
+    tile_wide<4>(wide_w.data(), w, k, group, x16 + t * k, k, x_scale + t * xs_stride, xs_stride, y + t * y_stride,
                  y_stride, rows);
-  }
-  return tokens - t;
 }
 
+// Tokens [t, tokens) of one panel on the int8 tiles.
 template <int G>
 void panel_tokens(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
-                  const float* x_scale, int64_t xs_stride, int64_t tokens, float* y, int64_t y_stride, int64_t rows) {
-  int64_t t = 0;
+                  const float* x_scale, int64_t xs_stride, int64_t t, int64_t tokens, float* y, int64_t y_stride,
+                  int64_t rows) {
   auto at = [&](auto fn, const uint8_t* wh, int64_t rh, float* yh) {
     fn(wh, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, xs_stride, yh + t * y_stride, y_stride, rh);
   };
-  if (tokens >= kWideMinTokens) t = tokens - panel_wide(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
   const int64_t left = tokens - t;
   if (left >= 3) {
     const int64_t t0 = t;
@@ -228,14 +223,47 @@ void panel_tokens(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, i
   if (left == 1) at(tile<1, 2, G>, w, rows, y);
 }
 
+// The tokens past the wide tiles' (all of them below kWideMinTokens), group by group size.
+void panel_rest(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride, const float* x_scale,
+                int64_t xs_stride, int64_t t, int64_t tokens, float* y, int64_t y_stride, int64_t rows) {
+  // 32 (GGUF's Q8_0) and 64 (qconvert's) known at compile time, as in the AVX-512 kernel.
+  if (group == 32) return panel_tokens<32>(w, k, group, x, x_stride, x_scale, xs_stride, t, tokens, y, y_stride, rows);
+  if (group == 64) return panel_tokens<64>(w, k, group, x, x_stride, x_scale, xs_stride, t, tokens, y, y_stride, rows);
+  panel_tokens<0>(w, k, group, x, x_stride, x_scale, xs_stride, t, tokens, y, y_stride, rows);
+}
+
+// The activations are widened once for the whole run of panels (twice the bytes of their int8 rows, a thread; the
+// backend hands at most a prefill chunk of rows, Backend::prefill_chunk()). Widened again
+// for every panel, 4 tokens at a time, they were about 6% of the wide tile's instructions; once a run, pp512 on
+// the Zen 4 EPYC in AVX2 mode, 1 thread, went from 101 to 126 tok/s on the 0.6B shape and from 378-385 to 390-403
+// on the 30B-A3B one (results/cpu-vs-llama.cpp-avx2.md).
+void panels_avx2(const uint8_t* w, int64_t count, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                 const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
+                 int64_t y_stride, int64_t rows) {
+  const int64_t panel_bytes = q8_panel_bytes(k, group);
+  if (group % 4 != 0) {
+    for (int64_t p = 0; p < count; ++p)
+      kScalarQ8Gemm.panel(w + p * panel_bytes, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens,
+                          y + p * kQ8PanelRows, y_stride, std::min(kQ8PanelRows, rows - p * kQ8PanelRows));
+    return;
+  }
+  const int64_t wide = tokens >= kWideMinTokens ? tokens / 4 * 4 : 0;
+  thread_local std::vector<int16_t> wide_x;
+  wide_x.resize(size_t(wide * k));
+  for (int64_t t = 0; t < wide; ++t) widen_row(x + t * x_stride, k, wide_x.data() + t * k);
+  for (int64_t p = 0; p < count; ++p) {
+    const uint8_t* wp = w + p * panel_bytes;
+    float* yp = y + p * kQ8PanelRows;
+    const int64_t rp = std::min(kQ8PanelRows, rows - p * kQ8PanelRows);
+    if (wide) panel_wide(wp, k, group, wide_x.data(), x_scale, xs_stride, wide, yp, y_stride, rp);
+    panel_rest(wp, k, group, x, x_stride, x_scale, xs_stride, wide, tokens, yp, y_stride, rp);
+  }
+}
+
 void panel_avx2(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                 const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                 int64_t y_stride, int64_t rows) {
-  if (group % 4 != 0) return kScalarQ8Gemm.panel(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
-  // 32 (GGUF's Q8_0) and 64 (qconvert's) known at compile time, as in the AVX-512 kernel.
-  if (group == 32) return panel_tokens<32>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
-  if (group == 64) return panel_tokens<64>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
-  panel_tokens<0>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
+  panels_avx2(w, 1, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
 }
 
 inline float hmax256(__m256 v) {
@@ -273,6 +301,6 @@ void quantize_row_avx2(const float* x, int64_t k, int64_t group, int8_t* q, floa
 
 }  // namespace
 
-const Q8GemmKernels kAvx2Q8Gemm = {Isa::kAvx2, nullptr, panel_avx2, quantize_row_avx2};
+const Q8GemmKernels kAvx2Q8Gemm = {Isa::kAvx2, nullptr, panel_avx2, quantize_row_avx2, panels_avx2};
 
 }  // namespace qt::rt

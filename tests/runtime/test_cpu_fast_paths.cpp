@@ -21,6 +21,8 @@
 #include "kernels_src/cpu_matvec/quantized_matvec.h"
 #include "models/quant/quantized_tensor.h"
 #include "runtime/cpu/attention_kernels.h"
+#include "runtime/cpu/q8_gemm_kernels.h"
+#include "runtime/cpu/q8_repack.h"
 #include "runtime/model/qwen3_model.h"
 #include "tests/proc_smaps.h"
 #include "tests/runtime/random_model.h"
@@ -90,6 +92,42 @@ TEST_CASE("Q8_0 GEMM over repacked panels equals the exact integer sums of every
           be.matmul(w, x.data() + i * cols, 1, one.data());
           CHECK(std::equal(one.begin(), one.end(), y.begin() + i * rows));
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("a run of panels gives every panel the bits it gets alone, for every ISA", "[runtime][kernels]") {
+  // The AVX2 kernel widens the activations once a run (q8_gemm_kernels.h, panels); the outputs must not depend on
+  // how the scheduler cut a matrix into runs. 7 panels, the last of 5 rows; tokens below, at and past the wide
+  // tile's 16, with 0, 1 and 3 left for the int8 tiles.
+  std::mt19937_64 rng(5);
+  const int64_t rows = 101, cols = 256;
+  for (int32_t group : {32, 64}) {
+    const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
+    const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::Q8_0, group);
+    const RepackedSet set = repack_q8({wt.view()}, nullptr);
+    const RepackedQ8& r = set.matrices.at(0);
+    REQUIRE(r.panels == 7);
+    const int64_t ng = cols / group;
+    for (int64_t m : {int64_t(3), int64_t(16), int64_t(17), int64_t(23)}) {
+      const std::vector<float> x = test::random_values(rng, size_t(m * cols), 2.0f);
+      QuantizedRows xq;
+      quantize_rows(x.data(), m, cols, group, xq);
+      for (Isa isa : test::available_isas()) {
+        INFO("isa " << isa_name(isa) << " group " << group << " tokens " << m);
+        const Q8GemmKernels& kr = q8_gemm_kernels_for(isa);
+        std::vector<float> alone(size_t(m * rows), -1.0f), run(size_t(m * rows), -2.0f);
+        for (int64_t p = 0; p < r.panels; ++p)
+          kr.panel(r.panel(p), cols, group, xq.q.data(), cols, xq.scale.data(), xq.qsum.data(), ng, m,
+                   alone.data() + p * kQ8PanelRows, rows, std::min(kQ8PanelRows, rows - p * kQ8PanelRows));
+        // Runs of 1, 2 and 4 panels.
+        for (const auto& [p0, p1] : {std::pair<int64_t, int64_t>{0, 1}, {1, 3}, {3, 7}})
+          run_panels(kr, r.panel(p0), p1 - p0, cols, group, xq.q.data(), cols, xq.scale.data(), xq.qsum.data(), ng,
+                     m, run.data() + p0 * kQ8PanelRows, rows, rows - p0 * kQ8PanelRows);
+        CHECK(std::equal(alone.begin(), alone.end(), run.begin(), [](float a, float b) {
+          return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+        }));
       }
     }
   }
