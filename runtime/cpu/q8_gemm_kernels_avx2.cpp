@@ -1,8 +1,8 @@
 // AVX2 Q8_0 GEMM over the panel layout of q8_gemm_kernels.h: decode takes a panel's 16 rows at once, 3 to 15
 // tokens 8 rows (one half of each 64-byte step) by 4 tokens, and 16 tokens or more a copy of the panel widened
-// to int16 (tile_wide). Without VNNI the int8 product goes through vpmaddubsw, which needs an unsigned operand
-// that cannot saturate: the weight's magnitude (|q| <= 128) times the activation carrying the weight's sign,
-// so the integer sums are exactly the VNNI path's.
+// to int16 (tile_wide), 3 tokens at a time. Without VNNI the int8 product goes through vpmaddubsw, which needs an
+// unsigned operand that cannot saturate: the weight's magnitude (|q| <= 128) times the activation carrying the
+// weight's sign, so the integer sums are exactly the VNNI path's.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -111,7 +111,7 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
 // Prefill of many tokens on int16. vpmaddwd multiplies 16 int16 pairs on the same pipe, in the same time, as
 // vpmaddubsw does 32 int8 ones, but needs no sign moved onto the activation and no widening step after it, the
 // two things that kept the int8 tile off that pipe's bound (scripts/cpu/int8_pipes.cpp: vpsignb shares it).
-// With both operands widened beforehand, 16 rows x 4 columns x 4 tokens are 16 vpmaddwd and 16 adds. On the
+// With both operands widened beforehand, 16 rows x 4 columns x 3 tokens are 12 vpmaddwd and 12 adds. On the
 // Zen 1 EPYC of results/cpu-vs-llama.cpp-avx2.md, weights and activations in L1, 128 products take 17.8
 // cycles this way and 21.2 in the int8 tile (16 is the pipe's bound); pp256 of the 0.6B shape, 1 thread, went
 // from 29.2 to 32.7 tok/s, pp512 of the 30B-A3B shape from 113 to 123. The panel is widened once a call and the
@@ -145,10 +145,12 @@ inline void widen_row(const int8_t* x, int64_t k, int16_t* dst) {
 }
 
 // T tokens (int16, x_stride apart) against the 16 rows of the panel widened by widen_half (64 int16 a step, the
-// halves one after the other), both halves at once, so each activation pair serves both halves. 8 sums, 4 weight
-// vectors and 2 activation pairs leave 2 of the 16 registers for the products: GCC 12 keeps 3 of the sums in
-// memory, one load and one store a step each. Still faster than 8 rows a pass: pp256 of the 0.6B shape, 1 thread,
-// 32.7 tok/s against 29.9-30.1. `w`: the int8 panel, for its scales.
+// halves one after the other), both halves at once, so each activation pair serves both halves. Faster than 8
+// rows a pass: pp256 of the 0.6B shape, 1 thread, 32.7 tok/s against 29.9-30.1 (Zen 1). panel_wide runs T = 3:
+// 6 sums, 4 weight vectors, 2 activation pairs and 2 products fit the 16 registers. At T = 4 GCC 12 kept 3 of the
+// 8 sums in memory, each step's add waiting on the store of the step before; pp512 on the Zen 4 EPYC in AVX2
+// mode, 1 thread, went from 122-126 to 138-141 tok/s (0.6B shape) and from 379-398 to 486 (30B-A3B) at T = 3.
+// `w`: the int8 panel, for its scales.
 template <int T>
 void tile_wide(const int16_t* w16, const uint8_t* w, int64_t k, int64_t group, const int16_t* x, int64_t x_stride,
                const float* x_scale, int64_t xs_stride, float* y, int64_t y_stride, int64_t rows) {
@@ -183,7 +185,8 @@ void tile_wide(const int16_t* w16, const uint8_t* w, int64_t k, int64_t group, c
   store_rows<T, H>(acc, y, y_stride, rows);
 }
 
-// Widens the panel, then runs the first `wide` tokens (a multiple of 4, widened by widen_row, k apart) on it.
+// Widens the panel, then runs the `wide` tokens (widened by widen_row, k apart) on it, 3 at a time and the
+// 1 or 2 left on a narrower wide tile (1-2% faster on the MoE shape than the int8 tiles).
 void panel_wide(const uint8_t* w, int64_t k, int64_t group, const int16_t* x16, const float* x_scale,
                 int64_t xs_stride, int64_t wide, float* y, int64_t y_stride, int64_t rows) {
   thread_local std::vector<int16_t> wide_w;
@@ -193,50 +196,53 @@ void panel_wide(const uint8_t* w, int64_t k, int64_t group, const int16_t* x16, 
     widen_half(src, wide_w.data() + step * 64);
     widen_half(src + 32, wide_w.data() + step * 64 + 32);
   }
-  for (int64_t t = 0; t < wide; t += 4)
-    tile_wide<4>(wide_w.data(), w, k, group, x16 + t * k, k, x_scale + t * xs_stride, xs_stride, y + t * y_stride,
-                 y_stride, rows);
+  auto at = [&](auto fn, int64_t t) {
+    fn(wide_w.data(), w, k, group, x16 + t * k, k, x_scale + t * xs_stride, xs_stride, y + t * y_stride, y_stride,
+       rows);
+  };
+  int64_t t = 0;
+  for (; t + 3 <= wide; t += 3) at(tile_wide<3>, t);
+  if (wide - t == 2) at(tile_wide<2>, t);
+  if (wide - t == 1) at(tile_wide<1>, t);
 }
 
-// Tokens [t, tokens) of one panel on the int8 tiles.
+// One panel on the int8 tiles.
 template <int G>
 void panel_tokens(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
-                  const float* x_scale, int64_t xs_stride, int64_t t, int64_t tokens, float* y, int64_t y_stride,
-                  int64_t rows) {
+                  const float* x_scale, int64_t xs_stride, int64_t tokens, float* y, int64_t y_stride, int64_t rows) {
+  int64_t t = 0;
   auto at = [&](auto fn, const uint8_t* wh, int64_t rh, float* yh) {
     fn(wh, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, xs_stride, yh + t * y_stride, y_stride, rh);
   };
-  const int64_t left = tokens - t;
-  if (left >= 3) {
-    const int64_t t0 = t;
+  if (tokens >= 3) {
     for (int64_t half = 0; half < 2 && half * 8 < rows; ++half) {
       const uint8_t* wh = w + half * 32;
       float* yh = y + half * 8;
       const int64_t rh = rows - half * 8;
-      for (t = t0; t + 4 <= tokens; t += 4) at(tile<4, 1, 0>, wh, rh, yh);
+      for (t = 0; t + 4 <= tokens; t += 4) at(tile<4, 1, 0>, wh, rh, yh);
       if (tokens - t == 3) at(tile<3, 1, G>, wh, rh, yh), t += 3;
       for (; t < tokens; t += 2) tokens - t >= 2 ? at(tile<2, 1, G>, wh, rh, yh) : at(tile<1, 1, G>, wh, rh, yh);
     }
     return;
   }
-  if (left == 2) return at(tile<2, 2, G>, w, rows, y);
-  if (left == 1) at(tile<1, 2, G>, w, rows, y);
+  if (tokens == 2) return at(tile<2, 2, G>, w, rows, y);
+  if (tokens == 1) at(tile<1, 2, G>, w, rows, y);
 }
 
-// The tokens past the wide tiles' (all of them below kWideMinTokens), group by group size.
-void panel_rest(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride, const float* x_scale,
-                int64_t xs_stride, int64_t t, int64_t tokens, float* y, int64_t y_stride, int64_t rows) {
+// Fewer tokens than kWideMinTokens, on the int8 tiles, group by group size.
+void panel_int8(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride, const float* x_scale,
+                int64_t xs_stride, int64_t tokens, float* y, int64_t y_stride, int64_t rows) {
   // 32 (GGUF's Q8_0) and 64 (qconvert's) known at compile time, as in the AVX-512 kernel.
-  if (group == 32) return panel_tokens<32>(w, k, group, x, x_stride, x_scale, xs_stride, t, tokens, y, y_stride, rows);
-  if (group == 64) return panel_tokens<64>(w, k, group, x, x_stride, x_scale, xs_stride, t, tokens, y, y_stride, rows);
-  panel_tokens<0>(w, k, group, x, x_stride, x_scale, xs_stride, t, tokens, y, y_stride, rows);
+  if (group == 32) return panel_tokens<32>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
+  if (group == 64) return panel_tokens<64>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
+  panel_tokens<0>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
 }
 
 // The activations are widened once for the whole run of panels (twice the bytes of their int8 rows, a thread; the
-// backend hands at most a prefill chunk of rows, Backend::prefill_chunk()). Widened again
-// for every panel, 4 tokens at a time, they were about 6% of the wide tile's instructions; once a run, pp512 on
-// the Zen 4 EPYC in AVX2 mode, 1 thread, went from 101 to 126 tok/s on the 0.6B shape and from 378-385 to 390-403
-// on the 30B-A3B one (results/cpu-vs-llama.cpp-avx2.md).
+// backend hands at most a prefill chunk of rows, Backend::prefill_chunk()). Widened again for every panel, 4
+// tokens at a time, they were about 6% of the wide tile's instructions; once a run, pp512 on the Zen 4 EPYC in
+// AVX2 mode, 1 thread, went from 99-101 to 122-127 tok/s on the 0.6B shape and from 378-385 to 389-403 on the
+// 30B-A3B one (results/cpu-vs-llama.cpp-avx2.md).
 void panels_avx2(const uint8_t* w, int64_t count, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                  const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                  int64_t y_stride, int64_t rows) {
@@ -247,7 +253,7 @@ void panels_avx2(const uint8_t* w, int64_t count, int64_t k, int64_t group, cons
                           y + p * kQ8PanelRows, y_stride, std::min(kQ8PanelRows, rows - p * kQ8PanelRows));
     return;
   }
-  const int64_t wide = tokens >= kWideMinTokens ? tokens / 4 * 4 : 0;
+  const int64_t wide = tokens >= kWideMinTokens ? tokens : 0;
   thread_local std::vector<int16_t> wide_x;
   wide_x.resize(size_t(wide * k));
   for (int64_t t = 0; t < wide; ++t) widen_row(x + t * x_stride, k, wide_x.data() + t * k);
@@ -255,8 +261,11 @@ void panels_avx2(const uint8_t* w, int64_t count, int64_t k, int64_t group, cons
     const uint8_t* wp = w + p * panel_bytes;
     float* yp = y + p * kQ8PanelRows;
     const int64_t rp = std::min(kQ8PanelRows, rows - p * kQ8PanelRows);
-    if (wide) panel_wide(wp, k, group, wide_x.data(), x_scale, xs_stride, wide, yp, y_stride, rp);
-    panel_rest(wp, k, group, x, x_stride, x_scale, xs_stride, wide, tokens, yp, y_stride, rp);
+    if (wide) {
+      panel_wide(wp, k, group, wide_x.data(), x_scale, xs_stride, tokens, yp, y_stride, rp);
+    } else {
+      panel_int8(wp, k, group, x, x_stride, x_scale, xs_stride, tokens, yp, y_stride, rp);
+    }
   }
 }
 

@@ -53,8 +53,8 @@ TEST_CASE("Q8_0 GEMM over repacked panels equals the exact integer sums of every
           "[runtime][kernels]") {
   std::mt19937_64 rng(21);
   // Rows that do not fill the last 16-row panel, groups of 32, 64 and 20 (a row not a multiple of 16 bytes),
-  // token counts around the register tiles, and from 16 on the AVX2 kernel's int16 tile with 0, 3 and 1 tokens
-  // left for the int8 tiles.
+  // token counts around the register tiles, and from 16 on the AVX2 kernel's int16 tiles of 3 tokens with 1 and 0
+  // tokens left for the narrower ones.
   for (const auto& [rows, cols, group] :
        {std::tuple<int64_t, int64_t, int32_t>{37, 128, 32}, {48, 192, 64}, {5, 64, 32}, {9, 40, 20}}) {
     const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
@@ -100,7 +100,7 @@ TEST_CASE("Q8_0 GEMM over repacked panels equals the exact integer sums of every
 TEST_CASE("a run of panels gives every panel the bits it gets alone, for every ISA", "[runtime][kernels]") {
   // The AVX2 kernel widens the activations once a run (q8_gemm_kernels.h, panels); the outputs must not depend on
   // how the scheduler cut a matrix into runs. 7 panels, the last of 5 rows; tokens below, at and past the wide
-  // tile's 16, with 0, 1 and 3 left for the int8 tiles.
+  // tiles' 16, with 1 and 2 left past the tiles of 3.
   std::mt19937_64 rng(5);
   const int64_t rows = 101, cols = 256;
   for (int32_t group : {32, 64}) {
