@@ -14,7 +14,6 @@ std::string store_name(const std::string& prefix, const DecodeVariant& v) {
   return prefix + winners::kDecodeVariantStem + v.name;
 }
 
-// The store opened for writing (made when missing, as qtune makes it: WAL), or an error naming why not.
 }  // namespace
 
 // kDecodeVariants is {plain, pdl, fused-norm, fused-norm+pdl}: index = 2 * fuse_norm + pdl.

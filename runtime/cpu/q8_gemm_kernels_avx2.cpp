@@ -116,8 +116,8 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
 // cycles this way and 21.2 in the int8 tile (16 is the pipe's bound); pp256 of the 0.6B shape, 1 thread, went
 // from 29.2 to 32.7 tok/s, pp512 of the 30B-A3B shape from 113 to 123. The panel is widened once a call and the
 // activations once a run of panels (panels_avx2), which pays off from kWideMinTokens tokens on (8, 16 and 32
-// measured the same on the MoE shape, whose experts see about 32 tokens each). The integer sums are the int8
-// kernel's, exactly.
+// measured the same on the MoE shape, whose experts see about 16 rows of a 256-token prefill chunk each). The
+// integer sums are the int8 kernel's, exactly.
 constexpr int64_t kWideMinTokens = 16;
 
 // One 32-byte half of a 64-byte step (8 rows x 4 columns, row by row) as 32 int16: the 8 rows' (k0, k1)
@@ -246,13 +246,10 @@ void panel_int8(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int
 void panels_avx2(const uint8_t* w, int64_t count, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                  const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                  int64_t y_stride, int64_t rows) {
+  if (group % 4 != 0)
+    return run_panels(kScalarQ8Gemm, w, count, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride,
+                      rows);
   const int64_t panel_bytes = q8_panel_bytes(k, group);
-  if (group % 4 != 0) {
-    for (int64_t p = 0; p < count; ++p)
-      kScalarQ8Gemm.panel(w + p * panel_bytes, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens,
-                          y + p * kQ8PanelRows, y_stride, std::min(kQ8PanelRows, rows - p * kQ8PanelRows));
-    return;
-  }
   const int64_t wide = tokens >= kWideMinTokens ? tokens : 0;
   thread_local std::vector<int16_t> wide_x;
   wide_x.resize(size_t(wide * k));
