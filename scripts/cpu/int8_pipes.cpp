@@ -6,6 +6,7 @@
 // tile_wide): the tile's inner step alone (8 rows x 4 columns x 4 tokens on vpmaddwd, weights and activations in
 // L1), FMA alone (8 more rows x 2 tokens from float copies, 4 chains so that latency does not bound it), and both
 // in one loop, in products a cycle. Both in one loop beating the tile alone would mean the FMA pipe has room.
+// Last, the ceiling of the 3-token tile's step with nothing but its multiplies and adds (see TILE_STEP).
 //   g++ -O3 -mavx2 -mfma -o /tmp/int8_pipes scripts/cpu/int8_pipes.cpp && /tmp/int8_pipes
 // What it printed on the Zen 1 EPYC of results/cpu-vs-llama.cpp-avx2.md is quoted there.
 #include <immintrin.h>
@@ -28,6 +29,16 @@
 #define SRAD "vpsrad $16, %%ymm15, %%ymm4\n\tvpsrad $16, %%ymm15, %%ymm5\n\tvpsrad $16, %%ymm15, %%ymm6\n\t" \
              "vpsrad $16, %%ymm15, %%ymm7\n\t"
 #define CVT "vcvtdq2ps %%ymm15, %%ymm12\n\tvcvtdq2ps %%ymm15, %%ymm13\n\t"
+
+// The 3-token tile's step (runtime/cpu/q8_gemm_kernels_avx2.cpp, tile_wide<3>) with nothing but its multiplies
+// and adds: 12 vpmaddwd, each feeding a vpaddd into one of 6 sums, all in registers. Against 12 independent
+// vpmaddwd it says what the adds cost beside the multiplies, with no load in the way.
+#define MADD_INTO(t, acc) "vpmaddwd %%ymm14, %%ymm15, %%ymm" #t "\n\t" "vpaddd %%ymm" #t ", %%ymm" #acc ", %%ymm" #acc "\n\t"
+#define TILE_STEP MADD_INTO(6, 0) MADD_INTO(7, 0) MADD_INTO(8, 1) MADD_INTO(9, 1) MADD_INTO(10, 2) MADD_INTO(11, 2) \
+                  MADD_INTO(12, 3) MADD_INTO(13, 3) MADD_INTO(6, 4) MADD_INTO(7, 4) MADD_INTO(8, 5) MADD_INTO(9, 5)
+#define MADD_ONLY(t) "vpmaddwd %%ymm14, %%ymm15, %%ymm" #t "\n\t"
+#define MADD12 MADD_ONLY(0) MADD_ONLY(1) MADD_ONLY(2) MADD_ONLY(3) MADD_ONLY(4) MADD_ONLY(5) MADD_ONLY(6) \
+               MADD_ONLY(7) MADD_ONLY(8) MADD_ONLY(9) MADD_ONLY(10) MADD_ONLY(11)
 
 double g_ghz = 0;
 
@@ -131,4 +142,6 @@ int main() {
     time_step("FMA rows (64 a step)", run<false, true>, 64);
     time_step("both (192 a step)", run<true, true>, 192);
   }
+  time_it("12 vpmaddwd (independent)", [] { asm volatile(MADD12 ::: CLOBBERS); });
+  time_it("3-token tile step, registers only", [] { asm volatile(TILE_STEP ::: CLOBBERS); });
 }
