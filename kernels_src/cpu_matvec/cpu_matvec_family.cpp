@@ -21,6 +21,7 @@ using rt::Isa;
 
 const std::vector<std::string> kDims = {"N", "K", "G"};
 
+// Not AVX-VNNI: its dot products are AVX2's (isa_kernels.h), so it would only time the same point twice.
 std::vector<Isa> usable_isas() {
   std::vector<Isa> out;
   for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {

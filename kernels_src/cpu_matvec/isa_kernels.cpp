@@ -13,13 +13,14 @@ const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return "scalar";
     case Isa::kAvx2: return "avx2";
+    case Isa::kAvxVnni: return "avx-vnni";
     case Isa::kAvx512Vnni: return "avx512-vnni";
   }
   return "?";
 }
 
 bool isa_from_name(const char* name, Isa* isa) {
-  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni})
+  for (Isa i : kAllIsas)
     if (std::string(name) == isa_name(i)) {
       *isa = i;
       return true;
@@ -34,30 +35,39 @@ bool has_f16c() {
   return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
 }
 
-bool cpu_supports(Isa isa) {
+// AVX-VNNI through cpuid (leaf 7 sub-leaf 1, EAX bit 4), for the same reason. The OS's saving of the ymm state is
+// what avx2 already asks.
+bool has_avx_vnni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)) != 0;
+}
+}  // namespace
+
+bool isa_supported(Isa isa) {
   __builtin_cpu_init();
   switch (isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
+    case Isa::kAvxVnni: return isa_supported(Isa::kAvx2) && has_avx_vnni();
     case Isa::kAvx512Vnni:
-      return cpu_supports(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      return isa_supported(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
   }
   return false;
 }
-}  // namespace
 
 Isa detect_isa() {
-  if (cpu_supports(Isa::kAvx512Vnni)) return Isa::kAvx512Vnni;
-  if (cpu_supports(Isa::kAvx2)) return Isa::kAvx2;
+  for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2})
+    if (isa_supported(isa)) return isa;
   return Isa::kScalar;
 }
 
 const CpuKernels& kernels_for(Isa isa) {
-  if (!cpu_supports(isa)) throw Error(std::string("this CPU cannot run the ") + isa_name(isa) + " kernels");
+  if (!isa_supported(isa)) throw Error(std::string("this CPU cannot run the ") + isa_name(isa) + " kernels");
   switch (isa) {
     case Isa::kAvx512Vnni: return kAvx512Kernels;
+    case Isa::kAvxVnni: return kAvxVnniKernels;
     case Isa::kAvx2: return kAvx2Kernels;
     case Isa::kScalar: break;
   }

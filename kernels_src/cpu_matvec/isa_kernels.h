@@ -6,11 +6,16 @@
 
 namespace qt::rt {
 
-enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512Vnni = 2 };
+// The values are stored (a tuned cache's CPU choice), so a new one takes the next number. They are not an order:
+// AVX-VNNI (AVX2 with the VEX-encoded vpdpbusd: Intel's client cores from Alder Lake on) is missing from CPUs
+// that have AVX-512 VNNI (Cascade Lake, Ice Lake), so ask isa_supported(), never compare.
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512Vnni = 2, kAvxVnni = 3 };
+inline constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni};
 
 const char* isa_name(Isa isa);
 bool isa_from_name(const char* name, Isa* isa);  // isa_name's inverse: false for a name it never returns
-Isa detect_isa();  // best ISA this CPU supports (and that this build has kernels for)
+bool isa_supported(Isa isa);  // this CPU (and its OS) runs the kernels of `isa`
+Isa detect_isa();  // the fastest ISA this CPU supports (and that this build has kernels for)
 
 struct CpuKernels {
   Isa isa;
@@ -33,11 +38,14 @@ struct CpuKernels {
   float (*dot_bf16)(const uint16_t* w, const float* x, int64_t k);
 };
 
-const CpuKernels& kernels_for(Isa isa);  // throws qt::Error if this CPU cannot run `isa`
+// Throws qt::Error if this CPU cannot run `isa`. AVX-VNNI's table holds AVX2's dot products: VNNI serves the Q8_0
+// GEMM (runtime/cpu/q8_gemm_kernels.h), which the fast path runs on every Q8_0 matrix.
+const CpuKernels& kernels_for(Isa isa);
 
 // Per-ISA tables (defined in kernels_<isa>.cpp).
 extern const CpuKernels kScalarKernels;
 extern const CpuKernels kAvx2Kernels;
+extern const CpuKernels kAvxVnniKernels;
 extern const CpuKernels kAvx512Kernels;
 
 // Scalar versions, also used by the SIMD ones for group sizes their vectors do not fit.

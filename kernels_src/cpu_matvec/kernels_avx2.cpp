@@ -125,5 +125,7 @@ float dot_bf16_avx2(const uint16_t* w, const float* x, int64_t k) {
 }  // namespace
 
 const CpuKernels kAvx2Kernels = {Isa::kAvx2, dot_i8_avx2, dot_i8_x4_avx2, dot_u4_avx2, dot_f32_avx2, dot_f16_avx2, dot_bf16_avx2};
+// isa_kernels.h says why AVX-VNNI's dot products are these.
+const CpuKernels kAvxVnniKernels = {Isa::kAvxVnni, dot_i8_avx2, dot_i8_x4_avx2, dot_u4_avx2, dot_f32_avx2, dot_f16_avx2, dot_bf16_avx2};
 
 }  // namespace qt::rt

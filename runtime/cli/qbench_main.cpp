@@ -321,10 +321,15 @@ int run_report(const CliArgs& cli, int argc, char** argv, const std::string& pat
 Isa parse_isa(const CliArgs& cli) {
   const std::string name = cli.get("--isa");
   Isa isa;
-  if (!isa_from_name(name.c_str(), &isa)) throw Error("--isa: expected avx512-vnni, avx2 or scalar, got '" + name + "'");
+  if (!isa_from_name(name.c_str(), &isa))
+    throw Error("--isa: expected avx512-vnni, avx-vnni, avx2 or scalar, got '" + name + "'");
   if (cli.get_flag("--reference")) throw Error("--isa chooses the fast path's kernels; the reference path has its own");
-  if (isa > detect_isa())
-    throw Error("--isa " + name + ": this CPU runs at most " + isa_name(detect_isa()), kExitUnavailable);
+  if (!isa_supported(isa)) {
+    std::string runs;
+    for (Isa i : kAllIsas)
+      if (isa_supported(i)) runs += std::string(runs.empty() ? "" : ", ") + isa_name(i);
+    throw Error("--isa " + name + ": this CPU cannot run it (it runs " + runs + ")", kExitUnavailable);
+  }
   return isa;
 }
 
@@ -431,8 +436,8 @@ int run(int argc, char** argv) {
       .option("--context", "N", "KV-cache limit in tokens (default: prompt + gen + 1); the cache grows up to it as tokens come")
       .range(limits::kTokenCountRange)
       .option("--kv", "T", "fast path's KV-cache type: f16 or f32 (default: f16, f32 for MoE models)")
-      .option("--isa", "I", "fast path's instruction set: avx512-vnni, avx2 or scalar, at most what this CPU runs "
-              "(default: the best it runs): what a CPU with only that set gets from the same binary")
+      .option("--isa", "I", "fast path's instruction set: avx512-vnni, avx-vnni, avx2 or scalar, one this CPU runs "
+              "(default: the fastest it runs): what a CPU with only that set gets from the same binary")
       .option("--tiles", "U", "fast path's matrix unit for prefill: amx, none, or amx-model (the AMX kernel "
               "through the scalar model of the tile instructions: slow, for checking) (default: amx where usable)")
       .flag("--json", "print one JSON object instead of text")

@@ -61,7 +61,7 @@ std::string apply_tuned_cache(const std::string& path, const ModelWeights& weigh
                "(damaged or edited: qtune store check names them)";
   if (!global) return summary + "; using the built-in choices";
   const Isa isa = Isa(global->at("isa"));
-  if (isa <= detect_isa()) options.isa = isa;
+  if (isa_supported(isa)) options.isa = isa;
   const int threads = int(global->at("threads"));
   if (!keep_threads && threads > 0) options.threads = threads;
   return summary + "; isa " + isa_name(isa) + ", " + std::to_string(keep_threads ? options.threads : threads) +

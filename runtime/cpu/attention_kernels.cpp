@@ -103,6 +103,7 @@ const AttentionKernels& attention_kernels_for(Isa isa) {
   // kernels_for() has already refused an ISA this CPU cannot run.
   switch (isa) {
     case Isa::kAvx512Vnni: return kAvx512Attention;
+    case Isa::kAvxVnni:  // no integer products here: AVX2's loops
     case Isa::kAvx2: return kAvx2Attention;
     default: return kScalarAttention;
   }

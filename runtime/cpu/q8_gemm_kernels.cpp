@@ -79,6 +79,7 @@ const Q8GemmKernels& q8_gemm_kernels_for(Isa isa, TileUnit tiles) {
   }
   switch (isa) {
     case Isa::kAvx512Vnni: return kAvx512Q8Gemm;
+    case Isa::kAvxVnni: return kAvxVnniQ8Gemm;
     case Isa::kAvx2: return kAvx2Q8Gemm;
     default: return kScalarQ8Gemm;
   }

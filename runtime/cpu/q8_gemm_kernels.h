@@ -75,9 +75,12 @@ const Q8GemmKernels& q8_gemm_kernels_for(Isa isa, TileUnit tiles = TileUnit::kNo
 
 // The portable quantizer, also used by the SIMD tables for groups their vectors do not fit.
 void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum);
+// The AVX2 one (needs AVX2), also the AVX-VNNI table's.
+void quantize_row_avx2(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum);
 
 extern const Q8GemmKernels kScalarQ8Gemm;
 extern const Q8GemmKernels kAvx2Q8Gemm;
+extern const Q8GemmKernels kAvxVnniQ8Gemm;
 extern const Q8GemmKernels kAvx512Q8Gemm;
 // AVX-512 VNNI with AMX-INT8 tiles for 8 tokens or more (q8_gemm_kernels_amx.cpp): kAmxQ8Gemm runs the tile
 // instructions and must only run where amx_support() (amx_support.h) says they are usable; kAmxModelQ8Gemm

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/cpu/q8_gemm_kernels.h"
+#include "runtime/cpu/q8_gemm_tiles.h"
 
 namespace qt::rt {
 namespace {
@@ -232,10 +233,9 @@ void panel_tokens(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, i
 // Fewer tokens than kWideMinTokens, on the int8 tiles, group by group size.
 void panel_int8(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride, const float* x_scale,
                 int64_t xs_stride, int64_t tokens, float* y, int64_t y_stride, int64_t rows) {
-  // 32 (GGUF's Q8_0) and 64 (qconvert's) known at compile time, as in the AVX-512 kernel.
-  if (group == 32) return panel_tokens<32>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
-  if (group == 64) return panel_tokens<64>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
-  panel_tokens<0>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
+  by_group_depth(group, [&](auto depth) {
+    panel_tokens<depth()>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
+  });
 }
 
 // The activations are widened once for the whole run of panels (twice the bytes of their int8 rows, a thread; the
@@ -279,6 +279,8 @@ inline float hmax256(__m256 v) {
   return _mm_cvtss_f32(h);
 }
 
+}  // namespace
+
 // vcvtps2dq rounds half to even under the default MXCSR, like nearbyint.
 void quantize_row_avx2(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum) {
   if (group % 8 != 0) return quantize_row_scalar(x, k, group, q, scale, qsum);
@@ -304,8 +306,6 @@ void quantize_row_avx2(const float* x, int64_t k, int64_t group, int8_t* q, floa
     qsum[g] = lanes[0] + lanes[1] + lanes[2] + lanes[3] + lanes[4] + lanes[5] + lanes[6] + lanes[7];
   }
 }
-
-}  // namespace
 
 const Q8GemmKernels kAvx2Q8Gemm = {Isa::kAvx2, nullptr, panel_avx2, quantize_row_avx2, panels_avx2};
 

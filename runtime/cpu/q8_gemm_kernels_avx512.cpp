@@ -6,6 +6,7 @@
 
 #include "runtime/cpu/q8_gemm_group_avx512.h"
 #include "runtime/cpu/q8_gemm_kernels.h"
+#include "runtime/cpu/q8_gemm_tiles.h"
 
 namespace qt::rt {
 namespace {
@@ -30,7 +31,7 @@ inline int32_t load4(const int8_t* p) {
   return v;
 }
 
-// T tokens against one panel. G is the group's depth when known at compile time (32: Q8_0's), so the
+// T tokens against one panel. G is the group's depth when known at compile time (by_group_depth), so the
 // products of a group unroll and the T integer sums stay in registers; 0 takes it at run time. (With the depth
 // a run-time loop bound, GCC 12 shuffled the sums through 16 register moves and a stack slot per 8 products.)
 // Each token's sums start at -128 * its activations' sum in the group, which takes out the weights' +128.
@@ -63,39 +64,17 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * y_stride, rows, acc[t]);
 }
 
-template <int G>
-void panel_tokens(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
-                  const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
-                  int64_t y_stride, __mmask16 mask) {
-  int64_t t = 0;
-  auto at = [&](auto fn) {
-    fn(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, x_qsum + t * xs_stride, xs_stride,
-       y + t * y_stride, y_stride, mask);
-  };
-  for (; t + 8 <= tokens; t += 8) at(tile<8, G>);
-  switch (tokens - t) {
-    case 7: at(tile<7, G>); break;
-    case 6: at(tile<6, G>); break;
-    case 5: at(tile<5, G>); break;
-    case 4: at(tile<4, G>); break;
-    case 3: at(tile<3, G>); break;
-    case 2: at(tile<2, G>); break;
-    case 1: at(tile<1, G>); break;
-    default: break;
-  }
-}
-
 void panel_avx512(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                   const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                   int64_t y_stride, int64_t rows) {
   if (group % 4 != 0) return kScalarQ8Gemm.panel(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
   const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
-  // The groups models come in, known at compile time: 32 (GGUF's Q8_0) and 64 (qconvert's). With the depth a run-time
-  // bound, a decode token's 16 products a group of 64 ran as one chain through two register moves each, and
-  // the 0.6B shape decoded at 37 tok/s on 2 threads of an AMX Xeon, 80 % of its read bandwidth.
-  if (group == 32) return panel_tokens<32>(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, mask);
-  if (group == 64) return panel_tokens<64>(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, mask);
-  panel_tokens<0>(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, mask);
+  by_group_depth(group, [&](auto depth) {
+    tokens_by_tile<8>(tokens, [&](auto tokens_in_tile, int64_t t) {
+      tile<tokens_in_tile(), depth()>(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
+                                      x_qsum + t * xs_stride, xs_stride, y + t * y_stride, y_stride, mask);
+    });
+  });
 }
 
 inline float hmax512(__m512 v) {

@@ -91,6 +91,7 @@ def cpu_description():
         caches.append(f"{name} {size}")
     features = {
         "AVX2": "avx2" in flags,
+        "AVX-VNNI": "avx_vnni" in flags,
         "AVX-512 F": "avx512f" in flags,
         "AVX-512 VNNI": "avx512_vnni" in flags,
         "AMX-TILE": "amx_tile" in flags,
@@ -115,6 +116,8 @@ def llama_path(a, model, flags):
 
 def qtune_round(a, model, threads):
     base = [a.qbench, "--model", model, "--threads", str(threads), "--gen", str(GEN), "--repeat", "1", "--warmup", "1", "--json"]
+    if a.isa:
+        base += ["--isa", a.isa]
     r, loads = {}, []
     text, _, rss, load = run(base + ["--prompt", str(PROMPT), "--bandwidth-mb", "0"])
     j = json.loads(text)
@@ -185,6 +188,8 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--out", required=True)
     ap.add_argument("--raw", required=True)
+    ap.add_argument("--isa", help="both tools held to this instruction set: qbench --isa, llama-bench built for it")
+    ap.add_argument("--llama-arch", default="GGML_NATIVE", help="the instruction-set options llama-bench was built with")
     a = ap.parse_args()
     if a.rounds < 3:
         print("compare.py: fewer than 3 rounds make the ratios unreliable on a shared machine", file=sys.stderr)
@@ -246,13 +251,21 @@ def write_report(a, cpu, paths, results, started, finished, same=()):
     L.append("")
     L.append(f"Written by `scripts/peers/cpu_vs_llama_cpp.sh` ({started:%d %b %Y %H:%M}–{finished:%H:%M} UTC). "
              f"qtune `{a.qtune_rev}` (qbench, fast path); llama.cpp as vendored in PyPI's llama-cpp-python "
-             f"{a.llama_version}, `{llama_build}`, llama-bench built CPU-only with GGML_NATIVE by {a.llama_compiler}.")
+             f"{a.llama_version}, `{llama_build}`, llama-bench built CPU-only with "
+             f"{'GGML_NATIVE' if not a.isa else '`' + a.llama_arch + '`'} by {a.llama_compiler}.")
     L.append("")
     feats = ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in cpu["features"].items())
     L.append(f"**Machine.** {cpu['model']}, {os.cpu_count()} CPUs seen; caches (per cpu0's sysfs) "
              f"{', '.join(cpu['caches']) or 'unknown'}; ISA: {feats}.")
     L.append("")
-    if cpu["amx"]:
+    # Held to one instruction set, neither tool runs tiles, whatever the CPU has.
+    amx = cpu["amx"] and not a.isa
+    if a.isa:
+        L.append(f"**Both tools are held to {a.isa}** on this CPU, to stand for a CPU that has that set and no more: "
+                 f"`qbench --isa {a.isa}`, and llama-bench built without GGML_NATIVE for that set alone (above). "
+                 "Neither runs AMX or AVX-512, so the prefill goal is the issue's 2× for a CPU without AMX. The clock, "
+                 "caches and memory are this CPU's, not those of a CPU that has only that set.")
+    elif cpu["amx"]:
         llama_amx = all(p["amx"] for (shape, name), p in paths.items() if name == "default")
         L.append("This CPU has AMX-INT8: qtune's prefill GEMM runs on AMX tiles where Linux grants them (its backend "
                  "name below says so), and llama.cpp's default path "
@@ -327,8 +340,9 @@ def write_report(a, cpu, paths, results, started, finished, same=()):
             name = f"{title}, {threads}t"
             # The issue's prefill goal depends on the CPU: against llama.cpp's AMX path where the CPU has AMX
             # (the path names above say whether llama.cpp took it), against its generic path where it has none.
-            goal_pp = GOAL_PREFILL_AMX if cpu["amx"] else GOAL_PREFILL_NO_AMX
-            which = "llama.cpp's fastest path" + (" (AMX CPU)" if cpu["amx"] else " (no AMX on this CPU)")
+            goal_pp = GOAL_PREFILL_AMX if amx else GOAL_PREFILL_NO_AMX
+            which = "llama.cpp's fastest path" + (" (AMX CPU)" if amx else
+                                                  f" (held to {a.isa})" if a.isa else " (no AMX on this CPU)")
             goals.append((name, f"prefill pp512 ≥ {goal_pp}× {which}", ratios["pp"] >= goal_pp, f"{ratios['pp']:.2f}×"))
             goals.append((name, f"decode at depth 0 ≥ {GOAL_DECODE_DEPTH0}× llama.cpp's fastest path",
                           ratios["tg0"] >= GOAL_DECODE_DEPTH0, f"{ratios['tg0']:.2f}×"))

@@ -8,9 +8,12 @@
 #      results/cpu-vs-llama.cpp.md, with the CPU's model, caches and ISA features and each llama.cpp path named.
 # A benchmark, not a test: CI does not run it. Every step is skipped when its output already exists, so a
 # second run only measures. Usage (from the repository root, after configuring build/):
-#   scripts/peers/cpu_vs_llama_cpp.sh [--rounds N] [--threads "1 2"] [--out FILE] [--prepare-only]
+#   scripts/peers/cpu_vs_llama_cpp.sh [--rounds N] [--threads "1 2"] [--out FILE] [--isa avx2|avx-vnni] [--prepare-only]
 # --out names the results file (default results/cpu-vs-llama.cpp.md), so a machine of another kind (another ISA)
 # gets its own file beside the others rather than replacing them.
+# --isa holds both tools to one instruction set on a CPU that has more, to stand for a CPU that has only that:
+# qbench --isa, and a second llama-bench built without GGML_NATIVE for that set alone (avx2: AVX2, FMA, F16C,
+# BMI2; avx-vnni: the same and AVX-VNNI, as Intel's client cores from Alder Lake on have).
 # Environment: QTUNE_BUILD (default build), PEERS_DIR (default $QTUNE_BUILD/peers), QBENCH (default
 #   $QTUNE_BUILD/bin/qbench: point it at a copy to keep rebuilding while a run goes on),
 #   LLAMA_CPP_PYTHON_VERSION (default 0.3.36), PYTHON (default python3), LLAMA_CC / LLAMA_CXX (default clang).
@@ -24,16 +27,27 @@ PYTHON=${PYTHON:-python3}
 ROUNDS=3
 THREADS="1 2"
 PREPARE_ONLY=0
+ISA=
 OUT=$ROOT/results/cpu-vs-llama.cpp.md
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) ROUNDS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
+    --isa) ISA=$2; shift 2 ;;
     --prepare-only) PREPARE_ONLY=1; shift ;;
-    *) echo "cpu_vs_llama_cpp.sh: unknown argument '$1' (--rounds N, --threads \"1 2\", --out FILE, --prepare-only)" >&2; exit 2 ;;
+    *) echo "cpu_vs_llama_cpp.sh: unknown argument '$1' (--rounds N, --threads \"1 2\", --out FILE, --isa avx2|avx-vnni, --prepare-only)" >&2; exit 2 ;;
   esac
 done
+# llama.cpp's instruction sets: the CPU's own (GGML_NATIVE), or one set alone (--isa).
+x86_set=(-DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+         -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF)
+case "$ISA" in
+  "") LLAMA_ARCH=(-DGGML_NATIVE=ON) ;;
+  avx2) LLAMA_ARCH=("${x86_set[@]}" -DGGML_AVX_VNNI=OFF) ;;
+  avx-vnni) LLAMA_ARCH=("${x86_set[@]}" -DGGML_AVX_VNNI=ON) ;;
+  *) echo "cpu_vs_llama_cpp.sh: --isa takes avx2 or avx-vnni, not '$ISA'" >&2; exit 2 ;;
+esac
 mkdir -p "$WORK"
 log() { echo "[peers] $*" >&2; }
 
@@ -73,17 +87,17 @@ fi
 LLAMA_FLAGS=
 native_macros=$("$LLAMA_CC" -march=native -dM -E -x c /dev/null)
 for unit in TILE INT8 BF16; do
-  if grep -q "__AMX${unit}__" <<< "$native_macros" && ! grep -q "__AMX_${unit}__" <<< "$native_macros"; then
+  if [[ -z $ISA ]] && grep -q "__AMX${unit}__" <<< "$native_macros" && ! grep -q "__AMX_${unit}__" <<< "$native_macros"; then
     LLAMA_FLAGS+=" -D__AMX_${unit}__=1"
   fi
 done
-LLAMA_BUILD=$WORK/llama-build-$(basename "$LLAMA_CXX")${LLAMA_FLAGS:+-amx-macros}
+LLAMA_BUILD=$WORK/llama-build-$(basename "$LLAMA_CXX")${ISA:+-$ISA}${LLAMA_FLAGS:+-amx-macros}
 LLAMA_BENCH=$LLAMA_BUILD/bin/llama-bench
 if [[ ! -x $LLAMA_BENCH ]]; then
-  log "building llama-bench with $LLAMA_CXX (CPU only, GGML_NATIVE, -j$(nproc))${LLAMA_FLAGS:+, with$LLAMA_FLAGS}"
+  log "building llama-bench with $LLAMA_CXX (CPU only, ${LLAMA_ARCH[*]}, -j$(nproc))${LLAMA_FLAGS:+, with$LLAMA_FLAGS}"
   cmake -S "$SRC" -B "$LLAMA_BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$LLAMA_CC" \
     -DCMAKE_CXX_COMPILER="$LLAMA_CXX" -DCMAKE_C_FLAGS="$LLAMA_FLAGS" -DCMAKE_CXX_FLAGS="$LLAMA_FLAGS" \
-    -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
+    "${LLAMA_ARCH[@]}" -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF > "$LLAMA_BUILD.configure.log"
   cmake --build "$LLAMA_BUILD" --target llama-bench -j"$(nproc)" > "$LLAMA_BUILD.build.log"
@@ -128,4 +142,4 @@ make_model qwen3-30b-a3b-L2 qwen3-30b-a3b 2 moe3
 
 "$PYTHON" "$ROOT/scripts/peers/compare.py" --qbench "${QBENCH:-$BUILD/bin/qbench}" --llama-bench "$LLAMA_BENCH" \
   --llama-src "$SRC" --llama-version "$VERSION" --llama-compiler "$("$LLAMA_CXX" --version | head -1)${LLAMA_FLAGS:+ (with$LLAMA_FLAGS)}" --models "$WORK/models" --rounds "$ROUNDS" --threads $THREADS \
-  --out "$OUT" --raw "$WORK/raw.jsonl"
+  --out "$OUT" --raw "$WORK/raw.jsonl" ${ISA:+--isa "$ISA" --llama-arch "${LLAMA_ARCH[*]}"}

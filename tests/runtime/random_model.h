@@ -35,9 +35,9 @@ ModelConfig small_config(bool moe, int32_t n_layers = 2);
 
 // Every instruction set this CPU runs, scalar first: the SIMD kernels are each checked on the ones present.
 inline std::vector<rt::Isa> available_isas() {
-  std::vector<rt::Isa> out{rt::Isa::kScalar};
-  if (rt::detect_isa() >= rt::Isa::kAvx2) out.push_back(rt::Isa::kAvx2);
-  if (rt::detect_isa() >= rt::Isa::kAvx512Vnni) out.push_back(rt::Isa::kAvx512Vnni);
+  std::vector<rt::Isa> out;
+  for (rt::Isa isa : rt::kAllIsas)
+    if (rt::isa_supported(isa)) out.push_back(isa);
   return out;
 }
 

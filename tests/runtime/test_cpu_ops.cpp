@@ -65,9 +65,7 @@ TEST_CASE("reference matmul equals dequantized weights times fp32 activations", 
 
 TEST_CASE("fast matmul of every ISA stays within int8-activation error and is row-independent", "[runtime][ops]") {
   std::mt19937_64 rng(3);
-  std::vector<Isa> isas{Isa::kScalar};
-  if (detect_isa() >= Isa::kAvx2) isas.push_back(Isa::kAvx2);
-  if (detect_isa() >= Isa::kAvx512Vnni) isas.push_back(Isa::kAvx512Vnni);
+  const std::vector<Isa> isas = test::available_isas();
   for (int32_t group : {32, 64, 128}) {
     for (WeightType t : kAllTypes) {
       const auto w = random_tensor(rng, t, 72, 256, group);

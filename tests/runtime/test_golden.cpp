@@ -137,7 +137,7 @@ static void check_tiles_give_vnni_logits(TileUnit tiles) {
 
 TEST_CASE("the AMX path through the tile model gives the VNNI path's logits bit for bit on every golden file",
           "[runtime][golden][amx]") {
-  if (detect_isa() < Isa::kAvx512Vnni)
+  if (!isa_supported(Isa::kAvx512Vnni))
     QTUNE_SKIP("the AMX kernel converts its sums with AVX-512, which this CPU lacks");
   const uint64_t before = AmxTileModel::products_run();
   check_tiles_give_vnni_logits(TileUnit::kAmxModel);
@@ -148,4 +148,17 @@ TEST_CASE("on AMX hardware the AMX path gives the VNNI path's logits bit for bit
           "[runtime][golden][amx]") {
   if (!amx_support().usable) QTUNE_SKIP("no AMX tiles here: " + amx_support().detail);
   check_tiles_give_vnni_logits(TileUnit::kAmx);
+}
+
+// The AVX-VNNI path differs from the AVX2 one only in its Q8_0 GEMM (isa_kernels.h), whose integer sums are exact
+// and whose float steps are the same, so every logit must be the same bits, on every matrix shape of the goldens.
+// (One token at a time is held to the exact sums by test_cpu_fast_paths, on every ISA.)
+TEST_CASE("the AVX-VNNI path gives the AVX2 path's logits bit for bit on every golden file", "[runtime][golden]") {
+  if (!isa_supported(Isa::kAvxVnni)) QTUNE_SKIP("this CPU has no AVX-VNNI (cpuid leaf 7 sub-leaf 1, EAX bit 4)");
+  const nlohmann::json m = manifest();
+  for (const auto& file : m["files"]) {
+    INFO(file["file"].get<std::string>() << " (" << file["scheme"].get<std::string>() << ")");
+    CHECK(run_sequences(m, file, test::cpu_options(false, 2, Isa::kAvxVnni)) ==
+          run_sequences(m, file, test::cpu_options(false, 2, Isa::kAvx2)));
+  }
 }

@@ -1,0 +1,107 @@
+// AVX-VNNI Q8_0 GEMM, for AVX2 CPUs that have the VEX-encoded vpdpbusd but no AVX-512: Intel's client cores from
+// Alder Lake on and its E-core Xeons. vpdpbusd multiplies one 32-byte half of a panel's 64-byte step (8 rows x 4
+// columns, unsigned q + 128) by a token's 4 broadcast int8 activations and adds the 32 products into 8 int32 sums:
+// 32 products an instruction, where the AVX2 kernel needs vpmaddubsw, vpmaddwd and a sign move
+// (q8_gemm_kernels_avx2.cpp) or a panel widened to int16. Each token's sums start at -128 * its activations' sum
+// in the group, as in the AVX-512 kernel, so the integer sums, and after the same float steps the outputs, are the
+// other kernels' bit for bit.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "runtime/cpu/q8_gemm_kernels.h"
+#include "runtime/cpu/q8_gemm_tiles.h"
+
+namespace qt::rt {
+namespace {
+
+// The line kQ8PrefetchBytes ahead (q8_gemm_kernels.h): into L2 for decode, which only streams, and into L1 for
+// several tokens, which do enough arithmetic per line for it to pay, as the AVX-512 kernel asks.
+template <int T>
+inline void prefetch_ahead(const uint8_t* p) {
+  _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, T == 1 ? _MM_HINT_T1 : _MM_HINT_T0);
+}
+
+inline int32_t load4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// T tokens against the 16 rows of a panel, both halves of each step, so every weight line is used once as it
+// arrives. G is the group's depth when known at compile time (by_group_depth); 0 takes it at run time.
+template <int T, int G>
+void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride, const float* x_scale,
+          const int32_t* x_qsum, int64_t xs_stride, float* y, int64_t y_stride, int64_t rows) {
+  constexpr int H = 2;
+  const int64_t depth = G > 0 ? G : group;
+  __m256 acc[T][H];
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < H; ++h) acc[t][h] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < k / depth; ++g) {
+    const uint8_t* wg = w + g * q8_group_bytes(depth);
+    const int8_t* xg = x + g * depth;
+    __m256i s[T][H];
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < H; ++h) s[t][h] = _mm256_set1_epi32(-128 * x_qsum[t * xs_stride + g]);
+    auto products = [&](int64_t c) {
+      prefetch_ahead<T>(wg + c * kQ8PanelRows);
+      __m256i wv[H];
+      for (int h = 0; h < H; ++h)
+        wv[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + c * kQ8PanelRows + 32 * h));
+      for (int t = 0; t < T; ++t) {
+        const __m256i xb = _mm256_set1_epi32(load4(xg + t * x_stride + c));
+        for (int h = 0; h < H; ++h) s[t][h] = _mm256_dpbusd_avx_epi32(s[t][h], wv[h], xb);
+      }
+    };
+    if constexpr (G > 0) {
+#pragma GCC unroll 16
+      for (int c = 0; c < G; c += 4) products(c);
+    } else {
+      for (int64_t c = 0; c < depth; c += 4) products(c);
+    }
+    // The float steps of every other kernel (q8_gemm_group_avx512.h): the panel's second half's scales are
+    // q8_group_scales() of the pointer 32 bytes on, 32 bytes being 8 floats.
+    for (int h = 0; h < H; ++h) {
+      const __m256 ws = _mm256_loadu_ps(q8_group_scales(w + 32 * h, depth, g));
+      for (int t = 0; t < T; ++t)
+        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][h]),
+                                    _mm256_mul_ps(ws, _mm256_set1_ps(x_scale[t * xs_stride + g])), acc[t][h]);
+    }
+  }
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < H && rows > 8 * h; ++h) {
+      float* yt = y + t * y_stride + 8 * h;
+      if (rows >= 8 * (h + 1)) {
+        _mm256_storeu_ps(yt, acc[t][h]);
+      } else {
+        float tmp[8];
+        _mm256_storeu_ps(tmp, acc[t][h]);
+        std::memcpy(yt, tmp, sizeof(float) * size_t(rows - 8 * h));
+      }
+    }
+}
+
+// Tokens kTileTokens at a time. Their 2 x kTileTokens int32 sums, the step's 2 weight vectors and a broadcast
+// take the 16 ymm registers at 6; the float sums, touched once a group, live in memory between groups.
+constexpr int kTileTokens = 6;
+
+void panel_avxvnni(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                   const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
+                   int64_t y_stride, int64_t rows) {
+  if (group % 4 != 0)
+    return kScalarQ8Gemm.panel(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
+  by_group_depth(group, [&](auto depth) {
+    tokens_by_tile<kTileTokens>(tokens, [&](auto tokens_in_tile, int64_t t) {
+      tile<tokens_in_tile(), depth()>(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
+                                      x_qsum + t * xs_stride, xs_stride, y + t * y_stride, y_stride, rows);
+    });
+  });
+}
+
+}  // namespace
+
+// The activations are quantized by the AVX2 kernel's code: AVX-VNNI adds nothing there.
+const Q8GemmKernels kAvxVnniQ8Gemm = {Isa::kAvxVnni, nullptr, panel_avxvnni, quantize_row_avx2};
+
+}  // namespace qt::rt

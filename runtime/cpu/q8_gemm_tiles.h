@@ -1,0 +1,39 @@
+#pragma once
+// How the SIMD Q8_0 GEMM kernels cut a panel's tokens into register tiles and pick a tile compiled for the
+// weight group's depth. Each kernel's translation unit is built for its own ISA, so everything here has internal
+// linkage: every unit gets its own copy, compiled with its flags, and the linker can never hand one ISA's code to
+// another (an inline function or template with external linkage would be merged across them).
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace qt::rt {
+namespace {
+
+template <int N>
+using Const = std::integral_constant<int, N>;
+
+// at(Const<T>{}, t) on tokens [t, t + T): kMax tokens at a time, then the rest on one tile of their count.
+template <int kMax, typename At>
+void tokens_by_tile(int64_t tokens, At&& at) {
+  int64_t t = 0;
+  for (; t + kMax <= tokens; t += kMax) at(Const<kMax>{}, t);
+  const int64_t rest = tokens - t;
+  [&]<int... R>(std::integer_sequence<int, R...>) {
+    ((rest == R + 1 ? at(Const<R + 1>{}, t) : void()), ...);
+  }(std::make_integer_sequence<int, kMax - 1>{});
+}
+
+// at(Const<G>{}) with G the group's depth where models come with it (32: GGUF's Q8_0, 64: qconvert's), so a
+// tile's products unroll over the group and its sums stay in registers; G = 0 takes the depth at run time. (With
+// the depth a run-time bound, GCC 12 shuffled the AVX-512 tile's sums through register moves and a stack slot,
+// and the 0.6B shape decoded at 80% of the read bandwidth on 2 threads of an AMX Xeon.)
+template <typename At>
+void by_group_depth(int64_t group, At&& at) {
+  if (group == 32) return at(Const<32>{});
+  if (group == 64) return at(Const<64>{});
+  at(Const<0>{});
+}
+
+}  // namespace
+}  // namespace qt::rt
