@@ -57,10 +57,25 @@ bool isa_supported(Isa isa) {
   return false;
 }
 
+namespace {
+constexpr Isa kFastestFirst[] = {Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2, Isa::kScalar};
+
+bool same_dot_products(const CpuKernels& a, const CpuKernels& b) {
+  return a.dot_i8 == b.dot_i8 && a.dot_i8_x4 == b.dot_i8_x4 && a.dot_u4 == b.dot_u4 && a.dot_f32 == b.dot_f32 &&
+         a.dot_f16 == b.dot_f16 && a.dot_bf16 == b.dot_bf16;
+}
+}  // namespace
+
 Isa detect_isa() {
-  for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2})
+  for (Isa isa : kFastestFirst)
     if (isa_supported(isa)) return isa;
   return Isa::kScalar;
+}
+
+Isa fastest_with_dot_products_of(Isa isa) {
+  for (Isa i : kFastestFirst)
+    if (isa_supported(i) && same_dot_products(kernels_for(i), kernels_for(isa))) return i;
+  return isa;
 }
 
 const CpuKernels& kernels_for(Isa isa) {

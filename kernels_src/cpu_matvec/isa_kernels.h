@@ -16,6 +16,9 @@ const char* isa_name(Isa isa);
 bool isa_from_name(const char* name, Isa* isa);  // isa_name's inverse: false for a name it never returns
 bool isa_supported(Isa isa);  // this CPU (and its OS) runs the kernels of `isa`
 Isa detect_isa();  // the fastest ISA this CPU supports (and that this build has kernels for)
+// The fastest ISA this CPU runs whose dot products (CpuKernels) are `isa`'s, e.g. AVX-VNNI for AVX2 where the CPU
+// has it: what a tuned choice of dot products runs with, so that the choice never gives up a faster Q8_0 GEMM.
+Isa fastest_with_dot_products_of(Isa isa);
 
 struct CpuKernels {
   Isa isa;

@@ -60,11 +60,17 @@ std::string apply_tuned_cache(const std::string& path, const ModelWeights& weigh
     summary += "; skipped " + std::to_string(unreadable) + " winners whose stored point is not one of this build's "
                "(damaged or edited: qtune store check names them)";
   if (!global) return summary + "; using the built-in choices";
+  // The stored ISA is the matvec family's choice of dot products; the family does not time the Q8_0 GEMM, which
+  // comes with the fastest ISA that has those dot products.
   const Isa isa = Isa(global->at("isa"));
-  if (isa_supported(isa)) options.isa = isa;
+  std::string isa_line = isa_name(isa);
+  if (isa_supported(isa)) {
+    options.isa = fastest_with_dot_products_of(isa);
+    if (*options.isa != isa) isa_line = std::string(isa_name(*options.isa)) + " (the tuned " + isa_name(isa) + " dot products)";
+  }
   const int threads = int(global->at("threads"));
   if (!keep_threads && threads > 0) options.threads = threads;
-  return summary + "; isa " + isa_name(isa) + ", " + std::to_string(keep_threads ? options.threads : threads) +
+  return summary + "; isa " + isa_line + ", " + std::to_string(keep_threads ? options.threads : threads) +
          " threads";
 }
 

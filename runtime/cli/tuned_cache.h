@@ -1,7 +1,8 @@
 #pragma once
 // Reading a `qtune --device cpu` cache (the tuner's SQLite store) into the CPU backend's options: for each
 // matmul shape the model has, the winner measured on this CPU (same device fingerprint) gives its rows
-// per work item; the instruction set and thread count come from the winner of the largest shape.
+// per work item; the instruction set and thread count come from the winner of the largest shape, the set as the
+// dot products it chose, run with the fastest ISA that has them (fastest_with_dot_products_of, isa_kernels.h).
 #include <string>
 
 #include "models/core/weights.h"
