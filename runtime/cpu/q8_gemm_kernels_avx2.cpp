@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/cpu/q8_gemm_halves_avx2.h"
 #include "runtime/cpu/q8_gemm_kernels.h"
 #include "runtime/cpu/q8_gemm_tiles.h"
 
@@ -22,48 +23,12 @@ inline void prefetch_ahead(const uint8_t* p) {
   if constexpr (T <= 2) _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, _MM_HINT_T1);
 }
 
-inline int32_t load4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // The products of one 32-byte half of a 64-byte step (8 rows x 4 columns) with one token's 4 activations,
 // added to that token's 8 row sums. vpmaddubsw needs an unsigned operand whose products cannot saturate: the
 // weight's magnitude `mag` (|q| <= 128), with the weight's sign `q` moved onto the activation.
 inline __m256i add_products(__m256i s, __m256i mag, __m256i q, int32_t x4) {
   const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(x4), q);
   return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), _mm256_set1_epi16(1)));
-}
-
-// Group g's exact integer sums into the float outputs: the same float steps, in the same order, whatever
-// kernel made the sums. `w` + 32 h is the panel's second half for h = 1: 32 bytes are also 8 floats, so its
-// scales are q8_group_scales() of that pointer too.
-template <int T, int H>
-inline void fold_group(__m256 (&acc)[T][H], const __m256i (&s)[T][H], const uint8_t* w, int64_t group, int64_t g,
-                       const float* x_scale, int64_t xs_stride) {
-  for (int h = 0; h < H; ++h) {
-    const __m256 ws = _mm256_loadu_ps(q8_group_scales(w + 32 * h, group, g));
-    for (int t = 0; t < T; ++t)
-      acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][h]),
-                                  _mm256_mul_ps(ws, _mm256_set1_ps(x_scale[t * xs_stride + g])), acc[t][h]);
-  }
-}
-
-template <int T, int H>
-inline void store_rows(const __m256 (&acc)[T][H], float* y, int64_t y_stride, int64_t rows) {
-  for (int t = 0; t < T; ++t)
-    for (int h = 0; h < H; ++h) {
-      const int64_t r = rows - 8 * h;
-      if (r <= 0) break;
-      if (r >= 8) {
-        _mm256_storeu_ps(y + t * y_stride + 8 * h, acc[t][h]);
-      } else {
-        float tmp[8];
-        _mm256_storeu_ps(tmp, acc[t][h]);
-        std::memcpy(y + t * y_stride + 8 * h, tmp, sizeof(float) * size_t(r));
-      }
-    }
 }
 
 // T tokens against R = 8 or 16 rows of a panel, H = R / 8 halves of each 64-byte step. Decode (T <= 2) takes

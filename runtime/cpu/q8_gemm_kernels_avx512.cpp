@@ -25,12 +25,6 @@ inline void prefetch_ahead(const uint8_t* p) {
   }
 }
 
-inline int32_t load4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // T tokens against one panel. G is the group's depth when known at compile time (by_group_depth), so the
 // products of a group unroll and the T integer sums stay in registers; 0 takes it at run time. (With the depth
 // a run-time loop bound, GCC 12 shuffled the sums through 16 register moves and a stack slot per 8 products.)

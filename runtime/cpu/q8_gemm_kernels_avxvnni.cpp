@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "runtime/cpu/q8_gemm_halves_avx2.h"
 #include "runtime/cpu/q8_gemm_kernels.h"
 #include "runtime/cpu/q8_gemm_tiles.h"
 
@@ -20,12 +21,6 @@ namespace {
 template <int T>
 inline void prefetch_ahead(const uint8_t* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, T == 1 ? _MM_HINT_T1 : _MM_HINT_T0);
-}
-
-inline int32_t load4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
 }
 
 // T tokens against the 16 rows of a panel, both halves of each step, so every weight line is used once as it
@@ -60,26 +55,9 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
     } else {
       for (int64_t c = 0; c < depth; c += 4) products(c);
     }
-    // The float steps of every other kernel (q8_gemm_group_avx512.h): the panel's second half's scales are
-    // q8_group_scales() of the pointer 32 bytes on, 32 bytes being 8 floats.
-    for (int h = 0; h < H; ++h) {
-      const __m256 ws = _mm256_loadu_ps(q8_group_scales(w + 32 * h, depth, g));
-      for (int t = 0; t < T; ++t)
-        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][h]),
-                                    _mm256_mul_ps(ws, _mm256_set1_ps(x_scale[t * xs_stride + g])), acc[t][h]);
-    }
+    fold_group<T, H>(acc, s, w, depth, g, x_scale, xs_stride);
   }
-  for (int t = 0; t < T; ++t)
-    for (int h = 0; h < H && rows > 8 * h; ++h) {
-      float* yt = y + t * y_stride + 8 * h;
-      if (rows >= 8 * (h + 1)) {
-        _mm256_storeu_ps(yt, acc[t][h]);
-      } else {
-        float tmp[8];
-        _mm256_storeu_ps(tmp, acc[t][h]);
-        std::memcpy(yt, tmp, sizeof(float) * size_t(rows - 8 * h));
-      }
-    }
+  store_rows<T, H>(acc, y, y_stride, rows);
 }
 
 // Tokens kTileTokens at a time. Their 2 x kTileTokens int32 sums, the step's 2 weight vectors and a broadcast

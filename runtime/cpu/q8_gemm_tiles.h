@@ -1,14 +1,23 @@
 #pragma once
-// How the SIMD Q8_0 GEMM kernels cut a panel's tokens into register tiles and pick a tile compiled for the
-// weight group's depth. Each kernel's translation unit is built for its own ISA, so everything here has internal
-// linkage: every unit gets its own copy, compiled with its flags, and the linker can never hand one ISA's code to
-// another (an inline function or template with external linkage would be merged across them).
+// How the SIMD Q8_0 GEMM kernels cut a panel's tokens into register tiles, pick a tile compiled for the weight
+// group's depth, and read a token's activations for a step. Each kernel's translation unit is built for its own
+// ISA, so everything here has internal linkage: every unit gets its own copy, compiled with its flags, and the
+// linker can never hand one ISA's code to another (an inline function or template with external linkage would be
+// merged across them).
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
 namespace qt::rt {
 namespace {
+
+// A token's 4 activations at p as one int32, to broadcast against a step's 4 columns.
+inline int32_t load4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
 
 template <int N>
 using Const = std::integral_constant<int, N>;
