@@ -8,7 +8,8 @@
 // in one loop, in products a cycle. Both in one loop beating the tile alone would mean the FMA pipe has room.
 // Last, the ceiling of the 3-token tile's step with nothing but its multiplies and adds (see TILE_STEP).
 //   g++ -O3 -mavx2 -mfma -o /tmp/int8_pipes scripts/cpu/int8_pipes.cpp && /tmp/int8_pipes
-// What it printed on the Zen 1 EPYC of results/cpu-vs-llama.cpp-avx2.md is quoted there.
+// What it printed on the Zen 1 EPYC of results/cpu-vs-llama.cpp-avx2.md is quoted there, and on a Zen 3 EPYC in
+// results/cpu-vs-llama.cpp-avx2-zen3.md.
 #include <immintrin.h>
 
 #include <chrono>
