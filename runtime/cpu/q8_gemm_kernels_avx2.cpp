@@ -36,7 +36,9 @@ inline __m256i add_products(__m256i s, __m256i mag, __m256i q, int32_t x4) {
 // the stack, a store and a load per step beside the multiplies. The chain needs no parallelism (one add a step
 // against a 64-byte load), so an empty asm that claims to change the sum keeps each add where the source puts it.
 // Decode of the Qwen3-0.6B shape's matrices, 1 thread, on a Zen 3 EPYC (AVX2 only): 1.08-1.24x (medians of
-// interleaved runs). In effect the sums stay in registers.
+// interleaved runs). Only for the unrolled group: in the loop over a depth known at run time (G = 0) there is no
+// tree to undo, and the asm on an element of the sums' array, indexed before the token loop is unrolled, made GCC
+// keep the whole array in memory (the 4-token tile then loaded and stored every sum at every step).
 inline void keep_in_order(__m256i& sum) { asm("" : "+x"(sum)); }
 
 // T tokens against R = 8 or 16 rows of a panel, H = R / 8 halves of each 64-byte step. Decode (T <= 2) takes
@@ -70,7 +72,7 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
         const __m256i mag = _mm256_sign_epi8(q, q);
         for (int t = 0; t < T; ++t) {
           s[t][h] = add_products(s[t][h], mag, q, load4(xg + t * x_stride + c));
-          keep_in_order(s[t][h]);
+          if constexpr (G > 0) keep_in_order(s[t][h]);
         }
       }
     };
