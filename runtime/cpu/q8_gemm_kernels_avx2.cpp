@@ -32,10 +32,11 @@ inline __m256i add_products(__m256i s, __m256i mag, __m256i q, int32_t x4) {
 }
 
 // Integer adds are associative, so GCC 12 rebuilds a fully unrolled group's chain of adds into a tree to run
-// them in parallel; with G = 64 (qconvert's group) the tree held 16 products at once and put half of them on
-// the stack, a store and a load per step beside the multiplies. The chain needs no parallelism (one add a step
-// against a 64-byte load), so an empty asm that claims to change the sum keeps each add where the source puts it.
-// Decode of the Qwen3-0.6B shape's matrices, 1 thread, on a Zen 3 EPYC (AVX2 only): 1.08-1.24x (medians of
+// them in parallel; with G = 64 (qconvert's group) the tree held the group's 32 product vectors at once and put
+// about half on the stack, a store and a load per step beside the multiplies. The chain needs no parallelism (one
+// add a step against a 64-byte load), so an empty asm that claims to change the sum keeps each add where the
+// source puts it.
+// Decode of the Qwen3-0.6B shape's matrices, 1 thread, on a Zen 3 EPYC (AVX2 only): 1.08-1.16x (medians of
 // interleaved runs). Only for the unrolled group: in the loop over a depth known at run time (G = 0) there is no
 // tree to undo, and the asm on an element of the sums' array, indexed before the token loop is unrolled, made GCC
 // keep the whole array in memory (the 4-token tile then loaded and stored every sum at every step).
