@@ -10,8 +10,11 @@ bool is_decode_variant_name(const std::string& name) {
   const size_t dot = name.find('.');
   if (dot == std::string::npos || dot == 0) return false;
   const std::string rest = name.substr(dot + 1);
+  const bool cpu = name.compare(0, dot, "cpu") == 0;
   for (const char* v : kDecodeVariants)
-    if (rest == std::string(kDecodeVariantStem) + v) return true;
+    if (!cpu && rest == std::string(kDecodeVariantStem) + v) return true;
+  for (const char* v : kCpuDecodeVariants)
+    if (cpu && rest == std::string(kDecodeVariantStem) + v) return true;
   return false;
 }
 

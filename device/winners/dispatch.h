@@ -24,7 +24,9 @@ namespace qt::winners {
 inline constexpr const char* kDecodeStepOp = "decode.step";
 inline constexpr const char* kDecodeVariantStem = "decode.";
 inline constexpr std::array<const char*, 4> kDecodeVariants = {"plain", "pdl", "fused-norm", "fused-norm+pdl"};
-// Whether a ranked name is "<device>.decode.<one of kDecodeVariants>".
+// The CPU's ("cpu.decode.no-prefetch"): the Q8_0 GEMM's decode with and without its software prefetch.
+inline constexpr std::array<const char*, 2> kCpuDecodeVariants = {"plain", "no-prefetch"};
+// Whether a ranked name is "cpu.decode.<one of kCpuDecodeVariants>" or "<device>.decode.<one of kDecodeVariants>".
 bool is_decode_variant_name(const std::string& store_name);
 
 // The batch buckets tuned by default: 1, 2, 4, ..., 4096.

@@ -25,12 +25,21 @@ DecodeVariant make_variant(bool fuse_norm, bool pdl) {
   return v;
 }
 
+DecodeVariant make_cpu_variant(bool prefetch) {
+  DecodeVariant v;
+  v.prefetch = prefetch;
+  v.name = winners::kCpuDecodeVariants[prefetch ? 0 : 1];
+  return v;
+}
+
 std::string DecodeVariant::label() const {
+  if (!prefetch) return "no prefetch";
   if (!fuse_norm && !pdl) return "plain";
   return std::string(fuse_norm ? "fused norms" : "") + (fuse_norm && pdl ? " + " : "") + (pdl ? "PDL" : "");
 }
 
 std::vector<DecodeVariant> decode_variants(const std::string& device, int arch) {
+  if (device == "cpu") return {make_cpu_variant(true), make_cpu_variant(false)};
   std::vector<DecodeVariant> out;
   const bool pdl = device == "cuda" && arch >= 90;
   for (bool fuse : {false, true})
@@ -40,9 +49,14 @@ std::vector<DecodeVariant> decode_variants(const std::string& device, int arch) 
 }
 
 std::optional<DecodeVariant> variant_of(const std::string& name, const std::string& prefix) {
-  for (bool fuse : {false, true})
-    for (bool p : {false, true})
-      if (name == store_name(prefix, make_variant(fuse, p))) return make_variant(fuse, p);
+  // "plain" is in both lists, and the same variant.
+  if (prefix != "cpu.")
+    for (bool fuse : {false, true})
+      for (bool p : {false, true})
+        if (name == store_name(prefix, make_variant(fuse, p))) return make_variant(fuse, p);
+  if (prefix == "cpu." || prefix.empty())
+    for (bool p : {true, false})
+      if (name == store_name(prefix, make_cpu_variant(p))) return make_cpu_variant(p);
   return std::nullopt;
 }
 

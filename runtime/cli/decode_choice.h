@@ -22,17 +22,22 @@
 namespace qt::rt {
 
 struct DecodeVariant {
-  std::string name;  // one of winners::kDecodeVariants
+  std::string name;  // one of winners::kDecodeVariants, or of winners::kCpuDecodeVariants on the CPU
   bool fuse_norm = false, pdl = false;
+  bool prefetch = true;  // CPU: the Q8_0 GEMM's decode prefetch (CpuOptions::decode_prefetch)
   // "fused norms + PDL": how the statistics line and qbench's table say it.
   std::string label() const;
 };
 
 // The variant of those parts, named as winners::kDecodeVariants names it.
 DecodeVariant make_variant(bool fuse_norm, bool pdl);
-// The variants a device runs: fused norms on the emulator and every GPU, PDL on a CUDA GPU of sm_90 or later.
+// The CPU's variant with or without the decode prefetch ("plain", "no-prefetch").
+DecodeVariant make_cpu_variant(bool prefetch);
+// The variants a device runs: fused norms on the emulator and every GPU, PDL on a CUDA GPU of sm_90 or later;
+// on the CPU, the decode prefetch or none.
 std::vector<DecodeVariant> decode_variants(const std::string& device, int arch);
-// The variant of a store name ("cuda.decode.fused-norm+pdl" with prefix "cuda."); nullopt for any other name.
+// The variant of a store name ("cuda.decode.fused-norm+pdl" with prefix "cuda.", "cpu.decode.no-prefetch" with
+// "cpu."); with prefix "", a name of either list (qrun --decode). nullopt for any other name.
 std::optional<DecodeVariant> variant_of(const std::string& store_name, const std::string& prefix);
 
 // What a ranking is stored under: the model's linear weight type (its experts' for an MoE model) and its shape

@@ -333,16 +333,75 @@ Isa parse_isa(const CliArgs& cli) {
   return isa;
 }
 
-// --choose-decode: every decode variant the device runs (decode_choice.h: fused norms, PDL) timed on the model,
-// the ranking stored in --tuned-cache, from which qrun then runs the fastest.
+// --choose-decode on the CPU: decode with and without the Q8_0 GEMM's prefetch (q8_gemm_kernels_for), on one
+// backend switched between the two, in alternated rounds: a shared machine's speed drifts within minutes, and
+// alternation spreads the drift over both. The kernels are those qrun given the store would run (its ISA,
+// threads and rows per work item).
+int run_choose_decode_cpu(const CliArgs& cli, const std::string& path, const std::string& store) {
+  check_decode_store_writable(store);
+  const auto file = ModelFile::open(path);
+  const ModelWeights& w = file->weights();
+  const ModelConfig& c = file->config();
+  const int64_t prompt = cli.get_int("--prompt"), gen = cli.get_int("--gen"), repeat = cli.get_int("--repeat");
+  const int64_t context = prompt + gen + 1;
+  if (context > c.max_seq_len)
+    throw Error("--prompt " + std::to_string(prompt) + " and --gen " + std::to_string(gen) + " need a context of " +
+                std::to_string(context) + " tokens, more than the model's maximum of " + std::to_string(c.max_seq_len));
+  CpuOptions opts;
+  if (cli.given("--threads")) opts.threads = cli.get_int_as<int>("--threads");
+  opts.decode_prefetch = true;  // each round sets it; the store's earlier ranking is not read
+  std::string tuned = "no tuned kernels in the store";
+  if (std::filesystem::exists(store)) tuned = apply_tuned_cache(store, w, opts, cli.given("--threads"));
+  CpuBackend backend(opts);
+  Qwen3Model model(w, backend, context);
+  const std::vector<int32_t> tokens = benchmark_prompt(prompt, c.vocab_size);
+  auto decode = [&](int64_t steps) {
+    for (int64_t i = 0; i < steps; ++i) {
+      const int32_t tok = benchmark_decode_token(i, c.vocab_size);
+      model.forward(&tok, 1, LogitsRows::kLast);
+    }
+  };
+  const std::vector<DecodeVariant> variants = decode_variants("cpu", 0);
+  std::vector<std::vector<double>> per_step(variants.size());
+  for (int64_t r = 0; r < cli.get_int("--warmup") + repeat; ++r)
+    for (size_t v = 0; v < variants.size(); ++v) {
+      backend.set_decode_prefetch(variants[v].prefetch);
+      model.reset();
+      model.forward(tokens, LogitsRows::kLast);
+      const auto t0 = Clock::now();
+      decode(gen);
+      if (r >= cli.get_int("--warmup")) per_step[v].push_back(since(t0) / double(gen));
+    }
+  std::vector<MeasuredVariant> measured;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const double median = summarize(per_step[v]).median;
+    measured.push_back({variants[v], median});
+    std::printf("%-16s %9.1f us per step, %8.2f tok/s (median of %lld alternated runs of %lld steps after a "
+                "%lld-token prompt)\n",
+                variants[v].label().c_str(), median * 1e6, 1.0 / median, static_cast<long long>(repeat),
+                static_cast<long long>(gen), static_cast<long long>(prompt));
+  }
+  std::fprintf(stderr, "qbench: %s; %s\n", backend.name().c_str(), tuned.c_str());
+  store_decode_ranking(store, winners::cpu_fingerprint(), "cpu.", decode_step_key(w), measured);
+  const auto best = std::min_element(measured.begin(), measured.end(), [](const MeasuredVariant& a, const MeasuredVariant& b) {
+    return a.seconds_per_step < b.seconds_per_step;
+  });
+  std::printf("stored in %s: qrun --tuned-cache %s runs this model's decode on this CPU with %s\n", store.c_str(),
+              store.c_str(), best->variant.prefetch ? "the prefetch (plain)" : "no prefetch");
+  return 0;
+}
+
+// --choose-decode: every decode variant the device runs (decode_choice.h: fused norms, PDL; the CPU's prefetch)
+// timed on the model, the ranking stored in --tuned-cache, from which qrun then runs the fastest.
 int run_choose_decode(const CliArgs& cli, const std::string& path) {
   const std::string device = cli.get("--device");
-  if (device != "emu" && device != "cuda")
-    throw Error("--choose-decode ranks a device's decode variants: give --device cuda (or emu, to try the flow)");
+  if (device != "cpu" && device != "emu" && device != "cuda")
+    throw Error("--device: unknown device '" + device + "' (cpu, emu, cuda)");
   if (!cli.given("--tuned-cache"))
     throw Error("--choose-decode keeps its ranking in the tuning store: give --tuned-cache FILE (made when missing)");
   if (cli.given("--report")) throw Error("--choose-decode and --report are two measurements: give one");
   const std::string store = cli.get("--tuned-cache");
+  if (device == "cpu") return run_choose_decode_cpu(cli, path, store);
   const bool had_store = std::filesystem::exists(store);
   check_decode_store_writable(store);
   const auto file = ModelFile::open(path);
@@ -443,9 +502,10 @@ int run(int argc, char** argv) {
       .flag("--json", "print one JSON object instead of text")
       .option("--device", "D", "cpu, emu or cuda (the device backend; cuda needs a GPU)", "cpu")
       .option("--tuned-cache", "FILE", "qtune's store: the tuned choices (cpu: matvec rows; emu/cuda: kernel points)")
-      .flag("--choose-decode", "emu/cuda: time every decode variant the device runs (plain, fused norms, and with "
-            "PDL on sm_90+) on the model, --gen steps after a --prompt prefill, median of --repeat, and store the "
-            "ranking in --tuned-cache (made when missing): qrun given that store runs the fastest")
+      .flag("--choose-decode", "time every decode variant the device runs (emu/cuda: plain, fused norms, and with "
+            "PDL on sm_90+; cpu: the Q8_0 decode's prefetch on and off) on the model, --gen steps after a --prompt "
+            "prefill, median of --repeat, and store the ranking in --tuned-cache (made when missing): qrun given "
+            "that store runs the fastest")
       .option("--emu-arch", "ARCH", "--report on emu: the architecture the emulator presents, sm80, sm86, sm89 or sm90 "
               "(sm90 runs the sm_90a families, the Hopper grouped MoE GEMMs among them)", "sm80")
       .option("--report", "DIR", "measure a whole report (kernels per linear shape and batch against cuBLAS and "

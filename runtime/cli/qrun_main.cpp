@@ -81,14 +81,16 @@ CliArgs make_cli() {
             "own q and writes the new k/v row): a dense layer in 5 launches instead of 8; a MoE layer's o_proj also "
             "writes its norm, and frag-layout experts (sm_90) run as two GEMVs straight from the router's logits: "
             "6 launches instead of about 15; frag-layout weights (AWQ, INT8 group-wise, Q8_0)")
-      .flag("--no-stored-decode", "emu/cuda with --tuned-cache: ignore the decode variant (fused norms, PDL) that "
-            "`qbench --choose-decode` measured fastest and stored in it, and choose as --decode auto does without a "
-            "store; without this, --decode, --fuse-norm or --pdl, qrun runs the stored variant")
-      .option("--decode", "V", "emu/cuda: the decode step's variant: plain, pdl, fused-norm or fused-norm+pdl (as "
+      .flag("--no-stored-decode", "with --tuned-cache: ignore the decode variant (fused norms, PDL; on the CPU the "
+            "prefetch) that `qbench --choose-decode` measured fastest and stored in it, and choose as --decode auto "
+            "does without a store; without this, --decode, --fuse-norm or --pdl, qrun runs the stored variant")
+      .option("--decode", "V", "the decode step's variant. emu/cuda: plain, pdl, fused-norm or fused-norm+pdl (as "
               "--fuse-norm and --pdl give them); trial: time plain against the most fused variant this run can use on "
-              "the first decode steps, then go on with the faster; auto: the variant a tuned cache ranks first "
+              "the first decode steps, then go on with the faster. cpu: plain or no-prefetch (the Q8_0 decode without "
+              "its software prefetch: the same bits). auto: the variant a tuned cache ranks first "
               "(qbench --choose-decode), else the trial on a CUDA GPU (not with --launch-times, which times one "
-              "variant), else plain. Variants agree to within rounding: name one to repeat a run bit for bit", "auto")
+              "variant), else plain. GPU variants agree to within rounding: name one to repeat a run bit for bit",
+              "auto")
       .flag("-v,--verbose", "emu/cuda: list the kernel chosen for every op shape and why")
       .flag("--reference", "reference path: dequantized weights, fp32 activations (slow, exact)")
       .option("--threads", "N", "CPU threads (default: all; emu: host threads running blocks)")
@@ -245,12 +247,19 @@ int run(int argc, char** argv) {
   const std::string decode = cli.get("--decode");
   std::optional<DecodeVariant> decode_variant;
   if (decode != "auto" && decode != "trial") {
-    decode_variant = variant_of(std::string(winners::kDecodeVariantStem) + decode, "");
+    const std::string prefix = device == "cpu" ? "cpu." : "";
+    decode_variant = variant_of(prefix + winners::kDecodeVariantStem + decode, prefix);
+    if (!decode_variant && device == "cpu")
+      throw Error("--decode on the CPU: expected auto, plain or no-prefetch, got '" + decode + "'");
     if (!decode_variant)
       throw Error("--decode: expected auto, trial, plain, pdl, fused-norm or fused-norm+pdl, got '" + decode + "'");
+    if (!decode_variant->prefetch && device != "cpu")
+      throw Error("--decode no-prefetch is the CPU's variant (--device cpu)");
   }
   if (cli.given("--decode")) {
-    if (device == "cpu") throw Error("--decode is a device option (--device emu/cuda)");
+    if (device == "cpu" && decode == "trial")
+      throw Error("--decode trial times a device's variants on the run (--device emu/cuda); on the CPU, "
+                  "qbench --choose-decode ranks them into a tuned cache");
     if (cli.get_flag("--fuse-norm") || cli.get_flag("--pdl"))
       throw Error("--decode names the whole decode variant: give it or --fuse-norm/--pdl, not both");
     if (decode == "trial" && cli.given("--launch-times"))
@@ -312,8 +321,11 @@ int run(int argc, char** argv) {
     run_opts.emu_threads = opts.threads;
   }
   if (cli.given("--tuned-cache") && device != "cpu") run_opts.tuned_cache = cli.get("--tuned-cache");
-  if (cli.get_flag("--no-stored-decode") && (device == "cpu" || !cli.given("--tuned-cache")))
-    throw Error("--no-stored-decode ignores a tuned cache's decode variant: it needs --tuned-cache and --device emu/cuda");
+  if (cli.get_flag("--no-stored-decode") && !cli.given("--tuned-cache"))
+    throw Error("--no-stored-decode ignores a tuned cache's decode variant: it needs --tuned-cache");
+  // On the CPU, a variant named here or the built-in one in place of the store's (apply_tuned_cache keeps it).
+  if (device == "cpu" && (decode_variant || cli.get_flag("--no-stored-decode")))
+    opts.decode_prefetch = decode_variant ? decode_variant->prefetch : true;
   // The store's measured decode variant, unless the command line chose one.
   const bool chosen_here = decode_variant || cli.get_flag("--fuse-norm") || cli.get_flag("--pdl");
   if (!run_opts.tuned_cache.empty() && !cli.get_flag("--no-stored-decode") && !chosen_here && decode == "auto")

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "device/winners/winners.h"
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
+#include "runtime/cli/decode_choice.h"
 #include "kernels_src/registry/registry.h"
 #include "kernels_src/registry/stored_point.h"
 
@@ -59,6 +60,13 @@ std::string apply_tuned_cache(const std::string& path, const ModelWeights& weigh
   if (unreadable > 0)
     summary += "; skipped " + std::to_string(unreadable) + " winners whose stored point is not one of this build's "
                "(damaged or edited: qtune store check names them)";
+  if (!options.decode_prefetch) {
+    const std::vector<DecodeVariant> runnable = decode_variants("cpu", 0);
+    if (auto choice = stored_decode_choice(table, device, "cpu.", decode_step_key(weights), runnable)) {
+      options.decode_prefetch = choice->variant.prefetch;
+      summary += "; " + choice->line;
+    }
+  }
   if (!global) return summary + "; using the built-in choices";
   // The stored ISA is the matvec family's choice of dot products; the family does not time the Q8_0 GEMM, which
   // comes with the fastest ISA that has those dot products.

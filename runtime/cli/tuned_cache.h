@@ -3,6 +3,8 @@
 // matmul shape the model has, the winner measured on this CPU (same device fingerprint) gives its rows
 // per work item; the instruction set and thread count come from the winner of the largest shape, the set as the
 // dot products it chose, run with the fastest ISA that has them (fastest_with_dot_products_of, isa_kernels.h).
+// The store's decode ranking for this CPU and model (`qbench --choose-decode`, decode_choice.h) sets the decode
+// prefetch, unless the options already name it.
 #include <string>
 
 #include "models/core/weights.h"

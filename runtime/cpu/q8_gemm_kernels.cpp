@@ -50,7 +50,7 @@ void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, fl
   }
 }
 
-const Q8GemmKernels kScalarQ8Gemm = {Isa::kScalar, nullptr, panel_scalar, quantize_row_scalar};
+const Q8GemmKernels kScalarQ8Gemm = {Isa::kScalar, nullptr, panel_scalar, quantize_row_scalar, nullptr, false};
 
 void run_panels(const Q8GemmKernels& kernels, const uint8_t* w, int64_t count, int64_t k, int64_t group,
                 const int8_t* x, int64_t x_stride, const float* x_scale, const int32_t* x_qsum, int64_t xs_stride,
@@ -71,17 +71,19 @@ const char* tile_unit_name(TileUnit unit) {
   return "?";
 }
 
-const Q8GemmKernels& q8_gemm_kernels_for(Isa isa, TileUnit tiles) {
+const Q8GemmKernels& q8_gemm_kernels_for(Isa isa, TileUnit tiles, bool decode_prefetch) {
+  const bool p = decode_prefetch;
   if (tiles != TileUnit::kNone) {
     if (isa != Isa::kAvx512Vnni)
       throw Error(std::string("the AMX kernel converts its sums with AVX-512, not ") + isa_name(isa));
-    return tiles == TileUnit::kAmx ? kAmxQ8Gemm : kAmxModelQ8Gemm;
+    if (tiles == TileUnit::kAmx) return p ? kAmxQ8Gemm : kAmxQ8GemmNoPrefetch;
+    return p ? kAmxModelQ8Gemm : kAmxModelQ8GemmNoPrefetch;
   }
   switch (isa) {
-    case Isa::kAvx512Vnni: return kAvx512Q8Gemm;
-    case Isa::kAvxVnni: return kAvxVnniQ8Gemm;
-    case Isa::kAvx2: return kAvx2Q8Gemm;
-    default: return kScalarQ8Gemm;
+    case Isa::kAvx512Vnni: return p ? kAvx512Q8Gemm : kAvx512Q8GemmNoPrefetch;
+    case Isa::kAvxVnni: return p ? kAvxVnniQ8Gemm : kAvxVnniQ8GemmNoPrefetch;
+    case Isa::kAvx2: return p ? kAvx2Q8Gemm : kAvx2Q8GemmNoPrefetch;
+    default: return kScalarQ8Gemm;  // no prefetch to leave out
   }
 }
 

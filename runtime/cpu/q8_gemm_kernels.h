@@ -24,7 +24,7 @@ constexpr int64_t q8_panel_bytes(int64_t k, int64_t group) { return k / group * 
 // contiguous stream, but the hardware prefetcher stops at each 4 KB page and ramps up again; a line 2 KB ahead
 // keeps the next page's lines coming. Measured on decode of the Qwen3-0.6B shape on a Cascade Lake Xeon
 // (1 / 2 threads): about 21 -> 22 and 37 -> 39 tok/s; 1, 4 and 8 KB ahead did no better. Each kernel says
-// which cache it asks into.
+// which cache it asks into. Whether decode asks at all is a per-CPU choice (q8_gemm_kernels_for).
 constexpr int64_t kQ8PrefetchBytes = 2048;
 // The 16 scales of group g of the panel at w.
 inline const float* q8_group_scales(const uint8_t* w, int64_t group, int64_t g) {
@@ -58,6 +58,9 @@ struct Q8GemmKernels {
   void (*panels)(const uint8_t* w, int64_t count, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                  const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                  int64_t y_stride, int64_t rows) = nullptr;
+  // Whether decode (one or two tokens) asks for the line kQ8PrefetchBytes ahead. Each table comes in both kinds:
+  // the prefetch is worth 6-10% of decode on some CPUs and costs as much on others (q8_decode_prefetch below).
+  bool decode_prefetch = true;
 };
 
 // `count` consecutive panels (see Q8GemmKernels::panels) on `kernels`, by its `panels` where it has one.
@@ -71,7 +74,14 @@ enum class TileUnit { kNone, kAmx, kAmxModel };
 
 const char* tile_unit_name(TileUnit unit);
 // Throws qt::Error for a tile unit without kernels for `isa` (the AMX kernel needs AVX-512 VNNI).
-const Q8GemmKernels& q8_gemm_kernels_for(Isa isa, TileUnit tiles = TileUnit::kNone);
+// `decode_prefetch`: the table whose decode asks for the line kQ8PrefetchBytes ahead, or the one that leaves the
+// stream to the hardware prefetcher. Neither wins everywhere. Decode of the 0.6B shape, AVX2, 1 thread: the
+// prefetch took a Zen 1 EPYC from 14.4 to 17.3-18.9 tok/s and a Cascade Lake Xeon from 21 to 22, and cost a Zen 3
+// EPYC about 9% (12.6 against 13.9 tok/s; 2 threads 22.8 against 24.8; the 30B-A3B shape 18.5 against 19.9, means
+// of 3 alternated runs). So it is a per-CPU choice: `qbench --choose-decode` on the CPU ranks both on the model and
+// keeps the ranking in the tuning store, which qrun and qbench given that store (--tuned-cache) follow. The integer
+// sums, and so the outputs, are the same bits either way.
+const Q8GemmKernels& q8_gemm_kernels_for(Isa isa, TileUnit tiles = TileUnit::kNone, bool decode_prefetch = true);
 
 // The portable quantizer, also used by the SIMD tables for groups their vectors do not fit.
 void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum);
@@ -88,5 +98,11 @@ extern const Q8GemmKernels kAvx512Q8Gemm;
 // AVX-512 VNNI.
 extern const Q8GemmKernels kAmxQ8Gemm;
 extern const Q8GemmKernels kAmxModelQ8Gemm;
+// The same tables without decode prefetch (q8_gemm_kernels_for).
+extern const Q8GemmKernels kAvx2Q8GemmNoPrefetch;
+extern const Q8GemmKernels kAvxVnniQ8GemmNoPrefetch;
+extern const Q8GemmKernels kAvx512Q8GemmNoPrefetch;
+extern const Q8GemmKernels kAmxQ8GemmNoPrefetch;
+extern const Q8GemmKernels kAmxModelQ8GemmNoPrefetch;
 
 }  // namespace qt::rt

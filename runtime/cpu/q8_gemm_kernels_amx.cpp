@@ -130,7 +130,8 @@ struct Block {
 };
 static_assert(kSumTiles == 4, "Block::run unrolls the steps by the sums tiles");
 
-template <class Tiles>
+// `Few`: the kernels of fewer than kAmxMinTokens tokens (decode among them), with or without decode prefetch.
+template <class Tiles, const Q8GemmKernels& Few>
 void panel_tiles(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                  const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                  int64_t y_stride, int64_t rows) {
@@ -157,7 +158,7 @@ void panel_tiles(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, in
     if (configured) tiles.release();
     if (t >= tokens) return;
   }
-  kAvx512Q8Gemm.panel(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
+  Few.panel(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
                       x_qsum + t * xs_stride, xs_stride, tokens - t, y + t * y_stride, y_stride, rows);
 }
 
@@ -169,7 +170,14 @@ void quantize_row_amx(const float* x, int64_t k, int64_t group, int8_t* q, float
 
 }  // namespace
 
-const Q8GemmKernels kAmxQ8Gemm = {Isa::kAvx512Vnni, "amx-int8", panel_tiles<AmxHwTiles>, quantize_row_amx};
-const Q8GemmKernels kAmxModelQ8Gemm = {Isa::kAvx512Vnni, "amx-model", panel_tiles<AmxTileModel>, quantize_row_amx};
+const Q8GemmKernels kAmxQ8Gemm = {Isa::kAvx512Vnni, "amx-int8", panel_tiles<AmxHwTiles, kAvx512Q8Gemm>,
+                                  quantize_row_amx};
+const Q8GemmKernels kAmxModelQ8Gemm = {Isa::kAvx512Vnni, "amx-model", panel_tiles<AmxTileModel, kAvx512Q8Gemm>,
+                                       quantize_row_amx};
+const Q8GemmKernels kAmxQ8GemmNoPrefetch = {
+    Isa::kAvx512Vnni, "amx-int8", panel_tiles<AmxHwTiles, kAvx512Q8GemmNoPrefetch>, quantize_row_amx, nullptr, false};
+const Q8GemmKernels kAmxModelQ8GemmNoPrefetch = {Isa::kAvx512Vnni, "amx-model",
+                                                 panel_tiles<AmxTileModel, kAvx512Q8GemmNoPrefetch>, quantize_row_amx,
+                                                 nullptr, false};
 
 }  // namespace qt::rt

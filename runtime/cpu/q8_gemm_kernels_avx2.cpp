@@ -16,11 +16,11 @@
 namespace qt::rt {
 namespace {
 
-// The line kQ8PrefetchBytes ahead (q8_gemm_kernels.h), into L2 as the AVX-512 kernel's decode asks for it.
-// Prefill asks for nothing (see tile).
-template <int T>
+// The line kQ8PrefetchBytes ahead (q8_gemm_kernels.h), into L2 as the AVX-512 kernel's decode asks for it, in
+// the tables whose decode prefetches (`Ahead`). Prefill asks for nothing (see tile).
+template <int T, bool Ahead>
 inline void prefetch_ahead(const uint8_t* p) {
-  if constexpr (T <= 2) _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, _MM_HINT_T1);
+  if constexpr (T <= 2 && Ahead) _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, _MM_HINT_T1);
 }
 
 // The products of one 32-byte half of a 64-byte step (8 rows x 4 columns) with one token's 4 activations,
@@ -50,7 +50,7 @@ inline void keep_in_order(__m256i& sum) { asm("" : "+x"(sum)); }
 // 8 rows, as 16 rows x 4 tokens would not fit its sums in 16 registers, with the group's depth at run time
 // (G = 0) and no prefetch: on that CPU it is bound by the one pipe that multiplies integers, and the unrolled
 // group and the prefetch each measured 1-3% slower there.
-template <int T, int H, int G>
+template <int T, int H, int G, bool Ahead>
 void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
           const float* x_scale, int64_t xs_stride, float* y, int64_t y_stride, int64_t rows) {
   const int64_t depth = G > 0 ? G : group;
@@ -66,7 +66,7 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
     const uint8_t* wg = w + g * q8_group_bytes(depth);
     const int8_t* xg = x + g * depth;
     auto products = [&](int64_t c) {
-      prefetch_ahead<T>(wg + c * kQ8PanelRows);
+      prefetch_ahead<T, Ahead>(wg + c * kQ8PanelRows);
       for (int h = 0; h < H; ++h) {
         const __m256i q = _mm256_xor_si256(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + c * kQ8PanelRows + 32 * h)), flip);
@@ -187,7 +187,7 @@ void panel_wide(const uint8_t* w, int64_t k, int64_t group, const int16_t* x16, 
 }
 
 // One panel on the int8 tiles.
-template <int G>
+template <int G, bool Ahead>
 void panel_tokens(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                   const float* x_scale, int64_t xs_stride, int64_t tokens, float* y, int64_t y_stride, int64_t rows) {
   int64_t t = 0;
@@ -199,21 +199,23 @@ void panel_tokens(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, i
       const uint8_t* wh = w + half * 32;
       float* yh = y + half * 8;
       const int64_t rh = rows - half * 8;
-      for (t = 0; t + 4 <= tokens; t += 4) at(tile<4, 1, 0>, wh, rh, yh);
-      if (tokens - t == 3) at(tile<3, 1, G>, wh, rh, yh), t += 3;
-      for (; t < tokens; t += 2) tokens - t >= 2 ? at(tile<2, 1, G>, wh, rh, yh) : at(tile<1, 1, G>, wh, rh, yh);
+      for (t = 0; t + 4 <= tokens; t += 4) at(tile<4, 1, 0, Ahead>, wh, rh, yh);
+      if (tokens - t == 3) at(tile<3, 1, G, Ahead>, wh, rh, yh), t += 3;
+      for (; t < tokens; t += 2)
+        tokens - t >= 2 ? at(tile<2, 1, G, Ahead>, wh, rh, yh) : at(tile<1, 1, G, Ahead>, wh, rh, yh);
     }
     return;
   }
-  if (tokens == 2) return at(tile<2, 2, G>, w, rows, y);
-  if (tokens == 1) at(tile<1, 2, G>, w, rows, y);
+  if (tokens == 2) return at(tile<2, 2, G, Ahead>, w, rows, y);
+  if (tokens == 1) at(tile<1, 2, G, Ahead>, w, rows, y);
 }
 
 // Fewer tokens than kWideMinTokens, on the int8 tiles, group by group size.
+template <bool Ahead>
 void panel_int8(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride, const float* x_scale,
                 int64_t xs_stride, int64_t tokens, float* y, int64_t y_stride, int64_t rows) {
   by_group_depth(group, [&](auto depth) {
-    panel_tokens<depth()>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
+    panel_tokens<depth(), Ahead>(w, k, group, x, x_stride, x_scale, xs_stride, tokens, y, y_stride, rows);
   });
 }
 
@@ -222,6 +224,7 @@ void panel_int8(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int
 // tokens at a time, they were about 6% of the wide tile's instructions; once a run, pp512 on the Zen 4 EPYC in
 // AVX2 mode, 1 thread, went from 99-101 to 122-127 tok/s on the 0.6B shape and from 378-385 to 389-403 on the
 // 30B-A3B one (results/cpu-vs-llama.cpp-avx2.md).
+template <bool Ahead>
 void panels_avx2(const uint8_t* w, int64_t count, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                  const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                  int64_t y_stride, int64_t rows) {
@@ -240,15 +243,16 @@ void panels_avx2(const uint8_t* w, int64_t count, int64_t k, int64_t group, cons
     if (wide) {
       panel_wide(wp, k, group, wide_x.data(), x_scale, xs_stride, tokens, yp, y_stride, rp);
     } else {
-      panel_int8(wp, k, group, x, x_stride, x_scale, xs_stride, tokens, yp, y_stride, rp);
+      panel_int8<Ahead>(wp, k, group, x, x_stride, x_scale, xs_stride, tokens, yp, y_stride, rp);
     }
   }
 }
 
+template <bool Ahead>
 void panel_avx2(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                 const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                 int64_t y_stride, int64_t rows) {
-  panels_avx2(w, 1, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
+  panels_avx2<Ahead>(w, 1, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
 }
 
 inline float hmax256(__m256 v) {
@@ -286,6 +290,8 @@ void quantize_row_avx2(const float* x, int64_t k, int64_t group, int8_t* q, floa
   }
 }
 
-const Q8GemmKernels kAvx2Q8Gemm = {Isa::kAvx2, nullptr, panel_avx2, quantize_row_avx2, panels_avx2};
+const Q8GemmKernels kAvx2Q8Gemm = {Isa::kAvx2, nullptr, panel_avx2<true>, quantize_row_avx2, panels_avx2<true>};
+const Q8GemmKernels kAvx2Q8GemmNoPrefetch = {Isa::kAvx2,         nullptr, panel_avx2<false>, quantize_row_avx2,
+                                             panels_avx2<false>, false};
 
 }  // namespace qt::rt

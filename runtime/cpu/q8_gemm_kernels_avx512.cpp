@@ -15,11 +15,11 @@ namespace {
 // to L2: on an AMD EPYC (Zen 4) prefetching it into L1 streamed the 0.6B shape's matrices about 10 % slower than
 // no prefetch at all, into L2 as fast (a stand-alone loop over those matrices, 1 thread). Several tokens
 // (prefill) do enough arithmetic per line for the L1 prefetch to pay: into L2 instead, prefill of 16 tokens
-// lost 5-10 % on that CPU.
-template <int T>
+// lost 5-10 % on that CPU. Decode asks for nothing in the tables without decode prefetch (`Ahead` false).
+template <int T, bool Ahead>
 inline void prefetch_ahead(const uint8_t* p) {
   if constexpr (T == 1) {
-    _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, _MM_HINT_T1);
+    if constexpr (Ahead) _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, _MM_HINT_T1);
   } else {
     _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, _MM_HINT_T0);
   }
@@ -29,7 +29,7 @@ inline void prefetch_ahead(const uint8_t* p) {
 // products of a group unroll and the T integer sums stay in registers; 0 takes it at run time. (With the depth
 // a run-time loop bound, GCC 12 shuffled the sums through 16 register moves and a stack slot per 8 products.)
 // Each token's sums start at -128 * its activations' sum in the group, which takes out the weights' +128.
-template <int T, int G>
+template <int T, int G, bool Ahead>
 void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
           const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, float* y, int64_t y_stride, __mmask16 rows) {
   const int64_t depth = G > 0 ? G : group;
@@ -42,7 +42,7 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
     __m512i s[T];
     for (int t = 0; t < T; ++t) s[t] = _mm512_set1_epi32(-128 * x_qsum[t * xs_stride + g]);
     auto products = [&](int64_t c) {
-      prefetch_ahead<T>(wg + c * kQ8PanelRows);
+      prefetch_ahead<T, Ahead>(wg + c * kQ8PanelRows);
       const __m512i wv = _mm512_loadu_si512(wg + c * kQ8PanelRows);
       for (int t = 0; t < T; ++t) s[t] = _mm512_dpbusd_epi32(s[t], wv, _mm512_set1_epi32(load4(xg + t * x_stride + c)));
     };
@@ -58,6 +58,7 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * y_stride, rows, acc[t]);
 }
 
+template <bool Ahead>
 void panel_avx512(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                   const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                   int64_t y_stride, int64_t rows) {
@@ -65,7 +66,7 @@ void panel_avx512(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, i
   const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
   by_group_depth(group, [&](auto depth) {
     tokens_by_tile<8>(tokens, [&](auto tokens_in_tile, int64_t t) {
-      tile<tokens_in_tile(), depth()>(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
+      tile<tokens_in_tile(), depth(), Ahead>(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
                                       x_qsum + t * xs_stride, xs_stride, y + t * y_stride, y_stride, mask);
     });
   });
@@ -110,6 +111,8 @@ void quantize_row_avx512(const float* x, int64_t k, int64_t group, int8_t* q, fl
 
 }  // namespace
 
-const Q8GemmKernels kAvx512Q8Gemm = {Isa::kAvx512Vnni, nullptr, panel_avx512, quantize_row_avx512};
+const Q8GemmKernels kAvx512Q8Gemm = {Isa::kAvx512Vnni, nullptr, panel_avx512<true>, quantize_row_avx512};
+const Q8GemmKernels kAvx512Q8GemmNoPrefetch = {Isa::kAvx512Vnni, nullptr, panel_avx512<false>, quantize_row_avx512,
+                                               nullptr,           false};
 
 }  // namespace qt::rt

@@ -17,15 +17,16 @@ namespace qt::rt {
 namespace {
 
 // The line kQ8PrefetchBytes ahead (q8_gemm_kernels.h): into L2 for decode, which only streams, and into L1 for
-// several tokens, which do enough arithmetic per line for it to pay, as the AVX-512 kernel asks.
-template <int T>
+// several tokens, which do enough arithmetic per line for it to pay, as the AVX-512 kernel asks; decode asks for
+// nothing in the table without decode prefetch (`Ahead` false).
+template <int T, bool Ahead>
 inline void prefetch_ahead(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, T == 1 ? _MM_HINT_T1 : _MM_HINT_T0);
+  if constexpr (T > 1 || Ahead) _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, T == 1 ? _MM_HINT_T1 : _MM_HINT_T0);
 }
 
 // T tokens against the 16 rows of a panel, both halves of each step, so every weight line is used once as it
 // arrives. G is the group's depth when known at compile time (by_group_depth); 0 takes it at run time.
-template <int T, int G>
+template <int T, int G, bool Ahead>
 void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride, const float* x_scale,
           const int32_t* x_qsum, int64_t xs_stride, float* y, int64_t y_stride, int64_t rows) {
   constexpr int H = 2;
@@ -40,7 +41,7 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
     for (int t = 0; t < T; ++t)
       for (int h = 0; h < H; ++h) s[t][h] = _mm256_set1_epi32(-128 * x_qsum[t * xs_stride + g]);
     auto products = [&](int64_t c) {
-      prefetch_ahead<T>(wg + c * kQ8PanelRows);
+      prefetch_ahead<T, Ahead>(wg + c * kQ8PanelRows);
       __m256i wv[H];
       for (int h = 0; h < H; ++h)
         wv[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + c * kQ8PanelRows + 32 * h));
@@ -64,6 +65,7 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
 // take the 16 ymm registers at 6; the float sums, touched once a group, live in memory between groups.
 constexpr int kTileTokens = 6;
 
+template <bool Ahead>
 void panel_avxvnni(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                    const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                    int64_t y_stride, int64_t rows) {
@@ -71,7 +73,7 @@ void panel_avxvnni(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, 
     return kScalarQ8Gemm.panel(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
   by_group_depth(group, [&](auto depth) {
     tokens_by_tile<kTileTokens>(tokens, [&](auto tokens_in_tile, int64_t t) {
-      tile<tokens_in_tile(), depth()>(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
+      tile<tokens_in_tile(), depth(), Ahead>(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
                                       x_qsum + t * xs_stride, xs_stride, y + t * y_stride, y_stride, rows);
     });
   });
@@ -80,6 +82,8 @@ void panel_avxvnni(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, 
 }  // namespace
 
 // The activations are quantized by the AVX2 kernel's code: AVX-VNNI adds nothing there.
-const Q8GemmKernels kAvxVnniQ8Gemm = {Isa::kAvxVnni, nullptr, panel_avxvnni, quantize_row_avx2};
+const Q8GemmKernels kAvxVnniQ8Gemm = {Isa::kAvxVnni, nullptr, panel_avxvnni<true>, quantize_row_avx2};
+const Q8GemmKernels kAvxVnniQ8GemmNoPrefetch = {Isa::kAvxVnni, nullptr, panel_avxvnni<false>, quantize_row_avx2, nullptr,
+                                                false};
 
 }  // namespace qt::rt

@@ -21,6 +21,11 @@ Measurements (same threads, prompt and generation lengths on both sides):
 Both model files are read once before the first round, so both start from the page cache. Both tools run one
 unmeasured warm-up first (llama-bench's default; qbench --warmup 1), so one-time work such as
 the MoE experts' repack on first use is not in the figures; it is in the peak RSS run, which includes it.
+
+qtune is set up as its README tells a user to: before the rounds, `qbench --choose-decode` ranks its decode
+variants on this CPU for each model (the Q8_0 decode with and without its software prefetch, which pays on some
+CPUs and costs on others) into a tuning store, and every qbench run is given that store (--tuned-cache). Held to
+one instruction set (--isa), qtune runs its built-in choice instead: the ranking is of the ISA qrun would run.
 """
 import argparse
 import datetime
@@ -114,10 +119,19 @@ def llama_path(a, model, flags):
     return {"name": name, "buffers": bufs, "amx": "AMX" in bufs}
 
 
+def choose_decode(a, model, store):
+    """qbench --choose-decode on this CPU and model, into `store`: the lines it printed (the ranking)."""
+    text, err, _, _ = run([a.qbench, "--model", model, "--choose-decode", "--prompt", "1", "--gen", str(GEN),
+                           "--repeat", "5", "--tuned-cache", store])
+    return [l for l in text.splitlines() if l.strip()]
+
+
 def qtune_round(a, model, threads):
     base = [a.qbench, "--model", model, "--threads", str(threads), "--gen", str(GEN), "--repeat", "1", "--warmup", "1", "--json"]
     if a.isa:
         base += ["--isa", a.isa]
+    else:
+        base += ["--tuned-cache", a.store]
     r, loads = {}, []
     text, _, rss, load = run(base + ["--prompt", str(PROMPT), "--bandwidth-mb", "0"])
     j = json.loads(text)
@@ -204,6 +218,15 @@ def main():
                 while f.read(1 << 24):
                     pass
     cpu = cpu_description()
+    # qtune's decode variant ranked on this CPU first (see the docstring), in a store of this run's own.
+    a.store = os.path.join(os.path.dirname(os.path.abspath(a.raw)), "qtune-decode.sqlite")
+    a.ranking = {}
+    if not a.isa:
+        if os.path.exists(a.store):
+            os.remove(a.store)
+        for shape, _ in SHAPES:
+            a.ranking[shape] = choose_decode(a, os.path.join(a.models, shape + ".bin"), a.store)
+            print(f"[compare] qtune decode ranking on {shape}: {a.ranking[shape]}", file=sys.stderr)
     paths = {}  # (shape, llama path) -> llama_path()
     for shape, _ in SHAPES:
         for name, flags in LLAMA_PATHS:
@@ -295,6 +318,20 @@ def write_report(a, cpu, paths, results, started, finished, same=()):
              "sides (llama-bench's default; `qbench --warmup 1`), so the MoE experts' one-time repack on first use "
              "is not in the rates.")
     L.append("")
+    if getattr(a, "ranking", None):
+        L.append("qtune's decode variant was ranked on this CPU before the rounds, as its README tells a user to "
+                 "(`qbench --model M --choose-decode --prompt 1 --gen 32 --repeat 5 --tuned-cache S`: the Q8_0 "
+                 "decode with and without its software prefetch, alternated; all threads), and every qbench run was "
+                 "given that store. The ranking it printed:")
+        L.append("")
+        for shape, title in SHAPES:
+            L.append(f"- {title}: " + "; ".join(f"`{' '.join(l.split())}`" for l in a.ranking.get(shape, [])
+                                               if not l.startswith("stored in")))
+        L.append("")
+    else:
+        L.append("Held to one instruction set, qtune ran its built-in decode variant (the prefetch on): its "
+                 "`qbench --choose-decode` ranks the ISA qrun would run.")
+        L.append("")
     L.append("llama.cpp's paths, from the buffers its log names for the weights:")
     L.append("")
     for shape, title in SHAPES:

@@ -4,8 +4,10 @@
 #      (CPU only, GGML_NATIVE, with clang: see below), and a Python environment for convert_hf_to_gguf.py;
 #   2. writes each shape once with `qconvert synthetic --format hf`, then converts that checkpoint to GGUF
 #      Q8_0 (convert_hf_to_gguf.py) and to ajc1 / moe3 (qconvert convert);
-#   3. runs qbench and llama-bench's default and generic (--repack 0) paths interleaved (compare.py) and writes
-#      results/cpu-vs-llama.cpp.md, with the CPU's model, caches and ISA features and each llama.cpp path named.
+#   3. ranks qtune's decode variants on this CPU (qbench --choose-decode, as a user would before running), then
+#      runs qbench with that store and llama-bench's default and generic (--repack 0) paths interleaved
+#      (compare.py) and writes results/cpu-vs-llama.cpp.md, with the CPU's model, caches and ISA features and
+#      each llama.cpp path named.
 # A benchmark, not a test: CI does not run it. Every step is skipped when its output already exists, so a
 # second run only measures. Usage (from the repository root, after configuring build/):
 #   scripts/peers/cpu_vs_llama_cpp.sh [--rounds N] [--threads "1 2"] [--out FILE] [--isa avx2|avx-vnni] [--prepare-only]

@@ -513,12 +513,13 @@ TEST_CASE("qrun --decode trial times plain against fused norms on the first deco
       {"--decode sideways", "--decode: expected auto, trial, plain, pdl, fused-norm or fused-norm+pdl, got 'sideways'"},
       {"--decode fused-norm --fuse-norm", "--decode names the whole decode variant"},
       {"--decode pdl", "--decode pdl: PDL is a CUDA GPU option"},
+      {"--decode no-prefetch", "--decode no-prefetch is the CPU's variant (--device cpu)"},
       {"--decode fused-norm --weight-layout file", "--decode fused-norm runs on the frag layout's GEMVs"},
       {"--decode trial --launch-times " + kTmp + "trial-times.json", "--decode trial switches the decode variant"}};
   check_refused(common + " -n 2", refused);
   const Result cpu_decode = qrun("--model " + kFiles + "dense-tied.ak48 --prompt-ids 1,2 -n 1 --decode trial");
   CHECK(cpu_decode.code == 2);
-  CHECK(cpu_decode.err.find("--decode is a device option") != std::string::npos);
+  CHECK(cpu_decode.err.find("--decode trial times a device's variants on the run") != std::string::npos);
 }
 
 TEST_CASE("qbench --choose-decode and qrun --no-stored-decode refuse what they cannot do, each in one line") {
@@ -533,7 +534,9 @@ TEST_CASE("qbench --choose-decode and qrun --no-stored-decode refuse what they c
     CHECK(lines(e) == 1);
     return e;
   };
-  CHECK(qbench_err("--model " + model + " --choose-decode --tuned-cache /tmp/x.sqlite").find("--device cuda") !=
+  CHECK(qbench_err("--device gpu --model " + model + " --choose-decode --tuned-cache /tmp/x.sqlite")
+            .find("unknown device 'gpu'") != std::string::npos);
+  CHECK(qbench_err("--model " + model + " --choose-decode --isa scalar --tuned-cache /tmp/x.sqlite").find("--isa does not apply to --choose-decode") !=
         std::string::npos);
   CHECK(qbench_err("--device emu --model " + model + " --choose-decode").find("--tuned-cache FILE") != std::string::npos);
   // A file that is no qtune store is refused untouched.

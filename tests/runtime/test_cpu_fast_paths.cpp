@@ -133,6 +133,42 @@ TEST_CASE("a run of panels gives every panel the bits it gets alone, for every I
   }
 }
 
+TEST_CASE("every ISA's GEMM without the decode prefetch gives the bits of the one with it", "[runtime][kernels]") {
+  // The prefetch is a per-CPU choice (q8_gemm_kernels_for, qbench --choose-decode): which one a store picks must
+  // not change a token. Groups whose depth is unrolled (32, 64, 128) and one taken at run time (96); 1 and 2
+  // tokens (decode's tiles) and 3 (the next ones).
+  std::mt19937_64 rng(29);
+  const int64_t rows = 37;
+  for (int32_t group : {32, 64, 96, 128}) {
+    const int64_t cols = group * 4;
+    const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
+    const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::Q8_0, group);
+    const RepackedSet set = repack_q8({wt.view()}, nullptr);
+    const RepackedQ8& r = set.matrices.at(0);
+    const int64_t ng = cols / group;
+    for (int64_t m : {int64_t(1), int64_t(2), int64_t(3)}) {
+      const std::vector<float> x = test::random_values(rng, size_t(m * cols), 2.0f);
+      QuantizedRows xq;
+      quantize_rows(x.data(), m, cols, group, xq);
+      for (Isa isa : test::available_isas()) {
+        INFO("isa " << isa_name(isa) << " group " << group << " tokens " << m);
+        const Q8GemmKernels& with = q8_gemm_kernels_for(isa, TileUnit::kNone, true);
+        const Q8GemmKernels& without = q8_gemm_kernels_for(isa, TileUnit::kNone, false);
+        CHECK(without.decode_prefetch == false);
+        CHECK(with.decode_prefetch == (isa != Isa::kScalar));
+        std::vector<float> a(size_t(m * rows), -1.0f), b(size_t(m * rows), -2.0f);
+        run_panels(with, r.panel(0), r.panels, cols, group, xq.q.data(), cols, xq.scale.data(), xq.qsum.data(), ng,
+                   m, a.data(), rows, rows);
+        run_panels(without, r.panel(0), r.panels, cols, group, xq.q.data(), cols, xq.scale.data(), xq.qsum.data(),
+                   ng, m, b.data(), rows, rows);
+        CHECK(std::equal(a.begin(), a.end(), b.begin(), [](float u, float v) {
+          return std::bit_cast<uint32_t>(u) == std::bit_cast<uint32_t>(v);
+        }));
+      }
+    }
+  }
+}
+
 TEST_CASE("embedding rows read from a repacked (tied) table equal the file's rows", "[runtime][kernels]") {
   std::mt19937_64 rng(24);
   const int64_t rows = 37, cols = 128;

@@ -207,6 +207,53 @@ TEST_CASE("qrun --tuned-cache ignores winners measured on other kernel sources a
   CHECK(r.err.find("using the built-in choices") != std::string::npos);
 }
 
+TEST_CASE("qbench --choose-decode ranks the CPU decode's prefetch into a store, and qrun follows the ranking with the same tokens",
+          "[runtime][qrun]") {
+  // Whether the Q8_0 decode's software prefetch pays depends on the CPU (q8_gemm_kernels_for): qbench ranks both
+  // on the model, and qrun given the store runs the one it stored first, with the same tokens as the other.
+  const std::string cache = kTmp + "decode-" + std::to_string(::getpid()) + ".sqlite";
+  const std::string out = kTmp + "decode-out-" + std::to_string(::getpid()) + ".txt";
+  std::remove(cache.c_str());
+  const std::string model = "--model " + kGolden + "files/dense.ajc1 ";
+  REQUIRE(std::system((qt::binary_root() + "/bin/qbench " + model +
+                       "--choose-decode --prompt 2 --gen 2 --repeat 1 --warmup 0 --threads 1 --tuned-cache " + cache +
+                       " >" + out + " 2>/dev/null").c_str()) == 0);
+  std::stringstream ranked;
+  ranked << std::ifstream(out).rdbuf();
+  INFO(ranked.str());
+  CHECK(ranked.str().find("plain ") != std::string::npos);
+  CHECK(ranked.str().find("no prefetch ") != std::string::npos);
+  const bool without = ranked.str().find("runs this model's decode on this CPU with no prefetch") != std::string::npos;
+  CHECK((without || ranked.str().find("runs this model's decode on this CPU with the prefetch (plain)") != std::string::npos));
+  // The tokens of each variant, greedy, and the statistics line of the run that follows the store.
+  auto tokens = [&](const std::string& args) {
+    const std::string err = out + ".err";
+    const int status = std::system((kQrun + " " + model + "--prompt-ids 3,4,5 -n 6 --temp 0 --threads 1 " + args + " >" +
+                                    out + " 2>" + err).c_str());
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    std::stringstream o, e;
+    o << std::ifstream(out).rdbuf();
+    e << std::ifstream(err).rdbuf();
+    std::remove(err.c_str());
+    return std::pair{o.str(), e.str()};
+  };
+  const auto stored = tokens("--tuned-cache " + cache);
+  INFO(stored.second);
+  CHECK(stored.second.find(std::string("decode step: ") + (without ? "no prefetch" : "plain") +
+                           ", measured fastest of 2 by qbench --choose-decode") != std::string::npos);
+  CHECK(!stored.first.empty());
+  CHECK(tokens("--decode plain").first == stored.first);
+  CHECK(tokens("--decode no-prefetch").first == stored.first);
+  // --no-stored-decode ignores the ranking.
+  CHECK(tokens("--no-stored-decode --tuned-cache " + cache).second.find("decode step:") == std::string::npos);
+  const Result bad = run_qrun(model + "--prompt-ids 1,2 -n 1 --decode pdl");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--decode on the CPU: expected auto, plain or no-prefetch, got 'pdl'") != std::string::npos);
+  CHECK(lines(bad.err) == 1);
+  std::remove(cache.c_str());
+  std::remove(out.c_str());
+}
+
 TEST_CASE("qrun -i refuses a message that is not UTF-8 and the chat goes on with the next one", "[runtime][qrun]") {
   // A model with the real tokenizer's vocabulary, so that the chat template encodes.
   const std::string model = kTmp + "chat-" + std::to_string(::getpid()) + ".ajc1";
