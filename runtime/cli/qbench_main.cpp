@@ -338,6 +338,7 @@ Isa parse_isa(const CliArgs& cli) {
 // alternation spreads the drift over both. The kernels are those qrun given the store would run (its ISA,
 // threads and rows per work item).
 int run_choose_decode_cpu(const CliArgs& cli, const std::string& path, const std::string& store) {
+  const bool had_store = std::filesystem::exists(store);  // before the check below makes an empty one
   check_decode_store_writable(store);
   const auto file = ModelFile::open(path);
   const ModelWeights& w = file->weights();
@@ -351,7 +352,7 @@ int run_choose_decode_cpu(const CliArgs& cli, const std::string& path, const std
   if (cli.given("--threads")) opts.threads = cli.get_int_as<int>("--threads");
   opts.decode_prefetch = true;  // each round sets it; the store's earlier ranking is not read
   std::string tuned = "no tuned kernels in the store";
-  if (std::filesystem::exists(store)) tuned = apply_tuned_cache(store, w, opts, cli.given("--threads"));
+  if (had_store) tuned = apply_tuned_cache(store, w, opts, cli.given("--threads"));
   CpuBackend backend(opts);
   Qwen3Model model(w, backend, context);
   const std::vector<int32_t> tokens = benchmark_prompt(prompt, c.vocab_size);
