@@ -333,45 +333,71 @@ Isa parse_isa(const CliArgs& cli) {
   return isa;
 }
 
+// What both measurements of --choose-decode start from: the store (whether it existed before the writability
+// check makes an empty one), the model, and the prompt, checked against the model's context.
+struct ChooseDecodeSetup {
+  std::string store;
+  bool had_store = false;
+  std::unique_ptr<ModelFile> file;
+  int64_t prompt = 0, gen = 0, repeat = 0, warmup = 0, context = 0;
+  std::vector<int32_t> tokens;
+};
+
+ChooseDecodeSetup choose_decode_setup(const CliArgs& cli, const std::string& path) {
+  ChooseDecodeSetup s;
+  s.store = cli.get("--tuned-cache");
+  s.had_store = std::filesystem::exists(s.store);
+  check_decode_store_writable(s.store);
+  s.file = ModelFile::open(path);
+  const ModelConfig& c = s.file->config();
+  s.prompt = cli.get_int("--prompt"), s.gen = cli.get_int("--gen"), s.repeat = cli.get_int("--repeat");
+  s.warmup = cli.get_int("--warmup");
+  s.context = s.prompt + s.gen + 1;
+  if (s.context > c.max_seq_len)
+    throw Error("--prompt " + std::to_string(s.prompt) + " and --gen " + std::to_string(s.gen) + " need a context of " +
+                std::to_string(s.context) + " tokens, more than the model's maximum of " + std::to_string(c.max_seq_len));
+  s.tokens = benchmark_prompt(s.prompt, c.vocab_size);
+  return s;
+}
+
+// `steps` decode steps on benchmark_decode_token's tokens.
+void decode_steps(Qwen3Model& model, int64_t steps, int64_t vocab) {
+  for (int64_t i = 0; i < steps; ++i) {
+    const int32_t tok = benchmark_decode_token(i, vocab);
+    model.forward(&tok, 1, LogitsRows::kLast);
+  }
+}
+
+const MeasuredVariant& fastest(const std::vector<MeasuredVariant>& measured) {
+  return *std::min_element(measured.begin(), measured.end(), [](const MeasuredVariant& a, const MeasuredVariant& b) {
+    return a.seconds_per_step < b.seconds_per_step;
+  });
+}
+
 // --choose-decode on the CPU: decode with and without the Q8_0 GEMM's prefetch (q8_gemm_kernels_for), on one
 // backend switched between the two, in alternated rounds: a shared machine's speed drifts within minutes, and
 // alternation spreads the drift over both. The kernels are those qrun given the store would run (its ISA,
 // threads and rows per work item).
-int run_choose_decode_cpu(const CliArgs& cli, const std::string& path, const std::string& store) {
-  const bool had_store = std::filesystem::exists(store);  // before the check below makes an empty one
-  check_decode_store_writable(store);
-  const auto file = ModelFile::open(path);
-  const ModelWeights& w = file->weights();
-  const ModelConfig& c = file->config();
-  const int64_t prompt = cli.get_int("--prompt"), gen = cli.get_int("--gen"), repeat = cli.get_int("--repeat");
-  const int64_t context = prompt + gen + 1;
-  if (context > c.max_seq_len)
-    throw Error("--prompt " + std::to_string(prompt) + " and --gen " + std::to_string(gen) + " need a context of " +
-                std::to_string(context) + " tokens, more than the model's maximum of " + std::to_string(c.max_seq_len));
+int run_choose_decode_cpu(const CliArgs& cli, const ChooseDecodeSetup& s) {
+  const ModelWeights& w = s.file->weights();
+  const int64_t vocab = s.file->config().vocab_size;
   CpuOptions opts;
   if (cli.given("--threads")) opts.threads = cli.get_int_as<int>("--threads");
   opts.decode_prefetch = true;  // each round sets it; the store's earlier ranking is not read
   std::string tuned = "no tuned kernels in the store";
-  if (had_store) tuned = apply_tuned_cache(store, w, opts, cli.given("--threads"));
+  if (s.had_store) tuned = apply_tuned_cache(s.store, w, opts, cli.given("--threads"));
   CpuBackend backend(opts);
-  Qwen3Model model(w, backend, context);
-  const std::vector<int32_t> tokens = benchmark_prompt(prompt, c.vocab_size);
-  auto decode = [&](int64_t steps) {
-    for (int64_t i = 0; i < steps; ++i) {
-      const int32_t tok = benchmark_decode_token(i, c.vocab_size);
-      model.forward(&tok, 1, LogitsRows::kLast);
-    }
-  };
+  Qwen3Model model(w, backend, s.context);
   const std::vector<DecodeVariant> variants = decode_variants("cpu", 0);
   std::vector<std::vector<double>> per_step(variants.size());
-  for (int64_t r = 0; r < cli.get_int("--warmup") + repeat; ++r)
+  for (int64_t r = 0; r < s.warmup + s.repeat; ++r)
     for (size_t v = 0; v < variants.size(); ++v) {
       backend.set_decode_prefetch(variants[v].prefetch);
       model.reset();
-      model.forward(tokens, LogitsRows::kLast);
+      model.forward(s.tokens, LogitsRows::kLast);
       const auto t0 = Clock::now();
-      decode(gen);
-      if (r >= cli.get_int("--warmup")) per_step[v].push_back(since(t0) / double(gen));
+      decode_steps(model, s.gen, vocab);
+      if (r >= s.warmup) per_step[v].push_back(since(t0) / double(s.gen));
     }
   std::vector<MeasuredVariant> measured;
   for (size_t v = 0; v < variants.size(); ++v) {
@@ -379,16 +405,13 @@ int run_choose_decode_cpu(const CliArgs& cli, const std::string& path, const std
     measured.push_back({variants[v], median});
     std::printf("%-16s %9.1f us per step, %8.2f tok/s (median of %lld alternated runs of %lld steps after a "
                 "%lld-token prompt)\n",
-                variants[v].label().c_str(), median * 1e6, 1.0 / median, static_cast<long long>(repeat),
-                static_cast<long long>(gen), static_cast<long long>(prompt));
+                variants[v].label().c_str(), median * 1e6, 1.0 / median, static_cast<long long>(s.repeat),
+                static_cast<long long>(s.gen), static_cast<long long>(s.prompt));
   }
   std::fprintf(stderr, "qbench: %s; %s\n", backend.name().c_str(), tuned.c_str());
-  store_decode_ranking(store, winners::cpu_fingerprint(), "cpu.", decode_step_key(w), measured);
-  const auto best = std::min_element(measured.begin(), measured.end(), [](const MeasuredVariant& a, const MeasuredVariant& b) {
-    return a.seconds_per_step < b.seconds_per_step;
-  });
-  std::printf("stored in %s: qrun --tuned-cache %s runs this model's decode on this CPU with %s\n", store.c_str(),
-              store.c_str(), best->variant.prefetch ? "the prefetch (plain)" : "no prefetch");
+  store_decode_ranking(s.store, winners::cpu_fingerprint(), "cpu.", decode_step_key(w), measured);
+  std::printf("stored in %s: qrun --tuned-cache %s runs this model's decode on this CPU with %s\n", s.store.c_str(),
+              s.store.c_str(), fastest(measured).variant.prefetch ? "the prefetch (plain)" : "no prefetch");
   return 0;
 }
 
@@ -401,26 +424,18 @@ int run_choose_decode(const CliArgs& cli, const std::string& path) {
   if (!cli.given("--tuned-cache"))
     throw Error("--choose-decode keeps its ranking in the tuning store: give --tuned-cache FILE (made when missing)");
   if (cli.given("--report")) throw Error("--choose-decode and --report are two measurements: give one");
-  const std::string store = cli.get("--tuned-cache");
-  if (device == "cpu") return run_choose_decode_cpu(cli, path, store);
-  const bool had_store = std::filesystem::exists(store);
-  check_decode_store_writable(store);
-  const auto file = ModelFile::open(path);
-  const ModelWeights& w = file->weights();
-  const ModelConfig& c = file->config();
-  const int64_t prompt = cli.get_int("--prompt"), gen = cli.get_int("--gen"), repeat = cli.get_int("--repeat");
-  const int64_t warmup = cli.get_int("--warmup");
-  const int64_t context = prompt + gen + 1;
-  if (context > c.max_seq_len)
-    throw Error("--prompt " + std::to_string(prompt) + " and --gen " + std::to_string(gen) + " need a context of " +
-                std::to_string(context) + " tokens, more than the model's maximum of " + std::to_string(c.max_seq_len));
+  const ChooseDecodeSetup s = choose_decode_setup(cli, path);
+  if (device == "cpu") return run_choose_decode_cpu(cli, s);
+  const std::string& store = s.store;
+  const ModelWeights& w = s.file->weights();
+  const int64_t vocab = s.file->config().vocab_size;
   RunDeviceOptions ro;
   ro.device = device;
   ro.emu_arch = compile::parse_arch(cli.get("--emu-arch"));
   if (ro.emu_arch < 80) throw Error("--emu-arch: the emulator presents sm80, sm86, sm89 or sm90, not " + cli.get("--emu-arch"));
   if (cli.given("--threads")) ro.emu_threads = cli.get_int_as<int>("--threads");
   // The kernels as the store tuned them, when it exists: the variants differ only in what this ranks.
-  if (had_store) ro.tuned_cache = store;
+  if (s.had_store) ro.tuned_cache = store;
   int arch = 0;
   winners::DeviceFingerprint fingerprint;
   {
@@ -428,48 +443,39 @@ int run_choose_decode(const CliArgs& cli, const std::string& path) {
     arch = probe.device->arch();
     fingerprint = probe.device->store_fingerprint();
   }
-  const std::vector<int32_t> tokens = benchmark_prompt(prompt, c.vocab_size);
   std::vector<MeasuredVariant> measured;
   for (const DecodeVariant& v : decode_variants(device, arch)) {
     RunDeviceOptions o = ro;
     o.fuse_norm = v.fuse_norm;
     o.programmatic_launch = v.pdl;
     RunDevice rd = make_run_device(o);
-    Qwen3Model model(w, *rd.backend, context);
-    auto decode = [&](int64_t steps) {
-      for (int64_t i = 0; i < steps; ++i) {
-        const int32_t tok = benchmark_decode_token(i, c.vocab_size);
-        model.forward(&tok, 1, LogitsRows::kLast);
-      }
-    };
-    for (int64_t r = 0; r < warmup; ++r) {  // the first step captures the decode graph
+    Qwen3Model model(w, *rd.backend, s.context);
+    for (int64_t r = 0; r < s.warmup; ++r) {  // the first step captures the decode graph
       model.reset();
-      model.forward(tokens, LogitsRows::kLast);
-      decode(1);
+      model.forward(s.tokens, LogitsRows::kLast);
+      decode_steps(model, 1, vocab);
     }
     std::vector<double> per_step;
-    for (int64_t r = 0; r < repeat; ++r) {
+    for (int64_t r = 0; r < s.repeat; ++r) {
       model.reset();
-      model.forward(tokens, LogitsRows::kLast);
+      model.forward(s.tokens, LogitsRows::kLast);
       const auto t0 = Clock::now();
-      decode(gen);
-      per_step.push_back(since(t0) / double(gen));
+      decode_steps(model, s.gen, vocab);
+      per_step.push_back(since(t0) / double(s.gen));
     }
     const double median = summarize(per_step).median;
     measured.push_back({v, median});
     std::printf("%-16s %9.1f us per step, %8.2f tok/s (median of %lld runs of %lld steps after a %lld-token prompt)\n",
-                v.label().c_str(), median * 1e6, 1.0 / median, static_cast<long long>(repeat),
-                static_cast<long long>(gen), static_cast<long long>(prompt));
+                v.label().c_str(), median * 1e6, 1.0 / median, static_cast<long long>(s.repeat),
+                static_cast<long long>(s.gen), static_cast<long long>(s.prompt));
     std::fprintf(stderr, "qbench: %s: %s\n", v.label().c_str(), device_report(rd).c_str());
   }
   const DecodeStepKey key = decode_step_key(w);
   store_decode_ranking(store, fingerprint, device + ".", key, measured);
-  const auto best = std::min_element(measured.begin(), measured.end(), [](const MeasuredVariant& a, const MeasuredVariant& b) {
-    return a.seconds_per_step < b.seconds_per_step;
-  });
+  const MeasuredVariant& best = fastest(measured);
   const std::string arch_flag = device == "emu" && arch != 80 ? " --emu-arch sm" + std::to_string(arch) : "";
   std::printf("stored in %s: qrun --device %s%s --tuned-cache %s runs this model's decode step as %s\n", store.c_str(),
-              device.c_str(), arch_flag.c_str(), store.c_str(), best->variant.label().c_str());
+              device.c_str(), arch_flag.c_str(), store.c_str(), best.variant.label().c_str());
   if (device == "emu")
     std::printf("note: the emulator's times say nothing of a GPU's; on emu this ranking only exercises the flow\n");
   return 0;
@@ -621,10 +627,7 @@ int run(int argc, char** argv) {
     model.forward(tokens, LogitsRows::kLast);
     best_prefill = std::max(best_prefill, double(prompt) / since(t0));
     t0 = Clock::now();
-    for (int64_t i = 0; i < gen; ++i) {
-      const int32_t tok = benchmark_decode_token(i, c.vocab_size);
-      model.forward(&tok, 1, LogitsRows::kLast);
-    }
+    decode_steps(model, gen, c.vocab_size);
     best_decode = std::max(best_decode, double(gen) / since(t0));
   }
   const uint64_t bytes = model.decode_weight_bytes();

@@ -7,9 +7,9 @@
 #include "common/error.h"
 #include "device/winners/winners.h"
 #include "kernels_src/cpu_matvec/cpu_matvec_family.h"
-#include "runtime/cli/decode_choice.h"
 #include "kernels_src/registry/registry.h"
 #include "kernels_src/registry/stored_point.h"
+#include "runtime/cli/decode_choice.h"
 
 namespace qt::rt {
 

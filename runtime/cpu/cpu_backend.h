@@ -65,7 +65,6 @@ class CpuBackend final : public Backend {
   const CpuOptions& options() const { return options_; }
   Isa isa() const { return kernels_->isa; }
   TileUnit tiles() const { return tiles_; }
-  bool decode_prefetch() const { return gemm_->decode_prefetch; }
   // Between two forward passes: the GEMM tables with or without decode prefetch (the outputs are the same bits).
   void set_decode_prefetch(bool on);
   int threads() const { return pool_.threads(); }

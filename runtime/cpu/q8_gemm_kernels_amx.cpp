@@ -158,8 +158,8 @@ void panel_tiles(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, in
     if (configured) tiles.release();
     if (t >= tokens) return;
   }
-  Few.panel(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
-                      x_qsum + t * xs_stride, xs_stride, tokens - t, y + t * y_stride, y_stride, rows);
+  Few.panel(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, x_qsum + t * xs_stride, xs_stride,
+            tokens - t, y + t * y_stride, y_stride, rows);
 }
 
 // The activations are quantized as for the VNNI kernel (a function here, not its table's pointer, so that these

@@ -21,7 +21,8 @@ namespace {
 // nothing in the table without decode prefetch (`Ahead` false).
 template <int T, bool Ahead>
 inline void prefetch_ahead(const uint8_t* p) {
-  if constexpr (T > 1 || Ahead) _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, T == 1 ? _MM_HINT_T1 : _MM_HINT_T0);
+  if constexpr (T > 1 || Ahead)
+    _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, T == 1 ? _MM_HINT_T1 : _MM_HINT_T0);
 }
 
 // T tokens against the 16 rows of a panel, both halves of each step, so every weight line is used once as it

@@ -121,8 +121,8 @@ def llama_path(a, model, flags):
 
 def choose_decode(a, model, store):
     """qbench --choose-decode on this CPU and model, into `store`: the lines it printed (the ranking)."""
-    text, err, _, _ = run([a.qbench, "--model", model, "--choose-decode", "--prompt", "1", "--gen", str(GEN),
-                           "--repeat", "5", "--tuned-cache", store])
+    text, _, _, _ = run([a.qbench, "--model", model, "--choose-decode", "--prompt", "1", "--gen", str(GEN),
+                         "--repeat", "5", "--tuned-cache", store])
     return [l for l in text.splitlines() if l.strip()]
 
 
