@@ -24,8 +24,9 @@ namespace qt::winners {
 inline constexpr const char* kDecodeStepOp = "decode.step";
 inline constexpr const char* kDecodeVariantStem = "decode.";
 inline constexpr std::array<const char*, 4> kDecodeVariants = {"plain", "pdl", "fused-norm", "fused-norm+pdl"};
-// The CPU's ("cpu.decode.no-prefetch"): the Q8_0 GEMM's decode with and without its software prefetch.
-inline constexpr std::array<const char*, 2> kCpuDecodeVariants = {"plain", "no-prefetch"};
+// The CPU's ("cpu.decode.no-prefetch"): the Q8_0 GEMM's decode with its software prefetch into L2, without it, and
+// with it into L1 (runtime/cpu/q8_gemm_kernels.h, DecodePrefetch, in this order).
+inline constexpr std::array<const char*, 3> kCpuDecodeVariants = {"plain", "no-prefetch", "l1-prefetch"};
 // Whether a ranked name is "cpu.decode.<one of kCpuDecodeVariants>" or "<device>.decode.<one of kDecodeVariants>".
 bool is_decode_variant_name(const std::string& store_name);
 

@@ -25,21 +25,29 @@ DecodeVariant make_variant(bool fuse_norm, bool pdl) {
   return v;
 }
 
-DecodeVariant make_cpu_variant(bool prefetch) {
+// kCpuDecodeVariants lists the prefetches in DecodePrefetch's order.
+DecodeVariant make_cpu_variant(DecodePrefetch prefetch) {
   DecodeVariant v;
   v.prefetch = prefetch;
-  v.name = winners::kCpuDecodeVariants[prefetch ? 0 : 1];
+  v.name = winners::kCpuDecodeVariants[size_t(prefetch)];
   return v;
 }
 
+constexpr DecodePrefetch kCpuPrefetches[] = {DecodePrefetch::kL2, DecodePrefetch::kNone, DecodePrefetch::kL1};
+
 std::string DecodeVariant::label() const {
-  if (!prefetch) return "no prefetch";
+  if (prefetch == DecodePrefetch::kNone) return "no prefetch";
+  if (prefetch == DecodePrefetch::kL1) return "L1 prefetch";
   if (!fuse_norm && !pdl) return "plain";
   return std::string(fuse_norm ? "fused norms" : "") + (fuse_norm && pdl ? " + " : "") + (pdl ? "PDL" : "");
 }
 
 std::vector<DecodeVariant> decode_variants(const std::string& device, int arch) {
-  if (device == "cpu") return {make_cpu_variant(true), make_cpu_variant(false)};
+  if (device == "cpu") {
+    std::vector<DecodeVariant> out;
+    for (DecodePrefetch p : kCpuPrefetches) out.push_back(make_cpu_variant(p));
+    return out;
+  }
   std::vector<DecodeVariant> out;
   const bool pdl = device == "cuda" && arch >= 90;
   for (bool fuse : {false, true})
@@ -55,7 +63,7 @@ std::optional<DecodeVariant> variant_of(const std::string& name, const std::stri
       for (bool p : {false, true})
         if (name == store_name(prefix, make_variant(fuse, p))) return make_variant(fuse, p);
   if (prefix == "cpu." || prefix.empty())
-    for (bool p : {true, false})
+    for (DecodePrefetch p : kCpuPrefetches)
       if (name == store_name(prefix, make_cpu_variant(p))) return make_cpu_variant(p);
   return std::nullopt;
 }

@@ -18,23 +18,24 @@
 #include "device/winners/store_schema.h"
 #include "device/winners/winners.h"
 #include "models/core/weights.h"
+#include "runtime/cpu/q8_gemm_kernels.h"
 
 namespace qt::rt {
 
 struct DecodeVariant {
   std::string name;  // one of winners::kDecodeVariants, or of winners::kCpuDecodeVariants on the CPU
   bool fuse_norm = false, pdl = false;
-  bool prefetch = true;  // CPU: the Q8_0 GEMM's decode prefetch (CpuOptions::decode_prefetch)
+  DecodePrefetch prefetch = DecodePrefetch::kL2;  // CPU: the Q8_0 GEMM's decode prefetch (CpuOptions)
   // "fused norms + PDL": how the statistics line and qbench's table say it.
   std::string label() const;
 };
 
 // The variant of those parts, named as winners::kDecodeVariants names it.
 DecodeVariant make_variant(bool fuse_norm, bool pdl);
-// The CPU's variant with or without the decode prefetch ("plain", "no-prefetch").
-DecodeVariant make_cpu_variant(bool prefetch);
+// The CPU's variant of a decode prefetch ("plain" into L2, "no-prefetch", "l1-prefetch").
+DecodeVariant make_cpu_variant(DecodePrefetch prefetch);
 // The variants a device runs: fused norms on the emulator and every GPU, PDL on a CUDA GPU of sm_90 or later;
-// on the CPU, the decode prefetch or none.
+// on the CPU, the decode prefetch into L2, none, or into L1.
 std::vector<DecodeVariant> decode_variants(const std::string& device, int arch);
 // The variant of a store name ("cuda.decode.fused-norm+pdl" with prefix "cuda.", "cpu.decode.no-prefetch" with
 // "cpu."); with prefix "", a name of either list (qrun --decode). nullopt for any other name.

@@ -376,16 +376,21 @@ const MeasuredVariant& fastest(const std::vector<MeasuredVariant>& measured) {
   });
 }
 
-// --choose-decode on the CPU: decode with and without the Q8_0 GEMM's prefetch (q8_gemm_kernels_for), on one
-// backend switched between the two, in alternated rounds: a shared machine's speed drifts within minutes, and
-// alternation spreads the drift over both. The kernels are those qrun given the store would run (its ISA,
-// threads and rows per work item).
+const char* prefetch_phrase(DecodePrefetch p) {
+  return p == DecodePrefetch::kNone ? "no prefetch" : p == DecodePrefetch::kL1 ? "the prefetch into L1 (l1-prefetch)"
+                                                                                 : "the prefetch (plain)";
+}
+
+// --choose-decode on the CPU: decode with the Q8_0 GEMM's prefetch into L2, without it, and with it into L1
+// (q8_gemm_kernels_for), on one backend switched between them, in alternated rounds: a shared machine's speed
+// drifts within minutes, and alternation spreads the drift over them all. The kernels are those qrun given the
+// store would run (its ISA, threads and rows per work item).
 int run_choose_decode_cpu(const CliArgs& cli, const ChooseDecodeSetup& s) {
   const ModelWeights& w = s.file->weights();
   const int64_t vocab = s.file->config().vocab_size;
   CpuOptions opts;
   if (cli.given("--threads")) opts.threads = cli.get_int_as<int>("--threads");
-  opts.decode_prefetch = true;  // each round sets it; the store's earlier ranking is not read
+  opts.decode_prefetch = DecodePrefetch::kL2;  // each round sets it; the store's earlier ranking is not read
   std::string tuned = "no tuned kernels in the store";
   if (s.had_store) tuned = apply_tuned_cache(s.store, w, opts, cli.given("--threads"));
   CpuBackend backend(opts);
@@ -413,7 +418,7 @@ int run_choose_decode_cpu(const CliArgs& cli, const ChooseDecodeSetup& s) {
   std::fprintf(stderr, "qbench: %s; %s\n", backend.name().c_str(), tuned.c_str());
   store_decode_ranking(s.store, winners::cpu_fingerprint(), "cpu.", decode_step_key(w), measured);
   std::printf("stored in %s: qrun --tuned-cache %s runs this model's decode on this CPU with %s\n", s.store.c_str(),
-              s.store.c_str(), fastest(measured).variant.prefetch ? "the prefetch (plain)" : "no prefetch");
+              s.store.c_str(), prefetch_phrase(fastest(measured).variant.prefetch));
   return 0;
 }
 
@@ -512,7 +517,8 @@ int run(int argc, char** argv) {
       .option("--device", "D", "cpu, emu or cuda (the device backend; cuda needs a GPU)", "cpu")
       .option("--tuned-cache", "FILE", "qtune's store: the tuned choices (cpu: matvec rows; emu/cuda: kernel points)")
       .flag("--choose-decode", "time every decode variant the device runs (emu/cuda: plain, fused norms, and with "
-            "PDL on sm_90+; cpu: the Q8_0 decode's prefetch on and off) on the model, --gen steps after a --prompt "
+            "PDL on sm_90+; cpu: the Q8_0 decode's prefetch into L2, none, into L1) on the model, --gen steps after a "
+            "--prompt "
             "prefill, median of --repeat, and store the ranking in --tuned-cache (made when missing): qrun given "
             "that store runs the fastest")
       .option("--emu-arch", "ARCH", "--report on emu: the architecture the emulator presents, sm80, sm86, sm89 or sm90 "

@@ -86,8 +86,9 @@ CliArgs make_cli() {
             "does without a store; without this, --decode, --fuse-norm or --pdl, qrun runs the stored variant")
       .option("--decode", "V", "the decode step's variant. emu/cuda: plain, pdl, fused-norm or fused-norm+pdl (as "
               "--fuse-norm and --pdl give them); trial: time plain against the most fused variant this run can use on "
-              "the first decode steps, then go on with the faster. cpu: plain or no-prefetch (the Q8_0 decode without "
-              "its software prefetch: the same bits). auto: the variant a tuned cache ranks first "
+              "the first decode steps, then go on with the faster. cpu: plain, no-prefetch or l1-prefetch (the Q8_0 "
+              "decode's software prefetch into L2, none, or into L1: the same bits). auto: the variant a tuned cache "
+              "ranks first "
               "(qbench --choose-decode), else the trial on a CUDA GPU (not with --launch-times, which times one "
               "variant), else plain. GPU variants agree to within rounding: name one to repeat a run bit for bit",
               "auto")
@@ -250,11 +251,11 @@ int run(int argc, char** argv) {
     const std::string prefix = device == "cpu" ? "cpu." : "";
     decode_variant = variant_of(prefix + winners::kDecodeVariantStem + decode, prefix);
     if (!decode_variant && device == "cpu")
-      throw Error("--decode on the CPU: expected auto, plain or no-prefetch, got '" + decode + "'");
+      throw Error("--decode on the CPU: expected auto, plain, no-prefetch or l1-prefetch, got '" + decode + "'");
     if (!decode_variant)
       throw Error("--decode: expected auto, trial, plain, pdl, fused-norm or fused-norm+pdl, got '" + decode + "'");
-    if (!decode_variant->prefetch && device != "cpu")
-      throw Error("--decode no-prefetch is the CPU's variant (--device cpu)");
+    if (decode_variant->prefetch != DecodePrefetch::kL2 && device != "cpu")
+      throw Error("--decode " + decode + " is the CPU's variant (--device cpu)");
   }
   if (cli.given("--decode")) {
     if (device == "cpu" && decode == "trial")
@@ -325,7 +326,7 @@ int run(int argc, char** argv) {
     throw Error("--no-stored-decode ignores a tuned cache's decode variant: it needs --tuned-cache");
   // On the CPU, a variant named here or the built-in one in place of the store's (apply_tuned_cache keeps it).
   if (device == "cpu" && (decode_variant || cli.get_flag("--no-stored-decode")))
-    opts.decode_prefetch = decode_variant ? decode_variant->prefetch : true;
+    opts.decode_prefetch = decode_variant ? decode_variant->prefetch : DecodePrefetch::kL2;
   // The store's measured decode variant, unless the command line chose one.
   const bool chosen_here = decode_variant || cli.get_flag("--fuse-norm") || cli.get_flag("--pdl");
   if (!run_opts.tuned_cache.empty() && !cli.get_flag("--no-stored-decode") && !chosen_here && decode == "auto")

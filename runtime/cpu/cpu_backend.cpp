@@ -61,7 +61,7 @@ CpuBackend::CpuBackend(const CpuOptions& options)
       kernels_(&kernels_for(options.isa.value_or(detect_isa()))),
       attn_(&attention_kernels_for(kernels_->isa)),
       tiles_(chosen_tiles(options, kernels_->isa)),
-      gemm_(&q8_gemm_kernels_for(kernels_->isa, tiles_, options.decode_prefetch.value_or(true))),
+      gemm_(&q8_gemm_kernels_for(kernels_->isa, tiles_, options.decode_prefetch.value_or(DecodePrefetch::kL2))),
       kv_type_(options.reference ? ActType::F32 : options.kv_cache.value_or(ActType::F16)),
       pool_(options.threads > 0 ? options.threads : default_thread_count()) {}
 
@@ -69,15 +69,19 @@ CpuBackend::~CpuBackend() = default;
 
 std::string CpuBackend::name() const {
   const std::string tiles = tiles_ == TileUnit::kNone ? "" : std::string("+") + gemm_->tiles;
-  // Named only where there is a prefetch to leave out (not on the scalar kernels).
-  const bool no_prefetch = !options_.reference && kernels_->isa != Isa::kScalar && !gemm_->decode_prefetch;
+  // Named only where there is a prefetch to choose (not on the scalar kernels), and not the default's.
+  const bool named = !options_.reference && kernels_->isa != Isa::kScalar;
+  const DecodePrefetch p = gemm_->decode_prefetch;
+  const std::string prefetch = !named || p == DecodePrefetch::kL2 ? ""
+                               : p == DecodePrefetch::kNone       ? "-no-prefetch"
+                                                                  : "-l1-prefetch";
   return std::string("cpu-") + (options_.reference ? "reference" : "fast") + "-" + isa_name(kernels_->isa) + tiles +
-         "-" + std::to_string(pool_.threads()) + "t" + (no_prefetch ? "-no-prefetch" : "");
+         "-" + std::to_string(pool_.threads()) + "t" + prefetch;
 }
 
-void CpuBackend::set_decode_prefetch(bool on) {
-  options_.decode_prefetch = on;
-  gemm_ = &q8_gemm_kernels_for(kernels_->isa, tiles_, on);
+void CpuBackend::set_decode_prefetch(DecodePrefetch prefetch) {
+  options_.decode_prefetch = prefetch;
+  gemm_ = &q8_gemm_kernels_for(kernels_->isa, tiles_, prefetch);
 }
 
 void CpuBackend::prepare(const ModelWeights& weights) {

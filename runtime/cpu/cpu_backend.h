@@ -50,10 +50,10 @@ struct CpuOptions {
   // The Q8_0 GEMM's matrix unit. Unset: AMX tiles where amx_support() (amx_support.h) says this process may
   // use them and the ISA is AVX-512 VNNI, else none. Asking for kAmx where they are not usable throws.
   std::optional<TileUnit> tiles;
-  // Whether the Q8_0 GEMM's decode asks for the weight line 2 KB ahead (q8_gemm_kernels_for says why this is a
-  // per-CPU choice). Unset: the tuning store's choice where qrun or qbench was given one (apply_tuned_cache),
-  // else yes.
-  std::optional<bool> decode_prefetch;
+  // Where the Q8_0 GEMM's decode asks for the weight line 2 KB ahead: L2, L1 or nowhere (q8_gemm_kernels_for says
+  // why this is a per-CPU choice). Unset: the tuning store's choice where qrun or qbench was given one
+  // (apply_tuned_cache), else L2.
+  std::optional<DecodePrefetch> decode_prefetch;
 };
 
 class CpuBackend final : public Backend {
@@ -65,8 +65,8 @@ class CpuBackend final : public Backend {
   const CpuOptions& options() const { return options_; }
   Isa isa() const { return kernels_->isa; }
   TileUnit tiles() const { return tiles_; }
-  // Between two forward passes: the GEMM tables with or without decode prefetch (the outputs are the same bits).
-  void set_decode_prefetch(bool on);
+  // Between two forward passes: the GEMM tables of another decode prefetch (the outputs are the same bits).
+  void set_decode_prefetch(DecodePrefetch prefetch);
   int threads() const { return pool_.threads(); }
   ActType kv_type() const { return kv_type_; }
 

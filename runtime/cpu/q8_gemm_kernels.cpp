@@ -50,7 +50,8 @@ void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, fl
   }
 }
 
-const Q8GemmKernels kScalarQ8Gemm = {Isa::kScalar, nullptr, panel_scalar, quantize_row_scalar, nullptr, false};
+const Q8GemmKernels kScalarQ8Gemm = {Isa::kScalar, nullptr, panel_scalar, quantize_row_scalar, nullptr,
+                                     DecodePrefetch::kNone};
 
 void run_panels(const Q8GemmKernels& kernels, const uint8_t* w, int64_t count, int64_t k, int64_t group,
                 const int8_t* x, int64_t x_stride, const float* x_scale, const int32_t* x_qsum, int64_t xs_stride,
@@ -71,19 +72,27 @@ const char* tile_unit_name(TileUnit unit) {
   return "?";
 }
 
-const Q8GemmKernels& q8_gemm_kernels_for(Isa isa, TileUnit tiles, bool decode_prefetch) {
-  const bool p = decode_prefetch;
+namespace {
+
+const Q8GemmKernels& pick(DecodePrefetch p, const Q8GemmKernels& l2, const Q8GemmKernels& none,
+                          const Q8GemmKernels& l1) {
+  return p == DecodePrefetch::kNone ? none : p == DecodePrefetch::kL1 ? l1 : l2;
+}
+
+}  // namespace
+
+const Q8GemmKernels& q8_gemm_kernels_for(Isa isa, TileUnit tiles, DecodePrefetch p) {
   if (tiles != TileUnit::kNone) {
     if (isa != Isa::kAvx512Vnni)
       throw Error(std::string("the AMX kernel converts its sums with AVX-512, not ") + isa_name(isa));
-    if (tiles == TileUnit::kAmx) return p ? kAmxQ8Gemm : kAmxQ8GemmNoPrefetch;
-    return p ? kAmxModelQ8Gemm : kAmxModelQ8GemmNoPrefetch;
+    if (tiles == TileUnit::kAmx) return pick(p, kAmxQ8Gemm, kAmxQ8GemmNoPrefetch, kAmxQ8GemmL1Prefetch);
+    return pick(p, kAmxModelQ8Gemm, kAmxModelQ8GemmNoPrefetch, kAmxModelQ8GemmL1Prefetch);
   }
   switch (isa) {
-    case Isa::kAvx512Vnni: return p ? kAvx512Q8Gemm : kAvx512Q8GemmNoPrefetch;
-    case Isa::kAvxVnni: return p ? kAvxVnniQ8Gemm : kAvxVnniQ8GemmNoPrefetch;
-    case Isa::kAvx2: return p ? kAvx2Q8Gemm : kAvx2Q8GemmNoPrefetch;
-    default: return kScalarQ8Gemm;  // no prefetch to leave out
+    case Isa::kAvx512Vnni: return pick(p, kAvx512Q8Gemm, kAvx512Q8GemmNoPrefetch, kAvx512Q8GemmL1Prefetch);
+    case Isa::kAvxVnni: return pick(p, kAvxVnniQ8Gemm, kAvxVnniQ8GemmNoPrefetch, kAvxVnniQ8GemmL1Prefetch);
+    case Isa::kAvx2: return pick(p, kAvx2Q8Gemm, kAvx2Q8GemmNoPrefetch, kAvx2Q8GemmL1Prefetch);
+    default: return kScalarQ8Gemm;  // no prefetch to choose
   }
 }
 

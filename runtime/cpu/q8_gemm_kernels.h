@@ -26,6 +26,10 @@ constexpr int64_t q8_panel_bytes(int64_t k, int64_t group) { return k / group * 
 // (1 / 2 threads): about 21 -> 22 and 37 -> 39 tok/s; 1, 4 and 8 KB ahead did no better. Each kernel says
 // which cache it asks into. Whether decode asks at all is a per-CPU choice (q8_gemm_kernels_for).
 constexpr int64_t kQ8PrefetchBytes = 2048;
+// Where decode (one token a panel, two on AVX2) asks for that line: into L2 (the tables' default), not at all, or
+// into L1 as prefill does. Which is fastest depends on the CPU, by 5-10% of decode either way (see
+// q8_gemm_kernels_for), so each table comes in all three kinds and `qbench --choose-decode` ranks them.
+enum class DecodePrefetch { kL2, kNone, kL1 };
 // The 16 scales of group g of the panel at w.
 inline const float* q8_group_scales(const uint8_t* w, int64_t group, int64_t g) {
   return reinterpret_cast<const float*>(w + g * q8_group_bytes(group) + group * kQ8PanelRows);
@@ -58,9 +62,8 @@ struct Q8GemmKernels {
   void (*panels)(const uint8_t* w, int64_t count, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                  const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                  int64_t y_stride, int64_t rows) = nullptr;
-  // Whether decode (one or two tokens) asks for the line kQ8PrefetchBytes ahead. Each table comes in both kinds:
-  // the prefetch is worth 6-10% of decode on some CPUs and costs as much on others (q8_decode_prefetch below).
-  bool decode_prefetch = true;
+  // Where decode asks for the line kQ8PrefetchBytes ahead (DecodePrefetch).
+  DecodePrefetch decode_prefetch = DecodePrefetch::kL2;
 };
 
 // `count` consecutive panels (see Q8GemmKernels::panels) on `kernels`, by its `panels` where it has one.
@@ -80,8 +83,12 @@ const char* tile_unit_name(TileUnit unit);
 // EPYC about 9% (12.6 against 13.9 tok/s; 2 threads 22.8 against 24.8; the 30B-A3B shape 18.5 against 19.9, means
 // of 3 alternated runs). So it is a per-CPU choice: `qbench --choose-decode` on the CPU ranks both on the model and
 // keeps the ranking in the tuning store, which qrun and qbench given that store (--tuned-cache) follow. The integer
-// sums, and so the outputs, are the same bits either way.
-const Q8GemmKernels& q8_gemm_kernels_for(Isa isa, TileUnit tiles = TileUnit::kNone, bool decode_prefetch = true);
+// sums, and so the outputs, are the same bits either way. Into L1 instead of L2 took an Intel Xeon (Ice Lake) from
+// 31.5 to 33.1 tok/s at 2 threads and 14.6 to 15.4 at 1 (0.6B shape, medians of 5 alternated runs), where no
+// prefetch was 3% faster than into L2: a stand-alone loop over 1024-wide panels streamed at 98% of the read loop
+// with it, 91-93% into L2.
+const Q8GemmKernels& q8_gemm_kernels_for(Isa isa, TileUnit tiles = TileUnit::kNone,
+                                         DecodePrefetch decode_prefetch = DecodePrefetch::kL2);
 
 // The portable quantizer, also used by the SIMD tables for groups their vectors do not fit.
 void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, float* scale, int32_t* qsum);
@@ -98,11 +105,16 @@ extern const Q8GemmKernels kAvx512Q8Gemm;
 // AVX-512 VNNI.
 extern const Q8GemmKernels kAmxQ8Gemm;
 extern const Q8GemmKernels kAmxModelQ8Gemm;
-// The same tables without decode prefetch (q8_gemm_kernels_for).
+// The same tables without decode prefetch, and with it into L1 (q8_gemm_kernels_for).
 extern const Q8GemmKernels kAvx2Q8GemmNoPrefetch;
 extern const Q8GemmKernels kAvxVnniQ8GemmNoPrefetch;
 extern const Q8GemmKernels kAvx512Q8GemmNoPrefetch;
 extern const Q8GemmKernels kAmxQ8GemmNoPrefetch;
 extern const Q8GemmKernels kAmxModelQ8GemmNoPrefetch;
+extern const Q8GemmKernels kAvx2Q8GemmL1Prefetch;
+extern const Q8GemmKernels kAvxVnniQ8GemmL1Prefetch;
+extern const Q8GemmKernels kAvx512Q8GemmL1Prefetch;
+extern const Q8GemmKernels kAmxQ8GemmL1Prefetch;
+extern const Q8GemmKernels kAmxModelQ8GemmL1Prefetch;
 
 }  // namespace qt::rt

@@ -168,16 +168,24 @@ void quantize_row_amx(const float* x, int64_t k, int64_t group, int8_t* q, float
   kAvx512Q8Gemm.quantize_row(x, k, group, q, scale, qsum);
 }
 
+// A table of the tile kernel over `Few`, the VNNI table that takes the tokens too few for a tile (decode among
+// them), with that table's decode prefetch `p`.
+template <class Tiles, const Q8GemmKernels& Few>
+constexpr Q8GemmKernels amx_table(const char* unit, DecodePrefetch p) {
+  return {Isa::kAvx512Vnni, unit, panel_tiles<Tiles, Few>, quantize_row_amx, nullptr, p};
+}
+
 }  // namespace
 
-const Q8GemmKernels kAmxQ8Gemm = {Isa::kAvx512Vnni, "amx-int8", panel_tiles<AmxHwTiles, kAvx512Q8Gemm>,
-                                  quantize_row_amx};
-const Q8GemmKernels kAmxModelQ8Gemm = {Isa::kAvx512Vnni, "amx-model", panel_tiles<AmxTileModel, kAvx512Q8Gemm>,
-                                       quantize_row_amx};
-const Q8GemmKernels kAmxQ8GemmNoPrefetch = {
-    Isa::kAvx512Vnni, "amx-int8", panel_tiles<AmxHwTiles, kAvx512Q8GemmNoPrefetch>, quantize_row_amx, nullptr, false};
-const Q8GemmKernels kAmxModelQ8GemmNoPrefetch = {Isa::kAvx512Vnni, "amx-model",
-                                                 panel_tiles<AmxTileModel, kAvx512Q8GemmNoPrefetch>, quantize_row_amx,
-                                                 nullptr, false};
+const Q8GemmKernels kAmxQ8Gemm = amx_table<AmxHwTiles, kAvx512Q8Gemm>("amx-int8", DecodePrefetch::kL2);
+const Q8GemmKernels kAmxModelQ8Gemm = amx_table<AmxTileModel, kAvx512Q8Gemm>("amx-model", DecodePrefetch::kL2);
+const Q8GemmKernels kAmxQ8GemmNoPrefetch =
+    amx_table<AmxHwTiles, kAvx512Q8GemmNoPrefetch>("amx-int8", DecodePrefetch::kNone);
+const Q8GemmKernels kAmxModelQ8GemmNoPrefetch =
+    amx_table<AmxTileModel, kAvx512Q8GemmNoPrefetch>("amx-model", DecodePrefetch::kNone);
+const Q8GemmKernels kAmxQ8GemmL1Prefetch =
+    amx_table<AmxHwTiles, kAvx512Q8GemmL1Prefetch>("amx-int8", DecodePrefetch::kL1);
+const Q8GemmKernels kAmxModelQ8GemmL1Prefetch =
+    amx_table<AmxTileModel, kAvx512Q8GemmL1Prefetch>("amx-model", DecodePrefetch::kL1);
 
 }  // namespace qt::rt

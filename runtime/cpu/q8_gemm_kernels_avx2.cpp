@@ -16,11 +16,13 @@
 namespace qt::rt {
 namespace {
 
-// The line kQ8PrefetchBytes ahead (q8_gemm_kernels.h), into L2 as the AVX-512 kernel's decode asks for it, in
-// the tables whose decode prefetches (`Ahead`). Prefill asks for nothing (see tile).
-template <int T, bool Ahead>
+// The line kQ8PrefetchBytes ahead (q8_gemm_kernels.h) for decode, into L2 as the AVX-512 kernel's decode asks
+// for it, or into L1, or not at all, as the table says (`Ahead`). Prefill asks for nothing (see tile).
+template <int T, DecodePrefetch Ahead>
 inline void prefetch_ahead(const uint8_t* p) {
-  if constexpr (T <= 2 && Ahead) _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, _MM_HINT_T1);
+  const char* ahead = reinterpret_cast<const char*>(p) + kQ8PrefetchBytes;
+  if constexpr (T <= 2 && Ahead == DecodePrefetch::kL2) _mm_prefetch(ahead, _MM_HINT_T1);
+  if constexpr (T <= 2 && Ahead == DecodePrefetch::kL1) _mm_prefetch(ahead, _MM_HINT_T0);
 }
 
 // The products of one 32-byte half of a 64-byte step (8 rows x 4 columns) with one token's 4 activations,
@@ -50,7 +52,7 @@ inline void keep_in_order(__m256i& sum) { asm("" : "+x"(sum)); }
 // 8 rows, as 16 rows x 4 tokens would not fit its sums in 16 registers, with the group's depth at run time
 // (G = 0) and no prefetch: on that CPU it is bound by the one pipe that multiplies integers, and the unrolled
 // group and the prefetch each measured 1-3% slower there.
-template <int T, int H, int G, bool Ahead>
+template <int T, int H, int G, DecodePrefetch Ahead>
 void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
           const float* x_scale, int64_t xs_stride, float* y, int64_t y_stride, int64_t rows) {
   const int64_t depth = G > 0 ? G : group;
@@ -187,7 +189,7 @@ void panel_wide(const uint8_t* w, int64_t k, int64_t group, const int16_t* x16, 
 }
 
 // One panel on the int8 tiles.
-template <int G, bool Ahead>
+template <int G, DecodePrefetch Ahead>
 void panel_tokens(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                   const float* x_scale, int64_t xs_stride, int64_t tokens, float* y, int64_t y_stride, int64_t rows) {
   int64_t t = 0;
@@ -211,7 +213,7 @@ void panel_tokens(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, i
 }
 
 // Fewer tokens than kWideMinTokens, on the int8 tiles, group by group size.
-template <bool Ahead>
+template <DecodePrefetch Ahead>
 void panel_int8(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride, const float* x_scale,
                 int64_t xs_stride, int64_t tokens, float* y, int64_t y_stride, int64_t rows) {
   by_group_depth(group, [&](auto depth) {
@@ -224,7 +226,7 @@ void panel_int8(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int
 // tokens at a time, they were about 6% of the wide tile's instructions; once a run, pp512 on the Zen 4 EPYC in
 // AVX2 mode, 1 thread, went from 99-101 to 122-127 tok/s on the 0.6B shape and from 378-385 to 389-403 on the
 // 30B-A3B one (results/cpu-vs-llama.cpp-avx2.md).
-template <bool Ahead>
+template <DecodePrefetch Ahead>
 void panels_avx2(const uint8_t* w, int64_t count, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                  const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                  int64_t y_stride, int64_t rows) {
@@ -248,7 +250,7 @@ void panels_avx2(const uint8_t* w, int64_t count, int64_t k, int64_t group, cons
   }
 }
 
-template <bool Ahead>
+template <DecodePrefetch Ahead>
 void panel_avx2(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                 const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                 int64_t y_stride, int64_t rows) {
@@ -290,8 +292,11 @@ void quantize_row_avx2(const float* x, int64_t k, int64_t group, int8_t* q, floa
   }
 }
 
-const Q8GemmKernels kAvx2Q8Gemm = {Isa::kAvx2, nullptr, panel_avx2<true>, quantize_row_avx2, panels_avx2<true>};
-const Q8GemmKernels kAvx2Q8GemmNoPrefetch = {Isa::kAvx2,         nullptr, panel_avx2<false>, quantize_row_avx2,
-                                             panels_avx2<false>, false};
+const Q8GemmKernels kAvx2Q8Gemm = {Isa::kAvx2, nullptr, panel_avx2<DecodePrefetch::kL2>, quantize_row_avx2,
+                                   panels_avx2<DecodePrefetch::kL2>};
+const Q8GemmKernels kAvx2Q8GemmNoPrefetch = {Isa::kAvx2, nullptr, panel_avx2<DecodePrefetch::kNone>, quantize_row_avx2,
+                                             panels_avx2<DecodePrefetch::kNone>, DecodePrefetch::kNone};
+const Q8GemmKernels kAvx2Q8GemmL1Prefetch = {Isa::kAvx2, nullptr, panel_avx2<DecodePrefetch::kL1>, quantize_row_avx2,
+                                             panels_avx2<DecodePrefetch::kL1>, DecodePrefetch::kL1};
 
 }  // namespace qt::rt

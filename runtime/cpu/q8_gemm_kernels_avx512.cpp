@@ -15,13 +15,16 @@ namespace {
 // to L2: on an AMD EPYC (Zen 4) prefetching it into L1 streamed the 0.6B shape's matrices about 10 % slower than
 // no prefetch at all, into L2 as fast (a stand-alone loop over those matrices, 1 thread). Several tokens
 // (prefill) do enough arithmetic per line for the L1 prefetch to pay: into L2 instead, prefill of 16 tokens
-// lost 5-10 % on that CPU. Decode asks for nothing in the tables without decode prefetch (`Ahead` false).
-template <int T, bool Ahead>
+// lost 5-10 % on that CPU. The tables of the other kinds (DecodePrefetch) ask decode for nothing, or into L1,
+// which an Intel Xeon (Ice Lake) streams faster.
+template <int T, DecodePrefetch Ahead>
 inline void prefetch_ahead(const uint8_t* p) {
+  const char* ahead = reinterpret_cast<const char*>(p) + kQ8PrefetchBytes;
   if constexpr (T == 1) {
-    if constexpr (Ahead) _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, _MM_HINT_T1);
+    if constexpr (Ahead == DecodePrefetch::kL2) _mm_prefetch(ahead, _MM_HINT_T1);
+    if constexpr (Ahead == DecodePrefetch::kL1) _mm_prefetch(ahead, _MM_HINT_T0);
   } else {
-    _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, _MM_HINT_T0);
+    _mm_prefetch(ahead, _MM_HINT_T0);
   }
 }
 
@@ -29,7 +32,7 @@ inline void prefetch_ahead(const uint8_t* p) {
 // products of a group unroll and the T integer sums stay in registers; 0 takes it at run time. (With the depth
 // a run-time loop bound, GCC 12 shuffled the sums through 16 register moves and a stack slot per 8 products.)
 // Each token's sums start at -128 * its activations' sum in the group, which takes out the weights' +128.
-template <int T, int G, bool Ahead>
+template <int T, int G, DecodePrefetch Ahead>
 void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
           const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, float* y, int64_t y_stride, __mmask16 rows) {
   const int64_t depth = G > 0 ? G : group;
@@ -58,7 +61,7 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * y_stride, rows, acc[t]);
 }
 
-template <bool Ahead>
+template <DecodePrefetch Ahead>
 void panel_avx512(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                   const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                   int64_t y_stride, int64_t rows) {
@@ -111,8 +114,11 @@ void quantize_row_avx512(const float* x, int64_t k, int64_t group, int8_t* q, fl
 
 }  // namespace
 
-const Q8GemmKernels kAvx512Q8Gemm = {Isa::kAvx512Vnni, nullptr, panel_avx512<true>, quantize_row_avx512};
-const Q8GemmKernels kAvx512Q8GemmNoPrefetch = {Isa::kAvx512Vnni, nullptr, panel_avx512<false>, quantize_row_avx512,
-                                               nullptr,           false};
+const Q8GemmKernels kAvx512Q8Gemm = {Isa::kAvx512Vnni, nullptr, panel_avx512<DecodePrefetch::kL2>,
+                                     quantize_row_avx512};
+const Q8GemmKernels kAvx512Q8GemmNoPrefetch = {Isa::kAvx512Vnni, nullptr, panel_avx512<DecodePrefetch::kNone>,
+                                               quantize_row_avx512, nullptr, DecodePrefetch::kNone};
+const Q8GemmKernels kAvx512Q8GemmL1Prefetch = {Isa::kAvx512Vnni, nullptr, panel_avx512<DecodePrefetch::kL1>,
+                                               quantize_row_avx512, nullptr, DecodePrefetch::kL1};
 
 }  // namespace qt::rt

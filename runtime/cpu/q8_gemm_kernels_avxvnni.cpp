@@ -18,16 +18,17 @@ namespace {
 
 // The line kQ8PrefetchBytes ahead (q8_gemm_kernels.h): into L2 for decode, which only streams, and into L1 for
 // several tokens, which do enough arithmetic per line for it to pay, as the AVX-512 kernel asks; decode asks for
-// nothing in the table without decode prefetch (`Ahead` false).
-template <int T, bool Ahead>
+// nothing, or into L1, in the tables of those kinds (`Ahead`).
+template <int T, DecodePrefetch Ahead>
 inline void prefetch_ahead(const uint8_t* p) {
-  if constexpr (T > 1 || Ahead)
-    _mm_prefetch(reinterpret_cast<const char*>(p) + kQ8PrefetchBytes, T == 1 ? _MM_HINT_T1 : _MM_HINT_T0);
+  const char* ahead = reinterpret_cast<const char*>(p) + kQ8PrefetchBytes;
+  if constexpr (T > 1 || Ahead == DecodePrefetch::kL1) _mm_prefetch(ahead, _MM_HINT_T0);
+  if constexpr (T == 1 && Ahead == DecodePrefetch::kL2) _mm_prefetch(ahead, _MM_HINT_T1);
 }
 
 // T tokens against the 16 rows of a panel, both halves of each step, so every weight line is used once as it
 // arrives. G is the group's depth when known at compile time (by_group_depth); 0 takes it at run time.
-template <int T, int G, bool Ahead>
+template <int T, int G, DecodePrefetch Ahead>
 void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride, const float* x_scale,
           const int32_t* x_qsum, int64_t xs_stride, float* y, int64_t y_stride, int64_t rows) {
   constexpr int H = 2;
@@ -66,7 +67,7 @@ void tile(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x
 // take the 16 ymm registers at 6; the float sums, touched once a group, live in memory between groups.
 constexpr int kTileTokens = 6;
 
-template <bool Ahead>
+template <DecodePrefetch Ahead>
 void panel_avxvnni(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                    const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                    int64_t y_stride, int64_t rows) {
@@ -83,8 +84,10 @@ void panel_avxvnni(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, 
 }  // namespace
 
 // The activations are quantized by the AVX2 kernel's code: AVX-VNNI adds nothing there.
-const Q8GemmKernels kAvxVnniQ8Gemm = {Isa::kAvxVnni, nullptr, panel_avxvnni<true>, quantize_row_avx2};
-const Q8GemmKernels kAvxVnniQ8GemmNoPrefetch = {Isa::kAvxVnni, nullptr, panel_avxvnni<false>, quantize_row_avx2, nullptr,
-                                                false};
+const Q8GemmKernels kAvxVnniQ8Gemm = {Isa::kAvxVnni, nullptr, panel_avxvnni<DecodePrefetch::kL2>, quantize_row_avx2};
+const Q8GemmKernels kAvxVnniQ8GemmNoPrefetch = {Isa::kAvxVnni, nullptr, panel_avxvnni<DecodePrefetch::kNone>,
+                                                quantize_row_avx2, nullptr, DecodePrefetch::kNone};
+const Q8GemmKernels kAvxVnniQ8GemmL1Prefetch = {Isa::kAvxVnni, nullptr, panel_avxvnni<DecodePrefetch::kL1>,
+                                                quantize_row_avx2, nullptr, DecodePrefetch::kL1};
 
 }  // namespace qt::rt

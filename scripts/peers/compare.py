@@ -24,9 +24,10 @@ unmeasured warm-up first (llama-bench's default; qbench --warmup 1), so one-time
 the MoE experts' repack on first use is not in the figures; it is in the peak RSS run, which includes it.
 
 qtune is set up as its README tells a user to: before the rounds, `qbench --choose-decode` ranks its decode
-variants on this CPU for each model (the Q8_0 decode with and without its software prefetch, which pays on some
-CPUs and costs on others) into a tuning store, and every qbench run is given that store (--tuned-cache). Held to
-one instruction set (--isa), qtune runs its built-in choice instead: the ranking is of the ISA qrun would run.
+variants on this CPU for each model (the Q8_0 decode with its software prefetch into L2, without it, and with
+it into L1: which is fastest depends on the CPU) into a tuning store, and every qbench run is given that store
+(--tuned-cache). Held to one instruction set (--isa), qtune runs its built-in choice instead: the ranking is of
+the ISA qrun would run.
 """
 import argparse
 import datetime
@@ -323,7 +324,8 @@ def write_report(a, cpu, paths, results, started, finished, same=()):
     if getattr(a, "ranking", None):
         L.append("qtune's decode variant was ranked on this CPU before the rounds, as its README tells a user to "
                  "(`qbench --model M --choose-decode --prompt 1 --gen 32 --repeat 5 --tuned-cache S`: the Q8_0 "
-                 "decode with and without its software prefetch, alternated; all threads), and every qbench run was "
+                 "decode with its software prefetch into L2, without it, and into L1, alternated; all threads), and every "
+                 "qbench run was "
                  "given that store. The ranking it printed:")
         L.append("")
         for shape, title in SHAPES:

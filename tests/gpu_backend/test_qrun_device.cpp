@@ -514,6 +514,7 @@ TEST_CASE("qrun --decode trial times plain against fused norms on the first deco
       {"--decode fused-norm --fuse-norm", "--decode names the whole decode variant"},
       {"--decode pdl", "--decode pdl: PDL is a CUDA GPU option"},
       {"--decode no-prefetch", "--decode no-prefetch is the CPU's variant (--device cpu)"},
+      {"--decode l1-prefetch", "--decode l1-prefetch is the CPU's variant (--device cpu)"},
       {"--decode fused-norm --weight-layout file", "--decode fused-norm runs on the frag layout's GEMVs"},
       {"--decode trial --launch-times " + kTmp + "trial-times.json", "--decode trial switches the decode variant"}};
   check_refused(common + " -n 2", refused);

@@ -133,7 +133,8 @@ TEST_CASE("a run of panels gives every panel the bits it gets alone, for every I
   }
 }
 
-TEST_CASE("every ISA's GEMM without the decode prefetch gives the bits of the one with it", "[runtime][kernels]") {
+TEST_CASE("every ISA's GEMM gives the same bits with the decode prefetch into L2, into L1 or none",
+          "[runtime][kernels]") {
   // The prefetch is a per-CPU choice (q8_gemm_kernels_for, qbench --choose-decode): which one a store picks must
   // not change a token. Groups whose depth is unrolled (32, 64, 128) and one taken at run time (96); 1 and 2
   // tokens (decode's tiles) and 3 (the next ones).
@@ -152,18 +153,22 @@ TEST_CASE("every ISA's GEMM without the decode prefetch gives the bits of the on
       quantize_rows(x.data(), m, cols, group, xq);
       for (Isa isa : test::available_isas()) {
         INFO("isa " << isa_name(isa) << " group " << group << " tokens " << m);
-        const Q8GemmKernels& with = q8_gemm_kernels_for(isa, TileUnit::kNone, true);
-        const Q8GemmKernels& without = q8_gemm_kernels_for(isa, TileUnit::kNone, false);
-        CHECK(without.decode_prefetch == false);
-        CHECK(with.decode_prefetch == (isa != Isa::kScalar));
-        std::vector<float> a(size_t(m * rows), -1.0f), b(size_t(m * rows), -2.0f);
-        run_panels(with, r.panel(0), r.panels, cols, group, xq.q.data(), cols, xq.scale.data(), xq.qsum.data(), ng,
+        const Q8GemmKernels& l2 = q8_gemm_kernels_for(isa, TileUnit::kNone, DecodePrefetch::kL2);
+        std::vector<float> a(size_t(m * rows), -1.0f);
+        run_panels(l2, r.panel(0), r.panels, cols, group, xq.q.data(), cols, xq.scale.data(), xq.qsum.data(), ng,
                    m, a.data(), rows, rows);
-        run_panels(without, r.panel(0), r.panels, cols, group, xq.q.data(), cols, xq.scale.data(), xq.qsum.data(),
-                   ng, m, b.data(), rows, rows);
-        CHECK(std::equal(a.begin(), a.end(), b.begin(), [](float u, float v) {
-          return std::bit_cast<uint32_t>(u) == std::bit_cast<uint32_t>(v);
-        }));
+        for (DecodePrefetch p : {DecodePrefetch::kNone, DecodePrefetch::kL1}) {
+          const Q8GemmKernels& other = q8_gemm_kernels_for(isa, TileUnit::kNone, p);
+          // The scalar kernel has no prefetch to choose: every kind is its one table.
+          CHECK(other.decode_prefetch == (isa == Isa::kScalar ? DecodePrefetch::kNone : p));
+          CHECK((isa == Isa::kScalar) == (&other == &l2));
+          std::vector<float> b(size_t(m * rows), -2.0f);
+          run_panels(other, r.panel(0), r.panels, cols, group, xq.q.data(), cols, xq.scale.data(), xq.qsum.data(),
+                     ng, m, b.data(), rows, rows);
+          CHECK(std::equal(a.begin(), a.end(), b.begin(), [](float u, float v) {
+            return std::bit_cast<uint32_t>(u) == std::bit_cast<uint32_t>(v);
+          }));
+        }
       }
     }
   }

@@ -212,8 +212,9 @@ TEST_CASE("qrun --tuned-cache ignores winners measured on other kernel sources a
 
 TEST_CASE("qbench --choose-decode ranks the CPU decode's prefetch into a store, and qrun follows the ranking with the same tokens",
           "[runtime][qrun]") {
-  // Whether the Q8_0 decode's software prefetch pays depends on the CPU (q8_gemm_kernels_for): qbench ranks both
-  // on the model, and qrun given the store runs the one it stored first, with the same tokens as the other.
+  // Whether the Q8_0 decode's software prefetch pays, and into which cache, depends on the CPU
+  // (q8_gemm_kernels_for): qbench ranks the three on the model, and qrun given the store runs the one it stored
+  // first, with the same tokens as the others.
   // The sanitized build makes qrun and the tests, not qbench; the main build runs this.
   const std::string qbench = qt::binary_root() + "/bin/qbench";
   if (::access(qbench.c_str(), X_OK) != 0) QTUNE_SKIP("qbench is not built here (the sanitized build makes qrun only)");
@@ -229,8 +230,11 @@ TEST_CASE("qbench --choose-decode ranks the CPU decode's prefetch into a store, 
   INFO(ranked.str());
   CHECK(ranked.str().find("plain ") != std::string::npos);
   CHECK(ranked.str().find("no prefetch ") != std::string::npos);
-  const bool without = ranked.str().find("runs this model's decode on this CPU with no prefetch") != std::string::npos;
-  CHECK((without || ranked.str().find("runs this model's decode on this CPU with the prefetch (plain)") != std::string::npos));
+  CHECK(ranked.str().find("L1 prefetch ") != std::string::npos);
+  const std::string runs = "runs this model's decode on this CPU with ";
+  const bool without = ranked.str().find(runs + "no prefetch") != std::string::npos;
+  const bool l1 = ranked.str().find(runs + "the prefetch into L1 (l1-prefetch)") != std::string::npos;
+  CHECK(int(without) + int(l1) + int(ranked.str().find(runs + "the prefetch (plain)") != std::string::npos) == 1);
   // The tokens of each variant, greedy, and the statistics line of the run that follows the store.
   auto tokens = [&](const std::string& args) {
     const std::string err = out + ".err";
@@ -245,16 +249,18 @@ TEST_CASE("qbench --choose-decode ranks the CPU decode's prefetch into a store, 
   };
   const auto stored = tokens("--tuned-cache " + cache);
   INFO(stored.second);
-  CHECK(stored.second.find(std::string("decode step: ") + (without ? "no prefetch" : "plain") +
-                           ", measured fastest of 2 by qbench --choose-decode") != std::string::npos);
+  CHECK(stored.second.find(std::string("decode step: ") + (without ? "no prefetch" : l1 ? "L1 prefetch" : "plain") +
+                           ", measured fastest of 3 by qbench --choose-decode") != std::string::npos);
   CHECK(!stored.first.empty());
   CHECK(tokens("--decode plain").first == stored.first);
   CHECK(tokens("--decode no-prefetch").first == stored.first);
+  CHECK(tokens("--decode l1-prefetch").first == stored.first);
   // --no-stored-decode ignores the ranking.
   CHECK(tokens("--no-stored-decode --tuned-cache " + cache).second.find("decode step:") == std::string::npos);
   const Result bad = run_qrun(model + "--prompt-ids 1,2 -n 1 --decode pdl");
   CHECK(bad.code == 2);
-  CHECK(bad.err.find("--decode on the CPU: expected auto, plain or no-prefetch, got 'pdl'") != std::string::npos);
+  CHECK(bad.err.find("--decode on the CPU: expected auto, plain, no-prefetch or l1-prefetch, got 'pdl'") !=
+        std::string::npos);
   CHECK(lines(bad.err) == 1);
   std::remove(cache.c_str());
   std::remove(out.c_str());
