@@ -518,8 +518,7 @@ int run(int argc, char** argv) {
       .option("--tuned-cache", "FILE", "qtune's store: the tuned choices (cpu: matvec rows; emu/cuda: kernel points)")
       .flag("--choose-decode", "time every decode variant the device runs (emu/cuda: plain, fused norms, and with "
             "PDL on sm_90+; cpu: the Q8_0 decode's prefetch into L2, none, into L1) on the model, --gen steps after a "
-            "--prompt "
-            "prefill, median of --repeat, and store the ranking in --tuned-cache (made when missing): qrun given "
+            "--prompt prefill, median of --repeat, and store the ranking in --tuned-cache (made when missing): qrun given "
             "that store runs the fastest")
       .option("--emu-arch", "ARCH", "--report on emu: the architecture the emulator presents, sm80, sm86, sm89 or sm90 "
               "(sm90 runs the sm_90a families, the Hopper grouped MoE GEMMs among them)", "sm80")
@@ -626,7 +625,7 @@ int run(int argc, char** argv) {
   double best_prefill = 0, best_decode = 0;
   // The CPU time a hypervisor took during the decode repetitions: on a VM it holds decode below a bandwidth
   // whose best repetition it may have spared. Summed over the repetitions, so short ones still add up to ticks.
-  CpuTimes decode_cpu;
+  CpuTimes decode_cpu{0, 0, true};
   for (int64_t r = 0; r < repeat; ++r) {
     if (bw_bytes > 0) {
       const BandwidthResult again = measure_bandwidth(pool, bw_bytes, 2);
@@ -642,7 +641,7 @@ int run(int argc, char** argv) {
     decode_steps(model, gen, c.vocab_size);
     best_decode = std::max(best_decode, double(gen) / since(t0));
     const CpuTimes cpu1 = read_cpu_times();
-    decode_cpu.known = cpu0.known && cpu1.known && (r == 0 || decode_cpu.known);
+    decode_cpu.known = decode_cpu.known && cpu0.known && cpu1.known;
     decode_cpu.total += cpu1.total - cpu0.total, decode_cpu.steal += cpu1.steal - cpu0.steal;
   }
   const double decode_steal = steal_fraction(CpuTimes{0, 0, true}, decode_cpu);

@@ -88,8 +88,7 @@ CliArgs make_cli() {
               "--fuse-norm and --pdl give them); trial: time plain against the most fused variant this run can use on "
               "the first decode steps, then go on with the faster. cpu: plain, no-prefetch or l1-prefetch (the Q8_0 "
               "decode's software prefetch into L2, none, or into L1: the same bits). auto: the variant a tuned cache "
-              "ranks first "
-              "(qbench --choose-decode), else the trial on a CUDA GPU (not with --launch-times, which times one "
+              "ranks first (qbench --choose-decode), else the trial on a CUDA GPU (not with --launch-times, which times one "
               "variant), else plain. GPU variants agree to within rounding: name one to repeat a run bit for bit",
               "auto")
       .flag("-v,--verbose", "emu/cuda: list the kernel chosen for every op shape and why")

@@ -84,7 +84,7 @@ const char* tile_unit_name(TileUnit unit);
 // of 3 alternated runs). So it is a per-CPU choice: `qbench --choose-decode` on the CPU ranks both on the model and
 // keeps the ranking in the tuning store, which qrun and qbench given that store (--tuned-cache) follow. The integer
 // sums, and so the outputs, are the same bits either way. Into L1 instead of L2 took an Intel Xeon (Ice Lake) from
-// 31.5 to 33.1 tok/s at 2 threads and 14.6 to 15.4 at 1 (0.6B shape, medians of 5 alternated runs), where no
+// 30.4 to 31.7 tok/s at 2 threads and 14.6 to 15.4 at 1 (0.6B shape, medians of 5 alternated runs), where no
 // prefetch was 3% faster than into L2: a stand-alone loop over 1024-wide panels streamed at 98% of the read loop
 // with it, 91-93% into L2.
 const Q8GemmKernels& q8_gemm_kernels_for(Isa isa, TileUnit tiles = TileUnit::kNone,
