@@ -39,14 +39,10 @@ void quantize_rows(const float* x, int64_t m, int64_t k, int64_t group, Quantize
   }
 }
 
-namespace {
-
 void prefetch_bytes(const void* p, int64_t bytes) {
   const char* c = static_cast<const char*>(p);
   for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b);
 }
-
-}  // namespace
 
 void quantized_rows(const CpuKernels& kr, const PackedMatrix& p, const QuantizedRows& xr, int64_t m, int64_t n0,
                     int64_t n1, float* y) {
@@ -76,8 +72,7 @@ void quantized_rows(const CpuKernels& kr, const PackedMatrix& p, const Quantized
     float* yi = y + i * N;
     if (p.kind == PackedMatrix::Kind::kInt8) {
       for (int64_t n = n0; n < n1; ++n) {
-        // Decode streams the rows once, from the file's pages: asking for the next row while this one is
-        // summed keeps the stream going across 4 KB pages, where the hardware prefetcher stops.
+        // Decode streams the rows once, from the file's pages.
         if (n + 1 < n1) prefetch_bytes(p.i8 + (n + 1) * K, K);
         float v = kr.dot_i8(p.i8 + n * K, xi, p.scale + n * ng, xs, K, G);
         if (p.zero) v += zero_term(n, i);

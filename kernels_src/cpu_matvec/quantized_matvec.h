@@ -25,6 +25,10 @@ struct QuantizedRows {
 
 void quantize_rows(const float* x, int64_t m, int64_t k, int64_t group, QuantizedRows& out);
 
+// Asks for every line of [p, p + bytes). A row-by-row matvec calls it on the next row while it sums this one,
+// which keeps the stream going across 4 KB pages, where the hardware prefetcher stops.
+void prefetch_bytes(const void* p, int64_t bytes);
+
 // Output rows [n0, n1) of y = x W^T (y is [m][p.rows]) for activations already quantized with p's group.
 void quantized_rows(const CpuKernels& kernels, const PackedMatrix& p, const QuantizedRows& xr, int64_t m, int64_t n0,
                     int64_t n1, float* y);

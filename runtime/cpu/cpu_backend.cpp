@@ -87,8 +87,9 @@ void CpuBackend::set_decode_prefetch(DecodePrefetch prefetch) {
 void CpuBackend::prepare(const ModelWeights& weights) {
   if (options_.reference) return;
   if (!options_.kv_cache && weights.config.is_moe()) kv_type_ = ActType::F32;
+  // The row layouts of what the panels do not take (a repacked tensor's file pages are gone).
   auto add = [&](const QTensor& t) {
-    if (!t.empty()) packed(t);
+    if (!t.empty() && !repacked(t)) packed(t);
   };
   // Every matrix that can take the GEMM layout gets it here: the dense matrices as one set, each MoE
   // projection's experts as another. Nothing is held twice: each tensor's file pages are released behind its repack. So the
@@ -102,9 +103,9 @@ void CpuBackend::prepare(const ModelWeights& weights) {
   std::vector<QTensor> dense;
   for (const auto& l : weights.layers)
     for (const QTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w3, &l.w2})
-      if (repackable_q8(*t)) dense.push_back(*t);
+      if (repackable_panels(*t)) dense.push_back(*t);
   const QTensor& head = weights.classifier.empty() ? weights.embedding : weights.classifier;
-  if (repackable_q8(head)) dense.push_back(head);
+  if (repackable_panels(head)) dense.push_back(head);
   repack(dense);
   advise_random_rows(weights.embedding);
   add(weights.classifier);
@@ -113,7 +114,7 @@ void CpuBackend::prepare(const ModelWeights& weights) {
     for (const ExpertStack* s : {&l.expert_w1, &l.expert_w2, &l.expert_w3}) {
       std::vector<QTensor> experts;
       for (int64_t e = 0; e < s->experts; ++e) experts.push_back(s->expert(e));
-      if (!experts.empty() && repackable_q8(experts[0])) {
+      if (!experts.empty() && repackable_panels(experts[0])) {
         repack(experts);
       } else {
         for (const QTensor& x : experts) add(x);
@@ -128,12 +129,12 @@ bool CpuBackend::repack(const std::vector<QTensor>& ws) {
   if (options_.reference) return false;
   std::vector<QTensor> todo;
   for (const QTensor& w : ws) {
-    if (!repackable_q8(w)) return false;
+    if (!repackable_panels(w)) return false;
     const bool listed = std::any_of(todo.begin(), todo.end(), [&](const QTensor& t) { return t.data == w.data; });
     if (!repacked(w) && !listed) todo.push_back(w);
   }
   if (todo.empty()) return true;
-  auto set = std::make_unique<RepackedSet>(repack_q8(todo, &pool_));
+  auto set = std::make_unique<RepackedSet>(repack_panels(todo, &pool_));
   std::lock_guard<std::mutex> lock(packed_mutex_);
   for (size_t i = 0; i < todo.size(); ++i) repacked_[todo[i].data] = &set->matrices[i];
   repacked_sets_.push_back(std::move(set));
@@ -205,7 +206,7 @@ void CpuBackend::gemm_q8(const RepackedQ8* const* mats, float* const* ys, int co
       const Segment& seg = segments[size_t(s)];
       const RepackedQ8& r = *mats[seg.mat * groups + seg.group];
       const int64_t r0 = offsets[size_t(seg.group)], rows = offsets[size_t(seg.group) + 1] - r0;
-      run_panels(kr, r.panel(seg.p0), seg.p1 - seg.p0, K, r.group, xq.q.data() + r0 * K, K,
+      run_panels(kr, r.format, r.panel(seg.p0), seg.p1 - seg.p0, K, r.group, xq.q.data() + r0 * K, K,
                  xq.scale.data() + r0 * ng, xq.qsum.data() + r0 * ng, ng, rows,
                  ys[seg.mat] + r0 * r.rows + seg.p0 * kQ8PanelRows, r.rows, r.rows - seg.p0 * kQ8PanelRows);
     }
@@ -320,7 +321,12 @@ void CpuBackend::matmul_float(const QTensor& w, const float* x, int64_t m, float
           for (int64_t n = n0; n < n1; ++n) yi[n] = kr.dot_f32(static_cast<const float*>(w.data) + n * K, xi, K);
           break;
         case WeightType::F16:
-          for (int64_t n = n0; n < n1; ++n) yi[n] = kr.dot_f16(static_cast<const uint16_t*>(w.data) + n * K, xi, K);
+          // An AWQ model's classifier: the largest matrix of its decode step, from the file's 4 KB pages.
+          for (int64_t n = n0; n < n1; ++n) {
+            const auto* row = static_cast<const uint16_t*>(w.data) + n * K;
+            if (n + 1 < n1) prefetch_bytes(row + K, K * 2);
+            yi[n] = kr.dot_f16(row, xi, K);
+          }
           break;
         case WeightType::BF16:
           for (int64_t n = n0; n < n1; ++n) yi[n] = kr.dot_bf16(static_cast<const uint16_t*>(w.data) + n * K, xi, K);

@@ -4,9 +4,10 @@
 //              activations — the plain definition GPU kernels and the fast path are checked against;
 //   fast:      multithreaded SIMD kernels chosen for this CPU at run time; Q8_0 / INT8 group-wise / AWQ
 //              weights multiply int8-quantized activations (per weight group, scale amax/127, like
-//              qwen3.c and llama.cpp); fp16/bf16/fp32 weights keep fp32 activations. The Q8_0 and
-//              INT8_GW_SYM matrices (attention, dense MLP, classifier, MoE experts) are repacked by prepare()
-//              for the tiled GEMM of q8_gemm_kernels.h, which serves prefill and decode. Where the CPU has
+//              qwen3.c and llama.cpp); fp16/bf16/fp32 weights keep fp32 activations. The Q8_0,
+//              INT8_GW_SYM and AWQ INT4 matrices (attention, dense MLP, classifier, MoE experts) are repacked
+//              by prepare() for the tiled GEMM of q8_gemm_kernels.h (AWQ's nibbles in U4 panels), which
+//              serves prefill and decode; INT8_GW_ASYM keeps the row-by-row matvec. Where the CPU has
 //              AMX-INT8 and Linux grants the tiles, that GEMM multiplies 8 or more tokens on AMX tiles (same
 //              bits as VNNI), and fewer (decode) with AVX-512 VNNI.
 // Non-matmul ops (norms, RoPE, attention, SiLU) are fp32 in both; activations are fp32 host memory. The KV

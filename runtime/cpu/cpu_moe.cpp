@@ -62,7 +62,7 @@ void CpuBackend::grouped_matmul(const ExpertStack* const* stacks, float* const* 
   for (int64_t e = 0; e < experts; ++e) left[size_t(e)] = offsets[size_t(e) + 1] > offsets[size_t(e)];
   if (!options_.reference) {
     bool q8 = true;
-    for (int s = 0; s < count; ++s) q8 = q8 && repackable_q8(stacks[s]->base);
+    for (int s = 0; s < count; ++s) q8 = q8 && repackable_panels(stacks[s]->base);
     if (q8) grouped_gemm_q8(stacks, ys, count, x, offsets, left);
     if (std::find(left.begin(), left.end(), 1) == left.end()) return;
   }

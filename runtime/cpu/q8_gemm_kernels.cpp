@@ -5,28 +5,59 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/half.h"
 
 namespace qt::rt {
 namespace {
 
+// The two panel formats as the scalar kernel reads them: a group's bytes, the products of a 64-byte step (`x` at
+// the step's first column) added to the rows' sums, what the stored weights carry beyond q (Q8: the +128; U4: the
+// zero point), taken out as that times the activations' sum, and a row's scale.
+struct Q8Format {
+  static constexpr int64_t kStepColumns = 4;
+  static int64_t group_bytes(int64_t group) { return q8_group_bytes(group); }
+  static void add_step(const uint8_t* step, const int8_t* x, int32_t* s) {
+    for (int64_t r = 0; r < kQ8PanelRows; ++r)
+      for (int64_t j = 0; j < 4; ++j) s[r] += int32_t(step[r * 4 + j]) * x[j];
+  }
+  static int32_t offset(const uint8_t*, int64_t, int64_t, int64_t) { return 128; }
+  static float scale(const uint8_t* w, int64_t group, int64_t g, int64_t r) { return q8_group_scales(w, group, g)[r]; }
+};
+
+struct U4Format {
+  static constexpr int64_t kStepColumns = kU4StepColumns;
+  static int64_t group_bytes(int64_t group) { return u4_group_bytes(group); }
+  static void add_step(const uint8_t* step, const int8_t* x, int32_t* s) {
+    for (int64_t r = 0; r < kQ8PanelRows; ++r)
+      for (int64_t j = 0; j < 4; ++j) s[r] += int32_t(step[r * 4 + j] & 15) * x[j] + int32_t(step[r * 4 + j] >> 4) * x[4 + j];
+  }
+  static int32_t offset(const uint8_t* w, int64_t group, int64_t g, int64_t r) { return u4_group_zeros(w, group, g)[r]; }
+  static float scale(const uint8_t* w, int64_t group, int64_t g, int64_t r) {
+    return half_bits_to_float(u4_group_scales(w, group, g)[r]);
+  }
+};
+
+// Defines `panel` and `panel_u4` for the SIMD kernels. The panel's 16 rows at once, step by step, so that the
+// weights are read in the order they are stored (rows past `rows` hold weight 0 and are not stored).
+template <class Format>
 void panel_scalar(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                   const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                   int64_t y_stride, int64_t rows) {
   const int64_t ng = k / group;
   for (int64_t t = 0; t < tokens; ++t) {
     const int8_t* xt = x + t * x_stride;
-    for (int64_t r = 0; r < rows; ++r) {
-      float acc = 0.0f;
-      for (int64_t g = 0; g < ng; ++g) {
-        const uint8_t* wg = w + g * q8_group_bytes(group);
-        int32_t s = 0;
-        for (int64_t c = 0; c < group; ++c)
-          s += int32_t(wg[(c / 4) * 64 + r * 4 + c % 4]) * int32_t(xt[g * group + c]);
-        s -= 128 * x_qsum[t * xs_stride + g];
-        acc = std::fma(float(s), q8_group_scales(w, group, g)[r] * x_scale[t * xs_stride + g], acc);
+    float acc[kQ8PanelRows] = {};
+    for (int64_t g = 0; g < ng; ++g) {
+      const uint8_t* wg = w + g * Format::group_bytes(group);
+      int32_t s[kQ8PanelRows] = {};
+      for (int64_t c = 0; c < group; c += Format::kStepColumns)
+        Format::add_step(wg + c / Format::kStepColumns * 64, xt + g * group + c, s);
+      for (int64_t r = 0; r < rows; ++r) {
+        s[r] -= Format::offset(w, group, g, r) * x_qsum[t * xs_stride + g];
+        acc[r] = std::fma(float(s[r]), Format::scale(w, group, g, r) * x_scale[t * xs_stride + g], acc[r]);
       }
-      y[t * y_stride + r] = acc;
     }
+    for (int64_t r = 0; r < rows; ++r) y[t * y_stride + r] = acc[r];
   }
 }
 
@@ -50,8 +81,8 @@ void quantize_row_scalar(const float* x, int64_t k, int64_t group, int8_t* q, fl
   }
 }
 
-const Q8GemmKernels kScalarQ8Gemm = {Isa::kScalar, nullptr, panel_scalar, quantize_row_scalar, nullptr,
-                                     DecodePrefetch::kNone};
+const Q8GemmKernels kScalarQ8Gemm = {Isa::kScalar, nullptr, panel_scalar<Q8Format>, quantize_row_scalar, nullptr,
+                                     DecodePrefetch::kNone, panel_scalar<U4Format>};
 
 void run_panels(const Q8GemmKernels& kernels, const uint8_t* w, int64_t count, int64_t k, int64_t group,
                 const int8_t* x, int64_t x_stride, const float* x_scale, const int32_t* x_qsum, int64_t xs_stride,
@@ -61,6 +92,16 @@ void run_panels(const Q8GemmKernels& kernels, const uint8_t* w, int64_t count, i
   for (int64_t p = 0; p < count; ++p)
     kernels.panel(w + p * q8_panel_bytes(k, group), k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens,
                   y + p * kQ8PanelRows, y_stride, std::min(kQ8PanelRows, rows - p * kQ8PanelRows));
+}
+
+void run_panels(const Q8GemmKernels& kernels, PanelFormat format, const uint8_t* w, int64_t count, int64_t k,
+                int64_t group, const int8_t* x, int64_t x_stride, const float* x_scale, const int32_t* x_qsum,
+                int64_t xs_stride, int64_t tokens, float* y, int64_t y_stride, int64_t rows) {
+  if (format == PanelFormat::kQ8)
+    return run_panels(kernels, w, count, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
+  for (int64_t p = 0; p < count; ++p)
+    kernels.panel_u4(w + p * u4_panel_bytes(k, group), k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens,
+                     y + p * kQ8PanelRows, y_stride, std::min(kQ8PanelRows, rows - p * kQ8PanelRows));
 }
 
 const char* tile_unit_name(TileUnit unit) {

@@ -35,6 +35,30 @@ inline const float* q8_group_scales(const uint8_t* w, int64_t group, int64_t g) 
   return reinterpret_cast<const float*>(w + g * q8_group_bytes(group) + group * kQ8PanelRows);
 }
 
+// AWQ INT4 weights in panels of the same 16 rows (PanelFormat::kU4), so that they take the same activations, the
+// same scheduling and the same float steps as Q8_0. A group is group / 8 steps of 64 bytes: byte 4 r + j of step
+// s holds row r's weight at column 8 s + j in its low nibble and at 8 s + 4 + j in its high one, so the low
+// nibbles of a step are the 16 rows x 4 columns of a Q8_0 step and the high nibbles the next 4 columns. Then 64
+// bytes: the rows' 16 fp16 scales, their 16 zero points (0-15) as bytes, 16 bytes of padding. A weight is
+// (q - zero) * scale; the nibbles go to vpdpbusd / vpmaddubsw as the unsigned operand as they are (0-15: no
+// offset to take out, no saturation), and the zero point is taken out of the exact integer sum as
+// zero * (the token's activation sum in the group). Half a byte a weight plus 4 bytes of scale and zero a row
+// and group, where the file has 2.5: at AWQ's group of 128, 6.25% more than the weights.
+enum class PanelFormat { kQ8, kU4 };
+constexpr int64_t kU4StepColumns = 8;
+constexpr int64_t u4_group_bytes(int64_t group) { return group / kU4StepColumns * 64 + 64; }
+constexpr int64_t u4_panel_bytes(int64_t k, int64_t group) { return k / group * u4_group_bytes(group); }
+constexpr int64_t panel_bytes(PanelFormat f, int64_t k, int64_t group) {
+  return f == PanelFormat::kU4 ? u4_panel_bytes(k, group) : q8_panel_bytes(k, group);
+}
+// The 16 fp16 scales, and the 16 zero points, of group g of the U4 panel at w.
+inline const uint16_t* u4_group_scales(const uint8_t* w, int64_t group, int64_t g) {
+  return reinterpret_cast<const uint16_t*>(w + g * u4_group_bytes(group) + group * kQ8PanelRows / 2);
+}
+inline const uint8_t* u4_group_zeros(const uint8_t* w, int64_t group, int64_t g) {
+  return w + g * u4_group_bytes(group) + group * kQ8PanelRows / 2 + 2 * kQ8PanelRows;
+}
+
 struct Q8GemmKernels {
   Isa isa;
   // The matrix unit `panel` hands enough tokens to (AMX tiles, or their scalar model), null for none. The
@@ -64,12 +88,23 @@ struct Q8GemmKernels {
                  int64_t y_stride, int64_t rows) = nullptr;
   // Where decode asks for the line kQ8PrefetchBytes ahead (DecodePrefetch).
   DecodePrefetch decode_prefetch = DecodePrefetch::kL2;
+  // `panel` for a U4 panel (u4_panel_bytes(k, group) bytes, group % 8 == 0):
+  //   y[t * y_stride + r] = sum_g scale[g][r] * x_scale[t][g] * (sum_{k in g} q[r][k] * x[t][k] - zero[g][r] * x_qsum[t][g])
+  // with the integer part exact, and the same float steps as `panel`'s. The tile tables run their ISA's vector
+  // kernel here (the tiles take int8 weights).
+  void (*panel_u4)(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                   const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
+                   int64_t y_stride, int64_t rows) = nullptr;
 };
 
 // `count` consecutive panels (see Q8GemmKernels::panels) on `kernels`, by its `panels` where it has one.
 void run_panels(const Q8GemmKernels& kernels, const uint8_t* w, int64_t count, int64_t k, int64_t group,
                 const int8_t* x, int64_t x_stride, const float* x_scale, const int32_t* x_qsum, int64_t xs_stride,
                 int64_t tokens, float* y, int64_t y_stride, int64_t rows);
+// The same for panels of either format.
+void run_panels(const Q8GemmKernels& kernels, PanelFormat format, const uint8_t* w, int64_t count, int64_t k,
+                int64_t group, const int8_t* x, int64_t x_stride, const float* x_scale, const int32_t* x_qsum,
+                int64_t xs_stride, int64_t tokens, float* y, int64_t y_stride, int64_t rows);
 
 // The matrix unit that multiplies enough tokens at once: none (the SIMD kernels of the ISA), AMX-INT8 tiles, or
 // the AMX kernel through the scalar model of the tile instructions (slow; for checking the AMX code anywhere).

@@ -168,11 +168,19 @@ void quantize_row_amx(const float* x, int64_t k, int64_t group, int8_t* q, float
   kAvx512Q8Gemm.quantize_row(x, k, group, q, scale, qsum);
 }
 
+// U4 panels on the VNNI kernel: the tiles multiply int8 weights only.
+template <const Q8GemmKernels& Few>
+void panel_u4_vnni(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                   const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
+                   int64_t y_stride, int64_t rows) {
+  Few.panel_u4(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
+}
+
 // A table of the tile kernel over `Few`, the VNNI table that takes the tokens too few for a tile (decode among
 // them), with that table's decode prefetch `p`.
 template <class Tiles, const Q8GemmKernels& Few>
 constexpr Q8GemmKernels amx_table(const char* unit, DecodePrefetch p) {
-  return {Isa::kAvx512Vnni, unit, panel_tiles<Tiles, Few>, quantize_row_amx, nullptr, p};
+  return {Isa::kAvx512Vnni, unit, panel_tiles<Tiles, Few>, quantize_row_amx, nullptr, p, panel_u4_vnni<Few>};
 }
 
 }  // namespace

@@ -257,6 +257,81 @@ void panel_avx2(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int
   panels_avx2<Ahead>(w, 1, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
 }
 
+// T tokens against R = 8 H rows of a U4 panel (q8_gemm_kernels.h), H halves of each 64-byte step. The nibbles
+// (0-15) are vpmaddubsw's unsigned operand as they are: a pair of products is at most 2 x 15 x 127, so the low and
+// the high nibbles' pairs add in int16 before one vpmaddwd widens them, 5 instructions for 64 products where the
+// int8 tile needs 8. Decode (T <= 2) takes both halves in one pass, as tile does; prefill takes 4 tokens a half
+// (halves from `half0` on; `w` is the panel, whose group's scales and zero points are by row).
+template <int T, int H, int G, DecodePrefetch Ahead>
+void tile_u4(const uint8_t* w, int64_t half0, int64_t k, int64_t group, const int8_t* x, int64_t x_stride, const float* x_scale,
+             const int32_t* x_qsum, int64_t xs_stride, float* y, int64_t y_stride, int64_t rows) {
+  const int64_t depth = G > 0 ? G : group;
+  const __m256i nibble = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+  __m256 acc[T][H];
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < H; ++h) acc[t][h] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < k / depth; ++g) {
+    const uint8_t* wg = w + g * u4_group_bytes(depth);
+    const int8_t* xg = x + g * depth;
+    __m256i s[T][H];
+    for (int h = 0; h < H; ++h) {
+      const __m256i zero = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(u4_group_zeros(w, depth, g) + 8 * (half0 + h))));
+      for (int t = 0; t < T; ++t) s[t][h] = _mm256_mullo_epi32(zero, _mm256_set1_epi32(-x_qsum[t * xs_stride + g]));
+    }
+    auto products = [&](int64_t c) {
+      const uint8_t* step = wg + c / kU4StepColumns * 64;
+      prefetch_ahead<T, Ahead>(step);
+      for (int h = 0; h < H; ++h) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(step + 32 * (half0 + h)));
+        const __m256i lo = _mm256_and_si256(v, nibble);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+        for (int t = 0; t < T; ++t) {
+          const __m256i pairs =
+              _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(load4(xg + t * x_stride + c))),
+                               _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load4(xg + t * x_stride + c + 4))));
+          s[t][h] = _mm256_add_epi32(s[t][h], _mm256_madd_epi16(pairs, ones));
+        }
+      }
+    };
+    if constexpr (G > 0) {
+#pragma GCC unroll 16
+      for (int c = 0; c < G; c += kU4StepColumns) products(c);
+    } else {
+      for (int64_t c = 0; c < depth; c += kU4StepColumns) products(c);
+    }
+    // fold_group's float steps, on the fp16 scales.
+    for (int h = 0; h < H; ++h) {
+      const __m256 ws =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u4_group_scales(w, depth, g) + 8 * (half0 + h))));
+      for (int t = 0; t < T; ++t)
+        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][h]),
+                                    _mm256_mul_ps(ws, _mm256_set1_ps(x_scale[t * xs_stride + g])), acc[t][h]);
+    }
+  }
+  store_rows<T, H>(acc, y, y_stride, rows);
+}
+
+template <DecodePrefetch Ahead>
+void panel_u4_avx2(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                   const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
+                   int64_t y_stride, int64_t rows) {
+  if (group % kU4StepColumns != 0)
+    return kScalarQ8Gemm.panel_u4(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
+  by_u4_group_depth(group, [&](auto depth) {
+    constexpr int G = depth();
+    auto at = [&](auto fn, int64_t t, int64_t half) {
+      fn(w, half, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, x_qsum + t * xs_stride,
+         xs_stride, y + t * y_stride + 8 * half, y_stride, rows - 8 * half);
+    };
+    if (tokens <= 2) return tokens == 2 ? at(tile_u4<2, 2, G, Ahead>, 0, 0) : at(tile_u4<1, 2, G, Ahead>, 0, 0);
+    for (int64_t half = 0; half < 2 && half * 8 < rows; ++half)
+      tokens_by_tile<4>(tokens, [&](auto tokens_in_tile, int64_t t) {
+        at(tile_u4<tokens_in_tile(), 1, G, Ahead>, t, half);
+      });
+  });
+}
+
 inline float hmax256(__m256 v) {
   __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   h = _mm_max_ps(h, _mm_movehl_ps(h, h));
@@ -293,10 +368,13 @@ void quantize_row_avx2(const float* x, int64_t k, int64_t group, int8_t* q, floa
 }
 
 const Q8GemmKernels kAvx2Q8Gemm = {Isa::kAvx2, nullptr, panel_avx2<DecodePrefetch::kL2>, quantize_row_avx2,
-                                   panels_avx2<DecodePrefetch::kL2>};
+                                   panels_avx2<DecodePrefetch::kL2>, DecodePrefetch::kL2,
+                                   panel_u4_avx2<DecodePrefetch::kL2>};
 const Q8GemmKernels kAvx2Q8GemmNoPrefetch = {Isa::kAvx2, nullptr, panel_avx2<DecodePrefetch::kNone>, quantize_row_avx2,
-                                             panels_avx2<DecodePrefetch::kNone>, DecodePrefetch::kNone};
+                                             panels_avx2<DecodePrefetch::kNone>, DecodePrefetch::kNone,
+                                             panel_u4_avx2<DecodePrefetch::kNone>};
 const Q8GemmKernels kAvx2Q8GemmL1Prefetch = {Isa::kAvx2, nullptr, panel_avx2<DecodePrefetch::kL1>, quantize_row_avx2,
-                                             panels_avx2<DecodePrefetch::kL1>, DecodePrefetch::kL1};
+                                             panels_avx2<DecodePrefetch::kL1>, DecodePrefetch::kL1,
+                                             panel_u4_avx2<DecodePrefetch::kL1>};
 
 }  // namespace qt::rt

@@ -75,6 +75,70 @@ void panel_avx512(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, i
   });
 }
 
+// T tokens against one U4 panel (q8_gemm_kernels.h): a 64-byte step is two vpdpbusd a token, its low nibbles
+// against the token's 4 activations at the step's column and its high nibbles against the next 4. With fewer
+// than 4 tokens the two go to sums of their own, so that decode's two multiplies a step do not wait on each other.
+// Each token's sums start at -zero * its activations' sum in the group, which takes out the zero points exactly.
+template <int T, int G, DecodePrefetch Ahead>
+void tile_u4(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride, const float* x_scale,
+             const int32_t* x_qsum, int64_t xs_stride, float* y, int64_t y_stride, __mmask16 rows) {
+  constexpr int S = T < 4 ? 2 : 1;
+  const int64_t depth = G > 0 ? G : group;
+  const __m512i nibble = _mm512_set1_epi8(15);
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  const int64_t ng = k / depth;
+  for (int64_t g = 0; g < ng; ++g) {
+    const uint8_t* wg = w + g * u4_group_bytes(depth);
+    const int8_t* xg = x + g * depth;
+    const __m512i zero = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u4_group_zeros(w, depth, g))));
+    __m512i s[T][S];
+    for (int t = 0; t < T; ++t) {
+      s[t][0] = _mm512_mullo_epi32(zero, _mm512_set1_epi32(-x_qsum[t * xs_stride + g]));
+      if constexpr (S == 2) s[t][1] = _mm512_setzero_si512();
+    }
+    auto products = [&](int64_t c) {
+      const uint8_t* step = wg + c / kU4StepColumns * 64;
+      prefetch_ahead<T, Ahead>(step);
+      const __m512i wv = _mm512_loadu_si512(step);
+      const __m512i lo = _mm512_and_si512(wv, nibble);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(wv, 4), nibble);
+      for (int t = 0; t < T; ++t) {
+        s[t][0] = _mm512_dpbusd_epi32(s[t][0], lo, _mm512_set1_epi32(load4(xg + t * x_stride + c)));
+        s[t][S - 1] = _mm512_dpbusd_epi32(s[t][S - 1], hi, _mm512_set1_epi32(load4(xg + t * x_stride + c + 4)));
+      }
+    };
+    if constexpr (G > 0) {
+#pragma GCC unroll 16
+      for (int c = 0; c < G; c += kU4StepColumns) products(c);
+    } else {
+      for (int64_t c = 0; c < depth; c += kU4StepColumns) products(c);
+    }
+    const __m512 ws =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u4_group_scales(w, depth, g))));
+    for (int t = 0; t < T; ++t) {
+      const __m512i exact = S == 2 ? _mm512_add_epi32(s[t][0], s[t][S - 1]) : s[t][0];
+      acc[t] = add_exact_sums(acc[t], exact, ws, x_scale[t * xs_stride + g]);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * y_stride, rows, acc[t]);
+}
+
+template <DecodePrefetch Ahead>
+void panel_u4_avx512(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                     const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
+                     int64_t y_stride, int64_t rows) {
+  if (group % kU4StepColumns != 0)
+    return kScalarQ8Gemm.panel_u4(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
+  const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
+  by_u4_group_depth(group, [&](auto depth) {
+    tokens_by_tile<8>(tokens, [&](auto tokens_in_tile, int64_t t) {
+      tile_u4<tokens_in_tile(), depth(), Ahead>(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
+                                                x_qsum + t * xs_stride, xs_stride, y + t * y_stride, y_stride, mask);
+    });
+  });
+}
+
 inline float hmax512(__m512 v) {
   __m256 m = _mm256_max_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
   __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
@@ -115,10 +179,13 @@ void quantize_row_avx512(const float* x, int64_t k, int64_t group, int8_t* q, fl
 }  // namespace
 
 const Q8GemmKernels kAvx512Q8Gemm = {Isa::kAvx512Vnni, nullptr, panel_avx512<DecodePrefetch::kL2>,
-                                     quantize_row_avx512};
+                                     quantize_row_avx512, nullptr, DecodePrefetch::kL2,
+                                     panel_u4_avx512<DecodePrefetch::kL2>};
 const Q8GemmKernels kAvx512Q8GemmNoPrefetch = {Isa::kAvx512Vnni, nullptr, panel_avx512<DecodePrefetch::kNone>,
-                                               quantize_row_avx512, nullptr, DecodePrefetch::kNone};
+                                               quantize_row_avx512, nullptr, DecodePrefetch::kNone,
+                                               panel_u4_avx512<DecodePrefetch::kNone>};
 const Q8GemmKernels kAvx512Q8GemmL1Prefetch = {Isa::kAvx512Vnni, nullptr, panel_avx512<DecodePrefetch::kL1>,
-                                               quantize_row_avx512, nullptr, DecodePrefetch::kL1};
+                                               quantize_row_avx512, nullptr, DecodePrefetch::kL1,
+                                               panel_u4_avx512<DecodePrefetch::kL1>};
 
 }  // namespace qt::rt

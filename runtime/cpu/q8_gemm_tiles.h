@@ -44,5 +44,14 @@ void by_group_depth(int64_t group, At&& at) {
   at(Const<0>{});
 }
 
+// The same for U4 panels, whose AWQ checkpoints come with groups of 128 (and 64, 32).
+template <typename At>
+void by_u4_group_depth(int64_t group, At&& at) {
+  if (group == 128) return at(Const<128>{});
+  if (group == 64) return at(Const<64>{});
+  if (group == 32) return at(Const<32>{});
+  at(Const<0>{});
+}
+
 }  // namespace
 }  // namespace qt::rt

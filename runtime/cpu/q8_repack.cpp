@@ -10,6 +10,7 @@
 #include "common/half.h"
 #include "common/mapped_file.h"
 #include "kernels_src/cpu_matvec/thread_pool.h"
+#include "models/core/weight_traits.h"
 #include "runtime/cpu/q8_gemm_kernels.h"
 
 namespace qt::rt {
@@ -47,11 +48,30 @@ bool repackable_q8(const QTensor& t) {
   return int8 && !t.empty() && t.group_size > 0 && t.group_size % 4 == 0 && t.cols % t.group_size == 0;
 }
 
-int64_t RepackedQ8::panel_bytes() const { return q8_panel_bytes(cols, group); }
+bool repackable_u4(const QTensor& t) {
+  return t.type == WeightType::AWQ_INT4 && !t.empty() && t.group_size > 0 && t.group_size % kU4StepColumns == 0 &&
+         t.cols % t.group_size == 0 && t.rows % 8 == 0;
+}
+
+bool repackable_panels(const QTensor& t) { return repackable_q8(t) || repackable_u4(t); }
+
+int64_t RepackedQ8::panel_bytes() const { return qt::rt::panel_bytes(format, cols, group); }
 
 void RepackedQ8::dequantize_row(int64_t row, float* out) const {
   const uint8_t* p = panel(row / kQ8PanelRows);
   const int64_t r = row % kQ8PanelRows;
+  if (format == PanelFormat::kU4) {
+    for (int64_t g = 0; g < cols / group; ++g) {
+      const uint8_t* wg = p + g * u4_group_bytes(group) + r * 4;
+      const float s = half_bits_to_float(u4_group_scales(p, group, g)[r]);
+      const int32_t z = u4_group_zeros(p, group, g)[r];
+      for (int64_t c = 0; c < group; ++c) {
+        const uint8_t b = wg[(c / kU4StepColumns) * 64 + c % 4];
+        out[g * group + c] = float(int32_t(c % kU4StepColumns < 4 ? b & 15 : b >> 4) - z) * s;
+      }
+    }
+    return;
+  }
   for (int64_t g = 0; g < cols / group; ++g) {
     const uint8_t* wg = p + g * q8_group_bytes(group) + r * 4;
     const float s = q8_group_scales(p, group, g)[r];
@@ -118,17 +138,65 @@ void repack_into(const QTensor& t, int64_t panels, uint8_t* w, ThreadPool* pool)
   }
 }
 
+// The AWQ tensor t (qweight [K][N/8] words, element n = 8 j + e of word j its nibble kAwqOrder[e]; qzeros
+// [K/G][N/8] alike; fp16 scales [K/G][N]) into U4 panels at w. A panel's 16 rows are two words of each row of
+// qweight: a step's 8 columns are 8 words, which give each of their 8 rows its 4 bytes of the step at once. The
+// source pages are released at the end, the tensor being in-major.
+void repack_u4_into(const QTensor& t, int64_t panels, uint8_t* w, ThreadPool* pool) {
+  const int64_t N = t.rows, K = t.cols, G = t.group_size, ng = K / G, words = N / 8, gb = u4_group_bytes(G);
+  const auto* qw = static_cast<const uint32_t*>(t.data);
+  const auto* qz = reinterpret_cast<const uint32_t*>(t.qzeros);
+  auto pack = [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      uint8_t* wp = w + p * u4_panel_bytes(K, G);
+      std::memset(wp, 0, size_t(u4_panel_bytes(K, G)));  // rows past the matrix: weight, zero and scale 0
+      for (int64_t half = 0; half < 2; ++half) {
+        const int64_t j = p * 2 + half;  // the word of rows 8 j .. 8 j + 7
+        if (j >= words) break;
+        for (int64_t g = 0; g < ng; ++g) {
+          uint8_t* wg = wp + g * gb;
+          for (int64_t s = 0; s < G / kU4StepColumns; ++s) {
+            uint32_t col[kU4StepColumns];
+            for (int64_t i = 0; i < kU4StepColumns; ++i) col[i] = qw[(g * G + s * kU4StepColumns + i) * words + j];
+            for (int64_t e = 0; e < 8; ++e) {
+              uint32_t v = 0;
+              for (int i = 0; i < 4; ++i) v |= (awq_nibble(col[i], e) | awq_nibble(col[i + 4], e) << 4) << (8 * i);
+              std::memcpy(wg + s * 64 + (half * 8 + e) * 4, &v, 4);
+            }
+          }
+          auto* scales = wg + G * kQ8PanelRows / 2;
+          for (int64_t e = 0; e < 8; ++e) {
+            const int64_t r = half * 8 + e, n = j * 8 + e;
+            std::memcpy(scales + 2 * r, &t.scales_f16[g * N + n], 2);
+            scales[2 * kQ8PanelRows + r] = uint8_t(awq_nibble(qz[g * words + j], e));
+          }
+        }
+      }
+    }
+  };
+  if (pool) {
+    pool->parallel_for(panels, 1, pack);
+  } else {
+    pack(0, panels);
+  }
+  release_pages(qw, uint64_t(K * words) * sizeof(uint32_t));
+  release_pages(qz, uint64_t(ng * words) * sizeof(uint32_t));
+  release_pages(t.scales_f16, uint64_t(ng * N) * sizeof(uint16_t));
+}
+
 }  // namespace
 
-RepackedSet repack_q8(const std::vector<QTensor>& ts, ThreadPool* pool) {
+RepackedSet repack_panels(const std::vector<QTensor>& ts, ThreadPool* pool) {
   RepackedSet set;
   // Each matrix's panels are a multiple of 64 bytes, so every one starts on a cache line.
   std::vector<size_t> weight_at;
   size_t weight_bytes = 0;
   for (const QTensor& t : ts) {
-    if (!repackable_q8(t))
-      throw Error("repack_q8: the tensor is not Q8_0 or INT8_GW_SYM with a group that is a multiple of 4");
+    if (!repackable_panels(t))
+      throw Error("repack_panels: the tensor is not Q8_0 or INT8_GW_SYM with a group that is a multiple of 4, nor "
+                  "AWQ INT4 with a group that is a multiple of 8");
     RepackedQ8 r;
+    r.format = repackable_u4(t) ? PanelFormat::kU4 : PanelFormat::kQ8;
     r.rows = t.rows, r.cols = t.cols, r.group = t.group_size;
     r.panels = (t.rows + kQ8PanelRows - 1) / kQ8PanelRows;
     weight_at.push_back(weight_bytes);
@@ -139,7 +207,11 @@ RepackedSet repack_q8(const std::vector<QTensor>& ts, ThreadPool* pool) {
   for (size_t i = 0; i < ts.size(); ++i) {
     RepackedQ8& r = set.matrices[i];
     uint8_t* w = set.weights.data() + weight_at[i];
-    repack_into(ts[i], r.panels, w, pool);
+    if (r.format == PanelFormat::kU4) {
+      repack_u4_into(ts[i], r.panels, w, pool);
+    } else {
+      repack_into(ts[i], r.panels, w, pool);
+    }
     r.w = w;
   }
   return set;

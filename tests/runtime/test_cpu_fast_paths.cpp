@@ -47,6 +47,27 @@ int64_t cached_pages(const void* p, uint64_t bytes) {
   return std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; });
 }
 
+// What the GEMM computes, in double from the exact integer sums: for token i and row n, the sum over groups of
+// scale(n, g) * x_scale * (sum of weight(n, c) * x[c] - offset(n, g) * the group's activation sum).
+template <class Weight, class Offset, class Scale>
+std::vector<double> exact_products(const QuantizedRows& xq, int64_t m, int64_t rows, int64_t cols, int64_t group,
+                                   Weight weight, Offset offset, Scale scale) {
+  const int64_t ng = cols / group;
+  std::vector<double> out(size_t(m * rows));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t n = 0; n < rows; ++n) {
+      double acc = 0;
+      for (int64_t g = 0; g < ng; ++g) {
+        int64_t s = 0;
+        for (int64_t c = g * group; c < (g + 1) * group; ++c) s += int64_t(weight(n, c)) * xq.q[size_t(i * cols + c)];
+        s -= int64_t(offset(n, g)) * xq.qsum[size_t(i * ng + g)];
+        acc += double(s) * double(scale(n, g)) * xq.scale[size_t(i * ng + g)];
+      }
+      out[size_t(i * rows + n)] = acc;
+    }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("Q8_0 GEMM over repacked panels equals the exact integer sums of every row and token, for every ISA",
@@ -66,17 +87,9 @@ TEST_CASE("Q8_0 GEMM over repacked panels equals the exact integer sums of every
       quantize_rows(x.data(), m, cols, group, xq);
       const int64_t ng = cols / group;
       const auto* q = static_cast<const int8_t*>(w.data);
-      std::vector<double> expect(size_t(m * rows));
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t n = 0; n < rows; ++n) {
-          double acc = 0;
-          for (int64_t g = 0; g < ng; ++g) {
-            int64_t s = 0;
-            for (int64_t c = g * group; c < (g + 1) * group; ++c) s += int64_t(q[n * cols + c]) * xq.q[size_t(i * cols + c)];
-            acc += double(s) * w.scales_f32[n * ng + g] * xq.scale[size_t(i * ng + g)];
-          }
-          expect[size_t(i * rows + n)] = acc;
-        }
+      const std::vector<double> expect = exact_products(
+          xq, m, rows, cols, group, [&](int64_t n, int64_t c) { return q[n * cols + c]; },
+          [](int64_t, int64_t) { return 0; }, [&](int64_t n, int64_t g) { return w.scales_f32[n * ng + g]; });
       for (Isa isa : test::available_isas()) {
         INFO("isa " << isa_name(isa) << " rows " << rows << " cols " << cols << " group " << group << " tokens " << m);
         CpuBackend be(test::cpu_options(false, 2, isa));
@@ -97,6 +110,87 @@ TEST_CASE("Q8_0 GEMM over repacked panels equals the exact integer sums of every
   }
 }
 
+namespace {
+
+// An AWQ tensor's integer weight and zero point at (n, c), read from its packed words (weights.h).
+int32_t awq_q(const QTensor& w, int64_t n, int64_t c) {
+  return int32_t(awq_nibble(uint32_t(static_cast<const int32_t*>(w.data)[c * (w.rows / 8) + n / 8]), n % 8));
+}
+int32_t awq_zero(const QTensor& w, int64_t n, int64_t g) {
+  return int32_t(awq_nibble(uint32_t(w.qzeros[g * (w.rows / 8) + n / 8]), n % 8));
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](float u, float v) {
+           return std::bit_cast<uint32_t>(u) == std::bit_cast<uint32_t>(v);
+         });
+}
+
+}  // namespace
+
+TEST_CASE("AWQ INT4 GEMM over U4 panels equals the exact integer sums less the zero points, the same bits on every ISA",
+          "[runtime][kernels]") {
+  std::mt19937_64 rng(31);
+  // Rows that leave the last panel 8 rows short (AVX2's second half empty) or full, AWQ's group of 128, 64 and 32
+  // (unrolled) and 40 (its depth at run time), and token counts around decode's tiles (1, 2), the AVX2 prefill
+  // tiles of 4 and the AVX-512 ones of 8.
+  for (const auto& [rows, cols, group] : {std::tuple<int64_t, int64_t, int32_t>{40, 256, 128}, {32, 192, 64},
+                                          {8, 64, 32}, {24, 120, 40}}) {
+    const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
+    const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::AWQ_INT4, group);
+    const QTensor w = wt.view();
+    REQUIRE(repackable_u4(w));
+    for (int64_t m : {1, 2, 3, 5, 8, 13}) {
+      const std::vector<float> x = test::random_values(rng, size_t(m * cols), 2.0f);
+      QuantizedRows xq;
+      quantize_rows(x.data(), m, cols, group, xq);
+      const std::vector<double> expect = exact_products(
+          xq, m, rows, cols, group, [&](int64_t n, int64_t c) { return awq_q(w, n, c); },
+          [&](int64_t n, int64_t g) { return awq_zero(w, n, g); },
+          [&](int64_t n, int64_t g) { return half_bits_to_float(w.scales_f16[g * rows + n]); });
+      std::vector<float> first;
+      for (Isa isa : test::available_isas()) {
+        INFO("isa " << isa_name(isa) << " rows " << rows << " cols " << cols << " group " << group << " tokens " << m);
+        CpuBackend be(test::cpu_options(false, 2, isa));
+        REQUIRE(be.repack(w));
+        std::vector<float> y(size_t(m * rows), -1.0f);
+        be.matmul(w, x.data(), m, y.data());
+        double worst = 0;
+        for (size_t j = 0; j < y.size(); ++j) worst = std::max(worst, std::fabs(y[j] - expect[j]) / (1.0 + std::fabs(expect[j])));
+        CHECK(worst < 1e-5);
+        // Every ISA takes the same float steps over the same exact sums.
+        if (first.empty()) first = y;
+        CHECK(same_bits(first, y));
+        // A token's result does not depend on how many tokens share its tile.
+        std::vector<float> one(static_cast<size_t>(rows));
+        for (int64_t i : {int64_t(0), m - 1}) {
+          be.matmul(w, x.data() + i * cols, 1, one.data());
+          CHECK(std::equal(one.begin(), one.end(), y.begin() + i * rows));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a U4 panel's rows dequantize to the AWQ tensor's values", "[runtime][kernels]") {
+  std::mt19937_64 rng(37);
+  const int64_t rows = 24, cols = 256, group = 128;
+  const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
+  const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::AWQ_INT4, group);
+  const QTensor w = wt.view();
+  const RepackedSet set = repack_panels({w}, nullptr);
+  const RepackedQ8& r = set.matrices.at(0);
+  REQUIRE(r.format == PanelFormat::kU4);
+  REQUIRE(r.panels == 2);
+  std::vector<float> got(static_cast<size_t>(cols)), expect(static_cast<size_t>(cols));
+  for (int64_t n = 0; n < rows; ++n) {
+    r.dequantize_row(n, got.data());
+    dequantize_row(w, n, expect.data());
+    INFO("row " << n);
+    CHECK(same_bits(got, expect));
+  }
+}
+
 TEST_CASE("a run of panels gives every panel the bits it gets alone, for every ISA", "[runtime][kernels]") {
   // The AVX2 kernel widens the activations once a run (q8_gemm_kernels.h, panels); the outputs must not depend on
   // how the scheduler cut a matrix into runs. 7 panels, the last of 5 rows; tokens below, at and past the wide
@@ -106,7 +200,7 @@ TEST_CASE("a run of panels gives every panel the bits it gets alone, for every I
   for (int32_t group : {32, 64}) {
     const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
     const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::Q8_0, group);
-    const RepackedSet set = repack_q8({wt.view()}, nullptr);
+    const RepackedSet set = repack_panels({wt.view()}, nullptr);
     const RepackedQ8& r = set.matrices.at(0);
     REQUIRE(r.panels == 7);
     const int64_t ng = cols / group;
@@ -125,53 +219,50 @@ TEST_CASE("a run of panels gives every panel the bits it gets alone, for every I
         for (const auto& [p0, p1] : {std::pair<int64_t, int64_t>{0, 1}, {1, 3}, {3, 7}})
           run_panels(kr, r.panel(p0), p1 - p0, cols, group, xq.q.data(), cols, xq.scale.data(), xq.qsum.data(), ng,
                      m, run.data() + p0 * kQ8PanelRows, rows, rows - p0 * kQ8PanelRows);
-        CHECK(std::equal(alone.begin(), alone.end(), run.begin(), [](float a, float b) {
-          return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
-        }));
+        CHECK(same_bits(alone, run));
       }
     }
   }
 }
 
-TEST_CASE("every ISA's GEMM gives the same bits with the decode prefetch into L2, into L1 or none",
+TEST_CASE("every ISA's GEMM gives the same bits with the decode prefetch into L2, into L1 or none, on both formats",
           "[runtime][kernels]") {
   // The prefetch is a per-CPU choice (q8_gemm_kernels_for, qbench --choose-decode): which one a store picks must
   // not change a token. Groups whose depth is unrolled (32, 64, 128) and one taken at run time (96); 1 and 2
   // tokens (decode's tiles) and 3 (the next ones).
   std::mt19937_64 rng(29);
-  const int64_t rows = 37;
-  for (int32_t group : {32, 64, 96, 128}) {
-    const int64_t cols = group * 4;
-    const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
-    const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::Q8_0, group);
-    const RepackedSet set = repack_q8({wt.view()}, nullptr);
-    const RepackedQ8& r = set.matrices.at(0);
-    const int64_t ng = cols / group;
-    for (int64_t m : {int64_t(1), int64_t(2), int64_t(3)}) {
-      const std::vector<float> x = test::random_values(rng, size_t(m * cols), 2.0f);
-      QuantizedRows xq;
-      quantize_rows(x.data(), m, cols, group, xq);
-      for (Isa isa : test::available_isas()) {
-        INFO("isa " << isa_name(isa) << " group " << group << " tokens " << m);
-        const Q8GemmKernels& l2 = q8_gemm_kernels_for(isa, TileUnit::kNone, DecodePrefetch::kL2);
-        std::vector<float> a(size_t(m * rows), -1.0f);
-        run_panels(l2, r.panel(0), r.panels, cols, group, xq.q.data(), cols, xq.scale.data(), xq.qsum.data(), ng,
-                   m, a.data(), rows, rows);
-        for (DecodePrefetch p : {DecodePrefetch::kNone, DecodePrefetch::kL1}) {
-          const Q8GemmKernels& other = q8_gemm_kernels_for(isa, TileUnit::kNone, p);
-          // The scalar kernel has no prefetch to choose: every kind is its one table.
-          CHECK(other.decode_prefetch == (isa == Isa::kScalar ? DecodePrefetch::kNone : p));
-          CHECK((isa == Isa::kScalar) == (&other == &l2));
-          std::vector<float> b(size_t(m * rows), -2.0f);
-          run_panels(other, r.panel(0), r.panels, cols, group, xq.q.data(), cols, xq.scale.data(), xq.qsum.data(),
-                     ng, m, b.data(), rows, rows);
-          CHECK(std::equal(a.begin(), a.end(), b.begin(), [](float u, float v) {
-            return std::bit_cast<uint32_t>(u) == std::bit_cast<uint32_t>(v);
-          }));
+  const int64_t rows = 40;
+  for (WeightType type : {WeightType::Q8_0, WeightType::AWQ_INT4})
+    for (int32_t group : {32, 64, 96, 128}) {
+      const int64_t cols = group * 4;
+      const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
+      const auto wt = quant::quantize_tensor(wv.data(), rows, cols, type, group);
+      const RepackedSet set = repack_panels({wt.view()}, nullptr);
+      const RepackedQ8& r = set.matrices.at(0);
+      const int64_t ng = cols / group;
+      for (int64_t m : {int64_t(1), int64_t(2), int64_t(3)}) {
+        const std::vector<float> x = test::random_values(rng, size_t(m * cols), 2.0f);
+        QuantizedRows xq;
+        quantize_rows(x.data(), m, cols, group, xq);
+        for (Isa isa : test::available_isas()) {
+          INFO(weight_type_name(type) << " isa " << isa_name(isa) << " group " << group << " tokens " << m);
+          const Q8GemmKernels& l2 = q8_gemm_kernels_for(isa, TileUnit::kNone, DecodePrefetch::kL2);
+          std::vector<float> a(size_t(m * rows), -1.0f);
+          run_panels(l2, r.format, r.panel(0), r.panels, cols, group, xq.q.data(), cols, xq.scale.data(),
+                     xq.qsum.data(), ng, m, a.data(), rows, rows);
+          for (DecodePrefetch p : {DecodePrefetch::kNone, DecodePrefetch::kL1}) {
+            const Q8GemmKernels& other = q8_gemm_kernels_for(isa, TileUnit::kNone, p);
+            // The scalar kernel has no prefetch to choose: every kind is its one table.
+            CHECK(other.decode_prefetch == (isa == Isa::kScalar ? DecodePrefetch::kNone : p));
+            CHECK((isa == Isa::kScalar) == (&other == &l2));
+            std::vector<float> b(size_t(m * rows), -2.0f);
+            run_panels(other, r.format, r.panel(0), r.panels, cols, group, xq.q.data(), cols, xq.scale.data(),
+                       xq.qsum.data(), ng, m, b.data(), rows, rows);
+            CHECK(same_bits(a, b));
+          }
         }
       }
     }
-  }
 }
 
 TEST_CASE("embedding rows read from a repacked (tied) table equal the file's rows", "[runtime][kernels]") {
@@ -466,67 +557,87 @@ TEST_CASE("the fast path keeps fp32 KV for MoE models unless told otherwise", "[
   CHECK(half_kv.kv_type() == ActType::F16);
 }
 
-TEST_CASE("repacking a mapped Q8_0 matrix leaves one copy in memory and the file in the page cache",
+TEST_CASE("repacking a mapped Q8_0 or AWQ matrix leaves one copy in memory and the file in the page cache",
           "[runtime][kernels]") {
   std::mt19937_64 rng(5);
   const int64_t rows = 512, cols = 1024;
-  const int32_t group = 32;
-  const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
-  const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::Q8_0, group);
-  const QTensor src = wt.view();
-  const uint64_t q_bytes = uint64_t(rows * cols), s_bytes = uint64_t(rows * cols / group) * sizeof(float);
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("qtune-repack-" + std::to_string(::getpid()) + ".bin")).string();
-  {
-    // Written back to disk before it is mapped, as a model file is: the kernel may drop clean pages.
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    REQUIRE(fd >= 0);
-    REQUIRE(::write(fd, src.data, q_bytes) == ssize_t(q_bytes));
-    REQUIRE(::write(fd, src.scales_f32, s_bytes) == ssize_t(s_bytes));
-    REQUIRE(::fdatasync(fd) == 0);
-    ::close(fd);
+  for (const auto& [type, group] : {std::pair<WeightType, int32_t>{WeightType::Q8_0, 32}, {WeightType::AWQ_INT4, 128}}) {
+    INFO(weight_type_name(type));
+    const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
+    const auto wt = quant::quantize_tensor(wv.data(), rows, cols, type, group);
+    const QTensor src = wt.view();
+    // The tensor's arrays as the file holds them, one after the other.
+    const bool awq = type == WeightType::AWQ_INT4;
+    const uint64_t ng = uint64_t(cols / group);
+    const std::vector<std::pair<const void*, uint64_t>> arrays =
+        awq ? std::vector<std::pair<const void*, uint64_t>>{{src.data, uint64_t(rows * cols / 2)},
+                                                            {src.qzeros, ng * uint64_t(rows / 2)},
+                                                            {src.scales_f16, ng * uint64_t(rows) * 2}}
+            : std::vector<std::pair<const void*, uint64_t>>{{src.data, uint64_t(rows * cols)},
+                                                            {src.scales_f32, ng * uint64_t(rows) * 4}};
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("qtune-repack-" + std::to_string(::getpid()) + ".bin")).string();
+    {
+      // Written back to disk before it is mapped, as a model file is: the kernel may drop clean pages.
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      REQUIRE(fd >= 0);
+      for (const auto& [p, bytes] : arrays) REQUIRE(::write(fd, p, bytes) == ssize_t(bytes));
+      REQUIRE(::fdatasync(fd) == 0);
+      ::close(fd);
+    }
+    MappedFile map(path);
+    QTensor w = src;
+    std::vector<const uint8_t*> at;
+    for (uint64_t off = 0; const auto& [p, bytes] : arrays) at.push_back(map.data() + off), off += bytes;
+    w.data = at[0];
+    if (awq) {
+      w.qzeros = reinterpret_cast<const int32_t*>(at[1]);
+      w.scales_f16 = reinterpret_cast<const uint16_t*>(at[2]);
+    } else {
+      w.scales_f32 = reinterpret_cast<const float*>(at[1]);
+    }
+    const std::vector<float> x = test::random_values(rng, size_t(3 * cols), 2.0f);
+    CpuBackend be(test::cpu_options(false, 1));
+    std::vector<float> from_file(size_t(3 * rows)), from_panels(size_t(3 * rows));
+    be.matmul(w, x.data(), 3, from_file.data());  // reads the whole file through the mapping
+    CHECK(test::smaps_value(map.data(), "Rss") * 1024 >= int64_t(map.size()) - 4096);
+    REQUIRE(be.repack(w));
+    // Only the pages the tensor's arrays share with each other could stay: at most one at each seam.
+    CHECK(test::smaps_value(map.data(), "Rss") * 1024 <= int64_t(arrays.size()) * 4096);
+    {
+      MappedFile again(path);
+      CHECK(cached_pages(again.data(), again.size()) == int64_t((again.size() + 4095) / 4096));
+    }
+    be.matmul(w, x.data(), 3, from_panels.data());
+    for (size_t i = 0; i < from_file.size(); ++i) REQUIRE(from_panels[i] == Approx(from_file[i]).margin(1e-4));
+    std::filesystem::remove(path);
   }
-  MappedFile map(path);
-  QTensor w = src;
-  w.data = map.data();
-  w.scales_f32 = reinterpret_cast<const float*>(map.data() + q_bytes);
-  const std::vector<float> x = test::random_values(rng, size_t(3 * cols), 2.0f);
-  CpuBackend be(test::cpu_options(false, 1));
-  std::vector<float> from_file(size_t(3 * rows)), from_panels(size_t(3 * rows));
-  be.matmul(w, x.data(), 3, from_file.data());  // reads the whole file through the mapping
-  CHECK(test::smaps_value(map.data(), "Rss") * 1024 >= int64_t(map.size()) - 4096);
-  REQUIRE(be.repack(w));
-  // Only the pages the tensor's arrays share with nothing else could stay: at most one at each end.
-  CHECK(test::smaps_value(map.data(), "Rss") * 1024 <= 2 * 4096);
-  {
-    MappedFile again(path);
-    CHECK(cached_pages(again.data(), again.size()) == int64_t((again.size() + 4095) / 4096));
-  }
-  be.matmul(w, x.data(), 3, from_panels.data());
-  for (size_t i = 0; i < from_file.size(); ++i) REQUIRE(from_panels[i] == Approx(from_file[i]).margin(1e-4));
-  std::filesystem::remove(path);
 }
 
-TEST_CASE("every Q8_0 expert takes the GEMM layout at load, and token by token gives the prompt's logits",
+TEST_CASE("every Q8_0 or AWQ expert takes the GEMM layout at load, and token by token gives the prompt's logits",
           "[runtime][model]") {
-  test::RandomModelSpec s;
-  s.config = test::small_config(true);
-  s.linear_type = s.expert_type = s.embed_type = WeightType::Q8_0;
-  auto m = test::make_random_model(s);
-  const ModelConfig& c = m->weights.config;
-  CpuBackend by_token(test::cpu_options(false, 1)), by_prompt(test::cpu_options(false, 1));
-  Qwen3Model decode(m->weights, by_token, 32), prefill(m->weights, by_prompt, 32);
-  int64_t experts = 0, repacked = 0;
-  for (const auto& l : m->weights.layers)
-    for (const ExpertStack* st : {&l.expert_w1, &l.expert_w2, &l.expert_w3})
-      for (int64_t e = 0; e < st->experts; ++e, ++experts) repacked += by_token.has_gemm_layout(st->expert(e));
-  CHECK(experts == int64_t(c.n_layers) * 3 * c.num_experts);
-  CHECK(repacked == experts);
-  // One row per expert and call (decode), and 12 tokens x 3 experts over 8 (prefill): the same panels.
-  const auto tokens = prompt(12, int(c.vocab_size));
-  std::vector<float> stepwise;
-  for (int32_t t : tokens) stepwise = decode.forward(&t, 1, LogitsRows::kLast);
-  const std::vector<float> last = prefill.forward(tokens, LogitsRows::kLast);
-  REQUIRE(stepwise.size() == last.size());
-  for (size_t i = 0; i < last.size(); ++i) REQUIRE(stepwise[i] == Approx(last[i]).margin(1e-4));
+  for (WeightType type : {WeightType::Q8_0, WeightType::AWQ_INT4}) {
+    INFO(weight_type_name(type));
+    test::RandomModelSpec s;
+    s.config = test::small_config(true);
+    s.linear_type = s.expert_type = type;
+    s.embed_type = WeightType::Q8_0;
+    auto m = test::make_random_model(s);
+    const ModelConfig& c = m->weights.config;
+    CpuBackend by_token(test::cpu_options(false, 1)), by_prompt(test::cpu_options(false, 1));
+    Qwen3Model decode(m->weights, by_token, 32), prefill(m->weights, by_prompt, 32);
+    int64_t experts = 0, repacked = 0;
+    for (const auto& l : m->weights.layers)
+      for (const ExpertStack* st : {&l.expert_w1, &l.expert_w2, &l.expert_w3})
+        for (int64_t e = 0; e < st->experts; ++e, ++experts) repacked += by_token.has_gemm_layout(st->expert(e));
+    CHECK(experts == int64_t(c.n_layers) * 3 * c.num_experts);
+    CHECK(repacked == experts);
+    // One row per expert and call (decode), and 12 tokens x 3 experts over 8 (prefill): the same panels.
+    const auto tokens = prompt(12, int(c.vocab_size));
+    std::vector<float> stepwise;
+    for (int32_t t : tokens) stepwise = decode.forward(&t, 1, LogitsRows::kLast);
+    const std::vector<float> last = prefill.forward(tokens, LogitsRows::kLast);
+    REQUIRE(stepwise.size() == last.size());
+    for (size_t i = 0; i < last.size(); ++i) REQUIRE(stepwise[i] == Approx(last[i]).margin(1e-4));
+  }
 }
