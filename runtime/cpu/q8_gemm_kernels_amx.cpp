@@ -3,7 +3,8 @@
 // `depth / 4` consecutive rows of the panel and the repacked weights serve both this kernel and the VNNI one
 // (no second copy). A (16 tokens x depth int8 activations) times B gives C, 16 tokens x 16 output rows of
 // int32 sums for one weight group, which add_group_sums turns into floats exactly as the VNNI kernel does;
-// so for the same inputs the two give the same bits.
+// so for the same inputs the two give the same bits. AWQ's U4 panels are unpacked into that layout (bytes 0-15,
+// their zero points in place of the 128) once a panel and call, and take the same blocks (panel_u4_tiles).
 //
 // The kernel is one template over the tile instructions (amx_tiles.h): kAmxQ8Gemm runs the real ones and
 // kAmxModelQ8Gemm the scalar model, which is how this code is tested on CPUs without AMX.
@@ -18,6 +19,7 @@
 
 #include <initializer_list>
 #include <type_traits>
+#include <vector>
 
 #include "runtime/cpu/amx_hw_tiles.h"
 #include "runtime/cpu/amx_tile_model.h"
@@ -82,6 +84,9 @@ struct Block {
   const int32_t* x_qsum;
   int64_t xs_stride, tokens;
   alignas(64) int32_t sums[2][kBlock][kQ8PanelRows];
+  // A U4 panel's zero points, 16 a group (unpack_u4), taken out of the sums in place of the Q8 bytes' 128; null
+  // for a Q8 panel.
+  const int32_t* zeros = nullptr;
   using Acc = __m512[kBlock];
 
   // Step g of the pipeline, on sums tile J = g % 4: the product of group g, the store of group g - 2 and the
@@ -106,6 +111,17 @@ struct Block {
   [[gnu::always_inline]] void convert(Acc& acc, int64_t g) {
     const int32_t (*s)[kQ8PanelRows] = sums[g & 1];
     const __m512 ws = _mm512_loadu_ps(q8_group_scales(w, group, g));
+    if (zeros) {
+      const __m512i zero = _mm512_loadu_si512(zeros + kQ8PanelRows * g);
+#pragma GCC unroll 16
+      for (int t = 0; t < kBlock; ++t)
+        if (Full || t < tokens) {
+          const __m512i offset = _mm512_mullo_epi32(zero, _mm512_set1_epi32(x_qsum[t * xs_stride + g]));
+          acc[t] = add_exact_sums(acc[t], _mm512_sub_epi32(_mm512_load_si512(s[t]), offset), ws,
+                                  x_scale[t * xs_stride + g]);
+        }
+      return;
+    }
 #pragma GCC unroll 16
     for (int t = 0; t < kBlock; ++t)
       if (Full || t < tokens)
@@ -130,36 +146,88 @@ struct Block {
 };
 static_assert(kSumTiles == 4, "Block::run unrolls the steps by the sums tiles");
 
+// The blocks of 16 tokens (and a last one of kAmxMinTokens or more) of one Q8-layout panel on the tiles, `zeros` as
+// in Block. Returns the first token left, for the VNNI kernel.
+template <class Tiles>
+int64_t tile_blocks(const uint8_t* w, const int32_t* zeros, int64_t k, int64_t group, const int8_t* x,
+                    int64_t x_stride, const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens,
+                    float* y, int64_t y_stride, int64_t rows) {
+  Tiles& tiles = Tiles::this_thread();
+  const int64_t depth = tile_depth(group);
+  const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
+  int64_t configured = 0;  // rows of the configuration loaded, 0 for none
+  int64_t t = 0;
+  for (; tokens - t >= kAmxMinTokens; t += kBlock) {
+    const int64_t n = tokens - t < kBlock ? tokens - t : kBlock;
+    if (n != configured) {
+      tiles.configure(gemm_config(n, depth));
+      configured = n;
+    }
+    auto run = [&](auto full) {
+      Block<Tiles, decltype(full)::value>{tiles,    w,     group, depth, k / group, x + t * x_stride, x_stride,
+                                          x_scale + t * xs_stride, x_qsum + t * xs_stride, xs_stride, n, {}, zeros}
+          .run(y + t * y_stride, y_stride, mask);
+    };
+    n == kBlock ? run(std::true_type{}) : run(std::false_type{});
+  }
+  // Back to the init state: a thread holding tile data makes every context switch save 8 KB more.
+  if (configured) tiles.release();
+  return t;
+}
+
 // `Few`: the kernels of fewer than kAmxMinTokens tokens (decode among them), with or without decode prefetch.
 template <class Tiles, const Q8GemmKernels& Few>
 void panel_tiles(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
                  const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
                  int64_t y_stride, int64_t rows) {
-  int64_t t = 0;
-  if (group % 4 == 0) {
-    Tiles& tiles = Tiles::this_thread();
-    const int64_t depth = tile_depth(group);
-    const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
-    int64_t configured = 0;  // rows of the configuration loaded, 0 for none
-    for (; tokens - t >= kAmxMinTokens; t += kBlock) {
-      const int64_t n = tokens - t < kBlock ? tokens - t : kBlock;
-      if (n != configured) {
-        tiles.configure(gemm_config(n, depth));
-        configured = n;
-      }
-      auto run = [&](auto full) {
-        Block<Tiles, decltype(full)::value>{tiles,    w,     group, depth, k / group, x + t * x_stride, x_stride,
-                                            x_scale + t * xs_stride, x_qsum + t * xs_stride, xs_stride, n, {}}
-            .run(y + t * y_stride, y_stride, mask);
-      };
-      n == kBlock ? run(std::true_type{}) : run(std::false_type{});
+  const int64_t t = group % 4 == 0 ? tile_blocks<Tiles>(w, nullptr, k, group, x, x_stride, x_scale, x_qsum,
+                                                         xs_stride, tokens, y, y_stride, rows)
+                                    : 0;
+  if (t < tokens)
+    Few.panel(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, x_qsum + t * xs_stride, xs_stride,
+              tokens - t, y + t * y_stride, y_stride, rows);
+}
+
+// A U4 panel as the tiles take a Q8 one: its nibbles as bytes (0-15, without the Q8 bytes' +128), a step's low
+// nibbles one 64-byte row and its high nibbles the next, its scales as floats after each group, and its zero points
+// as int32, 16 a group. Unpacked once a panel and call, so every block of tokens reads the same bytes.
+void unpack_u4(const uint8_t* w, int64_t k, int64_t group, uint8_t* q8, int32_t* zeros) {
+  const __m512i nibble = _mm512_set1_epi8(15);
+  for (int64_t g = 0; g < k / group; ++g) {
+    const uint8_t* src = w + g * u4_group_bytes(group);
+    uint8_t* dst = q8 + g * q8_group_bytes(group);
+    for (int64_t s = 0; s < group / kU4StepColumns; ++s) {
+      const __m512i v = _mm512_loadu_si512(src + s * 64);
+      _mm512_storeu_si512(dst + 2 * s * 64, _mm512_and_si512(v, nibble));
+      _mm512_storeu_si512(dst + (2 * s + 1) * 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble));
     }
-    // Back to the init state: a thread holding tile data makes every context switch save 8 KB more.
-    if (configured) tiles.release();
-    if (t >= tokens) return;
+    _mm512_storeu_ps(dst + group * kQ8PanelRows,
+                     _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u4_group_scales(w, group, g)))));
+    _mm512_storeu_si512(zeros + kQ8PanelRows * g,
+                        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u4_group_zeros(w, group, g)))));
   }
-  Few.panel(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, x_qsum + t * xs_stride, xs_stride,
-            tokens - t, y + t * y_stride, y_stride, rows);
+}
+
+// U4 panels: enough tokens on the tiles, over the panel unpacked; the rest (decode among them) on `Few`. The sums
+// are the VNNI kernel's and so are the float steps (add_exact_sums on the sums less zero x the activations' sum),
+// so either gives the same bits.
+template <class Tiles, const Q8GemmKernels& Few>
+void panel_u4_tiles(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
+                    const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
+                    int64_t y_stride, int64_t rows) {
+  int64_t t = 0;
+  if (tokens >= kAmxMinTokens && group % kU4StepColumns == 0) {
+    thread_local std::vector<uint8_t> q8;
+    thread_local std::vector<int32_t> zeros;
+    q8.resize(size_t(q8_panel_bytes(k, group)));
+    zeros.resize(size_t(k / group * kQ8PanelRows));
+    unpack_u4(w, k, group, q8.data(), zeros.data());
+    t = tile_blocks<Tiles>(q8.data(), zeros.data(), k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y,
+                           y_stride, rows);
+  }
+  if (t < tokens)
+    Few.panel_u4(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride, x_qsum + t * xs_stride,
+                 xs_stride, tokens - t, y + t * y_stride, y_stride, rows);
 }
 
 // The activations are quantized as for the VNNI kernel (a function here, not its table's pointer, so that these
@@ -168,19 +236,11 @@ void quantize_row_amx(const float* x, int64_t k, int64_t group, int8_t* q, float
   kAvx512Q8Gemm.quantize_row(x, k, group, q, scale, qsum);
 }
 
-// U4 panels on the VNNI kernel: the tiles multiply int8 weights only.
-template <const Q8GemmKernels& Few>
-void panel_u4_vnni(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, int64_t x_stride,
-                   const float* x_scale, const int32_t* x_qsum, int64_t xs_stride, int64_t tokens, float* y,
-                   int64_t y_stride, int64_t rows) {
-  Few.panel_u4(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
-}
-
 // A table of the tile kernel over `Few`, the VNNI table that takes the tokens too few for a tile (decode among
 // them), with that table's decode prefetch `p`.
 template <class Tiles, const Q8GemmKernels& Few>
 constexpr Q8GemmKernels amx_table(const char* unit, DecodePrefetch p) {
-  return {Isa::kAvx512Vnni, unit, panel_tiles<Tiles, Few>, quantize_row_amx, nullptr, p, panel_u4_vnni<Few>};
+  return {Isa::kAvx512Vnni, unit, panel_tiles<Tiles, Few>, quantize_row_amx, nullptr, p, panel_u4_tiles<Tiles, Few>};
 }
 
 }  // namespace

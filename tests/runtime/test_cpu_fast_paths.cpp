@@ -128,19 +128,20 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-TEST_CASE("AWQ INT4 GEMM over U4 panels equals the exact integer sums less the zero points, the same bits on every ISA",
+TEST_CASE("AWQ INT4 GEMM over U4 panels equals the exact integer sums less the zero points, the same bits on every ISA "
+          "and on the AMX kernel's model",
           "[runtime][kernels]") {
   std::mt19937_64 rng(31);
   // Rows that leave the last panel 8 rows short (AVX2's second half empty) or full, AWQ's group of 128, 64 and 32
   // (unrolled) and 40 (its depth at run time), and token counts around decode's tiles (1, 2), the AVX2 prefill
-  // tiles of 4 and the AVX-512 ones of 8.
+  // tiles of 4, the AVX-512 ones of 8 and the AMX kernel's least block (8).
   for (const auto& [rows, cols, group] : {std::tuple<int64_t, int64_t, int32_t>{40, 256, 128}, {32, 192, 64},
                                           {8, 64, 32}, {24, 120, 40}}) {
     const std::vector<float> wv = test::random_values(rng, size_t(rows * cols), 1.0f);
     const auto wt = quant::quantize_tensor(wv.data(), rows, cols, WeightType::AWQ_INT4, group);
     const QTensor w = wt.view();
     REQUIRE(repackable_u4(w));
-    for (int64_t m : {1, 2, 3, 5, 8, 13}) {
+    for (int64_t m : {1, 2, 3, 5, 8, 13, 19}) {
       const std::vector<float> x = test::random_values(rng, size_t(m * cols), 2.0f);
       QuantizedRows xq;
       quantize_rows(x.data(), m, cols, group, xq);
@@ -167,6 +168,17 @@ TEST_CASE("AWQ INT4 GEMM over U4 panels equals the exact integer sums less the z
           be.matmul(w, x.data() + i * cols, 1, one.data());
           CHECK(std::equal(one.begin(), one.end(), y.begin() + i * rows));
         }
+      }
+      // The AMX kernel (through the scalar model of its instructions) takes 8 tokens or more on the unpacked nibbles.
+      if (isa_supported(Isa::kAvx512Vnni)) {
+        INFO("amx-model rows " << rows << " cols " << cols << " group " << group << " tokens " << m);
+        CpuOptions o = test::cpu_options(false, 2, Isa::kAvx512Vnni);
+        o.tiles = TileUnit::kAmxModel;
+        CpuBackend be(o);
+        REQUIRE(be.repack(w));
+        std::vector<float> y(size_t(m * rows), -1.0f);
+        be.matmul(w, x.data(), m, y.data());
+        CHECK(same_bits(first, y));
       }
     }
   }
