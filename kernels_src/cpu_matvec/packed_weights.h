@@ -5,6 +5,8 @@
 //   INT8_GW_*  -> int8 (q - 128) rows, fp32 scales [N][K/G], fp32 additive zeros [N][K/G] (ASYM only).
 //   AWQ_INT4   -> 4-bit rows, 16 bytes per 32 elements (low nibbles: elements 0-15, high: 16-31),
 //                 fp32 scales and fp32 zero points [N][K/G]. Needs G % 32 == 0.
+// The runtime's CPU backend gives Q8_0, INT8_GW_SYM and AWQ_INT4 matrices the panels of its GEMM instead
+// (runtime/cpu/q8_repack.h); these row forms are what the CPU matvec family times and what INT8_GW_ASYM runs on.
 #include <cstdint>
 #include <vector>
 
