@@ -146,6 +146,10 @@ void tile_wide(const int16_t* w16, const uint8_t* w, int64_t k, int64_t group, c
       for (int h = 0; h < H; ++h) s[t][h] = _mm256_setzero_si256();
     const int16_t* wg = w16 + g * group * 16;
     const int16_t* xg = x + g * group;
+    // Four steps a loop pass (a loop over a run-time depth; fully unrolled at G = 32 / 64, GCC 12 spilled the sums and
+    // prefill halved). Zen 3 EPYC VM, 1 thread, pp512, 12 alternated rounds: 0.6B shape median 78.9 -> 88.9 tok/s
+    // (median of the paired ratios 1.12, 10 of 12 faster); 30B-A3B shape (2 layers), 3 rounds, 283 -> 306.
+#pragma GCC unroll 4
     for (int64_t c = 0; c < group; c += 4) {
       __m256i w01[H], w23[H];
       for (int h = 0; h < H; ++h) {
