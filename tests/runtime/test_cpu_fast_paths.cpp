@@ -441,7 +441,7 @@ TEST_CASE("scores over keys blocked by 16 are the same bits as scores over the f
       }
     }
   }
-  if (tables == 0) QTUNE_SKIP("no ISA on this CPU has a blocked scores loop (AVX-512 only)");
+  if (tables == 0) QTUNE_SKIP("no ISA on this CPU has a blocked scores loop (AVX2 and AVX-512 have)");
 }
 
 TEST_CASE("prefill attention gives every prompt row the same bits as that row decoded alone, on every ISA and cache type",
