@@ -145,8 +145,9 @@ void scores_blocked(const float* q, int64_t q_stride, int64_t nq, const float* k
   }
 }
 
-// 8 elements of 8 keys widened, then transposed in registers so that each element's 8 keys are one store: the
-// scalar table's software widening, element by element, cost the AVX-512 path 2-3 % of a 0.6B prefill.
+// 8 elements of 8 keys widened, then transposed in registers so that each element's 8 keys are one store. Against
+// the scalar table's widening, element by element: pp512 of the 0.6B shape, 1 thread, Zen 3 EPYC, 101.8 -> 106.4
+// tok/s (medians of 4 alternated rounds).
 inline void transpose8(__m256 (&r)[8]) {
   __m256 t[8], u[8];
   for (int i = 0; i < 8; i += 2) {
