@@ -13,18 +13,25 @@
 namespace qt::rt {
 namespace {
 
-// Group g's exact integer sums into the float outputs: the same float steps, in the same order, whatever
-// kernel made the sums. `w` + 32 h is the panel's second half for h = 1: 32 bytes are also 8 floats, so its
-// scales are q8_group_scales() of that pointer too.
+// Group g's exact integer sums into the float outputs, given the rows' scales `ws` of each half: the same float
+// steps, in the same order, whatever kernel made the sums and whatever format held the scales.
+template <int T, int H>
+void fold_sums(__m256 (&acc)[T][H], const __m256i (&s)[T][H], const __m256 (&ws)[H], int64_t g, const float* x_scale,
+               int64_t xs_stride) {
+  for (int h = 0; h < H; ++h)
+    for (int t = 0; t < T; ++t)
+      acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][h]),
+                                  _mm256_mul_ps(ws[h], _mm256_set1_ps(x_scale[t * xs_stride + g])), acc[t][h]);
+}
+
+// fold_sums on a Q8 panel's float scales. `w` + 32 h is the panel's second half for h = 1: 32 bytes are also 8
+// floats, so its scales are q8_group_scales() of that pointer too.
 template <int T, int H>
 void fold_group(__m256 (&acc)[T][H], const __m256i (&s)[T][H], const uint8_t* w, int64_t group, int64_t g,
                 const float* x_scale, int64_t xs_stride) {
-  for (int h = 0; h < H; ++h) {
-    const __m256 ws = _mm256_loadu_ps(q8_group_scales(w + 32 * h, group, g));
-    for (int t = 0; t < T; ++t)
-      acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][h]),
-                                  _mm256_mul_ps(ws, _mm256_set1_ps(x_scale[t * xs_stride + g])), acc[t][h]);
-  }
+  __m256 ws[H];
+  for (int h = 0; h < H; ++h) ws[h] = _mm256_loadu_ps(q8_group_scales(w + 32 * h, group, g));
+  fold_sums<T, H>(acc, s, ws, g, x_scale, xs_stride);
 }
 
 template <int T, int H>

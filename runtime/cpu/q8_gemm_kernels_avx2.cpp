@@ -304,14 +304,11 @@ void tile_u4(const uint8_t* w, int64_t half0, int64_t k, int64_t group, const in
     } else {
       for (int64_t c = 0; c < depth; c += kU4StepColumns) products(c);
     }
-    // fold_group's float steps, on the fp16 scales.
-    for (int h = 0; h < H; ++h) {
-      const __m256 ws =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u4_group_scales(w, depth, g) + 8 * (half0 + h))));
-      for (int t = 0; t < T; ++t)
-        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][h]),
-                                    _mm256_mul_ps(ws, _mm256_set1_ps(x_scale[t * xs_stride + g])), acc[t][h]);
-    }
+    __m256 ws[H];
+    for (int h = 0; h < H; ++h)
+      ws[h] = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(u4_group_scales(w, depth, g) + 8 * (half0 + h))));
+    fold_sums<T, H>(acc, s, ws, g, x_scale, xs_stride);
   }
   store_rows<T, H>(acc, y, y_stride, rows);
 }
