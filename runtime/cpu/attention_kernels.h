@@ -20,15 +20,16 @@ inline int64_t blocked_keys_size(int64_t n, int64_t d) { return (n + kKeyBlock -
 
 struct AttentionKernels {
   Isa isa;
-  // s[j * s_stride + p] = scale * dot(q[j * q_stride + 0..d), k[p * stride + 0..d)) for j < nq <= 4, p < n;
-  // keys fp16, accumulation fp32.
+  // s[j * s_stride + p] = scale * dot(q[j * q_stride + 0..d), k[p * stride + 0..d)) for j < nq, p < n;
+  // keys fp16, accumulation fp32. Any nq: the SIMD tables take kAttnQueries queries a pass.
   void (*scores)(const float* q, int64_t q_stride, int64_t nq, const uint16_t* k, int64_t stride, int64_t n,
                  int64_t d, float scale, float* s, int64_t s_stride);
   // The largest of s[0..n), n >= 1.
   float (*max_of)(const float* s, int64_t n);
   // s[p] = exp(s[p] - mx) for p < n (every s[p] <= mx); returns their sum.
   float (*exp_sum)(float* s, int64_t n, float mx);
-  // out[j * out_stride + i] += sum_p w[j * w_stride + p] * v[p * stride + i] for j < nq <= 4, i < d; values fp16.
+  // out[j * out_stride + i] += sum_p w[j * w_stride + p] * v[p * stride + i] for j < nq, i < d;
+  // values fp16.
   void (*accumulate)(const float* w, int64_t w_stride, int64_t nq, const uint16_t* v, int64_t stride, int64_t n,
                      int64_t d, float* out, int64_t out_stride);
   // scores over keys from block_keys: the same bits as scores on those keys (each lane's partial sums over d

@@ -8,6 +8,7 @@
 
 #include "common/half.h"
 #include "runtime/cpu/attention_kernels.h"
+#include "runtime/cpu/register_tiles.h"
 
 namespace qt::rt {
 namespace {
@@ -116,12 +117,9 @@ void scores(const float* q, int64_t q_stride, int64_t nq, const T* k, int64_t st
     if constexpr (std::is_same_v<T, uint16_t>) return kScalarAttention.scores(q, q_stride, nq, k, stride, n, d, scale, s, s_stride);
     else return kScalarAttention.scores_f32(q, q_stride, nq, k, stride, n, d, scale, s, s_stride);
   }
-  switch (nq) {
-    case 1: return scores_n<T, 1>(q, q_stride, k, stride, n, d, scale, s, s_stride);
-    case 2: return scores_n<T, 2>(q, q_stride, k, stride, n, d, scale, s, s_stride);
-    case 3: return scores_n<T, 3>(q, q_stride, k, stride, n, d, scale, s, s_stride);
-    default: return scores_n<T, 4>(q, q_stride, k, stride, n, d, scale, s, s_stride);
-  }
+  in_tiles<kAttnQueries>(nq, [&](auto queries, int64_t j) {
+    scores_n<T, queries()>(q + j * q_stride, q_stride, k, stride, n, d, scale, s + j * s_stride, s_stride);
+  });
 }
 
 // One block of 16 keys (blocked by block_keys) for NQ queries. Lane r of p[h] holds, for key r, what lane h of
@@ -179,12 +177,9 @@ void scores_blocked_n(const float* q, int64_t q_stride, const float* kt, int64_t
 
 void scores_blocked(const float* q, int64_t q_stride, int64_t nq, const float* kt, int64_t n, int64_t d, float scale,
                     float* s, int64_t s_stride) {
-  switch (nq) {
-    case 1: return scores_blocked_n<1>(q, q_stride, kt, n, d, scale, s, s_stride);
-    case 2: return scores_blocked_n<2>(q, q_stride, kt, n, d, scale, s, s_stride);
-    case 3: return scores_blocked_n<3>(q, q_stride, kt, n, d, scale, s, s_stride);
-    default: return scores_blocked_n<4>(q, q_stride, kt, n, d, scale, s, s_stride);
-  }
+  in_tiles<kAttnQueries>(nq, [&](auto queries, int64_t j) {
+    scores_blocked_n<queries()>(q + j * q_stride, q_stride, kt, n, d, scale, s + j * s_stride, s_stride);
+  });
 }
 
 // 16 elements of each of a block's 16 keys widened into a 16 x 16 tile, then gathered a column at a time: the
@@ -260,14 +255,9 @@ __attribute__((always_inline)) inline void accumulate_lanes(const float* w, int6
 template <typename T, int NQ>
 void accumulate_n(const float* w, int64_t w_stride, const T* v, int64_t stride, int64_t n, int64_t d, float* out,
                   int64_t out_stride) {
-  int64_t d0 = 0;
-  for (; d0 + 64 <= d; d0 += 64) accumulate_lanes<T, NQ, 4>(w, w_stride, v + d0, stride, n, out + d0, out_stride);
-  switch ((d - d0) / 16) {
-    case 1: return accumulate_lanes<T, NQ, 1>(w, w_stride, v + d0, stride, n, out + d0, out_stride);
-    case 2: return accumulate_lanes<T, NQ, 2>(w, w_stride, v + d0, stride, n, out + d0, out_stride);
-    case 3: return accumulate_lanes<T, NQ, 3>(w, w_stride, v + d0, stride, n, out + d0, out_stride);
-    default: return;
-  }
+  in_tiles<4>(d / 16, [&](auto blocks, int64_t b) {
+    accumulate_lanes<T, NQ, blocks()>(w, w_stride, v + 16 * b, stride, n, out + 16 * b, out_stride);
+  });
 }
 
 template <typename T>
@@ -277,12 +267,9 @@ void accumulate(const float* w, int64_t w_stride, int64_t nq, const T* v, int64_
     if constexpr (std::is_same_v<T, uint16_t>) return kScalarAttention.accumulate(w, w_stride, nq, v, stride, n, d, out, out_stride);
     else return kScalarAttention.accumulate_f32(w, w_stride, nq, v, stride, n, d, out, out_stride);
   }
-  switch (nq) {
-    case 1: return accumulate_n<T, 1>(w, w_stride, v, stride, n, d, out, out_stride);
-    case 2: return accumulate_n<T, 2>(w, w_stride, v, stride, n, d, out, out_stride);
-    case 3: return accumulate_n<T, 3>(w, w_stride, v, stride, n, d, out, out_stride);
-    default: return accumulate_n<T, 4>(w, w_stride, v, stride, n, d, out, out_stride);
-  }
+  in_tiles<kAttnQueries>(nq, [&](auto queries, int64_t j) {
+    accumulate_n<T, queries()>(w + j * w_stride, w_stride, v, stride, n, d, out + j * out_stride, out_stride);
+  });
 }
 
 // exp512 takes x <= 88 (e^88 is finite): a gate below -88 has silu 0 either way. The tail is one masked step,

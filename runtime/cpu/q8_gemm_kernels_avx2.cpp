@@ -327,7 +327,7 @@ void panel_u4_avx2(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, 
     };
     if (tokens <= 2) return tokens == 2 ? at(tile_u4<2, 2, G, Ahead>, 0, 0) : at(tile_u4<1, 2, G, Ahead>, 0, 0);
     for (int64_t half = 0; half < 2 && half * 8 < rows; ++half)
-      tokens_by_tile<4>(tokens, [&](auto tokens_in_tile, int64_t t) {
+      in_tiles<4>(tokens, [&](auto tokens_in_tile, int64_t t) {
         at(tile_u4<tokens_in_tile(), 1, G, Ahead>, t, half);
       });
   });

@@ -68,7 +68,7 @@ void panel_avx512(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, i
   if (group % 4 != 0) return kScalarQ8Gemm.panel(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
   const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
   by_group_depth(group, [&](auto depth) {
-    tokens_by_tile<8>(tokens, [&](auto tokens_in_tile, int64_t t) {
+    in_tiles<8>(tokens, [&](auto tokens_in_tile, int64_t t) {
       tile<tokens_in_tile(), depth(), Ahead>(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
                                       x_qsum + t * xs_stride, xs_stride, y + t * y_stride, y_stride, mask);
     });
@@ -132,7 +132,7 @@ void panel_u4_avx512(const uint8_t* w, int64_t k, int64_t group, const int8_t* x
     return kScalarQ8Gemm.panel_u4(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
   const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
   by_u4_group_depth(group, [&](auto depth) {
-    tokens_by_tile<8>(tokens, [&](auto tokens_in_tile, int64_t t) {
+    in_tiles<8>(tokens, [&](auto tokens_in_tile, int64_t t) {
       tile_u4<tokens_in_tile(), depth(), Ahead>(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
                                                 x_qsum + t * xs_stride, xs_stride, y + t * y_stride, y_stride, mask);
     });

@@ -74,7 +74,7 @@ void panel_avxvnni(const uint8_t* w, int64_t k, int64_t group, const int8_t* x, 
   if (group % 4 != 0)
     return kScalarQ8Gemm.panel(w, k, group, x, x_stride, x_scale, x_qsum, xs_stride, tokens, y, y_stride, rows);
   by_group_depth(group, [&](auto depth) {
-    tokens_by_tile<kTileTokens>(tokens, [&](auto tokens_in_tile, int64_t t) {
+    in_tiles<kTileTokens>(tokens, [&](auto tokens_in_tile, int64_t t) {
       tile<tokens_in_tile(), depth(), Ahead>(w, k, group, x + t * x_stride, x_stride, x_scale + t * xs_stride,
                                       x_qsum + t * xs_stride, xs_stride, y + t * y_stride, y_stride, rows);
     });

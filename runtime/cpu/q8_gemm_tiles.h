@@ -1,13 +1,11 @@
 #pragma once
-// How the SIMD Q8_0 GEMM kernels cut a panel's tokens into register tiles, pick a tile compiled for the weight
-// group's depth, and read a token's activations for a step. Each kernel's translation unit is built for its own
-// ISA, so everything here has internal linkage: every unit gets its own copy, compiled with its flags, and the
-// linker can never hand one ISA's code to another (an inline function or template with external linkage would be
-// merged across them).
+// How the SIMD Q8_0 GEMM kernels pick a tile compiled for the weight group's depth and read a token's activations
+// for a step (register_tiles.h cuts a panel's tokens into tiles). Internal linkage, for the reason
+// register_tiles.h gives.
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
-#include <utility>
+
+#include "runtime/cpu/register_tiles.h"
 
 namespace qt::rt {
 namespace {
@@ -17,20 +15,6 @@ inline int32_t load4(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return v;
-}
-
-template <int N>
-using Const = std::integral_constant<int, N>;
-
-// at(Const<T>{}, t) on tokens [t, t + T): kMax tokens at a time, then the rest on one tile of their count.
-template <int kMax, typename At>
-void tokens_by_tile(int64_t tokens, At&& at) {
-  int64_t t = 0;
-  for (; t + kMax <= tokens; t += kMax) at(Const<kMax>{}, t);
-  const int64_t rest = tokens - t;
-  [&]<int... R>(std::integer_sequence<int, R...>) {
-    ((rest == R + 1 ? at(Const<R + 1>{}, t) : void()), ...);
-  }(std::make_integer_sequence<int, kMax - 1>{});
 }
 
 // at(Const<G>{}) with G the group's depth where models come with it (32: GGUF's Q8_0, 64: qconvert's), so a

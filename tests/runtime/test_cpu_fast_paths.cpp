@@ -371,11 +371,12 @@ TEST_CASE("attention over an fp16 KV cache at depth equals the double-precision 
 
 // The scores loop takes keys and queries in blocks; a score must not depend on its block (a prompt row's scores
 // at prefill are the same numbers as at decode, and a span split at decode changes no key's score).
+// Up to 7 queries a call: a pass takes kAttnQueries, so 5 to 7 are a full pass and a rest.
 TEST_CASE("an attention score is the same bits whichever keys and queries share its pass, on every ISA",
           "[runtime][kernels]") {
   std::mt19937_64 rng(23);
-  const int64_t d = 128, n = 23, stride = 3 * d;  // 23 keys: blocks of four and a tail of three
-  const std::vector<float> q = test::random_values(rng, size_t(4 * d), 1.0f);
+  const int64_t d = 128, n = 23, stride = 3 * d, most = 7;  // 23 keys: blocks of four and a tail of three
+  const std::vector<float> q = test::random_values(rng, size_t(most * d), 1.0f);
   const std::vector<float> k32 = test::random_values(rng, size_t(n * stride), 2.0f);
   std::vector<uint16_t> k16(k32.size());
   for (size_t i = 0; i < k32.size(); ++i) k16[i] = float_to_half_bits(k32[i]);
@@ -383,9 +384,9 @@ TEST_CASE("an attention score is the same bits whichever keys and queries share 
   for (Isa isa : test::available_isas()) {
     const AttentionKernels& ak = attention_kernels_for(isa);
     for (const bool half : {true, false}) {
-      for (int64_t nq = 1; nq <= 4; ++nq) {
+      for (int64_t nq = 1; nq <= most; ++nq) {
         INFO("isa " << isa_name(isa) << (half ? " fp16" : " fp32") << " keys, " << nq << " queries");
-        std::vector<float> all(size_t(4 * n), -1.0f), one(size_t(4 * n), -2.0f);
+        std::vector<float> all(size_t(most * n), -1.0f), one(size_t(most * n), -2.0f);
         auto run = [&](const float* qp, int64_t queries, int64_t first, int64_t keys, float* s) {
           if (half) ak.scores(qp, d, queries, k16.data() + first * stride, stride, keys, d, scale, s + first, n);
           else ak.scores_f32(qp, d, queries, k32.data() + first * stride, stride, keys, d, scale, s + first, n);
@@ -403,6 +404,37 @@ TEST_CASE("an attention score is the same bits whichever keys and queries share 
   }
 }
 
+// Each output element sums its values in key order whatever else shares the pass, so a call with 7 queries (a full
+// pass of kAttnQueries and a rest) gives each query the bits it gets alone.
+TEST_CASE("an attention output is the same bits whichever queries share its pass, on every ISA", "[runtime][kernels]") {
+  std::mt19937_64 rng(25);
+  const int64_t d = 128, n = 19, stride = 3 * d, most = 7;
+  const std::vector<float> w = test::random_values(rng, size_t(most * n), 1.0f);
+  const std::vector<float> v32 = test::random_values(rng, size_t(n * stride), 2.0f);
+  std::vector<uint16_t> v16(v32.size());
+  for (size_t i = 0; i < v32.size(); ++i) v16[i] = float_to_half_bits(v32[i]);
+  const std::vector<float> start = test::random_values(rng, size_t(most * d), 1.0f);  // accumulate adds to out
+  for (Isa isa : test::available_isas()) {
+    const AttentionKernels& ak = attention_kernels_for(isa);
+    for (const bool half : {true, false}) {
+      for (int64_t nq = 1; nq <= most; ++nq) {
+        INFO("isa " << isa_name(isa) << (half ? " fp16" : " fp32") << " values, " << nq << " queries");
+        auto run = [&](const float* wp, int64_t queries, float* out) {
+          if (half) ak.accumulate(wp, n, queries, v16.data(), stride, n, d, out, d);
+          else ak.accumulate_f32(wp, n, queries, v32.data(), stride, n, d, out, d);
+        };
+        std::vector<float> all = start, one = start;
+        run(w.data(), nq, all.data());
+        for (int64_t j = 0; j < nq; ++j) run(w.data() + j * n, 1, one.data() + j * d);
+        for (int64_t i = 0; i < most * d; ++i) {
+          INFO("query " << i / d << " element " << i % d);
+          REQUIRE(std::bit_cast<uint32_t>(all[size_t(i)]) == std::bit_cast<uint32_t>(one[size_t(i)]));
+        }
+      }
+    }
+  }
+}
+
 // Prefill widens a head's keys once into blocks of 16 (block_keys) and scores a block's keys in the lanes of one
 // vector; the scores must stay the numbers the row loop gives on the cache, or prefill and decode would differ.
 TEST_CASE("scores over keys blocked by 16 are the same bits as scores over the fp16 cache, on every ISA that has them",
@@ -415,7 +447,7 @@ TEST_CASE("scores over keys blocked by 16 are the same bits as scores over the f
     ++tables;
     for (const int64_t d : {int64_t(64), int64_t(128)}) {
       const int64_t n = 53, stride = 3 * d;  // three blocks of 16 keys and a last one of 5
-      const std::vector<float> q = test::random_values(rng, size_t(4 * d), 1.0f);
+      const std::vector<float> q = test::random_values(rng, size_t(7 * d), 1.0f);  // 7 queries: a pass and a rest
       const std::vector<float> k32 = test::random_values(rng, size_t(n * stride), 2.0f);
       std::vector<uint16_t> k16(k32.size());
       for (size_t i = 0; i < k32.size(); ++i) k16[i] = float_to_half_bits(k32[i]);
@@ -426,9 +458,9 @@ TEST_CASE("scores over keys blocked by 16 are the same bits as scores over the f
       REQUIRE(kt == layout);
       CHECK(kt[size_t(3 * kKeyBlock * d + 5)] == 0.0f);  // key 53, the padding's first, element 0
       CHECK(kt[size_t(2 * kKeyBlock * d + 7 * kKeyBlock + 3)] == half_bits_to_float(k16[size_t(35 * stride + 7)]));
-      for (int64_t nq = 1; nq <= 4; ++nq) {
+      for (int64_t nq = 1; nq <= 7; ++nq) {
         INFO("isa " << isa_name(isa) << ", d " << d << ", " << nq << " queries");
-        std::vector<float> rows(size_t(4 * n), -1.0f), blocked(size_t(4 * n + 16), -2.0f);
+        std::vector<float> rows(size_t(7 * n), -1.0f), blocked(size_t(7 * n + 16), -2.0f);
         ak.scores(q.data(), d, nq, k16.data(), stride, n, d, 0.125f, rows.data(), n);
         ak.scores_blocked(q.data(), d, nq, kt.data(), n, d, 0.125f, blocked.data(), n);
         for (int64_t j = 0; j < nq; ++j)
